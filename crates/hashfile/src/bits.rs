@@ -1,0 +1,185 @@
+//! Bit-level building blocks of the format: fixed-width packed integers and
+//! random access into blocks written by the `bitpacking` crate.
+//!
+//! The byte layouts are specified in docs/FORMAT.md ("Packed integers" and
+//! "Seed blocks").
+
+use bitpacking::{BitPacker, BitPacker1x, BitPacker4x, BitPacker8x};
+
+/// Bytes of zero padding after a packed-integer array, so that reading any
+/// element with one unaligned 8-byte load stays inside the section.
+pub const PACKED_PADDING: usize = 8;
+
+/// Widest element a packed-integer array may hold: a value at any bit shift
+/// (0..=7) must fit in one 64-bit load.
+pub const MAX_PACKED_BITS: u32 = 56;
+
+/// Number of bits needed to write every value in `0..=max` (at least 1).
+pub fn bits_for(max: u64) -> u32 {
+    (64 - max.leading_zeros()).max(1)
+}
+
+/// Length in bytes of `count` integers of `width` bits, padding included.
+pub fn packed_len(count: u64, width: u32) -> Option<u64> {
+    let bits = count.checked_mul(width as u64)?;
+    bits.div_ceil(8).checked_add(PACKED_PADDING as u64)
+}
+
+/// Writes `values` as consecutive `width`-bit little-endian integers.
+pub fn pack(values: &[u64], width: u32) -> Vec<u8> {
+    assert!((1..=MAX_PACKED_BITS).contains(&width));
+    let len = packed_len(values.len() as u64, width).expect("packed length overflows") as usize;
+    let mut out = vec![0u8; len];
+    for (i, &v) in values.iter().enumerate() {
+        debug_assert!(v < (1u64 << width));
+        let bit = i * width as usize;
+        let byte = bit / 8;
+        let word = u64::from_le_bytes(out[byte..byte + 8].try_into().unwrap());
+        let word = word | (v << (bit % 8));
+        out[byte..byte + 8].copy_from_slice(&word.to_le_bytes());
+    }
+    out
+}
+
+/// Reads element `index` of a packed array. `None` if the bytes end early,
+/// which only a damaged file can cause, since lengths are checked at open.
+#[inline]
+pub fn unpack_one(bytes: &[u8], width: u32, index: u64) -> Option<u64> {
+    let bit = index.checked_mul(width as u64)?;
+    let byte = usize::try_from(bit / 8).ok()?;
+    let word: [u8; 8] = bytes.get(byte..byte.checked_add(8)?)?.try_into().ok()?;
+    let mask = (1u64 << width) - 1;
+    Some((u64::from_le_bytes(word) >> (bit % 8)) & mask)
+}
+
+/// The three block layouts of the `bitpacking` crate. They differ only in how
+/// many 32-bit lanes the values are interleaved across.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BlockLayout {
+    /// `BitPacker1x`: 32 values, one lane.
+    X1,
+    /// `BitPacker4x`: 128 values in 4 lanes (SSE3 layout).
+    X4,
+    /// `BitPacker8x`: 256 values in 8 lanes (AVX2 layout).
+    X8,
+}
+
+impl BlockLayout {
+    /// The layout whose block holds `len` values, if there is one.
+    pub fn from_block_len(len: u32) -> Option<Self> {
+        match len {
+            32 => Some(BlockLayout::X1),
+            128 => Some(BlockLayout::X4),
+            256 => Some(BlockLayout::X8),
+            _ => None,
+        }
+    }
+
+    /// Values per block.
+    pub fn block_len(self) -> usize {
+        self.lanes() * 32
+    }
+
+    fn lanes(self) -> usize {
+        match self {
+            BlockLayout::X1 => 1,
+            BlockLayout::X4 => 4,
+            BlockLayout::X8 => 8,
+        }
+    }
+
+    /// Bytes per block for each bit of width (`block_len / 8`).
+    pub fn unit_bytes(self) -> usize {
+        self.block_len() / 8
+    }
+
+    /// Compresses one full block with the crate; returns (bit width, bytes).
+    pub fn compress(self, block: &[u32]) -> (u8, Vec<u8>) {
+        fn run<P: BitPacker>(block: &[u32]) -> (u8, Vec<u8>) {
+            let packer = P::new();
+            let width = packer.num_bits(block);
+            let mut out = vec![0u8; P::compressed_block_size(width)];
+            let written = packer.compress(block, &mut out, width);
+            out.truncate(written);
+            (width, out)
+        }
+        match self {
+            BlockLayout::X1 => run::<BitPacker1x>(block),
+            BlockLayout::X4 => run::<BitPacker4x>(block),
+            BlockLayout::X8 => run::<BitPacker8x>(block),
+        }
+    }
+
+    /// Reads value `index` (< block_len) of a block of `width` bits without
+    /// decompressing the block. Lane `index % lanes` holds the value at bit
+    /// `(index / lanes) * width` of that lane's stream of 32-bit words, and
+    /// word `w` of lane `l` sits at byte `(w * lanes + l) * 4`.
+    #[inline]
+    pub fn get(self, block: &[u8], width: u32, index: usize) -> Option<u32> {
+        if width == 0 {
+            return Some(0);
+        }
+        let lanes = self.lanes();
+        let lane = index % lanes;
+        let bit = (index / lanes) * width as usize;
+        let (word, shift) = (bit / 32, bit % 32);
+        let read = |w: usize| -> Option<u64> {
+            let at = (w * lanes + lane) * 4;
+            Some(u32::from_le_bytes(block.get(at..at + 4)?.try_into().ok()?) as u64)
+        };
+        let mut value = read(word)? >> shift;
+        if shift + width as usize > 32 {
+            value |= read(word + 1)? << (32 - shift);
+        }
+        Some((value & ((1u64 << width) - 1)) as u32)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn bits_for_edges() {
+        for (max, bits) in [(0, 1), (1, 1), (2, 2), (255, 8), (256, 9), (u64::MAX, 64)] {
+            assert_eq!(bits_for(max), bits, "bits_for({max})");
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn packed_round_trip(width in 1u32..=56, seed in any::<u64>(), count in 0usize..300) {
+            let mask = (1u64 << width) - 1;
+            let values: Vec<u64> = (0..count as u64)
+                .map(|i| (seed ^ i.wrapping_mul(0x9E37_79B9_7F4A_7C15)).rotate_left(i as u32) & mask)
+                .collect();
+            let bytes = pack(&values, width);
+            prop_assert_eq!(bytes.len() as u64, packed_len(count as u64, width).unwrap());
+            for (i, &v) in values.iter().enumerate() {
+                prop_assert_eq!(unpack_one(&bytes, width, i as u64), Some(v));
+            }
+        }
+
+        #[test]
+        fn block_get_matches_crate_decompress(layout in 0usize..3, max_bits in 0u32..=32, seed in any::<u64>()) {
+            let layout = [BlockLayout::X1, BlockLayout::X4, BlockLayout::X8][layout];
+            let mask = if max_bits == 32 { u32::MAX as u64 } else { (1u64 << max_bits) - 1 };
+            let block: Vec<u32> = (0..layout.block_len() as u64)
+                .map(|i| ((seed.wrapping_add(i).wrapping_mul(0xD6E8_FEB8_6659_FD93) >> 7) & mask) as u32)
+                .collect();
+            let (width, bytes) = layout.compress(&block);
+            prop_assert_eq!(bytes.len(), layout.unit_bytes() * width as usize);
+            for (i, &v) in block.iter().enumerate() {
+                prop_assert_eq!(layout.get(&bytes, width as u32, i), Some(v), "index {}", i);
+            }
+        }
+    }
+
+    #[test]
+    fn block_get_on_short_bytes_is_none() {
+        let block = vec![u32::MAX; 128];
+        let (width, bytes) = BlockLayout::X4.compress(&block);
+        assert_eq!(BlockLayout::X4.get(&bytes[..bytes.len() - 1], width as u32, 127), None);
+    }
+}

@@ -1,0 +1,242 @@
+//! Building a store: collect entries, build the perfect hash, write the file.
+
+use std::fs;
+use std::io::{BufWriter, Write};
+use std::path::Path;
+
+use crate::bits::{self, BlockLayout};
+use crate::chd;
+use crate::error::{Error, Result};
+use crate::format::{self, BuildParameters, Header, Section, ValueKind, RECORD_KEY_UTF8};
+
+/// Build parameters. `Default` gives the documented defaults.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BuildOptions {
+    /// Average keys per bucket (CHD's lambda). Larger values make a smaller
+    /// hash function and a slower build. Default 4.0; range 1.0 to 10.0.
+    pub keys_per_bucket: f64,
+    /// Fill of the table the pilots place keys in, before the slots past `n`
+    /// are remapped. Closer to 1 means larger pilots and fewer remap entries.
+    /// Default 0.99; range 0.5 to 1.0.
+    pub load_factor: f64,
+    /// Fraction of keys hashed into the dense buckets. Default 0.6.
+    pub dense_key_fraction: f64,
+    /// Fraction of buckets that are dense. Default 0.3. Equal fractions give
+    /// CHD's plain uniform buckets.
+    pub dense_bucket_fraction: f64,
+    /// First hash seed tried. If it gives two keys the same 64-bit hash, or
+    /// a bucket finds no pilot, the build tries the next seed. Default 0.
+    pub hash_seed: u64,
+    /// Pilots per bit-packed block: 32, 128 or 256 (`BitPacker1x`, `4x`,
+    /// `8x` layouts). Default 128.
+    pub seed_block_len: u32,
+}
+
+impl Default for BuildOptions {
+    fn default() -> Self {
+        BuildOptions { keys_per_bucket: 4.0, load_factor: 0.99, dense_key_fraction: 0.6, dense_bucket_fraction: 0.3, hash_seed: 0, seed_block_len: 128 }
+    }
+}
+
+impl BuildOptions {
+    /// Checks every option's range.
+    pub fn validate(&self) -> Result<()> {
+        let range = |name: &'static str, v: f64, lo: f64, hi: f64| {
+            if v.is_finite() && (lo..=hi).contains(&v) {
+                Ok(())
+            } else {
+                Err(Error::InvalidOption { name, reason: format!("{v} is outside {lo}..={hi}") })
+            }
+        };
+        range("keys_per_bucket", self.keys_per_bucket, 1.0, 10.0)?;
+        range("load_factor", self.load_factor, 0.5, 1.0)?;
+        range("dense_key_fraction", self.dense_key_fraction, 0.0, 1.0)?;
+        range("dense_bucket_fraction", self.dense_bucket_fraction, 0.0, 1.0)?;
+        if (self.dense_bucket_fraction == 0.0) != (self.dense_key_fraction == 0.0) || (self.dense_bucket_fraction == 1.0) != (self.dense_key_fraction == 1.0) {
+            return Err(Error::InvalidOption { name: "dense_bucket_fraction", reason: "must be 0 or 1 exactly when dense_key_fraction is".into() });
+        }
+        if BlockLayout::from_block_len(self.seed_block_len).is_none() {
+            return Err(Error::InvalidOption { name: "seed_block_len", reason: format!("{} is not 32, 128 or 256", self.seed_block_len) });
+        }
+        Ok(())
+    }
+}
+
+/// Collects entries and writes a store.
+///
+/// Entries are kept already encoded as the records of the file, so memory
+/// is about the size of the output plus 8 bytes per entry.
+///
+/// ```
+/// let mut builder = hashfile::Builder::new(Default::default())?;
+/// builder.insert(b"greeting", b"hello");
+/// let bytes = builder.to_bytes()?;
+/// let reader = hashfile::Reader::new(bytes)?;
+/// assert_eq!(reader.get(b"greeting")?.map(|r| r.value), Some(&b"hello"[..]));
+/// # Ok::<(), hashfile::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct Builder {
+    options: BuildOptions,
+    records: Vec<u8>,
+    offsets: Vec<u64>,
+}
+
+/// A built index, ready to be written before the records.
+struct Prepared {
+    header: Header,
+    index: Vec<Vec<u8>>, // seed index, seeds, remap, slots
+}
+
+impl Builder {
+    /// A builder with these options, checked.
+    pub fn new(options: BuildOptions) -> Result<Builder> {
+        options.validate()?;
+        Ok(Builder { options, records: Vec::new(), offsets: Vec::new() })
+    }
+
+    /// Number of entries added so far.
+    pub fn len(&self) -> usize {
+        self.offsets.len()
+    }
+
+    /// True if nothing has been added.
+    pub fn is_empty(&self) -> bool {
+        self.offsets.is_empty()
+    }
+
+    /// Adds a binary key and a binary value.
+    pub fn insert(&mut self, key: &[u8], value: &[u8]) {
+        self.insert_tagged(key, false, value, ValueKind::Binary)
+    }
+
+    /// Adds an entry, recording whether the key is UTF-8 text and the value's
+    /// kind, so that a binding can give them back with their encoding.
+    /// Duplicate keys are reported when the store is built.
+    pub fn insert_tagged(&mut self, key: &[u8], key_utf8: bool, value: &[u8], kind: ValueKind) {
+        self.offsets.push(self.records.len() as u64);
+        self.records.push(kind as u8 | if key_utf8 { RECORD_KEY_UTF8 } else { 0 });
+        format::write_varint(&mut self.records, key.len() as u64);
+        format::write_varint(&mut self.records, value.len() as u64);
+        self.records.extend_from_slice(key);
+        self.records.extend_from_slice(value);
+    }
+
+    fn key(&self, index: usize) -> &[u8] {
+        let start = self.offsets[index] as usize;
+        let mut pos = start + 1;
+        let key_len = format::read_varint(&self.records, &mut pos).unwrap() as usize;
+        format::read_varint(&self.records, &mut pos).unwrap();
+        &self.records[pos..pos + key_len]
+    }
+
+    fn prepare(&self) -> Result<Prepared> {
+        let n = self.offsets.len();
+        let built = chd::build(n, |i| self.key(i), &self.options)?;
+        let layout = BlockLayout::from_block_len(self.options.seed_block_len).expect("validated");
+
+        let mut seed_index = Vec::new();
+        let mut seeds = Vec::new();
+        let mut units = 0u32;
+        seed_index.extend_from_slice(&units.to_le_bytes());
+        let mut block = vec![0u32; layout.block_len()];
+        for chunk in built.pilots.chunks(layout.block_len()) {
+            block.fill(0);
+            block[..chunk.len()].copy_from_slice(chunk);
+            let (width, bytes) = layout.compress(&block);
+            seeds.extend_from_slice(&bytes);
+            units = units.checked_add(width as u32).ok_or_else(|| Error::format("seed section exceeds the format's limit"))?;
+            seed_index.extend_from_slice(&units.to_le_bytes());
+        }
+
+        let records_len = self.records.len() as u64;
+        let offset_bits = bits::bits_for(records_len.saturating_sub(1));
+        if offset_bits > bits::MAX_PACKED_BITS {
+            return Err(Error::format("records exceed the format's 2^56-byte limit"));
+        }
+        let mut slot_offsets = vec![0u64; n];
+        for (i, &s) in built.slots.iter().enumerate() {
+            slot_offsets[s as usize] = self.offsets[i];
+        }
+        let remap = bits::pack(&built.remap, bits::bits_for((n as u64).saturating_sub(1)));
+        let slots = bits::pack(&slot_offsets, offset_bits);
+
+        let index = vec![seed_index, seeds, remap, slots];
+        let header_len = Header::encoded_len();
+        let mut sections = [Section { offset: 0, length: 0, checksum: 0 }; 5];
+        let mut at = header_len as u64;
+        for (i, bytes) in index.iter().map(|b| b.as_slice()).chain([self.records.as_slice()]).enumerate() {
+            at = at.next_multiple_of(8);
+            sections[i] = Section { offset: at, length: bytes.len() as u64, checksum: xxhash_rust::xxh3::xxh3_64(bytes) };
+            at += bytes.len() as u64;
+        }
+        let o = &self.options;
+        let header = Header {
+            major: format::VERSION_MAJOR,
+            minor: format::VERSION_MINOR,
+            header_len: header_len as u32,
+            required_flags: 0,
+            file_len: at,
+            hash_seed: built.seed,
+            geometry: built.geometry,
+            seed_block_len: o.seed_block_len,
+            parameters: BuildParameters { keys_per_bucket: o.keys_per_bucket, load_factor: o.load_factor, dense_key_fraction: o.dense_key_fraction, dense_bucket_fraction: o.dense_bucket_fraction },
+            sections,
+        };
+        Ok(Prepared { header, index })
+    }
+
+    /// Builds the store and writes it to `out`. Same entries and options,
+    /// same bytes.
+    pub fn write_to<W: Write>(&self, out: W) -> Result<u64> {
+        let prepared = self.prepare()?;
+        let mut out = BufWriter::with_capacity(1 << 20, out);
+        let io = |e| Error::io(None, e);
+        let header = prepared.header.encode();
+        out.write_all(&header).map_err(io)?;
+        let mut at = header.len() as u64;
+        for (section, bytes) in prepared.header.sections.iter().zip(prepared.index.iter().map(|b| b.as_slice()).chain([self.records.as_slice()])) {
+            out.write_all(&[0u8; 8][..(section.offset - at) as usize]).map_err(io)?;
+            out.write_all(bytes).map_err(io)?;
+            at = section.offset + section.length;
+        }
+        out.flush().map_err(io)?;
+        Ok(at)
+    }
+
+    /// Builds the store in memory.
+    pub fn to_bytes(&self) -> Result<Vec<u8>> {
+        let mut out = Vec::new();
+        self.write_to(&mut out)?;
+        Ok(out)
+    }
+
+    /// Builds the store and publishes it at `path` atomically: the bytes go
+    /// to a temporary file `.NAME.XXXXXX.tmp` in the same directory, which is
+    /// fsynced and renamed over `path`. If anything fails, the temporary file
+    /// is removed and `path` is untouched. Returns the file's length.
+    pub fn write_file(&self, path: &Path) -> Result<u64> {
+        let with_path = |e: std::io::Error| Error::io(Some(path), e);
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        let name = path.file_name().ok_or_else(|| with_path(std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a file path")))?;
+        let prefix = format!(".{}.", name.to_string_lossy());
+        let mut options = tempfile::Builder::new();
+        options.prefix(&prefix).suffix(".tmp");
+        // A store is meant to be shared: world-readable like a file made
+        // with the usual umask, not tempfile's private 0600.
+        #[cfg(unix)]
+        options.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o644));
+        let mut temp = options.tempfile_in(dir).map_err(with_path)?;
+        let len = self.write_to(temp.as_file_mut()).map_err(|e| e.with_path(path))?;
+        temp.as_file().sync_all().map_err(with_path)?;
+        temp.persist(path).map_err(|e| with_path(e.error))?;
+        // Make the rename itself durable.
+        if let Ok(d) = fs::File::open(dir) {
+            let _ = d.sync_all();
+        }
+        Ok(len)
+    }
+}

@@ -1,0 +1,189 @@
+use hashfile::{BuildOptions, Builder, Error, Reader, ValueKind};
+use proptest::prelude::*;
+
+fn key(i: u64) -> Vec<u8> {
+    format!("key-{i}").into_bytes()
+}
+
+fn value(i: u64) -> Vec<u8> {
+    format!("value {}", i.wrapping_mul(0x9E37_79B9_7F4A_7C15)).into_bytes()
+}
+
+fn build(n: u64) -> Reader<Vec<u8>> {
+    let mut b = Builder::new(BuildOptions::default()).unwrap();
+    for i in 0..n {
+        b.insert(&key(i), &value(i));
+    }
+    Reader::new(b.to_bytes().unwrap()).unwrap()
+}
+
+#[test]
+fn round_trips_at_several_sizes() {
+    for n in [0u64, 1, 2, 1_000, 1_000_000] {
+        let store = build(n);
+        assert_eq!(store.len(), n);
+        for i in 0..n {
+            assert_eq!(store.get(&key(i)).unwrap().unwrap().value, value(i), "n={n} i={i}");
+        }
+        for i in n..n + 1_000 {
+            assert_eq!(store.get(&key(i)).unwrap(), None, "absent key {i} at n={n}");
+        }
+        // Iteration gives the records in insertion order.
+        let mut count = 0;
+        for (i, record) in store.iter().enumerate() {
+            assert_eq!(record.unwrap().key, key(i as u64));
+            count += 1;
+        }
+        assert_eq!(count, n);
+        store.verify().unwrap();
+        if n >= 1_000 {
+            let info = store.info();
+            assert!(info.mphf_bits_per_key < 3.0, "mphf {} bits/key at n={n}", info.mphf_bits_per_key);
+        }
+    }
+}
+
+#[test]
+fn empty_store_is_valid() {
+    let store = build(0);
+    assert!(store.is_empty());
+    assert_eq!(store.get(b"").unwrap(), None);
+    assert_eq!(store.iter().count(), 0);
+    store.verify().unwrap();
+}
+
+#[test]
+fn same_input_gives_same_bytes() {
+    let a = build(5_000);
+    let b = build(5_000);
+    assert_eq!(a.bytes(), b.bytes());
+}
+
+#[test]
+fn duplicate_key_is_named() {
+    let mut b = Builder::new(BuildOptions::default()).unwrap();
+    b.insert(b"one", b"1");
+    b.insert(b"dup\xff", b"2");
+    b.insert(b"dup\xff", b"3");
+    match b.to_bytes() {
+        Err(Error::DuplicateKey { key }) => assert_eq!(key, b"dup\xff"),
+        other => panic!("expected DuplicateKey, got {other:?}"),
+    }
+    let message = b.to_bytes().unwrap_err().to_string();
+    assert_eq!(message, r#"duplicate key "dup\xFF""#);
+}
+
+#[test]
+fn invalid_options_are_rejected() {
+    for (options, name) in [
+        (BuildOptions { keys_per_bucket: 0.5, ..Default::default() }, "keys_per_bucket"),
+        (BuildOptions { load_factor: 1.5, ..Default::default() }, "load_factor"),
+        (BuildOptions { load_factor: f64::NAN, ..Default::default() }, "load_factor"),
+        (BuildOptions { seed_block_len: 64, ..Default::default() }, "seed_block_len"),
+        (BuildOptions { dense_bucket_fraction: 0.0, ..Default::default() }, "dense_bucket_fraction"),
+    ] {
+        match Builder::new(options) {
+            Err(Error::InvalidOption { name: got, .. }) => assert_eq!(got, name),
+            other => panic!("expected InvalidOption {name}, got {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn every_block_layout_and_option_grid_round_trips() {
+    for seed_block_len in [32, 128, 256] {
+        for (keys_per_bucket, load_factor, dense) in [(1.0, 1.0, 0.0), (4.0, 0.99, 0.6), (10.0, 0.5, 1.0), (3.0, 1.0, 0.6)] {
+            let options = BuildOptions {
+                keys_per_bucket,
+                load_factor,
+                dense_key_fraction: dense,
+                dense_bucket_fraction: if dense == 0.6 { 0.3 } else { dense },
+                seed_block_len,
+                ..Default::default()
+            };
+            let mut b = Builder::new(options.clone()).unwrap();
+            for i in 0..3_000 {
+                b.insert(&key(i), &value(i));
+            }
+            let store = Reader::new(b.to_bytes().unwrap()).unwrap();
+            for i in 0..3_000 {
+                assert_eq!(store.get(&key(i)).unwrap().unwrap().value, value(i), "{options:?}");
+            }
+            store.verify().unwrap();
+        }
+    }
+}
+
+#[test]
+fn value_kinds_and_key_encodings_are_kept() {
+    let mut b = Builder::new(BuildOptions::default()).unwrap();
+    b.insert_tagged("ключ".as_bytes(), true, "значение".as_bytes(), ValueKind::Utf8);
+    b.insert_tagged(b"\x00\xff", false, b"\x01\x02", ValueKind::Binary);
+    b.insert_tagged(b"ascii", false, b"plain", ValueKind::Ascii);
+    b.insert_tagged(b"", false, b"", ValueKind::Binary);
+    let store = Reader::new(b.to_bytes().unwrap()).unwrap();
+    let r = store.get("ключ".as_bytes()).unwrap().unwrap();
+    assert_eq!((r.key_utf8, r.kind, r.value), (true, ValueKind::Utf8, "значение".as_bytes()));
+    let r = store.get(b"\x00\xff").unwrap().unwrap();
+    assert_eq!((r.key_utf8, r.kind, r.value), (false, ValueKind::Binary, &b"\x01\x02"[..]));
+    assert_eq!(store.get(b"ascii").unwrap().unwrap().kind, ValueKind::Ascii);
+    assert_eq!(store.get(b"").unwrap().unwrap().value, b"");
+}
+
+#[test]
+fn write_file_publishes_atomically() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store.hf");
+    let mut b = Builder::new(BuildOptions::default()).unwrap();
+    b.insert(b"a", b"1");
+    let len = b.write_file(&path).unwrap();
+    assert_eq!(std::fs::metadata(&path).unwrap().len(), len);
+    let old = Reader::open(&path).unwrap();
+
+    // A failing build leaves the old file and no temporary file.
+    let mut dup = Builder::new(BuildOptions::default()).unwrap();
+    dup.insert(b"x", b"1");
+    dup.insert(b"x", b"2");
+    assert!(matches!(dup.write_file(&path), Err(Error::DuplicateKey { .. })));
+    let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(names, vec![std::ffi::OsString::from("store.hf")]);
+
+    // Replacing it leaves open readers on the old bytes.
+    let mut b = Builder::new(BuildOptions::default()).unwrap();
+    b.insert(b"a", b"2");
+    b.write_file(&path).unwrap();
+    assert_eq!(old.get(b"a").unwrap().unwrap().value, b"1");
+    assert_eq!(Reader::open(&path).unwrap().get(b"a").unwrap().unwrap().value, b"2");
+}
+
+#[test]
+fn missing_file_is_an_io_error_naming_the_path() {
+    let err = Reader::open("/nonexistent/dir/x.hf").unwrap_err();
+    assert!(matches!(&err, Error::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound));
+    assert!(err.to_string().starts_with("/nonexistent/dir/x.hf: "), "{err}");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+    #[test]
+    fn random_maps_round_trip(entries in prop::collection::hash_map(prop::collection::vec(any::<u8>(), 0..24), prop::collection::vec(any::<u8>(), 0..40), 0..400),
+                              probes in prop::collection::vec(prop::collection::vec(any::<u8>(), 0..24), 0..50)) {
+        let mut b = Builder::new(BuildOptions::default()).unwrap();
+        let entries: Vec<_> = entries.into_iter().collect();
+        for (k, v) in &entries {
+            b.insert(k, v);
+        }
+        let store = Reader::new(b.to_bytes().unwrap()).unwrap();
+        prop_assert_eq!(store.len(), entries.len() as u64);
+        for (k, v) in &entries {
+            prop_assert_eq!(store.get(k).unwrap().map(|r| r.value), Some(v.as_slice()));
+        }
+        let map: std::collections::HashMap<_, _> = entries.iter().cloned().collect();
+        for p in &probes {
+            prop_assert_eq!(store.get(p).unwrap().map(|r| r.value.to_vec()), map.get(p).cloned());
+        }
+        let listed: Vec<_> = store.iter().map(|r| { let r = r.unwrap(); (r.key.to_vec(), r.value.to_vec()) }).collect();
+        prop_assert_eq!(listed, entries);
+        store.verify().unwrap();
+    }
+}
