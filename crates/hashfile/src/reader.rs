@@ -214,6 +214,20 @@ impl<B: AsRef<[u8]>> Reader<B> {
     /// the records section holds exactly `len()` well-formed records, and
     /// that every key's lookup lands on its own record. O(n).
     pub fn verify(&self) -> Result<()> {
+        // Bytes outside the header and the sections (alignment padding) are
+        // covered by no checksum; they must be zero.
+        let mut spans: Vec<(u64, u64)> = self.header.sections.iter().map(|s| (s.offset, s.offset + s.length)).collect();
+        spans.sort_unstable();
+        let mut at = self.header.header_len as u64;
+        for (start, end) in spans.into_iter().chain([(self.header.file_len, self.header.file_len)]) {
+            if start < at {
+                return Err(Error::format(format!("sections overlap at byte {start}")));
+            }
+            if let Some(i) = self.bytes.as_ref()[at as usize..start as usize].iter().position(|&b| b != 0) {
+                return Err(Error::format(format!("padding byte {} is not zero", at + i as u64)));
+            }
+            at = end;
+        }
         for (id, section) in SectionId::ALL.iter().zip(&self.header.sections) {
             let bytes = &self.bytes.as_ref()[section.offset as usize..(section.offset + section.length) as usize];
             let actual = xxhash_rust::xxh3::xxh3_64(bytes);
