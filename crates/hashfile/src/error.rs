@@ -82,8 +82,8 @@ impl Error {
         Error::Io { path: path.map(PathBuf::from), source }
     }
 
-    /// Attach the file's path to errors that concern a file.
-    pub(crate) fn with_path(mut self, file: &std::path::Path) -> Self {
+    /// Attaches a file's path to an error that concerns a file and has none.
+    pub fn with_path(mut self, file: &std::path::Path) -> Self {
         match &mut self {
             Error::Io { path, .. } | Error::Format { path, .. } | Error::Checksum { path, .. } => {
                 if path.is_none() {

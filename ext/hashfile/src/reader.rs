@@ -1,0 +1,205 @@
+//! `Hashfile::Reader`: an open store. The Ruby API with keyword arguments
+//! and docs is in lib/hashfile/reader.rb; these are the native methods.
+
+use std::cell::RefCell;
+use std::sync::Arc;
+
+use hashfile::{Record, ValueKind};
+use magnus::{function, method, prelude::*, Error, RArray, RHash, RModule, RString, Ruby, Symbol, Value};
+use memmap2::Mmap;
+
+use crate::error::{to_ruby, CLOSED_ERROR};
+
+type Store = hashfile::Reader<Mmap>;
+
+/// The store lives in an `Arc` so that `verify`, which runs without the GVL,
+/// keeps the mapping alive even if another thread closes the reader.
+/// `RefCell` suffices for the slot itself: every method runs holding the GVL
+/// and none calls back into Ruby while borrowing it.
+#[magnus::wrap(class = "Hashfile::Reader", free_immediately, size)]
+pub struct Reader {
+    store: RefCell<Option<Arc<Store>>>,
+    path: String,
+}
+
+/// Records returned per `_each_chunk` call: large enough to amortise the
+/// call, small enough that `close` inside `each` takes effect promptly.
+const CHUNK: usize = 1024;
+
+/// Calls `f` with the bytes of a String or Symbol key; `None` for any other
+/// object, which can never be a key.
+#[inline]
+fn with_key<R>(key: Value, f: impl FnOnce(&[u8]) -> R) -> Result<Option<R>, Error> {
+    if let Some(s) = RString::from_value(key) {
+        // SAFETY: the slice is used only inside `f`, which runs no Ruby code
+        // and allocates no Ruby objects, so the string cannot be modified or
+        // collected while it is borrowed.
+        return Ok(Some(f(unsafe { s.as_slice() })));
+    }
+    if let Some(sym) = Symbol::from_value(key) {
+        return Ok(Some(f(sym.name()?.as_bytes())));
+    }
+    Ok(None)
+}
+
+/// A new Ruby String holding a copy of the value, in its stored encoding.
+#[inline]
+fn value_string(ruby: &Ruby, record: &Record<'_>) -> RString {
+    match record.kind {
+        ValueKind::Utf8 => ruby.enc_str_new(record.value, ruby.utf8_encoding()),
+        ValueKind::Ascii => ruby.enc_str_new(record.value, ruby.usascii_encoding()),
+        _ => ruby.str_from_slice(record.value),
+    }
+}
+
+/// A new frozen Ruby String holding the key, as Hash keys are.
+fn key_string(ruby: &Ruby, record: &Record<'_>) -> RString {
+    let key = if record.key_utf8 { ruby.enc_str_new(record.key, ruby.utf8_encoding()) } else { ruby.str_from_slice(record.key) };
+    key.freeze();
+    key
+}
+
+impl Reader {
+    fn open(ruby: &Ruby, path: String) -> Result<Reader, Error> {
+        let store = Store::open(&path).map_err(|e| to_ruby(ruby, e))?;
+        Ok(Reader { store: RefCell::new(Some(Arc::new(store))), path })
+    }
+
+    fn closed(&self, ruby: &Ruby) -> Error {
+        Error::new(ruby.get_inner(&CLOSED_ERROR), format!("closed store {}", self.path))
+    }
+
+    #[inline]
+    fn with_store<R>(&self, ruby: &Ruby, f: impl FnOnce(&Store) -> Result<R, Error>) -> Result<R, Error> {
+        let slot = self.store.try_borrow().map_err(|_| self.closed(ruby))?;
+        f(slot.as_deref().ok_or_else(|| self.closed(ruby))?)
+    }
+
+    /// A counted handle, for work that runs without the GVL.
+    fn shared(&self, ruby: &Ruby) -> Result<Arc<Store>, Error> {
+        let slot = self.store.try_borrow().map_err(|_| self.closed(ruby))?;
+        slot.clone().ok_or_else(|| self.closed(ruby))
+    }
+
+    /// `db[key]`: the value, or `if_missing` when the key is absent.
+    #[inline]
+    fn lookup(&self, ruby: &Ruby, key: Value, if_missing: Value) -> Result<Value, Error> {
+        self.with_store(ruby, |store| match with_key(key, |k| store.get(k))? {
+            // The record borrows the mapping, not the key, whose borrow ended
+            // inside `with_key` before this String is allocated.
+            Some(Ok(Some(record))) => Ok(value_string(ruby, &record).as_value()),
+            Some(Ok(None)) | None => Ok(if_missing),
+            Some(Err(e)) => Err(to_ruby(ruby, e.with_path(self.path.as_ref()))),
+        })
+    }
+
+    fn aref(ruby: &Ruby, rb_self: &Self, key: Value) -> Result<Value, Error> {
+        rb_self.lookup(ruby, key, ruby.qnil().as_value())
+    }
+
+    fn get(ruby: &Ruby, rb_self: &Self, key: Value, if_missing: Value) -> Result<Value, Error> {
+        rb_self.lookup(ruby, key, if_missing)
+    }
+
+    fn has_key(ruby: &Ruby, rb_self: &Self, key: Value) -> Result<bool, Error> {
+        rb_self.with_store(ruby, |store| match with_key(key, |k| store.get(k).map(|r| r.is_some()))? {
+            Some(Ok(found)) => Ok(found),
+            None => Ok(false),
+            Some(Err(e)) => Err(to_ruby(ruby, e.with_path(rb_self.path.as_ref()))),
+        })
+    }
+
+    fn size(ruby: &Ruby, rb_self: &Self) -> Result<u64, Error> {
+        rb_self.with_store(ruby, |store| Ok(store.len()))
+    }
+
+    /// Up to CHUNK records from byte `offset` of the records section, as
+    /// `[next_offset_or_nil, key, value, key, value, ...]`.
+    fn each_chunk(ruby: &Ruby, rb_self: &Self, offset: u64) -> Result<RArray, Error> {
+        rb_self.with_store(ruby, |store| {
+            let out = ruby.ary_new_capa(1 + 2 * CHUNK);
+            out.push(ruby.qnil())?;
+            let mut at = offset;
+            for _ in 0..CHUNK {
+                match store.record_at(at).map_err(|e| to_ruby(ruby, e.with_path(rb_self.path.as_ref())))? {
+                    Some((record, next)) => {
+                        out.push(key_string(ruby, &record))?;
+                        out.push(value_string(ruby, &record))?;
+                        at = next;
+                    }
+                    None => return Ok(out),
+                }
+            }
+            out.store(0, at)?;
+            Ok(out)
+        })
+    }
+
+    fn verify(ruby: &Ruby, rb_self: &Self) -> Result<bool, Error> {
+        let store = rb_self.shared(ruby)?;
+        crate::nogvl::without_gvl(ruby, move || store.verify())?.map_err(|e| to_ruby(ruby, e.with_path(rb_self.path.as_ref())))?;
+        Ok(true)
+    }
+
+    fn close(ruby: &Ruby, rb_self: &Self) -> Result<(), Error> {
+        let mut slot = rb_self.store.try_borrow_mut().map_err(|_| Error::new(ruby.get_inner(&crate::error::ERROR), "cannot close a store while it is being read"))?;
+        slot.take();
+        Ok(())
+    }
+
+    fn is_closed(&self) -> bool {
+        self.store.borrow().is_none()
+    }
+
+    fn path(&self) -> String {
+        self.path.clone()
+    }
+
+    fn info(ruby: &Ruby, rb_self: &Self) -> Result<RHash, Error> {
+        rb_self.with_store(ruby, |store| {
+            let info = store.info();
+            let header = store.header();
+            let sym = |s: &str| ruby.to_symbol(s);
+            let out = ruby.hash_new();
+            out.aset(sym("format_version"), format!("{}.{}", header.major, header.minor))?;
+            out.aset(sym("entries"), info.entries)?;
+            out.aset(sym("file_bytes"), info.file_bytes)?;
+            out.aset(sym("mphf_bits_per_key"), info.mphf_bits_per_key)?;
+            out.aset(sym("seed_bits_per_key"), info.seed_bits_per_key)?;
+            let sections = ruby.hash_new();
+            for (name, bytes) in &info.section_bytes {
+                sections.aset(sym(name), *bytes)?;
+            }
+            out.aset(sym("sections"), sections)?;
+            let p = &header.parameters;
+            let g = &header.geometry;
+            let params = ruby.hash_new();
+            params.aset(sym("keys_per_bucket"), p.keys_per_bucket)?;
+            params.aset(sym("load_factor"), p.load_factor)?;
+            params.aset(sym("dense_key_fraction"), p.dense_key_fraction)?;
+            params.aset(sym("dense_bucket_fraction"), p.dense_bucket_fraction)?;
+            params.aset(sym("seed_block_len"), header.seed_block_len)?;
+            params.aset(sym("hash_seed"), header.hash_seed)?;
+            params.aset(sym("buckets"), g.bucket_count)?;
+            params.aset(sym("slots"), g.slot_count)?;
+            out.aset(sym("parameters"), params)?;
+            Ok(out)
+        })
+    }
+}
+
+pub fn init(ruby: &Ruby, module: RModule) -> Result<(), Error> {
+    let class = module.define_class("Reader", ruby.class_object())?;
+    class.define_singleton_method("_open", function!(Reader::open, 1))?;
+    class.define_method("[]", method!(Reader::aref, 1))?;
+    class.define_method("_get", method!(Reader::get, 2))?;
+    class.define_method("key?", method!(Reader::has_key, 1))?;
+    class.define_method("size", method!(Reader::size, 0))?;
+    class.define_method("_each_chunk", method!(Reader::each_chunk, 1))?;
+    class.define_method("_verify", method!(Reader::verify, 0))?;
+    class.define_method("close", method!(Reader::close, 0))?;
+    class.define_method("closed?", method!(Reader::is_closed, 0))?;
+    class.define_method("path", method!(Reader::path, 0))?;
+    class.define_method("_info", method!(Reader::info, 0))?;
+    Ok(())
+}

@@ -1,0 +1,126 @@
+//! `Hashfile::Writer`: collects entries for `Hashfile.build`. The Ruby API
+//! is in lib/hashfile/writer.rb; these are the native methods.
+
+use std::cell::RefCell;
+use std::path::PathBuf;
+
+use hashfile::{BuildOptions, Builder, DisplayBytes, ValueKind};
+use magnus::{encoding::EncodingCapable, function, method, prelude::*, r_hash::ForEach, Error, RHash, RModule, RString, Ruby, Symbol, Value};
+
+use crate::error::{to_ruby, CLOSED_ERROR};
+
+#[magnus::wrap(class = "Hashfile::Writer", free_immediately, size)]
+pub struct Writer {
+    builder: RefCell<Option<Builder>>,
+}
+
+/// What a Ruby String's encoding becomes in the store.
+enum Text {
+    Utf8,
+    Ascii,
+    Binary,
+}
+
+fn text_kind(ruby: &Ruby, s: RString) -> Option<Text> {
+    let index = s.enc_get();
+    if index == ruby.utf8_encindex() {
+        Some(Text::Utf8)
+    } else if index == ruby.usascii_encindex() {
+        Some(Text::Ascii)
+    } else if index == ruby.ascii8bit_encindex() {
+        Some(Text::Binary)
+    } else {
+        None
+    }
+}
+
+fn class_name(value: Value) -> String {
+    // SAFETY: the name is copied into an owned String at once.
+    unsafe { value.classname() }.into_owned()
+}
+
+impl Writer {
+    fn new(ruby: &Ruby, keys_per_bucket: f64, load_factor: f64, dense_key_fraction: f64, dense_bucket_fraction: f64, hash_seed: u64, seed_block_len: u32) -> Result<Writer, Error> {
+        let options = BuildOptions { keys_per_bucket, load_factor, dense_key_fraction, dense_bucket_fraction, hash_seed, seed_block_len };
+        let builder = Builder::new(options).map_err(|e| to_ruby(ruby, e))?;
+        Ok(Writer { builder: RefCell::new(Some(builder)) })
+    }
+
+    fn add_entry(&self, ruby: &Ruby, key: Value, value: Value) -> Result<(), Error> {
+        let mut slot = self.builder.try_borrow_mut().map_err(|_| Error::new(ruby.get_inner(&CLOSED_ERROR), "writer is busy"))?;
+        let builder = slot.as_mut().ok_or_else(|| Error::new(ruby.get_inner(&CLOSED_ERROR), "writer is finished"))?;
+        let (key_bytes, key_utf8): (Vec<u8>, bool) = if let Some(s) = RString::from_value(key) {
+            let utf8 = match text_kind(ruby, s) {
+                Some(Text::Binary) => false,
+                Some(_) => true,
+                None => return Err(Error::new(ruby.exception_arg_error(), format!("key {} has encoding {}; keys must be UTF-8, US-ASCII or ASCII-8BIT", s.inspect(), s.enc_get_name()))),
+            };
+            // SAFETY: copied at once, before any Ruby code runs.
+            (unsafe { s.as_slice() }.to_vec(), utf8)
+        } else if let Some(sym) = Symbol::from_value(key) {
+            (sym.name()?.as_bytes().to_vec(), true)
+        } else {
+            return Err(Error::new(ruby.exception_type_error(), format!("key must be a String or Symbol, not {}", class_name(key))));
+        };
+        let Some(s) = RString::from_value(value) else {
+            return Err(Error::new(ruby.exception_type_error(), format!("value for key {} must be a String, not {}", DisplayBytes(&key_bytes), class_name(value))));
+        };
+        let kind = match text_kind(ruby, s) {
+            Some(Text::Utf8) => ValueKind::Utf8,
+            Some(Text::Ascii) => ValueKind::Ascii,
+            Some(Text::Binary) => ValueKind::Binary,
+            None => return Err(Error::new(ruby.exception_arg_error(), format!("value for key {} has encoding {}; values must be UTF-8, US-ASCII or ASCII-8BIT", DisplayBytes(&key_bytes), s.enc_get_name()))),
+        };
+        // SAFETY: the bytes are copied into the builder before any Ruby code runs.
+        builder.insert_tagged(&key_bytes, key_utf8, unsafe { s.as_slice() }, kind);
+        Ok(())
+    }
+
+    fn add(ruby: &Ruby, rb_self: &Self, key: Value, value: Value) -> Result<(), Error> {
+        rb_self.add_entry(ruby, key, value)
+    }
+
+    fn add_hash(ruby: &Ruby, rb_self: &Self, hash: RHash) -> Result<(), Error> {
+        hash.foreach(|key: Value, value: Value| {
+            rb_self.add_entry(ruby, key, value)?;
+            Ok(ForEach::Continue)
+        })
+    }
+
+    fn size(&self) -> usize {
+        self.builder.borrow().as_ref().map_or(0, Builder::len)
+    }
+
+    /// Builds and publishes the store with the GVL released. Returns the
+    /// file's length. The writer is finished afterwards, whatever happens.
+    fn finish(ruby: &Ruby, rb_self: &Self, path: String) -> Result<u64, Error> {
+        let builder = rb_self
+            .builder
+            .try_borrow_mut()
+            .map_err(|_| Error::new(ruby.get_inner(&CLOSED_ERROR), "writer is busy"))?
+            .take()
+            .ok_or_else(|| Error::new(ruby.get_inner(&CLOSED_ERROR), "writer is finished"))?;
+        let path = PathBuf::from(path);
+        crate::nogvl::without_gvl(ruby, move || builder.write_file(&path))?.map_err(|e| to_ruby(ruby, e))
+    }
+}
+
+trait EncodingName {
+    fn enc_get_name(self) -> String;
+}
+
+impl EncodingName for RString {
+    fn enc_get_name(self) -> String {
+        magnus::encoding::RbEncoding::from(self.enc_get()).name().to_string()
+    }
+}
+
+pub fn init(ruby: &Ruby, module: RModule) -> Result<(), Error> {
+    let class = module.define_class("Writer", ruby.class_object())?;
+    class.define_singleton_method("_new", function!(Writer::new, 6))?;
+    class.define_method("_add", method!(Writer::add, 2))?;
+    class.define_method("_add_hash", method!(Writer::add_hash, 1))?;
+    class.define_method("size", method!(Writer::size, 0))?;
+    class.define_method("_finish", method!(Writer::finish, 1))?;
+    Ok(())
+}

@@ -1,0 +1,115 @@
+# frozen_string_literal: true
+
+module Hashfile
+  # An open store. Get one from Hashfile.open. Reads like a frozen Hash:
+  # lookups, iteration in the order entries were added, Enumerable.
+  # Safe to share between threads; forked children share its pages.
+  class Reader
+    include Enumerable
+
+    MISSING = Object.new.freeze
+    private_constant :MISSING
+
+    # @!method [](key)
+    #   @return [String, nil] the value, or nil if +key+ is absent
+    # @!method key?(key)
+    # @!method size
+    # @!method close
+    # @!method closed?
+    # @!method path
+    alias has_key? key?
+    alias include? key?
+    alias member? key?
+    alias length size
+
+    # Like Hash#fetch: the value, else the block's result, else +default+,
+    # else KeyError.
+    def fetch(key, default = MISSING)
+      value = _get(key, MISSING)
+      return value unless MISSING.equal?(value)
+
+      if block_given?
+        warn "block supersedes default value argument", uplevel: 1 unless MISSING.equal?(default)
+        yield key
+      elsif !MISSING.equal?(default)
+        default
+      else
+        raise KeyError.new("key not found: #{key.inspect}", receiver: self, key: key)
+      end
+    end
+
+    def empty?
+      size.zero?
+    end
+
+    # Yields each key and value, in the order they were added. Keys are
+    # frozen, as a Hash's are.
+    def each_pair
+      return enum_for(:each_pair) { size } unless block_given?
+
+      offset = 0
+      while offset
+        chunk = _each_chunk(offset)
+        offset = chunk[0]
+        i = 1
+        while i < chunk.size
+          yield chunk[i], chunk[i + 1]
+          i += 2
+        end
+      end
+      self
+    end
+    alias each each_pair
+
+    def each_key
+      return enum_for(:each_key) { size } unless block_given?
+
+      each_pair { |k, _| yield k }
+    end
+
+    def each_value
+      return enum_for(:each_value) { size } unless block_given?
+
+      each_pair { |_, v| yield v }
+    end
+
+    def keys
+      each_key.to_a
+    end
+
+    def values
+      each_value.to_a
+    end
+
+    def values_at(*keys)
+      keys.map { |k| self[k] }
+    end
+
+    def to_h(&block)
+      hash = {}
+      each_pair { |k, v| hash[k] = v }
+      block ? hash.to_h(&block) : hash
+    end
+
+    # Checks every section's checksum and the whole index. Runs without the
+    # GVL. O(size of the file).
+    # @return [true]
+    # @raise [ChecksumError] naming the damaged section
+    # @raise [FormatError] for structural damage
+    def verify
+      _verify
+    end
+
+    # Entry count, sizes per section, bits per key and build parameters.
+    # @return [Hash{Symbol => Object}]
+    def info
+      _info
+    end
+
+    def inspect
+      state = closed? ? "closed" : "entries=#{size}"
+      "#<#{self.class} path=#{path.inspect} #{state}>"
+    end
+    alias to_s inspect
+  end
+end
