@@ -2,7 +2,7 @@
 
 use std::fs;
 use std::io::{BufWriter, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::bits::{self, BlockLayout};
 use crate::chd;
@@ -212,31 +212,59 @@ impl Builder {
     }
 
     /// Builds the store and publishes it at `path` atomically: the bytes go
-    /// to a temporary file `.NAME.XXXXXX.tmp` in the same directory, which is
+    /// to a temporary file `.NAME.PID.N.tmp` in the same directory, which is
     /// fsynced and renamed over `path`. If anything fails, the temporary file
     /// is removed and `path` is untouched. Returns the file's length.
     pub fn write_file(&self, path: &Path) -> Result<u64> {
         let with_path = |e: std::io::Error| Error::io(Some(path), e);
-        let dir = match path.parent() {
+        let mut temp = TempFile::create_beside(path).map_err(with_path)?;
+        let len = self.write_to(&mut temp.file).map_err(|e| e.with_path(path))?;
+        temp.file.sync_all().map_err(with_path)?;
+        fs::rename(&temp.path, path).map_err(with_path)?;
+        temp.published = true;
+        // Make the rename itself durable.
+        if let Ok(dir) = fs::File::open(temp.path.parent().unwrap_or(Path::new("."))) {
+            let _ = dir.sync_all();
+        }
+        Ok(len)
+    }
+}
+
+/// A temporary file beside a destination, removed on drop unless published.
+struct TempFile {
+    file: fs::File,
+    path: PathBuf,
+    published: bool,
+}
+
+impl TempFile {
+    fn create_beside(destination: &Path) -> std::io::Result<TempFile> {
+        let name = destination.file_name().ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a file path"))?;
+        let dir = match destination.parent() {
             Some(d) if !d.as_os_str().is_empty() => d,
             _ => Path::new("."),
         };
-        let name = path.file_name().ok_or_else(|| with_path(std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a file path")))?;
-        let prefix = format!(".{}.", name.to_string_lossy());
-        let mut options = tempfile::Builder::new();
-        options.prefix(&prefix).suffix(".tmp");
-        // A store is meant to be shared: world-readable like a file made
-        // with the usual umask, not tempfile's private 0600.
+        let mut options = fs::OpenOptions::new();
+        options.write(true).create_new(true);
+        // A store is meant to be shared: world-readable (subject to umask).
         #[cfg(unix)]
-        options.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o644));
-        let mut temp = options.tempfile_in(dir).map_err(with_path)?;
-        let len = self.write_to(temp.as_file_mut()).map_err(|e| e.with_path(path))?;
-        temp.as_file().sync_all().map_err(with_path)?;
-        temp.persist(path).map_err(|e| with_path(e.error))?;
-        // Make the rename itself durable.
-        if let Ok(d) = fs::File::open(dir) {
-            let _ = d.sync_all();
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o644);
+        for attempt in 0u32.. {
+            let path = dir.join(format!(".{}.{}.{attempt}.tmp", name.to_string_lossy(), std::process::id()));
+            match options.open(&path) {
+                Ok(file) => return Ok(TempFile { file, path, published: false }),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && attempt < 1000 => continue,
+                Err(e) => return Err(e),
+            }
         }
-        Ok(len)
+        unreachable!("the loop returns")
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        if !self.published {
+            let _ = fs::remove_file(&self.path);
+        }
     }
 }

@@ -1,0 +1,49 @@
+# frozen_string_literal: true
+
+$LOAD_PATH.unshift File.expand_path("../lib", __dir__)
+require "hashfile"
+require "bitpacking"
+require "minitest/autorun"
+require "tmpdir"
+
+# HASHFILE_GC_STRESS=1 runs every test body under GC.stress, to catch Ruby
+# objects the extension fails to keep alive.
+module GCStress
+  def setup
+    super
+    GC.stress = true if ENV["HASHFILE_GC_STRESS"] == "1"
+  end
+
+  def teardown
+    GC.stress = false
+    super
+  end
+end
+
+class HashfileTest < Minitest::Test
+  include GCStress
+
+  # A fresh directory per test, removed afterwards.
+  def tmpdir
+    @tmpdir ||= Dir.mktmpdir("hashfile-test")
+  end
+
+  def teardown
+    super
+    FileUtils.remove_entry(@tmpdir) if @tmpdir
+  end
+
+  def path(name = "store.hf")
+    File.join(tmpdir, name)
+  end
+
+  # Fewer entries under GC.stress, where every allocation runs a GC.
+  def scale(n)
+    ENV["HASHFILE_GC_STRESS"] == "1" ? [n / 100, 3].max : n
+  end
+
+  def build(data, name = "store.hf", **options)
+    Hashfile.build(path(name), data, **options)
+    path(name)
+  end
+end
