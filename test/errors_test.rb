@@ -5,7 +5,8 @@ require "test_helper"
 class ErrorsTest < HashfileTest
   def setup
     super
-    @good = File.binread(build((1..200).to_h { |i| ["k#{i}", "v#{i}"] }, "good.hf"))
+    @count = scale(200)
+    @good = File.binread(build((1..@count).to_h { |i| ["k#{i}", "v#{i}"] }, "good.hf"))
   end
 
   def write(bytes)
@@ -87,7 +88,7 @@ class ErrorsTest < HashfileTest
 
   def check_damaged(file, index_only)
     Hashfile.open(file) do |db|
-      (1..200).each do |i|
+      (1..@count).each do |i|
         v = db["k#{i}"]
         assert(v.nil? || v == "v#{i}", "k#{i} gave #{v.inspect}") if index_only
         assert(v.nil? || v.is_a?(String))

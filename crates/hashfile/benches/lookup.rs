@@ -1,1 +1,74 @@
-fn main(){}
+//! Core lookup and build speed, side by side with std's HashMap on the same
+//! keys: `cargo bench -p hashfile --bench lookup`.
+use std::collections::HashMap;
+use std::hint::black_box;
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use hashfile::{BuildOptions, Builder, Reader};
+
+fn data(n: usize) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut state = 0x2545_F491_4F6C_DD1Du64;
+    let mut word = || -> Vec<u8> {
+        (0..8)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                b"0123456789abcdefghijklmnopqrstuvwxyz"[(state % 36) as usize]
+            })
+            .collect()
+    };
+    let mut seen = std::collections::HashSet::new();
+    let mut out = Vec::with_capacity(n);
+    while out.len() < n {
+        let k = word();
+        if seen.insert(k.clone()) {
+            out.push((k, word()));
+        }
+    }
+    out
+}
+
+fn lookup(c: &mut Criterion) {
+    let mut group = c.benchmark_group("lookup");
+    for n in [100_000usize, 1_000_000] {
+        let entries = data(n);
+        let mut builder = Builder::new(BuildOptions::default()).unwrap();
+        for (k, v) in &entries {
+            builder.insert(k, v);
+        }
+        let store = Reader::new(builder.to_bytes().unwrap()).unwrap();
+        let map: HashMap<Vec<u8>, Vec<u8>> = entries.iter().cloned().collect();
+        let probes: Vec<&[u8]> = entries.iter().step_by(n / 4096).map(|(k, _)| k.as_slice()).collect();
+        group.throughput(Throughput::Elements(probes.len() as u64));
+        group.bench_with_input(BenchmarkId::new("hashfile", n), &probes, |b, probes| {
+            b.iter(|| probes.iter().map(|k| store.get(black_box(k)).unwrap().unwrap().value.len()).sum::<usize>())
+        });
+        group.bench_with_input(BenchmarkId::new("std_hashmap", n), &probes, |b, probes| {
+            b.iter(|| probes.iter().map(|k| map.get(black_box(*k)).unwrap().len()).sum::<usize>())
+        });
+    }
+    group.finish();
+}
+
+fn build(c: &mut Criterion) {
+    let mut group = c.benchmark_group("build");
+    group.sample_size(10);
+    for n in [100_000usize, 1_000_000] {
+        let entries = data(n);
+        group.throughput(Throughput::Elements(n as u64));
+        group.bench_with_input(BenchmarkId::new("hashfile", n), &entries, |b, entries| {
+            b.iter(|| {
+                let mut builder = Builder::new(BuildOptions::default()).unwrap();
+                for (k, v) in entries {
+                    builder.insert(k, v);
+                }
+                builder.to_bytes().unwrap().len()
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, lookup, build);
+criterion_main!(benches);

@@ -31,19 +31,25 @@ pub struct Record<'a> {
 /// or `None`, never a panic and never another key's value. `verify` checks
 /// every byte.
 #[derive(Debug)]
+#[repr(C)] // keep declaration order: the lookup fields share cache lines
 pub struct Reader<B> {
-    bytes: B,
-    header: Header,
+    // Everything a lookup reads comes first, so it spans two or three cache
+    // lines instead of being spread through the header (bench/compare.rb).
     buckets: BucketMap,
-    layout: BlockLayout,
-    offset_bits: u32,
-    remap_bits: u32,
-    // Byte ranges of the sections, as usize, checked against the file.
+    hash_seed: u64,
+    entry_count: u64,
+    slot_count: u64,
+    // Byte ranges of the sections, checked against the file at open.
     seed_index: (usize, usize),
     seeds: (usize, usize),
     remap: (usize, usize),
     slots: (usize, usize),
     records: (usize, usize),
+    offset_bits: u32,
+    remap_bits: u32,
+    layout: BlockLayout,
+    bytes: B,
+    header: Header,
 }
 
 impl Reader<Mmap> {
@@ -92,6 +98,9 @@ impl<B: AsRef<[u8]>> Reader<B> {
         }
         Ok(Reader {
             buckets: header.geometry.bucket_map(),
+            hash_seed: header.hash_seed,
+            entry_count: header.geometry.entry_count,
+            slot_count: header.geometry.slot_count,
             layout,
             offset_bits: header.offset_bits(),
             remap_bits: header.remap_bits(),
@@ -112,7 +121,7 @@ impl<B: AsRef<[u8]>> Reader<B> {
 
     /// Number of entries.
     pub fn len(&self) -> u64 {
-        self.header.geometry.entry_count
+        self.entry_count
     }
 
     /// True if the store has no entries.
@@ -151,14 +160,13 @@ impl<B: AsRef<[u8]>> Reader<B> {
     /// The slot of a key hash, in `0..len()`.
     #[inline]
     fn slot_of(&self, hash: u64) -> Result<u64> {
-        let g = &self.header.geometry;
         let pilot = self.pilot(self.buckets.bucket(hash))?;
-        let slot = chd::slot(hash, pilot, g.slot_count);
-        if slot < g.entry_count {
+        let slot = chd::slot(hash, pilot, self.slot_count);
+        if slot < self.entry_count {
             return Ok(slot);
         }
-        match bits::unpack_one(self.section(self.remap), self.remap_bits, slot - g.entry_count) {
-            Some(s) if s < g.entry_count => Ok(s),
+        match bits::unpack_one(self.section(self.remap), self.remap_bits, slot - self.entry_count) {
+            Some(s) if s < self.entry_count => Ok(s),
             _ => Err(corrupt("remap entry out of range")),
         }
     }
@@ -197,7 +205,7 @@ impl<B: AsRef<[u8]>> Reader<B> {
         if self.is_empty() {
             return Ok(None);
         }
-        let slot = self.slot_of(chd::hash_key(key, self.header.hash_seed))?;
+        let slot = self.slot_of(chd::hash_key(key, self.hash_seed))?;
         let offset = bits::unpack_one(self.section(self.slots), self.offset_bits, slot).ok_or_else(|| corrupt("slot past end of slots"))?;
         match self.record_at(offset)? {
             Some((record, _)) if record.key == key => Ok(Some(record)),
@@ -247,7 +255,7 @@ impl<B: AsRef<[u8]>> Reader<B> {
         let mut count = 0u64;
         let mut offset = 0u64;
         while let Some((record, next)) = self.record_at(offset)? {
-            let slot = self.slot_of(chd::hash_key(record.key, self.header.hash_seed))?;
+            let slot = self.slot_of(chd::hash_key(record.key, self.hash_seed))?;
             if bits::unpack_one(self.section(self.slots), self.offset_bits, slot) != Some(offset) {
                 return Err(Error::format(format!("record {count} (key {}) is not found by its own lookup", crate::DisplayBytes(record.key))));
             }

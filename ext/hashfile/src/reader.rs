@@ -5,8 +5,9 @@ use std::cell::RefCell;
 use std::sync::Arc;
 
 use hashfile::{Record, ValueKind};
-use magnus::{function, method, prelude::*, Error, RArray, RHash, RModule, RString, Ruby, Symbol, Value};
+use magnus::{function, method, prelude::*, rb_sys::{AsRawValue, FromRawValue}, typed_data::DataType, RTypedData, TypedData, Error, RArray, RHash, RModule, RString, Ruby, Symbol, Value};
 use memmap2::Mmap;
+use rb_sys::StableApiDefinition;
 
 use crate::error::{to_ruby, CLOSED_ERROR};
 
@@ -42,19 +43,34 @@ fn with_key<R>(key: Value, f: impl FnOnce(&[u8]) -> R) -> Result<Option<R>, Erro
     Ok(None)
 }
 
-/// A new Ruby String holding a copy of the value, in its stored encoding.
+/// A new Ruby String holding a copy of `bytes` in one of the encodings a
+/// store keeps. Calls Ruby's per-encoding constructors directly: they set the
+/// encoding index in place, where `rb_enc_str_new` looks the encoding up and
+/// re-associates it, which costs more than the whole lookup (bench/compare.rb).
 #[inline]
-fn value_string(ruby: &Ruby, record: &Record<'_>) -> RString {
-    match record.kind {
-        ValueKind::Utf8 => ruby.enc_str_new(record.value, ruby.utf8_encoding()),
-        ValueKind::Ascii => ruby.enc_str_new(record.value, ruby.usascii_encoding()),
-        _ => ruby.str_from_slice(record.value),
+fn new_string(kind: ValueKind, bytes: &[u8]) -> RString {
+    let (ptr, len) = (bytes.as_ptr() as *const std::ffi::c_char, bytes.len() as std::ffi::c_long);
+    // SAFETY: ptr/len describe a live slice that Ruby copies before
+    // returning; each function returns a new String VALUE.
+    unsafe {
+        let value = match kind {
+            ValueKind::Utf8 => rb_sys::rb_utf8_str_new(ptr, len),
+            ValueKind::Ascii => rb_sys::rb_usascii_str_new(ptr, len),
+            _ => rb_sys::rb_str_new(ptr, len),
+        };
+        RString::from_value(Value::from_raw(value)).expect("Ruby's String constructors return Strings")
     }
 }
 
+/// A new Ruby String holding a copy of the value, in its stored encoding.
+#[inline]
+fn value_string(record: &Record<'_>) -> RString {
+    new_string(record.kind, record.value)
+}
+
 /// A new frozen Ruby String holding the key, as Hash keys are.
-fn key_string(ruby: &Ruby, record: &Record<'_>) -> RString {
-    let key = if record.key_utf8 { ruby.enc_str_new(record.key, ruby.utf8_encoding()) } else { ruby.str_from_slice(record.key) };
+fn key_string(record: &Record<'_>) -> RString {
+    let key = new_string(if record.key_utf8 { ValueKind::Utf8 } else { ValueKind::Binary }, record.key);
     key.freeze();
     key
 }
@@ -87,21 +103,26 @@ impl Reader {
         self.with_store(ruby, |store| match with_key(key, |k| store.get(k))? {
             // The record borrows the mapping, not the key, whose borrow ended
             // inside `with_key` before this String is allocated.
-            Some(Ok(Some(record))) => Ok(value_string(ruby, &record).as_value()),
+            Some(Ok(Some(record))) => Ok(value_string(&record).as_value()),
             Some(Ok(None)) | None => Ok(if_missing),
             Some(Err(e)) => Err(to_ruby(ruby, e.with_path(self.path.as_ref()))),
         })
     }
 
-    fn aref(ruby: &Ruby, rb_self: &Self, key: Value) -> Result<Value, Error> {
-        rb_self.lookup(ruby, key, ruby.qnil().as_value())
+    // The three lookup methods take `self` as a Value and unwrap it with
+    // `unwrap_self`, skipping the rb_protect (a setjmp) that magnus's `&Self`
+    // conversion costs on every call.
+
+    fn aref(ruby: &Ruby, rb_self: Value, key: Value) -> Result<Value, Error> {
+        unwrap_self::<Self>(ruby, rb_self)?.lookup(ruby, key, ruby.qnil().as_value())
     }
 
-    fn get(ruby: &Ruby, rb_self: &Self, key: Value, if_missing: Value) -> Result<Value, Error> {
-        rb_self.lookup(ruby, key, if_missing)
+    fn get(ruby: &Ruby, rb_self: Value, key: Value, if_missing: Value) -> Result<Value, Error> {
+        unwrap_self::<Self>(ruby, rb_self)?.lookup(ruby, key, if_missing)
     }
 
-    fn has_key(ruby: &Ruby, rb_self: &Self, key: Value) -> Result<bool, Error> {
+    fn has_key(ruby: &Ruby, rb_self: Value, key: Value) -> Result<bool, Error> {
+        let rb_self = unwrap_self::<Self>(ruby, rb_self)?;
         rb_self.with_store(ruby, |store| match with_key(key, |k| store.get(k).map(|r| r.is_some()))? {
             Some(Ok(found)) => Ok(found),
             None => Ok(false),
@@ -123,8 +144,8 @@ impl Reader {
             for _ in 0..CHUNK {
                 match store.record_at(at).map_err(|e| to_ruby(ruby, e.with_path(rb_self.path.as_ref())))? {
                     Some((record, next)) => {
-                        out.push(key_string(ruby, &record))?;
-                        out.push(value_string(ruby, &record))?;
+                        out.push(key_string(&record))?;
+                        out.push(value_string(&record))?;
                         at = next;
                     }
                     None => return Ok(out),
@@ -186,6 +207,29 @@ impl Reader {
             Ok(out)
         })
     }
+}
+
+/// The Rust value inside a wrapped object of type `T`, checked without
+/// rb_protect: the object must be typed data whose type is exactly `T`'s.
+#[inline]
+fn unwrap_self<'a, T: TypedData>(ruby: &Ruby, value: Value) -> Result<&'a T, Error> {
+    if RTypedData::from_value(value).is_some() {
+        let api = rb_sys::stable_api::get_default();
+        let expected = T::data_type() as *const DataType as *const rb_sys::rb_data_type_t;
+        // SAFETY: `value` is a typed T_DATA object (checked above), so its
+        // type and data fields can be read. DataType is repr(transparent)
+        // over rb_data_type_t, so equal pointers mean the data is a `T`,
+        // wrapped by magnus. The reference lives as long as the receiver,
+        // which the VM keeps alive for the whole method call.
+        unsafe {
+            if api.rtypeddata_type(value.as_raw()) == expected {
+                if let Some(data) = (api.rtypeddata_get_data(value.as_raw()) as *const T).as_ref() {
+                    return Ok(data);
+                }
+            }
+        }
+    }
+    Err(Error::new(ruby.exception_type_error(), "not a Hashfile::Reader"))
 }
 
 pub fn init(ruby: &Ruby, module: RModule) -> Result<(), Error> {

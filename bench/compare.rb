@@ -1,0 +1,62 @@
+# frozen_string_literal: true
+
+# Side-by-side benchmark on the built-in default (100,000 random 8-character
+# base-36 keys and values), all in one run, because ratios are what hold on
+# a noisy machine. Run: `rake bench` (BENCH_QUICK=1 for a short run).
+require_relative "support"
+require "benchmark/ips"
+require "msgpack"
+
+QUICK = ENV["BENCH_QUICK"] == "1"
+IPS = QUICK ? { warmup: 0.2, time: 0.5 } : { warmup: 2, time: 5 }
+
+hash = BenchData.config
+paths = BenchData.files(hash)
+probe = hash.keys.sample(1000, random: Random.new(7))
+results = {}
+
+def report(results, name, report)
+  results[name] = report.entries.to_h { |e| [e.label, e.stats.central_tendency] }
+end
+
+puts "== cold: load, parse and one lookup (per call) =="
+json_bytes = File.read(paths[:json])
+report(results, :cold, Benchmark.ips do |x|
+  x.config(**IPS)
+  x.report("JSON.parse + Hash#[]") { JSON.parse(File.read(paths[:json]))[probe[0]] }
+  x.report("MessagePack.unpack + Hash#[]") { MessagePack.unpack(File.binread(paths[:msgpack]))[probe[0]] }
+  x.report("Hashfile.open + db[] + close") { Hashfile.open(paths[:hashfile]) { |db| db[probe[0]] } }
+  x.compare!
+end)
+
+puts "\n== warm: one lookup of a present key (same 1,000 random keys) =="
+db = Hashfile.open(paths[:hashfile])
+report(results, :warm, Benchmark.ips do |x|
+  x.config(**IPS)
+  i = 0
+  x.report("Hash#[]") { hash[probe[(i += 1) % 1000]] }
+  j = 0
+  x.report("Hashfile db[]") { db[probe[(j += 1) % 1000]] }
+  x.compare!
+end)
+
+build = BenchData.median(QUICK ? 1 : 5) { Hashfile.build(File.join(BenchData::DIR, "build.hf"), hash) }
+info = db.info
+sizes = { json: File.size(paths[:json]), msgpack: File.size(paths[:msgpack]), hashfile: File.size(paths[:hashfile]) }
+db.close
+
+cold = results[:cold]
+warm = results[:warm]
+open_speedup = cold["JSON.parse + Hash#[]"].zero? ? 0 : cold["Hashfile.open + db[] + close"] / cold["JSON.parse + Hash#[]"]
+warm_ratio = warm["Hash#[]"] / warm["Hashfile db[]"]
+size_ratio = sizes[:hashfile].to_f / sizes[:msgpack]
+keys_per_s = hash.size / build
+checks = [
+  ["open+get vs JSON.parse+Hash#[]", format("%.0fx faster", open_speedup), open_speedup >= 1000],
+  ["warm db[] vs Hash#[]", format("%.2fx the time", warm_ratio), warm_ratio <= 1.5],
+  ["perfect hash", format("%.2f bits/key", info[:mphf_bits_per_key]), info[:mphf_bits_per_key] <= 3.0],
+  ["file vs MessagePack", format("%.3fx (%d vs %d bytes; JSON %d)", size_ratio, sizes[:hashfile], sizes[:msgpack], sizes[:json]), size_ratio <= 1.3],
+  ["build from a Ruby Hash", format("%.2f M keys/s (%.1f ms)", keys_per_s / 1e6, build * 1e3), keys_per_s >= 1e6]
+]
+puts "\n== summary (#{hash.size} entries) =="
+checks.each { |name, value, ok| puts format("  %-32s %-46s %s", name, value, ok ? "meets target" : "MISSES target") }

@@ -1,0 +1,54 @@
+# frozen_string_literal: true
+
+$LOAD_PATH.unshift File.expand_path("../lib", __dir__)
+require "hashfile"
+require "json"
+require "fileutils"
+
+# The built-in default data set: N random 8-character base-36 keys and
+# values, the same on every run (fixed seed).
+module BenchData
+  DIR = File.expand_path("data", __dir__)
+  ALPHABET = [*"0".."9", *"a".."z"].freeze
+
+  module_function
+
+  def config(entries = Integer(ENV.fetch("ENTRIES", 100_000)))
+    rng = Random.new(20_261_122)
+    word = -> { Array.new(8) { ALPHABET[rng.rand(36)] }.join }
+    hash = {}
+    hash[word.call] = word.call while hash.size < entries
+    hash
+  end
+
+  # Writes the data set as JSON and MessagePack (when the gem is there) and
+  # builds the store; returns the paths.
+  def files(hash)
+    FileUtils.mkdir_p(DIR)
+    paths = { json: File.join(DIR, "config.json"), hashfile: File.join(DIR, "config.hf") }
+    File.write(paths[:json], JSON.generate(hash))
+    begin
+      require "msgpack"
+      paths[:msgpack] = File.join(DIR, "config.msgpack")
+      File.binwrite(paths[:msgpack], MessagePack.pack(hash))
+    rescue LoadError
+      nil
+    end
+    Hashfile.build(paths[:hashfile], hash)
+    paths
+  end
+
+  def clock
+    Process.clock_gettime(Process::CLOCK_MONOTONIC)
+  end
+
+  # Median seconds of `runs` calls of the block.
+  def median(runs)
+    times = Array.new(runs) do
+      t = clock
+      yield
+      clock - t
+    end
+    times.sort[runs / 2]
+  end
+end

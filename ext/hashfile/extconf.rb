@@ -1,0 +1,37 @@
+# frozen_string_literal: true
+
+# Writes a Makefile that builds the extension with cargo (no rb_sys gem
+# needed) and installs it where RubyGems asks: `gem install --local` works
+# offline as long as cargo can reach its registry cache or crates.io.
+require "mkmf"
+require "rbconfig"
+
+cargo = ENV.fetch("CARGO", "cargo")
+abort "hashfile: cargo is required to build the extension (https://rustup.rs)" unless find_executable(cargo)
+
+root = File.expand_path("../..", __dir__)
+dlext = RbConfig::CONFIG["DLEXT"]
+built = RbConfig::CONFIG["host_os"].match?(/darwin/) ? "libhashfile_ruby.dylib" : "libhashfile_ruby.so"
+# Its own target directory, removed after install so the installed gem
+# does not keep cargo's build tree (a checkout builds with `rake compile`).
+target_dir = File.join(__dir__, "target")
+install_dir = "$(DESTDIR)#{RbConfig::CONFIG["sitearchdir"]}/hashfile"
+
+File.write("Makefile", <<~MAKE)
+  SO = hashfile_ruby.#{dlext}
+
+  all: $(SO)
+
+  $(SO):
+  \t#{cargo} build --release --locked -p hashfile-ruby --manifest-path #{File.join(root, "Cargo.toml")} --target-dir #{target_dir}
+  \tcp #{File.join(target_dir, "release", built)} $(SO)
+
+  install: $(SO)
+  \tmkdir -p #{install_dir}
+  \tcp $(SO) #{install_dir}/$(SO)
+
+  clean:
+  \trm -f $(SO)
+
+  .PHONY: all install clean
+MAKE

@@ -1,0 +1,25 @@
+# frozen_string_literal: true
+
+require_relative "lib/hashfile/version"
+
+Gem::Specification.new do |spec|
+  spec.name = "hashfile"
+  spec.version = Hashfile::VERSION
+  spec.summary = "Immutable key-value files that open in microseconds and read like a Hash"
+  spec.description = "A build step writes an immutable file indexed by a CHD minimal perfect hash with " \
+                     "bit-packed seeds; opening it is an mmap and a header check. Rust core, magnus binding. " \
+                     "Includes BitPacking, the bitpacking gem's API on the bitpacking crate."
+  spec.authors = ["Hashfile developers"]
+  spec.license = "MIT"
+  spec.required_ruby_version = ">= 3.0"
+  spec.files = Dir[
+    "lib/**/*.rb", "exe/*", "README.md", "LICENSE", "docs/*.md",
+    "Cargo.toml", "Cargo.lock",
+    "crates/hashfile/Cargo.toml", "crates/hashfile/src/**/*.rs", "crates/hashfile/benches/*.rs",
+    "ext/hashfile/Cargo.toml", "ext/hashfile/extconf.rb", "ext/hashfile/src/**/*.rs"
+  ]
+  spec.bindir = "exe"
+  spec.executables = ["hashfile"]
+  spec.require_paths = ["lib"]
+  spec.extensions = ["ext/hashfile/extconf.rb"]
+end
