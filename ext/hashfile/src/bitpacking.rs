@@ -6,13 +6,10 @@
 use bitpacking::{BitPacker, BitPacker1x, BitPacker4x, BitPacker8x};
 use magnus::{method, prelude::*, Error, Integer, RArray, RClass, RString, Ruby, Value};
 
+use crate::error::class_name;
+
 fn arg_error(ruby: &Ruby, message: String) -> Error {
     Error::new(ruby.exception_arg_error(), message)
-}
-
-fn class_name(value: Value) -> String {
-    // SAFETY: the name is copied into an owned String at once.
-    unsafe { value.classname() }.into_owned()
 }
 
 /// A u32 from a Ruby Integer: TypeError for non-Integers, RangeError outside u32.

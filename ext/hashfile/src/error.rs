@@ -28,6 +28,12 @@ pub fn init(ruby: &Ruby, module: RModule) -> Result<(), Error> {
     Ok(())
 }
 
+/// The class name of a Ruby object, for messages.
+pub fn class_name(value: Value) -> String {
+    // SAFETY: the name is copied into an owned String at once.
+    unsafe { value.classname() }.into_owned()
+}
+
 /// Maps a core error to its Ruby exception. I/O errors become the matching
 /// `Errno::*` (as `File.open` raises), with the path in the message.
 pub fn to_ruby(ruby: &Ruby, error: hashfile::Error) -> Error {

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use hashfile::{BuildOptions, Builder, DisplayBytes, ValueKind};
 use magnus::{encoding::EncodingCapable, function, method, prelude::*, r_hash::ForEach, Error, RHash, RModule, RString, Ruby, Symbol, Value};
 
-use crate::error::{to_ruby, CLOSED_ERROR};
+use crate::error::{class_name, to_ruby, CLOSED_ERROR};
 
 #[magnus::wrap(class = "Hashfile::Writer", free_immediately, size)]
 pub struct Writer {
@@ -32,11 +32,6 @@ fn text_kind(ruby: &Ruby, s: RString) -> Option<Text> {
     } else {
         None
     }
-}
-
-fn class_name(value: Value) -> String {
-    // SAFETY: the name is copied into an owned String at once.
-    unsafe { value.classname() }.into_owned()
 }
 
 impl Writer {
