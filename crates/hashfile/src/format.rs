@@ -205,15 +205,9 @@ impl Header {
             return Err(Error::format(format!("unsupported required features {:#x} (version {major}.{minor})", required_flags & !KNOWN_REQUIRED_FLAGS)));
         }
         let file_len = c.u64();
-        let geometry = Geometry {
-            entry_count: c.u64(),
-            bucket_count: 0,
-            dense_bucket_count: 0,
-            dense_hash_threshold: 0,
-            slot_count: 0,
-        };
+        let entry_count = c.u64();
         let hash_seed = c.u64();
-        let geometry = Geometry { bucket_count: c.u64(), dense_bucket_count: c.u64(), dense_hash_threshold: c.u64(), slot_count: c.u64(), ..geometry };
+        let geometry = Geometry { entry_count, bucket_count: c.u64(), dense_bucket_count: c.u64(), dense_hash_threshold: c.u64(), slot_count: c.u64() };
         let seed_block_len = c.u32();
         let section_count = c.u32();
         let parameters = BuildParameters { keys_per_bucket: c.f64(), load_factor: c.f64(), dense_key_fraction: c.f64(), dense_bucket_fraction: c.f64() };
