@@ -25,8 +25,23 @@ module Hashfile
     dense_key_fraction: 0.6,
     dense_bucket_fraction: 0.3,
     hash_seed: 0,
-    seed_block_len: 128
+    seed_block_len: 128,
+    on_duplicate: :error
   }.freeze
+
+  # Default importer options; see Hashfile.build_from.
+  IMPORT_DEFAULTS = {
+    format: nil,
+    key_column: nil,
+    value_column: nil,
+    header: true,
+    key_field: "key",
+    value_field: "value",
+    threads: nil
+  }.freeze
+
+  # Input formats Hashfile.build_from reads.
+  FORMATS = %w[json json-pairs jsonl csv tsv msgpack yaml].freeze
 
   class << self
     # Builds a store at +path+ from a Hash, from any Enumerable of
@@ -45,19 +60,55 @@ module Hashfile
     # @param dense_bucket_fraction [Float] share of buckets that are dense
     # @param hash_seed [Integer] first XXH3 seed tried
     # @param seed_block_len [Integer] pilots per bit-packed block: 32, 128 or 256
+    # @param on_duplicate [:error, :first, :last] a repeated key raises, or
+    #   its first or last occurrence is kept (at that occurrence's position)
     # @return [Integer] the size of the file written, in bytes
     # @raise [DuplicateKeyError] if a key appears twice
     # @raise [TypeError] if a key is not a String or Symbol, or a value not a String
     def build(path, data = nil, **options)
-      unknown = options.keys - BUILD_DEFAULTS.keys
-      raise ArgumentError, "unknown option#{"s" if unknown.size > 1}: #{unknown.join(", ")}" unless unknown.empty?
-
-      o = BUILD_DEFAULTS.merge(options)
-      writer = Writer._new(Float(o[:keys_per_bucket]), Float(o[:load_factor]), Float(o[:dense_key_fraction]),
-                           Float(o[:dense_bucket_fraction]), Integer(o[:hash_seed]), Integer(o[:seed_block_len]))
+      writer = Writer._new(build_options(options, BUILD_DEFAULTS.keys))
       writer.merge(data) unless data.nil?
       yield writer if block_given?
       writer._finish(path_string(path))
+    end
+
+    # Builds a store from data files, streaming them in Rust: no Ruby object
+    # per entry. The build runs on its own thread without the GVL; the
+    # calling thread sleeps until progress or the end, and other Ruby
+    # threads keep running. Interrupting it (Ctrl-C, Thread#raise) cancels
+    # the build and publishes nothing.
+    #
+    #   Hashfile.build_from("export.csv", "prices.hf", key_column: "sku", value_column: "price")
+    #   Hashfile.build_from(%w[a.jsonl b.jsonl], "out.hf") { |entries, bytes, total, phase| ... }
+    #
+    # @param inputs [String, Pathname, IO, Array] paths ("-" is standard
+    #   input), or IO objects
+    # @param format [String, nil] one of FORMATS; nil: from each file's extension
+    # @param key_column [String, Integer, nil] CSV/TSV key column, by header name or 0-based index (default 0)
+    # @param value_column [String, Integer, nil] CSV/TSV value column (default 1)
+    # @param header [Boolean] CSV/TSV: the first row is a header
+    # @param key_field [String] JSON Lines objects: the key's field
+    # @param value_field [String] JSON Lines objects: the value's field
+    # @param threads [Integer, nil] threads for hashing and sorting (default: every core)
+    # @param progress [#call, nil] called with (entries, bytes_read, bytes_total_or_nil, phase),
+    #   phase being :reading, :building or :publishing, at most every 0.1 s
+    #   while reading and once per phase; a block works too. If it raises,
+    #   the build is cancelled and nothing is published.
+    # Plus every option of Hashfile.build.
+    # @return [Hash] +{entries:, file_bytes:}+
+    # @raise [ParseError] naming the input, line and column (or entry) and what was expected
+    # @raise [DuplicateKeyError] naming the key and where it occurs
+    def build_from(inputs, output, progress: nil, **options, &block)
+      progress ||= block
+      raise TypeError, "progress must respond to #call" if progress && !progress.respond_to?(:call)
+
+      opts = build_options(options, BUILD_DEFAULTS.keys + IMPORT_DEFAULTS.keys, IMPORT_DEFAULTS)
+      opts[:format] = opts[:format]&.to_s
+      opts[:threads] = opts[:threads] && Integer(opts[:threads])
+      # Not Array(inputs): that would split an IO into its lines.
+      with_input_paths(inputs.is_a?(Array) ? inputs : [inputs]) do |paths|
+        _build_from(paths, path_string(output), opts, progress)
+      end
     end
 
     # Opens a store. With a block, yields it, closes it when the block ends
@@ -85,6 +136,43 @@ module Hashfile
     end
 
     private
+
+    def build_options(options, allowed, extra = {})
+      unknown = options.keys - allowed
+      raise ArgumentError, "unknown option#{"s" if unknown.size > 1}: #{unknown.join(", ")}" unless unknown.empty?
+
+      o = BUILD_DEFAULTS.merge(extra).merge(options)
+      %i[keys_per_bucket load_factor dense_key_fraction dense_bucket_fraction].each { |k| o[k] = Float(o[k]) }
+      %i[hash_seed seed_block_len].each { |k| o[k] = Integer(o[k]) }
+      o[:on_duplicate] = o[:on_duplicate].to_s
+      o
+    end
+
+    # Paths for the inputs: IOs with a path give their path, standard input
+    # gives "-", and any other IO (a StringIO, a socket) is copied to a
+    # temporary file first.
+    def with_input_paths(inputs)
+      temps = []
+      paths = inputs.map do |input|
+        if input.respond_to?(:to_path) || input.is_a?(String)
+          path_string(input)
+        elsif input.respond_to?(:fileno) && input.fileno == 0
+          "-"
+        elsif input.respond_to?(:read)
+          require "tempfile"
+          temp = Tempfile.new(["hashfile-input", File.extname(input.respond_to?(:path) ? input.path.to_s : "")])
+          IO.copy_stream(input, temp)
+          temp.flush
+          temps << temp
+          temp.path
+        else
+          raise TypeError, "expected a path or an IO, not #{input.class}"
+        end
+      end
+      yield paths
+    ensure
+      temps&.each(&:close!)
+    end
 
     def path_string(path)
       path = path.to_path if path.respond_to?(:to_path)

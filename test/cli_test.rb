@@ -24,6 +24,7 @@ class CLITest < HashfileTest
     status, _, err = run_cli("build", input, "-o", path)
     assert_equal 0, status
     assert_match(/wrote .*store.hf: 3 entries/, err)
+    assert_equal [0, "", ""], run_cli("build", input, "-o", path, "--quiet")
 
     assert_equal [0, "1\ntwo\n", ""], run_cli("get", path, "a", "b")
     assert_equal [0, "ö\n", ""], run_cli("get", path, "ü")
@@ -47,6 +48,51 @@ class CLITest < HashfileTest
     assert_equal [0, "#{path}: OK, 3 entries\n", ""], run_cli("verify", path)
   end
 
+  def test_get_json
+    Hashfile.build(path, { "a" => "1", "é" => "ü" })
+    status, out, err = run_cli("get", path, "a", "é", "nope", "--json")
+    assert_equal 1, status
+    assert_equal({ "a" => "1", "é" => "ü", "nope" => nil }, JSON.parse(out))
+    assert_match(/key not found: nope/, err)
+  end
+
+  def test_build_formats_columns_and_duplicates
+    File.write(path("in.csv"), "sku,name,price\nA1,apple,1.20\nB2,banana,0.50\nA1,apple,1.25\n")
+    status, _, err = run_cli("build", path("in.csv"), "-o", path, "--key-column", "sku", "--value-column", "price")
+    assert_equal 1, status
+    assert_equal "hashfile: duplicate key \"A1\" (#{path("in.csv")}: line 2 and #{path("in.csv")}: line 4)\n", err
+    assert_equal 0, run_cli("build", path("in.csv"), "-o", path, "--key-column", "0", "--value-column", "2", "--on-duplicate", "last", "-q")[0]
+    assert_equal [0, "1.25\n0.50\n", ""], run_cli("get", path, "A1", "B2")
+    File.write(path("data.txt"), "x")
+    status, _, err = run_cli("build", path("data.txt"), "-o", path)
+    assert_equal 1, status
+    assert_match(/cannot tell the format of .*data.txt from its extension; pass one of: json, json-pairs, jsonl/, err)
+    assert_equal 2, run_cli("build", path("in.csv"), "-o", path, "--format", "xml")[0]
+  end
+
+  def test_dump_build_dump_is_byte_identical
+    data = { "a" => "1", "tab\tkey" => "quote \" and\nnewline", "ünï" => "çødé", "" => "", "z" => "last" }
+    Hashfile.build(path("orig.hf"), data)
+    %w[jsonl json tsv].each do |format|
+      status, first, = run_cli("dump", path("orig.hf"), "--format", format)
+      assert_equal 0, status, format
+      File.write(path("dump.#{format}"), first)
+      build_format = { "jsonl" => "jsonl", "json" => "json", "tsv" => "tsv" }[format]
+      assert_equal 0, run_cli("build", path("dump.#{format}"), "-o", path("again.hf"), "--format", build_format, "-q")[0], format
+      assert_equal File.binread(path("orig.hf")), File.binread(path("again.hf")), "#{format}: the store is rebuilt identically"
+      assert_equal [0, first, ""], run_cli("dump", path("again.hf"), "--format", format), format
+    end
+    assert_equal %(["a","1"]\n), run_cli("dump", path("orig.hf"))[1].lines.first
+  end
+
+  def test_dump_refuses_binary_as_json
+    Hashfile.build(path, { "k" => "\xFF".b })
+    status, _, err = run_cli("dump", path, "--format", "json")
+    assert_equal 1, status
+    assert_match(/key "k" has bytes that are not UTF-8, which JSON cannot hold; use --format tsv/, err)
+    assert_equal 0, run_cli("dump", path, "--format", "tsv")[0]
+  end
+
   def test_build_options
     input = json_input("a" => "1")
     assert_equal 0, run_cli("build", input, "-o", path, "--keys-per-bucket", "5", "--hash-seed", "3")[0]
@@ -57,11 +103,11 @@ class CLITest < HashfileTest
     input = json_input("a" => 1)
     status, _, err = run_cli("build", input, "-o", path)
     assert_equal 1, status
-    assert_equal "hashfile: #{input}: value for key \"a\" is a number; only strings are supported for now\n", err
+    assert_equal "hashfile: #{input}: line 1, column 7: value for key \"a\" is a number; only strings are supported for now\n", err
     refute File.exist?(path)
 
     File.write(path("list.json"), "[1]")
-    assert_match(/expected a JSON object at the top level, got an array/, run_cli("build", path("list.json"), "-o", path)[2])
+    assert_match(/list.json: line 1, column \d+: invalid type: integer `1`, expected a \[key, value\] pair/, run_cli("build", path("list.json"), "-o", path)[2])
     File.write(path("broken.json"), "{")
     assert_equal 1, run_cli("build", path("broken.json"), "-o", path)[0]
 
@@ -93,7 +139,7 @@ class CLITest < HashfileTest
     assert_equal 2, run_cli("info", "--bogus")[0]
     status, out, = run_cli("--help")
     assert_equal 0, status
-    assert_match(/hashfile build INPUT.json -o OUT/, out)
+    assert_match(/hashfile build INPUT... -o OUT/, out)
     status, out, = run_cli("get", "--help")
     assert_equal 0, status
     assert_match(/Usage: hashfile get FILE KEY/, out)
@@ -102,6 +148,17 @@ class CLITest < HashfileTest
 
   def test_debug_shows_the_exception
     assert_raises(Errno::ENOENT) { run_cli("--debug", "get", path("missing.hf"), "k") }
+  end
+
+  def test_build_from_stdin_in_a_subprocess
+    skip "subprocess under GC.stress is too slow" if ENV["HASHFILE_GC_STRESS"] == "1"
+    exe = File.expand_path("../exe/hashfile", __dir__)
+    out, status = Open3.capture2e(RbConfig.ruby, exe, "build", "-", "-o", path, "--format", "jsonl", stdin_data: %(["k", "v"]\n))
+    assert status.success?, out
+    out, err, status = Open3.capture3(RbConfig.ruby, exe, "build", "-", "-o", path, stdin_data: "")
+    assert_equal 1, status.exitstatus
+    assert_match(/cannot tell the format of standard input/, err)
+    assert_equal "v", Hashfile.open(path) { |db| db["k"] }
   end
 
   def test_executable_in_a_subprocess

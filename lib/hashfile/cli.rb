@@ -13,11 +13,14 @@ module Hashfile
     class UsageError < StandardError; end
 
     COMMANDS = {
-      "build" => "build INPUT.json -o OUT   build a store from a JSON object of strings",
-      "get" => "get FILE KEY...           print values; exit 1 if any key is absent",
-      "info" => "info FILE [--json]        entries, sizes, bits per key, parameters",
-      "verify" => "verify FILE               check every checksum"
+      "build" => "build INPUT... -o OUT     build a store from JSON, JSON Lines, CSV, TSV, MessagePack or YAML",
+      "get" => "get FILE KEY... [--json]  print values; exit 1 if any key is absent",
+      "info" => "info FILE [--json]        entries, sizes, bits per key, parameters, format version",
+      "verify" => "verify FILE               check every checksum; name the failing section",
+      "dump" => "dump FILE [--format F]    print every entry as jsonl (default), json or tsv"
     }.freeze
+
+    DUMP_FORMATS = %w[jsonl json tsv].freeze
 
     def initialize(stdout: $stdout, stderr: $stderr)
       @out = stdout
@@ -36,15 +39,62 @@ module Hashfile
       when *COMMANDS.keys then send(:"cmd_#{command}", argv)
       else raise UsageError, "unknown command #{command.inspect}"
       end
+    rescue Interrupt
+      @err.puts "\nhashfile: interrupted; nothing was written"
+      130
     rescue UsageError, OptionParser::ParseError => e
       @err.puts "hashfile: #{e.message}"
       @err.puts "Run 'hashfile --help' for usage."
       2
-    rescue Hashfile::Error, SystemCallError, JSON::ParserError, ArgumentError, TypeError => e
+    rescue Hashfile::Error, SystemCallError, JSON::ParserError, ArgumentError, TypeError, IOError => e
       raise if @debug
 
       @err.puts "hashfile: #{e.message.lines.first&.chomp}"
       1
+    end
+
+    # The progress bar of `hashfile build` on a terminal: shown once a build
+    # has run for a second, on stderr: entries, entries/s, and a bar with an
+    # ETA when the input size is known. Uses ruby-progressbar when installed.
+    class ProgressLine
+      DELAY = 1.0
+
+      def initialize(io)
+        @io = io
+        @started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+        @bar = nil
+      end
+
+      def call(entries, bytes, total, phase)
+        return unless @io.tty?
+
+        elapsed = Process.clock_gettime(Process::CLOCK_MONOTONIC) - @started
+        return if elapsed < DELAY
+
+        @bar ||= start(total)
+        title = format("%s %d entries, %.0f/s", phase, entries, entries / elapsed)
+        if @bar
+          @bar.title = title
+          @bar.progress = [bytes, @bar.total || bytes].min
+        else
+          @io.print "\r#{title}\e[K"
+        end
+      end
+
+      def finish
+        if @bar then @bar.finish
+        elsif @started && @io.tty? then @io.print "\r\e[K"
+        end
+      end
+
+      private
+
+      def start(total)
+        require "ruby-progressbar"
+        ProgressBar.create(output: @io, total: total, format: "%t |%B| %p%% %e", autofinish: false)
+      rescue LoadError
+        false
+      end
     end
 
     private
@@ -74,51 +124,71 @@ module Hashfile
     def cmd_build(argv)
       catch(:done) do
         output = nil
+        quiet = false
         options = {}
         parser("build") do |o|
-          o.on("-o", "--output OUT", "the store to write") { |v| output = v }
+          o.separator ""
+          o.separator "INPUT is a file or - (standard input). The format comes from the extension"
+          o.separator "(.json .jsonl .ndjson .csv .tsv .msgpack .yaml .yml) unless --format is given."
+          o.separator ""
+          o.on("-o", "--output OUT", "the store to write (atomically)") { |v| output = v }
+          o.on("--format F", FORMATS, "input format: #{FORMATS.join(", ")}") { |v| options[:format] = v }
+          o.on("--key-column C", "CSV/TSV key column, by name or 0-based index (default 0)") { |v| options[:key_column] = v }
+          o.on("--value-column C", "CSV/TSV value column (default 1)") { |v| options[:value_column] = v }
+          o.on("--[no-]header", "CSV/TSV: the first row is a header (default: yes)") { |v| options[:header] = v }
+          o.on("--key-field NAME", "JSON Lines objects: the key field (default key)") { |v| options[:key_field] = v }
+          o.on("--value-field NAME", "JSON Lines objects: the value field (default value)") { |v| options[:value_field] = v }
+          o.on("--on-duplicate P", %w[error first last], "error (default), first or last") { |v| options[:on_duplicate] = v.to_sym }
+          o.on("--threads N", Integer, "threads for hashing and sorting (default: every core)") { |v| options[:threads] = v }
           o.on("--keys-per-bucket F", Float, "CHD keys per bucket (default 4.0)") { |v| options[:keys_per_bucket] = v }
           o.on("--load-factor F", Float, "table fill before remapping (default 0.99)") { |v| options[:load_factor] = v }
           o.on("--hash-seed N", Integer, "first hash seed tried (default 0)") { |v| options[:hash_seed] = v }
+          o.on("-q", "--quiet", "no progress bar and no summary") { quiet = true }
         end.parse!(argv)
-        raise UsageError, "build needs exactly one INPUT.json" unless argv.size == 1
+        raise UsageError, "build needs at least one INPUT" if argv.empty?
         raise UsageError, "build needs -o OUT" unless output
 
-        input = argv[0]
-        data = JSON.parse(File.read(input, encoding: "UTF-8"))
-        raise Hashfile::FormatError, "#{input}: expected a JSON object at the top level, got #{json_type(data)}" unless data.is_a?(Hash)
-
-        data.each do |key, value|
-          next if value.is_a?(String)
-
-          raise Hashfile::FormatError, "#{input}: value for key #{key.inspect} is #{json_type(value)}; only strings are supported for now"
+        started = clock
+        bar = ProgressLine.new(@err) unless quiet
+        result = Hashfile.build_from(argv, output, progress: bar, **options)
+        bar&.finish
+        unless quiet
+          @err.puts format("wrote %s: %d entries, %d bytes in %.2f s", output, result[:entries], result[:file_bytes], clock - started)
         end
-        started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
-        bytes = Hashfile.build(output, data, **options)
-        ms = (Process.clock_gettime(Process::CLOCK_MONOTONIC) - started) * 1000
-        @err.puts format("wrote %s: %d entries, %d bytes in %.1f ms", output, data.size, bytes, ms)
         0
       end
     end
 
     def cmd_get(argv)
       catch(:done) do
-        parser("get").parse!(argv)
+        json = false
+        parser("get") { |o| o.on("--json", "print one JSON object, null for absent keys") { json = true } }.parse!(argv)
         raise UsageError, "get needs FILE and at least one KEY" if argv.size < 2
 
-        missing = 0
-        Hashfile.open(argv.shift) do |db|
-          argv.each do |key|
-            value = db[key]
-            if value.nil?
-              @err.puts "hashfile: key not found: #{key}"
-              missing += 1
-            else
-              @out.puts value
-            end
-          end
+        found = Hashfile.open(argv.shift) { |db| argv.to_h { |key| [key, db[key]] } }
+        missing = found.select { |_, v| v.nil? }.keys
+        if json
+          @out.puts JSON.generate(found)
+        else
+          found.each_value { |v| @out.puts v unless v.nil? }
         end
-        missing.zero? ? 0 : 1
+        missing.each { |key| @err.puts "hashfile: key not found: #{key}" }
+        missing.empty? ? 0 : 1
+      end
+    end
+
+    def cmd_dump(argv)
+      catch(:done) do
+        format = "jsonl"
+        parser("dump") do |o|
+          o.separator ""
+          o.separator "The output builds back into an identical store (hashfile build --format F)."
+          o.on("--format F", DUMP_FORMATS, "jsonl (default): [key, value] per line; json: one object; tsv: key and value columns") { |v| format = v }
+        end.parse!(argv)
+        raise UsageError, "dump needs exactly one FILE" unless argv.size == 1
+
+        Hashfile.open(argv[0]) { |db| dump(db, format) }
+        0
       end
     end
 
@@ -147,6 +217,34 @@ module Hashfile
         @out.puts "#{argv[0]}: OK, #{entries} entries"
         0
       end
+    end
+
+    def dump(db, format)
+      require "csv" if format == "tsv"
+      @out.write(format == "json" ? "{" : format == "tsv" ? "key\tvalue\n" : "")
+      first = true
+      db.each do |key, value|
+        case format
+        when "jsonl" then @out.write(JSON.generate([json_text(key, key), json_text(key, value)]), "\n")
+        when "json"
+          @out.write(first ? "\n" : ",\n", JSON.generate(json_text(key, key)), ":", JSON.generate(json_text(key, value)))
+        else @out.write(CSV.generate_line([key, value], col_sep: "\t"))
+        end
+        first = false
+      end
+      @out.write(first ? "}\n" : "\n}\n") if format == "json"
+    end
+
+    # JSON holds text only: a string that is not valid UTF-8 cannot be dumped.
+    def json_text(key, string)
+      text = string.dup.force_encoding(Encoding::UTF_8)
+      return text if text.valid_encoding?
+
+      raise Hashfile::Error, "key #{key.inspect} has bytes that are not UTF-8, which JSON cannot hold; use --format tsv"
+    end
+
+    def clock
+      Process.clock_gettime(Process::CLOCK_MONOTONIC)
     end
 
     def print_info(path, info)

@@ -8,6 +8,8 @@ module Hashfile
   #       ChecksumError                    a checksum mismatch, from #verify
   #     DuplicateKeyError                  a key given twice to a build
   #     ClosedError                        use of a closed store or finished writer
+  #     ParseError                         an input file that cannot be imported,
+  #                                        naming the file, line and column
   #
   # A missing file raises Errno::ENOENT, as File.open does.
   class DuplicateKeyError

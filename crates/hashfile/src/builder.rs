@@ -30,11 +30,38 @@ pub struct BuildOptions {
     /// Pilots per bit-packed block: 32, 128 or 256 (`BitPacker1x`, `4x`,
     /// `8x` layouts). Default 128.
     pub seed_block_len: u32,
+    /// What a key added more than once does. Default `OnDuplicate::Error`.
+    pub on_duplicate: OnDuplicate,
+}
+
+/// What a key added more than once does.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum OnDuplicate {
+    /// The build fails with `Error::DuplicateKey`.
+    #[default]
+    Error,
+    /// The first occurrence is kept, at its position.
+    First,
+    /// The last occurrence is kept, at its position (later entries win, as
+    /// in a changelog).
+    Last,
+}
+
+impl OnDuplicate {
+    /// `"error"`, `"first"` or `"last"`.
+    pub fn from_name(name: &str) -> Option<OnDuplicate> {
+        match name {
+            "error" => Some(OnDuplicate::Error),
+            "first" => Some(OnDuplicate::First),
+            "last" => Some(OnDuplicate::Last),
+            _ => None,
+        }
+    }
 }
 
 impl Default for BuildOptions {
     fn default() -> Self {
-        BuildOptions { keys_per_bucket: 4.0, load_factor: 0.99, dense_key_fraction: 0.6, dense_bucket_fraction: 0.3, hash_seed: 0, seed_block_len: 128 }
+        BuildOptions { keys_per_bucket: 4.0, load_factor: 0.99, dense_key_fraction: 0.6, dense_bucket_fraction: 0.3, hash_seed: 0, seed_block_len: 128, on_duplicate: OnDuplicate::Error }
     }
 }
 
@@ -122,6 +149,59 @@ impl Builder {
         self.records.extend_from_slice(value);
     }
 
+    /// Adds an imported entry.
+    pub fn insert_entry(&mut self, entry: crate::import::Entry<'_>) {
+        self.insert_tagged(entry.key, entry.key_utf8, entry.value, entry.kind)
+    }
+
+    /// Drops repeated keys per `on_duplicate` (`First` or `Last`), keeping
+    /// the survivors in input order. Nothing to do for `Error`: the perfect
+    /// hash build finds and reports duplicates itself.
+    fn drop_duplicates(&mut self) {
+        let keep_last = match self.options.on_duplicate {
+            OnDuplicate::Error => return,
+            OnDuplicate::First => false,
+            OnDuplicate::Last => true,
+        };
+        let hashed = chd::sorted_hashes(&|i| self.key(i), self.offsets.len(), 0);
+        let mut dropped = vec![false; self.offsets.len()];
+        let mut any = false;
+        // Within a run of equal hashes (indices ascending), each entry whose
+        // key equals a later one's is dropped (keep last) or the later one
+        // is (keep first).
+        let mut start = 0;
+        while start < hashed.len() {
+            let mut end = start + 1;
+            while end < hashed.len() && hashed[end].0 == hashed[start].0 {
+                end += 1;
+            }
+            for a in start..end {
+                for b in a + 1..end {
+                    let (i, j) = (hashed[a].1, hashed[b].1);
+                    if !dropped[i] && !dropped[j] && self.key(i) == self.key(j) {
+                        dropped[if keep_last { i } else { j }] = true;
+                        any = true;
+                    }
+                }
+            }
+            start = end;
+        }
+        if !any {
+            return;
+        }
+        let mut records = Vec::with_capacity(self.records.len());
+        let mut offsets = Vec::with_capacity(self.offsets.len());
+        for (i, &start) in self.offsets.iter().enumerate() {
+            if !dropped[i] {
+                let end = self.offsets.get(i + 1).map_or(self.records.len(), |&e| e as usize);
+                offsets.push(records.len() as u64);
+                records.extend_from_slice(&self.records[start as usize..end]);
+            }
+        }
+        self.records = records;
+        self.offsets = offsets;
+    }
+
     fn key(&self, index: usize) -> &[u8] {
         let start = self.offsets[index] as usize;
         let mut pos = start + 1;
@@ -188,7 +268,8 @@ impl Builder {
 
     /// Builds the store and writes it to `out`. Same entries and options,
     /// same bytes.
-    pub fn write_to<W: Write>(&self, out: W) -> Result<u64> {
+    pub fn write_to<W: Write>(&mut self, out: W) -> Result<u64> {
+        self.drop_duplicates();
         let prepared = self.prepare()?;
         let mut out = BufWriter::with_capacity(1 << 20, out);
         let io = |e| Error::io(None, e);
@@ -205,7 +286,7 @@ impl Builder {
     }
 
     /// Builds the store in memory.
-    pub fn to_bytes(&self) -> Result<Vec<u8>> {
+    pub fn to_bytes(&mut self) -> Result<Vec<u8>> {
         let mut out = Vec::new();
         self.write_to(&mut out)?;
         Ok(out)
@@ -215,11 +296,19 @@ impl Builder {
     /// to a temporary file `.NAME.PID.N.tmp` in the same directory, which is
     /// fsynced and renamed over `path`. If anything fails, the temporary file
     /// is removed and `path` is untouched. Returns the file's length.
-    pub fn write_file(&self, path: &Path) -> Result<u64> {
+    pub fn write_file(&mut self, path: &Path) -> Result<u64> {
+        self.write_file_checked(path, &mut || Ok(()))
+    }
+
+    /// `write_file`, calling `before_publish` once the file is written and
+    /// synced, just before the rename: an error from it (a cancelled build)
+    /// removes the temporary file and leaves `path` untouched.
+    pub fn write_file_checked(&mut self, path: &Path, before_publish: &mut dyn FnMut() -> Result<()>) -> Result<u64> {
         let with_path = |e: std::io::Error| Error::io(Some(path), e);
         let mut temp = TempFile::create_beside(path).map_err(with_path)?;
         let len = self.write_to(&mut temp.file).map_err(|e| e.with_path(path))?;
         temp.file.sync_all().map_err(with_path)?;
+        before_publish()?;
         fs::rename(&temp.path, path).map_err(with_path)?;
         temp.published = true;
         // Make the rename itself durable.

@@ -134,12 +134,26 @@ pub(crate) struct Built {
     pub slots: Vec<u64>,
 }
 
+/// `(hash, index)` of every key, sorted. Hashing and sorting run on the
+/// rayon pool; the order is total, so the result does not depend on the
+/// number of threads. The bucket map is monotone, so this also groups keys
+/// by bucket.
+pub(crate) fn sorted_hashes<'a, K>(keys: &K, n: usize, seed: u64) -> Vec<(u64, usize)>
+where
+    K: Fn(usize) -> &'a [u8] + Sync,
+{
+    use rayon::prelude::*;
+    let mut hashed: Vec<(u64, usize)> = (0..n).into_par_iter().map(|i| (hash_key(keys(i), seed), i)).collect();
+    hashed.par_sort_unstable();
+    hashed
+}
+
 /// Builds the perfect hash of `keys`. Tries seeds `options.hash_seed`,
 /// `+1`, ... until one works: a seed fails if two distinct keys share a
 /// 64-bit hash or a bucket finds no pilot below `MAX_PILOT`.
 pub(crate) fn build<'a, K>(n: usize, keys: K, options: &crate::BuildOptions) -> Result<Built>
 where
-    K: Fn(usize) -> &'a [u8],
+    K: Fn(usize) -> &'a [u8] + Sync,
 {
     let geometry = Geometry::new(n as u64, options);
     for attempt in 0..MAX_SEED_ATTEMPTS {
@@ -153,17 +167,14 @@ where
 
 fn try_seed<'a, K>(keys: &K, n: usize, seed: u64, geometry: Geometry) -> Result<Option<Built>>
 where
-    K: Fn(usize) -> &'a [u8],
+    K: Fn(usize) -> &'a [u8] + Sync,
 {
-    let mut hashed: Vec<(u64, usize)> = (0..n).map(|i| (hash_key(keys(i), seed), i)).collect();
-    // Sorting by (hash, index) is deterministic and groups buckets, because
-    // the bucket map is monotone.
-    hashed.sort_unstable();
+    let hashed = sorted_hashes(keys, n, seed);
     for pair in hashed.windows(2) {
         if pair[0].0 == pair[1].0 {
             let (a, b) = (keys(pair[0].1), keys(pair[1].1));
             if a == b {
-                return Err(Error::DuplicateKey { key: a.to_vec() });
+                return Err(Error::DuplicateKey { key: a.to_vec(), positions: Vec::new() });
             }
             return Ok(None); // a true 64-bit collision: next seed
         }

@@ -43,12 +43,32 @@ pub enum Error {
         actual: u64,
     },
 
-    /// The same key was added twice to a build.
-    #[error("duplicate key {}", DisplayBytes(.key))]
+    /// The same key was added twice to a build (with the default
+    /// `OnDuplicate::Error`).
+    #[error("duplicate key {}{}", DisplayBytes(.key), if .positions.is_empty() { String::new() } else { format!(" ({})", .positions.join(" and ")) })]
     DuplicateKey {
         /// The key, as bytes.
         key: Vec<u8>,
+        /// Where the key occurs, when the input can be read again to find
+        /// out (`source: line N`, ...); empty otherwise.
+        positions: Vec<String>,
     },
+
+    /// An input file could not be parsed: where and why.
+    #[error("{input}: {position}: {message}")]
+    Parse {
+        /// The input's name (a path, or `-` for stdin).
+        input: String,
+        /// Where: `line 3, column 7`, `entry 12`, ...
+        position: String,
+        /// What was wrong or expected.
+        message: String,
+    },
+
+    /// The build was cancelled (an interrupt, or a progress callback that
+    /// raised) before it published anything.
+    #[error("build cancelled")]
+    Cancelled,
 
     /// A build option is out of range.
     #[error("invalid option {name}: {reason}")]

@@ -32,9 +32,11 @@ mod builder;
 pub mod chd;
 mod error;
 pub mod format;
+pub mod import;
+pub mod pipeline;
 mod reader;
 
-pub use builder::{BuildOptions, Builder};
+pub use builder::{BuildOptions, Builder, OnDuplicate};
 pub use error::{DisplayBytes, Error, Result};
 pub use format::ValueKind;
 pub use reader::{Info, Iter, Reader, Record};

@@ -66,7 +66,7 @@ fn duplicate_key_is_named() {
     b.insert(b"dup\xff", b"2");
     b.insert(b"dup\xff", b"3");
     match b.to_bytes() {
-        Err(Error::DuplicateKey { key }) => assert_eq!(key, b"dup\xff"),
+        Err(Error::DuplicateKey { key, .. }) => assert_eq!(key, b"dup\xff"),
         other => panic!("expected DuplicateKey, got {other:?}"),
     }
     let message = b.to_bytes().unwrap_err().to_string();

@@ -16,6 +16,8 @@ pub static FORMAT_ERROR: Lazy<ExceptionClass> = Lazy::new(|ruby| class(ruby, "Fo
 pub static CHECKSUM_ERROR: Lazy<ExceptionClass> = Lazy::new(|ruby| class(ruby, "ChecksumError"));
 /// `Hashfile::DuplicateKeyError`: the same key twice in a build.
 pub static DUPLICATE_KEY_ERROR: Lazy<ExceptionClass> = Lazy::new(|ruby| class(ruby, "DuplicateKeyError"));
+/// `Hashfile::ParseError`: an input file that cannot be imported.
+pub static PARSE_ERROR: Lazy<ExceptionClass> = Lazy::new(|ruby| class(ruby, "ParseError"));
 /// `Hashfile::ClosedError`: use of a closed store or finished writer.
 pub static CLOSED_ERROR: Lazy<ExceptionClass> = Lazy::new(|ruby| class(ruby, "ClosedError"));
 
@@ -25,6 +27,7 @@ pub fn init(ruby: &Ruby, module: RModule) -> Result<(), Error> {
     module.define_error("ChecksumError", format)?;
     module.define_error("DuplicateKeyError", base)?;
     module.define_error("ClosedError", base)?;
+    module.define_error("ParseError", base)?;
     Ok(())
 }
 
@@ -55,7 +58,8 @@ pub fn to_ruby(ruby: &Ruby, error: hashfile::Error) -> Error {
         }
         E::Format { .. } => Error::new(ruby.get_inner(&FORMAT_ERROR), error.to_string()),
         E::Checksum { .. } => Error::new(ruby.get_inner(&CHECKSUM_ERROR), error.to_string()),
-        E::DuplicateKey { ref key } => {
+        E::Parse { .. } => Error::new(ruby.get_inner(&PARSE_ERROR), error.to_string()),
+        E::DuplicateKey { ref key, .. } => {
             // DuplicateKeyError#key gives the key back as a String.
             let raised = ruby.get_inner(&DUPLICATE_KEY_ERROR).new_instance((error.to_string(),)).and_then(|exception| {
                 let _: Value = exception.funcall("instance_variable_set", ("@key", ruby.str_from_slice(key)))?;

@@ -2,8 +2,10 @@
 //! conversion, error mapping, GVL release. Logic belongs in the core crate.
 
 mod bitpacking;
+mod build;
 mod error;
 mod nogvl;
+mod options;
 mod reader;
 mod writer;
 
@@ -15,6 +17,7 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     error::init(ruby, module)?;
     reader::init(ruby, module)?;
     writer::init(ruby, module)?;
+    build::init(module)?;
     bitpacking::init(ruby)?;
     Ok(())
 }

@@ -1,7 +1,13 @@
 //! Running Rust code without Ruby's GVL, so other Ruby threads keep going.
+//!
+//! Uses `rb_thread_call_without_gvl2`, which never raises: the plain variant
+//! checks for interrupts after the call and would longjmp across our Rust
+//! frames. Pending interrupts are delivered afterwards through
+//! `Ruby::thread_check_ints`, which returns them as `Err`.
 
 use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use magnus::{Error, Ruby};
 
@@ -11,9 +17,9 @@ struct Call<F, R> {
 }
 
 unsafe extern "C" fn trampoline<F: FnOnce() -> R, R>(data: *mut c_void) -> *mut c_void {
-    // SAFETY: `data` is the `&mut Call<F, R>` that `without_gvl` passed in and
-    // keeps alive until rb_thread_call_without_gvl returns; nothing else
-    // touches it meanwhile.
+    // SAFETY: `data` is the `&mut Call<F, R>` that `run` passed in and keeps
+    // alive until rb_thread_call_without_gvl2 returns; nothing else touches
+    // it meanwhile.
     let call = unsafe { &mut *(data as *mut Call<F, R>) };
     if let Some(func) = call.func.take() {
         // A panic must not unwind through Ruby's C frames: catch it here.
@@ -22,28 +28,56 @@ unsafe extern "C" fn trampoline<F: FnOnce() -> R, R>(data: *mut c_void) -> *mut 
     std::ptr::null_mut()
 }
 
-/// Runs `func` with the GVL released. `func` must not touch Ruby objects:
-/// the caller copies everything it needs into owned Rust data first. A panic
-/// in `func` comes back as a Ruby `Hashfile::Error`, never as an unwind.
-pub fn without_gvl<F, R>(ruby: &Ruby, func: F) -> Result<R, Error>
+unsafe extern "C" fn set_flag(data: *mut c_void) {
+    // SAFETY: `data` is the `&AtomicBool` that `run` passed as the unblocking
+    // function's argument; it outlives the blocking call. Ruby may call this
+    // from another thread, which an atomic store allows.
+    let flag = unsafe { &*(data as *const AtomicBool) };
+    flag.store(true, Ordering::SeqCst);
+}
+
+/// Calls the closure in `call` with the GVL released, unless an interrupt is
+/// pending, in which case it is left in `call.func`. If `cancel` is given,
+/// an interrupt (Ctrl-C, Thread#raise) sets it, and the closure is expected
+/// to notice and return soon.
+fn run<F: FnOnce() -> R + Send, R: Send>(call: &mut Call<F, R>, cancel: Option<&AtomicBool>) {
+    let (ubf, ubf_data): (Option<unsafe extern "C" fn(*mut c_void)>, *mut c_void) = match cancel {
+        Some(flag) => (Some(set_flag), flag as *const AtomicBool as *mut c_void),
+        None => (None, std::ptr::null_mut()),
+    };
+    // SAFETY: the trampoline matches the callback type Ruby expects and only
+    // dereferences `call`, which outlives this blocking call; likewise the
+    // unblocking function and its flag.
+    unsafe {
+        rb_sys::rb_thread_call_without_gvl2(Some(trampoline::<F, R>), call as *mut Call<F, R> as *mut c_void, ubf, ubf_data);
+    }
+}
+
+fn internal_error(ruby: &Ruby, panic: Box<dyn std::any::Any + Send>) -> Error {
+    let message = panic.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| panic.downcast_ref::<String>().cloned()).unwrap_or_else(|| "unknown panic".into());
+    Error::new(ruby.get_inner(&crate::error::ERROR), format!("internal error: {message}"))
+}
+
+/// Runs `func` with the GVL released and returns its result. `func` must not
+/// touch Ruby objects: the caller copies what it needs into owned Rust data
+/// first. A panic in `func` comes back as `Hashfile::Error`. An interrupt
+/// pending before the call is raised instead of running `func`; one that
+/// arrives during it waits for `func` to finish (`cancel`, when given, is set
+/// so that `func` can stop early).
+pub fn without_gvl<F, R>(ruby: &Ruby, func: F, cancel: Option<&AtomicBool>) -> Result<R, Error>
 where
     F: FnOnce() -> R + Send,
     R: Send,
 {
     let mut call = Call { func: Some(func), result: None };
-    // SAFETY: the trampoline matches the callback signature Ruby expects and
-    // only dereferences `call`, which outlives this blocking call. No
-    // unblocking function is given, so Ruby waits for `func` to finish
-    // before delivering interrupts to this thread.
-    unsafe {
-        rb_sys::rb_thread_call_without_gvl(Some(trampoline::<F, R>), &mut call as *mut Call<F, R> as *mut c_void, None, std::ptr::null_mut());
-    }
-    match call.result {
-        Some(Ok(value)) => Ok(value),
-        Some(Err(panic)) => {
-            let message = panic.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| panic.downcast_ref::<String>().cloned()).unwrap_or_else(|| "unknown panic".into());
-            Err(Error::new(ruby.get_inner(&crate::error::ERROR), format!("internal error: {message}")))
+    loop {
+        run(&mut call, cancel);
+        match call.result.take() {
+            Some(Ok(value)) => return Ok(value),
+            Some(Err(panic)) => return Err(internal_error(ruby, panic)),
+            // Not run: an interrupt is pending. Deliver it (as Err), or try
+            // again if it raised nothing.
+            None => ruby.thread_check_ints()?,
         }
-        None => Err(Error::new(ruby.get_inner(&crate::error::ERROR), "internal error: work did not run")),
     }
 }

@@ -158,7 +158,7 @@ impl Reader {
 
     fn verify(ruby: &Ruby, rb_self: &Self) -> Result<bool, Error> {
         let store = rb_self.shared(ruby)?;
-        crate::nogvl::without_gvl(ruby, move || store.verify())?.map_err(|e| to_ruby(ruby, e.with_path(rb_self.path.as_ref())))?;
+        crate::nogvl::without_gvl(ruby, move || store.verify(), None)?.map_err(|e| to_ruby(ruby, e.with_path(rb_self.path.as_ref())))?;
         Ok(true)
     }
 

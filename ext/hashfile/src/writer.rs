@@ -4,7 +4,7 @@
 use std::cell::RefCell;
 use std::path::PathBuf;
 
-use hashfile::{BuildOptions, Builder, DisplayBytes, ValueKind};
+use hashfile::{Builder, DisplayBytes, ValueKind};
 use magnus::{encoding::EncodingCapable, function, method, prelude::*, r_hash::ForEach, Error, RHash, RModule, RString, Ruby, Symbol, Value};
 
 use crate::error::{class_name, to_ruby, CLOSED_ERROR};
@@ -35,8 +35,8 @@ fn text_kind(ruby: &Ruby, s: RString) -> Option<Text> {
 }
 
 impl Writer {
-    fn new(ruby: &Ruby, keys_per_bucket: f64, load_factor: f64, dense_key_fraction: f64, dense_bucket_fraction: f64, hash_seed: u64, seed_block_len: u32) -> Result<Writer, Error> {
-        let options = BuildOptions { keys_per_bucket, load_factor, dense_key_fraction, dense_bucket_fraction, hash_seed, seed_block_len };
+    fn new(ruby: &Ruby, opts: RHash) -> Result<Writer, Error> {
+        let options = crate::options::build_options(ruby, opts)?;
         let builder = Builder::new(options).map_err(|e| to_ruby(ruby, e))?;
         Ok(Writer { builder: RefCell::new(Some(builder)) })
     }
@@ -89,14 +89,14 @@ impl Writer {
     /// Builds and publishes the store with the GVL released. Returns the
     /// file's length. The writer is finished afterwards, whatever happens.
     fn finish(ruby: &Ruby, rb_self: &Self, path: String) -> Result<u64, Error> {
-        let builder = rb_self
+        let mut builder = rb_self
             .builder
             .try_borrow_mut()
             .map_err(|_| Error::new(ruby.get_inner(&CLOSED_ERROR), "writer is busy"))?
             .take()
             .ok_or_else(|| Error::new(ruby.get_inner(&CLOSED_ERROR), "writer is finished"))?;
         let path = PathBuf::from(path);
-        crate::nogvl::without_gvl(ruby, move || builder.write_file(&path))?.map_err(|e| to_ruby(ruby, e))
+        crate::nogvl::without_gvl(ruby, move || builder.write_file(&path), None)?.map_err(|e| to_ruby(ruby, e))
     }
 }
 
@@ -112,7 +112,7 @@ impl EncodingName for RString {
 
 pub fn init(ruby: &Ruby, module: RModule) -> Result<(), Error> {
     let class = module.define_class("Writer", ruby.class_object())?;
-    class.define_singleton_method("_new", function!(Writer::new, 6))?;
+    class.define_singleton_method("_new", function!(Writer::new, 1))?;
     class.define_method("_add", method!(Writer::add, 2))?;
     class.define_method("_add_hash", method!(Writer::add_hash, 1))?;
     class.define_method("size", method!(Writer::size, 0))?;
