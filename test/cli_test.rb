@@ -93,6 +93,31 @@ class CLITest < HashfileTest
     assert_equal 0, run_cli("dump", path, "--format", "tsv")[0]
   end
 
+  class FakeTTY < StringIO
+    def tty?
+      true
+    end
+  end
+
+  def test_progress_line_on_a_terminal_after_a_second
+    io = FakeTTY.new
+    line = Hashfile::CLI::ProgressLine.new(io)
+    line.call(10, 100, 1000, :reading)
+    assert_equal "", io.string, "nothing during the first second"
+    line.instance_variable_set(:@started, Process.clock_gettime(Process::CLOCK_MONOTONIC) - 2)
+    line.call(500_000, 500, 1000, :reading)
+    assert_equal 500, line.instance_variable_get(:@bar).progress
+    line.finish
+    assert_match(/reading 500000 entries, \d+\/s/, io.string)
+    assert_match(/ETA/, io.string)
+    quiet = StringIO.new
+    silent = Hashfile::CLI::ProgressLine.new(quiet)
+    silent.instance_variable_set(:@started, 0)
+    silent.call(1, 1, 1, :reading)
+    silent.finish
+    assert_equal "", quiet.string, "not a terminal: no bar"
+  end
+
   def test_build_options
     input = json_input("a" => "1")
     assert_equal 0, run_cli("build", input, "-o", path, "--keys-per-bucket", "5", "--hash-seed", "3")[0]

@@ -62,7 +62,7 @@ module Hashfile
       def initialize(io)
         @io = io
         @started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
-        @bar = nil
+        @bar = nil # nil: nothing shown yet; false: no ruby-progressbar, plain line
       end
 
       def call(entries, bytes, total, phase)
@@ -83,7 +83,7 @@ module Hashfile
 
       def finish
         if @bar then @bar.finish
-        elsif @started && @io.tty? then @io.print "\r\e[K"
+        elsif @bar == false then @io.print "\r\e[K"
         end
       end
 

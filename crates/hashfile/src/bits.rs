@@ -27,15 +27,22 @@ pub fn packed_len(count: u64, width: u32) -> Option<u64> {
 
 /// Writes `values` as consecutive `width`-bit little-endian integers.
 pub fn pack(values: &[u64], width: u32) -> Vec<u8> {
+    pack_at(values.len() as u64, width, values.iter().enumerate().map(|(i, &v)| (i as u64, v)))
+}
+
+/// A packed array of `count` integers of `width` bits, with element `index`
+/// set to `value` for each pair given (each index at most once), and zero
+/// elsewhere.
+pub fn pack_at(count: u64, width: u32, entries: impl Iterator<Item = (u64, u64)>) -> Vec<u8> {
     assert!((1..=MAX_PACKED_BITS).contains(&width));
-    let len = packed_len(values.len() as u64, width).expect("packed length overflows") as usize;
+    let len = packed_len(count, width).expect("packed length overflows") as usize;
     let mut out = vec![0u8; len];
-    for (i, &v) in values.iter().enumerate() {
-        debug_assert!(v < (1u64 << width));
-        let bit = i * width as usize;
+    for (index, value) in entries {
+        debug_assert!(index < count && value < (1u64 << width));
+        let bit = (index * width as u64) as usize;
         let byte = bit / 8;
         let word = u64::from_le_bytes(out[byte..byte + 8].try_into().unwrap());
-        let word = word | (v << (bit % 8));
+        let word = word | (value << (bit % 8));
         out[byte..byte + 8].copy_from_slice(&word.to_le_bytes());
     }
     out

@@ -234,12 +234,9 @@ impl Builder {
         if offset_bits > bits::MAX_PACKED_BITS {
             return Err(Error::format("records exceed the format's 2^56-byte limit"));
         }
-        let mut slot_offsets = vec![0u64; n];
-        for (i, &s) in built.slots.iter().enumerate() {
-            slot_offsets[s as usize] = self.offsets[i];
-        }
         let remap = bits::pack(&built.remap, bits::bits_for((n as u64).saturating_sub(1)));
-        let slots = bits::pack(&slot_offsets, offset_bits);
+        let slots = bits::pack_at(n as u64, offset_bits, built.slots.iter().map(|&(slot, i)| (slot, self.offsets[i])));
+        drop(built.slots);
 
         let index = vec![seed_index, seeds, remap, slots];
         let header_len = Header::encoded_len();

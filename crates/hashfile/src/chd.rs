@@ -130,8 +130,9 @@ pub(crate) struct Built {
     pub pilots: Vec<u32>,
     /// `remap[s - n]` is the final slot for table slot `s >= n`; 0 where unused.
     pub remap: Vec<u64>,
-    /// `slots[i]` is the final slot of key `i`, in `0..n`.
-    pub slots: Vec<u64>,
+    /// `(final slot, key index)` for every key, final slots in `0..n`. It
+    /// reuses the sorted hashes' memory: a build's peak holds one such array.
+    pub slots: Vec<(u64, usize)>,
 }
 
 /// `(hash, index)` of every key, sorted. Hashing and sorting run on the
@@ -243,11 +244,11 @@ where
         }
     }
 
-    let mut slots = vec![0u64; n];
+    let mut slots = hashed;
     for (b, window) in starts.windows(2).enumerate() {
-        for &(h, i) in &hashed[window[0]..window[1]] {
-            let s = slot(h, pilots[b] as u64, m);
-            slots[i] = if s < n64 { s } else { remap[(s - n64) as usize] };
+        for entry in &mut slots[window[0]..window[1]] {
+            let s = slot(entry.0, pilots[b] as u64, m);
+            entry.0 = if s < n64 { s } else { remap[(s - n64) as usize] };
         }
     }
     Ok(Some(Built { seed, geometry, pilots, remap, slots }))
