@@ -260,15 +260,9 @@ impl<'de> de::Deserialize<'de> for Text<'de> {
 /// A value that must be a string, named in the error by its key.
 struct StringValue<'k>(&'k str);
 
-fn unexpected_name(u: de::Unexpected<'_>) -> String {
-    match u {
-        de::Unexpected::Bool(_) => "a boolean".into(),
-        de::Unexpected::Unsigned(_) | de::Unexpected::Signed(_) | de::Unexpected::Float(_) => "a number".into(),
-        de::Unexpected::Unit => "null".into(),
-        de::Unexpected::Seq => "an array".into(),
-        de::Unexpected::Map => "an object".into(),
-        other => other.to_string(),
-    }
+/// The one message for a value that is not a string, until typed values.
+fn not_a_string(key: &[u8], what: &str) -> String {
+    format!("value for key {} is {what}; only strings are supported for now", DisplayBytes(key))
 }
 
 impl<'de> DeserializeSeed<'de> for StringValue<'_> {
@@ -276,9 +270,9 @@ impl<'de> DeserializeSeed<'de> for StringValue<'_> {
     fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> std::result::Result<Text<'de>, D::Error> {
         struct V<'k>(&'k str);
         macro_rules! reject {
-            ($name:ident, $t:ty, $u:expr) => {
+            ($name:ident, $t:ty, $what:expr) => {
                 fn $name<E: de::Error>(self, _v: $t) -> std::result::Result<Text<'de>, E> {
-                    Err(E::custom(format!("value for key {} is {}; only strings are supported for now", DisplayBytes(self.0.as_bytes()), unexpected_name($u))))
+                    Err(E::custom(not_a_string(self.0.as_bytes(), $what)))
                 }
             };
         }
@@ -296,18 +290,18 @@ impl<'de> DeserializeSeed<'de> for StringValue<'_> {
             fn visit_string<E>(self, v: String) -> std::result::Result<Text<'de>, E> {
                 Ok(Text(Cow::Owned(v)))
             }
-            reject!(visit_bool, bool, de::Unexpected::Bool(false));
-            reject!(visit_i64, i64, de::Unexpected::Signed(0));
-            reject!(visit_u64, u64, de::Unexpected::Unsigned(0));
-            reject!(visit_f64, f64, de::Unexpected::Float(0.0));
+            reject!(visit_bool, bool, "a boolean");
+            reject!(visit_i64, i64, "a number");
+            reject!(visit_u64, u64, "a number");
+            reject!(visit_f64, f64, "a number");
             fn visit_unit<E: de::Error>(self) -> std::result::Result<Text<'de>, E> {
-                Err(E::custom(format!("value for key {} is null; only strings are supported for now", DisplayBytes(self.0.as_bytes()))))
+                Err(E::custom(not_a_string(self.0.as_bytes(), "null")))
             }
             fn visit_seq<A: SeqAccess<'de>>(self, _: A) -> std::result::Result<Text<'de>, A::Error> {
-                Err(de::Error::custom(format!("value for key {} is an array; only strings are supported for now", DisplayBytes(self.0.as_bytes()))))
+                Err(de::Error::custom(not_a_string(self.0.as_bytes(), "an array")))
             }
             fn visit_map<A: MapAccess<'de>>(self, _: A) -> std::result::Result<Text<'de>, A::Error> {
-                Err(de::Error::custom(format!("value for key {} is an object; only strings are supported for now", DisplayBytes(self.0.as_bytes()))))
+                Err(de::Error::custom(not_a_string(self.0.as_bytes(), "an object")))
             }
         }
         d.deserialize_any(V(self.0))
@@ -422,7 +416,7 @@ impl<'de> Visitor<'de> for LineVisitor<'_> {
                     serde_json::Value::Array(_) => "an array",
                     _ => "an object",
                 };
-                return Err(de::Error::custom(format!("value for key {} is {kind}; only strings are supported for now", DisplayBytes(key.0.as_bytes()))));
+                return Err(de::Error::custom(not_a_string(key.0.as_bytes(), kind)));
             }
             None => return Err(<A::Error as de::Error>::custom(format!("missing field {:?}", self.value_field))),
         };
@@ -464,9 +458,10 @@ fn import_csv<R: Read>(input: R, source: &str, options: &ImportOptions, delimite
     let mut reader = csv::ReaderBuilder::new().delimiter(delimiter).has_headers(options.header).flexible(true).from_reader(input);
     let csv_error = |e: csv::Error| {
         let position = e.position().map_or(Position::Unknown, |p| Position::Line(p.line(), None));
+        let message = e.to_string();
         match e.into_kind() {
             csv::ErrorKind::Io(io) => Error::io(Some(Path::new(source)), io),
-            kind => parse_error(source, position, format!("{kind:?}")),
+            _ => parse_error(source, position, message),
         }
     };
     let resolve = |column: &Column, what: &str, headers: Option<&csv::ByteRecord>| -> Result<usize> {
@@ -549,7 +544,7 @@ fn import_msgpack<R: BufRead>(input: &mut R, source: &str, sink: &mut Sink<'_>) 
                 }
                 sink(entry, Position::Entry(n))?;
             }
-            Err(m) => return Err(bad(n, format!("value for key {} is {}; only strings are supported for now", DisplayBytes(&key), marker_name(m)))),
+            Err(m) => return Err(bad(n, not_a_string(&key, marker_name(m)))),
         }
     }
     Ok(())
