@@ -106,7 +106,45 @@ impl BuildOptions {
 pub struct Builder {
     options: BuildOptions,
     records: Vec<u8>,
-    offsets: Vec<u64>,
+    offsets: Offsets,
+}
+
+/// Record offsets, 4 bytes each while the records stay under 4 GiB.
+#[derive(Debug)]
+enum Offsets {
+    Narrow(Vec<u32>),
+    Wide(Vec<u64>),
+}
+
+impl Offsets {
+    fn push(&mut self, offset: u64) {
+        match self {
+            Offsets::Narrow(v) => match u32::try_from(offset) {
+                Ok(o) => v.push(o),
+                Err(_) => {
+                    let mut wide: Vec<u64> = v.iter().map(|&o| o as u64).collect();
+                    wide.push(offset);
+                    *self = Offsets::Wide(wide);
+                }
+            },
+            Offsets::Wide(v) => v.push(offset),
+        }
+    }
+
+    #[inline]
+    fn get(&self, index: usize) -> u64 {
+        match self {
+            Offsets::Narrow(v) => v[index] as u64,
+            Offsets::Wide(v) => v[index],
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Offsets::Narrow(v) => v.len(),
+            Offsets::Wide(v) => v.len(),
+        }
+    }
 }
 
 /// A built index, ready to be written before the records.
@@ -119,7 +157,7 @@ impl Builder {
     /// A builder with these options, checked.
     pub fn new(options: BuildOptions) -> Result<Builder> {
         options.validate()?;
-        Ok(Builder { options, records: Vec::new(), offsets: Vec::new() })
+        Ok(Builder { options, records: Vec::new(), offsets: Offsets::Narrow(Vec::new()) })
     }
 
     /// Number of entries added so far.
@@ -129,7 +167,7 @@ impl Builder {
 
     /// True if nothing has been added.
     pub fn is_empty(&self) -> bool {
-        self.offsets.is_empty()
+        self.offsets.len() == 0
     }
 
     /// Adds a binary key and a binary value.
@@ -172,12 +210,12 @@ impl Builder {
         let mut start = 0;
         while start < hashed.len() {
             let mut end = start + 1;
-            while end < hashed.len() && hashed[end].0 == hashed[start].0 {
+            while end < hashed.len() && hashed[end].hash == hashed[start].hash {
                 end += 1;
             }
             for a in start..end {
                 for b in a + 1..end {
-                    let (i, j) = (hashed[a].1, hashed[b].1);
+                    let (i, j) = (hashed[a].index as usize, hashed[b].index as usize);
                     if !dropped[i] && !dropped[j] && self.key(i) == self.key(j) {
                         dropped[if keep_last { i } else { j }] = true;
                         any = true;
@@ -190,12 +228,14 @@ impl Builder {
             return;
         }
         let mut records = Vec::with_capacity(self.records.len());
-        let mut offsets = Vec::with_capacity(self.offsets.len());
-        for (i, &start) in self.offsets.iter().enumerate() {
-            if !dropped[i] {
-                let end = self.offsets.get(i + 1).map_or(self.records.len(), |&e| e as usize);
+        let mut offsets = Offsets::Narrow(Vec::new());
+        let count = self.offsets.len();
+        for (i, &dropped) in dropped.iter().enumerate() {
+            if !dropped {
+                let start = self.offsets.get(i) as usize;
+                let end = if i + 1 < count { self.offsets.get(i + 1) as usize } else { self.records.len() };
                 offsets.push(records.len() as u64);
-                records.extend_from_slice(&self.records[start as usize..end]);
+                records.extend_from_slice(&self.records[start..end]);
             }
         }
         self.records = records;
@@ -203,7 +243,7 @@ impl Builder {
     }
 
     fn key(&self, index: usize) -> &[u8] {
-        let start = self.offsets[index] as usize;
+        let start = self.offsets.get(index) as usize;
         let mut pos = start + 1;
         let key_len = format::read_varint(&self.records, &mut pos).unwrap() as usize;
         format::read_varint(&self.records, &mut pos).unwrap();
@@ -235,7 +275,7 @@ impl Builder {
             return Err(Error::format("records exceed the format's 2^56-byte limit"));
         }
         let remap = bits::pack(&built.remap, bits::bits_for((n as u64).saturating_sub(1)));
-        let slots = bits::pack_at(n as u64, offset_bits, built.slots.iter().map(|&(slot, i)| (slot, self.offsets[i])));
+        let slots = bits::pack_at(n as u64, offset_bits, built.slots.iter().map(|e| (e.hash, self.offsets.get(e.index as usize))));
         drop(built.slots);
 
         let index = vec![seed_index, seeds, remap, slots];
@@ -266,6 +306,10 @@ impl Builder {
     /// Builds the store and writes it to `out`. Same entries and options,
     /// same bytes.
     pub fn write_to<W: Write>(&mut self, out: W) -> Result<u64> {
+        let n = self.offsets.len();
+        if n > chd::MAX_BUILD_ENTRIES {
+            return Err(Error::InvalidOption { name: "entries", reason: format!("{n} entries; one build takes at most {}", chd::MAX_BUILD_ENTRIES) });
+        }
         self.drop_duplicates();
         let prepared = self.prepare()?;
         let mut out = BufWriter::with_capacity(1 << 20, out);

@@ -130,21 +130,36 @@ pub(crate) struct Built {
     pub pilots: Vec<u32>,
     /// `remap[s - n]` is the final slot for table slot `s >= n`; 0 where unused.
     pub remap: Vec<u64>,
-    /// `(final slot, key index)` for every key, final slots in `0..n`. It
-    /// reuses the sorted hashes' memory: a build's peak holds one such array.
-    pub slots: Vec<(u64, usize)>,
+    /// Every key's final slot (in `0..n`, held in the `hash` field) and
+    /// index. It reuses the sorted hashes' memory: a build's peak holds one
+    /// such array.
+    pub slots: Vec<Hashed>,
 }
+
+/// A key's hash and index, 12 bytes, so that the largest array of a build
+/// costs 12 bytes per key. Ordered by hash, then index.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[repr(C, packed(4))]
+pub(crate) struct Hashed {
+    pub hash: u64,
+    pub index: u32,
+}
+
+/// Most keys one build takes (indices are 32-bit). The format has no such
+/// limit; larger data is for sharded stores.
+pub const MAX_BUILD_ENTRIES: usize = u32::MAX as usize;
 
 /// `(hash, index)` of every key, sorted. Hashing and sorting run on the
 /// rayon pool; the order is total, so the result does not depend on the
 /// number of threads. The bucket map is monotone, so this also groups keys
 /// by bucket.
-pub(crate) fn sorted_hashes<'a, K>(keys: &K, n: usize, seed: u64) -> Vec<(u64, usize)>
+pub(crate) fn sorted_hashes<'a, K>(keys: &K, n: usize, seed: u64) -> Vec<Hashed>
 where
     K: Fn(usize) -> &'a [u8] + Sync,
 {
     use rayon::prelude::*;
-    let mut hashed: Vec<(u64, usize)> = (0..n).into_par_iter().map(|i| (hash_key(keys(i), seed), i)).collect();
+    assert!(n <= MAX_BUILD_ENTRIES, "checked by Builder");
+    let mut hashed: Vec<Hashed> = (0..n).into_par_iter().map(|i| Hashed { hash: hash_key(keys(i), seed), index: i as u32 }).collect();
     hashed.par_sort_unstable();
     hashed
 }
@@ -172,8 +187,8 @@ where
 {
     let hashed = sorted_hashes(keys, n, seed);
     for pair in hashed.windows(2) {
-        if pair[0].0 == pair[1].0 {
-            let (a, b) = (keys(pair[0].1), keys(pair[1].1));
+        if pair[0].hash == pair[1].hash {
+            let (a, b) = (keys(pair[0].index as usize), keys(pair[1].index as usize));
             if a == b {
                 return Err(Error::DuplicateKey { key: a.to_vec(), positions: Vec::new() });
             }
@@ -188,8 +203,8 @@ where
     let r = geometry.bucket_count as usize;
     // starts[b]..starts[b + 1] is bucket b's range in `hashed`.
     let mut starts = vec![0usize; r + 1];
-    for &(h, _) in &hashed {
-        starts[map.bucket(h) as usize + 1] += 1;
+    for e in &hashed {
+        starts[map.bucket(e.hash) as usize + 1] += 1;
     }
     for b in 0..r {
         starts[b + 1] += starts[b];
@@ -216,8 +231,8 @@ where
                     return Ok(None);
                 }
                 bucket_slots.clear();
-                for &(h, _) in members {
-                    let s = slot(h, pilot, m);
+                for e in members {
+                    let s = slot(e.hash, pilot, m);
                     if is_taken(&taken, s) || bucket_slots.contains(&s) {
                         pilot += 1;
                         continue 'search;
@@ -247,8 +262,8 @@ where
     let mut slots = hashed;
     for (b, window) in starts.windows(2).enumerate() {
         for entry in &mut slots[window[0]..window[1]] {
-            let s = slot(entry.0, pilots[b] as u64, m);
-            entry.0 = if s < n64 { s } else { remap[(s - n64) as usize] };
+            let s = slot(entry.hash, pilots[b] as u64, m);
+            entry.hash = if s < n64 { s } else { remap[(s - n64) as usize] };
         }
     }
     Ok(Some(Built { seed, geometry, pilots, remap, slots }))
