@@ -235,6 +235,22 @@ fn import_json<R: BufRead>(input: &mut R, source: &str, sink: &mut Sink<'_>) -> 
 /// A string that may borrow from the input.
 struct Text<'de>(Cow<'de, str>);
 
+/// The visitor methods that accept a string as a `Text`, borrowed when the
+/// input allows.
+macro_rules! text_visits {
+    () => {
+        fn visit_borrowed_str<E>(self, v: &'de str) -> std::result::Result<Text<'de>, E> {
+            Ok(Text(Cow::Borrowed(v)))
+        }
+        fn visit_str<E>(self, v: &str) -> std::result::Result<Text<'de>, E> {
+            Ok(Text(Cow::Owned(v.to_string())))
+        }
+        fn visit_string<E>(self, v: String) -> std::result::Result<Text<'de>, E> {
+            Ok(Text(Cow::Owned(v)))
+        }
+    };
+}
+
 impl<'de> de::Deserialize<'de> for Text<'de> {
     fn deserialize<D: de::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
         struct V;
@@ -243,15 +259,7 @@ impl<'de> de::Deserialize<'de> for Text<'de> {
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
                 f.write_str("a string")
             }
-            fn visit_borrowed_str<E>(self, v: &'de str) -> std::result::Result<Text<'de>, E> {
-                Ok(Text(Cow::Borrowed(v)))
-            }
-            fn visit_str<E>(self, v: &str) -> std::result::Result<Text<'de>, E> {
-                Ok(Text(Cow::Owned(v.to_string())))
-            }
-            fn visit_string<E>(self, v: String) -> std::result::Result<Text<'de>, E> {
-                Ok(Text(Cow::Owned(v)))
-            }
+            text_visits!();
         }
         d.deserialize_str(V)
     }
@@ -281,15 +289,7 @@ impl<'de> DeserializeSeed<'de> for StringValue<'_> {
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
                 write!(f, "a string value for key {}", DisplayBytes(self.0.as_bytes()))
             }
-            fn visit_borrowed_str<E>(self, v: &'de str) -> std::result::Result<Text<'de>, E> {
-                Ok(Text(Cow::Borrowed(v)))
-            }
-            fn visit_str<E>(self, v: &str) -> std::result::Result<Text<'de>, E> {
-                Ok(Text(Cow::Owned(v.to_string())))
-            }
-            fn visit_string<E>(self, v: String) -> std::result::Result<Text<'de>, E> {
-                Ok(Text(Cow::Owned(v)))
-            }
+            text_visits!();
             reject!(visit_bool, bool, "a boolean");
             reject!(visit_i64, i64, "a number");
             reject!(visit_u64, u64, "a number");
