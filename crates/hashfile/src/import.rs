@@ -176,9 +176,9 @@ pub fn import<R: Read>(input: R, source: &str, options: &ImportOptions, sink: &m
         InputFormat::MessagePack => import_msgpack(&mut input, source, sink),
         InputFormat::Yaml => {
             let de = serde_norway::Deserializer::from_reader(input);
-            let mut visitor = MappingVisitor { sink, failure: None };
-            let result = de::Deserializer::deserialize_map(de, &mut visitor);
-            finish_serde(result.map(|_| ()), visitor.failure, source, |e: &serde_norway::Error| {
+            let mut failure = None;
+            let result = de::Deserializer::deserialize_map(de, MappingVisitor { sink, failure: &mut failure });
+            finish_serde(result, failure, source, |e: &serde_norway::Error| {
                 e.location().map_or(Position::Unknown, |l| Position::Line(l.line() as u64, Some(l.column() as u64)))
             })
         }
@@ -221,12 +221,7 @@ fn import_json<R: BufRead>(input: &mut R, source: &str, sink: &mut Sink<'_>) -> 
     let mut failure = None;
     let result = match first {
         Some(b'[') => de::Deserializer::deserialize_seq(&mut de, PairsVisitor { sink, failure: &mut failure }),
-        _ => {
-            let mut visitor = MappingVisitor { sink, failure: None };
-            let r = de::Deserializer::deserialize_map(&mut de, &mut visitor);
-            failure = visitor.failure;
-            r
-        }
+        _ => de::Deserializer::deserialize_map(&mut de, MappingVisitor { sink, failure: &mut failure }),
     };
     let result = result.and_then(|_| de.end());
     finish_serde(result, failure, source, |e: &serde_json::Error| Position::Line(e.line() as u64, Some(e.column() as u64)))
@@ -312,10 +307,10 @@ impl<'de> DeserializeSeed<'de> for StringValue<'_> {
 /// one entry at a time.
 struct MappingVisitor<'a, 's> {
     sink: &'a mut Sink<'s>,
-    failure: Option<Error>,
+    failure: &'a mut Option<Error>,
 }
 
-impl<'de> Visitor<'de> for &mut MappingVisitor<'_, '_> {
+impl<'de> Visitor<'de> for MappingVisitor<'_, '_> {
     type Value = ();
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("a mapping of string keys to string values at the top level")
@@ -326,7 +321,7 @@ impl<'de> Visitor<'de> for &mut MappingVisitor<'_, '_> {
             let value = map.next_value_seed(StringValue(&key.0))?;
             n += 1;
             if let Err(e) = (self.sink)(text_entry(&key.0, &value.0), Position::Entry(n)) {
-                self.failure = Some(e);
+                *self.failure = Some(e);
                 return Err(de::Error::custom("stopped"));
             }
         }
