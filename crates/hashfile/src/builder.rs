@@ -107,6 +107,8 @@ pub struct Builder {
     options: BuildOptions,
     records: Vec<u8>,
     offsets: Offsets,
+    /// Whether any record holds a typed value: sets the required flag.
+    typed: bool,
 }
 
 /// Record offsets, 4 bytes each while the records stay under 4 GiB.
@@ -157,7 +159,7 @@ impl Builder {
     /// A builder with these options, checked.
     pub fn new(options: BuildOptions) -> Result<Builder> {
         options.validate()?;
-        Ok(Builder { options, records: Vec::new(), offsets: Offsets::Narrow(Vec::new()) })
+        Ok(Builder { options, records: Vec::new(), offsets: Offsets::Narrow(Vec::new()), typed: false })
     }
 
     /// Number of entries added so far.
@@ -178,13 +180,36 @@ impl Builder {
     /// Adds an entry, recording whether the key is UTF-8 text and the value's
     /// kind, so that a binding can give them back with their encoding.
     /// Duplicate keys are reported when the store is built.
+    ///
+    /// For `ValueKind::Typed`, `value` must be one encoded value
+    /// (`crate::value`); `insert_value` encodes one for you.
     pub fn insert_tagged(&mut self, key: &[u8], key_utf8: bool, value: &[u8], kind: ValueKind) {
+        self.typed |= kind == ValueKind::Typed;
         self.offsets.push(self.records.len() as u64);
         self.records.push(kind as u8 | if key_utf8 { RECORD_KEY_UTF8 } else { 0 });
         format::write_varint(&mut self.records, key.len() as u64);
         format::write_varint(&mut self.records, value.len() as u64);
         self.records.extend_from_slice(key);
         self.records.extend_from_slice(value);
+    }
+
+    /// Adds a typed value. Strings in UTF-8, US-ASCII or binary are stored
+    /// as plain string records, so a store of strings only needs no typed-
+    /// values support to read.
+    pub fn insert_value(&mut self, key: &[u8], key_utf8: bool, value: &crate::value::Value) -> Result<()> {
+        use crate::value::Value;
+        match value {
+            Value::Str(bytes, None) => self.insert_tagged(key, key_utf8, bytes, ValueKind::Utf8),
+            Value::Str(bytes, Some(name)) if name == "UTF-8" => self.insert_tagged(key, key_utf8, bytes, ValueKind::Utf8),
+            Value::Str(bytes, Some(name)) if name == "ASCII-8BIT" => self.insert_tagged(key, key_utf8, bytes, ValueKind::Binary),
+            Value::Str(bytes, Some(name)) if name == "US-ASCII" => self.insert_tagged(key, key_utf8, bytes, ValueKind::Ascii),
+            other => {
+                let mut bytes = Vec::new();
+                other.encode(&mut bytes)?;
+                self.insert_tagged(key, key_utf8, &bytes, ValueKind::Typed);
+            }
+        }
+        Ok(())
     }
 
     /// Adds an imported entry.
@@ -292,7 +317,7 @@ impl Builder {
             major: format::VERSION_MAJOR,
             minor: format::VERSION_MINOR,
             header_len: header_len as u32,
-            required_flags: 0,
+            required_flags: if self.typed { format::REQUIRED_TYPED_VALUES } else { 0 },
             file_len: at,
             hash_seed: built.seed,
             geometry: built.geometry,

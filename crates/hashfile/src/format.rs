@@ -16,8 +16,12 @@ pub const VERSION_MINOR: u16 = 0;
 pub const FIXED_HEADER_LEN: usize = 128;
 /// Size of one section-table entry.
 pub const SECTION_ENTRY_LEN: usize = 32;
-/// Required-feature bits this reader understands (none yet in version 1).
-pub const KNOWN_REQUIRED_FLAGS: u64 = 0;
+/// Required-feature bit 0: some records hold typed values (value kind 3,
+/// encoded as `value.rs` and docs/FORMAT.md describe). A store of strings
+/// only leaves it clear, so readers without typed values still open it.
+pub const REQUIRED_TYPED_VALUES: u64 = 1;
+/// Required-feature bits this reader understands.
+pub const KNOWN_REQUIRED_FLAGS: u64 = REQUIRED_TYPED_VALUES;
 
 /// The sections of a version-1 file, by id.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -332,6 +336,9 @@ pub enum ValueKind {
     Utf8 = 1,
     /// A US-ASCII string.
     Ascii = 2,
+    /// A typed value in the value codec (`crate::value`): anything that is
+    /// not a string in one of the three encodings above.
+    Typed = 3,
 }
 
 impl ValueKind {
@@ -341,6 +348,7 @@ impl ValueKind {
             0 => Some(ValueKind::Binary),
             1 => Some(ValueKind::Utf8),
             2 => Some(ValueKind::Ascii),
+            3 => Some(ValueKind::Typed),
             _ => None,
         }
     }

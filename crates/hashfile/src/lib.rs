@@ -35,6 +35,7 @@ pub mod format;
 pub mod import;
 pub mod pipeline;
 mod reader;
+pub mod value;
 
 pub use builder::{BuildOptions, Builder, OnDuplicate};
 pub use error::{DisplayBytes, Error, Result};

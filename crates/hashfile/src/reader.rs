@@ -23,6 +23,20 @@ pub struct Record<'a> {
     pub kind: ValueKind,
 }
 
+impl Record<'_> {
+    /// The value as an owned tree: strings of the three plain kinds become
+    /// `Value::Str`, typed values are decoded and checked.
+    pub fn decode(&self) -> Result<crate::value::Value> {
+        use crate::value::Value;
+        Ok(match self.kind {
+            ValueKind::Utf8 => Value::Str(self.value.to_vec(), None),
+            ValueKind::Binary => Value::Str(self.value.to_vec(), Some("ASCII-8BIT".into())),
+            ValueKind::Ascii => Value::Str(self.value.to_vec(), Some("US-ASCII".into())),
+            ValueKind::Typed => Value::decode(self.value)?,
+        })
+    }
+}
+
 /// A read-only view of a store over any bytes: a `Vec<u8>`, a slice, or a
 /// memory map (`Reader::open`).
 ///
@@ -254,7 +268,14 @@ impl<B: AsRef<[u8]>> Reader<B> {
         }
         let mut count = 0u64;
         let mut offset = 0u64;
+        let typed_allowed = self.header.required_flags & format::REQUIRED_TYPED_VALUES != 0;
         while let Some((record, next)) = self.record_at(offset)? {
+            if record.kind == ValueKind::Typed {
+                if !typed_allowed {
+                    return Err(Error::format(format!("record {count} (key {}) holds a typed value, but the header does not require typed values", crate::DisplayBytes(record.key))));
+                }
+                crate::value::check(record.value).map_err(|e| Error::format(format!("record {count} (key {}): {e}", crate::DisplayBytes(record.key))))?;
+            }
             let slot = self.slot_of(chd::hash_key(record.key, self.hash_seed))?;
             if bits::unpack_one(self.section(self.slots), self.offset_bits, slot) != Some(offset) {
                 return Err(Error::format(format!("record {count} (key {}) is not found by its own lookup", crate::DisplayBytes(record.key))));

@@ -1,0 +1,177 @@
+//! The typed-value codec: round trips, canonical forms, the depth limit and
+//! damaged input.
+
+use hashfile::value::{self, Cursor, Item, Value, MAX_DEPTH};
+use hashfile::{BuildOptions, Builder, Reader, ValueKind};
+use proptest::prelude::*;
+
+fn encoded(v: &Value) -> Vec<u8> {
+    let mut out = Vec::new();
+    v.encode(&mut out).unwrap();
+    out
+}
+
+fn scalar() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        Just(Value::Nil),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(Value::Int),
+        (-300i64..300).prop_map(Value::Int),
+        (any::<bool>(), proptest::collection::vec(any::<u8>(), 9..24)).prop_map(|(negative, mut magnitude)| {
+            *magnitude.last_mut().unwrap() |= 1; // past i64, no trailing zero
+            Value::BigInt { negative, magnitude }
+        }),
+        any::<u64>().prop_map(|bits| Value::Float(f64::from_bits(bits))),
+        prop_oneof![Just(f64::NAN), Just(f64::INFINITY), Just(f64::NEG_INFINITY), Just(-0.0), Just(0.0)].prop_map(Value::Float),
+        (proptest::collection::vec(any::<u8>(), 0..40), prop_oneof![Just(None), Just(Some("ASCII-8BIT".to_string())), Just(Some("US-ASCII".to_string())), Just(Some("Shift_JIS".to_string())), Just(Some("UTF-16LE".to_string()))])
+            .prop_map(|(b, e)| Value::Str(b, e)),
+        "[a-z_]{0,12}".prop_map(|s| Value::Symbol(s.into_bytes(), None)),
+        proptest::collection::vec(any::<u8>(), 0..20).prop_map(Value::Custom),
+    ]
+}
+
+fn nested() -> impl Strategy<Value = Value> {
+    scalar().prop_recursive(6, 200, 20, |inner| {
+        prop_oneof![
+            proptest::collection::vec(inner.clone(), 0..20).prop_map(Value::Array),
+            proptest::collection::vec((inner.clone(), inner), 0..20).prop_map(Value::Map),
+        ]
+    })
+}
+
+proptest! {
+    #[test]
+    fn round_trips(v in nested()) {
+        let bytes = encoded(&v);
+        value::check(&bytes).unwrap();
+        prop_assert_eq!(Value::decode(&bytes).unwrap(), v);
+    }
+
+    #[test]
+    fn damaged_bytes_give_errors_not_panics(v in nested(), flips in proptest::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..4)) {
+        let mut bytes = encoded(&v);
+        for (i, x) in flips {
+            let i = i.index(bytes.len());
+            bytes[i] ^= x | 1;
+        }
+        // Either an error or some well-formed value: never a panic.
+        if let Ok(decoded) = Value::decode(&bytes) {
+            value::check(&encoded(&decoded)).unwrap();
+        }
+    }
+
+    #[test]
+    fn truncation_is_an_error(v in nested(), cut in any::<prop::sample::Index>()) {
+        let bytes = encoded(&v);
+        let cut = cut.index(bytes.len());
+        prop_assert!(Value::decode(&bytes[..cut]).is_err());
+    }
+}
+
+#[test]
+fn integers_take_their_shortest_form() {
+    let cases: &[(i64, &[u8])] = &[
+        (0, &[0x00]),
+        (127, &[0x7f]),
+        (128, &[0xcf, 0x80]),
+        (255, &[0xcf, 0xff]),
+        (256, &[0xc4, 0x80, 0x04]),
+        (-1, &[0xff]),
+        (-32, &[0xe0]),
+        (-33, &[0xc4, 0x41]),
+        (i64::MIN, &[0xc4, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01]),
+    ];
+    for (n, bytes) in cases {
+        assert_eq!(encoded(&Value::Int(*n)), *bytes, "{n}");
+        assert_eq!(Value::decode(bytes).unwrap(), Value::Int(*n));
+    }
+}
+
+#[test]
+fn big_integers_that_fit_are_written_as_integers() {
+    let mut out = Vec::new();
+    value::write_bigint(&mut out, true, &(1u64 << 63).to_le_bytes());
+    assert_eq!(Value::decode(&out).unwrap(), Value::Int(i64::MIN));
+    out.clear();
+    value::write_bigint(&mut out, false, &[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x00, 0x00]);
+    assert_eq!(out[0], value::tag::BIGINT_POSITIVE);
+    assert_eq!(Value::decode(&out).unwrap(), Value::BigInt { negative: false, magnitude: vec![0xff; 8] });
+}
+
+#[test]
+fn floats_are_bit_exact() {
+    for f in [f64::NAN, -f64::NAN, f64::from_bits(0x7ff0_0000_0000_0001), f64::INFINITY, f64::NEG_INFINITY, -0.0, 0.0, f64::MIN_POSITIVE, 5e-324, 0.1] {
+        match Value::decode(&encoded(&Value::Float(f))).unwrap() {
+            Value::Float(g) => assert_eq!(g.to_bits(), f.to_bits()),
+            other => panic!("{other:?}"),
+        }
+    }
+}
+
+fn nest(depth: usize) -> Value {
+    (0..depth).fold(Value::Int(1), |v, _| Value::Array(vec![v]))
+}
+
+#[test]
+fn depth_limit_is_enforced_both_ways() {
+    let ok = encoded(&nest(MAX_DEPTH));
+    assert_eq!(Value::decode(&ok).unwrap(), nest(MAX_DEPTH));
+    let err = nest(MAX_DEPTH + 1).encode(&mut Vec::new()).unwrap_err();
+    assert!(err.to_string().contains("deeper than 100"), "{err}");
+    // Hand-made bytes nested one level deeper are refused by the reader.
+    let mut deep = ok.clone();
+    let start = value::ContainerStart::begin(&[]);
+    start.end_array(&mut deep, 1);
+    let err = Value::decode(&deep).unwrap_err();
+    assert!(err.to_string().contains("nested deeper than 100"), "{err}");
+}
+
+#[test]
+fn skipping_a_container_is_one_step() {
+    let v = Value::Array(vec![Value::Map(vec![(Value::str("a"), nest(50))]), Value::str("after")]);
+    let bytes = encoded(&v);
+    let Item::Array(outer) = Cursor::new(&bytes).next_item().unwrap() else { panic!() };
+    let mut c = outer.cursor();
+    c.skip().unwrap();
+    assert_eq!(c.next_item().unwrap(), Item::Str(b"after", value::Encoding::Utf8));
+    assert!(c.is_at_end());
+}
+
+#[test]
+fn damaged_counts_are_refused_before_allocation() {
+    // An array claiming 2^60 elements in a 1-byte body.
+    let bytes = [value::tag::ARRAY, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x10, 0x01, 0xc0];
+    let err = Value::decode(&bytes).unwrap_err();
+    assert!(err.to_string().contains("count larger than its body"), "{err}");
+    let err = Value::decode(&[0xd5]).unwrap_err();
+    assert!(err.to_string().contains("unknown tag 0xd5 at byte 0"), "{err}");
+}
+
+#[test]
+fn typed_records_set_the_required_flag_and_verify_checks_them() {
+    let mut b = Builder::new(BuildOptions::default()).unwrap();
+    b.insert_value(b"plain", true, &Value::str("text")).unwrap();
+    let strings_only = b.to_bytes().unwrap();
+    assert_eq!(Reader::new(strings_only.as_slice()).unwrap().header().required_flags, 0);
+
+    let config = Value::Map(vec![(Value::str("burst"), Value::Int(100)), (Value::str("regions"), Value::Array(vec![Value::str("eu"), Value::str("us")]))]);
+    b.insert_value(b"limits", true, &config).unwrap();
+    let bytes = b.to_bytes().unwrap();
+    let store = Reader::new(bytes.as_slice()).unwrap();
+    assert_eq!(store.header().required_flags, hashfile::format::REQUIRED_TYPED_VALUES);
+    store.verify().unwrap();
+    let record = store.get(b"limits").unwrap().unwrap();
+    assert_eq!(record.kind, ValueKind::Typed);
+    assert_eq!(record.decode().unwrap(), config);
+    assert_eq!(store.get(b"plain").unwrap().unwrap().kind, ValueKind::Utf8);
+
+    // A typed value whose bytes are damaged fails to decode, and verify
+    // (checksums first) refuses the file.
+    let at = bytes.windows(2).rposition(|w| w == b"eu").unwrap();
+    let mut damaged = bytes.clone();
+    damaged[at - 1] = 0xd7;
+    let store = Reader::new(damaged.as_slice()).unwrap();
+    let err = store.get(b"limits").unwrap().unwrap().decode().unwrap_err().to_string();
+    assert!(err.contains("unknown tag 0xd7"), "{err}");
+    assert!(store.verify().is_err());
+}
