@@ -12,11 +12,12 @@ require_relative "hashfile/writer"
 #   Hashfile.build("settings.hf", { "feature.x" => "on", "limit" => "50" })
 #   Hashfile.open("settings.hf") { |db| db["limit"] } # => "50"
 #
-# Keys and values are Strings (binary-safe). A value comes back in the
-# encoding it was stored in: UTF-8, US-ASCII or ASCII-8BIT. Symbol keys are
-# stored and looked up by their name, so +db[:limit]+ and +db["limit"]+ are
-# the same lookup, and a build given both +:limit+ and +"limit"+ raises
-# DuplicateKeyError.
+# Keys are Strings or Symbols. Values are typed: nil, true, false, Integer
+# (any size), Float (bit for bit), String (in its encoding), Symbol, and
+# Arrays and Hashes of these nested up to MAX_DEPTH levels; other objects
+# through a +serializer:+. Symbol keys are stored and looked up by their
+# name, so +db[:limit]+ and +db["limit"]+ are the same lookup, and a build
+# given both +:limit+ and +"limit"+ raises DuplicateKeyError.
 module Hashfile
   # Default build options; see Hashfile.build.
   BUILD_DEFAULTS = {
@@ -40,6 +41,11 @@ module Hashfile
     threads: nil
   }.freeze
 
+  # Deepest nesting of Arrays and Hashes in a value. Deeper values raise
+  # ArgumentError at build; JSON.parse's default max_nesting (100, counting
+  # the top-level object) fits.
+  MAX_DEPTH = 100
+
   # Input formats Hashfile.build_from reads.
   FORMATS = %w[json json-pairs jsonl csv tsv msgpack yaml].freeze
 
@@ -62,11 +68,19 @@ module Hashfile
     # @param seed_block_len [Integer] pilots per bit-packed block: 32, 128 or 256
     # @param on_duplicate [:error, :first, :last] a repeated key raises, or
     #   its first or last occurrence is kept (at that occurrence's position)
+    # @param serializer [#dump and #load, Array(#call, #call), nil] for values
+    #   of other classes (Time, Date, your own): an object with +dump+ and
+    #   +load+ (Marshal, YAML) or a +[dump, load]+ pair of callables.
+    #   +dump+ must return a String. Open the store with the same serializer.
     # @return [Integer] the size of the file written, in bytes
     # @raise [DuplicateKeyError] if a key appears twice
-    # @raise [TypeError] if a key is not a String or Symbol, or a value not a String
-    def build(path, data = nil, **options)
+    # @raise [TypeError] if a key is not a String or Symbol, or a value (or
+    #   a part of it) is of a class Hashfile does not store and no
+    #   serializer was given; the message names the key and the path
+    # @raise [ArgumentError] if a value nests deeper than MAX_DEPTH
+    def build(path, data = nil, serializer: nil, **options)
       writer = Writer._new(build_options(options, BUILD_DEFAULTS.keys))
+      writer.instance_variable_set(:@dump, serializer_pair(serializer)&.first)
       writer.merge(data) unless data.nil?
       yield writer if block_given?
       writer._finish(path_string(path))
@@ -116,11 +130,20 @@ module Hashfile
     #
     # @param verify [Boolean] check every checksum first (O(size); off by
     #   default, since opening otherwise takes microseconds at any size)
+    # @param symbolize_names [Boolean] String keys of Hashes in values come
+    #   back as Symbols (the store's own keys are unaffected)
+    # @param freeze [Boolean] values come back deep-frozen, their Strings
+    #   deduplicated as +-str+ does
+    # @param raw [Boolean] values come back as the stored bytes (a binary
+    #   String), undecoded
+    # @param serializer [#dump and #load, Array(#call, #call), nil] loads
+    #   values that Hashfile.build stored through a serializer
     # @raise [Errno::ENOENT] if the file does not exist
     # @raise [FormatError] if it is not a valid store
-    def open(path, verify: false)
+    def open(path, verify: false, symbolize_names: false, freeze: false, raw: false, serializer: nil)
       db = Reader._open(path_string(path))
       begin
+        db.send(:configure, symbolize_names: symbolize_names, freeze: freeze, raw: raw, serializer: serializer)
         db.verify if verify
       rescue Exception # rubocop:disable Lint/RescueException
         db.close
@@ -132,6 +155,26 @@ module Hashfile
         yield db
       ensure
         db.close
+      end
+    end
+
+    # [dump, load] callables from a serializer: argument, or nil.
+    # @api private
+    def serializer_pair(serializer)
+      case serializer
+      when nil then nil
+      when Array
+        unless serializer.size == 2 && serializer.all? { |c| c.respond_to?(:call) }
+          raise ArgumentError, "serializer: expected [dump, load] callables, got #{serializer.inspect[0, 100]}"
+        end
+
+        serializer
+      else
+        unless serializer.respond_to?(:dump) && serializer.respond_to?(:load)
+          raise ArgumentError, "serializer: expected an object with dump and load (like Marshal) or a [dump, load] pair, got #{serializer.inspect[0, 100]}"
+        end
+
+        [serializer.method(:dump), serializer.method(:load)]
       end
     end
 

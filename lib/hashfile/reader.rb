@@ -10,8 +10,13 @@ module Hashfile
     MISSING = Object.new.freeze
     private_constant :MISSING
 
+    # Decode-option bits, as the native methods take them.
+    FLAGS = { symbolize_names: 1, freeze: 2, raw: 4 }.freeze
+    private_constant :FLAGS
+
     # @!method [](key)
-    #   @return [String, nil] the value, or nil if +key+ is absent
+    #   @return [Object, nil] the value, decoded with the options given to
+    #     Hashfile.open, or nil if +key+ is absent
     # @!method key?(key)
     # @!method size
     # @!method close
@@ -25,7 +30,7 @@ module Hashfile
     # Like Hash#fetch: the value, else the block's result, else +default+,
     # else KeyError.
     def fetch(key, default = MISSING)
-      value = _get(key, MISSING)
+      value = _get(key, MISSING, nil)
       return value unless MISSING.equal?(value)
 
       if block_given?
@@ -36,6 +41,24 @@ module Hashfile
       else
         raise KeyError.new("key not found: #{key.inspect}", receiver: self, key: key)
       end
+    end
+
+    # The value of +key+ (or +default+), with decode options for this call
+    # overriding those given to Hashfile.open.
+    #
+    #   db.get("limits", symbolize_names: true) # => {api: {burst: 100}}
+    #   db.get("limits", raw: true)             # => the stored bytes
+    def get(key, default = nil, **options)
+      _get(key, default, options.empty? ? nil : flags(**(@options || {}).merge(options)))
+    end
+
+    # Like Hash#dig: walks into a nested value. Only the part the path ends
+    # on is decoded; siblings along the way are skipped whole. Options as
+    # for #get.
+    #
+    #   db.dig("limits", "api", "burst") # => 100
+    def dig(key, *path, **options)
+      _dig(key, path, options.empty? ? nil : flags(**(@options || {}).merge(options)))
     end
 
     def empty?
@@ -105,6 +128,22 @@ module Hashfile
     def info
       _info
     end
+
+    private
+
+    def configure(symbolize_names: false, freeze: false, raw: false, serializer: nil)
+      @options = { symbolize_names: symbolize_names, freeze: freeze, raw: raw }.freeze
+      @load = Hashfile.serializer_pair(serializer)&.last
+      _set_flags(flags(**@options))
+    end
+
+    def flags(symbolize_names: false, freeze: false, raw: false)
+      (symbolize_names ? FLAGS[:symbolize_names] : 0) |
+        (freeze ? FLAGS[:freeze] : 0) |
+        (raw ? FLAGS[:raw] : 0)
+    end
+
+    public
 
     def inspect
       state = closed? ? "closed" : "entries=#{size}"

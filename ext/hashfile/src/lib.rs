@@ -7,6 +7,7 @@ mod error;
 mod nogvl;
 mod options;
 mod reader;
+mod value;
 mod writer;
 
 use magnus::{Error, Ruby};

@@ -1,7 +1,7 @@
 //! `Hashfile::Reader`: an open store. The Ruby API with keyword arguments
 //! and docs is in lib/hashfile/reader.rb; these are the native methods.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::sync::Arc;
 
 use hashfile::{Record, ValueKind};
@@ -10,6 +10,7 @@ use memmap2::Mmap;
 use rb_sys::StableApiDefinition;
 
 use crate::error::{to_ruby, CLOSED_ERROR};
+use crate::value::{DecodeFlags, Decoder};
 
 type Store = hashfile::Reader<Mmap>;
 
@@ -21,6 +22,8 @@ type Store = hashfile::Reader<Mmap>;
 pub struct Reader {
     store: RefCell<Option<Arc<Store>>>,
     path: String,
+    /// The open-time decode options (`DecodeFlags` bits).
+    flags: Cell<u8>,
 }
 
 /// Records returned per `_each_chunk` call: large enough to amortise the
@@ -62,12 +65,6 @@ fn new_string(kind: ValueKind, bytes: &[u8]) -> RString {
     }
 }
 
-/// A new Ruby String holding a copy of the value, in its stored encoding.
-#[inline]
-fn value_string(record: &Record<'_>) -> RString {
-    new_string(record.kind, record.value)
-}
-
 /// A new frozen Ruby String holding the key, as Hash keys are.
 fn key_string(record: &Record<'_>) -> RString {
     let key = new_string(if record.key_utf8 { ValueKind::Utf8 } else { ValueKind::Binary }, record.key);
@@ -78,7 +75,7 @@ fn key_string(record: &Record<'_>) -> RString {
 impl Reader {
     fn open(ruby: &Ruby, path: String) -> Result<Reader, Error> {
         let store = Store::open(&path).map_err(|e| to_ruby(ruby, e))?;
-        Ok(Reader { store: RefCell::new(Some(Arc::new(store))), path })
+        Ok(Reader { store: RefCell::new(Some(Arc::new(store))), path, flags: Cell::new(0) })
     }
 
     fn closed(&self, ruby: &Ruby) -> Error {
@@ -99,26 +96,57 @@ impl Reader {
 
     /// `db[key]`: the value, or `if_missing` when the key is absent.
     #[inline]
-    fn lookup(&self, ruby: &Ruby, key: Value, if_missing: Value) -> Result<Value, Error> {
+    fn lookup(&self, ruby: &Ruby, rb_self: Value, key: Value, if_missing: Value, flags: DecodeFlags) -> Result<Value, Error> {
         self.with_store(ruby, |store| match with_key(key, |k| store.get(k))? {
             // The record borrows the mapping, not the key, whose borrow ended
-            // inside `with_key` before this String is allocated.
-            Some(Ok(Some(record))) => Ok(value_string(&record).as_value()),
+            // inside `with_key` before anything is allocated.
+            Some(Ok(Some(record))) => decoder(ruby, rb_self, flags, &|| load_callable(ruby, rb_self)).record(&record).map_err(|e| self.locate(ruby, e, record.key)),
             Some(Ok(None)) | None => Ok(if_missing),
             Some(Err(e)) => Err(to_ruby(ruby, e.with_path(self.path.as_ref()))),
         })
     }
 
-    // The three lookup methods take `self` as a Value and unwrap it with
+    /// Adds the path and key to a decoding error's message.
+    fn locate(&self, ruby: &Ruby, error: Error, key: &[u8]) -> Error {
+        match error.value() {
+            Some(exception) if exception.is_kind_of(ruby.get_inner(&crate::error::FORMAT_ERROR)) => {
+                let message = exception.funcall::<_, _, String>("message", ()).unwrap_or_default();
+                Error::new(ruby.get_inner(&crate::error::FORMAT_ERROR), format!("{}: value of key {}: {message}", self.path, hashfile::DisplayBytes(key)))
+            }
+            _ => error,
+        }
+    }
+
+    fn flags_or_default(&self, flags: Option<u8>) -> DecodeFlags {
+        DecodeFlags(flags.unwrap_or_else(|| self.flags.get()))
+    }
+
+    // The lookup methods take `self` as a Value and unwrap it with
     // `unwrap_self`, skipping the rb_protect (a setjmp) that magnus's `&Self`
     // conversion costs on every call.
 
     fn aref(ruby: &Ruby, rb_self: Value, key: Value) -> Result<Value, Error> {
-        unwrap_self::<Self>(ruby, rb_self)?.lookup(ruby, key, ruby.qnil().as_value())
+        let reader = unwrap_self::<Self>(ruby, rb_self)?;
+        reader.lookup(ruby, rb_self, key, ruby.qnil().as_value(), DecodeFlags(reader.flags.get()))
     }
 
-    fn get(ruby: &Ruby, rb_self: Value, key: Value, if_missing: Value) -> Result<Value, Error> {
-        unwrap_self::<Self>(ruby, rb_self)?.lookup(ruby, key, if_missing)
+    fn get(ruby: &Ruby, rb_self: Value, key: Value, if_missing: Value, flags: Option<u8>) -> Result<Value, Error> {
+        let reader = unwrap_self::<Self>(ruby, rb_self)?;
+        reader.lookup(ruby, rb_self, key, if_missing, reader.flags_or_default(flags))
+    }
+
+    fn dig(ruby: &Ruby, rb_self: Value, key: Value, path: RArray, flags: Option<u8>) -> Result<Value, Error> {
+        let reader = unwrap_self::<Self>(ruby, rb_self)?;
+        let flags = reader.flags_or_default(flags);
+        reader.with_store(ruby, |store| match with_key(key, |k| store.get(k))? {
+            Some(Ok(Some(record))) => decoder(ruby, rb_self, flags, &|| load_callable(ruby, rb_self)).dig(&record, path).map_err(|e| reader.locate(ruby, e, record.key)),
+            Some(Ok(None)) | None => Ok(ruby.qnil().as_value()),
+            Some(Err(e)) => Err(to_ruby(ruby, e.with_path(reader.path.as_ref()))),
+        })
+    }
+
+    fn set_flags(&self, flags: u8) {
+        self.flags.set(flags);
     }
 
     fn has_key(ruby: &Ruby, rb_self: Value, key: Value) -> Result<bool, Error> {
@@ -136,7 +164,10 @@ impl Reader {
 
     /// Up to CHUNK records from byte `offset` of the records section, as
     /// `[next_offset_or_nil, key, value, key, value, ...]`.
-    fn each_chunk(ruby: &Ruby, rb_self: &Self, offset: u64) -> Result<RArray, Error> {
+    fn each_chunk(ruby: &Ruby, rb_value: Value, offset: u64) -> Result<RArray, Error> {
+        let rb_self = unwrap_self::<Self>(ruby, rb_value)?;
+        let load = || load_callable(ruby, rb_value);
+        let decoder = decoder(ruby, rb_value, DecodeFlags(rb_self.flags.get()), &load);
         rb_self.with_store(ruby, |store| {
             let out = ruby.ary_new_capa(1 + 2 * CHUNK);
             out.push(ruby.qnil())?;
@@ -145,7 +176,7 @@ impl Reader {
                 match store.record_at(at).map_err(|e| to_ruby(ruby, e.with_path(rb_self.path.as_ref())))? {
                     Some((record, next)) => {
                         out.push(key_string(&record))?;
-                        out.push(value_string(&record))?;
+                        out.push(decoder.record(&record).map_err(|e| rb_self.locate(ruby, e, record.key))?)?;
                         at = next;
                     }
                     None => return Ok(out),
@@ -209,6 +240,16 @@ impl Reader {
     }
 }
 
+fn decoder<'r>(ruby: &'r Ruby, _rb_self: Value, flags: DecodeFlags, load: &'r dyn Fn() -> Value) -> Decoder<'r> {
+    Decoder { ruby, flags, load }
+}
+
+/// The `load` half of the serializer given to `Hashfile.open`, or nil.
+/// Read only when a custom value turns up.
+fn load_callable(ruby: &Ruby, rb_self: Value) -> Value {
+    rb_self.funcall("instance_variable_get", ("@load",)).unwrap_or_else(|_| ruby.qnil().as_value())
+}
+
 /// The Rust value inside a wrapped object of type `T`, checked without
 /// rb_protect: the object must be typed data whose type is exactly `T`'s.
 #[inline]
@@ -236,7 +277,9 @@ pub fn init(ruby: &Ruby, module: RModule) -> Result<(), Error> {
     let class = module.define_class("Reader", ruby.class_object())?;
     class.define_singleton_method("_open", function!(Reader::open, 1))?;
     class.define_method("[]", method!(Reader::aref, 1))?;
-    class.define_method("_get", method!(Reader::get, 2))?;
+    class.define_method("_get", method!(Reader::get, 3))?;
+    class.define_method("_dig", method!(Reader::dig, 3))?;
+    class.define_method("_set_flags", method!(Reader::set_flags, 1))?;
     class.define_method("key?", method!(Reader::has_key, 1))?;
     class.define_method("size", method!(Reader::size, 0))?;
     class.define_method("_each_chunk", method!(Reader::each_chunk, 1))?;

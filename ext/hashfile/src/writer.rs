@@ -4,7 +4,7 @@
 use std::cell::RefCell;
 use std::path::PathBuf;
 
-use hashfile::{Builder, DisplayBytes, ValueKind};
+use hashfile::Builder;
 use magnus::{encoding::EncodingCapable, function, method, prelude::*, r_hash::ForEach, Error, RHash, RModule, RString, Ruby, Symbol, Value};
 
 use crate::error::{class_name, to_ruby, CLOSED_ERROR};
@@ -12,6 +12,8 @@ use crate::error::{class_name, to_ruby, CLOSED_ERROR};
 #[magnus::wrap(class = "Hashfile::Writer", free_immediately, size)]
 pub struct Writer {
     builder: RefCell<Option<Builder>>,
+    /// Reused buffer for encoding one value.
+    scratch: RefCell<Vec<u8>>,
 }
 
 /// What a Ruby String's encoding becomes in the store.
@@ -38,10 +40,10 @@ impl Writer {
     fn new(ruby: &Ruby, opts: RHash) -> Result<Writer, Error> {
         let options = crate::options::build_options(ruby, opts)?;
         let builder = Builder::new(options).map_err(|e| to_ruby(ruby, e))?;
-        Ok(Writer { builder: RefCell::new(Some(builder)) })
+        Ok(Writer { builder: RefCell::new(Some(builder)), scratch: RefCell::new(Vec::new()) })
     }
 
-    fn add_entry(&self, ruby: &Ruby, key: Value, value: Value) -> Result<(), Error> {
+    fn add_entry(&self, ruby: &Ruby, key: Value, value: Value, dump: Value) -> Result<(), Error> {
         let mut slot = self.builder.try_borrow_mut().map_err(|_| Error::new(ruby.get_inner(&CLOSED_ERROR), "writer is busy"))?;
         let builder = slot.as_mut().ok_or_else(|| Error::new(ruby.get_inner(&CLOSED_ERROR), "writer is finished"))?;
         let (key_bytes, key_utf8): (Vec<u8>, bool) = if let Some(s) = RString::from_value(key) {
@@ -57,27 +59,21 @@ impl Writer {
         } else {
             return Err(Error::new(ruby.exception_type_error(), format!("key must be a String or Symbol, not {}", class_name(key))));
         };
-        let Some(s) = RString::from_value(value) else {
-            return Err(Error::new(ruby.exception_type_error(), format!("value for key {} must be a String, not {}", DisplayBytes(&key_bytes), class_name(value))));
-        };
-        let kind = match text_kind(ruby, s) {
-            Some(Text::Utf8) => ValueKind::Utf8,
-            Some(Text::Ascii) => ValueKind::Ascii,
-            Some(Text::Binary) => ValueKind::Binary,
-            None => return Err(Error::new(ruby.exception_arg_error(), format!("value for key {} has encoding {}; values must be UTF-8, US-ASCII or ASCII-8BIT", DisplayBytes(&key_bytes), s.enc_get_name()))),
-        };
-        // SAFETY: the bytes are copied into the builder before any Ruby code runs.
-        builder.insert_tagged(&key_bytes, key_utf8, unsafe { s.as_slice() }, kind);
+        // The builder stays borrowed while a serializer's dump runs: a
+        // dump that adds to this writer gets "writer is busy".
+        let mut scratch = self.scratch.try_borrow_mut().map_err(|_| Error::new(ruby.get_inner(&CLOSED_ERROR), "writer is busy"))?;
+        let kind = crate::value::store_value(ruby, value, dump, &mut scratch).map_err(|e| e.into_ruby(ruby, &key_bytes))?;
+        builder.insert_tagged(&key_bytes, key_utf8, &scratch, kind);
         Ok(())
     }
 
-    fn add(ruby: &Ruby, rb_self: &Self, key: Value, value: Value) -> Result<(), Error> {
-        rb_self.add_entry(ruby, key, value)
+    fn add(ruby: &Ruby, rb_self: &Self, key: Value, value: Value, dump: Value) -> Result<(), Error> {
+        rb_self.add_entry(ruby, key, value, dump)
     }
 
-    fn add_hash(ruby: &Ruby, rb_self: &Self, hash: RHash) -> Result<(), Error> {
+    fn add_hash(ruby: &Ruby, rb_self: &Self, hash: RHash, dump: Value) -> Result<(), Error> {
         hash.foreach(|key: Value, value: Value| {
-            rb_self.add_entry(ruby, key, value)?;
+            rb_self.add_entry(ruby, key, value, dump)?;
             Ok(ForEach::Continue)
         })
     }
@@ -113,8 +109,8 @@ impl EncodingName for RString {
 pub fn init(ruby: &Ruby, module: RModule) -> Result<(), Error> {
     let class = module.define_class("Writer", ruby.class_object())?;
     class.define_singleton_method("_new", function!(Writer::new, 1))?;
-    class.define_method("_add", method!(Writer::add, 2))?;
-    class.define_method("_add_hash", method!(Writer::add_hash, 1))?;
+    class.define_method("_add", method!(Writer::add, 3))?;
+    class.define_method("_add_hash", method!(Writer::add_hash, 2))?;
     class.define_method("size", method!(Writer::size, 0))?;
     class.define_method("_finish", method!(Writer::finish, 1))?;
     Ok(())

@@ -1,0 +1,593 @@
+//! Typed values between Ruby objects and the core's value codec
+//! (`hashfile::value`): encoding for builds, decoding for lookups, and the
+//! path walk behind `dig`. Decoding builds Ruby objects straight from the
+//! bytes, with no intermediate tree.
+//!
+//! Ruby objects are made with the C API directly: it is the hot path of
+//! every typed lookup. Objects under construction live in locals of the
+//! recursive calls, where Ruby's conservative stack scan sees them; no Ruby
+//! object is kept in Rust heap memory.
+
+use std::ffi::{c_char, c_long, CString};
+
+use hashfile::value::{self as codec, ContainerStart, Cursor, Encoding, Item, MAX_DEPTH};
+use hashfile::{DisplayBytes, Record, ValueKind};
+use magnus::{encoding::EncodingCapable, prelude::*, r_hash::ForEach, rb_sys::{AsRawValue, FromRawValue}, Error, RArray, RHash, RString, Ruby, Value};
+use rb_sys::{StableApiDefinition, VALUE};
+
+use crate::error::{class_name, FORMAT_ERROR};
+
+/// How a lookup turns stored bytes into Ruby objects.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DecodeFlags(pub u8);
+
+impl DecodeFlags {
+    /// Hash keys that are strings become Symbols (as JSON's option).
+    pub const SYMBOLIZE_NAMES: u8 = 1;
+    /// Every value deep-frozen; strings deduplicated (`-str`).
+    pub const FREEZE: u8 = 2;
+    /// The stored bytes as a binary String, not decoded.
+    pub const RAW: u8 = 4;
+
+    fn has(self, bit: u8) -> bool {
+        self.0 & bit != 0
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Encoding: Ruby object -> bytes
+// ---------------------------------------------------------------------------
+
+/// Why a value could not be encoded, with the path to the offending part,
+/// built as the error travels up (so success costs no path bookkeeping).
+pub enum EncodeError {
+    Ruby(Error),
+    Unsupported { class: String, path: Vec<String> },
+    TooDeep { path: Vec<String> },
+}
+
+impl EncodeError {
+    fn at(mut self, segment: impl FnOnce() -> String) -> EncodeError {
+        match &mut self {
+            EncodeError::Unsupported { path, .. } | EncodeError::TooDeep { path } => path.push(segment()),
+            EncodeError::Ruby(_) => {}
+        }
+        self
+    }
+
+    /// The Ruby exception, naming the entry's key and the path inside it.
+    pub fn into_ruby(self, ruby: &Ruby, key: &[u8]) -> Error {
+        let place = |path: &[String]| {
+            if path.is_empty() {
+                format!("value for key {}", DisplayBytes(key))
+            } else {
+                let inner: Vec<&str> = path.iter().rev().map(String::as_str).collect();
+                format!("value for key {} at [{}]", DisplayBytes(key), inner.join(", "))
+            }
+        };
+        match self {
+            EncodeError::Ruby(e) => e,
+            EncodeError::Unsupported { class, path } => Error::new(
+                ruby.exception_type_error(),
+                format!("{} is a {class}; Hashfile stores nil, true, false, Integer, Float, String, Symbol, Array and Hash (pass serializer: to store other objects)", place(&path)),
+            ),
+            EncodeError::TooDeep { mut path } => {
+                // Outermost first; the first few steps say where it starts.
+                path.reverse();
+                let shown = path.len().min(3);
+                let mut head: Vec<String> = path[..shown].to_vec();
+                if path.len() > shown {
+                    head.push("...".into());
+                }
+                head.reverse();
+                Error::new(ruby.exception_arg_error(), format!("{} nests deeper than {MAX_DEPTH} levels (or contains itself)", place(&head)))
+            }
+        }
+    }
+}
+
+impl From<Error> for EncodeError {
+    fn from(e: Error) -> Self {
+        EncodeError::Ruby(e)
+    }
+}
+
+/// A short description of a path segment (a Hash key or an Array index).
+fn segment(key: Value) -> String {
+    let text = key.inspect();
+    if text.len() > 40 {
+        format!("{}...", &text[..text.char_indices().take_while(|(i, _)| *i < 37).last().map_or(0, |(i, c)| i + c.len_utf8())])
+    } else {
+        text
+    }
+}
+
+/// The store encoding of a Ruby String: one of the three common ones, or
+/// (Utf8 placeholder, Some(name)) for any other.
+fn string_encoding(ruby: &Ruby, raw: VALUE) -> (Encoding<'static>, Option<String>) {
+    // SAFETY: callers pass a String VALUE.
+    let s = RString::from_value(unsafe { Value::from_raw(raw) }).expect("a String");
+    let index = s.enc_get();
+    if index == ruby.utf8_encindex() {
+        (Encoding::Utf8, None)
+    } else if index == ruby.ascii8bit_encindex() {
+        (Encoding::Binary, None)
+    } else if index == ruby.usascii_encindex() {
+        (Encoding::Ascii, None)
+    } else {
+        (Encoding::Utf8, Some(magnus::encoding::RbEncoding::from(index).name().to_string()))
+    }
+}
+
+/// The bytes of a Ruby String.
+///
+/// SAFETY: `raw` must be a String; the slice must be dropped before any
+/// Ruby code runs or any Ruby object is allocated.
+unsafe fn string_bytes<'a>(raw: VALUE) -> &'a [u8] {
+    let api = rb_sys::stable_api::get_default();
+    std::slice::from_raw_parts(api.rstring_ptr(raw) as *const u8, api.rstring_len(raw) as usize)
+}
+
+fn write_string(ruby: &Ruby, out: &mut Vec<u8>, raw: VALUE, symbol: bool) {
+    let (encoding, name) = string_encoding(ruby, raw);
+    let encoding = match &name {
+        Some(name) => Encoding::Named(name),
+        None => encoding,
+    };
+    // SAFETY: `raw` is a String; the bytes are copied before Ruby runs.
+    let bytes = unsafe { string_bytes(raw) };
+    if symbol {
+        codec::write_symbol(out, bytes, encoding)
+    } else {
+        codec::write_str(out, bytes, encoding)
+    }
+}
+
+/// Appends the encoding of `value`. `dump` is the user's serializer for
+/// other objects, or nil.
+pub fn encode(ruby: &Ruby, value: Value, dump: Value, out: &mut Vec<u8>, depth_left: usize) -> Result<(), EncodeError> {
+    use rb_sys::ruby_value_type::*;
+    let api = rb_sys::stable_api::get_default();
+    let raw = value.as_raw();
+    if api.nil_p(raw) {
+        codec::write_nil(out);
+        return Ok(());
+    }
+    if raw == rb_sys::Qtrue as VALUE {
+        codec::write_bool(out, true);
+        return Ok(());
+    }
+    if raw == rb_sys::Qfalse as VALUE {
+        codec::write_bool(out, false);
+        return Ok(());
+    }
+    if api.fixnum_p(raw) {
+        codec::write_int(out, (raw as i64) >> 1);
+        return Ok(());
+    }
+    if api.flonum_p(raw) {
+        // SAFETY: a flonum is a Float.
+        codec::write_float(out, unsafe { rb_sys::rb_float_value(raw) });
+        return Ok(());
+    }
+    if api.static_sym_p(raw) {
+        // SAFETY: rb_sym2str returns the Symbol's frozen name String.
+        write_string(ruby, out, unsafe { rb_sys::rb_sym2str(raw) }, true);
+        return Ok(());
+    }
+    if api.special_const_p(raw) {
+        return Err(EncodeError::Unsupported { class: class_name(value), path: Vec::new() });
+    }
+    // SAFETY: not a special constant, so it is a heap object with a type.
+    match unsafe { api.builtin_type(raw) } {
+        RUBY_T_STRING => write_string(ruby, out, raw, false),
+        RUBY_T_SYMBOL => write_string(ruby, out, unsafe { rb_sys::rb_sym2str(raw) }, true),
+        // SAFETY: a heap Float.
+        RUBY_T_FLOAT => codec::write_float(out, unsafe { rb_sys::rb_float_value(raw) }),
+        RUBY_T_BIGNUM => {
+            // SAFETY: a Bignum; rb_integer_pack writes exactly `len` bytes
+            // of its absolute value (no 2's complement flag) into `magnitude`.
+            unsafe {
+                let len = rb_sys::rb_absint_size(raw, std::ptr::null_mut());
+                let mut magnitude = vec![0u8; len as usize];
+                let flags = (rb_sys::INTEGER_PACK_LSWORD_FIRST | rb_sys::INTEGER_PACK_LSBYTE_FIRST) as i32;
+                let sign = rb_sys::rb_integer_pack(raw, magnitude.as_mut_ptr().cast(), len, 1, 0, flags);
+                codec::write_bigint(out, sign < 0, &magnitude);
+            }
+        }
+        RUBY_T_ARRAY => {
+            let depth = depth_left.checked_sub(1).ok_or(EncodeError::TooDeep { path: Vec::new() })?;
+            let array = RArray::from_value(value).expect("T_ARRAY is an Array");
+            let start = ContainerStart::begin(out);
+            let mut i = 0;
+            // The length is read each time: a serializer could change it.
+            while i < array.len() {
+                let item: Value = array.entry(i as isize)?;
+                encode(ruby, item, dump, out, depth).map_err(|e| e.at(|| i.to_string()))?;
+                i += 1;
+            }
+            start.end_array(out, i as u64);
+        }
+        RUBY_T_HASH => {
+            let depth = depth_left.checked_sub(1).ok_or(EncodeError::TooDeep { path: Vec::new() })?;
+            let hash = RHash::from_value(value).expect("T_HASH is a Hash");
+            let start = ContainerStart::begin(out);
+            let mut count = 0u64;
+            let mut failure = None;
+            hash.foreach(|k: Value, v: Value| {
+                let result = encode(ruby, k, dump, out, depth).map_err(|e| e.at(|| format!("key {}", segment(k)))).and_then(|_| encode(ruby, v, dump, out, depth).map_err(|e| e.at(|| segment(k))));
+                match result {
+                    Ok(()) => {
+                        count += 1;
+                        Ok(ForEach::Continue)
+                    }
+                    Err(e) => {
+                        failure = Some(e);
+                        Ok(ForEach::Stop)
+                    }
+                }
+            })?;
+            if let Some(e) = failure {
+                return Err(e);
+            }
+            start.end_map(out, count);
+        }
+        _ => {
+            if dump.is_nil() {
+                return Err(EncodeError::Unsupported { class: class_name(value), path: Vec::new() });
+            }
+            let bytes: Value = dump.funcall("call", (value,))?;
+            let Some(bytes) = RString::from_value(bytes) else {
+                return Err(EncodeError::Ruby(Error::new(ruby.exception_type_error(), format!("serializer's dump returned a {}, not a String", class_name(bytes)))));
+            };
+            // SAFETY: copied at once.
+            codec::write_custom(out, unsafe { bytes.as_slice() });
+        }
+    }
+    Ok(())
+}
+
+/// How a top-level value is stored: plain strings of the three common
+/// encodings as string records, everything else typed.
+pub fn store_value(ruby: &Ruby, value: Value, dump: Value, scratch: &mut Vec<u8>) -> Result<ValueKind, EncodeError> {
+    if let Some(s) = RString::from_value(value) {
+        let raw = s.as_raw();
+        if let (encoding, None) = string_encoding(ruby, raw) {
+            scratch.clear();
+            // SAFETY: copied at once, before Ruby runs.
+            scratch.extend_from_slice(unsafe { string_bytes(raw) });
+            return Ok(match encoding {
+                Encoding::Utf8 => ValueKind::Utf8,
+                Encoding::Ascii => ValueKind::Ascii,
+                _ => ValueKind::Binary,
+            });
+        }
+    }
+    scratch.clear();
+    encode(ruby, value, dump, scratch, MAX_DEPTH)?;
+    Ok(ValueKind::Typed)
+}
+
+// ---------------------------------------------------------------------------
+// Decoding: bytes -> Ruby object
+// ---------------------------------------------------------------------------
+
+/// Where decoding gets its options and, only when a custom value turns up,
+/// the user's `load` callable.
+pub struct Decoder<'r> {
+    pub ruby: &'r Ruby,
+    pub flags: DecodeFlags,
+    /// Returns the serializer's load callable, or nil.
+    pub load: &'r dyn Fn() -> Value,
+}
+
+fn malformed(ruby: &Ruby, e: hashfile::Error) -> Error {
+    Error::new(ruby.get_inner(&FORMAT_ERROR), e.to_string())
+}
+
+#[inline]
+fn ptr_len(bytes: &[u8]) -> (*const c_char, c_long) {
+    (bytes.as_ptr() as *const c_char, bytes.len() as c_long)
+}
+
+impl Decoder<'_> {
+    /// A String with these bytes. With `interned`, the deduplicated frozen
+    /// String (`-str`): for Hash keys, and for every string under FREEZE.
+    fn string(&self, bytes: &[u8], encoding: Encoding<'_>, interned: bool) -> Result<VALUE, Error> {
+        let (ptr, len) = ptr_len(bytes);
+        // SAFETY: ptr/len describe a live slice that Ruby copies; every
+        // function returns a new (or interned) String.
+        unsafe {
+            Ok(match (encoding, interned) {
+                (Encoding::Utf8, false) => rb_sys::rb_utf8_str_new(ptr, len),
+                (Encoding::Binary, false) => rb_sys::rb_str_new(ptr, len),
+                (Encoding::Ascii, false) => rb_sys::rb_usascii_str_new(ptr, len),
+                (Encoding::Utf8, true) => rb_sys::rb_enc_interned_str(ptr, len, rb_sys::rb_utf8_encoding()),
+                (Encoding::Binary, true) => rb_sys::rb_enc_interned_str(ptr, len, rb_sys::rb_ascii8bit_encoding()),
+                (Encoding::Ascii, true) => rb_sys::rb_enc_interned_str(ptr, len, rb_sys::rb_usascii_encoding()),
+                (Encoding::Named(name), interned) => {
+                    let index = self.encoding_index(name)?;
+                    let enc = rb_sys::rb_enc_from_index(index);
+                    if interned {
+                        rb_sys::rb_enc_interned_str(ptr, len, enc)
+                    } else {
+                        rb_sys::rb_enc_str_new(ptr, len, enc)
+                    }
+                }
+            })
+        }
+    }
+
+    fn encoding_index(&self, name: &str) -> Result<i32, Error> {
+        let unknown = || Error::new(self.ruby.get_inner(&crate::error::ERROR), format!("a stored string is in encoding {name:?}, which this Ruby does not know"));
+        let c_name = CString::new(name).map_err(|_| unknown())?;
+        // SAFETY: a NUL-terminated name; returns -1 for unknown encodings.
+        let index = unsafe { rb_sys::rb_enc_find_index(c_name.as_ptr()) };
+        if index < 0 {
+            return Err(unknown());
+        }
+        Ok(index)
+    }
+
+    fn symbol(&self, bytes: &[u8], encoding: Encoding<'_>) -> Result<VALUE, Error> {
+        let (ptr, len) = ptr_len(bytes);
+        // SAFETY: rb_intern3 copies the name; rb_id2sym returns its Symbol.
+        unsafe {
+            let enc = match encoding {
+                Encoding::Utf8 => rb_sys::rb_utf8_encoding(),
+                Encoding::Binary => rb_sys::rb_ascii8bit_encoding(),
+                Encoding::Ascii => rb_sys::rb_usascii_encoding(),
+                Encoding::Named(name) => rb_sys::rb_enc_from_index(self.encoding_index(name)?),
+            };
+            Ok(rb_sys::rb_id2sym(rb_sys::rb_intern3(ptr, len, enc)))
+        }
+    }
+
+    /// A top-level record's value.
+    pub fn record(&self, record: &Record<'_>) -> Result<Value, Error> {
+        let freeze = self.flags.has(DecodeFlags::FREEZE);
+        let raw = if self.flags.has(DecodeFlags::RAW) {
+            self.string(record.value, Encoding::Binary, freeze)?
+        } else {
+            match record.kind {
+                ValueKind::Utf8 => self.string(record.value, Encoding::Utf8, freeze)?,
+                ValueKind::Ascii => self.string(record.value, Encoding::Ascii, freeze)?,
+                ValueKind::Binary => self.string(record.value, Encoding::Binary, freeze)?,
+                ValueKind::Typed => {
+                    let mut cursor = Cursor::new(record.value);
+                    let value = self.item(&mut cursor, MAX_DEPTH)?;
+                    if !cursor.is_at_end() {
+                        return Err(Error::new(self.ruby.get_inner(&FORMAT_ERROR), format!("malformed value for key {}: trailing bytes", DisplayBytes(record.key))));
+                    }
+                    value
+                }
+                _ => return Err(Error::new(self.ruby.get_inner(&FORMAT_ERROR), "unknown value type")),
+            }
+        };
+        // SAFETY: every branch returned a live VALUE.
+        Ok(unsafe { Value::from_raw(raw) })
+    }
+
+    /// Decodes the next item into a Ruby object.
+    pub fn item(&self, cursor: &mut Cursor<'_>, depth_left: usize) -> Result<VALUE, Error> {
+        let item = cursor.next_item().map_err(|e| malformed(self.ruby, e))?;
+        self.from_item(item, depth_left)
+    }
+
+    fn from_item(&self, item: Item<'_>, depth_left: usize) -> Result<VALUE, Error> {
+        let freeze = self.flags.has(DecodeFlags::FREEZE);
+        // SAFETY (all blocks below): each C function is given live VALUEs
+        // and valid pointers, and returns a live VALUE.
+        Ok(match item {
+            Item::Nil => rb_sys::Qnil as VALUE,
+            Item::Bool(true) => rb_sys::Qtrue as VALUE,
+            Item::Bool(false) => rb_sys::Qfalse as VALUE,
+            Item::Int(i) => unsafe { rb_sys::rb_ll2inum(i) },
+            Item::BigInt { negative, magnitude } => unsafe {
+                let mut flags = (rb_sys::INTEGER_PACK_LSWORD_FIRST | rb_sys::INTEGER_PACK_LSBYTE_FIRST) as i32;
+                if negative {
+                    flags |= rb_sys::INTEGER_PACK_NEGATIVE as i32;
+                }
+                rb_sys::rb_integer_unpack(magnitude.as_ptr().cast(), magnitude.len() as _, 1, 0, flags)
+            },
+            Item::Float(f) => unsafe { rb_sys::rb_float_new(f) },
+            Item::Str(bytes, encoding) => self.string(bytes, encoding, freeze)?,
+            Item::Symbol(bytes, encoding) => self.symbol(bytes, encoding)?,
+            Item::Custom(bytes) => {
+                let load = (self.load)();
+                if load.is_nil() {
+                    return Err(Error::new(self.ruby.get_inner(&crate::error::ERROR), "a value was stored with a custom serializer; open the store with serializer: to load it"));
+                }
+                let bytes = self.string(bytes, Encoding::Binary, false)?;
+                // SAFETY: a live String VALUE.
+                let loaded: Value = load.funcall("call", (unsafe { Value::from_raw(bytes) },))?;
+                if freeze {
+                    loaded.freeze();
+                }
+                loaded.as_raw()
+            }
+            Item::Array(c) => {
+                let depth = self.deeper(depth_left)?;
+                let mut inner = c.cursor();
+                // SAFETY: `len` is at most the body's length (checked by the cursor).
+                let array = unsafe { rb_sys::rb_ary_new_capa(c.len as c_long) };
+                for _ in 0..c.len {
+                    let element = self.item(&mut inner, depth)?;
+                    // SAFETY: both live; `array` is on this frame's stack.
+                    unsafe { rb_sys::rb_ary_push(array, element) };
+                }
+                self.finish(&inner, array)?
+            }
+            Item::Map(c) => {
+                let depth = self.deeper(depth_left)?;
+                let mut inner = c.cursor();
+                // SAFETY: a new Hash, kept on this frame's stack.
+                let hash = unsafe { rb_sys::rb_hash_new() };
+                for _ in 0..c.len {
+                    let key = self.key(&mut inner, depth)?;
+                    let value = self.item(&mut inner, depth)?;
+                    // SAFETY: all three live.
+                    unsafe { rb_sys::rb_hash_aset(hash, key, value) };
+                }
+                self.finish(&inner, hash)?
+            }
+        })
+    }
+
+    /// A Hash key: strings interned (as Hash#[]= would store them), or
+    /// Symbols under SYMBOLIZE_NAMES.
+    fn key(&self, cursor: &mut Cursor<'_>, depth_left: usize) -> Result<VALUE, Error> {
+        match cursor.next_item().map_err(|e| malformed(self.ruby, e))? {
+            Item::Str(bytes, encoding) if self.flags.has(DecodeFlags::SYMBOLIZE_NAMES) => self.symbol(bytes, encoding),
+            Item::Str(bytes, encoding) => self.string(bytes, encoding, true),
+            other => self.from_item(other, depth_left),
+        }
+    }
+
+    fn deeper(&self, depth_left: usize) -> Result<usize, Error> {
+        depth_left.checked_sub(1).ok_or_else(|| Error::new(self.ruby.get_inner(&FORMAT_ERROR), format!("malformed value: nested deeper than {MAX_DEPTH} levels")))
+    }
+
+    fn finish(&self, inner: &Cursor<'_>, container: VALUE) -> Result<VALUE, Error> {
+        if !inner.is_at_end() {
+            return Err(Error::new(self.ruby.get_inner(&FORMAT_ERROR), "malformed value: container body longer than its items"));
+        }
+        if self.flags.has(DecodeFlags::FREEZE) {
+            // SAFETY: a live Array or Hash.
+            unsafe { rb_sys::rb_obj_freeze(container) };
+        }
+        Ok(container)
+    }
+
+    // -----------------------------------------------------------------------
+    // dig
+    // -----------------------------------------------------------------------
+
+    /// `dig(key, *path)` into a record's value: walks the encoded bytes,
+    /// skipping siblings whole, and decodes only what the path ends on.
+    /// Steps it cannot take on the bytes (a Float key, an index into a
+    /// String, ...) are handed to Ruby's own `dig` on the decoded rest, so
+    /// the answers and errors are exactly those of `Hash#dig`.
+    pub fn dig(&self, record: &Record<'_>, path: RArray) -> Result<Value, Error> {
+        if record.kind != ValueKind::Typed || self.flags.has(DecodeFlags::RAW) {
+            return self.fallback(self.record(record)?.as_raw(), path, 0);
+        }
+        let mut cursor = Cursor::new(record.value);
+        let mut item = cursor.next_item().map_err(|e| malformed(self.ruby, e))?;
+        let mut depth = MAX_DEPTH;
+        for step in 0..path.len() {
+            let probe: Value = path.entry(step as isize)?;
+            let next = match item {
+                Item::Nil => return Ok(self.ruby.qnil().as_value()),
+                Item::Map(c) => match self.find_in_map(c, probe)? {
+                    Some(Some(found)) => found,
+                    Some(None) => return Ok(self.ruby.qnil().as_value()),
+                    None => return self.fallback(self.from_item(item, depth)?, path, step),
+                },
+                Item::Array(c) => match self.find_in_array(c, probe)? {
+                    Some(Some(found)) => found,
+                    Some(None) => return Ok(self.ruby.qnil().as_value()),
+                    None => return self.fallback(self.from_item(item, depth)?, path, step),
+                },
+                other => return self.fallback(self.from_item(other, depth)?, path, step),
+            };
+            item = next;
+            depth = self.deeper(depth)?;
+        }
+        // SAFETY: a live VALUE.
+        Ok(unsafe { Value::from_raw(self.from_item(item, depth)?) })
+    }
+
+    /// `[value].dig(0, *path[from..])`: Ruby's own semantics for the rest.
+    fn fallback(&self, value: VALUE, path: RArray, from: usize) -> Result<Value, Error> {
+        // SAFETY: a live VALUE.
+        let value = unsafe { Value::from_raw(value) };
+        let rest: Vec<Value> = (from..path.len()).map(|i| path.entry(i as isize)).collect::<Result<_, _>>()?;
+        if rest.is_empty() {
+            return Ok(value);
+        }
+        let args = self.ruby.ary_new_capa(rest.len() + 1);
+        args.push(0)?;
+        for v in rest {
+            args.push(v)?;
+        }
+        let holder = self.ruby.ary_new_capa(1);
+        holder.push(value)?;
+        // SAFETY: the slice is passed straight to the call, which copies it.
+        holder.funcall("dig", unsafe { args.as_slice() })
+    }
+
+    /// The value under `probe` in a map: `Some(Some(item))`, `Some(None)`
+    /// when absent, `None` when the probe is not one this walk compares
+    /// (then Ruby decides). The last of repeated keys wins, as in a Hash
+    /// built from the same pairs.
+    fn find_in_map<'a>(&self, map: codec::Container<'a>, probe: Value) -> Result<Option<Option<Item<'a>>>, Error> {
+        let api = rb_sys::stable_api::get_default();
+        let raw = probe.as_raw();
+        let symbolize = self.flags.has(DecodeFlags::SYMBOLIZE_NAMES);
+        enum Probe<'p> {
+            Str(&'p [u8], bool),
+            Sym(&'p [u8]),
+            Int(i64),
+        }
+        let name;
+        let probe = if api.fixnum_p(raw) {
+            Probe::Int((raw as i64) >> 1)
+        } else if let Some(sym) = magnus::Symbol::from_value(probe) {
+            name = sym.name()?;
+            Probe::Sym(name.as_bytes())
+        } else if let Some(s) = RString::from_value(probe) {
+            let (encoding, named) = string_encoding(self.ruby, s.as_raw());
+            if named.is_some() {
+                return Ok(None);
+            }
+            // SAFETY: the slice is used below while no Ruby code runs and
+            // nothing is allocated until the match is found.
+            let bytes = unsafe { string_bytes(s.as_raw()) };
+            Probe::Str(bytes, encoding == Encoding::Binary)
+        } else {
+            return Ok(None);
+        };
+        let ascii_compatible = |bytes: &[u8], a: bool, b: Encoding<'_>| match b {
+            Encoding::Named(_) => false,
+            other => (other == Encoding::Binary) == a || bytes.is_ascii(),
+        };
+        let mut cursor = map.cursor();
+        let mut found = None;
+        for _ in 0..map.len {
+            let key = cursor.next_item().map_err(|e| malformed(self.ruby, e))?;
+            let hit = match (&probe, key) {
+                (Probe::Int(i), Item::Int(k)) => *i == k,
+                (Probe::Str(p, binary), Item::Str(k, enc)) if !symbolize => *p == k && ascii_compatible(k, *binary, enc),
+                (Probe::Sym(p), Item::Symbol(k, _)) => *p == k,
+                (Probe::Sym(p), Item::Str(k, _)) if symbolize => *p == k,
+                _ => false,
+            };
+            let value = cursor.next_item().map_err(|e| malformed(self.ruby, e))?;
+            if hit {
+                found = Some(value);
+            }
+        }
+        Ok(Some(found))
+    }
+
+    /// The element at an Integer index (negative from the end).
+    fn find_in_array<'a>(&self, array: codec::Container<'a>, probe: Value) -> Result<Option<Option<Item<'a>>>, Error> {
+        let api = rb_sys::stable_api::get_default();
+        let raw = probe.as_raw();
+        if !api.fixnum_p(raw) {
+            return Ok(None);
+        }
+        let i = (raw as i64) >> 1;
+        let len = array.len as i64;
+        let index = if i < 0 { i + len } else { i };
+        if index < 0 || index >= len {
+            return Ok(Some(None));
+        }
+        let mut cursor = array.cursor();
+        for _ in 0..index {
+            cursor.skip().map_err(|e| malformed(self.ruby, e))?;
+        }
+        Ok(Some(Some(cursor.next_item().map_err(|e| malformed(self.ruby, e))?)))
+    }
+}
