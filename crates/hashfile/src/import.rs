@@ -1,7 +1,10 @@
 //! Streaming importers: JSON object, JSON array of pairs, JSON Lines, CSV,
 //! TSV, MessagePack map and YAML mapping, read straight into a builder with
-//! no intermediate map. Until typed values exist, every value must be a
-//! string; anything else is an error naming the key and where it is.
+//! no intermediate map. Values keep their types: JSON numbers become
+//! integers (of any size) or floats, MessagePack types map across, YAML
+//! scalars are typed as Ruby's Psych types them (`yaml.rs`). Typed values
+//! are encoded straight from the parser's events into the value codec;
+//! strings stay plain string records. CSV and TSV values are strings.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -12,6 +15,7 @@ use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor
 
 use crate::error::{DisplayBytes, Error, Result};
 use crate::format::ValueKind;
+use crate::value;
 
 /// The input formats `import` reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -175,12 +179,13 @@ pub fn import<R: Read>(input: R, source: &str, options: &ImportOptions, sink: &m
         InputFormat::Tsv => import_csv(input, source, options, b'\t', sink),
         InputFormat::MessagePack => import_msgpack(&mut input, source, sink),
         InputFormat::Yaml => {
-            let de = serde_norway::Deserializer::from_reader(input);
-            let mut failure = None;
-            let result = de::Deserializer::deserialize_map(de, MappingVisitor { sink, failure: &mut failure });
-            finish_serde(result, failure, source, |e: &serde_norway::Error| {
-                e.location().map_or(Position::Unknown, |l| Position::Line(l.line() as u64, Some(l.column() as u64)))
-            })
+            let mut bytes = Vec::new();
+            input.read_to_end(&mut bytes).map_err(|e| Error::io(Some(Path::new(source)), e))?;
+            let text = String::from_utf8(bytes).map_err(|e| {
+                let line = e.as_bytes()[..e.utf8_error().valid_up_to()].iter().filter(|b| **b == b'\n').count() as u64 + 1;
+                parse_error(source, Position::Line(line, None), "YAML input is not valid UTF-8")
+            })?;
+            crate::yaml::import(&text, source, sink)
         }
     }
 }
@@ -197,9 +202,7 @@ fn finish_serde<E: fmt::Display>(result: std::result::Result<(), E>, failure: Op
             // serde_json and serde_norway append " at line L column C"; the
             // position is shown in front instead.
             let message = message.split(" at line ").next().unwrap_or(&message);
-            // serde_norway also puts the mapping path in front ("b: ..."),
-            // which our own messages already name.
-            let message = message.find("value for key ").map_or(message, |i| &message[i..]).to_string();
+            let message = message.to_string();
             Err(parse_error(source, position(&e), message))
         }
     }
@@ -260,51 +263,279 @@ impl<'de> de::Deserialize<'de> for Text<'de> {
     }
 }
 
-/// A value that must be a string, named in the error by its key.
-struct StringValue<'k>(&'k str);
-
-/// The one message for a value that is not a string, until typed values.
-fn not_a_string(key: &[u8], what: &str) -> String {
-    format!("value for key {} is {what}; only strings are supported for now", DisplayBytes(key))
+/// A top-level value: a string stays a (possibly borrowed) string record;
+/// anything else is encoded into the shared buffer as a typed value.
+enum Top<'de> {
+    Text(Cow<'de, str>),
+    Typed,
 }
 
-impl<'de> DeserializeSeed<'de> for StringValue<'_> {
-    type Value = Text<'de>;
-    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> std::result::Result<Text<'de>, D::Error> {
-        struct V<'k>(&'k str);
-        macro_rules! reject {
-            ($name:ident, $t:ty, $what:expr) => {
-                fn $name<E: de::Error>(self, _v: $t) -> std::result::Result<Text<'de>, E> {
-                    Err(E::custom(not_a_string(self.0.as_bytes(), $what)))
-                }
-            };
+impl<'de> Top<'de> {
+    fn entry<'a>(&'a self, key: &'a str, typed: &'a [u8]) -> Entry<'a> {
+        match self {
+            Top::Text(text) => text_entry(key, text),
+            Top::Typed => Entry { key: key.as_bytes(), key_utf8: true, value: typed, kind: ValueKind::Typed },
         }
-        impl<'de> Visitor<'de> for V<'_> {
-            type Value = Text<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                write!(f, "a string value for key {}", DisplayBytes(self.0.as_bytes()))
-            }
-            text_visits!();
-            reject!(visit_bool, bool, "a boolean");
-            reject!(visit_i64, i64, "a number");
-            reject!(visit_u64, u64, "a number");
-            reject!(visit_f64, f64, "a number");
-            fn visit_unit<E: de::Error>(self) -> std::result::Result<Text<'de>, E> {
-                Err(E::custom(not_a_string(self.0.as_bytes(), "null")))
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, _: A) -> std::result::Result<Text<'de>, A::Error> {
-                Err(de::Error::custom(not_a_string(self.0.as_bytes(), "an array")))
-            }
-            fn visit_map<A: MapAccess<'de>>(self, _: A) -> std::result::Result<Text<'de>, A::Error> {
-                Err(de::Error::custom(not_a_string(self.0.as_bytes(), "an object")))
-            }
-        }
-        d.deserialize_any(V(self.0))
     }
 }
 
-/// Visits a top-level mapping (JSON object, YAML mapping), feeding the sink
-/// one entry at a time.
+/// Reads one top-level value for `key` (named in errors) into a `Top`,
+/// encoding non-strings into `out`.
+struct TopValue<'k, 'o> {
+    key: &'k str,
+    out: &'o mut Vec<u8>,
+}
+
+impl<'de> DeserializeSeed<'de> for TopValue<'_, '_> {
+    type Value = Top<'de>;
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> std::result::Result<Top<'de>, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+macro_rules! typed_visits {
+    ($( $name:ident ( $($arg:ident : $t:ty),* ) ),* $(,)?) => {
+        $(
+            fn $name<E: de::Error>(self, $($arg: $t),*) -> std::result::Result<Top<'de>, E> {
+                self.out.clear();
+                Encode { key: self.key, out: self.out, depth_left: value::MAX_DEPTH }.$name($($arg),*)?;
+                Ok(Top::Typed)
+            }
+        )*
+    };
+}
+
+impl<'de> Visitor<'de> for TopValue<'_, '_> {
+    type Value = Top<'de>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(f, "a value for key {}", DisplayBytes(self.key.as_bytes()))
+    }
+    fn visit_borrowed_str<E>(self, v: &'de str) -> std::result::Result<Top<'de>, E> {
+        Ok(Top::Text(Cow::Borrowed(v)))
+    }
+    fn visit_str<E>(self, v: &str) -> std::result::Result<Top<'de>, E> {
+        Ok(Top::Text(Cow::Owned(v.to_string())))
+    }
+    fn visit_string<E>(self, v: String) -> std::result::Result<Top<'de>, E> {
+        Ok(Top::Text(Cow::Owned(v)))
+    }
+    typed_visits!(visit_bool(v: bool), visit_i64(v: i64), visit_u64(v: u64), visit_i128(v: i128), visit_u128(v: u128), visit_f64(v: f64), visit_unit(), visit_bytes(v: &[u8]));
+    fn visit_none<E: de::Error>(self) -> std::result::Result<Top<'de>, E> {
+        self.visit_unit()
+    }
+    fn visit_some<D: de::Deserializer<'de>>(self, d: D) -> std::result::Result<Top<'de>, D::Error> {
+        d.deserialize_any(self)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> std::result::Result<Top<'de>, A::Error> {
+        self.out.clear();
+        Encode { key: self.key, out: self.out, depth_left: value::MAX_DEPTH }.visit_seq(seq)?;
+        Ok(Top::Typed)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> std::result::Result<Top<'de>, A::Error> {
+        self.out.clear();
+        Encode { key: self.key, out: self.out, depth_left: value::MAX_DEPTH }.visit_map(map)?;
+        Ok(Top::Typed)
+    }
+}
+
+/// Encodes one serde value of any shape into the value codec.
+struct Encode<'k, 'o> {
+    key: &'k str,
+    out: &'o mut Vec<u8>,
+    depth_left: usize,
+}
+
+impl Encode<'_, '_> {
+    fn deeper<E: de::Error>(&self) -> std::result::Result<usize, E> {
+        self.depth_left.checked_sub(1).ok_or_else(|| E::custom(format!("value for key {} nests deeper than {} levels", DisplayBytes(self.key.as_bytes()), value::MAX_DEPTH)))
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for Encode<'_, '_> {
+    type Value = ();
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> std::result::Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+/// A map key that may be serde_json's marker for a number it keeps as text
+/// (its `arbitrary_precision` feature: big integers, and floats exactly as
+/// written); any other key is encoded.
+struct KeyOrNumber<'k, 'o> {
+    key: &'k str,
+    out: &'o mut Vec<u8>,
+    depth_left: usize,
+}
+
+const JSON_NUMBER_TOKEN: &str = "$serde_json::private::Number";
+
+impl<'de> DeserializeSeed<'de> for KeyOrNumber<'_, '_> {
+    type Value = bool;
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> std::result::Result<bool, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for KeyOrNumber<'_, '_> {
+    type Value = bool;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a map key")
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> std::result::Result<bool, E> {
+        if v == JSON_NUMBER_TOKEN {
+            return Ok(true);
+        }
+        value::write_str(self.out, v.as_bytes(), value::Encoding::Utf8);
+        Ok(false)
+    }
+    fn visit_bool<E: de::Error>(self, v: bool) -> std::result::Result<bool, E> {
+        Encode { key: self.key, out: self.out, depth_left: self.depth_left }.visit_bool(v).map(|_| false)
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> std::result::Result<bool, E> {
+        Encode { key: self.key, out: self.out, depth_left: self.depth_left }.visit_i64(v).map(|_| false)
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> std::result::Result<bool, E> {
+        Encode { key: self.key, out: self.out, depth_left: self.depth_left }.visit_u64(v).map(|_| false)
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> std::result::Result<bool, E> {
+        Encode { key: self.key, out: self.out, depth_left: self.depth_left }.visit_f64(v).map(|_| false)
+    }
+    fn visit_bytes<E: de::Error>(self, v: &[u8]) -> std::result::Result<bool, E> {
+        Encode { key: self.key, out: self.out, depth_left: self.depth_left }.visit_bytes(v).map(|_| false)
+    }
+    fn visit_unit<E: de::Error>(self) -> std::result::Result<bool, E> {
+        Encode { key: self.key, out: self.out, depth_left: self.depth_left }.visit_unit().map(|_| false)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> std::result::Result<bool, A::Error> {
+        Encode { key: self.key, out: self.out, depth_left: self.depth_left }.visit_seq(seq).map(|_| false)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> std::result::Result<bool, A::Error> {
+        Encode { key: self.key, out: self.out, depth_left: self.depth_left }.visit_map(map).map(|_| false)
+    }
+}
+
+impl<'de> Visitor<'de> for Encode<'_, '_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(f, "a value for key {}", DisplayBytes(self.key.as_bytes()))
+    }
+    fn visit_bool<E: de::Error>(self, v: bool) -> std::result::Result<(), E> {
+        value::write_bool(self.out, v);
+        Ok(())
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> std::result::Result<(), E> {
+        value::write_int(self.out, v);
+        Ok(())
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> std::result::Result<(), E> {
+        value::write_bigint(self.out, false, &v.to_le_bytes());
+        Ok(())
+    }
+    fn visit_i128<E: de::Error>(self, v: i128) -> std::result::Result<(), E> {
+        value::write_bigint(self.out, v < 0, &v.unsigned_abs().to_le_bytes());
+        Ok(())
+    }
+    fn visit_u128<E: de::Error>(self, v: u128) -> std::result::Result<(), E> {
+        value::write_bigint(self.out, false, &v.to_le_bytes());
+        Ok(())
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> std::result::Result<(), E> {
+        value::write_float(self.out, v);
+        Ok(())
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> std::result::Result<(), E> {
+        value::write_str(self.out, v.as_bytes(), value::Encoding::Utf8);
+        Ok(())
+    }
+    fn visit_bytes<E: de::Error>(self, v: &[u8]) -> std::result::Result<(), E> {
+        value::write_str(self.out, v, value::Encoding::Binary);
+        Ok(())
+    }
+    fn visit_unit<E: de::Error>(self) -> std::result::Result<(), E> {
+        value::write_nil(self.out);
+        Ok(())
+    }
+    fn visit_none<E: de::Error>(self) -> std::result::Result<(), E> {
+        self.visit_unit()
+    }
+    fn visit_some<D: de::Deserializer<'de>>(self, d: D) -> std::result::Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<(), A::Error> {
+        let depth_left = self.deeper()?;
+        let start = value::ContainerStart::begin(self.out);
+        let mut n = 0u64;
+        while seq.next_element_seed(Encode { key: self.key, out: &mut *self.out, depth_left })?.is_some() {
+            n += 1;
+        }
+        start.end_array(self.out, n);
+        Ok(())
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<(), A::Error> {
+        let start = value::ContainerStart::begin(self.out);
+        let depth_left = self.depth_left;
+        let mut n = 0u64;
+        while let Some(is_number) = map.next_key_seed(KeyOrNumber { key: self.key, out: &mut *self.out, depth_left: depth_left.saturating_sub(1) })? {
+            if is_number && n == 0 {
+                let text: String = map.next_value()?;
+                return write_number(self.out, &text).map_err(de::Error::custom);
+            }
+            if n == 0 && depth_left == 0 {
+                return Err(self.deeper::<A::Error>().unwrap_err());
+            }
+            map.next_value_seed(Encode { key: self.key, out: &mut *self.out, depth_left: depth_left - 1 })?;
+            n += 1;
+        }
+        if n == 0 && depth_left == 0 {
+            return Err(self.deeper::<A::Error>().unwrap_err());
+        }
+        start.end_map(self.out, n);
+        Ok(())
+    }
+}
+
+/// Encodes a number serde_json kept as text: a float (parsed exactly, as
+/// Ruby's JSON does) or an integer of any size.
+fn write_number(out: &mut Vec<u8>, text: &str) -> std::result::Result<(), String> {
+    if text.contains(['.', 'e', 'E']) {
+        let f: f64 = text.parse().map_err(|_| format!("bad number {text}"))?;
+        value::write_float(out, f);
+    } else {
+        let (negative, digits) = match text.strip_prefix('-') {
+            Some(rest) => (true, rest),
+            None => (false, text.strip_prefix('+').unwrap_or(text)),
+        };
+        let magnitude = digits_to_magnitude(digits, 10).ok_or_else(|| format!("bad number {text}"))?;
+        value::write_bigint(out, negative, &magnitude);
+    }
+    Ok(())
+}
+
+/// The little-endian magnitude of an unsigned number written in `radix`
+/// (2 to 16), or `None` if a character is not a digit. Quadratic, which is
+/// fine for the length of numbers people write.
+pub(crate) fn digits_to_magnitude(digits: &str, radix: u32) -> Option<Vec<u8>> {
+    if digits.is_empty() {
+        return None;
+    }
+    let mut limbs: Vec<u32> = vec![0];
+    for c in digits.chars() {
+        let d = c.to_digit(radix)?;
+        let mut carry = d as u64;
+        for limb in limbs.iter_mut() {
+            let v = *limb as u64 * radix as u64 + carry;
+            *limb = v as u32;
+            carry = v >> 32;
+        }
+        if carry > 0 {
+            limbs.push(carry as u32);
+        }
+    }
+    Some(limbs.iter().flat_map(|l| l.to_le_bytes()).collect())
+}
+
+/// Visits a top-level mapping (JSON object), feeding the sink one entry
+/// at a time.
 struct MappingVisitor<'a, 's> {
     sink: &'a mut Sink<'s>,
     failure: &'a mut Option<Error>,
@@ -313,14 +544,15 @@ struct MappingVisitor<'a, 's> {
 impl<'de> Visitor<'de> for MappingVisitor<'_, '_> {
     type Value = ();
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a mapping of string keys to string values at the top level")
+        f.write_str("a mapping with string keys at the top level")
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<(), A::Error> {
         let mut n = 0u64;
+        let mut typed = Vec::new();
         while let Some(key) = map.next_key::<Text<'de>>()? {
-            let value = map.next_value_seed(StringValue(&key.0))?;
+            let value = map.next_value_seed(TopValue { key: &key.0, out: &mut typed })?;
             n += 1;
-            if let Err(e) = (self.sink)(text_entry(&key.0, &value.0), Position::Entry(n)) {
+            if let Err(e) = (self.sink)(value.entry(&key.0, &typed), Position::Entry(n)) {
                 *self.failure = Some(e);
                 return Err(de::Error::custom("stopped"));
             }
@@ -342,9 +574,10 @@ impl<'de> Visitor<'de> for PairsVisitor<'_, '_> {
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<(), A::Error> {
         let mut n = 0u64;
-        while let Some(pair) = seq.next_element::<Pair<'de>>()? {
+        let mut typed = Vec::new();
+        while let Some(Pair(key, value)) = seq.next_element_seed(LineVisitor { key_field: "", value_field: "", out: &mut typed })? {
             n += 1;
-            if let Err(e) = (self.sink)(text_entry(&pair.0 .0, &pair.1 .0), Position::Entry(n)) {
+            if let Err(e) = (self.sink)(value.entry(&key.0, &typed), Position::Entry(n)) {
                 *self.failure = Some(e);
                 return Err(de::Error::custom("stopped"));
             }
@@ -353,23 +586,29 @@ impl<'de> Visitor<'de> for PairsVisitor<'_, '_> {
     }
 }
 
-/// `["key", "value"]`.
-struct Pair<'de>(Text<'de>, Text<'de>);
+/// `["key", value]`.
+struct Pair<'de>(Text<'de>, Top<'de>);
 
-impl<'de> de::Deserialize<'de> for Pair<'de> {
-    fn deserialize<D: de::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
-        d.deserialize_seq(LineVisitor { key_field: "", value_field: "" })
+/// A JSON Lines record: `["key", value]` or an object with the key and
+/// value fields (other fields are ignored). Typed values go to `out`.
+struct LineVisitor<'f, 'o> {
+    key_field: &'f str,
+    value_field: &'f str,
+    out: &'o mut Vec<u8>,
+}
+
+impl<'de> DeserializeSeed<'de> for LineVisitor<'_, '_> {
+    type Value = Pair<'de>;
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> std::result::Result<Pair<'de>, D::Error> {
+        if self.key_field.is_empty() {
+            d.deserialize_seq(self)
+        } else {
+            d.deserialize_any(self)
+        }
     }
 }
 
-/// A JSON Lines record: `["key", "value"]` or an object with the key and
-/// value fields (other fields are ignored).
-struct LineVisitor<'f> {
-    key_field: &'f str,
-    value_field: &'f str,
-}
-
-impl<'de> Visitor<'de> for LineVisitor<'_> {
+impl<'de> Visitor<'de> for LineVisitor<'_, '_> {
     type Value = Pair<'de>;
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         if self.key_field.is_empty() {
@@ -379,10 +618,11 @@ impl<'de> Visitor<'de> for LineVisitor<'_> {
         }
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<Pair<'de>, A::Error> {
-        let key: Text = seq.next_element()?.ok_or_else(|| de::Error::invalid_length(0, &self))?;
-        let value = seq.next_element_seed(StringValue(&key.0))?.ok_or_else(|| de::Error::invalid_length(1, &self))?;
+        let expected = if self.key_field.is_empty() { "a [key, value] pair" } else { "a [key, value] pair or an object" };
+        let key: Text = seq.next_element()?.ok_or_else(|| de::Error::invalid_length(0, &expected))?;
+        let value = seq.next_element_seed(TopValue { key: &key.0, out: self.out })?.ok_or_else(|| de::Error::invalid_length(1, &expected))?;
         if seq.next_element::<IgnoredAny>()?.is_some() {
-            return Err(de::Error::invalid_length(3, &self));
+            return Err(de::Error::invalid_length(3, &expected));
         }
         Ok(Pair(key, value))
     }
@@ -390,37 +630,26 @@ impl<'de> Visitor<'de> for LineVisitor<'_> {
         if self.key_field.is_empty() {
             return Err(de::Error::invalid_type(de::Unexpected::Map, &self));
         }
-        let (mut key, mut value): (Option<Text>, Option<serde_json::Value>) = (None, None);
+        let (mut key, mut value): (Option<Text>, Option<Top>) = (None, None);
         while let Some(field) = map.next_key::<Text>()? {
             if field.0 == self.key_field {
                 key = Some(map.next_value()?);
             } else if field.0 == self.value_field {
-                value = Some(map.next_value()?);
+                let name = key.as_ref().map_or(self.value_field, |k| &k.0);
+                value = Some(map.next_value_seed(TopValue { key: name, out: &mut *self.out })?);
             } else {
                 map.next_value::<IgnoredAny>()?;
             }
         }
         let key = key.ok_or_else(|| <A::Error as de::Error>::custom(format!("missing field {:?}", self.key_field)))?;
-        let value = match value {
-            Some(serde_json::Value::String(s)) => Text(Cow::Owned(s)),
-            Some(other) => {
-                let kind = match other {
-                    serde_json::Value::Null => "null",
-                    serde_json::Value::Bool(_) => "a boolean",
-                    serde_json::Value::Number(_) => "a number",
-                    serde_json::Value::Array(_) => "an array",
-                    _ => "an object",
-                };
-                return Err(de::Error::custom(not_a_string(key.0.as_bytes(), kind)));
-            }
-            None => return Err(<A::Error as de::Error>::custom(format!("missing field {:?}", self.value_field))),
-        };
+        let value = value.ok_or_else(|| <A::Error as de::Error>::custom(format!("missing field {:?}", self.value_field)))?;
         Ok(Pair(key, value))
     }
 }
 
 fn import_json_lines<R: BufRead>(input: &mut R, source: &str, options: &ImportOptions, sink: &mut Sink<'_>) -> Result<()> {
     let mut line = Vec::new();
+    let mut typed = Vec::new();
     let mut number = 0u64;
     loop {
         line.clear();
@@ -436,10 +665,10 @@ fn import_json_lines<R: BufRead>(input: &mut R, source: &str, options: &ImportOp
             continue;
         }
         let mut de = serde_json::Deserializer::from_slice(&line);
-        let visitor = LineVisitor { key_field: &options.key_field, value_field: &options.value_field };
-        let pair = de::Deserializer::deserialize_any(&mut de, visitor).and_then(|p| de.end().map(|_| p));
+        let visitor = LineVisitor { key_field: &options.key_field, value_field: &options.value_field, out: &mut typed };
+        let pair = visitor.deserialize(&mut de).and_then(|p| de.end().map(|_| p));
         match pair {
-            Ok(Pair(key, value)) => sink(text_entry(&key.0, &value.0), Position::Line(number, None))?,
+            Ok(Pair(key, value)) => sink(value.entry(&key.0, &typed), Position::Line(number, None))?,
             Err(e) => {
                 let message = e.to_string();
                 let message = message.split(" at line ").next().unwrap_or(&message).to_string();
@@ -485,38 +714,86 @@ fn import_csv<R: Read>(input: R, source: &str, options: &ImportOptions, delimite
 }
 
 fn import_msgpack<R: BufRead>(input: &mut R, source: &str, sink: &mut Sink<'_>) -> Result<()> {
-    use rmp::Marker;
     let bad = |n: u64, message: String| parse_error(source, if n == 0 { Position::Unknown } else { Position::Entry(n) }, message);
     let len = rmp::decode::read_map_len(input).map_err(|e| bad(0, format!("expected a map at the top level: {e}")))?;
     let mut key = Vec::new();
     let mut value = Vec::new();
-    // Reads a str or bin into `out`; returns whether it was str, or the
-    // marker it found instead.
-    fn read_bytes<R: Read>(input: &mut R, out: &mut Vec<u8>) -> std::result::Result<std::result::Result<bool, Marker>, String> {
-        let marker = rmp::decode::read_marker(input).map_err(|e| format!("{e:?}"))?;
-        let (len, text) = match marker {
-            Marker::FixStr(n) => (n as u64, true),
-            Marker::Str8 => (read_be(input, 1)?, true),
-            Marker::Str16 => (read_be(input, 2)?, true),
-            Marker::Str32 => (read_be(input, 4)?, true),
-            Marker::Bin8 => (read_be(input, 1)?, false),
-            Marker::Bin16 => (read_be(input, 2)?, false),
-            Marker::Bin32 => (read_be(input, 4)?, false),
-            other => return Ok(Err(other)),
-        };
-        out.clear();
-        input.take(len).read_to_end(out).map_err(|e| e.to_string())?;
-        if (out.len() as u64) < len {
-            return Err("unexpected end of input".into());
+    for n in 1..=len as u64 {
+        let marker = msgpack::marker(input).map_err(|e| bad(n, e))?;
+        if !msgpack::read_string(input, marker, &mut key).map_err(|e| bad(n, e))? {
+            return Err(bad(n, format!("key is {}; keys must be strings", msgpack::marker_name(marker))));
         }
-        Ok(Ok(text))
+        let key_utf8 = std::str::from_utf8(&key).is_ok();
+        let marker = msgpack::marker(input).map_err(|e| bad(n, e))?;
+        value.clear();
+        // Strings at the top level stay string records: str as UTF-8 (byte
+        // for byte, as msgpack-ruby gives it), bin as binary.
+        let kind = if msgpack::read_string(input, marker, &mut value).map_err(|e| bad(n, e))? {
+            if msgpack::is_bin(marker) { ValueKind::Binary } else { ValueKind::Utf8 }
+        } else {
+            msgpack::encode(input, marker, &mut value, value::MAX_DEPTH).map_err(|e| bad(n, format!("value for key {}: {e}", DisplayBytes(&key))))?;
+            ValueKind::Typed
+        };
+        sink(Entry { key: &key, key_utf8, value: &value, kind }, Position::Entry(n))?;
     }
-    fn read_be<R: Read>(input: &mut R, n: usize) -> std::result::Result<u64, String> {
+    Ok(())
+}
+
+/// MessagePack, read with rmp's marker and length functions.
+mod msgpack {
+    use std::io::Read;
+
+    use rmp::Marker;
+
+    use crate::value::{self, ContainerStart, Encoding};
+
+    pub fn marker<R: Read>(input: &mut R) -> Result<Marker, String> {
+        rmp::decode::read_marker(input).map_err(|e| match e.0 {
+            ref io if io.kind() == std::io::ErrorKind::UnexpectedEof => "unexpected end of input".to_string(),
+            io => io.to_string(),
+        })
+    }
+
+    fn be<R: Read>(input: &mut R, n: usize) -> Result<u64, String> {
         let mut buf = [0u8; 8];
-        input.read_exact(&mut buf[8 - n..]).map_err(|e| e.to_string())?;
+        input.read_exact(&mut buf[8 - n..]).map_err(|_| "unexpected end of input".to_string())?;
         Ok(u64::from_be_bytes(buf))
     }
-    fn marker_name(m: Marker) -> &'static str {
+
+    fn bytes<R: Read>(input: &mut R, len: u64, out: &mut Vec<u8>) -> Result<(), String> {
+        let before = out.len();
+        input.take(len).read_to_end(out).map_err(|e| e.to_string())?;
+        if ((out.len() - before) as u64) < len {
+            return Err("unexpected end of input".into());
+        }
+        Ok(())
+    }
+
+    pub fn is_bin(m: Marker) -> bool {
+        matches!(m, Marker::Bin8 | Marker::Bin16 | Marker::Bin32)
+    }
+
+    fn string_len<R: Read>(input: &mut R, m: Marker) -> Result<Option<u64>, String> {
+        Ok(Some(match m {
+            Marker::FixStr(n) => n as u64,
+            Marker::Str8 | Marker::Bin8 => be(input, 1)?,
+            Marker::Str16 | Marker::Bin16 => be(input, 2)?,
+            Marker::Str32 | Marker::Bin32 => be(input, 4)?,
+            _ => return Ok(None),
+        }))
+    }
+
+    /// Appends a str or bin's bytes to `out`; false (reading nothing) for
+    /// any other marker.
+    pub fn read_string<R: Read>(input: &mut R, m: Marker, out: &mut Vec<u8>) -> Result<bool, String> {
+        out.clear();
+        match string_len(input, m)? {
+            Some(len) => bytes(input, len, out).map(|_| true),
+            None => Ok(false),
+        }
+    }
+
+    pub fn marker_name(m: Marker) -> &'static str {
         match m {
             Marker::Null => "nil",
             Marker::True | Marker::False => "a boolean",
@@ -526,23 +803,80 @@ fn import_msgpack<R: BufRead>(input: &mut R, source: &str, sink: &mut Sink<'_>) 
             _ => "an extension type",
         }
     }
-    for n in 1..=len as u64 {
-        match read_bytes(input, &mut key).map_err(|e| bad(n, e))? {
-            Ok(_) => {}
-            Err(m) => return Err(bad(n, format!("key is {}; keys must be strings", marker_name(m)))),
-        }
-        match read_bytes(input, &mut value).map_err(|e| bad(n, e))? {
-            Ok(text) => {
-                let mut entry = bytes_entry(&key, &value);
-                if !text {
-                    entry.kind = ValueKind::Binary;
-                }
-                sink(entry, Position::Entry(n))?;
+
+    /// Encodes the value that starts with marker `m` into `out`.
+    pub fn encode<R: Read>(input: &mut R, m: Marker, out: &mut Vec<u8>, depth_left: usize) -> Result<(), String> {
+        let deeper = || depth_left.checked_sub(1).ok_or_else(|| format!("nests deeper than {} levels", value::MAX_DEPTH));
+        match m {
+            Marker::Null => value::write_nil(out),
+            Marker::True => value::write_bool(out, true),
+            Marker::False => value::write_bool(out, false),
+            Marker::FixPos(n) => value::write_int(out, n as i64),
+            Marker::FixNeg(n) => value::write_int(out, n as i64),
+            Marker::U8 => value::write_int(out, be(input, 1)? as i64),
+            Marker::U16 => value::write_int(out, be(input, 2)? as i64),
+            Marker::U32 => value::write_int(out, be(input, 4)? as i64),
+            Marker::U64 => value::write_bigint(out, false, &be(input, 8)?.to_le_bytes()),
+            Marker::I8 => value::write_int(out, be(input, 1)? as u8 as i8 as i64),
+            Marker::I16 => value::write_int(out, be(input, 2)? as u16 as i16 as i64),
+            Marker::I32 => value::write_int(out, be(input, 4)? as u32 as i32 as i64),
+            Marker::I64 => value::write_int(out, be(input, 8)? as i64),
+            Marker::F32 => value::write_float(out, f32::from_bits(be(input, 4)? as u32) as f64),
+            Marker::F64 => value::write_float(out, f64::from_bits(be(input, 8)?)),
+            Marker::FixStr(_) | Marker::Str8 | Marker::Str16 | Marker::Str32 | Marker::Bin8 | Marker::Bin16 | Marker::Bin32 => {
+                let len = string_len(input, m)?.expect("a string marker");
+                let mut buf = Vec::new();
+                bytes(input, len, &mut buf)?;
+                value::write_str(out, &buf, if is_bin(m) { Encoding::Binary } else { Encoding::Utf8 });
             }
-            Err(m) => return Err(bad(n, not_a_string(&key, marker_name(m)))),
+            Marker::FixArray(_) | Marker::Array16 | Marker::Array32 => {
+                let len = match m {
+                    Marker::FixArray(n) => n as u64,
+                    Marker::Array16 => be(input, 2)?,
+                    _ => be(input, 4)?,
+                };
+                let depth = deeper()?;
+                let start = ContainerStart::begin(out);
+                for _ in 0..len {
+                    let m = marker(input)?;
+                    encode(input, m, out, depth)?;
+                }
+                start.end_array(out, len);
+            }
+            Marker::FixMap(_) | Marker::Map16 | Marker::Map32 => {
+                let len = match m {
+                    Marker::FixMap(n) => n as u64,
+                    Marker::Map16 => be(input, 2)?,
+                    _ => be(input, 4)?,
+                };
+                let depth = deeper()?;
+                let start = ContainerStart::begin(out);
+                for _ in 0..len * 2 {
+                    let m = marker(input)?;
+                    encode(input, m, out, depth)?;
+                }
+                start.end_map(out, len);
+            }
+            Marker::FixExt1 | Marker::FixExt2 | Marker::FixExt4 | Marker::FixExt8 | Marker::FixExt16 | Marker::Ext8 | Marker::Ext16 | Marker::Ext32 => {
+                let (len, _) = match m {
+                    Marker::FixExt1 => (1, 0),
+                    Marker::FixExt2 => (2, 0),
+                    Marker::FixExt4 => (4, 0),
+                    Marker::FixExt8 => (8, 0),
+                    Marker::FixExt16 => (16, 0),
+                    Marker::Ext8 => (be(input, 1)?, 0),
+                    Marker::Ext16 => (be(input, 2)?, 0),
+                    _ => (be(input, 4)?, 0),
+                };
+                let ext_type = be(input, 1)? as u8 as i8;
+                let what = if ext_type == -1 { " (a timestamp)".to_string() } else { String::new() };
+                let _ = len;
+                return Err(format!("MessagePack extension type {ext_type}{what} is not supported; convert it to a plain type first"));
+            }
+            Marker::Reserved => return Err("reserved MessagePack marker 0xc1".into()),
         }
+        Ok(())
     }
-    Ok(())
 }
 
 /// Where `key` occurs in an input, at most twice: the error path of a build

@@ -36,6 +36,7 @@ pub mod import;
 pub mod pipeline;
 mod reader;
 pub mod value;
+mod yaml;
 
 pub use builder::{BuildOptions, Builder, OnDuplicate};
 pub use error::{DisplayBytes, Error, Result};

@@ -1,6 +1,7 @@
 //! Every importer: unicode, empty strings, a 10 MB value, duplicates under
 //! each policy, and malformed input that names its position.
 use hashfile::import::{find_key, import, Column, ImportOptions, InputFormat};
+use hashfile::value::Value;
 use hashfile::{BuildOptions, Builder, Error, OnDuplicate, Reader, ValueKind};
 
 fn read(format: InputFormat, input: &[u8]) -> hashfile::Result<Vec<(Vec<u8>, Vec<u8>, ValueKind)>> {
@@ -108,18 +109,22 @@ fn jsonl_field_names_are_selectable() {
 #[test]
 fn malformed_input_names_its_position() {
     let cases: Vec<(InputFormat, &[u8], &str)> = vec![
-        (InputFormat::JsonObject, b"{\"a\": \"1\",\n \"b\": 2}", "input: line 2, column 8: value for key \"b\" is a number; only strings are supported for now"),
+        (InputFormat::JsonObject, b"{\"a\": \"1\",\n \"b\": [1, 2}", "input: line 2, column 12: expected `,` or `]`"),
         (InputFormat::JsonObject, b"{\"a\": \"1\",\n \"b\" \"2\"}", "input: line 2, column 6: expected `:`"),
         (InputFormat::JsonObject, b"{\"a\": \"1\"} extra", "input: line 1, column 12: trailing characters"),
         (InputFormat::JsonPairs, b"[[\"a\", \"1\"], [\"b\"]]", "input: line 1, column 18: invalid length 1, expected a [key, value] pair"),
-        (InputFormat::JsonLines, b"[\"a\", \"1\"]\n[\"b\", true]\n", "input: line 2, column 10: value for key \"b\" is a boolean; only strings are supported for now"),
+        (InputFormat::JsonLines, b"[\"a\", \"1\"]\n[\"b\", tru]\n", "input: line 2, column 10: expected ident"),
         (InputFormat::JsonLines, b"[\"a\", \"1\"]\n{\"value\": \"x\"}\n", "input: line 2, column 14: missing field \"key\""),
         (InputFormat::JsonLines, b"[\"a\", \"1\"]\n[\"b\", \"1\"\n", "input: line 2, column 9: EOF while parsing a list"),
         (InputFormat::Csv, b"k,v\na,1\nb\n", "input: line 3: expected at least 2 fields, found 1"),
-        (InputFormat::MessagePack, &[0x81, 0xa1, b'a', 0x05], "input: entry 1: value for key \"a\" is a number; only strings are supported for now"),
+        (InputFormat::MessagePack, &[0x81, 0xa1, b'a', 0xd4, 0x01, 0x00], "input: entry 1: value for key \"a\": MessagePack extension type 1 is not supported"),
+        (InputFormat::MessagePack, &[0x81, 0xa1, b'a', 0x92, 0x01], "input: entry 1: value for key \"a\": unexpected end of input"),
         (InputFormat::MessagePack, &[0x92], "input: input: expected a map at the top level"),
-        (InputFormat::Yaml, b"a: '1'\nb: [1, 2]\n", "input: line 2, column 4: value for key \"b\" is an array; only strings are supported for now"),
-        (InputFormat::Yaml, b"- a\n- b\n", "input: line 1, column 1: invalid type: sequence, expected a mapping"),
+        (InputFormat::Yaml, b"a: '1'\nb: [1, 2\n", "input: line 3, column 1: while parsing a flow sequence"),
+        (InputFormat::Yaml, b"- a\n- b\n", "input: line 1, column 1: expected a mapping at the top level"),
+        (InputFormat::Yaml, b"a: 1\nwhen: 2024-01-31\n", "input: line 2, column 7: value for key \"when\": \"2024-01-31\" is a date, which YAML.safe_load refuses; quote it"),
+        (InputFormat::Yaml, b"a: !ruby/object:Foo {}\n", "input: line 1, column 21: tag !ruby/object:Foo is not supported"),
+        (InputFormat::Yaml, b"a: 1\n---\nb: 2\n", "input: line 2, column 1: more than one YAML document"),
     ];
     for (format, input, expected) in cases {
         let err = read(format, input).unwrap_err();
@@ -232,4 +237,219 @@ mod pipeline {
         let err = Input::new("data.txt", None, &base).unwrap_err().to_string();
         assert!(err.contains("cannot tell the format of data.txt"), "{err}");
     }
+}
+
+fn typed(format: InputFormat, input: &[u8]) -> Vec<(String, Value)> {
+    let mut out = Vec::new();
+    import(input, "input", &ImportOptions::new(format), &mut |e, _| {
+        let record = hashfile::Record { key: e.key, key_utf8: e.key_utf8, value: e.value, kind: e.kind };
+        out.push((String::from_utf8(e.key.to_vec()).unwrap(), record.decode().unwrap()));
+        Ok(())
+    })
+    .unwrap_or_else(|e| panic!("{format:?}: {e}"));
+    out
+}
+
+fn big(negative: bool, decimal: &str) -> Value {
+    // Magnitude by repeated multiply-add, independently of the importer.
+    let mut m: Vec<u8> = vec![0];
+    for d in decimal.bytes().map(|b| (b - b'0') as u32) {
+        let mut carry = d;
+        for byte in m.iter_mut() {
+            let v = *byte as u32 * 10 + carry;
+            *byte = v as u8;
+            carry = v >> 8;
+        }
+        while carry > 0 {
+            m.push(carry as u8);
+            carry >>= 8;
+        }
+    }
+    Value::BigInt { negative, magnitude: m }
+}
+
+#[test]
+fn json_keeps_types() {
+    let input = br#"{"n": 50, "r": 0.75, "t": true, "f": false, "z": null, "neg": -7, "big": 123456789012345678901234567890, "nbig": -9223372036854775809,
+        "u64": 18446744073709551615, "exp": 1E2, "negzero": -0.0, "intzero": -0, "tiny": 5e-324, "nested": {"regions": ["eu", "us"], "limits": {"api": {"burst": 100}}}, "s": "text"}"#;
+    let got = typed(InputFormat::JsonObject, input);
+    let expected = vec![
+        ("n", Value::Int(50)),
+        ("r", Value::Float(0.75)),
+        ("t", Value::Bool(true)),
+        ("f", Value::Bool(false)),
+        ("z", Value::Nil),
+        ("neg", Value::Int(-7)),
+        ("big", big(false, "123456789012345678901234567890")),
+        ("nbig", big(true, "9223372036854775809")),
+        ("u64", big(false, "18446744073709551615")),
+        ("exp", Value::Float(100.0)),
+        ("negzero", Value::Float(-0.0)),
+        ("intzero", Value::Int(0)),
+        ("tiny", Value::Float(5e-324)),
+        ("nested", Value::Map(vec![
+            (Value::str("regions"), Value::Array(vec![Value::str("eu"), Value::str("us")])),
+            (Value::str("limits"), Value::Map(vec![(Value::str("api"), Value::Map(vec![(Value::str("burst"), Value::Int(100))]))])),
+        ])),
+        ("s", Value::str("text")),
+    ];
+    assert_eq!(got, expected.into_iter().map(|(k, v)| (k.to_string(), v)).collect::<Vec<_>>());
+    // The same values through JSON Lines, both line shapes.
+    let lines = b"[\"n\", 50]\n{\"key\": \"l\", \"value\": [1, {\"a\": null}]}\n{\"value\": 1.5, \"key\": \"v\"}\n";
+    assert_eq!(
+        typed(InputFormat::JsonLines, lines),
+        vec![("n".to_string(), Value::Int(50)), ("l".into(), Value::Array(vec![Value::Int(1), Value::Map(vec![(Value::str("a"), Value::Nil)])])), ("v".into(), Value::Float(1.5))]
+    );
+}
+
+#[test]
+fn json_depth_limit_is_an_error_naming_the_key() {
+    let deep = format!("{{\"d\": {}1{}}}", "[".repeat(101), "]".repeat(101));
+    let err = read(InputFormat::JsonObject, deep.as_bytes()).unwrap_err().to_string();
+    assert!(err.contains("value for key \"d\" nests deeper than 100 levels"), "{err}");
+    let ok = format!("{{\"d\": {}1{}}}", "[".repeat(100), "]".repeat(100));
+    assert_eq!(read(InputFormat::JsonObject, ok.as_bytes()).unwrap().len(), 1);
+}
+
+#[test]
+fn msgpack_types_map_across() {
+    let mut input = Vec::new();
+    use rmp::encode::*;
+    write_map_len(&mut input, 6).unwrap();
+    write_str(&mut input, "ints").unwrap();
+    write_array_len(&mut input, 4).unwrap();
+    write_uint(&mut input, u64::MAX).unwrap();
+    write_sint(&mut input, i64::MIN).unwrap();
+    write_u8(&mut input, 200).unwrap();
+    write_i8(&mut input, -5).unwrap();
+    write_str(&mut input, "floats").unwrap();
+    write_array_len(&mut input, 2).unwrap();
+    write_f32(&mut input, 0.5).unwrap();
+    write_f64(&mut input, f64::NEG_INFINITY).unwrap();
+    write_str(&mut input, "map").unwrap();
+    write_map_len(&mut input, 2).unwrap();
+    write_uint(&mut input, 1).unwrap();
+    write_nil(&mut input).unwrap();
+    write_bin(&mut input, b"\xff").unwrap();
+    write_bool(&mut input, true).unwrap();
+    write_str(&mut input, "bin").unwrap();
+    write_bin(&mut input, b"raw").unwrap();
+    write_str(&mut input, "bad utf8").unwrap();
+    write_str_len(&mut input, 2).unwrap();
+    input.extend_from_slice(b"\xff\xfe");
+    write_str(&mut input, "nested bad utf8").unwrap();
+    write_array_len(&mut input, 1).unwrap();
+    write_str_len(&mut input, 1).unwrap();
+    input.push(0xff);
+    let got = typed(InputFormat::MessagePack, &input);
+    assert_eq!(got[0].1, Value::Array(vec![Value::BigInt { negative: false, magnitude: vec![0xff; 8] }, Value::Int(i64::MIN), Value::Int(200), Value::Int(-5)]));
+    assert_eq!(got[1].1, Value::Array(vec![Value::Float(0.5), Value::Float(f64::NEG_INFINITY)]));
+    assert_eq!(got[2].1, Value::Map(vec![(Value::Int(1), Value::Nil), (Value::Str(vec![0xff], Some("ASCII-8BIT".into())), Value::Bool(true))]));
+    assert_eq!(got[3].1, Value::Str(b"raw".to_vec(), Some("ASCII-8BIT".into())));
+    // str stays UTF-8, byte for byte, even when invalid (as msgpack-ruby).
+    assert_eq!(got[4].1, Value::Str(b"\xff\xfe".to_vec(), None));
+    assert_eq!(got[5].1, Value::Array(vec![Value::Str(vec![0xff], None)]));
+}
+
+#[test]
+fn yaml_scalars_are_typed_as_psych_types_them() {
+    let input = "\
+plain: hello
+quoted: 'yes'
+dquoted: \"1\"
+yes_: yes
+On_: On
+no_: NO
+tilde: ~
+null_: Null
+empty:
+int: 42
+neg: -17
+under: 1_000
+comma: 1,000
+octal: 017
+hex: 0x1F
+bin: 0b101
+sexa: 1:30
+float: 1.5
+exp: 1.0e+3
+noexp: 1e3
+dot: 1.
+inf: .inf
+ninf: -.Inf
+nan: .NaN
+sym: :sym
+big: 123456789012345678901234567890
+leading0: 09
+ver: 1.2.3
+str_tag: !!str 42
+float_tag: !!float 3
+binary: !!binary aGVsbG8=
+seq: [1, two, 3.0]
+map: {a: 1}
+";
+    let got = typed(InputFormat::Yaml, input.as_bytes());
+    let get = |k: &str| got.iter().find(|(key, _)| key == k).unwrap_or_else(|| panic!("{k}")).1.clone();
+    assert_eq!(get("plain"), Value::str("hello"));
+    assert_eq!(get("quoted"), Value::str("yes"));
+    assert_eq!(get("dquoted"), Value::str("1"));
+    assert_eq!(get("yes_"), Value::Bool(true));
+    assert_eq!(get("On_"), Value::Bool(true));
+    assert_eq!(get("no_"), Value::Bool(false));
+    assert_eq!(get("tilde"), Value::Nil);
+    assert_eq!(get("null_"), Value::Nil);
+    assert_eq!(get("empty"), Value::Nil);
+    assert_eq!(get("int"), Value::Int(42));
+    assert_eq!(get("neg"), Value::Int(-17));
+    assert_eq!(get("under"), Value::Int(1000));
+    assert_eq!(get("comma"), Value::Int(1000));
+    assert_eq!(get("octal"), Value::Int(15));
+    assert_eq!(get("hex"), Value::Int(31));
+    assert_eq!(get("bin"), Value::Int(5));
+    assert_eq!(get("sexa"), Value::Int(5400));
+    assert_eq!(get("float"), Value::Float(1.5));
+    assert_eq!(get("exp"), Value::Float(1000.0));
+    assert_eq!(get("noexp"), Value::str("1e3"));
+    assert_eq!(get("dot"), Value::Float(1.0));
+    assert_eq!(get("inf"), Value::Float(f64::INFINITY));
+    assert_eq!(get("ninf"), Value::Float(f64::NEG_INFINITY));
+    assert!(matches!(get("nan"), Value::Float(f) if f.is_nan()));
+    assert_eq!(get("sym"), Value::Symbol(b"sym".to_vec(), None));
+    assert_eq!(get("big"), big(false, "123456789012345678901234567890"));
+    assert_eq!(get("leading0"), Value::str("09"));
+    assert_eq!(get("ver"), Value::str("1.2.3"));
+    assert_eq!(get("str_tag"), Value::str("42"));
+    assert_eq!(get("float_tag"), Value::Float(3.0));
+    assert_eq!(get("binary"), Value::Str(b"hello".to_vec(), Some("ASCII-8BIT".into())));
+    assert_eq!(get("seq"), Value::Array(vec![Value::Int(1), Value::str("two"), Value::Float(3.0)]));
+    assert_eq!(get("map"), Value::Map(vec![(Value::str("a"), Value::Int(1))]));
+}
+
+#[test]
+fn yaml_anchors_aliases_and_merge_keys() {
+    let input = "\
+default: &default
+  adapter: postgres
+  pool: 5
+development:
+  <<: *default
+  pool: 10
+both:
+  <<: [{a: 1, b: 1}, {b: 2, c: 2}]
+list: &l [1, 2]
+again: *l
+";
+    let got = typed(InputFormat::Yaml, input.as_bytes());
+    // Pairs are stored in order; decoding (last wins) gives Psych's Hash.
+    assert_eq!(got[1].1, Value::Map(vec![(Value::str("adapter"), Value::str("postgres")), (Value::str("pool"), Value::Int(5)), (Value::str("pool"), Value::Int(10))]));
+    assert_eq!(got[2].1, Value::Map(vec![(Value::str("b"), Value::Int(2)), (Value::str("c"), Value::Int(2)), (Value::str("a"), Value::Int(1)), (Value::str("b"), Value::Int(1))]));
+    assert_eq!(got[4].1, got[3].1);
+    // A billion-laughs input is cut off.
+    let mut laughs = String::from("a: &a [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n");
+    for i in 0..12 {
+        let prev = if i == 0 { "a".to_string() } else { format!("l{}", i - 1) };
+        laughs.push_str(&format!("l{i}: &l{i} [{}]\n", vec![format!("*{prev}"); 9].join(",")));
+    }
+    let err = read(InputFormat::Yaml, laughs.as_bytes()).unwrap_err().to_string();
+    assert!(err.contains("aliases expand to more than 256 MiB"), "{err}");
 }
