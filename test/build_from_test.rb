@@ -47,9 +47,9 @@ class BuildFromTest < HashfileTest
   end
 
   def test_parse_error_names_file_line_and_column
-    input = write("bad.jsonl", %(["a", "1"]\n["b", 2]\n))
+    input = write("bad.jsonl", %(["a", "1"]\n["b", 2,]\n))
     e = assert_raises(Hashfile::ParseError) { Hashfile.build_from(input, path) }
-    assert_equal "#{input}: line 2, column 7: value for key \"b\" is a number; only strings are supported for now", e.message
+    assert_equal "#{input}: line 2, column 9: trailing comma", e.message
     refute File.exist?(path)
     assert_operator Hashfile::ParseError, :<, Hashfile::Error
   end

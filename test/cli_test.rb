@@ -125,10 +125,11 @@ class CLITest < HashfileTest
   end
 
   def test_errors_are_one_line_with_status
-    input = json_input("a" => 1)
+    input = path("bad.json")
+    File.write(input, %({"a": 1,}))
     status, _, err = run_cli("build", input, "-o", path)
     assert_equal 1, status
-    assert_equal "hashfile: #{input}: line 1, column 7: value for key \"a\" is a number; only strings are supported for now\n", err
+    assert_equal "hashfile: #{input}: line 1, column 9: trailing comma\n", err
     refute File.exist?(path)
 
     File.write(path("list.json"), "[1]")

@@ -165,12 +165,18 @@ module Hashfile
         parser("get") { |o| o.on("--json", "print one JSON object, null for absent keys") { json = true } }.parse!(argv)
         raise UsageError, "get needs FILE and at least one KEY" if argv.size < 2
 
-        found = Hashfile.open(argv.shift) { |db| argv.to_h { |key| [key, db[key]] } }
-        missing = found.select { |_, v| v.nil? }.keys
+        found = Hashfile.open(argv.shift) { |db| argv.to_h { |key| [key, db.fetch(key, MISSING)] } }
+        missing = found.select { |_, v| MISSING.equal?(v) }.keys
         if json
-          @out.puts JSON.generate(found)
+          @out.puts JSON.generate(found.to_h { |k, v| [k, MISSING.equal?(v) ? nil : json_value(k, v)] })
         else
-          found.each_value { |v| @out.puts v unless v.nil? }
+          # Strings print as they are; other values as JSON (or, where JSON
+          # cannot hold them, as Ruby would inspect them).
+          found.each_value do |v|
+            next if MISSING.equal?(v)
+
+            @out.puts(v.is_a?(String) ? v : (json_or_nil(v) || v.inspect))
+          end
         end
         missing.each { |key| @err.puts "hashfile: key not found: #{key}" }
         missing.empty? ? 0 : 1
@@ -219,16 +225,24 @@ module Hashfile
       end
     end
 
+    MISSING = Object.new.freeze
+    private_constant :MISSING
+
     def dump(db, format)
       require "csv" if format == "tsv"
       @out.write(format == "json" ? "{" : format == "tsv" ? "key\tvalue\n" : "")
       first = true
       db.each do |key, value|
         case format
-        when "jsonl" then @out.write(JSON.generate([json_text(key, key), json_text(key, value)]), "\n")
+        when "jsonl" then @out.write(JSON.generate([json_text(key, key), json_value(key, value)]), "\n")
         when "json"
-          @out.write(first ? "\n" : ",\n", JSON.generate(json_text(key, key)), ":", JSON.generate(json_text(key, value)))
-        else @out.write(CSV.generate_line([key, value], col_sep: "\t"))
+          @out.write(first ? "\n" : ",\n", JSON.generate(json_text(key, key)), ":", JSON.generate(json_value(key, value)))
+        else
+          unless value.is_a?(String)
+            raise Hashfile::Error, "value for key #{key.inspect} is #{json_type(value)}; tsv holds strings only, use --format jsonl"
+          end
+
+          @out.write(CSV.generate_line([key, value], col_sep: "\t"))
         end
         first = false
       end
@@ -236,11 +250,46 @@ module Hashfile
     end
 
     # JSON holds text only: a string that is not valid UTF-8 cannot be dumped.
-    def json_text(key, string)
-      text = string.dup.force_encoding(Encoding::UTF_8)
-      return text if text.valid_encoding?
+    def json_text(key, string, path = nil)
+      if string.encoding == Encoding::UTF_8 || string.encoding == Encoding::BINARY || string.encoding == Encoding::US_ASCII
+        text = string.dup.force_encoding(Encoding::UTF_8)
+        return text if text.valid_encoding?
 
-      raise Hashfile::Error, "key #{key.inspect} has bytes that are not UTF-8, which JSON cannot hold; use --format tsv"
+        raise Hashfile::Error, "#{place(key, path)} has bytes that are not UTF-8, which JSON cannot hold; use --format tsv"
+      end
+      raise Hashfile::Error, "#{place(key, path)} is a #{string.encoding} string, which JSON cannot hold without losing its encoding"
+    end
+
+    # The value as JSON can hold it, or Hashfile::Error saying why not.
+    def json_value(key, value, path = [])
+      case value
+      when String then json_text(key, value, path)
+      when Integer, true, false, nil then value
+      when Float
+        return value if value.finite?
+
+        raise Hashfile::Error, "#{place(key, path)} is #{value}, which JSON cannot hold"
+      when Array then value.each_with_index.map { |v, i| json_value(key, v, path + [i]) }
+      when Hash
+        value.to_h do |k, v|
+          raise Hashfile::Error, "#{place(key, path)} has the #{k.class} key #{k.inspect[0, 40]}, which JSON cannot hold (object keys are strings)" unless k.is_a?(String)
+
+          [json_text(key, k, path), json_value(key, v, path + [k])]
+        end
+      else
+        raise Hashfile::Error, "#{place(key, path)} is a #{value.class}, which JSON cannot hold (it would not come back a #{value.class})"
+      end
+    end
+
+    def json_or_nil(value)
+      JSON.generate(json_value("", value))
+    rescue Hashfile::Error
+      nil
+    end
+
+    def place(key, path)
+      where = path.nil? || path.empty? ? "" : " at #{path.inspect}"
+      "value for key #{key.inspect}#{where}"
     end
 
     def clock
