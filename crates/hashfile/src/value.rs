@@ -287,10 +287,43 @@ impl<'a> Cursor<'a> {
         Ok(())
     }
 
-    /// Skips the next item, containers whole, in O(1).
+    /// Skips the next item, containers whole, in O(1). Single-byte items
+    /// and short strings, the bulk of any map, take a fast path.
     #[inline]
     pub fn skip(&mut self) -> Result<()> {
-        self.next_item().map(|_| ())
+        match self.bytes.get(self.pos) {
+            Some(&tag) if tag <= tag::POSITIVE_FIXINT_MAX || tag >= tag::NEGATIVE_FIXINT_MIN || matches!(tag, tag::NIL | tag::FALSE | tag::TRUE) => {
+                self.pos += 1;
+                Ok(())
+            }
+            Some(&tag) if (tag::FIXSTR..=0xbf).contains(&tag) => {
+                let end = self.pos + 1 + (tag - tag::FIXSTR) as usize;
+                if end > self.bytes.len() {
+                    return Err(malformed("length past the end", self.pos + 1));
+                }
+                self.pos = end;
+                Ok(())
+            }
+            Some(&tag::FLOAT) if self.pos + 9 <= self.bytes.len() => {
+                self.pos += 9;
+                Ok(())
+            }
+            _ => self.next_item().map(|_| ()),
+        }
+    }
+
+    /// If the next item is a UTF-8 string of at most 31 bytes (the common
+    /// map key), consumes it and returns its bytes; otherwise reads nothing.
+    #[inline]
+    pub fn short_str(&mut self) -> Option<&'a [u8]> {
+        let tag = *self.bytes.get(self.pos)?;
+        if !(tag::FIXSTR..=0xbf).contains(&tag) {
+            return None;
+        }
+        let start = self.pos + 1;
+        let out = self.bytes.get(start..start + (tag - tag::FIXSTR) as usize)?;
+        self.pos = start + out.len();
+        Some(out)
     }
 }
 

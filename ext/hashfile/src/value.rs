@@ -555,17 +555,26 @@ impl Decoder<'_> {
         let mut cursor = map.cursor();
         let mut found = None;
         for _ in 0..map.len {
-            let key = cursor.next_item().map_err(|e| malformed(self.ruby, e))?;
-            let hit = match (&probe, key) {
-                (Probe::Int(i), Item::Int(k)) => *i == k,
-                (Probe::Str(p, binary), Item::Str(k, enc)) if !symbolize => *p == k && ascii_compatible(k, *binary, enc),
-                (Probe::Sym(p), Item::Symbol(k, _)) => *p == k,
-                (Probe::Sym(p), Item::Str(k, _)) if symbolize => *p == k,
-                _ => false,
+            let hit = match (&probe, cursor.short_str()) {
+                // The common case, a short UTF-8 key, compared in place.
+                (Probe::Str(p, binary), Some(k)) if !symbolize => *p == k && (!*binary || k.is_ascii()),
+                (Probe::Sym(p), Some(k)) if symbolize => *p == k,
+                (_, Some(_)) => false,
+                (_, None) => {
+                    let key = cursor.next_item().map_err(|e| malformed(self.ruby, e))?;
+                    match (&probe, key) {
+                        (Probe::Int(i), Item::Int(k)) => *i == k,
+                        (Probe::Str(p, binary), Item::Str(k, enc)) if !symbolize => *p == k && ascii_compatible(k, *binary, enc),
+                        (Probe::Sym(p), Item::Symbol(k, _)) => *p == k,
+                        (Probe::Sym(p), Item::Str(k, _)) if symbolize => *p == k,
+                        _ => false,
+                    }
+                }
             };
-            let value = cursor.next_item().map_err(|e| malformed(self.ruby, e))?;
             if hit {
-                found = Some(value);
+                found = Some(cursor.next_item().map_err(|e| malformed(self.ruby, e))?);
+            } else {
+                cursor.skip().map_err(|e| malformed(self.ruby, e))?;
             }
         }
         Ok(Some(found))

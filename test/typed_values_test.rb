@@ -1,0 +1,332 @@
+# frozen_string_literal: true
+
+require_relative "test_helper"
+require "json"
+require "yaml"
+require "msgpack"
+
+# Typed and nested values: round trips, importers against Ruby's own
+# parsers, dig, decode options, serializers and the depth limit.
+class TypedValuesTest < HashfileTest
+  # Same value, same types, same encodings, floats bit for bit, Hash keys
+  # in order.
+  def assert_same_value(expected, actual, where = "value")
+    case expected
+    when Float
+      assert_kind_of Float, actual, where
+      assert_equal [expected].pack("G"), [actual].pack("G"), "#{where}: #{expected} vs #{actual}"
+    when String
+      assert_kind_of String, actual, where
+      assert_equal expected.encoding, actual.encoding, where
+      assert_equal expected.b, actual.b, where
+    when Array
+      assert_kind_of Array, actual, where
+      assert_equal expected.size, actual.size, where
+      expected.each_with_index { |e, i| assert_same_value(e, actual[i], "#{where}[#{i}]") }
+    when Hash
+      assert_kind_of Hash, actual, where
+      assert_equal expected.size, actual.size, where
+      # Pairs in order (a NaN key cannot be looked up).
+      expected.to_a.zip(actual.to_a).each do |(ek, ev), (ak, av)|
+        assert_same_value(ek, ak, "#{where} key")
+        assert_same_value(ev, av, "#{where}[#{ek.inspect}]")
+      end
+    when nil
+      assert_nil actual, where
+    else
+      assert_equal expected.class, actual.class, where
+      assert_equal expected, actual, where
+    end
+  end
+
+  ENCODINGS = [Encoding::UTF_8, Encoding::BINARY, Encoding::US_ASCII, Encoding::Shift_JIS, Encoding::UTF_16LE, Encoding::EUC_JP].freeze
+  FLOATS = [0.0, -0.0, Float::INFINITY, -Float::INFINITY, Float::NAN, Float::MIN, Float::MAX, Float::EPSILON, 5e-324, 0.1, -1.5e300].freeze
+
+  def random_string(rng)
+    bytes = Array.new(rng.rand(0..12)) { rng.rand(0..255) }.pack("C*")
+    bytes = Array.new(rng.rand(0..12)) { rng.rand(32..126) }.pack("C*") if rng.rand < 0.5
+    bytes.force_encoding(ENCODINGS.sample(random: rng))
+  end
+
+  def random_scalar(rng)
+    case rng.rand(10)
+    when 0 then [nil, true, false].sample(random: rng)
+    when 1 then rng.rand(-300..300)
+    when 2 then rng.rand(-2**64..2**64)
+    when 3 then (rng.rand < 0.5 ? -1 : 1) * rng.rand(2**64..2**200)
+    when 4 then FLOATS.sample(random: rng)
+    when 5 then [rng.rand(2**64)].pack("Q").unpack1("D")
+    when 6 then random_string(rng)
+    when 7 then :"sym_#{rng.rand(1000)}"
+    when 8 then "ключ_#{rng.rand(100)}".to_sym
+    else "plain #{rng.rand(1000)}"
+    end
+  end
+
+  def random_value(rng, depth)
+    return random_scalar(rng) if depth.zero? || rng.rand < 0.35
+
+    if rng.rand < 0.5
+      Array.new(rng.rand(0..10)) { random_value(rng, depth - 1) }
+    else
+      Array.new(rng.rand(0..10)) do
+        key = rng.rand < 0.8 ? random_string(rng) : random_scalar(rng)
+        [key, random_value(rng, depth - 1)]
+      end.to_h
+    end
+  end
+
+  def test_random_nested_values_round_trip
+    seed = Integer(ENV.fetch("HASHFILE_SEED", Random.new_seed % 1_000_000))
+    rng = Random.new(seed)
+    data = (0...scale(400)).to_h { |i| ["k#{i}", random_value(rng, rng.rand(0..5))] }
+    data["deep"] = (1..Hashfile::MAX_DEPTH).reduce(1) { |v, _| [v] }
+    data["wide"] = (0...scale(5000)).to_h { |i| ["w#{i}", i.even? ? i : i.to_s] }
+    Hashfile.build(path, data)
+    Hashfile.open(path, verify: true) do |db|
+      data.each { |k, v| assert_same_value(v, db[k], "seed #{seed} key #{k}") }
+      assert_equal data.keys, db.keys
+    end
+  end
+
+  def test_depth_limit_and_self_reference
+    ok = (1..Hashfile::MAX_DEPTH).reduce("x") { |v, _| { "a" => v } }
+    Hashfile.build(path, { "ok" => ok })
+    assert_equal ok, Hashfile.open(path) { |db| db["ok"] }
+
+    e = assert_raises(ArgumentError) { Hashfile.build(path("b.hf"), { "deep" => [ok] }) }
+    assert_match(/\Avalue for key "deep" at \[0, "a", "a", \.\.\.\] nests deeper than 100 levels/, e.message)
+    cycle = []
+    cycle << cycle
+    e = assert_raises(ArgumentError) { Hashfile.build(path("b.hf"), { "cycle" => cycle }) }
+    assert_match(/contains itself/, e.message)
+    refute File.exist?(path("b.hf"))
+  end
+
+  def test_floats_bignums_and_strings_edge_cases
+    data = {
+      "floats" => FLOATS,
+      "nan_payload" => [0x7ff8_dead_beef_0001].pack("Q").unpack1("D"),
+      "bignums" => [2**63, -(2**63) - 1, 2**64, -(2**64), 2**1000, -(3**500), 2**63 - 1, -(2**63)],
+      "invalid_utf8" => "\xff\xfe ok \xc3".dup.force_encoding(Encoding::UTF_8),
+      "nested_invalid" => ["\xe2\x82".dup.force_encoding(Encoding::UTF_8)],
+      "sjis" => "日本語".encode(Encoding::Shift_JIS),
+      "empty" => ["", [], {}, "".b]
+    }
+    Hashfile.build(path, data)
+    Hashfile.open(path) do |db|
+      data.each { |k, v| assert_same_value(v, db[k], k) }
+      refute db["invalid_utf8"].valid_encoding?
+    end
+  end
+
+  def test_unsupported_objects_name_the_key_and_the_path
+    e = assert_raises(TypeError) { Hashfile.build(path, { "t" => { "when" => [1, Time.at(0)] } }) }
+    assert_match(/\Avalue for key "t" at \["when", 1\] is a Time; Hashfile stores nil, true, false, Integer, Float, String, Symbol, Array and Hash \(pass serializer: to store other objects\)\z/, e.message)
+    e = assert_raises(TypeError) { Hashfile.build(path, { "r" => 1..2 }) }
+    assert_match(/\Avalue for key "r" is a Range/, e.message)
+    refute File.exist?(path)
+  end
+
+  def test_serializer_stores_other_objects
+    data = { "t" => { "when" => [1, Time.at(0).utc] }, "plain" => 5 }
+    Hashfile.build(path, data, serializer: Marshal)
+    assert_equal data, Hashfile.open(path, serializer: Marshal, &:to_h)
+    e = assert_raises(Hashfile::Error) { Hashfile.open(path) { |db| db["t"] } }
+    assert_match(/open the store with serializer:/, e.message)
+    assert_equal 5, Hashfile.open(path) { |db| db["plain"] }
+
+    pair = [->(o) { o.iso8601 }, ->(s) { Time.iso8601(s) }]
+    require "time"
+    Hashfile.build(path, { "t" => Time.at(0).utc }, serializer: pair)
+    assert_equal Time.at(0).utc, Hashfile.open(path, serializer: pair) { |db| db["t"] }
+
+    e = assert_raises(TypeError) { Hashfile.build(path, { "t" => Time.now }, serializer: [->(_) { 1 }, ->(s) { s }]) }
+    assert_match(/dump returned a Integer, not a String/, e.message)
+    assert_raises(ArgumentError) { Hashfile.build(path, {}, serializer: Object.new) }
+  end
+
+  CONFIG = {
+    "max_connections" => 50, "ratio" => 0.75, "enabled" => true, "disabled" => false, "nothing" => nil,
+    "regions" => %w[eu us], "limits" => { "api" => { "burst" => 100, "rate" => 2.5 }, "web" => { "burst" => 10 } },
+    "matrix" => [[1, 2], [3, 4]], "name" => "prod"
+  }.freeze
+
+  def test_dig_walks_like_hash_dig
+    Hashfile.build(path, CONFIG)
+    Hashfile.open(path) do |db|
+      hash = CONFIG
+      [
+        ["limits", "api", "burst"], ["limits", "api"], ["limits", "nope", "x"], ["regions", 1], ["regions", -1], ["regions", 9],
+        ["matrix", 1, 0], ["nothing", "x"], ["missing", "x"], ["name"], ["limits", "web", "burst"]
+      ].each do |path|
+        expected = hash.dig(*path)
+        expected.nil? ? assert_nil(db.dig(*path), path.inspect) : assert_equal(expected, db.dig(*path), path.inspect)
+      end
+      [["max_connections", 1], ["name", 0], ["regions", "x"], ["limits", "api", "burst", 1]].each do |path|
+        expected = assert_raises(TypeError) { hash.dig(*path) }
+        got = assert_raises(TypeError) { db.dig(*path) }
+        assert_equal expected.message, got.message, path.inspect
+      end
+    end
+  end
+
+  def test_dig_with_symbols_integers_and_repeated_keys
+    Hashfile.build(path, { "h" => { 1 => "int", :s => "sym", "s" => "str", 1.5 => "float", nil => "nil" } })
+    Hashfile.open(path) do |db|
+      assert_equal "int", db.dig("h", 1)
+      assert_equal "sym", db.dig("h", :s)
+      assert_equal "str", db.dig("h", "s")
+      assert_equal "float", db.dig("h", 1.5)
+      assert_equal "nil", db.dig("h", nil)
+      assert_nil db.dig("h", 2)
+    end
+    Hashfile.build(path, { "h" => { "a" => { "b" => 1 } } })
+    Hashfile.open(path, symbolize_names: true) do |db|
+      assert_equal 1, db.dig("h", :a, :b)
+      assert_nil db.dig("h", "a")
+    end
+    # JSON with a repeated key: the last wins, in [] and in dig alike.
+    File.write(path("dup.json"), '{"h": {"a": 1, "a": 2}}')
+    Hashfile.build_from(path("dup.json"), path)
+    Hashfile.open(path) do |db|
+      assert_equal JSON.parse(File.read(path("dup.json")))["h"], db["h"]
+      assert_equal 2, db.dig("h", "a")
+    end
+  end
+
+  def test_decode_options
+    Hashfile.build(path, CONFIG.merge("s" => "text"))
+    Hashfile.open(path, symbolize_names: true) do |db|
+      assert_equal({ api: { burst: 100, rate: 2.5 }, web: { burst: 10 } }, db["limits"])
+      assert_equal({ "api" => { "burst" => 100, "rate" => 2.5 }, "web" => { "burst" => 10 } }, db.get("limits", symbolize_names: false))
+    end
+    Hashfile.open(path, freeze: true) do |db|
+      value = db["limits"]
+      assert value.frozen? && value["api"].frozen?
+      assert db["regions"].all?(&:frozen?)
+      assert_same(-"eu", db["regions"][0])
+      assert_same(-"text", db["s"])
+      refute db.get("regions", freeze: false).frozen?
+    end
+    Hashfile.open(path, raw: true) do |db|
+      assert_equal Encoding::BINARY, db["limits"].encoding
+      assert_equal "text".b, db["s"]
+      assert_equal db["limits"], db.get("limits")
+      assert_equal CONFIG["limits"], db.get("limits", raw: false)
+    end
+    Hashfile.open(path) do |db|
+      refute db["s"].frozen?
+      assert_raises(ArgumentError) { db.get("s", bogus: true) }
+    end
+  end
+
+  def realistic_configs(rng)
+    flags = (0...200).to_h { |i| ["feature_#{i}", { "enabled" => rng.rand < 0.5, "rollout" => rng.rand.round(4), "owners" => %w[a b c].sample(rng.rand(0..3), random: rng) }] }
+    i18n = %w[en de fr ja].to_h do |locale|
+      [locale, { "greeting" => "hello #{locale} ✓", "errors" => { "messages" => { "blank" => "can't be blank", "too_long" => "is too long (max %{count})" } }, "count" => rng.rand(100) }]
+    end
+    table = { "prices" => Array.new(100) { [rng.rand(10_000), rng.rand * 100, "SKU-#{rng.rand(1000)}"] }, "big" => 2**80 + rng.rand(1000), "neg" => -rng.rand(2**40) }
+    settings = { "db" => { "pool" => 5, "timeout" => 2.5, "replicas" => [{ "host" => "r1", "port" => 5432 }, { "host" => "r2", "port" => 5433 }] }, "tiny" => 1e-300, "huge" => 1.7976931348623157e308 }
+    flags.merge(i18n).merge(table).merge(settings)
+  end
+
+  def test_importers_agree_with_json_parse_msgpack_and_the_ruby_build
+    source = JSON.generate(realistic_configs(Random.new(42)))
+    File.write(path("config.json"), source)
+    Hashfile.build_from(path("config.json"), path("from_json.hf"))
+    parsed = JSON.parse(source)
+    Hashfile.build(path("from_ruby.hf"), parsed)
+    # MessagePack holds integers up to 64 bits.
+    packable = parsed.reject { |k, _| k == "big" }
+    File.binwrite(path("config.msgpack"), MessagePack.pack(packable))
+    Hashfile.build_from(path("config.msgpack"), path("from_msgpack.hf"))
+    { "from_json" => parsed, "from_ruby" => parsed, "from_msgpack" => MessagePack.unpack(File.binread(path("config.msgpack"))) }.each do |name, expected|
+      Hashfile.open(path("#{name}.hf")) do |db|
+        assert_equal expected.size, db.size
+        expected.each { |k, v| assert_same_value(v, db[k], "#{name} #{k}") }
+      end
+    end
+    # One encoding, whichever way in.
+    assert_equal File.binread(path("from_json.hf")), File.binread(path("from_ruby.hf"))
+  end
+
+  YAML_SOURCE = <<~YAML
+    defaults: &defaults
+      adapter: postgres
+      pool: 5
+      timeout: 2.5
+    development:
+      <<: *defaults
+      database: dev
+      pool: 10
+    merged:
+      <<: [{a: 1, b: 1}, {b: 2, c: 2}]
+      c: 3
+    scalars: [yes, No, on, OFF, true, ~, null, "", '', 42, -17, 1_000, 017, 0x1F, 0b101, 1:30, 1:30.5, 1.5, 1.0e+3, 1e3, 1., .5, .inf, -.inf, 12345678901234567890123, 09, 1.2.3, y, n, abc, "quoted 1", !!str 42, !!float 3, !!binary aGVsbG8=, 'yes']
+    sym: :sym
+    quoted_sym: :"with space"
+    comma: 1,000
+    date_like_string: 2024-13-45
+    time_like: 12:30:45
+    block: |
+      block text
+    folded: >
+      folded
+      text
+    nested: {list: [1, [2, [3]]], map: {"k": v}}
+    anchored_list: &l [1, 2]
+    alias: *l
+    multi: "line one\\nline two"
+    unicode: "clé ✓"
+  YAML
+
+  def test_yaml_is_typed_as_psych_safe_load
+    File.write(path("config.yml"), YAML_SOURCE)
+    Hashfile.build_from(path("config.yml"), path)
+    expected = YAML.safe_load(YAML_SOURCE, permitted_classes: [Symbol], aliases: true)
+    Hashfile.open(path) do |db|
+      assert_equal expected.keys, db.keys
+      expected.each { |k, v| assert_same_value(v, db[k], k) }
+    end
+  end
+
+  def test_yaml_dates_are_refused_like_safe_load
+    File.write(path("d.yml"), "a: 1\nwhen: 2024-01-31\n")
+    assert_raises(Psych::DisallowedClass) { YAML.safe_load(File.read(path("d.yml"))) }
+    e = assert_raises(Hashfile::ParseError) { Hashfile.build_from(path("d.yml"), path) }
+    assert_match(/line 2, column 7: value for key "when": "2024-01-31" is a date, which YAML.safe_load refuses; quote it/, e.message)
+  end
+
+  def test_dump_writes_typed_values_back_faithfully
+    Hashfile.build(path, CONFIG.merge("big" => 2**100, "negzero" => -0.0))
+    _, first, = run_cli("dump", path)
+    File.write(path("dump.jsonl"), first)
+    assert_equal 0, run_cli("build", path("dump.jsonl"), "-o", path("again.hf"), "-q")[0]
+    assert_equal first, run_cli("dump", path("again.hf"))[1]
+    Hashfile.open(path("again.hf")) { |db| assert_same_value(-0.0, db["negzero"]) }
+
+    { "nan" => Float::NAN, "sym" => :s, "sjis" => "日本".encode("Shift_JIS"), "intkey" => { 1 => 2 } }.each do |key, value|
+      Hashfile.build(path("bad.hf"), { key => [value] })
+      status, _, err = run_cli("dump", path("bad.hf"))
+      assert_equal 1, status, key
+      assert_match(/\Ahashfile: value for key "#{key}" at \[0\]/, err)
+      assert_match(/JSON cannot hold/, err)
+    end
+    Hashfile.build(path("n.hf"), { "n" => 5 })
+    status, _, err = run_cli("dump", "--format", "tsv", path("n.hf"))
+    assert_equal 1, status
+    assert_match(/value for key "n" is a number; tsv holds strings only/, err)
+    assert_equal [0, "5\n", ""], run_cli("get", path("n.hf"), "n")
+    assert_equal [0, %({"n":5}\n), ""], run_cli("get", "--json", path("n.hf"), "n")
+  end
+
+  def run_cli(*argv)
+    require "hashfile/cli"
+    require "stringio"
+    out = StringIO.new
+    err = StringIO.new
+    status = Hashfile::CLI.new(stdout: out, stderr: err).run(argv)
+    [status, out.string, err.string]
+  end
+end
