@@ -120,6 +120,28 @@ class TypedValuesTest < HashfileTest
     end
   end
 
+  # Objects allocated per call of the block, over many calls.
+  def allocations(calls = 1000)
+    GC.disable
+    before = GC.stat(:total_allocated_objects)
+    calls.times { yield }
+    ((GC.stat(:total_allocated_objects) - before) / calls.to_f).round
+  ensure
+    GC.enable
+  end
+
+  def test_a_string_value_costs_one_allocation
+    skip "GC.stress counts differently" if ENV["HASHFILE_GC_STRESS"] == "1"
+    Hashfile.build(path, { "s" => "text", "typed" => ["a", 1, 2.5], "sjis" => "日本".encode("Shift_JIS") })
+    Hashfile.open(path) do |db|
+      db["s"]
+      db["typed"]
+      assert_equal 1, allocations { db["s"] }
+      assert_equal 1, allocations { db["sjis"] }
+      assert_equal 2, allocations { db["typed"] } # the Array and its String; 1 and 2.5 are immediates
+    end
+  end
+
   def test_unsupported_objects_name_the_key_and_the_path
     e = assert_raises(TypeError) { Hashfile.build(path, { "t" => { "when" => [1, Time.at(0)] } }) }
     assert_match(/\Avalue for key "t" at \["when", 1\] is a Time; Hashfile stores nil, true, false, Integer, Float, String, Symbol, Array and Hash \(pass serializer: to store other objects\)\z/, e.message)
@@ -222,11 +244,11 @@ class TypedValuesTest < HashfileTest
   end
 
   def realistic_configs(rng)
-    flags = (0...200).to_h { |i| ["feature_#{i}", { "enabled" => rng.rand < 0.5, "rollout" => rng.rand.round(4), "owners" => %w[a b c].sample(rng.rand(0..3), random: rng) }] }
+    flags = (0...scale(200)).to_h { |i| ["feature_#{i}", { "enabled" => rng.rand < 0.5, "rollout" => rng.rand.round(4), "owners" => %w[a b c].sample(rng.rand(0..3), random: rng) }] }
     i18n = %w[en de fr ja].to_h do |locale|
       [locale, { "greeting" => "hello #{locale} ✓", "errors" => { "messages" => { "blank" => "can't be blank", "too_long" => "is too long (max %{count})" } }, "count" => rng.rand(100) }]
     end
-    table = { "prices" => Array.new(100) { [rng.rand(10_000), rng.rand * 100, "SKU-#{rng.rand(1000)}"] }, "big" => 2**80 + rng.rand(1000), "neg" => -rng.rand(2**40) }
+    table = { "prices" => Array.new(scale(100)) { [rng.rand(10_000), rng.rand * 100, "SKU-#{rng.rand(1000)}"] }, "big" => 2**80 + rng.rand(1000), "neg" => -rng.rand(2**40) }
     settings = { "db" => { "pool" => 5, "timeout" => 2.5, "replicas" => [{ "host" => "r1", "port" => 5432 }, { "host" => "r2", "port" => 5433 }] }, "tiny" => 1e-300, "huge" => 1.7976931348623157e308 }
     flags.merge(i18n).merge(table).merge(settings)
   end
