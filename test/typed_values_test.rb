@@ -4,6 +4,10 @@ require_relative "test_helper"
 require "json"
 require "yaml"
 require "msgpack"
+require "time"
+require "csv"
+require "stringio"
+require "hashfile/cli"
 
 # Typed and nested values: round trips, importers against Ruby's own
 # parsers, dig, decode options, serializers and the depth limit.
@@ -79,7 +83,7 @@ class TypedValuesTest < HashfileTest
   def test_random_nested_values_round_trip
     seed = Integer(ENV.fetch("HASHFILE_SEED", Random.new_seed % 1_000_000))
     rng = Random.new(seed)
-    data = (0...scale(400)).to_h { |i| ["k#{i}", random_value(rng, rng.rand(0..5))] }
+    data = (0...scale(400)).to_h { |i| ["k#{i}", random_value(rng, rng.rand(0..scale(500) > 5 ? 5 : 3))] }
     data["deep"] = (1..Hashfile::MAX_DEPTH).reduce(1) { |v, _| [v] }
     data["wide"] = (0...scale(5000)).to_h { |i| ["w#{i}", i.even? ? i : i.to_s] }
     Hashfile.build(path, data)
@@ -142,6 +146,44 @@ class TypedValuesTest < HashfileTest
     end
   end
 
+  # Every byte of the records section damaged in turn: a lookup, dig or
+  # iteration gives an error of Hashfile's own classes or some value, and
+  # never crashes or raises anything else.
+  def test_damaged_typed_records_never_crash
+    data = { "cfg" => CONFIG, "sym" => [:a, :"ключ", "x".encode("Shift_JIS").to_sym], "big" => [2**80, -1.5, nil] }
+    Hashfile.build(path, data)
+    bytes = File.binread(path)
+    records = Hashfile.open(path) { |db| db.info[:sections][:records] }
+    start = bytes.bytesize - records
+    damaged = path("damaged.hf")
+    errors = 0
+    # Under GC.stress (every allocation a full GC), a sample of the bytes.
+    stress = ENV["HASHFILE_GC_STRESS"] == "1"
+    (stress ? [0xff] : [0xff, 0x01, 0x80]).each do |mask|
+      (start...bytes.bytesize).step(stress ? 29 : 1) do |i|
+        copy = bytes.dup
+        copy.setbyte(i, copy.getbyte(i) ^ mask)
+        File.binwrite(damaged, copy)
+        Hashfile.open(damaged) do |db|
+          data.each_key do |k|
+            db[k]
+            db.dig(k, "limits", "api")
+          rescue Hashfile::Error, TypeError # TypeError: Hash#dig's own, on a changed value
+            errors += 1
+          end
+          begin
+            db.to_h
+          rescue Hashfile::Error
+            errors += 1
+          end
+        end
+      rescue Hashfile::Error
+        errors += 1
+      end
+    end
+    assert_operator errors, :>, stress ? 3 : 100, "damage must be detected, not only survived"
+  end
+
   def test_unsupported_objects_name_the_key_and_the_path
     e = assert_raises(TypeError) { Hashfile.build(path, { "t" => { "when" => [1, Time.at(0)] } }) }
     assert_match(/\Avalue for key "t" at \["when", 1\] is a Time; Hashfile stores nil, true, false, Integer, Float, String, Symbol, Array and Hash \(pass serializer: to store other objects\)\z/, e.message)
@@ -159,7 +201,6 @@ class TypedValuesTest < HashfileTest
     assert_equal 5, Hashfile.open(path) { |db| db["plain"] }
 
     pair = [->(o) { o.iso8601 }, ->(s) { Time.iso8601(s) }]
-    require "time"
     Hashfile.build(path, { "t" => Time.at(0).utc }, serializer: pair)
     assert_equal Time.at(0).utc, Hashfile.open(path, serializer: pair) { |db| db["t"] }
 
@@ -344,8 +385,6 @@ class TypedValuesTest < HashfileTest
   end
 
   def run_cli(*argv)
-    require "hashfile/cli"
-    require "stringio"
     out = StringIO.new
     err = StringIO.new
     status = Hashfile::CLI.new(stdout: out, stderr: err).run(argv)

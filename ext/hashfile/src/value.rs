@@ -132,6 +132,9 @@ fn write_string(ruby: &Ruby, out: &mut Vec<u8>, raw: VALUE, symbol: bool) {
     let (encoding, name) = string_encoding(ruby, raw);
     let encoding = match &name {
         Some(name) => Encoding::Named(name),
+        // ASCII-only Symbols are US-ASCII in Ruby; interned as UTF-8 they
+        // are the same Symbol, and the short UTF-8 form saves a byte.
+        None if symbol && encoding == Encoding::Ascii => Encoding::Utf8,
         None => encoding,
     };
     // SAFETY: `raw` is a String; the bytes are copied before Ruby runs.
@@ -331,16 +334,26 @@ impl Decoder<'_> {
 
     fn symbol(&self, bytes: &[u8], encoding: Encoding<'_>) -> Result<VALUE, Error> {
         let (ptr, len) = ptr_len(bytes);
-        // SAFETY: rb_intern3 copies the name; rb_id2sym returns its Symbol.
-        unsafe {
-            let enc = match encoding {
-                Encoding::Utf8 => rb_sys::rb_utf8_encoding(),
-                Encoding::Binary => rb_sys::rb_ascii8bit_encoding(),
-                Encoding::Ascii => rb_sys::rb_usascii_encoding(),
-                Encoding::Named(name) => rb_sys::rb_enc_from_index(self.encoding_index(name)?),
-            };
-            Ok(rb_sys::rb_id2sym(rb_sys::rb_intern3(ptr, len, enc)))
+        // rb_intern3 raises (a longjmp) for a name that is not valid in its
+        // encoding, which only a damaged file can hold. Names that are valid
+        // UTF-8 or US-ASCII, and binary names, cannot raise and take the
+        // direct path; anything else goes through a protected `to_sym`.
+        let direct: Option<unsafe extern "C" fn() -> *mut rb_sys::OnigEncodingTypeST> = match encoding {
+            Encoding::Utf8 if std::str::from_utf8(bytes).is_ok() => Some(rb_sys::rb_utf8_encoding),
+            Encoding::Ascii if bytes.is_ascii() => Some(rb_sys::rb_usascii_encoding),
+            Encoding::Binary => Some(rb_sys::rb_ascii8bit_encoding),
+            _ => None,
+        };
+        if let Some(enc) = direct {
+            // SAFETY: rb_intern3 copies a name that is valid in its
+            // encoding (checked above); rb_id2sym returns its Symbol.
+            return Ok(unsafe { rb_sys::rb_id2sym(rb_sys::rb_intern3(ptr, len, enc())) });
         }
+        let name = self.string(bytes, encoding, false)?;
+        // SAFETY: a live String VALUE.
+        let name = unsafe { Value::from_raw(name) };
+        let symbol: Value = name.funcall("to_sym", ()).map_err(|e| Error::new(self.ruby.get_inner(&FORMAT_ERROR), format!("malformed value: a symbol name is not valid in its encoding ({e})")))?;
+        Ok(symbol.as_raw())
     }
 
     /// A top-level record's value.
