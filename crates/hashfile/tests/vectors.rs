@@ -1,6 +1,7 @@
 //! The checked-in test vector: tests/vectors/small.hf, described in
 //! docs/FORMAT.md. Rebuilding it from the same entries must give the same
 //! bytes on every platform and in every later version that writes v1.0.
+use hashfile::value::Value;
 use hashfile::{BuildOptions, Builder, Reader, ValueKind};
 
 pub fn small_vector() -> Builder {
@@ -35,4 +36,44 @@ fn reads_the_test_vector() {
     assert_eq!(store.get(b"bytes\x00\xff").unwrap().unwrap().kind, ValueKind::Binary);
     assert_eq!(store.get(b"cherry").unwrap(), None);
     assert_eq!(store.header().hash_seed, 0);
+}
+
+/// The typed-values vector: one value of every tag family.
+pub fn typed_vector() -> Builder {
+    let mut b = Builder::new(BuildOptions::default()).unwrap();
+    let values = typed_values();
+    for (k, v) in &values {
+        b.insert_value(k.as_bytes(), true, v).unwrap();
+    }
+    b
+}
+
+fn typed_values() -> Vec<(&'static str, Value)> {
+    vec![
+        ("ints", Value::Array(vec![Value::Int(0), Value::Int(127), Value::Int(200), Value::Int(-1), Value::Int(-33), Value::Int(1 << 40), Value::BigInt { negative: true, magnitude: vec![0, 0, 0, 0, 0, 0, 0, 0, 1] }])),
+        ("floats", Value::Array(vec![Value::Float(0.75), Value::Float(-0.0), Value::Float(f64::INFINITY)])),
+        ("scalars", Value::Array(vec![Value::Nil, Value::Bool(true), Value::Bool(false), Value::Symbol(b"sym".to_vec(), None), Value::Custom(b"\x04\x08".to_vec())])),
+        ("strings", Value::Array(vec![Value::str("short"), Value::str(&"long ".repeat(8)), Value::Str(b"\xff".to_vec(), Some("ASCII-8BIT".into())), Value::Str(b"ascii".to_vec(), Some("US-ASCII".into())), Value::Str(b"\x93\xfa".to_vec(), Some("Shift_JIS".into()))])),
+        ("limits", Value::Map(vec![(Value::str("api"), Value::Map(vec![(Value::str("burst"), Value::Int(100))])), (Value::Int(1), Value::Array((0..16).map(Value::Int).collect()))])),
+        ("text", Value::str("plain string record")),
+    ]
+}
+
+const TYPED_PATH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/vectors/typed.hf");
+
+#[test]
+fn rebuilds_the_typed_vector_byte_for_byte() {
+    let built = typed_vector().to_bytes().unwrap();
+    if std::env::var_os("HASHFILE_WRITE_VECTORS").is_some() {
+        std::fs::write(TYPED_PATH, &built).unwrap();
+    }
+    let checked_in = std::fs::read(TYPED_PATH).expect("tests/vectors/typed.hf (regenerate with HASHFILE_WRITE_VECTORS=1)");
+    assert_eq!(built, checked_in, "the builder's output changed: that is a format change");
+    let store = Reader::open(TYPED_PATH).unwrap();
+    store.verify().unwrap();
+    assert_eq!(store.header().required_flags, hashfile::format::REQUIRED_TYPED_VALUES);
+    for (k, v) in typed_values() {
+        assert_eq!(store.get(k.as_bytes()).unwrap().unwrap().decode().unwrap(), v, "{k}");
+    }
+    assert_eq!(store.get(b"text").unwrap().unwrap().kind, ValueKind::Utf8);
 }
