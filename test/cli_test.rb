@@ -7,12 +7,6 @@ require "open3"
 require "stringio"
 
 class CLITest < HashfileTest
-  def run_cli(*argv)
-    out = StringIO.new
-    err = StringIO.new
-    status = Hashfile::CLI.new(stdout: out, stderr: err).run(argv)
-    [status, out.string, err.string]
-  end
 
   def json_input(data)
     File.write(path("in.json"), JSON.generate(data))

@@ -42,6 +42,16 @@ class HashfileTest < Minitest::Test
     ENV["HASHFILE_GC_STRESS"] == "1" ? [n / 100, 3].max : n
   end
 
+  # Runs the CLI in-process: [exit status, stdout, stderr].
+  def run_cli(*argv)
+    require "hashfile/cli"
+    require "stringio"
+    out = StringIO.new
+    err = StringIO.new
+    status = Hashfile::CLI.new(stdout: out, stderr: err).run(argv)
+    [status, out.string, err.string]
+  end
+
   def build(data, name = "store.hf", **options)
     Hashfile.build(path(name), data, **options)
     path(name)

@@ -384,10 +384,4 @@ class TypedValuesTest < HashfileTest
     assert_equal [0, %({"n":5}\n), ""], run_cli("get", "--json", path("n.hf"), "n")
   end
 
-  def run_cli(*argv)
-    out = StringIO.new
-    err = StringIO.new
-    status = Hashfile::CLI.new(stdout: out, stderr: err).run(argv)
-    [status, out.string, err.string]
-  end
 end

@@ -829,48 +829,37 @@ mod msgpack {
                 bytes(input, len, &mut buf)?;
                 value::write_str(out, &buf, if is_bin(m) { Encoding::Binary } else { Encoding::Utf8 });
             }
-            Marker::FixArray(_) | Marker::Array16 | Marker::Array32 => {
-                let len = match m {
-                    Marker::FixArray(n) => n as u64,
-                    Marker::Array16 => be(input, 2)?,
-                    _ => be(input, 4)?,
+            Marker::FixArray(_) | Marker::Array16 | Marker::Array32 | Marker::FixMap(_) | Marker::Map16 | Marker::Map32 => {
+                let (len, pairs) = match m {
+                    Marker::FixArray(n) => (n as u64, false),
+                    Marker::Array16 => (be(input, 2)?, false),
+                    Marker::Array32 => (be(input, 4)?, false),
+                    Marker::FixMap(n) => (n as u64, true),
+                    Marker::Map16 => (be(input, 2)?, true),
+                    _ => (be(input, 4)?, true),
                 };
                 let depth = deeper()?;
                 let start = ContainerStart::begin(out);
-                for _ in 0..len {
+                for _ in 0..if pairs { len * 2 } else { len } {
                     let m = marker(input)?;
                     encode(input, m, out, depth)?;
                 }
-                start.end_array(out, len);
-            }
-            Marker::FixMap(_) | Marker::Map16 | Marker::Map32 => {
-                let len = match m {
-                    Marker::FixMap(n) => n as u64,
-                    Marker::Map16 => be(input, 2)?,
-                    _ => be(input, 4)?,
-                };
-                let depth = deeper()?;
-                let start = ContainerStart::begin(out);
-                for _ in 0..len * 2 {
-                    let m = marker(input)?;
-                    encode(input, m, out, depth)?;
+                if pairs {
+                    start.end_map(out, len);
+                } else {
+                    start.end_array(out, len);
                 }
-                start.end_map(out, len);
             }
             Marker::FixExt1 | Marker::FixExt2 | Marker::FixExt4 | Marker::FixExt8 | Marker::FixExt16 | Marker::Ext8 | Marker::Ext16 | Marker::Ext32 => {
-                let (len, _) = match m {
-                    Marker::FixExt1 => (1, 0),
-                    Marker::FixExt2 => (2, 0),
-                    Marker::FixExt4 => (4, 0),
-                    Marker::FixExt8 => (8, 0),
-                    Marker::FixExt16 => (16, 0),
-                    Marker::Ext8 => (be(input, 1)?, 0),
-                    Marker::Ext16 => (be(input, 2)?, 0),
-                    _ => (be(input, 4)?, 0),
+                // The length comes before the type for the variable-size forms.
+                match m {
+                    Marker::Ext8 => be(input, 1)?,
+                    Marker::Ext16 => be(input, 2)?,
+                    Marker::Ext32 => be(input, 4)?,
+                    _ => 0,
                 };
                 let ext_type = be(input, 1)? as u8 as i8;
-                let what = if ext_type == -1 { " (a timestamp)".to_string() } else { String::new() };
-                let _ = len;
+                let what = if ext_type == -1 { " (a timestamp)" } else { "" };
                 return Err(format!("MessagePack extension type {ext_type}{what} is not supported; convert it to a plain type first"));
             }
             Marker::Reserved => return Err("reserved MessagePack marker 0xc1".into()),

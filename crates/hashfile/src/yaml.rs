@@ -126,6 +126,7 @@ impl Importer<'_> {
     /// Encodes the node that starts with `event` into `out`.
     fn node(&mut self, event: Event, mark: &Marker, out: &mut Vec<u8>, depth_left: usize, key: &str) -> Result<()> {
         let start = out.len();
+        let is_map = matches!(event, Event::MappingStart(..));
         let anchor = match event {
             Event::Scalar(text, style, anchor, tag) => {
                 self.scalar(&text, style, tag.as_ref(), out).map_err(|m| self.error(mark, value_message(key, &text, m)))?;
@@ -140,45 +141,38 @@ impl Importer<'_> {
                 out.extend_from_slice(bytes);
                 return Ok(());
             }
-            Event::SequenceStart(anchor, tag) => {
-                if let Some(tag) = tag.filter(|t| !is_tag(t, "seq")) {
+            Event::SequenceStart(anchor, tag) | Event::MappingStart(anchor, tag) => {
+                let kind = if is_map { "map" } else { "seq" };
+                if let Some(tag) = tag.filter(|t| !is_tag(t, kind)) {
                     return Err(self.error(mark, format!("tag {}{} is not supported (YAML.safe_load refuses it)", tag.handle, tag.suffix)));
                 }
                 let depth = self.deeper(mark, depth_left, key)?;
                 let container = ContainerStart::begin(out);
+                let end = if is_map { Event::MappingEnd } else { Event::SequenceEnd };
                 let mut n = 0u64;
                 loop {
-                    let (event, mark) = self.next()?;
-                    if event == Event::SequenceEnd {
+                    let (event, item_mark) = self.next()?;
+                    if event == end {
                         break;
                     }
-                    self.node(event, &mark, out, depth, key)?;
-                    n += 1;
-                }
-                container.end_array(out, n);
-                anchor
-            }
-            Event::MappingStart(anchor, tag) => {
-                if let Some(tag) = tag.filter(|t| !is_tag(t, "map")) {
-                    return Err(self.error(mark, format!("tag {}{} is not supported (YAML.safe_load refuses it)", tag.handle, tag.suffix)));
-                }
-                let depth = self.deeper(mark, depth_left, key)?;
-                let container = ContainerStart::begin(out);
-                let mut n = 0u64;
-                loop {
-                    let (event, key_mark) = self.next()?;
-                    if event == Event::MappingEnd {
-                        break;
+                    if !is_map {
+                        self.node(event, &item_mark, out, depth, key)?;
+                        n += 1;
+                        continue;
                     }
                     let merge = is_merge_key(&event);
                     let key_start = out.len();
-                    self.node(event, &key_mark, out, depth, key)?;
+                    self.node(event, &item_mark, out, depth, key)?;
                     let value_start = out.len();
                     let (event, value_mark) = self.next()?;
                     self.node(event, &value_mark, out, depth, key)?;
                     n += if merge { merge_into(out, key_start, value_start) } else { 1 };
                 }
-                container.end_map(out, n);
+                if is_map {
+                    container.end_map(out, n);
+                } else {
+                    container.end_array(out, n);
+                }
                 anchor
             }
             _ => return Err(self.error(mark, "unexpected YAML event")),

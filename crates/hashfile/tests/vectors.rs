@@ -16,14 +16,20 @@ pub fn small_vector() -> Builder {
 
 const PATH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/vectors/small.hf");
 
+/// Compares a fresh build with the checked-in file (or writes it, with
+/// HASHFILE_WRITE_VECTORS set).
+fn check_vector(mut builder: Builder, path: &str) {
+    let built = builder.to_bytes().unwrap();
+    if std::env::var_os("HASHFILE_WRITE_VECTORS").is_some() {
+        std::fs::write(path, &built).unwrap();
+    }
+    let checked_in = std::fs::read(path).unwrap_or_else(|_| panic!("{path} (regenerate with HASHFILE_WRITE_VECTORS=1)"));
+    assert_eq!(built, checked_in, "the builder's output changed: that is a format change");
+}
+
 #[test]
 fn rebuilds_the_test_vector_byte_for_byte() {
-    let built = small_vector().to_bytes().unwrap();
-    if std::env::var_os("HASHFILE_WRITE_VECTORS").is_some() {
-        std::fs::write(PATH, &built).unwrap();
-    }
-    let checked_in = std::fs::read(PATH).expect("tests/vectors/small.hf (regenerate with HASHFILE_WRITE_VECTORS=1)");
-    assert_eq!(built, checked_in, "the builder's output changed: that is a format change");
+    check_vector(small_vector(), PATH);
 }
 
 #[test]
@@ -63,12 +69,7 @@ const TYPED_PATH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/vectors/typ
 
 #[test]
 fn rebuilds_the_typed_vector_byte_for_byte() {
-    let built = typed_vector().to_bytes().unwrap();
-    if std::env::var_os("HASHFILE_WRITE_VECTORS").is_some() {
-        std::fs::write(TYPED_PATH, &built).unwrap();
-    }
-    let checked_in = std::fs::read(TYPED_PATH).expect("tests/vectors/typed.hf (regenerate with HASHFILE_WRITE_VECTORS=1)");
-    assert_eq!(built, checked_in, "the builder's output changed: that is a format change");
+    check_vector(typed_vector(), TYPED_PATH);
     let store = Reader::open(TYPED_PATH).unwrap();
     store.verify().unwrap();
     assert_eq!(store.header().required_flags, hashfile::format::REQUIRED_TYPED_VALUES);

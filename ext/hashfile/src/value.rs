@@ -384,10 +384,10 @@ impl Decoder<'_> {
     /// Decodes the next item into a Ruby object.
     pub fn item(&self, cursor: &mut Cursor<'_>, depth_left: usize) -> Result<VALUE, Error> {
         let item = cursor.next_item().map_err(|e| malformed(self.ruby, e))?;
-        self.from_item(item, depth_left)
+        self.decode_item(item, depth_left)
     }
 
-    fn from_item(&self, item: Item<'_>, depth_left: usize) -> Result<VALUE, Error> {
+    fn decode_item(&self, item: Item<'_>, depth_left: usize) -> Result<VALUE, Error> {
         let freeze = self.flags.has(DecodeFlags::FREEZE);
         // SAFETY (all blocks below): each C function is given live VALUEs
         // and valid pointers, and returns a live VALUE.
@@ -453,7 +453,7 @@ impl Decoder<'_> {
         match cursor.next_item().map_err(|e| malformed(self.ruby, e))? {
             Item::Str(bytes, encoding) if self.flags.has(DecodeFlags::SYMBOLIZE_NAMES) => self.symbol(bytes, encoding),
             Item::Str(bytes, encoding) => self.string(bytes, encoding, true),
-            other => self.from_item(other, depth_left),
+            other => self.decode_item(other, depth_left),
         }
     }
 
@@ -495,20 +495,20 @@ impl Decoder<'_> {
                 Item::Map(c) => match self.find_in_map(c, probe)? {
                     Some(Some(found)) => found,
                     Some(None) => return Ok(self.ruby.qnil().as_value()),
-                    None => return self.fallback(self.from_item(item, depth)?, path, step),
+                    None => return self.fallback(self.decode_item(item, depth)?, path, step),
                 },
                 Item::Array(c) => match self.find_in_array(c, probe)? {
                     Some(Some(found)) => found,
                     Some(None) => return Ok(self.ruby.qnil().as_value()),
-                    None => return self.fallback(self.from_item(item, depth)?, path, step),
+                    None => return self.fallback(self.decode_item(item, depth)?, path, step),
                 },
-                other => return self.fallback(self.from_item(other, depth)?, path, step),
+                other => return self.fallback(self.decode_item(other, depth)?, path, step),
             };
             item = next;
             depth = self.deeper(depth)?;
         }
         // SAFETY: a live VALUE.
-        Ok(unsafe { Value::from_raw(self.from_item(item, depth)?) })
+        Ok(unsafe { Value::from_raw(self.decode_item(item, depth)?) })
     }
 
     /// `[value].dig(0, *path[from..])`: Ruby's own semantics for the rest.
