@@ -30,9 +30,9 @@ pub enum InputFormat {
     Csv,
     /// Tab-separated, RFC 4180 quoting.
     Tsv,
-    /// A MessagePack map of strings (str or bin).
+    /// A MessagePack map with str or bin keys; values of any type.
     MessagePack,
-    /// A YAML mapping of strings.
+    /// A YAML mapping, typed as Ruby's Psych types it (`yaml.rs`).
     Yaml,
 }
 
