@@ -27,6 +27,7 @@ module Hashfile
     dense_bucket_fraction: 0.3,
     hash_seed: 0,
     seed_block_len: 128,
+    keys_per_part: 131_072,
     on_duplicate: :error
   }.freeze
 
@@ -66,6 +67,8 @@ module Hashfile
     # @param dense_bucket_fraction [Float] share of buckets that are dense
     # @param hash_seed [Integer] first XXH3 seed tried
     # @param seed_block_len [Integer] pilots per bit-packed block: 32, 128 or 256
+    # @param keys_per_part [Integer] most keys per part, on average: larger
+    #   stores split into parts built in parallel (docs/FORMAT.md, "Parts")
     # @param on_duplicate [:error, :first, :last] a repeated key raises, or
     #   its first or last occurrence is kept (at that occurrence's position)
     # @param serializer [#dump and #load, Array(#call, #call), nil] for values
@@ -186,7 +189,7 @@ module Hashfile
 
       o = BUILD_DEFAULTS.merge(extra).merge(options)
       %i[keys_per_bucket load_factor dense_key_fraction dense_bucket_fraction].each { |k| o[k] = Float(o[k]) }
-      %i[hash_seed seed_block_len].each { |k| o[k] = Integer(o[k]) }
+      %i[hash_seed seed_block_len keys_per_part].each { |k| o[k] = Integer(o[k]) }
       o[:on_duplicate] = o[:on_duplicate].to_s
       o
     end

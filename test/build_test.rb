@@ -109,6 +109,21 @@ class BuildTest < HashfileTest
     end
   end
 
+  def test_a_large_store_is_built_in_parts
+    data = (0...1_000).to_h { |i| ["key #{i}", "value #{i}"] }
+    Hashfile.build(path, data, keys_per_part: 100)
+    Hashfile.open(path, verify: true) do |db|
+      assert_equal 10, db.info[:parameters][:parts]
+      assert_equal data, db.to_h
+      data.each { |k, v| assert_equal v, db[k] }
+      assert_nil db["key 1000"]
+    end
+    Hashfile.build(path, data)
+    assert_equal 1, Hashfile.open(path) { |db| db.info[:parameters][:parts] }
+    e = assert_raises(ArgumentError) { Hashfile.build(path, data, keys_per_part: 0) }
+    assert_match(/keys_per_part/, e.message)
+  end
+
   def test_writer_is_finished_after_build
     kept = nil
     Hashfile.build(path) { |w| kept = w }

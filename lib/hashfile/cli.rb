@@ -143,6 +143,7 @@ module Hashfile
           o.on("--keys-per-bucket F", Float, "CHD keys per bucket (default 4.0)") { |v| options[:keys_per_bucket] = v }
           o.on("--load-factor F", Float, "table fill before remapping (default 0.99)") { |v| options[:load_factor] = v }
           o.on("--hash-seed N", Integer, "first hash seed tried (default 0)") { |v| options[:hash_seed] = v }
+          o.on("--keys-per-part N", Integer, "most keys per part of the index, on average (default 131072)") { |v| options[:keys_per_part] = v }
           o.on("-q", "--quiet", "no progress bar and no summary") { quiet = true }
         end.parse!(argv)
         raise UsageError, "build needs at least one INPUT" if argv.empty?

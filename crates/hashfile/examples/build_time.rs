@@ -1,22 +1,40 @@
-//! Times the phases of a build of N random 8-byte keys:
-//! `cargo run --release --example build_time -p hashfile -- 10000000`.
+//! Times the phases of a build: `cargo run --release --example build_time
+//! -p hashfile -- 10000000` for N random keys, or `-- FILE.jsonl` to time
+//! importing a real input too. A second argument sets `keys_per_part`.
+use hashfile::import::{self, ImportOptions, InputFormat};
 use hashfile::{BuildOptions, Builder};
 use std::time::Instant;
 
 fn main() {
-    let n: usize = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(10_000_000);
-    let mut state = 0x2545_F491_4F6C_DD1Du64;
+    let arg = std::env::args().nth(1).unwrap_or_else(|| "10000000".into());
     let t = Instant::now();
-    let mut b = Builder::new(BuildOptions::default()).unwrap();
-    for i in 0..n {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        let key = format!("{:08x}{i}", state as u32);
-        b.insert(key.as_bytes(), &state.to_le_bytes());
+    let mut options = BuildOptions::default();
+    if let Some(k) = std::env::args().nth(2) {
+        options.keys_per_part = k.parse().unwrap();
     }
-    println!("insert {n}: {:.2} s", t.elapsed().as_secs_f64());
+    let mut b = Builder::new(options).unwrap();
+    if let Ok(n) = arg.parse::<usize>() {
+        let mut state = 0x2545_F491_4F6C_DD1Du64;
+        for i in 0..n {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let key = format!("{:08x}{i}", state as u32);
+            b.insert(key.as_bytes(), &state.to_le_bytes());
+        }
+    } else {
+        let file = std::fs::File::open(&arg).unwrap();
+        let options = ImportOptions::new(InputFormat::from_extension(arg.as_ref()).unwrap());
+        import::import(file, &arg, &options, &mut |entry, _| {
+            b.insert_entry(entry);
+            Ok(())
+        })
+        .unwrap();
+    }
+    println!("insert {}: {:.2} s", b.len(), t.elapsed().as_secs_f64());
     let t = Instant::now();
-    let len = b.write_to(std::io::sink()).unwrap();
-    println!("build + write {len} bytes: {:.2} s", t.elapsed().as_secs_f64());
+    let bytes = b.to_bytes().unwrap();
+    println!("build + write {} bytes: {:.2} s", bytes.len(), t.elapsed().as_secs_f64());
+    let reader = hashfile::Reader::new(bytes).unwrap();
+    println!("{} parts, {:.3} bits/key for the perfect hash", reader.header().geometry.part_count, reader.info().mphf_bits_per_key);
 }

@@ -32,6 +32,12 @@ pub struct BuildOptions {
     pub seed_block_len: u32,
     /// What a key added more than once does. Default `OnDuplicate::Error`.
     pub on_duplicate: OnDuplicate,
+    /// Most keys per part, on average. A store of more keys is split by
+    /// hash into parts built in parallel, each with a table small enough to
+    /// stay in the core's cache. Default 131,072 (2^17); at least 1. A store
+    /// of up to this many keys has one part and reads without the
+    /// partitioned-store feature.
+    pub keys_per_part: u64,
 }
 
 /// What a key added more than once does.
@@ -59,9 +65,12 @@ impl OnDuplicate {
     }
 }
 
+/// The default `keys_per_part`.
+pub const DEFAULT_KEYS_PER_PART: u64 = 1 << 17;
+
 impl Default for BuildOptions {
     fn default() -> Self {
-        BuildOptions { keys_per_bucket: 4.0, load_factor: 0.99, dense_key_fraction: 0.6, dense_bucket_fraction: 0.3, hash_seed: 0, seed_block_len: 128, on_duplicate: OnDuplicate::Error }
+        BuildOptions { keys_per_bucket: 4.0, load_factor: 0.99, dense_key_fraction: 0.6, dense_bucket_fraction: 0.3, hash_seed: 0, seed_block_len: 128, on_duplicate: OnDuplicate::Error, keys_per_part: DEFAULT_KEYS_PER_PART }
     }
 }
 
@@ -81,6 +90,9 @@ impl BuildOptions {
         range("dense_bucket_fraction", self.dense_bucket_fraction, 0.0, 1.0)?;
         if (self.dense_bucket_fraction == 0.0) != (self.dense_key_fraction == 0.0) || (self.dense_bucket_fraction == 1.0) != (self.dense_key_fraction == 1.0) {
             return Err(Error::InvalidOption { name: "dense_bucket_fraction", reason: "must be 0 or 1 exactly when dense_key_fraction is".into() });
+        }
+        if self.keys_per_part == 0 {
+            return Err(Error::InvalidOption { name: "keys_per_part", reason: "must be at least 1".into() });
         }
         if BlockLayout::from_block_len(self.seed_block_len).is_none() {
             return Err(Error::InvalidOption { name: "seed_block_len", reason: format!("{} is not 32, 128 or 256", self.seed_block_len) });
@@ -317,7 +329,7 @@ impl Builder {
             major: format::VERSION_MAJOR,
             minor: format::VERSION_MINOR,
             header_len: header_len as u32,
-            required_flags: if self.typed { format::REQUIRED_TYPED_VALUES } else { 0 },
+            required_flags: if self.typed { format::REQUIRED_TYPED_VALUES } else { 0 } | if built.geometry.part_count > 1 { format::REQUIRED_PARTS } else { 0 },
             file_len: at,
             hash_seed: built.seed,
             geometry: built.geometry,

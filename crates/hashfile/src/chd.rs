@@ -49,52 +49,74 @@ fn mix(mut x: u64) -> u64 {
 }
 
 /// The numbers a lookup needs, as stored in the header.
+///
+/// Keys split by hash into `part_count` parts of equal geometry: each part
+/// has `bucket_count / part_count` buckets and `slot_count / part_count`
+/// slots, and its buckets place keys only in its own slots. One part is
+/// plain CHD; many parts keep each part's table small enough to stay in
+/// cache while it is built, and let the parts be built in parallel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Geometry {
     /// Number of keys, `n`.
     pub entry_count: u64,
-    /// Number of buckets, `r`.
+    /// Number of buckets, `r`, over all parts.
     pub bucket_count: u64,
-    /// Buckets `0..dense_bucket_count` take hashes below `dense_hash_threshold`.
+    /// In each part, buckets `0..dense_bucket_count` take the hashes below
+    /// `dense_hash_threshold`.
     pub dense_bucket_count: u64,
     /// See `dense_bucket_count`.
     pub dense_hash_threshold: u64,
-    /// Table size before remapping, `m >= n`.
+    /// Table size before remapping, `m >= n`, over all parts.
     pub slot_count: u64,
+    /// Number of parts, at least 1.
+    pub part_count: u64,
 }
 
 impl Geometry {
-    /// Derives the geometry from the build parameters.
-    pub fn new(entries: u64, params: &crate::BuildOptions) -> Geometry {
+    /// Derives the geometry from the build parameters, for `entries` keys
+    /// split into `part_count` parts of which the largest holds
+    /// `max_part_entries`: every part gets the slots the largest needs.
+    pub fn new(entries: u64, part_count: u64, max_part_entries: u64, params: &crate::BuildOptions) -> Geometry {
         if entries == 0 {
-            return Geometry { entry_count: 0, bucket_count: 0, dense_bucket_count: 0, dense_hash_threshold: 0, slot_count: 0 };
+            return Geometry { entry_count: 0, bucket_count: 0, dense_bucket_count: 0, dense_hash_threshold: 0, slot_count: 0, part_count: 1 };
         }
-        let n = entries as f64;
-        let bucket_count = ((n / params.keys_per_bucket).ceil() as u64).max(1);
-        let dense_bucket_count = ((bucket_count as f64 * params.dense_bucket_fraction) as u64).min(bucket_count);
+        let per_part = entries as f64 / part_count as f64;
+        let buckets_per_part = ((per_part / params.keys_per_bucket).ceil() as u64).max(1);
+        let dense_bucket_count = ((buckets_per_part as f64 * params.dense_bucket_fraction) as u64).min(buckets_per_part);
         let dense_hash_threshold = if dense_bucket_count == 0 {
             0
         } else {
             (params.dense_key_fraction * 2f64.powi(64)).min(u64::MAX as f64) as u64
         };
-        let slot_count = ((n / params.load_factor).ceil() as u64).max(entries);
-        Geometry { entry_count: entries, bucket_count, dense_bucket_count, dense_hash_threshold, slot_count }
+        let slots_per_part = ((max_part_entries as f64 / params.load_factor).ceil() as u64).max(max_part_entries);
+        Geometry { entry_count: entries, bucket_count: buckets_per_part * part_count, dense_bucket_count, dense_hash_threshold, slot_count: slots_per_part * part_count, part_count }
+    }
+
+    /// Buckets in each part.
+    pub fn buckets_per_part(&self) -> u64 {
+        self.bucket_count / self.part_count.max(1)
+    }
+
+    /// Slots in each part.
+    pub fn slots_per_part(&self) -> u64 {
+        self.slot_count / self.part_count.max(1)
     }
 
     /// The multipliers that turn a hash into a bucket, precomputed at open.
     pub fn bucket_map(&self) -> BucketMap {
+        let per_part = self.buckets_per_part();
         let dense = self.dense_bucket_count;
-        let sparse = self.bucket_count - dense;
+        let sparse = per_part - dense;
         let threshold = self.dense_hash_threshold;
         let dense_multiplier = if threshold == 0 { 0 } else { ((dense as u128) << 64).div_ceil(threshold as u128).min(u64::MAX as u128) as u64 };
         let sparse_range = (u64::MAX - threshold) as u128 + 1;
         let sparse_multiplier = ((sparse as u128) << 64).div_ceil(sparse_range).min(u64::MAX as u128) as u64;
-        BucketMap { dense, sparse, threshold, dense_multiplier, sparse_multiplier }
+        BucketMap { dense, sparse, threshold, dense_multiplier, sparse_multiplier, part_count: self.part_count.max(1), buckets_per_part: per_part, slots_per_part: self.slots_per_part() }
     }
 }
 
-/// Maps a hash to its bucket. The map is monotone in the hash, so sorting
-/// hashes also groups keys by bucket.
+/// Maps a hash to its part, bucket and slots. The map is monotone in the
+/// hash, so sorting hashes also groups keys by part and by bucket.
 #[derive(Clone, Copy, Debug)]
 pub struct BucketMap {
     dense: u64,
@@ -102,21 +124,48 @@ pub struct BucketMap {
     threshold: u64,
     dense_multiplier: u64,
     sparse_multiplier: u64,
+    part_count: u64,
+    buckets_per_part: u64,
+    slots_per_part: u64,
 }
 
 impl BucketMap {
-    /// The bucket of a key hash.
+    /// The part of a key hash, and the hash's position within the part
+    /// (uniform over `u64` like the hash itself): the high and low words of
+    /// `hash * part_count`. With one part, `(0, hash)`.
     #[inline]
-    pub fn bucket(&self, hash: u64) -> u64 {
-        if hash < self.threshold {
-            mul_high(hash, self.dense_multiplier).min(self.dense - 1)
+    pub fn split(&self, hash: u64) -> (u64, u64) {
+        let wide = hash as u128 * self.part_count as u128;
+        ((wide >> 64) as u64, wide as u64)
+    }
+
+    /// The bucket, within its part, of a position from `split`.
+    #[inline]
+    pub fn bucket_in_part(&self, within: u64) -> u64 {
+        if within < self.threshold {
+            mul_high(within, self.dense_multiplier).min(self.dense - 1)
         } else {
-            self.dense + mul_high(hash - self.threshold, self.sparse_multiplier).min(self.sparse.saturating_sub(1))
+            self.dense + mul_high(within - self.threshold, self.sparse_multiplier).min(self.sparse.saturating_sub(1))
         }
+    }
+
+    /// The bucket of a key hash, and the first slot of its part.
+    #[inline]
+    pub fn locate(&self, hash: u64) -> (u64, u64) {
+        let (part, within) = self.split(hash);
+        (part * self.buckets_per_part + self.bucket_in_part(within), part * self.slots_per_part)
+    }
+
+    /// Slots in each part: the `slot_count` to give `slot`.
+    #[inline]
+    pub fn slots_per_part(&self) -> u64 {
+        self.slots_per_part
     }
 }
 
-/// The slot, in `0..slot_count`, that `pilot` sends a key hash to.
+/// The slot, in `0..slot_count`, that `pilot` sends a key hash to. With
+/// parts, `slot_count` is the slots per part and the result is relative to
+/// the first slot of the key's part.
 #[inline]
 pub fn slot(hash: u64, pilot: u64, slot_count: u64) -> u64 {
     mul_high(mix(hash ^ pilot.wrapping_mul(PILOT_MULTIPLIER)), slot_count)
@@ -164,6 +213,12 @@ where
     hashed
 }
 
+/// Number of parts for `n` keys: enough that none averages more than
+/// `keys_per_part`.
+pub fn part_count(n: u64, keys_per_part: u64) -> u64 {
+    n.div_ceil(keys_per_part.max(1)).max(1)
+}
+
 /// Builds the perfect hash of `keys`. Tries seeds `options.hash_seed`,
 /// `+1`, ... until one works: a seed fails if two distinct keys share a
 /// 64-bit hash or a bucket finds no pilot below `MAX_PILOT`.
@@ -171,21 +226,21 @@ pub(crate) fn build<'a, K>(n: usize, keys: K, options: &crate::BuildOptions) -> 
 where
     K: Fn(usize) -> &'a [u8] + Sync,
 {
-    let geometry = Geometry::new(n as u64, options);
     for attempt in 0..MAX_SEED_ATTEMPTS {
         let seed = options.hash_seed.wrapping_add(attempt as u64);
-        if let Some(built) = try_seed(&keys, n, seed, geometry)? {
+        if let Some(built) = try_seed(&keys, n, seed, options)? {
             return Ok(built);
         }
     }
     Err(Error::BuildFailed { entries: n as u64, attempts: MAX_SEED_ATTEMPTS })
 }
 
-fn try_seed<'a, K>(keys: &K, n: usize, seed: u64, geometry: Geometry) -> Result<Option<Built>>
+fn try_seed<'a, K>(keys: &K, n: usize, seed: u64, options: &crate::BuildOptions) -> Result<Option<Built>>
 where
     K: Fn(usize) -> &'a [u8] + Sync,
 {
-    let hashed = sorted_hashes(keys, n, seed);
+    use rayon::prelude::*;
+    let mut hashed = sorted_hashes(keys, n, seed);
     for pair in hashed.windows(2) {
         if pair[0].hash == pair[1].hash {
             let (a, b) = (keys(pair[0].index as usize), keys(pair[1].index as usize));
@@ -195,76 +250,143 @@ where
             return Ok(None); // a true 64-bit collision: next seed
         }
     }
+    let n64 = n as u64;
+    let parts = part_count(n64, options.keys_per_part);
+    // The part is monotone in the hash: each part is a run of `hashed`.
+    let mut part_starts = vec![0usize; parts as usize + 1];
+    for (p, start) in part_starts.iter_mut().enumerate().skip(1) {
+        *start = hashed.partition_point(|e| mul_high(e.hash, parts) < p as u64);
+    }
+    let max_part = part_starts.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0);
+    let geometry = Geometry::new(n64, parts, max_part as u64, options);
     if n == 0 {
         return Ok(Some(Built { seed, geometry, pilots: Vec::new(), remap: Vec::new(), slots: Vec::new() }));
     }
-
     let map = geometry.bucket_map();
-    let r = geometry.bucket_count as usize;
-    // starts[b]..starts[b + 1] is bucket b's range in `hashed`.
-    let mut starts = vec![0usize; r + 1];
-    for e in &hashed {
-        starts[map.bucket(e.hash) as usize + 1] += 1;
-    }
-    for b in 0..r {
-        starts[b + 1] += starts[b];
-    }
+    let per_part = geometry.buckets_per_part() as usize;
+    let spp = geometry.slots_per_part();
 
-    // Largest buckets first; ties in bucket order (counting sort, stable).
-    let max_size = (0..r).map(|b| starts[b + 1] - starts[b]).max().unwrap_or(0);
-    let mut by_size: Vec<Vec<u32>> = vec![Vec::new(); max_size + 1];
-    for b in 0..r {
-        by_size[starts[b + 1] - starts[b]].push(b as u32);
+    // Each part on its own: its pilots, then its keys' slots in place of
+    // their hashes. Parts are independent, so the result does not depend on
+    // the number of threads.
+    let mut pilots = vec![0u32; geometry.bucket_count as usize];
+    let mut chunks: Vec<&mut [Hashed]> = Vec::with_capacity(parts as usize);
+    let mut rest = hashed.as_mut_slice();
+    for w in part_starts.windows(2) {
+        let (head, tail) = rest.split_at_mut(w[1] - w[0]);
+        chunks.push(head);
+        rest = tail;
     }
-
-    let m = geometry.slot_count;
-    let mut taken = vec![0u64; (m as usize).div_ceil(64)];
-    let is_taken = |taken: &[u64], s: u64| taken[(s / 64) as usize] >> (s % 64) & 1 == 1;
-    let mut pilots = vec![0u32; r];
-    let mut bucket_slots: Vec<u64> = Vec::with_capacity(max_size);
-    for size in (1..=max_size).rev() {
-        for &b in &by_size[size] {
-            let members = &hashed[starts[b as usize]..starts[b as usize + 1]];
-            let mut pilot = 0u64;
-            'search: loop {
-                if pilot >= MAX_PILOT {
-                    return Ok(None);
-                }
-                bucket_slots.clear();
-                for e in members {
-                    let s = slot(e.hash, pilot, m);
-                    if is_taken(&taken, s) || bucket_slots.contains(&s) {
-                        pilot += 1;
-                        continue 'search;
-                    }
-                    bucket_slots.push(s);
-                }
-                break;
-            }
-            for &s in &bucket_slots {
-                taken[(s / 64) as usize] |= 1 << (s % 64);
-            }
-            pilots[b as usize] = pilot as u32;
-        }
+    let placed = chunks
+        .into_par_iter()
+        .zip(pilots.par_chunks_mut(per_part))
+        .enumerate()
+        .map(|(part, (members, pilots))| place_part(members, pilots, &map, part as u64 * spp))
+        .all(|ok| ok);
+    if !placed {
+        return Ok(None);
     }
 
     // Pair the used slots at or past n with the free slots below n, both in
     // ascending order. There are exactly as many of each.
-    let n64 = n as u64;
+    let m = geometry.slot_count;
+    let mut taken = vec![0u64; (m as usize).div_ceil(64)];
+    for e in &hashed {
+        taken[(e.hash / 64) as usize] |= 1 << (e.hash % 64);
+    }
+    let is_taken = |s: u64| taken[(s / 64) as usize] >> (s % 64) & 1 == 1;
     let mut remap = vec![0u64; (m - n64) as usize];
-    let mut free = (0..n64).filter(|&s| !is_taken(&taken, s));
+    let mut free = (0..n64).filter(|&s| !is_taken(s));
     for s in n64..m {
-        if is_taken(&taken, s) {
+        if is_taken(s) {
             remap[(s - n64) as usize] = free.next().expect("as many free slots below n as used slots past it");
         }
     }
+    drop(taken);
+    hashed.par_iter_mut().for_each(|e| {
+        if e.hash >= n64 {
+            e.hash = remap[(e.hash - n64) as usize];
+        }
+    });
+    Ok(Some(Built { seed, geometry, pilots, remap, slots: hashed }))
+}
 
-    let mut slots = hashed;
+/// Places one part's keys (sorted by hash): finds each of its buckets the
+/// smallest pilot that sends all the bucket's keys to free slots of the
+/// part, largest buckets first, and writes the pilots. Then replaces each
+/// key's hash with its slot, `first_slot` plus the slot in the part. False
+/// if a bucket finds no pilot below `MAX_PILOT`.
+fn place_part(members: &mut [Hashed], pilots: &mut [u32], map: &BucketMap, first_slot: u64) -> bool {
+    let r = pilots.len();
+    let m = map.slots_per_part();
+    let bucket_of = |hash: u64| map.bucket_in_part(map.split(hash).1) as usize;
+    // starts[b]..starts[b + 1] is bucket b's range in `members`.
+    let mut starts = vec![0u32; r + 1];
+    for e in members.iter() {
+        starts[bucket_of(e.hash) + 1] += 1;
+    }
+    for b in 0..r {
+        starts[b + 1] += starts[b];
+    }
+    let size = |b: usize| (starts[b + 1] - starts[b]) as usize;
+
+    // Largest buckets first; ties in bucket order (a stable counting sort).
+    let max_size = (0..r).map(size).max().unwrap_or(0);
+    let mut first_of_size = vec![0u32; max_size + 2];
+    for b in 0..r {
+        first_of_size[max_size - size(b) + 1] += 1;
+    }
+    for k in 0..=max_size {
+        first_of_size[k + 1] += first_of_size[k];
+    }
+    let mut order = vec![0u32; r];
+    for b in 0..r {
+        let at = &mut first_of_size[max_size - size(b)];
+        order[*at as usize] = b as u32;
+        *at += 1;
+    }
+
+    let mut taken = vec![0u64; (m as usize).div_ceil(64)];
+    let mut bucket_slots: Vec<u64> = Vec::with_capacity(max_size);
+    for &b in &order {
+        let b = b as usize;
+        let bucket = &members[starts[b] as usize..starts[b + 1] as usize];
+        if bucket.is_empty() {
+            break; // the rest are empty too
+        }
+        // Every key's slot is tested before a single branch on the
+        // result: a pilot fails most of the time, at an unpredictable key,
+        // so a branch per key costs more than the slots it skips.
+        let mut pilot = 0u64;
+        loop {
+            let mut hit = 0u64;
+            for e in bucket {
+                let s = slot(e.hash, pilot, m);
+                hit |= taken[(s / 64) as usize] >> (s % 64);
+            }
+            if hit & 1 == 0 {
+                bucket_slots.clear();
+                bucket_slots.extend(bucket.iter().map(|e| slot(e.hash, pilot, m)));
+                bucket_slots.sort_unstable();
+                if bucket_slots.windows(2).all(|w| w[0] != w[1]) {
+                    break;
+                }
+            }
+            pilot += 1;
+            if pilot >= MAX_PILOT {
+                return false;
+            }
+        }
+        for &s in &bucket_slots {
+            taken[(s / 64) as usize] |= 1 << (s % 64);
+        }
+        pilots[b] = pilot as u32;
+    }
     for (b, window) in starts.windows(2).enumerate() {
-        for entry in &mut slots[window[0]..window[1]] {
-            let s = slot(entry.hash, pilots[b] as u64, m);
-            entry.hash = if s < n64 { s } else { remap[(s - n64) as usize] };
+        let pilot = pilots[b] as u64;
+        for e in &mut members[window[0] as usize..window[1] as usize] {
+            e.hash = first_slot + slot(e.hash, pilot, m);
         }
     }
-    Ok(Some(Built { seed, geometry, pilots, remap, slots }))
+    true
 }

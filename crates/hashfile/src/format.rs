@@ -20,8 +20,12 @@ pub const SECTION_ENTRY_LEN: usize = 32;
 /// encoded as `value.rs` and docs/FORMAT.md describe). A store of strings
 /// only leaves it clear, so readers without typed values still open it.
 pub const REQUIRED_TYPED_VALUES: u64 = 1;
+/// Required-feature bit 1: keys are split into parts (`part_count` at byte
+/// 120 of the header is 2 or more). A store of one part leaves it clear and
+/// byte 120 zero, and reads as before.
+pub const REQUIRED_PARTS: u64 = 2;
 /// Required-feature bits this reader understands.
-pub const KNOWN_REQUIRED_FLAGS: u64 = REQUIRED_TYPED_VALUES;
+pub const KNOWN_REQUIRED_FLAGS: u64 = REQUIRED_TYPED_VALUES | REQUIRED_PARTS;
 
 /// The sections of a version-1 file, by id.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -166,7 +170,9 @@ impl Header {
         for v in [p.keys_per_bucket, p.load_factor, p.dense_key_fraction, p.dense_bucket_fraction] {
             out.extend_from_slice(&v.to_le_bytes());
         }
-        out.resize(FIXED_HEADER_LEN, 0);
+        let parts = if self.required_flags & REQUIRED_PARTS != 0 { g.part_count } else { 0 };
+        out.extend_from_slice(&parts.to_le_bytes());
+        debug_assert_eq!(out.len(), FIXED_HEADER_LEN);
         for (id, s) in SectionId::ALL.iter().zip(&self.sections) {
             out.extend_from_slice(&(*id as u32).to_le_bytes());
             out.extend_from_slice(&0u32.to_le_bytes());
@@ -211,10 +217,18 @@ impl Header {
         let file_len = c.u64();
         let entry_count = c.u64();
         let hash_seed = c.u64();
-        let geometry = Geometry { entry_count, bucket_count: c.u64(), dense_bucket_count: c.u64(), dense_hash_threshold: c.u64(), slot_count: c.u64() };
+        let mut geometry = Geometry { entry_count, bucket_count: c.u64(), dense_bucket_count: c.u64(), dense_hash_threshold: c.u64(), slot_count: c.u64(), part_count: 1 };
         let seed_block_len = c.u32();
         let section_count = c.u32();
         let parameters = BuildParameters { keys_per_bucket: c.f64(), load_factor: c.f64(), dense_key_fraction: c.f64(), dense_bucket_fraction: c.f64() };
+        let parts = c.u64();
+        if required_flags & REQUIRED_PARTS == 0 {
+            if parts != 0 {
+                return Err(Error::format(format!("part count {parts} is set but the partitioned-store flag is not")));
+            }
+        } else {
+            geometry.part_count = parts;
+        }
 
         if file_len != actual_len {
             return Err(Error::format(format!("file is {actual_len} bytes but its header says {file_len}: truncated or appended to")));
@@ -258,18 +272,23 @@ impl Header {
         if BlockLayout::from_block_len(self.seed_block_len).is_none() {
             return bad(format!("seed block length {} is not 32, 128 or 256", self.seed_block_len));
         }
+        let parts = g.part_count;
+        if self.required_flags & REQUIRED_PARTS != 0 && (parts < 2 || parts > g.entry_count) {
+            return bad(format!("part count {parts} is invalid for {} entries", g.entry_count));
+        }
         if g.entry_count == 0 {
             if g.bucket_count != 0 || g.slot_count != 0 {
                 return bad("an empty store must have no buckets and no slots".into());
             }
         } else {
-            if g.bucket_count == 0 || g.bucket_count > g.entry_count {
-                return bad(format!("bucket count {} is invalid for {} entries", g.bucket_count, g.entry_count));
+            if g.bucket_count == 0 || g.bucket_count > g.entry_count || g.bucket_count % parts != 0 {
+                return bad(format!("bucket count {} is invalid for {} entries in {parts} parts", g.bucket_count, g.entry_count));
             }
-            if g.slot_count < g.entry_count || g.slot_count / 2 > g.entry_count {
-                return bad(format!("slot count {} is invalid for {} entries", g.slot_count, g.entry_count));
+            if g.slot_count < g.entry_count || g.slot_count / 2 > g.entry_count || g.slot_count % parts != 0 {
+                return bad(format!("slot count {} is invalid for {} entries in {parts} parts", g.slot_count, g.entry_count));
             }
-            if g.dense_bucket_count > g.bucket_count || (g.dense_bucket_count == 0) != (g.dense_hash_threshold == 0) || (g.dense_bucket_count == g.bucket_count && g.dense_hash_threshold != u64::MAX) {
+            let per_part = g.buckets_per_part();
+            if g.dense_bucket_count > per_part || (g.dense_bucket_count == 0) != (g.dense_hash_threshold == 0) || (g.dense_bucket_count == per_part && g.dense_hash_threshold != u64::MAX) {
                 return bad(format!("dense bucket count {} and threshold {:#x} are inconsistent", g.dense_bucket_count, g.dense_hash_threshold));
             }
         }

@@ -52,7 +52,6 @@ pub struct Reader<B> {
     buckets: BucketMap,
     hash_seed: u64,
     entry_count: u64,
-    slot_count: u64,
     // Byte ranges of the sections, checked against the file at open.
     seed_index: (usize, usize),
     seeds: (usize, usize),
@@ -114,7 +113,6 @@ impl<B: AsRef<[u8]>> Reader<B> {
             buckets: header.geometry.bucket_map(),
             hash_seed: header.hash_seed,
             entry_count: header.geometry.entry_count,
-            slot_count: header.geometry.slot_count,
             layout,
             offset_bits: header.offset_bits(),
             remap_bits: header.remap_bits(),
@@ -174,8 +172,9 @@ impl<B: AsRef<[u8]>> Reader<B> {
     /// The slot of a key hash, in `0..len()`.
     #[inline]
     fn slot_of(&self, hash: u64) -> Result<u64> {
-        let pilot = self.pilot(self.buckets.bucket(hash))?;
-        let slot = chd::slot(hash, pilot, self.slot_count);
+        let (bucket, first_slot) = self.buckets.locate(hash);
+        let pilot = self.pilot(bucket)?;
+        let slot = first_slot + chd::slot(hash, pilot, self.buckets.slots_per_part());
         if slot < self.entry_count {
             return Ok(slot);
         }

@@ -4,7 +4,11 @@ use hashfile::format::{Header, SectionId};
 use hashfile::{BuildOptions, Builder, Error, Reader};
 
 fn store_bytes(n: u64) -> Vec<u8> {
-    let mut b = Builder::new(BuildOptions::default()).unwrap();
+    store_bytes_with(n, BuildOptions::default())
+}
+
+fn store_bytes_with(n: u64, options: BuildOptions) -> Vec<u8> {
+    let mut b = Builder::new(options).unwrap();
     for i in 0..n {
         b.insert(format!("k{i}").as_bytes(), format!("v{i}").as_bytes());
     }
@@ -58,6 +62,31 @@ fn damaged_headers_name_what_is_wrong() {
         let reason = format_reason(bytes);
         assert!(reason.contains(expected), "{name}: {reason:?} should contain {expected:?}");
     }
+}
+
+#[test]
+fn damaged_part_counts_are_named() {
+    use hashfile::format::REQUIRED_PARTS;
+    // 1,000 keys in 10 parts of 25 buckets each.
+    let parted = store_bytes_with(1_000, BuildOptions { keys_per_part: 100, ..Default::default() });
+    let header = Header::decode(&parted, parted.len() as u64).unwrap();
+    assert_eq!((header.geometry.part_count, header.geometry.bucket_count), (10, 250));
+    let cases: Vec<(&str, Vec<u8>, &str)> = vec![
+        ("one part with the flag", with_header(&parted, |h| h.geometry.part_count = 1), "part count 1 is invalid for 1000 entries"),
+        ("no parts with the flag", with_header(&parted, |h| h.geometry.part_count = 0), "part count 0 is invalid"),
+        ("more parts than entries", with_header(&parted, |h| h.geometry.part_count = 1_001), "part count 1001 is invalid"),
+        ("parts not dividing buckets", with_header(&parted, |h| h.geometry.part_count = 3), "bucket count 250 is invalid for 1000 entries in 3 parts"),
+        ("parts not dividing slots", with_header(&parted, |h| h.geometry.slot_count += 1), "for 1000 entries in 10 parts"),
+        ("dense buckets past a part", with_header(&parted, |h| h.geometry.dense_bucket_count = 26), "dense bucket count 26"),
+    ];
+    for (name, bytes, expected) in cases {
+        let reason = format_reason(bytes);
+        assert!(reason.contains(expected), "{name}: {reason:?} should contain {expected:?}");
+    }
+    // A part count in the header of a store without the flag.
+    let mut bytes = store_bytes(1_000);
+    bytes[120] = 4;
+    assert!(format_reason(reseal(bytes)).contains("part count 4 is set but the partitioned-store flag is not"));
 }
 
 #[test]
@@ -125,8 +154,18 @@ fn verify_names_the_damaged_section() {
 /// and `verify` is what detects such damage (docs/FORMAT.md, "Integrity").
 #[test]
 fn no_single_bit_flip_yields_a_wrong_value() {
+    no_flip_yields_a_wrong_value(BuildOptions::default());
+}
+
+/// The same over a store of four parts.
+#[test]
+fn no_single_bit_flip_in_a_partitioned_store_yields_a_wrong_value() {
+    no_flip_yields_a_wrong_value(BuildOptions { keys_per_part: 16, ..Default::default() });
+}
+
+fn no_flip_yields_a_wrong_value(options: BuildOptions) {
     let n = 60u64;
-    let good = store_bytes(n);
+    let good = store_bytes_with(n, options);
     let records_start = Header::decode(&good, good.len() as u64).unwrap().section(SectionId::Records).offset as usize;
     let expected: Vec<(Vec<u8>, Vec<u8>)> = (0..n).map(|i| (format!("k{i}").into_bytes(), format!("v{i}").into_bytes())).collect();
     let mut opened = 0;

@@ -43,6 +43,62 @@ fn round_trips_at_several_sizes() {
     }
 }
 
+fn build_with(n: u64, options: BuildOptions) -> Vec<u8> {
+    let mut b = Builder::new(options).unwrap();
+    for i in 0..n {
+        b.insert(&key(i), &value(i));
+    }
+    b.to_bytes().unwrap()
+}
+
+#[test]
+fn partitioned_stores_round_trip() {
+    use hashfile::format::REQUIRED_PARTS;
+    for (n, keys_per_part, parts) in [(2u64, 1u64, 2u64), (1_000, 64, 16), (50_000, 4_096, 13), (300_000, hashfile::DEFAULT_KEYS_PER_PART, 3)] {
+        let store = Reader::new(build_with(n, BuildOptions { keys_per_part, ..Default::default() })).unwrap();
+        let header = store.header();
+        assert_eq!(header.geometry.part_count, parts, "n={n}");
+        assert_eq!(header.required_flags, REQUIRED_PARTS, "n={n}");
+        for i in 0..n {
+            assert_eq!(store.get(&key(i)).unwrap().unwrap().value, value(i), "n={n} i={i}");
+        }
+        for i in n..n + 1_000 {
+            assert_eq!(store.get(&key(i)).unwrap(), None, "absent key {i} at n={n}");
+        }
+        store.verify().unwrap();
+        // Parts of the default size cost little: the slots every part
+        // gets for the largest one add about 0.1 bits/key of remap.
+        if keys_per_part == hashfile::DEFAULT_KEYS_PER_PART {
+            let info = store.info();
+            assert!(info.mphf_bits_per_key < 3.0, "mphf {} bits/key at n={n}", info.mphf_bits_per_key);
+        }
+    }
+}
+
+#[test]
+fn a_store_of_one_part_keeps_the_unpartitioned_layout() {
+    // Up to keys_per_part keys: one part, no flag, and the same bytes as a
+    // build that could never partition.
+    let one = build_with(1_000, BuildOptions { keys_per_part: 1_000, ..Default::default() });
+    assert_eq!(one, build_with(1_000, BuildOptions { keys_per_part: u64::MAX, ..Default::default() }));
+    let store = Reader::new(one).unwrap();
+    assert_eq!((store.header().required_flags, store.header().geometry.part_count), (0, 1));
+    assert_eq!(store.bytes()[120..128], [0; 8]);
+    let parted = Reader::new(build_with(1_001, BuildOptions { keys_per_part: 1_000, ..Default::default() })).unwrap();
+    assert_eq!(parted.header().geometry.part_count, 2);
+}
+
+#[test]
+fn output_does_not_depend_on_the_thread_count() {
+    let build_on = |threads: usize| {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+        pool.install(|| build_with(200_000, BuildOptions { keys_per_part: 8_192, ..Default::default() }))
+    };
+    let one = build_on(1);
+    assert_eq!(one, build_on(2));
+    assert_eq!(one, build_on(5));
+}
+
 #[test]
 fn empty_store_is_valid() {
     let store = build(0);
@@ -80,6 +136,7 @@ fn invalid_options_are_rejected() {
         (BuildOptions { load_factor: 1.5, ..Default::default() }, "load_factor"),
         (BuildOptions { load_factor: f64::NAN, ..Default::default() }, "load_factor"),
         (BuildOptions { seed_block_len: 64, ..Default::default() }, "seed_block_len"),
+        (BuildOptions { keys_per_part: 0, ..Default::default() }, "keys_per_part"),
         (BuildOptions { dense_bucket_fraction: 0.0, ..Default::default() }, "dense_bucket_fraction"),
     ] {
         match Builder::new(options) {

@@ -78,3 +78,27 @@ fn rebuilds_the_typed_vector_byte_for_byte() {
     }
     assert_eq!(store.get(b"text").unwrap().unwrap().kind, ValueKind::Utf8);
 }
+
+/// The partitioned-store vector: 40 keys in three parts.
+pub fn parts_vector() -> Builder {
+    let mut b = Builder::new(BuildOptions { keys_per_part: 16, ..Default::default() }).unwrap();
+    for i in 0..40 {
+        b.insert_tagged(format!("key-{i}").as_bytes(), true, format!("value-{i}").as_bytes(), ValueKind::Utf8);
+    }
+    b
+}
+
+const PARTS_PATH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/vectors/parts.hf");
+
+#[test]
+fn rebuilds_the_partitioned_vector_byte_for_byte() {
+    check_vector(parts_vector(), PARTS_PATH);
+    let store = Reader::open(PARTS_PATH).unwrap();
+    store.verify().unwrap();
+    assert_eq!(store.header().required_flags, hashfile::format::REQUIRED_PARTS);
+    assert_eq!(store.header().geometry.part_count, 3);
+    for i in 0..40 {
+        assert_eq!(store.get(format!("key-{i}").as_bytes()).unwrap().unwrap().value, format!("value-{i}").as_bytes());
+    }
+    assert_eq!(store.get(b"key-40").unwrap(), None);
+}

@@ -23,6 +23,7 @@ pub fn build_options(ruby: &Ruby, opts: RHash) -> Result<BuildOptions, Error> {
         dense_bucket_fraction: get(ruby, opts, "dense_bucket_fraction")?,
         hash_seed: get(ruby, opts, "hash_seed")?,
         seed_block_len: get(ruby, opts, "seed_block_len")?,
+        keys_per_part: get(ruby, opts, "keys_per_part")?,
         on_duplicate: OnDuplicate::from_name(&on_duplicate).ok_or_else(|| arg_error(ruby, format!("on_duplicate must be :error, :first or :last, not {on_duplicate:?}")))?,
     })
 }

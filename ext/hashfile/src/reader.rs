@@ -234,6 +234,7 @@ impl Reader {
             params.aset(sym("hash_seed"), header.hash_seed)?;
             params.aset(sym("buckets"), g.bucket_count)?;
             params.aset(sym("slots"), g.slot_count)?;
+            params.aset(sym("parts"), g.part_count)?;
             out.aset(sym("parameters"), params)?;
             Ok(out)
         })
