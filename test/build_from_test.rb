@@ -113,8 +113,10 @@ class BuildFromTest < HashfileTest
   def test_interrupting_a_build_publishes_nothing
     skip "too slow under GC.stress" if ENV["HASHFILE_GC_STRESS"] == "1"
     input = write("big.jsonl", (1..2_000_000).map { |i| %(["key#{i}", "v#{i}"]\n) }.join)
-    builder = Thread.new { Hashfile.build_from(input, path) }
-    sleep 0.3
+    started = Queue.new
+    builder = Thread.new { Hashfile.build_from(input, path, progress: ->(*) { started << true }) }
+    builder.report_on_exception = false
+    started.pop # the first report: the build is under way (it takes far longer than this)
     builder.raise(Interrupt)
     assert_raises(Interrupt) { builder.join }
     assert_equal ["big.jsonl"], Dir.children(tmpdir)
@@ -125,7 +127,7 @@ class BuildFromTest < HashfileTest
     skip "too slow under GC.stress" if ENV["HASHFILE_GC_STRESS"] == "1"
     Hashfile.build(path, { "state" => "old" })
     input = write("big.jsonl", (1..2_000_000).map { |i| %(["key#{i}", "#{"v" * 40}#{i}"]\n) }.join)
-    [0.2, 0.6, 1.0, 1.5].each do |delay|
+    [0.05, 0.15, 0.3, 0.6, 1.0].each do |delay|
       pid = fork { Hashfile.build_from(input, path); exit!(0) }
       sleep delay
       Process.kill(:KILL, pid)

@@ -24,12 +24,21 @@ fn main() {
         }
     } else {
         let file = std::fs::File::open(&arg).unwrap();
+        b.reserve(file.metadata().unwrap().len() as usize);
         let options = ImportOptions::new(InputFormat::from_extension(arg.as_ref()).unwrap());
-        import::import(file, &arg, &options, &mut |entry, _| {
-            b.insert_entry(entry);
-            Ok(())
-        })
-        .unwrap();
+        if options.format == InputFormat::JsonLines {
+            import::import_json_lines_parallel(file, &arg, &options, import::JSON_LINES_CHUNK, &mut |batch, _| {
+                b.append(batch);
+                Ok(())
+            })
+            .unwrap();
+        } else {
+            import::import(file, &arg, &options, &mut |entry, _| {
+                b.insert_entry(entry);
+                Ok(())
+            })
+            .unwrap();
+        }
     }
     println!("insert {}: {:.2} s", b.len(), t.elapsed().as_secs_f64());
     let t = Instant::now();

@@ -123,6 +123,60 @@ pub struct Builder {
     typed: bool,
 }
 
+/// Entries encoded away from a builder (on another thread, say), added to
+/// it in one go by `Builder::append`.
+#[derive(Debug, Default)]
+pub struct Batch {
+    records: Vec<u8>,
+    starts: Vec<usize>,
+    typed: bool,
+}
+
+impl Batch {
+    /// An empty batch.
+    pub fn new() -> Batch {
+        Batch::default()
+    }
+
+    /// Empties the batch, keeping its memory.
+    pub fn clear(&mut self) {
+        self.records.clear();
+        self.starts.clear();
+        self.typed = false;
+    }
+
+    /// Adds an entry, as `Builder::insert_tagged` does.
+    pub fn insert_tagged(&mut self, key: &[u8], key_utf8: bool, value: &[u8], kind: ValueKind) {
+        self.typed |= kind == ValueKind::Typed;
+        self.starts.push(self.records.len());
+        write_record(&mut self.records, key, key_utf8, value, kind);
+    }
+
+    /// Adds an imported entry.
+    pub fn insert_entry(&mut self, entry: crate::import::Entry<'_>) {
+        self.insert_tagged(entry.key, entry.key_utf8, entry.value, entry.kind)
+    }
+
+    /// Number of entries.
+    pub fn len(&self) -> usize {
+        self.starts.len()
+    }
+
+    /// True if the batch has no entries.
+    pub fn is_empty(&self) -> bool {
+        self.starts.is_empty()
+    }
+}
+
+/// Appends one record as docs/FORMAT.md lays it out.
+fn write_record(out: &mut Vec<u8>, key: &[u8], key_utf8: bool, value: &[u8], kind: ValueKind) {
+    out.push(kind as u8 | if key_utf8 { RECORD_KEY_UTF8 } else { 0 });
+    format::write_varint(out, key.len() as u64);
+    format::write_varint(out, value.len() as u64);
+    out.extend_from_slice(key);
+    out.extend_from_slice(value);
+}
+
 /// Record offsets, 4 bytes each while the records stay under 4 GiB.
 #[derive(Debug)]
 enum Offsets {
@@ -198,11 +252,24 @@ impl Builder {
     pub fn insert_tagged(&mut self, key: &[u8], key_utf8: bool, value: &[u8], kind: ValueKind) {
         self.typed |= kind == ValueKind::Typed;
         self.offsets.push(self.records.len() as u64);
-        self.records.push(kind as u8 | if key_utf8 { RECORD_KEY_UTF8 } else { 0 });
-        format::write_varint(&mut self.records, key.len() as u64);
-        format::write_varint(&mut self.records, value.len() as u64);
-        self.records.extend_from_slice(key);
-        self.records.extend_from_slice(value);
+        write_record(&mut self.records, key, key_utf8, value, kind);
+    }
+
+    /// Reserves room for about `bytes` more of records (say, the size of
+    /// the input), so that adding them does not copy the records as they
+    /// grow. Address space only: nothing is touched until it is written.
+    pub fn reserve(&mut self, bytes: usize) {
+        self.records.reserve(bytes);
+    }
+
+    /// Adds a batch's entries, after those added so far.
+    pub fn append(&mut self, batch: &Batch) {
+        let base = self.records.len() as u64;
+        self.typed |= batch.typed;
+        for &start in &batch.starts {
+            self.offsets.push(base + start as u64);
+        }
+        self.records.extend_from_slice(&batch.records);
     }
 
     /// Adds a typed value. Strings in UTF-8, US-ASCII or binary are stored

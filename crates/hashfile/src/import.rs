@@ -13,6 +13,7 @@ use std::path::Path;
 
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
+use crate::builder::Batch;
 use crate::error::{DisplayBytes, Error, Result};
 use crate::format::ValueKind;
 use crate::value;
@@ -658,22 +659,131 @@ fn import_json_lines<R: BufRead>(input: &mut R, source: &str, options: &ImportOp
             return Ok(());
         }
         number += 1;
-        while line.last().is_some_and(|b| *b == b'\n' || *b == b'\r') {
-            line.pop();
+        json_line(&line, number, source, options, &mut typed, sink)?;
+    }
+}
+
+/// One JSON Lines line (its line end included or not), numbered `number`,
+/// to `sink`; a blank line is skipped.
+fn json_line(line: &[u8], number: u64, source: &str, options: &ImportOptions, typed: &mut Vec<u8>, sink: &mut Sink<'_>) -> Result<()> {
+    let mut line = line;
+    while let [rest @ .., b'\n' | b'\r'] = line {
+        line = rest;
+    }
+    if let Some((key, value)) = simple_pair(line) {
+        return sink(text_entry(key, value), Position::Line(number, None));
+    }
+    if line.iter().all(u8::is_ascii_whitespace) {
+        return Ok(());
+    }
+    let mut de = serde_json::Deserializer::from_slice(line);
+    let visitor = LineVisitor { key_field: &options.key_field, value_field: &options.value_field, out: typed };
+    match visitor.deserialize(&mut de).and_then(|p| de.end().map(|_| p)) {
+        Ok(Pair(key, value)) => sink(value.entry(&key.0, typed), Position::Line(number, None)),
+        Err(e) => {
+            let message = e.to_string();
+            let message = message.split(" at line ").next().unwrap_or(&message).to_string();
+            Err(parse_error(source, Position::Line(number, Some(e.column() as u64)), message))
         }
-        if line.iter().all(u8::is_ascii_whitespace) {
-            continue;
+    }
+}
+
+/// The commonest line, `["key","value"]` with no whitespace, escapes or
+/// control characters, read without serde: its key and value. `None` for
+/// anything else, which serde reads (and reports the errors of). The
+/// entry is the one serde's path makes of the same line.
+fn simple_pair(line: &[u8]) -> Option<(&str, &str)> {
+    fn string(bytes: &[u8]) -> Option<(&str, &[u8])> {
+        let end = bytes.iter().position(|&b| b == b'"' || b == b'\\' || b < 0x20)?;
+        if bytes[end] != b'"' {
+            return None;
         }
-        let mut de = serde_json::Deserializer::from_slice(&line);
-        let visitor = LineVisitor { key_field: &options.key_field, value_field: &options.value_field, out: &mut typed };
-        let pair = visitor.deserialize(&mut de).and_then(|p| de.end().map(|_| p));
-        match pair {
-            Ok(Pair(key, value)) => sink(value.entry(&key.0, &typed), Position::Line(number, None))?,
-            Err(e) => {
-                let message = e.to_string();
-                let message = message.split(" at line ").next().unwrap_or(&message).to_string();
-                return Err(parse_error(source, Position::Line(number, Some(e.column() as u64)), message));
-            }
+        Some((std::str::from_utf8(&bytes[..end]).ok()?, &bytes[end + 1..]))
+    }
+    let (key, rest) = string(line.strip_prefix(b"[\"")?)?;
+    let (value, rest) = string(rest.strip_prefix(b",\"")?)?;
+    (rest == b"]").then_some((key, value))
+}
+
+/// The lines of `text`, the first numbered `first_line`, to `sink`.
+/// Returns the number of line ends in `text`.
+fn json_lines_in(text: &[u8], first_line: u64, source: &str, options: &ImportOptions, sink: &mut Sink<'_>) -> Result<u64> {
+    let mut typed = Vec::new();
+    let mut start = 0;
+    let mut number = first_line;
+    for end in memchr::memchr_iter(b'\n', text) {
+        json_line(&text[start..end], number, source, options, &mut typed, sink)?;
+        start = end + 1;
+        number += 1;
+    }
+    json_line(&text[start..], number, source, options, &mut typed, sink)?;
+    Ok(number - first_line)
+}
+
+/// Bytes of JSON Lines one worker of `import_json_lines_parallel` parses at
+/// a time (more when one line is longer).
+pub const JSON_LINES_CHUNK: usize = 4 << 20;
+
+/// Reads the next run of whole lines of about `chunk_bytes` (the rest of the
+/// input at its end) into `buf`, reusing its memory. False at the end.
+/// `carry` holds the start of a line that the previous run cut.
+fn next_chunk<R: Read>(input: &mut R, buf: &mut Vec<u8>, carry: &mut Vec<u8>, chunk_bytes: usize, read: &mut u64, source: &str) -> Result<bool> {
+    buf.clear();
+    buf.append(carry);
+    loop {
+        let start = buf.len();
+        let got = input.by_ref().take(chunk_bytes as u64).read_to_end(buf).map_err(|e| Error::io(Some(Path::new(source)), e))?;
+        *read += got as u64;
+        if got == 0 {
+            return Ok(!buf.is_empty());
+        }
+        if let Some(end) = memchr::memrchr(b'\n', &buf[start..]) {
+            carry.extend_from_slice(&buf[start + end + 1..]);
+            buf.truncate(start + end + 1);
+            return Ok(true);
+        }
+    }
+}
+
+/// Imports JSON Lines on the rayon pool. The input is read in runs of
+/// whole lines of about `chunk_bytes` (`JSON_LINES_CHUNK` is a good size);
+/// each worker parses a run into a `Batch`, and `deliver` gets the batches
+/// in input order, on the calling thread, with the input bytes read so
+/// far. Runs and batches are reused, so memory stays at a few runs. The
+/// entries, their order and any error are exactly those of `import`: the
+/// first bad line of the input is the one reported, by its line number.
+pub fn import_json_lines_parallel<R: Read>(input: R, source: &str, options: &ImportOptions, chunk_bytes: usize, deliver: &mut dyn FnMut(&Batch, u64) -> Result<()>) -> Result<()> {
+    use rayon::prelude::*;
+    let mut input = input;
+    let group = rayon::current_num_threads().max(1);
+    let mut runs: Vec<(Vec<u8>, Batch, Option<u64>)> = (0..group).map(|_| (Vec::new(), Batch::new(), None)).collect();
+    let (mut carry, mut read, mut first_line) = (Vec::new(), 0u64, 1u64);
+    loop {
+        let mut filled = 0;
+        while filled < group && next_chunk(&mut input, &mut runs[filled].0, &mut carry, chunk_bytes, &mut read, source)? {
+            filled += 1;
+        }
+        if filled == 0 {
+            return Ok(());
+        }
+        // Each worker numbers its lines from 1 and returns how many line
+        // ends it passed; a run with an error is read again below with its
+        // real line numbers, for the message.
+        runs[..filled].par_iter_mut().for_each(|(text, batch, lines)| {
+            batch.clear();
+            *lines = json_lines_in(text, 1, source, options, &mut |entry, _| {
+                batch.insert_entry(entry);
+                Ok(())
+            })
+            .ok();
+        });
+        for (text, batch, lines) in &runs[..filled] {
+            let Some(lines) = *lines else {
+                json_lines_in(text, first_line, source, options, &mut |_, _| Ok(()))?;
+                unreachable!("a run that failed to parse fails again");
+            };
+            deliver(batch, read)?;
+            first_line += lines;
         }
     }
 }

@@ -38,7 +38,7 @@ mod reader;
 pub mod value;
 mod yaml;
 
-pub use builder::{BuildOptions, Builder, OnDuplicate, DEFAULT_KEYS_PER_PART};
+pub use builder::{Batch, BuildOptions, Builder, OnDuplicate, DEFAULT_KEYS_PER_PART};
 pub use error::{DisplayBytes, Error, Result};
 pub use format::ValueKind;
 pub use reader::{Info, Iter, Reader, Record};

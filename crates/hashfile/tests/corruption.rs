@@ -66,7 +66,6 @@ fn damaged_headers_name_what_is_wrong() {
 
 #[test]
 fn damaged_part_counts_are_named() {
-    use hashfile::format::REQUIRED_PARTS;
     // 1,000 keys in 10 parts of 25 buckets each.
     let parted = store_bytes_with(1_000, BuildOptions { keys_per_part: 100, ..Default::default() });
     let header = Header::decode(&parted, parted.len() as u64).unwrap();

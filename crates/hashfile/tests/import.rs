@@ -188,6 +188,82 @@ fn output_is_identical_whatever_the_thread_count() {
     assert_eq!(one, build(4));
 }
 
+/// JSON Lines of every shape: the fast `["k","v"]` form, escapes, raw
+/// unicode, empty strings, objects, typed values, blank lines, CR LF,
+/// padding, a line longer than the chunks, and no newline at the end.
+fn mixed_json_lines() -> Vec<u8> {
+    let mut text = String::new();
+    for i in 0..300 {
+        match i % 10 {
+            0 => text.push_str(&format!("[\"k{i}\",\"v{i}\"]\n")),
+            1 => text.push_str(&format!("[\"k{i} \\\"q\\\" \\u00e9\",\"tab\\tv\"]\r\n")),
+            2 => text.push_str(&format!("[\"clé{i}\",\"välue ✓\"]\n\n")),
+            3 => text.push_str(&format!("{{\"key\": \"k{i}\", \"value\": \"\", \"other\": [1]}}\n")),
+            4 => text.push_str(&format!("  [\"k{i}\", {{\"n\": {i}, \"f\": 1.5, \"a\": [null, true]}}]  \n")),
+            5 => text.push_str(&format!("[\"k{i}\",\"{}\"]\n", "x".repeat(5_000))),
+            6 if i == 6 => text.push_str("[\"\",\"empty key\"]\n"),
+            6 => text.push_str(&format!("[\"k{i}\",\"\"]\n")),
+            _ => text.push_str(&format!("[\"k{i}\",\"{}\"]\n", i * 7)),
+        }
+    }
+    text.push_str("[\"last\",\"no newline\"]");
+    text.into_bytes()
+}
+
+fn parallel_build(text: &[u8], chunk: usize, threads: usize) -> hashfile::Result<Vec<u8>> {
+    rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap().install(|| {
+        let mut builder = Builder::new(BuildOptions::default()).unwrap();
+        let mut last_read = 0;
+        hashfile::import::import_json_lines_parallel(text, "input", &ImportOptions::new(InputFormat::JsonLines), chunk, &mut |batch, read| {
+            assert!(read >= last_read && read <= text.len() as u64);
+            last_read = read;
+            builder.append(batch);
+            Ok(())
+        })?;
+        assert_eq!(last_read, text.len() as u64);
+        builder.to_bytes()
+    })
+}
+
+#[test]
+fn parallel_json_lines_build_what_the_serial_importer_builds() {
+    let text = mixed_json_lines();
+    let mut serial = Builder::new(BuildOptions::default()).unwrap();
+    import(&text[..], "input", &ImportOptions::new(InputFormat::JsonLines), &mut |e, _| {
+        serial.insert_entry(e);
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(serial.len(), 301);
+    let serial = serial.to_bytes().unwrap();
+    for chunk in [1, 7, 64, 4_096, 1 << 20] {
+        for threads in [1, 3] {
+            assert_eq!(parallel_build(&text, chunk, threads).unwrap(), serial, "chunk {chunk}, {threads} threads");
+        }
+    }
+    assert_eq!(parallel_build(b"", 64, 2).unwrap(), Builder::new(BuildOptions::default()).unwrap().to_bytes().unwrap());
+}
+
+#[test]
+fn parallel_json_lines_report_the_first_bad_line() {
+    let good = mixed_json_lines();
+    let good = &good[..good.iter().rposition(|&b| b == b'\n').unwrap() + 1]; // drop the last line: 330 lines
+    for bad in ["[\"a\", tru]", "[\"a\tb\",\"raw tab\"]", "[\"\u{1}\",\"x\"]", "[\"k\",\"v\",\"extra\"]", "{\"value\": \"x\"}", "[\"unterminated\",\"x]"] {
+        for bad_bytes in [bad.as_bytes().to_vec(), b"[\"\xff\",\"x\"]".to_vec()] {
+            let mut text = good.to_vec();
+            text.extend_from_slice(&bad_bytes);
+            text.extend_from_slice(b"\n[\"after\",\"1\"]\n");
+            text.extend_from_slice(&bad_bytes); // a second bad line, never reported
+            let serial = read(InputFormat::JsonLines, &text).unwrap_err().to_string();
+            assert!(serial.starts_with("input: line 331,"), "{serial}");
+            for chunk in [1, 100, 1 << 20] {
+                let parallel = parallel_build(&text, chunk, 2).unwrap_err().to_string();
+                assert_eq!(parallel, serial, "chunk {chunk}");
+            }
+        }
+    }
+}
+
 mod pipeline {
     use hashfile::import::{ImportOptions, InputFormat};
     use hashfile::pipeline::{build_from, Input, Phase};
@@ -452,4 +528,43 @@ again: *l
     }
     let err = read(InputFormat::Yaml, laughs.as_bytes()).unwrap_err().to_string();
     assert!(err.contains("aliases expand to more than 256 MiB"), "{err}");
+}
+
+mod fast_path {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn text() -> impl Strategy<Value = String> {
+        prop::collection::vec(prop::sample::select(vec!['a', 'z', '0', ' ', '"', '\\', ',', ']', '[', '\t', '\n', '\u{1}', '\u{7f}', 'é', '✓', '😀']), 0..12).prop_map(|c| c.into_iter().collect())
+    }
+
+    proptest! {
+        /// `["k","v"]` lines, escaped by serde_json or pasted in raw, read
+        /// exactly as serde_json reads them: the same strings, or an error
+        /// when serde_json has one.
+        #[test]
+        fn simple_lines_read_as_serde_json_reads_them(key in text(), value in text(), raw in any::<bool>()) {
+            let line = if raw {
+                format!("[\"{key}\",\"{value}\"]")
+            } else {
+                format!("[{},{}]", serde_json::to_string(&key).unwrap(), serde_json::to_string(&value).unwrap())
+            };
+            let expected = serde_json::from_str::<(String, String)>(&line).ok();
+            if line.contains('\n') {
+                return Ok(()); // two lines: not one record
+            }
+            match read(InputFormat::JsonLines, line.as_bytes()) {
+                Ok(entries) if entries.len() == 1 && entries[0].2 == ValueKind::Utf8 => {
+                    let got = (String::from_utf8(entries[0].0.clone()).unwrap(), String::from_utf8(entries[0].1.clone()).unwrap());
+                    prop_assert_eq!(Some(got), expected);
+                }
+                Ok(_) => prop_assert!(expected.is_none(), "serde_json read strings; the importer read something else"),
+                Err(_) => prop_assert!(expected.is_none(), "serde_json read {:?}; the importer failed", expected),
+            }
+            if !raw {
+                let entries = read(InputFormat::JsonLines, line.as_bytes()).unwrap();
+                prop_assert_eq!(pairs(&entries), vec![(key.as_str(), value.as_str())]);
+            }
+        }
+    }
 }
