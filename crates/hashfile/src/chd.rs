@@ -240,23 +240,9 @@ where
     K: Fn(usize) -> &'a [u8] + Sync,
 {
     use rayon::prelude::*;
-    let mut hashed = sorted_hashes(keys, n, seed);
-    for pair in hashed.windows(2) {
-        if pair[0].hash == pair[1].hash {
-            let (a, b) = (keys(pair[0].index as usize), keys(pair[1].index as usize));
-            if a == b {
-                return Err(Error::DuplicateKey { key: a.to_vec(), positions: Vec::new() });
-            }
-            return Ok(None); // a true 64-bit collision: next seed
-        }
-    }
     let n64 = n as u64;
     let parts = part_count(n64, options.keys_per_part);
-    // The part is monotone in the hash: each part is a run of `hashed`.
-    let mut part_starts = vec![0usize; parts as usize + 1];
-    for (p, start) in part_starts.iter_mut().enumerate().skip(1) {
-        *start = hashed.partition_point(|e| mul_high(e.hash, parts) < p as u64);
-    }
+    let (mut hashed, part_starts) = hash_by_part(keys, n, seed, parts);
     let max_part = part_starts.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0);
     let geometry = Geometry::new(n64, parts, max_part as u64, options);
     if n == 0 {
@@ -277,14 +263,17 @@ where
         chunks.push(head);
         rest = tail;
     }
-    let placed = chunks
+    let outcomes: Vec<Placement> = chunks
         .into_par_iter()
         .zip(pilots.par_chunks_mut(per_part))
         .enumerate()
-        .map(|(part, (members, pilots))| place_part(members, pilots, &map, part as u64 * spp))
-        .all(|ok| ok);
-    if !placed {
-        return Ok(None);
+        .map(|(part, (members, pilots))| place_part(members, pilots, &map, part as u64 * spp, keys))
+        .collect();
+    // The first part that failed, in part order, whatever the threads did.
+    match outcomes.into_iter().find(|o| *o != Placement::Placed) {
+        None => {}
+        Some(Placement::Duplicate(index)) => return Err(Error::DuplicateKey { key: keys(index as usize).to_vec(), positions: Vec::new() }),
+        Some(_) => return Ok(None), // a 64-bit collision or no pilot: next seed
     }
 
     // Pair the used slots at or past n with the free slots below n, both in
@@ -311,22 +300,130 @@ where
     Ok(Some(Built { seed, geometry, pilots, remap, slots: hashed }))
 }
 
-/// Places one part's keys (sorted by hash): finds each of its buckets the
-/// smallest pilot that sends all the bucket's keys to free slots of the
-/// part, largest buckets first, and writes the pilots. Then replaces each
-/// key's hash with its slot, `first_slot` plus the slot in the part. False
-/// if a bucket finds no pilot below `MAX_PILOT`.
-fn place_part(members: &mut [Hashed], pilots: &mut [u32], map: &BucketMap, first_slot: u64) -> bool {
+/// `(hash, index)` of every key, grouped by part, in index order within a
+/// part, and where each part starts (`parts + 1` entries). A stable
+/// counting sort on the rayon pool: each chunk of keys counts its keys per
+/// part, then hashes them again to write each where its part and chunk say.
+/// The result does not depend on the number of threads.
+fn hash_by_part<'a, K>(keys: &K, n: usize, seed: u64, parts: u64) -> (Vec<Hashed>, Vec<usize>)
+where
+    K: Fn(usize) -> &'a [u8] + Sync,
+{
+    use rayon::prelude::*;
+    assert!(n <= MAX_BUILD_ENTRIES, "checked by Builder");
+    let part_of = |i: usize| mul_high(hash_key(keys(i), seed), parts) as usize;
+    let chunk = n.div_ceil(rayon::current_num_threads() * 4).max(1 << 14);
+    let ranges: Vec<std::ops::Range<usize>> = (0..n).step_by(chunk).map(|start| start..(start + chunk).min(n)).collect();
+    let counts: Vec<Vec<usize>> = ranges
+        .par_iter()
+        .map(|range| {
+            let mut count = vec![0usize; parts as usize];
+            for i in range.clone() {
+                count[part_of(i)] += 1;
+            }
+            count
+        })
+        .collect();
+    // Part p's keys from chunk c go at starts[p] + the counts of chunks
+    // before c: disjoint runs that together cover 0..n.
+    let mut part_starts = vec![0usize; parts as usize + 1];
+    for count in &counts {
+        for (p, c) in count.iter().enumerate() {
+            part_starts[p + 1] += c;
+        }
+    }
+    for p in 0..parts as usize {
+        part_starts[p + 1] += part_starts[p];
+    }
+    let mut next = part_starts[..parts as usize].to_vec();
+    let cursors: Vec<Vec<usize>> = counts
+        .iter()
+        .map(|count| {
+            let at = next.clone();
+            for (p, c) in count.iter().enumerate() {
+                next[p] += c;
+            }
+            at
+        })
+        .collect();
+    let mut hashed: Vec<Hashed> = Vec::with_capacity(n);
+    let out = SharedOut(hashed.as_mut_ptr());
+    ranges.par_iter().zip(cursors).for_each(|(range, mut at)| {
+        let out = &out;
+        for i in range.clone() {
+            let hash = hash_key(keys(i), seed);
+            let p = mul_high(hash, parts) as usize;
+            // SAFETY: `at[p]` walks this chunk's own run of part p, which no
+            // other chunk writes, and the runs lie inside the capacity of n
+            // (their lengths are the counts, which sum to n).
+            unsafe { out.0.add(at[p]).write(Hashed { hash, index: i as u32 }) };
+            at[p] += 1;
+        }
+    });
+    // SAFETY: the runs cover 0..n exactly, so all n entries were written.
+    unsafe { hashed.set_len(n) };
+    (hashed, part_starts)
+}
+
+/// The output of `hash_by_part`, written from many threads at disjoint
+/// places.
+struct SharedOut(*mut Hashed);
+// SAFETY: the threads write disjoint entries (see `hash_by_part`).
+unsafe impl Sync for SharedOut {}
+
+/// How placing a part went.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Placement {
+    /// Every bucket has its pilot.
+    Placed,
+    /// The key at this index occurs twice.
+    Duplicate(u32),
+    /// Two keys share a 64-bit hash, or a bucket found no pilot: try the
+    /// next hash seed.
+    Retry,
+}
+
+/// Places one part's keys: groups them by bucket, checks each bucket for
+/// keys with equal hashes, then finds each bucket the smallest pilot that
+/// sends all of its keys to free slots of the part, largest buckets first,
+/// and writes the pilots. Finally replaces each key's hash with its slot,
+/// `first_slot` plus the slot in the part.
+fn place_part<'a, K>(members: &mut [Hashed], pilots: &mut [u32], map: &BucketMap, first_slot: u64, keys: &K) -> Placement
+where
+    K: Fn(usize) -> &'a [u8] + Sync,
+{
     let r = pilots.len();
     let m = map.slots_per_part();
     let bucket_of = |hash: u64| map.bucket_in_part(map.split(hash).1) as usize;
-    // starts[b]..starts[b + 1] is bucket b's range in `members`.
+    // starts[b]..starts[b + 1] is bucket b's range in `members`, once they
+    // are grouped by bucket (a stable counting sort).
     let mut starts = vec![0u32; r + 1];
     for e in members.iter() {
         starts[bucket_of(e.hash) + 1] += 1;
     }
     for b in 0..r {
         starts[b + 1] += starts[b];
+    }
+    let mut next = starts.clone();
+    let mut grouped = vec![Hashed { hash: 0, index: 0 }; members.len()];
+    for e in members.iter() {
+        let b = bucket_of(e.hash);
+        grouped[next[b] as usize] = *e;
+        next[b] += 1;
+    }
+    members.copy_from_slice(&grouped);
+    drop(grouped);
+    // Equal hashes share a bucket.
+    for window in starts.windows(2) {
+        let bucket = &members[window[0] as usize..window[1] as usize];
+        for (i, a) in bucket.iter().enumerate() {
+            for b in &bucket[i + 1..] {
+                if a.hash == b.hash {
+                    let (ia, ib) = (a.index, b.index);
+                    return if keys(ia as usize) == keys(ib as usize) { Placement::Duplicate(ia.min(ib)) } else { Placement::Retry };
+                }
+            }
+        }
     }
     let size = |b: usize| (starts[b + 1] - starts[b]) as usize;
 
@@ -374,7 +471,7 @@ fn place_part(members: &mut [Hashed], pilots: &mut [u32], map: &BucketMap, first
             }
             pilot += 1;
             if pilot >= MAX_PILOT {
-                return false;
+                return Placement::Retry;
             }
         }
         for &s in &bucket_slots {
@@ -388,5 +485,5 @@ fn place_part(members: &mut [Hashed], pilots: &mut [u32], map: &BucketMap, first
             e.hash = first_slot + slot(e.hash, pilot, m);
         }
     }
-    true
+    Placement::Placed
 }
