@@ -103,8 +103,10 @@ impl BuildOptions {
 
 /// Collects entries and writes a store.
 ///
-/// Entries are kept already encoded as the records of the file, so memory
-/// is about the size of the output plus 8 bytes per entry.
+/// Entries are kept already encoded as the records of the file: in memory
+/// (`Builder::new`), so memory is about the size of the output plus 8 bytes
+/// per entry, or straight in the file being built (`Builder::streaming`),
+/// so memory is about 8 bytes per entry plus the index.
 ///
 /// ```
 /// let mut builder = hashfile::Builder::new(Default::default())?;
@@ -117,10 +119,63 @@ impl BuildOptions {
 #[derive(Debug)]
 pub struct Builder {
     options: BuildOptions,
-    records: Vec<u8>,
+    records: Records,
     offsets: Offsets,
     /// Whether any record holds a typed value: sets the required flag.
     typed: bool,
+}
+
+/// Where a builder keeps its records.
+#[derive(Debug)]
+enum Records {
+    /// In memory.
+    Memory(Vec<u8>),
+    /// In the temporary file the store is built in, after room for the
+    /// header: the records section comes first in the file.
+    File(Box<Spill>),
+}
+
+/// Records being written to the temporary file of a streaming build.
+#[derive(Debug)]
+struct Spill {
+    temp: TempFile,
+    destination: PathBuf,
+    /// Records not yet written.
+    buffer: Vec<u8>,
+    /// Records bytes, written and buffered.
+    len: u64,
+    /// The first write error, reported when the store is written.
+    error: Option<std::io::Error>,
+    /// The records, mapped once every entry is in (`Builder::seal`).
+    map: Option<memmap2::Mmap>,
+}
+
+/// Bytes of records a streaming build buffers between writes.
+const SPILL_BUFFER: usize = 1 << 20;
+
+impl Spill {
+    fn flush(&mut self) {
+        if self.error.is_none() && !self.buffer.is_empty() {
+            if let Err(e) = self.temp.file.write_all(&self.buffer) {
+                self.error = Some(e);
+            }
+        }
+        self.buffer.clear();
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        self.len += bytes.len() as u64;
+        if self.buffer.len() + bytes.len() <= SPILL_BUFFER {
+            self.buffer.extend_from_slice(bytes);
+            return;
+        }
+        self.flush();
+        if self.error.is_none() {
+            if let Err(e) = self.temp.file.write_all(bytes) {
+                self.error = Some(e);
+            }
+        }
+    }
 }
 
 /// Entries encoded away from a builder (on another thread, say), added to
@@ -215,7 +270,16 @@ impl Offsets {
     }
 }
 
-/// A built index, ready to be written before the records.
+/// Index of the records section in `SectionId::ALL` (and in a header's
+/// section table).
+const RECORDS: usize = 4;
+/// The order sections are laid out in the file, as indices into
+/// `SectionId::ALL`: the records first, right after the header, so that a
+/// streaming build writes them as they come; then seed_index, seeds, remap
+/// and slots, whose sizes are known only once every key is in.
+const FILE_ORDER: [usize; 5] = [RECORDS, 0, 1, 2, 3];
+
+/// A built index, ready to be written after the records.
 struct Prepared {
     header: Header,
     index: Vec<Vec<u8>>, // seed index, seeds, remap, slots
@@ -225,7 +289,60 @@ impl Builder {
     /// A builder with these options, checked.
     pub fn new(options: BuildOptions) -> Result<Builder> {
         options.validate()?;
-        Ok(Builder { options, records: Vec::new(), offsets: Offsets::Narrow(Vec::new()), typed: false })
+        Ok(Builder { options, records: Records::Memory(Vec::new()), offsets: Offsets::Narrow(Vec::new()), typed: false })
+    }
+
+    /// A builder that writes records straight into a temporary file beside
+    /// `destination` as they are added, and the index after them when
+    /// `write_file(destination)` publishes it; the records are not held in
+    /// memory. If the builder is dropped unpublished, the temporary file is
+    /// removed.
+    pub fn streaming(options: BuildOptions, destination: &Path) -> Result<Builder> {
+        options.validate()?;
+        let with_path = |e: std::io::Error| Error::io(Some(destination), e);
+        let mut temp = TempFile::create_beside(destination).map_err(with_path)?;
+        // Room for the header, written last.
+        temp.file.write_all(&vec![0u8; Header::encoded_len()]).map_err(with_path)?;
+        let spill = Spill { temp, destination: destination.to_path_buf(), buffer: Vec::with_capacity(SPILL_BUFFER), len: 0, error: None, map: None };
+        Ok(Builder { options, records: Records::File(Box::new(spill)), offsets: Offsets::Narrow(Vec::new()), typed: false })
+    }
+
+    fn records_len(&self) -> u64 {
+        match &self.records {
+            Records::Memory(v) => v.len() as u64,
+            Records::File(spill) => spill.len,
+        }
+    }
+
+    /// The records; for a streaming build, once `seal` has mapped them.
+    fn records(&self) -> &[u8] {
+        match &self.records {
+            Records::Memory(v) => v,
+            Records::File(spill) => {
+                let start = Header::encoded_len();
+                &spill.map.as_ref().expect("sealed before use")[start..start + spill.len as usize]
+            }
+        }
+    }
+
+    /// Ends adding to a streaming build: writes what is buffered and maps
+    /// the records for the build to read.
+    fn seal(&mut self) -> Result<()> {
+        let Records::File(spill) = &mut self.records else { return Ok(()) };
+        if spill.map.is_some() {
+            return Ok(());
+        }
+        spill.flush();
+        if let Some(e) = spill.error.take() {
+            return Err(Error::io(Some(&spill.destination), e));
+        }
+        // SAFETY: the file is our own temporary file, created with
+        // create_new under a name no other writer uses; nothing writes to
+        // the mapped range (the records) after this point, and the index and
+        // header are written outside it with positioned writes.
+        let map = unsafe { memmap2::Mmap::map(&spill.temp.file) }.map_err(|e| Error::io(Some(&spill.destination), e))?;
+        spill.map = Some(map);
+        Ok(())
     }
 
     /// Number of entries added so far.
@@ -251,25 +368,40 @@ impl Builder {
     /// (`crate::value`); `insert_value` encodes one for you.
     pub fn insert_tagged(&mut self, key: &[u8], key_utf8: bool, value: &[u8], kind: ValueKind) {
         self.typed |= kind == ValueKind::Typed;
-        self.offsets.push(self.records.len() as u64);
-        write_record(&mut self.records, key, key_utf8, value, kind);
+        self.offsets.push(self.records_len());
+        match &mut self.records {
+            Records::Memory(v) => write_record(v, key, key_utf8, value, kind),
+            Records::File(spill) => {
+                let before = spill.buffer.len();
+                write_record(&mut spill.buffer, key, key_utf8, value, kind);
+                spill.len += (spill.buffer.len() - before) as u64;
+                if spill.buffer.len() >= SPILL_BUFFER {
+                    spill.flush();
+                }
+            }
+        }
     }
 
     /// Reserves room for about `bytes` more of records (say, the size of
     /// the input), so that adding them does not copy the records as they
     /// grow. Address space only: nothing is touched until it is written.
     pub fn reserve(&mut self, bytes: usize) {
-        self.records.reserve(bytes);
+        if let Records::Memory(v) = &mut self.records {
+            v.reserve(bytes);
+        }
     }
 
     /// Adds a batch's entries, after those added so far.
     pub fn append(&mut self, batch: &Batch) {
-        let base = self.records.len() as u64;
+        let base = self.records_len();
         self.typed |= batch.typed;
         for &start in &batch.starts {
             self.offsets.push(base + start as u64);
         }
-        self.records.extend_from_slice(&batch.records);
+        match &mut self.records {
+            Records::Memory(v) => v.extend_from_slice(&batch.records),
+            Records::File(spill) => spill.write(&batch.records),
+        }
     }
 
     /// Adds a typed value. Strings in UTF-8, US-ASCII or binary are stored
@@ -331,27 +463,31 @@ impl Builder {
         if !any {
             return;
         }
-        let mut records = Vec::with_capacity(self.records.len());
+        // The survivors go to memory, even from a streaming build: dropping
+        // keys is the rare case.
+        let old = self.records();
+        let mut records = Vec::with_capacity(old.len());
         let mut offsets = Offsets::Narrow(Vec::new());
         let count = self.offsets.len();
         for (i, &dropped) in dropped.iter().enumerate() {
             if !dropped {
                 let start = self.offsets.get(i) as usize;
-                let end = if i + 1 < count { self.offsets.get(i + 1) as usize } else { self.records.len() };
+                let end = if i + 1 < count { self.offsets.get(i + 1) as usize } else { old.len() };
                 offsets.push(records.len() as u64);
-                records.extend_from_slice(&self.records[start..end]);
+                records.extend_from_slice(&old[start..end]);
             }
         }
-        self.records = records;
+        self.records = Records::Memory(records);
         self.offsets = offsets;
     }
 
     fn key(&self, index: usize) -> &[u8] {
+        let records = self.records();
         let start = self.offsets.get(index) as usize;
         let mut pos = start + 1;
-        let key_len = format::read_varint(&self.records, &mut pos).unwrap() as usize;
-        format::read_varint(&self.records, &mut pos).unwrap();
-        &self.records[pos..pos + key_len]
+        let key_len = format::read_varint(records, &mut pos).unwrap() as usize;
+        format::read_varint(records, &mut pos).unwrap();
+        &records[pos..pos + key_len]
     }
 
     fn prepare(&self) -> Result<Prepared> {
@@ -373,7 +509,7 @@ impl Builder {
             seed_index.extend_from_slice(&units.to_le_bytes());
         }
 
-        let records_len = self.records.len() as u64;
+        let records_len = self.records_len();
         let offset_bits = bits::bits_for(records_len.saturating_sub(1));
         if offset_bits > bits::MAX_PACKED_BITS {
             return Err(Error::format("records exceed the format's 2^56-byte limit"));
@@ -383,10 +519,12 @@ impl Builder {
         drop(built.slots);
 
         let index = vec![seed_index, seeds, remap, slots];
+        // File order: header, records, then the index (FILE_ORDER).
         let header_len = Header::encoded_len();
         let mut sections = [Section { offset: 0, length: 0, checksum: 0 }; 5];
         let mut at = header_len as u64;
-        for (i, bytes) in index.iter().map(|b| b.as_slice()).chain([self.records.as_slice()]).enumerate() {
+        for i in FILE_ORDER {
+            let bytes = if i == RECORDS { self.records() } else { &index[i] };
             at = at.next_multiple_of(8);
             sections[i] = Section { offset: at, length: bytes.len() as u64, checksum: xxhash_rust::xxh3::xxh3_64(bytes) };
             at += bytes.len() as u64;
@@ -407,27 +545,54 @@ impl Builder {
         Ok(Prepared { header, index })
     }
 
-    /// Builds the store and writes it to `out`. Same entries and options,
-    /// same bytes.
-    pub fn write_to<W: Write>(&mut self, out: W) -> Result<u64> {
+    /// Checks the entry count, seals a streaming build and drops
+    /// duplicates, then builds the index.
+    fn finish(&mut self) -> Result<Prepared> {
         let n = self.offsets.len();
         if n > chd::MAX_BUILD_ENTRIES {
             return Err(Error::InvalidOption { name: "entries", reason: format!("{n} entries; one build takes at most {}", chd::MAX_BUILD_ENTRIES) });
         }
+        self.seal()?;
         self.drop_duplicates();
-        let prepared = self.prepare()?;
+        self.prepare()
+    }
+
+    /// Builds the store and writes it to `out`. Same entries and options,
+    /// same bytes.
+    pub fn write_to<W: Write>(&mut self, out: W) -> Result<u64> {
+        let prepared = self.finish()?;
         let mut out = BufWriter::with_capacity(1 << 20, out);
         let io = |e| Error::io(None, e);
         let header = prepared.header.encode();
         out.write_all(&header).map_err(io)?;
         let mut at = header.len() as u64;
-        for (section, bytes) in prepared.header.sections.iter().zip(prepared.index.iter().map(|b| b.as_slice()).chain([self.records.as_slice()])) {
+        for i in FILE_ORDER {
+            let section = prepared.header.sections[i];
+            let bytes = if i == RECORDS { self.records() } else { &prepared.index[i] };
             out.write_all(&[0u8; 8][..(section.offset - at) as usize]).map_err(io)?;
             out.write_all(bytes).map_err(io)?;
             at = section.offset + section.length;
         }
         out.flush().map_err(io)?;
         Ok(at)
+    }
+
+    /// A streaming build's finish: the records are already in the
+    /// temporary file after the header's room; the index goes after them
+    /// and the header at the start. Returns the file's length.
+    fn write_in_place(&mut self, prepared: &Prepared) -> Result<u64> {
+        use std::os::unix::fs::FileExt;
+        let Records::File(spill) = &self.records else { unreachable!("only for streaming builds") };
+        let file = &spill.temp.file;
+        let io = |e| Error::io(Some(&spill.destination), e);
+        for i in FILE_ORDER {
+            if i != RECORDS {
+                file.write_all_at(&prepared.index[i], prepared.header.sections[i].offset).map_err(io)?;
+            }
+        }
+        file.set_len(prepared.header.file_len).map_err(io)?;
+        file.write_all_at(&prepared.header.encode(), 0).map_err(io)?;
+        Ok(prepared.header.file_len)
     }
 
     /// Builds the store in memory.
@@ -450,21 +615,40 @@ impl Builder {
     /// removes the temporary file and leaves `path` untouched.
     pub fn write_file_checked(&mut self, path: &Path, before_publish: &mut dyn FnMut() -> Result<()>) -> Result<u64> {
         let with_path = |e: std::io::Error| Error::io(Some(path), e);
+        if matches!(&self.records, Records::File(spill) if spill.destination == path) {
+            let prepared = self.finish().map_err(|e| e.with_path(path))?;
+            // Dropping duplicates may have moved the records to memory.
+            if let Records::File(_) = &self.records {
+                let len = self.write_in_place(&prepared)?;
+                let Records::File(spill) = std::mem::replace(&mut self.records, Records::Memory(Vec::new())) else { unreachable!() };
+                let Spill { mut temp, map, .. } = *spill;
+                drop(map);
+                return publish(&mut temp, path, len, before_publish);
+            }
+        }
         let mut temp = TempFile::create_beside(path).map_err(with_path)?;
         let len = self.write_to(&mut temp.file).map_err(|e| e.with_path(path))?;
-        temp.file.sync_all().map_err(with_path)?;
-        before_publish()?;
-        fs::rename(&temp.path, path).map_err(with_path)?;
-        temp.published = true;
-        // Make the rename itself durable.
-        if let Ok(dir) = fs::File::open(temp.path.parent().unwrap_or(Path::new("."))) {
-            let _ = dir.sync_all();
-        }
-        Ok(len)
+        publish(&mut temp, path, len, before_publish)
     }
 }
 
+/// Syncs a written temporary file, asks `before_publish`, and renames it
+/// over `path`.
+fn publish(temp: &mut TempFile, path: &Path, len: u64, before_publish: &mut dyn FnMut() -> Result<()>) -> Result<u64> {
+    let with_path = |e: std::io::Error| Error::io(Some(path), e);
+    temp.file.sync_all().map_err(with_path)?;
+    before_publish()?;
+    fs::rename(&temp.path, path).map_err(with_path)?;
+    temp.published = true;
+    // Make the rename itself durable.
+    if let Ok(dir) = fs::File::open(temp.path.parent().unwrap_or(Path::new("."))) {
+        let _ = dir.sync_all();
+    }
+    Ok(len)
+}
+
 /// A temporary file beside a destination, removed on drop unless published.
+#[derive(Debug)]
 struct TempFile {
     file: fs::File,
     path: PathBuf,
@@ -479,7 +663,7 @@ impl TempFile {
             _ => Path::new("."),
         };
         let mut options = fs::OpenOptions::new();
-        options.write(true).create_new(true);
+        options.read(true).write(true).create_new(true);
         // A store is meant to be shared: world-readable (subject to umask).
         #[cfg(unix)]
         std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o644);

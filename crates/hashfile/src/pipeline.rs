@@ -121,16 +121,12 @@ impl<R: Read> Read for Counting<R> {
 /// published. A duplicate key error names where the key occurs, by reading
 /// the file inputs again.
 pub fn build_from(inputs: &[Input], output: &Path, options: BuildOptions, progress: &mut dyn FnMut(&Progress) -> Result<()>) -> Result<Summary> {
-    let mut builder = Builder::new(options)?;
+    // Records go straight into the temporary file beside `output`.
+    let mut builder = Builder::streaming(options, output)?;
     let bytes_total = inputs.iter().try_fold(0u64, |sum, input| match &input.source {
         Source::Path(p) => std::fs::metadata(p).ok().map(|m| sum + m.len()),
         Source::Stdin => None,
     });
-    // Records take about as many bytes as the input: reserving that up front
-    // saves copying them as they grow (and the old and new copies at once).
-    if let Some(total) = bytes_total {
-        builder.reserve(usize::try_from(total).unwrap_or(0));
-    }
     let read = Rc::new(Cell::new(0u64));
     let mut report = Progress { phase: Phase::Reading, entries: 0, bytes_read: 0, bytes_total };
     progress(&report)?;

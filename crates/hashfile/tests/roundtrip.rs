@@ -100,6 +100,54 @@ fn output_does_not_depend_on_the_thread_count() {
 }
 
 #[test]
+fn a_streaming_build_writes_what_an_in_memory_build_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.hf");
+    for (n, options) in [(0u64, BuildOptions::default()), (3_000, BuildOptions::default()), (20_000, BuildOptions { keys_per_part: 4_096, ..Default::default() })] {
+        let mut memory = Builder::new(options.clone()).unwrap();
+        let mut streaming = Builder::streaming(options.clone(), &path).unwrap();
+        let mut batch = hashfile::Batch::new();
+        for i in 0..n {
+            memory.insert(&key(i), &value(i));
+            // Half one at a time, half in batches.
+            if i % 2 == 0 {
+                streaming.insert(&key(i), &value(i));
+            } else {
+                batch.insert_tagged(&key(i), false, &value(i), ValueKind::Binary);
+                streaming.append(&batch);
+                batch.clear();
+            }
+        }
+        let len = streaming.write_file(&path).unwrap();
+        let written = std::fs::read(&path).unwrap();
+        assert_eq!(written.len() as u64, len);
+        assert_eq!(written, memory.to_bytes().unwrap(), "n={n}");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "the temporary file was renamed");
+    }
+    // Dropping duplicates moves the records to memory; the bytes agree.
+    let options = BuildOptions { on_duplicate: hashfile::OnDuplicate::Last, ..Default::default() };
+    let mut memory = Builder::new(options.clone()).unwrap();
+    let mut streaming = Builder::streaming(options, &path).unwrap();
+    for i in 0..1_000 {
+        memory.insert(&key(i % 700), &value(i));
+        streaming.insert(&key(i % 700), &value(i));
+    }
+    streaming.write_file(&path).unwrap();
+    assert_eq!(std::fs::read(&path).unwrap(), memory.to_bytes().unwrap());
+    // A streaming build dropped before it is written leaves nothing behind.
+    let other = dir.path().join("other.hf");
+    let mut dropped = Builder::streaming(BuildOptions::default(), &other).unwrap();
+    dropped.insert(b"k", b"v");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2, "the temporary file exists while building");
+    drop(dropped);
+    assert!(!other.exists());
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    // A destination in a missing directory fails at once, naming it.
+    let err = Builder::streaming(BuildOptions::default(), &dir.path().join("no/such.hf")).unwrap_err().to_string();
+    assert!(err.contains("no/such.hf"), "{err}");
+}
+
+#[test]
 fn empty_store_is_valid() {
     let store = build(0);
     assert!(store.is_empty());
