@@ -27,7 +27,7 @@ fn main() {
         b.reserve(file.metadata().unwrap().len() as usize);
         let options = ImportOptions::new(InputFormat::from_extension(arg.as_ref()).unwrap());
         if options.format == InputFormat::JsonLines {
-            import::import_json_lines_parallel(file, &arg, &options, import::JSON_LINES_CHUNK, &mut |batch, _| {
+            import::import_json_lines_parallel(file, &arg, &options, import::JSON_LINES_CHUNK, &hashfile::Batch::new(), &mut |batch, _| {
                 b.append(batch);
                 Ok(())
             })

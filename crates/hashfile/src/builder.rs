@@ -123,6 +123,10 @@ pub struct Builder {
     offsets: Offsets,
     /// Whether any record holds a typed value: sets the required flag.
     typed: bool,
+    /// A streaming build's key hashes with the first seed tried, computed
+    /// as the entries come (in the import's workers), so that the build
+    /// need not read the keys back.
+    hashes: Option<Vec<u64>>,
 }
 
 /// Where a builder keeps its records.
@@ -136,12 +140,13 @@ enum Records {
 }
 
 /// Records being written to the temporary file of a streaming build.
-#[derive(Debug)]
 struct Spill {
     temp: TempFile,
     destination: PathBuf,
     /// Records not yet written.
     buffer: Vec<u8>,
+    /// XXH3 of the records written, for the section checksum.
+    checksum: xxhash_rust::xxh3::Xxh3,
     /// Records bytes, written and buffered.
     len: u64,
     /// The first write error, reported when the store is written.
@@ -150,11 +155,18 @@ struct Spill {
     map: Option<memmap2::Mmap>,
 }
 
+impl std::fmt::Debug for Spill {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Spill").field("temp", &self.temp.path).field("len", &self.len).field("error", &self.error).finish_non_exhaustive()
+    }
+}
+
 /// Bytes of records a streaming build buffers between writes.
 const SPILL_BUFFER: usize = 1 << 20;
 
 impl Spill {
     fn flush(&mut self) {
+        self.checksum.update(&self.buffer);
         if self.error.is_none() && !self.buffer.is_empty() {
             if let Err(e) = self.temp.file.write_all(&self.buffer) {
                 self.error = Some(e);
@@ -170,6 +182,7 @@ impl Spill {
             return;
         }
         self.flush();
+        self.checksum.update(bytes);
         if self.error.is_none() {
             if let Err(e) = self.temp.file.write_all(bytes) {
                 self.error = Some(e);
@@ -185,6 +198,10 @@ pub struct Batch {
     records: Vec<u8>,
     starts: Vec<usize>,
     typed: bool,
+    /// With a seed: each key's hash with it, computed where the batch is
+    /// filled (`Builder::new_batch`).
+    seed: Option<u64>,
+    hashes: Vec<u64>,
 }
 
 impl Batch {
@@ -193,10 +210,16 @@ impl Batch {
         Batch::default()
     }
 
+    /// An empty batch of the same kind (hashing with the same seed).
+    pub fn empty_like(&self) -> Batch {
+        Batch { seed: self.seed, ..Batch::default() }
+    }
+
     /// Empties the batch, keeping its memory.
     pub fn clear(&mut self) {
         self.records.clear();
         self.starts.clear();
+        self.hashes.clear();
         self.typed = false;
     }
 
@@ -205,6 +228,9 @@ impl Batch {
         self.typed |= kind == ValueKind::Typed;
         self.starts.push(self.records.len());
         write_record(&mut self.records, key, key_utf8, value, kind);
+        if let Some(seed) = self.seed {
+            self.hashes.push(chd::hash_key(key, seed));
+        }
     }
 
     /// Adds an imported entry.
@@ -221,6 +247,15 @@ impl Batch {
     pub fn is_empty(&self) -> bool {
         self.starts.is_empty()
     }
+}
+
+/// The key of the record at `start` of `records` (written by
+/// `write_record`).
+fn record_key(records: &[u8], start: usize) -> &[u8] {
+    let mut pos = start + 1;
+    let key_len = format::read_varint(records, &mut pos).unwrap() as usize;
+    format::read_varint(records, &mut pos).unwrap();
+    &records[pos..pos + key_len]
 }
 
 /// Appends one record as docs/FORMAT.md lays it out.
@@ -289,7 +324,7 @@ impl Builder {
     /// A builder with these options, checked.
     pub fn new(options: BuildOptions) -> Result<Builder> {
         options.validate()?;
-        Ok(Builder { options, records: Records::Memory(Vec::new()), offsets: Offsets::Narrow(Vec::new()), typed: false })
+        Ok(Builder { options, records: Records::Memory(Vec::new()), offsets: Offsets::Narrow(Vec::new()), typed: false, hashes: None })
     }
 
     /// A builder that writes records straight into a temporary file beside
@@ -303,8 +338,14 @@ impl Builder {
         let mut temp = TempFile::create_beside(destination).map_err(with_path)?;
         // Room for the header, written last.
         temp.file.write_all(&vec![0u8; Header::encoded_len()]).map_err(with_path)?;
-        let spill = Spill { temp, destination: destination.to_path_buf(), buffer: Vec::with_capacity(SPILL_BUFFER), len: 0, error: None, map: None };
-        Ok(Builder { options, records: Records::File(Box::new(spill)), offsets: Offsets::Narrow(Vec::new()), typed: false })
+        let spill = Spill { temp, destination: destination.to_path_buf(), buffer: Vec::with_capacity(SPILL_BUFFER), checksum: xxhash_rust::xxh3::Xxh3::new(), len: 0, error: None, map: None };
+        Ok(Builder { options, records: Records::File(Box::new(spill)), offsets: Offsets::Narrow(Vec::new()), typed: false, hashes: Some(Vec::new()) })
+    }
+
+    /// An empty batch for this builder: for a streaming build, one that
+    /// hashes its keys as they are added, on whatever thread fills it.
+    pub fn new_batch(&self) -> Batch {
+        Batch { seed: self.hashes.as_ref().map(|_| self.options.hash_seed), ..Batch::default() }
     }
 
     fn records_len(&self) -> u64 {
@@ -369,6 +410,9 @@ impl Builder {
     pub fn insert_tagged(&mut self, key: &[u8], key_utf8: bool, value: &[u8], kind: ValueKind) {
         self.typed |= kind == ValueKind::Typed;
         self.offsets.push(self.records_len());
+        if let Some(hashes) = &mut self.hashes {
+            hashes.push(chd::hash_key(key, self.options.hash_seed));
+        }
         match &mut self.records {
             Records::Memory(v) => write_record(v, key, key_utf8, value, kind),
             Records::File(spill) => {
@@ -397,6 +441,13 @@ impl Builder {
         self.typed |= batch.typed;
         for &start in &batch.starts {
             self.offsets.push(base + start as u64);
+        }
+        if let Some(hashes) = &mut self.hashes {
+            if batch.seed == Some(self.options.hash_seed) {
+                hashes.extend_from_slice(&batch.hashes);
+            } else {
+                hashes.extend(batch.starts.iter().map(|&start| chd::hash_key(record_key(&batch.records, start), self.options.hash_seed)));
+            }
         }
         match &mut self.records {
             Records::Memory(v) => v.extend_from_slice(&batch.records),
@@ -479,20 +530,16 @@ impl Builder {
         }
         self.records = Records::Memory(records);
         self.offsets = offsets;
+        self.hashes = None;
     }
 
     fn key(&self, index: usize) -> &[u8] {
-        let records = self.records();
-        let start = self.offsets.get(index) as usize;
-        let mut pos = start + 1;
-        let key_len = format::read_varint(records, &mut pos).unwrap() as usize;
-        format::read_varint(records, &mut pos).unwrap();
-        &records[pos..pos + key_len]
+        record_key(self.records(), self.offsets.get(index) as usize)
     }
 
     fn prepare(&self) -> Result<Prepared> {
         let n = self.offsets.len();
-        let built = chd::build(n, |i| self.key(i), &self.options)?;
+        let built = chd::build(n, |i| self.key(i), self.hashes.as_deref(), &self.options)?;
         let layout = BlockLayout::from_block_len(self.options.seed_block_len).expect("validated");
 
         let mut seed_index = Vec::new();
@@ -524,10 +571,15 @@ impl Builder {
         let mut sections = [Section { offset: 0, length: 0, checksum: 0 }; 5];
         let mut at = header_len as u64;
         for i in FILE_ORDER {
-            let bytes = if i == RECORDS { self.records() } else { &index[i] };
+            let (length, checksum) = match (&self.records, i) {
+                // A streaming build summed its records as it wrote them.
+                (Records::File(spill), RECORDS) => (spill.len, spill.checksum.digest()),
+                (_, RECORDS) => (records_len, xxhash_rust::xxh3::xxh3_64(self.records())),
+                _ => (index[i].len() as u64, xxhash_rust::xxh3::xxh3_64(&index[i])),
+            };
             at = at.next_multiple_of(8);
-            sections[i] = Section { offset: at, length: bytes.len() as u64, checksum: xxhash_rust::xxh3::xxh3_64(bytes) };
-            at += bytes.len() as u64;
+            sections[i] = Section { offset: at, length, checksum };
+            at += length;
         }
         let o = &self.options;
         let header = Header {

@@ -222,27 +222,34 @@ pub fn part_count(n: u64, keys_per_part: u64) -> u64 {
 /// Builds the perfect hash of `keys`. Tries seeds `options.hash_seed`,
 /// `+1`, ... until one works: a seed fails if two distinct keys share a
 /// 64-bit hash or a bucket finds no pilot below `MAX_PILOT`.
-pub(crate) fn build<'a, K>(n: usize, keys: K, options: &crate::BuildOptions) -> Result<Built>
+///
+/// `hashes`, if given, are the keys' hashes with `options.hash_seed`, for
+/// the first try.
+pub(crate) fn build<'a, K>(n: usize, keys: K, hashes: Option<&[u64]>, options: &crate::BuildOptions) -> Result<Built>
 where
     K: Fn(usize) -> &'a [u8] + Sync,
 {
     for attempt in 0..MAX_SEED_ATTEMPTS {
         let seed = options.hash_seed.wrapping_add(attempt as u64);
-        if let Some(built) = try_seed(&keys, n, seed, options)? {
+        let hashes = hashes.filter(|h| attempt == 0 && h.len() == n);
+        if let Some(built) = try_seed(&keys, hashes, n, seed, options)? {
             return Ok(built);
         }
     }
     Err(Error::BuildFailed { entries: n as u64, attempts: MAX_SEED_ATTEMPTS })
 }
 
-fn try_seed<'a, K>(keys: &K, n: usize, seed: u64, options: &crate::BuildOptions) -> Result<Option<Built>>
+fn try_seed<'a, K>(keys: &K, hashes: Option<&[u64]>, n: usize, seed: u64, options: &crate::BuildOptions) -> Result<Option<Built>>
 where
     K: Fn(usize) -> &'a [u8] + Sync,
 {
     use rayon::prelude::*;
     let n64 = n as u64;
     let parts = part_count(n64, options.keys_per_part);
-    let (mut hashed, part_starts) = hash_by_part(keys, n, seed, parts);
+    let (mut hashed, part_starts) = match hashes {
+        Some(hashes) => hash_by_part(&|i| hashes[i], n, parts),
+        None => hash_by_part(&|i| hash_key(keys(i), seed), n, parts),
+    };
     let max_part = part_starts.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0);
     let geometry = Geometry::new(n64, parts, max_part as u64, options);
     if n == 0 {
@@ -303,15 +310,16 @@ where
 /// `(hash, index)` of every key, grouped by part, in index order within a
 /// part, and where each part starts (`parts + 1` entries). A stable
 /// counting sort on the rayon pool: each chunk of keys counts its keys per
-/// part, then hashes them again to write each where its part and chunk say.
+/// part, then hashes them again (`hash_of`) to write each where its part
+/// and chunk say.
 /// The result does not depend on the number of threads.
-fn hash_by_part<'a, K>(keys: &K, n: usize, seed: u64, parts: u64) -> (Vec<Hashed>, Vec<usize>)
+fn hash_by_part<H>(hash_of: &H, n: usize, parts: u64) -> (Vec<Hashed>, Vec<usize>)
 where
-    K: Fn(usize) -> &'a [u8] + Sync,
+    H: Fn(usize) -> u64 + Sync,
 {
     use rayon::prelude::*;
     assert!(n <= MAX_BUILD_ENTRIES, "checked by Builder");
-    let part_of = |i: usize| mul_high(hash_key(keys(i), seed), parts) as usize;
+    let part_of = |i: usize| mul_high(hash_of(i), parts) as usize;
     let chunk = n.div_ceil(rayon::current_num_threads() * 4).max(1 << 14);
     let ranges: Vec<std::ops::Range<usize>> = (0..n).step_by(chunk).map(|start| start..(start + chunk).min(n)).collect();
     let counts: Vec<Vec<usize>> = ranges
@@ -351,7 +359,7 @@ where
     ranges.par_iter().zip(cursors).for_each(|(range, mut at)| {
         let out = &out;
         for i in range.clone() {
-            let hash = hash_key(keys(i), seed);
+            let hash = hash_of(i);
             let p = mul_high(hash, parts) as usize;
             // SAFETY: `at[p]` walks this chunk's own run of part p, which no
             // other chunk writes, and the runs lie inside the capacity of n

@@ -747,44 +747,67 @@ fn next_chunk<R: Read>(input: &mut R, buf: &mut Vec<u8>, carry: &mut Vec<u8>, ch
 
 /// Imports JSON Lines on the rayon pool. The input is read in runs of
 /// whole lines of about `chunk_bytes` (`JSON_LINES_CHUNK` is a good size);
-/// each worker parses a run into a `Batch`, and `deliver` gets the batches
+/// each worker parses a run into a `Batch` like `batch` (empty, say from
+/// `Builder::new_batch`), and `deliver` gets the batches
 /// in input order, on the calling thread, with the input bytes read so
 /// far. Runs and batches are reused, so memory stays at a few runs. The
 /// entries, their order and any error are exactly those of `import`: the
 /// first bad line of the input is the one reported, by its line number.
-pub fn import_json_lines_parallel<R: Read>(input: R, source: &str, options: &ImportOptions, chunk_bytes: usize, deliver: &mut dyn FnMut(&Batch, u64) -> Result<()>) -> Result<()> {
+pub fn import_json_lines_parallel<R: Read>(input: R, source: &str, options: &ImportOptions, chunk_bytes: usize, batch: &Batch, deliver: &mut dyn FnMut(&Batch, u64) -> Result<()>) -> Result<()> {
     use rayon::prelude::*;
+    type Run = (Vec<u8>, Batch, Option<u64>);
     let mut input = input;
     let group = rayon::current_num_threads().max(1);
-    let mut runs: Vec<(Vec<u8>, Batch, Option<u64>)> = (0..group).map(|_| (Vec::new(), Batch::new(), None)).collect();
+    let new_runs = || -> Vec<Run> { (0..group).map(|_| (Vec::new(), batch.empty_like(), None)).collect() };
+    // Two sets of runs: the pool parses one while this thread hands the
+    // other's batches on.
+    let (mut parsing, mut parsed) = (new_runs(), new_runs());
+    let mut parsed_count = 0;
+    let mut parsed_read = 0u64;
     let (mut carry, mut read, mut first_line) = (Vec::new(), 0u64, 1u64);
     loop {
         let mut filled = 0;
-        while filled < group && next_chunk(&mut input, &mut runs[filled].0, &mut carry, chunk_bytes, &mut read, source)? {
+        while filled < group && next_chunk(&mut input, &mut parsing[filled].0, &mut carry, chunk_bytes, &mut read, source)? {
             filled += 1;
         }
+        let delivered = std::thread::scope(|scope| {
+            let runs = &mut parsing[..filled];
+            // Each worker numbers its lines from 1 and returns how many
+            // line ends it passed; a run with an error is read again with
+            // its real line numbers, for the message.
+            let workers = scope.spawn(move || {
+                runs.par_iter_mut().for_each(|(text, batch, lines)| {
+                    batch.clear();
+                    *lines = json_lines_in(text, 1, source, options, &mut |entry, _| {
+                        batch.insert_entry(entry);
+                        Ok(())
+                    })
+                    .ok();
+                })
+            });
+            let mut result = Ok(());
+            for (text, batch, lines) in &parsed[..parsed_count] {
+                let Some(lines) = *lines else {
+                    result = json_lines_in(text, first_line, source, options, &mut |_, _| Ok(())).map(|_| unreachable!("a run that failed to parse fails again"));
+                    break;
+                };
+                if let Err(e) = deliver(batch, parsed_read) {
+                    result = Err(e);
+                    break;
+                }
+                first_line += lines;
+            }
+            if let Err(panic) = workers.join() {
+                std::panic::resume_unwind(panic);
+            }
+            result
+        });
+        delivered?;
         if filled == 0 {
             return Ok(());
         }
-        // Each worker numbers its lines from 1 and returns how many line
-        // ends it passed; a run with an error is read again below with its
-        // real line numbers, for the message.
-        runs[..filled].par_iter_mut().for_each(|(text, batch, lines)| {
-            batch.clear();
-            *lines = json_lines_in(text, 1, source, options, &mut |entry, _| {
-                batch.insert_entry(entry);
-                Ok(())
-            })
-            .ok();
-        });
-        for (text, batch, lines) in &runs[..filled] {
-            let Some(lines) = *lines else {
-                json_lines_in(text, first_line, source, options, &mut |_, _| Ok(()))?;
-                unreachable!("a run that failed to parse fails again");
-            };
-            deliver(batch, read)?;
-            first_line += lines;
-        }
+        std::mem::swap(&mut parsing, &mut parsed);
+        (parsed_count, parsed_read) = (filled, read);
     }
 }
 

@@ -136,7 +136,8 @@ pub fn build_from(inputs: &[Input], output: &Path, options: BuildOptions, progre
         if input.options.format == InputFormat::JsonLines {
             // Parsed on every core; batches arrive in input order.
             let done_before = read.get();
-            import::import_json_lines_parallel(reader, &input.name(), &input.options, import::JSON_LINES_CHUNK, &mut |batch, bytes| {
+            let empty = builder.new_batch();
+            import::import_json_lines_parallel(reader, &input.name(), &input.options, import::JSON_LINES_CHUNK, &empty, &mut |batch, bytes| {
                 report.entries += batch.len() as u64;
                 builder.append(batch);
                 if last.elapsed() >= PROGRESS_INTERVAL {

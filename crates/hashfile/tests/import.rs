@@ -214,7 +214,7 @@ fn parallel_build(text: &[u8], chunk: usize, threads: usize) -> hashfile::Result
     rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap().install(|| {
         let mut builder = Builder::new(BuildOptions::default()).unwrap();
         let mut last_read = 0;
-        hashfile::import::import_json_lines_parallel(text, "input", &ImportOptions::new(InputFormat::JsonLines), chunk, &mut |batch, read| {
+        hashfile::import::import_json_lines_parallel(text, "input", &ImportOptions::new(InputFormat::JsonLines), chunk, &hashfile::Batch::new(), &mut |batch, read| {
             assert!(read >= last_read && read <= text.len() as u64);
             last_read = read;
             builder.append(batch);

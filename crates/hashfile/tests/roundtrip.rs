@@ -103,10 +103,11 @@ fn output_does_not_depend_on_the_thread_count() {
 fn a_streaming_build_writes_what_an_in_memory_build_writes() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s.hf");
-    for (n, options) in [(0u64, BuildOptions::default()), (3_000, BuildOptions::default()), (20_000, BuildOptions { keys_per_part: 4_096, ..Default::default() })] {
+    for (n, options) in [(0u64, BuildOptions::default()), (3_000, BuildOptions { hash_seed: 7, ..Default::default() }), (20_000, BuildOptions { keys_per_part: 4_096, ..Default::default() })] {
         let mut memory = Builder::new(options.clone()).unwrap();
         let mut streaming = Builder::streaming(options.clone(), &path).unwrap();
-        let mut batch = hashfile::Batch::new();
+        // Batches that hash their keys as they fill, and plain ones.
+        let mut batch = if n == 3_000 { hashfile::Batch::new() } else { streaming.new_batch() };
         for i in 0..n {
             memory.insert(&key(i), &value(i));
             // Half one at a time, half in batches.
