@@ -48,6 +48,53 @@ pub fn pack_at(count: u64, width: u32, entries: impl Iterator<Item = (u64, u64)>
     out
 }
 
+/// `pack_at` on the rayon pool, for an index that `place` gives for each
+/// item of `items` with its value. Each thread writes the elements of its
+/// own range of indices, a run of whole bytes of the output (ranges start
+/// at multiples of 64); the last few elements of a range are written byte
+/// by byte, so that no write reaches into the next range. Same bytes as
+/// `pack_at`.
+pub fn pack_at_parallel<T: Sync>(count: u64, width: u32, items: &[T], place: impl Fn(&T) -> (u64, u64) + Sync) -> Vec<u8> {
+    use rayon::prelude::*;
+    let threads = rayon::current_num_threads() as u64;
+    if threads < 2 || count < 1 << 16 {
+        return pack_at(count, width, items.iter().map(place));
+    }
+    assert!((1..=MAX_PACKED_BITS).contains(&width));
+    let mut out = vec![0u8; packed_len(count, width).expect("packed length overflows") as usize];
+    let per = count.div_ceil(threads).next_multiple_of(64);
+    let mut runs: Vec<(u64, u64, &mut [u8])> = Vec::new();
+    let mut rest = out.as_mut_slice();
+    for k in 0..threads {
+        let (lo, hi) = ((k * per).min(count), ((k + 1) * per).min(count));
+        // The last range also takes the padding.
+        let bytes = if hi == count { rest.len() } else { ((hi - lo) * width as u64 / 8) as usize };
+        let (run, tail) = rest.split_at_mut(bytes);
+        runs.push((lo, hi, run));
+        rest = tail;
+    }
+    runs.into_par_iter().for_each(|(lo, hi, run)| {
+        for item in items {
+            let (index, value) = place(item);
+            if (lo..hi).contains(&index) {
+                debug_assert!(value < (1u64 << width));
+                let bit = ((index - lo) * width as u64) as usize;
+                let (byte, shifted) = (bit / 8, value << (bit % 8));
+                if let Some(word) = run.get_mut(byte..byte + 8) {
+                    let merged = u64::from_le_bytes((&*word).try_into().unwrap()) | shifted;
+                    word.copy_from_slice(&merged.to_le_bytes());
+                } else {
+                    // Near the end of the run: only the element's own bytes.
+                    for (k, b) in shifted.to_le_bytes().iter().enumerate().take((bit % 8 + width as usize).div_ceil(8)) {
+                        run[byte + k] |= b;
+                    }
+                }
+            }
+        }
+    });
+    out
+}
+
 /// Reads element `index` of a packed array. `None` if the bytes end early,
 /// which only a damaged file can cause, since lengths are checked at open.
 #[inline]
@@ -188,5 +235,28 @@ mod tests {
         let block = vec![u32::MAX; 128];
         let (width, bytes) = BlockLayout::X4.compress(&block);
         assert_eq!(BlockLayout::X4.get(&bytes[..bytes.len() - 1], width as u32, 127), None);
+    }
+
+    #[test]
+    fn parallel_packing_gives_the_same_bytes() {
+        // Indices in a scrambled order, some left out, at widths that do
+        // and do not divide 8, across threads' range boundaries.
+        for width in [1u32, 7, 24, 33, 56] {
+            for count in [70_000u64, 200_003] {
+                let items: Vec<(u64, u64)> = (0..count)
+                    .filter(|i| i % 5 != 3)
+                    .map(|i| {
+                        let index = (i * 48_271) % count;
+                        (index, index.wrapping_mul(0x9E37_79B9_7F4A_7C15) & ((1u64 << width) - 1))
+                    })
+                    .collect();
+                let serial = pack_at(count, width, items.iter().copied());
+                for threads in [2, 3, 8] {
+                    let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+                    let parallel = pool.install(|| pack_at_parallel(count, width, &items, |&(i, v)| (i, v)));
+                    assert!(parallel == serial, "width {width}, count {count}, {threads} threads");
+                }
+            }
+        }
     }
 }

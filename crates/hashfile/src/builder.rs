@@ -562,7 +562,8 @@ impl Builder {
             return Err(Error::format("records exceed the format's 2^56-byte limit"));
         }
         let remap = bits::pack(&built.remap, bits::bits_for((n as u64).saturating_sub(1)));
-        let slots = bits::pack_at(n as u64, offset_bits, built.slots.iter().map(|e| (e.hash, self.offsets.get(e.index as usize))));
+        let offsets = &self.offsets;
+        let slots = bits::pack_at_parallel(n as u64, offset_bits, &built.slots, |e| (e.hash, offsets.get(e.index as usize)));
         drop(built.slots);
 
         let index = vec![seed_index, seeds, remap, slots];
