@@ -459,15 +459,21 @@ where
         if bucket.is_empty() {
             break; // the rest are empty too
         }
-        // Every key's slot is tested before a single branch on the
-        // result: a pilot fails most of the time, at an unpredictable key,
-        // so a branch per key costs more than the slots it skips.
+        // Slots are tested four keys at a time, with one branch per four: a
+        // pilot fails most of the time, at an unpredictable key, so a branch
+        // per key costs more than the slots it skips, while large buckets
+        // (placed early, at low load) still stop after their first four.
         let mut pilot = 0u64;
         loop {
             let mut hit = 0u64;
-            for e in bucket {
-                let s = slot(e.hash, pilot, m);
-                hit |= taken[(s / 64) as usize] >> (s % 64);
+            for group in bucket.chunks(4) {
+                for e in group {
+                    let s = slot(e.hash, pilot, m);
+                    hit |= taken[(s / 64) as usize] >> (s % 64);
+                }
+                if hit & 1 != 0 {
+                    break;
+                }
             }
             if hit & 1 == 0 {
                 bucket_slots.clear();
