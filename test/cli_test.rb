@@ -145,7 +145,8 @@ class CLITest < HashfileTest
   def test_verify_reports_damaged_section
     Hashfile.build(path, { "a" => "1", "b" => "2" })
     bytes = File.binread(path)
-    bytes.setbyte(bytes.size - 1, bytes.getbyte(bytes.size - 1) ^ 1)
+    last = records_range(bytes).last - 1
+    bytes.setbyte(last, bytes.getbyte(last) ^ 1)
     File.binwrite(path, bytes)
     status, _, err = run_cli("verify", path)
     assert_equal 1, status

@@ -52,6 +52,18 @@ class HashfileTest < Minitest::Test
     [status, out.string, err.string]
   end
 
+  # Byte range of the records section of a store's bytes, from the
+  # header's section table (docs/FORMAT.md): entries of 32 bytes at 128,
+  # `id u32, flags u32, offset u64, length u64, checksum u64`; records is 5.
+  def records_range(bytes)
+    count = bytes.byteslice(84, 4).unpack1("V")
+    count.times do |k|
+      id, _, offset, length = bytes.byteslice(128 + 32 * k, 24).unpack("VVQ<Q<")
+      return offset...(offset + length) if id == 5
+    end
+    raise "no records section"
+  end
+
   def build(data, name = "store.hf", **options)
     Hashfile.build(path(name), data, **options)
     path(name)

@@ -153,14 +153,13 @@ class TypedValuesTest < HashfileTest
     data = { "cfg" => CONFIG, "sym" => [:a, :"ключ", "x".encode("Shift_JIS").to_sym], "big" => [2**80, -1.5, nil] }
     Hashfile.build(path, data)
     bytes = File.binread(path)
-    records = Hashfile.open(path) { |db| db.info[:sections][:records] }
-    start = bytes.bytesize - records
+    records = records_range(bytes)
     damaged = path("damaged.hf")
     errors = 0
     # Under GC.stress (every allocation a full GC), a sample of the bytes.
     stress = ENV["HASHFILE_GC_STRESS"] == "1"
     (stress ? [0xff] : [0xff, 0x01, 0x80]).each do |mask|
-      (start...bytes.bytesize).step(stress ? 29 : 1) do |i|
+      records.step(stress ? 29 : 1) do |i|
         copy = bytes.dup
         copy.setbyte(i, copy.getbyte(i) ^ mask)
         File.binwrite(damaged, copy)
