@@ -39,13 +39,25 @@ pub fn pack_at(count: u64, width: u32, entries: impl Iterator<Item = (u64, u64)>
     let mut out = vec![0u8; len];
     for (index, value) in entries {
         debug_assert!(index < count && value < (1u64 << width));
-        let bit = (index * width as u64) as usize;
-        let byte = bit / 8;
-        let word = u64::from_le_bytes(out[byte..byte + 8].try_into().unwrap());
-        let word = word | (value << (bit % 8));
-        out[byte..byte + 8].copy_from_slice(&word.to_le_bytes());
+        or_bits(&mut out, (index * width as u64) as usize, value, width);
     }
     out
+}
+
+/// ORs `value`, `width` bits wide, into `out` at bit `bit`: with one
+/// 8-byte read and write where 8 bytes remain, else byte by byte, touching
+/// only the bytes the value covers.
+#[inline]
+fn or_bits(out: &mut [u8], bit: usize, value: u64, width: u32) {
+    let (byte, shifted) = (bit / 8, value << (bit % 8));
+    if let Some(word) = out.get_mut(byte..byte + 8) {
+        let merged = u64::from_le_bytes((&*word).try_into().unwrap()) | shifted;
+        word.copy_from_slice(&merged.to_le_bytes());
+    } else {
+        for (k, b) in shifted.to_le_bytes().iter().enumerate().take((bit % 8 + width as usize).div_ceil(8)) {
+            out[byte + k] |= b;
+        }
+    }
 }
 
 /// `pack_at` on the rayon pool, for an index that `place` gives for each
@@ -78,17 +90,7 @@ pub fn pack_at_parallel<T: Sync>(count: u64, width: u32, items: &[T], place: imp
             let (index, value) = place(item);
             if (lo..hi).contains(&index) {
                 debug_assert!(value < (1u64 << width));
-                let bit = ((index - lo) * width as u64) as usize;
-                let (byte, shifted) = (bit / 8, value << (bit % 8));
-                if let Some(word) = run.get_mut(byte..byte + 8) {
-                    let merged = u64::from_le_bytes((&*word).try_into().unwrap()) | shifted;
-                    word.copy_from_slice(&merged.to_le_bytes());
-                } else {
-                    // Near the end of the run: only the element's own bytes.
-                    for (k, b) in shifted.to_le_bytes().iter().enumerate().take((bit % 8 + width as usize).div_ceil(8)) {
-                        run[byte + k] |= b;
-                    }
-                }
+                or_bits(run, ((index - lo) * width as u64) as usize, value, width);
             }
         }
     });

@@ -123,10 +123,6 @@ pub struct Builder {
     offsets: Offsets,
     /// Whether any record holds a typed value: sets the required flag.
     typed: bool,
-    /// A streaming build's key hashes with the first seed tried, computed
-    /// as the entries come (in the import's workers), so that the build
-    /// need not read the keys back.
-    hashes: Option<Vec<u64>>,
 }
 
 /// Where a builder keeps its records.
@@ -147,6 +143,10 @@ struct Spill {
     buffer: Vec<u8>,
     /// XXH3 of the records written, for the section checksum.
     checksum: xxhash_rust::xxh3::Xxh3,
+    /// Each key's hash with the first seed tried, computed as the entries
+    /// come (in the import's workers), so that the build need not read the
+    /// keys back.
+    hashes: Vec<u64>,
     /// Records bytes, written and buffered.
     len: u64,
     /// The first write error, reported when the store is written.
@@ -173,6 +173,15 @@ impl Spill {
             }
         }
         self.buffer.clear();
+    }
+
+    fn push_record(&mut self, key: &[u8], key_utf8: bool, value: &[u8], kind: ValueKind) {
+        let before = self.buffer.len();
+        write_record(&mut self.buffer, key, key_utf8, value, kind);
+        self.len += (self.buffer.len() - before) as u64;
+        if self.buffer.len() >= SPILL_BUFFER {
+            self.flush();
+        }
     }
 
     fn write(&mut self, bytes: &[u8]) {
@@ -324,7 +333,7 @@ impl Builder {
     /// A builder with these options, checked.
     pub fn new(options: BuildOptions) -> Result<Builder> {
         options.validate()?;
-        Ok(Builder { options, records: Records::Memory(Vec::new()), offsets: Offsets::Narrow(Vec::new()), typed: false, hashes: None })
+        Ok(Builder { options, records: Records::Memory(Vec::new()), offsets: Offsets::Narrow(Vec::new()), typed: false })
     }
 
     /// A builder that writes records straight into a temporary file beside
@@ -338,14 +347,14 @@ impl Builder {
         let mut temp = TempFile::create_beside(destination).map_err(with_path)?;
         // Room for the header, written last.
         temp.file.write_all(&vec![0u8; Header::encoded_len()]).map_err(with_path)?;
-        let spill = Spill { temp, destination: destination.to_path_buf(), buffer: Vec::with_capacity(SPILL_BUFFER), checksum: xxhash_rust::xxh3::Xxh3::new(), len: 0, error: None, map: None };
-        Ok(Builder { options, records: Records::File(Box::new(spill)), offsets: Offsets::Narrow(Vec::new()), typed: false, hashes: Some(Vec::new()) })
+        let spill = Spill { temp, destination: destination.to_path_buf(), buffer: Vec::with_capacity(SPILL_BUFFER), checksum: xxhash_rust::xxh3::Xxh3::new(), hashes: Vec::new(), len: 0, error: None, map: None };
+        Ok(Builder { options, records: Records::File(Box::new(spill)), offsets: Offsets::Narrow(Vec::new()), typed: false })
     }
 
     /// An empty batch for this builder: for a streaming build, one that
     /// hashes its keys as they are added, on whatever thread fills it.
     pub fn new_batch(&self) -> Batch {
-        Batch { seed: self.hashes.as_ref().map(|_| self.options.hash_seed), ..Batch::default() }
+        Batch { seed: matches!(self.records, Records::File(_)).then_some(self.options.hash_seed), ..Batch::default() }
     }
 
     fn records_len(&self) -> u64 {
@@ -410,18 +419,11 @@ impl Builder {
     pub fn insert_tagged(&mut self, key: &[u8], key_utf8: bool, value: &[u8], kind: ValueKind) {
         self.typed |= kind == ValueKind::Typed;
         self.offsets.push(self.records_len());
-        if let Some(hashes) = &mut self.hashes {
-            hashes.push(chd::hash_key(key, self.options.hash_seed));
-        }
         match &mut self.records {
             Records::Memory(v) => write_record(v, key, key_utf8, value, kind),
             Records::File(spill) => {
-                let before = spill.buffer.len();
-                write_record(&mut spill.buffer, key, key_utf8, value, kind);
-                spill.len += (spill.buffer.len() - before) as u64;
-                if spill.buffer.len() >= SPILL_BUFFER {
-                    spill.flush();
-                }
+                spill.hashes.push(chd::hash_key(key, self.options.hash_seed));
+                spill.push_record(key, key_utf8, value, kind);
             }
         }
     }
@@ -442,16 +444,17 @@ impl Builder {
         for &start in &batch.starts {
             self.offsets.push(base + start as u64);
         }
-        if let Some(hashes) = &mut self.hashes {
-            if batch.seed == Some(self.options.hash_seed) {
-                hashes.extend_from_slice(&batch.hashes);
-            } else {
-                hashes.extend(batch.starts.iter().map(|&start| chd::hash_key(record_key(&batch.records, start), self.options.hash_seed)));
-            }
-        }
         match &mut self.records {
             Records::Memory(v) => v.extend_from_slice(&batch.records),
-            Records::File(spill) => spill.write(&batch.records),
+            Records::File(spill) => {
+                let seed = self.options.hash_seed;
+                if batch.seed == Some(seed) {
+                    spill.hashes.extend_from_slice(&batch.hashes);
+                } else {
+                    spill.hashes.extend(batch.starts.iter().map(|&start| chd::hash_key(record_key(&batch.records, start), seed)));
+                }
+                spill.write(&batch.records);
+            }
         }
     }
 
@@ -530,7 +533,6 @@ impl Builder {
         }
         self.records = Records::Memory(records);
         self.offsets = offsets;
-        self.hashes = None;
     }
 
     fn key(&self, index: usize) -> &[u8] {
@@ -539,7 +541,11 @@ impl Builder {
 
     fn prepare(&self) -> Result<Prepared> {
         let n = self.offsets.len();
-        let built = chd::build(n, |i| self.key(i), self.hashes.as_deref(), &self.options)?;
+        let hashes = match &self.records {
+            Records::File(spill) => Some(spill.hashes.as_slice()),
+            Records::Memory(_) => None,
+        };
+        let built = chd::build(n, |i| self.key(i), hashes, &self.options)?;
         let layout = BlockLayout::from_block_len(self.options.seed_block_len).expect("validated");
 
         let mut seed_index = Vec::new();
@@ -630,23 +636,6 @@ impl Builder {
         Ok(at)
     }
 
-    /// A streaming build's finish: the records are already in the
-    /// temporary file after the header's room; the index goes after them
-    /// and the header at the start. Returns the file's length.
-    fn write_in_place(&mut self, prepared: &Prepared) -> Result<u64> {
-        use std::os::unix::fs::FileExt;
-        let Records::File(spill) = &self.records else { unreachable!("only for streaming builds") };
-        let file = &spill.temp.file;
-        let io = |e| Error::io(Some(&spill.destination), e);
-        for i in FILE_ORDER {
-            if i != RECORDS {
-                file.write_all_at(&prepared.index[i], prepared.header.sections[i].offset).map_err(io)?;
-            }
-        }
-        file.set_len(prepared.header.file_len).map_err(io)?;
-        file.write_all_at(&prepared.header.encode(), 0).map_err(io)?;
-        Ok(prepared.header.file_len)
-    }
 
     /// Builds the store in memory.
     pub fn to_bytes(&mut self) -> Result<Vec<u8>> {
@@ -668,21 +657,38 @@ impl Builder {
     /// removes the temporary file and leaves `path` untouched.
     pub fn write_file_checked(&mut self, path: &Path, before_publish: &mut dyn FnMut() -> Result<()>) -> Result<u64> {
         let with_path = |e: std::io::Error| Error::io(Some(path), e);
-        if matches!(&self.records, Records::File(spill) if spill.destination == path) {
+        // Once published, the file is never written again: a second
+        // write_file goes through a new temporary file like any other.
+        if matches!(&self.records, Records::File(spill) if spill.destination == path && !spill.temp.published) {
             let prepared = self.finish().map_err(|e| e.with_path(path))?;
-            // Dropping duplicates may have moved the records to memory.
-            if let Records::File(_) = &self.records {
-                let len = self.write_in_place(&prepared)?;
-                let Records::File(spill) = std::mem::replace(&mut self.records, Records::Memory(Vec::new())) else { unreachable!() };
-                let Spill { mut temp, map, .. } = *spill;
-                drop(map);
-                return publish(&mut temp, path, len, before_publish);
+            // Dropping duplicates may have moved the records to memory;
+            // if not, the index goes into the file that holds them.
+            if let Records::File(spill) = &mut self.records {
+                let len = write_in_place(spill, &prepared)?;
+                return publish(&mut spill.temp, path, len, before_publish);
             }
         }
         let mut temp = TempFile::create_beside(path).map_err(with_path)?;
         let len = self.write_to(&mut temp.file).map_err(|e| e.with_path(path))?;
         publish(&mut temp, path, len, before_publish)
     }
+}
+
+/// A streaming build's finish: the records are already in the temporary
+/// file after the header's room; the index goes after them and the header
+/// at the start. Returns the file's length.
+fn write_in_place(spill: &Spill, prepared: &Prepared) -> Result<u64> {
+    use std::os::unix::fs::FileExt;
+    let file = &spill.temp.file;
+    let io = |e| Error::io(Some(&spill.destination), e);
+    for i in FILE_ORDER {
+        if i != RECORDS {
+            file.write_all_at(&prepared.index[i], prepared.header.sections[i].offset).map_err(io)?;
+        }
+    }
+    file.set_len(prepared.header.file_len).map_err(io)?;
+    file.write_all_at(&prepared.header.encode(), 0).map_err(io)?;
+    Ok(prepared.header.file_len)
 }
 
 /// Syncs a written temporary file, asks `before_publish`, and renames it

@@ -373,6 +373,26 @@ where
     (hashed, part_starts)
 }
 
+/// A stable counting sort: `items` ordered by `key(item)`, which is below
+/// `keys`, and where each key's run starts (`keys + 1` entries).
+fn counting_sort<T: Copy>(items: &[T], keys: usize, key: impl Fn(&T) -> usize) -> (Vec<T>, Vec<u32>) {
+    let mut starts = vec![0u32; keys + 1];
+    for item in items {
+        starts[key(item) + 1] += 1;
+    }
+    for k in 0..keys {
+        starts[k + 1] += starts[k];
+    }
+    let mut next = starts.clone();
+    let mut sorted = items.to_vec();
+    for item in items {
+        let k = key(item);
+        sorted[next[k] as usize] = *item;
+        next[k] += 1;
+    }
+    (sorted, starts)
+}
+
 /// The output of `hash_by_part`, written from many threads at disjoint
 /// places.
 struct SharedOut(*mut Hashed);
@@ -404,21 +424,8 @@ where
     let m = map.slots_per_part();
     let bucket_of = |hash: u64| map.bucket_in_part(map.split(hash).1) as usize;
     // starts[b]..starts[b + 1] is bucket b's range in `members`, once they
-    // are grouped by bucket (a stable counting sort).
-    let mut starts = vec![0u32; r + 1];
-    for e in members.iter() {
-        starts[bucket_of(e.hash) + 1] += 1;
-    }
-    for b in 0..r {
-        starts[b + 1] += starts[b];
-    }
-    let mut next = starts.clone();
-    let mut grouped = vec![Hashed { hash: 0, index: 0 }; members.len()];
-    for e in members.iter() {
-        let b = bucket_of(e.hash);
-        grouped[next[b] as usize] = *e;
-        next[b] += 1;
-    }
+    // are grouped by bucket.
+    let (grouped, starts) = counting_sort(members, r, |e| bucket_of(e.hash));
     members.copy_from_slice(&grouped);
     drop(grouped);
     // Equal hashes share a bucket.
@@ -435,21 +442,9 @@ where
     }
     let size = |b: usize| (starts[b + 1] - starts[b]) as usize;
 
-    // Largest buckets first; ties in bucket order (a stable counting sort).
+    // Largest buckets first; ties in bucket order.
     let max_size = (0..r).map(size).max().unwrap_or(0);
-    let mut first_of_size = vec![0u32; max_size + 2];
-    for b in 0..r {
-        first_of_size[max_size - size(b) + 1] += 1;
-    }
-    for k in 0..=max_size {
-        first_of_size[k + 1] += first_of_size[k];
-    }
-    let mut order = vec![0u32; r];
-    for b in 0..r {
-        let at = &mut first_of_size[max_size - size(b)];
-        order[*at as usize] = b as u32;
-        *at += 1;
-    }
+    let (order, _) = counting_sort(&(0..r as u32).collect::<Vec<_>>(), max_size + 1, |&b| max_size - size(b as usize));
 
     let mut taken = vec![0u64; (m as usize).div_ceil(64)];
     let mut bucket_slots: Vec<u64> = Vec::with_capacity(max_size);

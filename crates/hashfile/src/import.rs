@@ -648,19 +648,12 @@ impl<'de> Visitor<'de> for LineVisitor<'_, '_> {
     }
 }
 
-fn import_json_lines<R: BufRead>(input: &mut R, source: &str, options: &ImportOptions, sink: &mut Sink<'_>) -> Result<()> {
-    let mut line = Vec::new();
-    let mut typed = Vec::new();
-    let mut number = 0u64;
-    loop {
-        line.clear();
-        let n = input.read_until(b'\n', &mut line).map_err(|e| Error::io(Some(Path::new(source)), e))?;
-        if n == 0 {
-            return Ok(());
-        }
-        number += 1;
-        json_line(&line, number, source, options, &mut typed, sink)?;
+fn import_json_lines<R: Read>(input: &mut R, source: &str, options: &ImportOptions, sink: &mut Sink<'_>) -> Result<()> {
+    let (mut run, mut carry, mut read, mut first_line) = (Vec::new(), Vec::new(), 0u64, 1u64);
+    while next_chunk(input, &mut run, &mut carry, JSON_LINES_CHUNK, &mut read, source)? {
+        first_line += json_lines_in(&run, first_line, source, options, sink)?;
     }
+    Ok(())
 }
 
 /// One JSON Lines line (its line end included or not), numbered `number`,

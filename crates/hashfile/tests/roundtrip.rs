@@ -123,6 +123,12 @@ fn a_streaming_build_writes_what_an_in_memory_build_writes() {
         let written = std::fs::read(&path).unwrap();
         assert_eq!(written.len() as u64, len);
         assert_eq!(written, memory.to_bytes().unwrap(), "n={n}");
+        // Writing again publishes a new file, never writes into this one.
+        let before = std::fs::metadata(&path).unwrap();
+        assert_eq!(streaming.write_file(&path).unwrap(), len);
+        assert_eq!(std::fs::read(&path).unwrap(), written);
+        use std::os::unix::fs::MetadataExt;
+        assert_ne!(std::fs::metadata(&path).unwrap().ino(), before.ino(), "a new file was renamed into place");
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "the temporary file was renamed");
     }
     // Dropping duplicates moves the records to memory; the bytes agree.

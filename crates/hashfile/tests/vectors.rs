@@ -17,14 +17,17 @@ pub fn small_vector() -> Builder {
 const PATH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/vectors/small.hf");
 
 /// Compares a fresh build with the checked-in file (or writes it, with
-/// HASHFILE_WRITE_VECTORS set).
-fn check_vector(mut builder: Builder, path: &str) {
+/// HASHFILE_WRITE_VECTORS set), and opens and verifies the file.
+fn check_vector(mut builder: Builder, path: &str) -> Reader<memmap2::Mmap> {
     let built = builder.to_bytes().unwrap();
     if std::env::var_os("HASHFILE_WRITE_VECTORS").is_some() {
         std::fs::write(path, &built).unwrap();
     }
     let checked_in = std::fs::read(path).unwrap_or_else(|_| panic!("{path} (regenerate with HASHFILE_WRITE_VECTORS=1)"));
     assert_eq!(built, checked_in, "the builder's output changed: that is a format change");
+    let store = Reader::open(path).unwrap();
+    store.verify().unwrap();
+    store
 }
 
 #[test]
@@ -88,9 +91,7 @@ const TYPED_PATH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/vectors/typ
 
 #[test]
 fn rebuilds_the_typed_vector_byte_for_byte() {
-    check_vector(typed_vector(), TYPED_PATH);
-    let store = Reader::open(TYPED_PATH).unwrap();
-    store.verify().unwrap();
+    let store = check_vector(typed_vector(), TYPED_PATH);
     assert_eq!(store.header().required_flags, hashfile::format::REQUIRED_TYPED_VALUES);
     for (k, v) in typed_values() {
         assert_eq!(store.get(k.as_bytes()).unwrap().unwrap().decode().unwrap(), v, "{k}");
@@ -111,9 +112,7 @@ const PARTS_PATH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/vectors/par
 
 #[test]
 fn rebuilds_the_partitioned_vector_byte_for_byte() {
-    check_vector(parts_vector(), PARTS_PATH);
-    let store = Reader::open(PARTS_PATH).unwrap();
-    store.verify().unwrap();
+    let store = check_vector(parts_vector(), PARTS_PATH);
     assert_eq!(store.header().required_flags, hashfile::format::REQUIRED_PARTS);
     assert_eq!(store.header().geometry.part_count, 3);
     for i in 0..40 {
