@@ -60,17 +60,18 @@ fn or_bits(out: &mut [u8], bit: usize, value: u64, width: u32) {
     }
 }
 
-/// `pack_at` on the rayon pool, for an index that `place` gives for each
-/// item of `items` with its value. Each thread writes the elements of its
-/// own range of indices, a run of whole bytes of the output (ranges start
-/// at multiples of 64); the last few elements of a range are written byte
-/// by byte, so that no write reaches into the next range. Same bytes as
-/// `pack_at`.
-pub fn pack_at_parallel<T: Sync>(count: u64, width: u32, items: &[T], place: impl Fn(&T) -> (u64, u64) + Sync) -> Vec<u8> {
+/// `pack_at` on the rayon pool: element `index(item)` of the array is
+/// `value(item)`, for each item of `items`. Each thread writes the elements
+/// of its own range of indices, a run of whole bytes of the output (ranges
+/// start at multiples of 64), and asks `value` only for those, since a
+/// value may cost a random read; the last few elements of a range are
+/// written byte by byte, so that no write reaches into the next range.
+/// Same bytes as `pack_at`.
+pub fn pack_at_parallel<T: Sync>(count: u64, width: u32, items: &[T], index: impl Fn(&T) -> u64 + Sync, value: impl Fn(&T) -> u64 + Sync) -> Vec<u8> {
     use rayon::prelude::*;
     let threads = rayon::current_num_threads() as u64;
     if threads < 2 || count < 1 << 16 {
-        return pack_at(count, width, items.iter().map(place));
+        return pack_at(count, width, items.iter().map(|item| (index(item), value(item))));
     }
     assert!((1..=MAX_PACKED_BITS).contains(&width));
     let mut out = vec![0u8; packed_len(count, width).expect("packed length overflows") as usize];
@@ -87,10 +88,11 @@ pub fn pack_at_parallel<T: Sync>(count: u64, width: u32, items: &[T], place: imp
     }
     runs.into_par_iter().for_each(|(lo, hi, run)| {
         for item in items {
-            let (index, value) = place(item);
-            if (lo..hi).contains(&index) {
+            let at = index(item);
+            if (lo..hi).contains(&at) {
+                let value = value(item);
                 debug_assert!(value < (1u64 << width));
-                or_bits(run, ((index - lo) * width as u64) as usize, value, width);
+                or_bits(run, ((at - lo) * width as u64) as usize, value, width);
             }
         }
     });
@@ -255,7 +257,7 @@ mod tests {
                 let serial = pack_at(count, width, items.iter().copied());
                 for threads in [2, 3, 8] {
                     let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
-                    let parallel = pool.install(|| pack_at_parallel(count, width, &items, |&(i, v)| (i, v)));
+                    let parallel = pool.install(|| pack_at_parallel(count, width, &items, |&(i, _)| i, |&(_, v)| v));
                     assert!(parallel == serial, "width {width}, count {count}, {threads} threads");
                 }
             }

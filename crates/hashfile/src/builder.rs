@@ -545,7 +545,13 @@ impl Builder {
             Records::File(spill) => Some(spill.hashes.as_slice()),
             Records::Memory(_) => None,
         };
-        let built = chd::build(n, |i| self.key(i), hashes, &self.options)?;
+        // With offsets that fit 32 bits, the keys go by their offsets, and
+        // the build hands back each slot's offset.
+        let records = self.records();
+        let built = match &self.offsets {
+            Offsets::Narrow(offsets) => chd::build(n, |offset| record_key(records, offset), Some(offsets), hashes, &self.options)?,
+            Offsets::Wide(_) => chd::build(n, |i| self.key(i), None, hashes, &self.options)?,
+        };
         let layout = BlockLayout::from_block_len(self.options.seed_block_len).expect("validated");
 
         let mut seed_index = Vec::new();
@@ -569,7 +575,10 @@ impl Builder {
         }
         let remap = bits::pack(&built.remap, bits::bits_for((n as u64).saturating_sub(1)));
         let offsets = &self.offsets;
-        let slots = bits::pack_at_parallel(n as u64, offset_bits, &built.slots, |e| (e.hash, offsets.get(e.index as usize)));
+        let slots = bits::pack_at_parallel(n as u64, offset_bits, &built.slots, |e| e.hash, |e| match offsets {
+            Offsets::Narrow(_) => e.index as u64,
+            Offsets::Wide(_) => offsets.get(e.index as usize),
+        });
         drop(built.slots);
 
         let index = vec![seed_index, seeds, remap, slots];
@@ -674,6 +683,9 @@ impl Builder {
     }
 }
 
+/// Bytes of the index written at once by one thread.
+const WRITE_PIECE: usize = 1 << 22;
+
 /// A streaming build's finish: the records are already in the temporary
 /// file after the header's room; the index goes after them and the header
 /// at the start. Returns the file's length.
@@ -681,11 +693,18 @@ fn write_in_place(spill: &Spill, prepared: &Prepared) -> Result<u64> {
     use std::os::unix::fs::FileExt;
     let file = &spill.temp.file;
     let io = |e| Error::io(Some(&spill.destination), e);
-    for i in FILE_ORDER {
-        if i != RECORDS {
-            file.write_all_at(&prepared.index[i], prepared.header.sections[i].offset).map_err(io)?;
-        }
-    }
+    // Written in pieces on the pool: filling fresh pages of the page cache
+    // costs more than the copy, and it runs on every core.
+    use rayon::prelude::*;
+    let pieces: Vec<(u64, &[u8])> = FILE_ORDER
+        .iter()
+        .filter(|&&i| i != RECORDS)
+        .flat_map(|&i| {
+            let at = prepared.header.sections[i].offset;
+            prepared.index[i].chunks(WRITE_PIECE).enumerate().map(move |(k, piece)| (at + (k * WRITE_PIECE) as u64, piece))
+        })
+        .collect();
+    pieces.par_iter().try_for_each(|&(at, piece)| file.write_all_at(piece, at)).map_err(io)?;
     file.set_len(prepared.header.file_len).map_err(io)?;
     file.write_all_at(&prepared.header.encode(), 0).map_err(io)?;
     Ok(prepared.header.file_len)

@@ -180,8 +180,8 @@ pub(crate) struct Built {
     /// `remap[s - n]` is the final slot for table slot `s >= n`; 0 where unused.
     pub remap: Vec<u64>,
     /// Every key's final slot (in `0..n`, held in the `hash` field) and
-    /// index. It reuses the sorted hashes' memory: a build's peak holds one
-    /// such array.
+    /// id (in the `index` field). It reuses the sorted hashes' memory: a
+    /// build's peak holds one such array.
     pub slots: Vec<Hashed>,
 }
 
@@ -223,32 +223,41 @@ pub fn part_count(n: u64, keys_per_part: u64) -> u64 {
 /// `+1`, ... until one works: a seed fails if two distinct keys share a
 /// 64-bit hash or a bucket finds no pilot below `MAX_PILOT`.
 ///
+/// Key `i` goes by an id: `ids[i]`, or `i` without `ids`. Ids ascend with
+/// `i`, `keys(id)` is the key, and the build hands ids back (in
+/// `Built::slots`, and the first of two equal keys in a duplicate key
+/// error). A builder passes its records' offsets as ids, so that writing
+/// the slots reads no table at random.
+///
 /// `hashes`, if given, are the keys' hashes with `options.hash_seed`, for
 /// the first try.
-pub(crate) fn build<'a, K>(n: usize, keys: K, hashes: Option<&[u64]>, options: &crate::BuildOptions) -> Result<Built>
+pub(crate) fn build<'a, K>(n: usize, keys: K, ids: Option<&[u32]>, hashes: Option<&[u64]>, options: &crate::BuildOptions) -> Result<Built>
 where
     K: Fn(usize) -> &'a [u8] + Sync,
 {
+    let ids = ids.filter(|ids| ids.len() == n);
+    let id = |i: usize| ids.map_or(i as u32, |ids| ids[i]);
     for attempt in 0..MAX_SEED_ATTEMPTS {
         let seed = options.hash_seed.wrapping_add(attempt as u64);
         let hashes = hashes.filter(|h| attempt == 0 && h.len() == n);
-        if let Some(built) = try_seed(&keys, hashes, n, seed, options)? {
+        if let Some(built) = try_seed(&keys, &id, hashes, n, seed, options)? {
             return Ok(built);
         }
     }
     Err(Error::BuildFailed { entries: n as u64, attempts: MAX_SEED_ATTEMPTS })
 }
 
-fn try_seed<'a, K>(keys: &K, hashes: Option<&[u64]>, n: usize, seed: u64, options: &crate::BuildOptions) -> Result<Option<Built>>
+fn try_seed<'a, K, I>(keys: &K, id: &I, hashes: Option<&[u64]>, n: usize, seed: u64, options: &crate::BuildOptions) -> Result<Option<Built>>
 where
     K: Fn(usize) -> &'a [u8] + Sync,
+    I: Fn(usize) -> u32 + Sync,
 {
     use rayon::prelude::*;
     let n64 = n as u64;
     let parts = part_count(n64, options.keys_per_part);
     let (mut hashed, part_starts) = match hashes {
-        Some(hashes) => hash_by_part(&|i| hashes[i], n, parts),
-        None => hash_by_part(&|i| hash_key(keys(i), seed), n, parts),
+        Some(hashes) => hash_by_part(&|i| hashes[i], id, n, parts),
+        None => hash_by_part(&|i| hash_key(keys(id(i) as usize), seed), id, n, parts),
     };
     let max_part = part_starts.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0);
     let geometry = Geometry::new(n64, parts, max_part as u64, options);
@@ -279,7 +288,7 @@ where
     // The first part that failed, in part order, whatever the threads did.
     match outcomes.into_iter().find(|o| *o != Placement::Placed) {
         None => {}
-        Some(Placement::Duplicate(index)) => return Err(Error::DuplicateKey { key: keys(index as usize).to_vec(), positions: Vec::new() }),
+        Some(Placement::Duplicate(id)) => return Err(Error::DuplicateKey { key: keys(id as usize).to_vec(), positions: Vec::new() }),
         Some(_) => return Ok(None), // a 64-bit collision or no pilot: next seed
     }
 
@@ -307,15 +316,16 @@ where
     Ok(Some(Built { seed, geometry, pilots, remap, slots: hashed }))
 }
 
-/// `(hash, index)` of every key, grouped by part, in index order within a
+/// `(hash, id)` of every key, grouped by part, in index order within a
 /// part, and where each part starts (`parts + 1` entries). A stable
 /// counting sort on the rayon pool: each chunk of keys counts its keys per
 /// part, then hashes them again (`hash_of`) to write each where its part
 /// and chunk say.
 /// The result does not depend on the number of threads.
-fn hash_by_part<H>(hash_of: &H, n: usize, parts: u64) -> (Vec<Hashed>, Vec<usize>)
+fn hash_by_part<H, I>(hash_of: &H, id: &I, n: usize, parts: u64) -> (Vec<Hashed>, Vec<usize>)
 where
     H: Fn(usize) -> u64 + Sync,
+    I: Fn(usize) -> u32 + Sync,
 {
     use rayon::prelude::*;
     assert!(n <= MAX_BUILD_ENTRIES, "checked by Builder");
@@ -364,7 +374,7 @@ where
             // SAFETY: `at[p]` walks this chunk's own run of part p, which no
             // other chunk writes, and the runs lie inside the capacity of n
             // (their lengths are the counts, which sum to n).
-            unsafe { out.0.add(at[p]).write(Hashed { hash, index: i as u32 }) };
+            unsafe { out.0.add(at[p]).write(Hashed { hash, index: id(i) }) };
             at[p] += 1;
         }
     });
@@ -376,19 +386,21 @@ where
 /// A stable counting sort: `items` ordered by `key(item)`, which is below
 /// `keys`, and where each key's run starts (`keys + 1` entries).
 fn counting_sort<T: Copy>(items: &[T], keys: usize, key: impl Fn(&T) -> usize) -> (Vec<T>, Vec<u32>) {
+    // Each item's key, worked out once: it may cost a branch that
+    // mispredicts half the time (the bucket map's dense or sparse half).
+    let item_keys: Vec<u32> = items.iter().map(|item| key(item) as u32).collect();
     let mut starts = vec![0u32; keys + 1];
-    for item in items {
-        starts[key(item) + 1] += 1;
+    for &k in &item_keys {
+        starts[k as usize + 1] += 1;
     }
     for k in 0..keys {
         starts[k + 1] += starts[k];
     }
     let mut next = starts.clone();
     let mut sorted = items.to_vec();
-    for item in items {
-        let k = key(item);
-        sorted[next[k] as usize] = *item;
-        next[k] += 1;
+    for (item, &k) in items.iter().zip(&item_keys) {
+        sorted[next[k as usize] as usize] = *item;
+        next[k as usize] += 1;
     }
     (sorted, starts)
 }
@@ -404,7 +416,7 @@ unsafe impl Sync for SharedOut {}
 enum Placement {
     /// Every bucket has its pilot.
     Placed,
-    /// The key at this index occurs twice.
+    /// The key with this id occurs twice.
     Duplicate(u32),
     /// Two keys share a 64-bit hash, or a bucket found no pilot: try the
     /// next hash seed.
@@ -414,8 +426,8 @@ enum Placement {
 /// Places one part's keys: groups them by bucket, checks each bucket for
 /// keys with equal hashes, then finds each bucket the smallest pilot that
 /// sends all of its keys to free slots of the part, largest buckets first,
-/// and writes the pilots. Finally replaces each key's hash with its slot,
-/// `first_slot` plus the slot in the part.
+/// and writes the pilots. As each bucket is placed, its keys' hashes give
+/// way to their slots, `first_slot` plus the slot in the part.
 fn place_part<'a, K>(members: &mut [Hashed], pilots: &mut [u32], map: &BucketMap, first_slot: u64, keys: &K) -> Placement
 where
     K: Fn(usize) -> &'a [u8] + Sync,
@@ -448,51 +460,96 @@ where
 
     let mut taken = vec![0u64; (m as usize).div_ceil(64)];
     let mut bucket_slots: Vec<u64> = Vec::with_capacity(max_size);
+    let mut hashes: Vec<u64> = Vec::with_capacity(max_size + 3);
     for &b in &order {
         let b = b as usize;
         let bucket = &members[starts[b] as usize..starts[b + 1] as usize];
         if bucket.is_empty() {
             break; // the rest are empty too
         }
-        // Slots are tested four keys at a time, with one branch per four: a
-        // pilot fails most of the time, at an unpredictable key, so a branch
-        // per key costs more than the slots it skips, while large buckets
-        // (placed early, at low load) still stop after their first four.
-        let mut pilot = 0u64;
-        loop {
-            let mut hit = 0u64;
-            for group in bucket.chunks(4) {
-                for e in group {
-                    let s = slot(e.hash, pilot, m);
-                    hit |= taken[(s / 64) as usize] >> (s % 64);
-                }
-                if hit & 1 != 0 {
+        hashes.clear();
+        hashes.extend(bucket.iter().map(|e| e.hash));
+        let mut from = 0;
+        let pilot = loop {
+            let Some(pilot) = free_pilot(&mut hashes, from, &taken, m) else { return Placement::Retry };
+            // Its keys are on free slots; are they on different ones? Take
+            // them one by one, and give them back if two meet.
+            bucket_slots.clear();
+            let mut apart = true;
+            for e in bucket {
+                let s = slot(e.hash, pilot, m);
+                let (word, bit) = ((s / 64) as usize, 1u64 << (s % 64));
+                if taken[word] & bit != 0 {
+                    apart = false;
                     break;
                 }
+                taken[word] |= bit;
+                bucket_slots.push(s);
             }
-            if hit & 1 == 0 {
-                bucket_slots.clear();
-                bucket_slots.extend(bucket.iter().map(|e| slot(e.hash, pilot, m)));
-                bucket_slots.sort_unstable();
-                if bucket_slots.windows(2).all(|w| w[0] != w[1]) {
-                    break;
-                }
+            if apart {
+                break pilot;
             }
-            pilot += 1;
-            if pilot >= MAX_PILOT {
-                return Placement::Retry;
+            for &s in &bucket_slots {
+                taken[(s / 64) as usize] &= !(1u64 << (s % 64));
             }
-        }
-        for &s in &bucket_slots {
-            taken[(s / 64) as usize] |= 1 << (s % 64);
-        }
+            from = pilot + 1;
+        };
         pilots[b] = pilot as u32;
-    }
-    for (b, window) in starts.windows(2).enumerate() {
-        let pilot = pilots[b] as u64;
-        for e in &mut members[window[0] as usize..window[1] as usize] {
-            e.hash = first_slot + slot(e.hash, pilot, m);
+        // The hashes have served: each key's slot takes its place.
+        for (e, &s) in members[starts[b] as usize..starts[b + 1] as usize].iter_mut().zip(&bucket_slots) {
+            e.hash = first_slot + s;
         }
     }
     Placement::Placed
 }
+
+
+/// The smallest pilot from `from` on, below `MAX_PILOT`, that sends each
+/// of a bucket's key `hashes` to a free slot (not necessarily different
+/// ones), or `None`. Most pilots fail, at an unpredictable key, so the
+/// search tests keys four at a time with one branch per four, which costs
+/// less than the slots a branch per key would skip; big buckets, placed
+/// early at low load, still stop after their first four. Buckets of up to
+/// four keys get a loop of their own size. Pads `hashes` to a multiple of
+/// four by repeating a key, which changes no answer.
+fn free_pilot(hashes: &mut Vec<u64>, from: u64, taken: &[u64], m: u64) -> Option<u64> {
+    #[inline(always)]
+    fn hit<const K: usize>(hashes: &[u64; K], pc: u64, taken: &[u64], m: u64) -> u64 {
+        let mut hit = 0;
+        for &h in hashes {
+            let s = mul_high(mix(h ^ pc), m);
+            hit |= taken[(s / 64) as usize] >> (s % 64);
+        }
+        hit & 1
+    }
+    fn search<const K: usize>(hashes: &[u64; K], from: u64, taken: &[u64], m: u64) -> Option<u64> {
+        let mut pc = from.wrapping_mul(PILOT_MULTIPLIER);
+        for pilot in from..MAX_PILOT {
+            if hit(hashes, pc, taken, m) == 0 {
+                return Some(pilot);
+            }
+            pc = pc.wrapping_add(PILOT_MULTIPLIER);
+        }
+        None
+    }
+    match hashes.len() {
+        1 => search::<1>(hashes[..].try_into().ok()?, from, taken, m),
+        2 => search::<2>(hashes[..].try_into().ok()?, from, taken, m),
+        3 => search::<3>(hashes[..].try_into().ok()?, from, taken, m),
+        4 => search::<4>(hashes[..].try_into().ok()?, from, taken, m),
+        len => {
+            let last = *hashes.last()?;
+            hashes.resize(len.next_multiple_of(4), last);
+            let groups: Vec<[u64; 4]> = hashes.chunks_exact(4).map(|g| g.try_into().expect("four")).collect();
+            let mut pc = from.wrapping_mul(PILOT_MULTIPLIER);
+            for pilot in from..MAX_PILOT {
+                if groups.iter().all(|g| hit(g, pc, taken, m) == 0) {
+                    return Some(pilot);
+                }
+                pc = pc.wrapping_add(PILOT_MULTIPLIER);
+            }
+            None
+        }
+    }
+}
+

@@ -1,0 +1,28 @@
+//! Times the phases of `pipeline::build_from`, the path `hashfile build`
+//! takes, with the default options:
+//! `cargo run --release --example phases -p hashfile -- IN.jsonl OUT.hf`.
+use hashfile::import::{ImportOptions, InputFormat};
+use hashfile::pipeline::{build_from, Input, Phase};
+use hashfile::BuildOptions;
+use std::time::Instant;
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let input = Input::new(&args[1], None, &ImportOptions::new(InputFormat::JsonLines)).unwrap();
+    let t = Instant::now();
+    let mut last = (Phase::Reading, 0.0);
+    let summary = build_from(&[input], args[2].as_ref(), BuildOptions::default(), &mut |p| {
+        if p.phase != last.0 {
+            let now = t.elapsed().as_secs_f64();
+            println!("{:?}: {:.3} s", last.0, now - last.1);
+            last = (p.phase, now);
+        }
+        Ok(())
+    })
+    .unwrap();
+    let now = t.elapsed().as_secs_f64();
+    println!("{:?}: {:.3} s", last.0, now - last.1);
+    println!("total {:.3} s for {} entries, {} bytes", now, summary.entries, summary.file_bytes);
+    let store = hashfile::Reader::open(&args[2]).unwrap();
+    println!("{} parts, {:.3} bits/key for the perfect hash", store.header().geometry.part_count, store.info().mphf_bits_per_key);
+}
