@@ -21,10 +21,10 @@ require_relative "hashfile/writer"
 module Hashfile
   # Default build options; see Hashfile.build.
   BUILD_DEFAULTS = {
-    keys_per_bucket: 4.0,
+    keys_per_bucket: 3.5,
     load_factor: 0.99,
-    dense_key_fraction: 0.6,
-    dense_bucket_fraction: 0.3,
+    dense_key_fraction: 0.5,
+    dense_bucket_fraction: 0.2,
     hash_seed: 0,
     seed_block_len: 128,
     keys_per_part: 131_072,

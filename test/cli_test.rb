@@ -33,7 +33,7 @@ class CLITest < HashfileTest
     assert_equal File.size(path), info["file_bytes"]
     assert_kind_of Float, info["mphf_bits_per_key"]
     assert_equal %w[seed_index seeds remap slots records], info["sections"].keys
-    assert_equal 4.0, info["parameters"]["keys_per_bucket"]
+    assert_equal 3.5, info["parameters"]["keys_per_bucket"]
 
     status, out, = run_cli("info", path)
     assert_equal 0, status

@@ -165,7 +165,7 @@ class ReaderTest < HashfileTest
     assert_equal File.size(path), info[:file_bytes]
     assert_equal "1.0", info[:format_version]
     assert_equal %i[seed_index seeds remap slots records], info[:sections].keys
-    assert_equal 4.0, info[:parameters][:keys_per_bucket]
+    assert_equal 3.5, info[:parameters][:keys_per_bucket]
   end
 
   def test_reads_are_thread_safe

@@ -140,7 +140,7 @@ module Hashfile
           o.on("--value-field NAME", "JSON Lines objects: the value field (default value)") { |v| options[:value_field] = v }
           o.on("--on-duplicate P", %w[error first last], "error (default), first or last") { |v| options[:on_duplicate] = v.to_sym }
           o.on("--threads N", Integer, "threads for hashing and sorting (default: every core)") { |v| options[:threads] = v }
-          o.on("--keys-per-bucket F", Float, "CHD keys per bucket (default 4.0)") { |v| options[:keys_per_bucket] = v }
+          o.on("--keys-per-bucket F", Float, "CHD keys per bucket (default 3.5)") { |v| options[:keys_per_bucket] = v }
           o.on("--load-factor F", Float, "table fill before remapping (default 0.99)") { |v| options[:load_factor] = v }
           o.on("--hash-seed N", Integer, "first hash seed tried (default 0)") { |v| options[:hash_seed] = v }
           o.on("--keys-per-part N", Integer, "most keys per part of the index, on average (default 131072)") { |v| options[:keys_per_part] = v }

@@ -13,15 +13,15 @@ use crate::format::{self, BuildParameters, Header, Section, ValueKind, RECORD_KE
 #[derive(Clone, Debug, PartialEq)]
 pub struct BuildOptions {
     /// Average keys per bucket (CHD's lambda). Larger values make a smaller
-    /// hash function and a slower build. Default 4.0; range 1.0 to 10.0.
+    /// hash function and a slower build. Default 3.5; range 1.0 to 10.0.
     pub keys_per_bucket: f64,
     /// Fill of the table the pilots place keys in, before the slots past `n`
     /// are remapped. Closer to 1 means larger pilots and fewer remap entries.
     /// Default 0.99; range 0.5 to 1.0.
     pub load_factor: f64,
-    /// Fraction of keys hashed into the dense buckets. Default 0.6.
+    /// Fraction of keys hashed into the dense buckets. Default 0.5.
     pub dense_key_fraction: f64,
-    /// Fraction of buckets that are dense. Default 0.3. Equal fractions give
+    /// Fraction of buckets that are dense. Default 0.2. Equal fractions give
     /// CHD's plain uniform buckets.
     pub dense_bucket_fraction: f64,
     /// First hash seed tried. If it gives two keys the same 64-bit hash, or
@@ -70,7 +70,7 @@ pub const DEFAULT_KEYS_PER_PART: u64 = 1 << 17;
 
 impl Default for BuildOptions {
     fn default() -> Self {
-        BuildOptions { keys_per_bucket: 4.0, load_factor: 0.99, dense_key_fraction: 0.6, dense_bucket_fraction: 0.3, hash_seed: 0, seed_block_len: 128, on_duplicate: OnDuplicate::Error, keys_per_part: DEFAULT_KEYS_PER_PART }
+        BuildOptions { keys_per_bucket: 3.5, load_factor: 0.99, dense_key_fraction: 0.5, dense_bucket_fraction: 0.2, hash_seed: 0, seed_block_len: 128, on_duplicate: OnDuplicate::Error, keys_per_part: DEFAULT_KEYS_PER_PART }
     }
 }
 

@@ -67,7 +67,7 @@ fn damaged_headers_name_what_is_wrong() {
 #[test]
 fn damaged_part_counts_are_named() {
     // 1,000 keys in 10 parts of 25 buckets each.
-    let parted = store_bytes_with(1_000, BuildOptions { keys_per_part: 100, ..Default::default() });
+    let parted = store_bytes_with(1_000, BuildOptions { keys_per_part: 100, keys_per_bucket: 4.0, ..Default::default() });
     let header = Header::decode(&parted, parted.len() as u64).unwrap();
     assert_eq!((header.geometry.part_count, header.geometry.bucket_count), (10, 250));
     let cases: Vec<(&str, Vec<u8>, &str)> = vec![

@@ -4,8 +4,15 @@
 use hashfile::value::Value;
 use hashfile::{BuildOptions, Builder, Reader, ValueKind};
 
+/// The options the vectors are built with: the defaults of 0.1 (keys per
+/// bucket 4.0, dense fractions 0.6 and 0.3), written out, so that a change
+/// of defaults does not change the vectors.
+pub fn vector_options() -> BuildOptions {
+    BuildOptions { keys_per_bucket: 4.0, load_factor: 0.99, dense_key_fraction: 0.6, dense_bucket_fraction: 0.3, hash_seed: 0, seed_block_len: 128, keys_per_part: 131_072, ..Default::default() }
+}
+
 pub fn small_vector() -> Builder {
-    let mut b = Builder::new(BuildOptions::default()).unwrap();
+    let mut b = Builder::new(vector_options()).unwrap();
     b.insert_tagged(b"apple", true, b"red", ValueKind::Utf8);
     b.insert_tagged(b"banana", true, b"yellow", ValueKind::Utf8);
     b.insert_tagged("caf\u{e9}".as_bytes(), true, "cr\u{e8}me".as_bytes(), ValueKind::Utf8);
@@ -68,7 +75,7 @@ fn reads_the_index_first_layout() {
 
 /// The typed-values vector: one value of every tag family.
 pub fn typed_vector() -> Builder {
-    let mut b = Builder::new(BuildOptions::default()).unwrap();
+    let mut b = Builder::new(vector_options()).unwrap();
     let values = typed_values();
     for (k, v) in &values {
         b.insert_value(k.as_bytes(), true, v).unwrap();
@@ -101,7 +108,7 @@ fn rebuilds_the_typed_vector_byte_for_byte() {
 
 /// The partitioned-store vector: 40 keys in three parts.
 pub fn parts_vector() -> Builder {
-    let mut b = Builder::new(BuildOptions { keys_per_part: 16, ..Default::default() }).unwrap();
+    let mut b = Builder::new(BuildOptions { keys_per_part: 16, ..vector_options() }).unwrap();
     for i in 0..40 {
         b.insert_tagged(format!("key-{i}").as_bytes(), true, format!("value-{i}").as_bytes(), ValueKind::Utf8);
     }
