@@ -745,26 +745,24 @@ fn next_chunk<R: Read>(input: &mut R, buf: &mut Vec<u8>, carry: &mut Vec<u8>, ch
 /// in input order, on the calling thread, with the input bytes read so
 /// far. Runs and batches are reused, so memory stays at a few runs. The
 /// entries, their order and any error are exactly those of `import`: the
-/// first bad line of the input is the one reported, by its line number.
+/// first bad line of the input is the one reported, by its line number,
+/// and an error reading the input comes after every line before it.
 pub fn import_json_lines_parallel<R: Read>(input: R, source: &str, options: &ImportOptions, chunk_bytes: usize, batch: &Batch, deliver: &mut dyn FnMut(&Batch, u64) -> Result<()>) -> Result<()> {
     use rayon::prelude::*;
-    type Run = (Vec<u8>, Batch, Option<u64>);
     let mut input = input;
     let group = rayon::current_num_threads().max(1);
     let new_runs = || -> Vec<Run> { (0..group).map(|_| (Vec::new(), batch.empty_like(), None)).collect() };
-    // Two sets of runs: the pool parses one while this thread hands the
-    // other's batches on.
-    let (mut parsing, mut parsed) = (new_runs(), new_runs());
-    let mut parsed_count = 0;
-    let mut parsed_read = 0u64;
-    let (mut carry, mut read, mut first_line) = (Vec::new(), 0u64, 1u64);
+    // Three sets of runs, each `group` long: while the pool parses `ready`,
+    // this thread hands on the batches of `parsed`, then reads the next
+    // runs into `free`.
+    let (mut ready, mut parsed, mut free) = (new_runs(), new_runs(), new_runs());
+    let mut reading = Reading { carry: Vec::new(), read: 0, error: None, chunk_bytes, source };
+    let mut ready_count = reading.fill(&mut input, &mut ready);
+    let mut ready_read = reading.read;
+    let (mut parsed_count, mut parsed_read, mut first_line) = (0, 0u64, 1u64);
     loop {
-        let mut filled = 0;
-        while filled < group && next_chunk(&mut input, &mut parsing[filled].0, &mut carry, chunk_bytes, &mut read, source)? {
-            filled += 1;
-        }
-        let delivered = std::thread::scope(|scope| {
-            let runs = &mut parsing[..filled];
+        let (delivered, free_count) = std::thread::scope(|scope| {
+            let runs = &mut ready[..ready_count];
             // Each worker numbers its lines from 1 and returns how many
             // line ends it passed; a run with an error is read again with
             // its real line numbers, for the message.
@@ -790,17 +788,57 @@ pub fn import_json_lines_parallel<R: Read>(input: R, source: &str, options: &Imp
                 }
                 first_line += lines;
             }
+            let free_count = if result.is_ok() { reading.fill(&mut input, &mut free) } else { 0 };
             if let Err(panic) = workers.join() {
                 std::panic::resume_unwind(panic);
             }
-            result
+            (result, free_count)
         });
         delivered?;
-        if filled == 0 {
-            return Ok(());
+        if ready_count == 0 {
+            // Every run read has been handed on.
+            return reading.error.map_or(Ok(()), Err);
         }
-        std::mem::swap(&mut parsing, &mut parsed);
-        (parsed_count, parsed_read) = (filled, read);
+        // ready -> parsed -> free -> ready.
+        std::mem::swap(&mut parsed, &mut ready);
+        std::mem::swap(&mut ready, &mut free);
+        (parsed_count, parsed_read) = (ready_count, ready_read);
+        (ready_count, ready_read) = (free_count, reading.read);
+    }
+}
+
+/// A run of JSON Lines text, the batch parsed from it, and the number of
+/// line ends in it (`None` if it did not parse).
+type Run = (Vec<u8>, Batch, Option<u64>);
+
+/// The input side of `import_json_lines_parallel`.
+struct Reading<'a> {
+    carry: Vec<u8>,
+    read: u64,
+    /// The first read error: no more is read, and it is reported once the
+    /// runs before it are handed on.
+    error: Option<Error>,
+    chunk_bytes: usize,
+    source: &'a str,
+}
+
+impl Reading<'_> {
+    /// Reads up to `runs.len()` runs into `runs`; returns how many.
+    fn fill<R: Read>(&mut self, input: &mut R, runs: &mut [Run]) -> usize {
+        if self.error.is_some() {
+            return 0;
+        }
+        for (filled, run) in runs.iter_mut().enumerate() {
+            match next_chunk(input, &mut run.0, &mut self.carry, self.chunk_bytes, &mut self.read, self.source) {
+                Ok(true) => {}
+                Ok(false) => return filled,
+                Err(e) => {
+                    self.error = Some(e);
+                    return filled;
+                }
+            }
+        }
+        runs.len()
     }
 }
 

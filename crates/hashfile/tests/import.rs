@@ -264,6 +264,61 @@ fn parallel_json_lines_report_the_first_bad_line() {
     }
 }
 
+/// Gives `data` up to `fail_at` bytes, then fails.
+struct FailAfter<'a> {
+    data: &'a [u8],
+    at: usize,
+    fail_at: usize,
+}
+
+impl std::io::Read for FailAfter<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.at >= self.fail_at {
+            return Err(std::io::Error::other("the disk went away"));
+        }
+        let n = buf.len().min(self.fail_at - self.at).min(self.data.len() - self.at);
+        buf[..n].copy_from_slice(&self.data[self.at..self.at + n]);
+        self.at += n;
+        Ok(n)
+    }
+}
+
+#[test]
+fn parallel_json_lines_report_a_read_error_after_the_lines_before_it() {
+    let good = mixed_json_lines();
+    let cut = good.len() - 200;
+    for chunk in [64, 100, 1 << 20] {
+        // Every line before the failure is handed on, then the error comes.
+        let mut entries = 0;
+        let input = FailAfter { data: &good, at: 0, fail_at: cut };
+        let error = rayon::ThreadPoolBuilder::new().num_threads(3).build().unwrap().install(|| {
+            hashfile::import::import_json_lines_parallel(input, "input", &ImportOptions::new(InputFormat::JsonLines), chunk, &hashfile::Batch::new(), &mut |batch, _| {
+                entries += batch.len();
+                Ok(())
+            })
+            .unwrap_err()
+        });
+        assert!(matches!(&error, hashfile::Error::Io { .. }), "chunk {chunk}: {error}");
+        assert!(error.to_string().contains("the disk went away"), "{error}");
+        // At most the entries of the whole lines before the failure; with
+        // small runs, all but those of the last run or so (a run is cut at
+        // a line end, and some lines are 5,000 bytes long).
+        let entries_before = |end: usize| read(InputFormat::JsonLines, &good[..good[..end].iter().rposition(|&b| b == b'\n').unwrap() + 1]).unwrap().len();
+        assert!(entries <= entries_before(cut), "chunk {chunk}: {entries} of {}", entries_before(cut));
+        if chunk < 200 {
+            assert!(entries >= entries_before(cut - 2 * 5_100), "chunk {chunk}: {entries} of {}", entries_before(cut));
+        }
+        // A bad line well before the failure is the error reported.
+        let mut text = b"[\"a\", tru]\n".to_vec();
+        text.extend_from_slice(&good);
+        let input = FailAfter { data: &text, at: 0, fail_at: cut };
+        let error = rayon::ThreadPoolBuilder::new().num_threads(3).build().unwrap().install(|| {
+            hashfile::import::import_json_lines_parallel(input, "input", &ImportOptions::new(InputFormat::JsonLines), 64, &hashfile::Batch::new(), &mut |_, _| Ok(())).unwrap_err()
+        });
+        assert!(error.to_string().starts_with("input: line 1,"), "{error}");
+    }
+}
+
 mod pipeline {
     use hashfile::import::{ImportOptions, InputFormat};
     use hashfile::pipeline::{build_from, Input, Phase};
