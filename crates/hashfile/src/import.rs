@@ -664,7 +664,7 @@ fn json_line(line: &[u8], number: u64, source: &str, options: &ImportOptions, ty
         line = rest;
     }
     if let Some((key, value)) = simple_pair(line) {
-        return sink(text_entry(key, value), Position::Line(number, None));
+        return sink(Entry { key, key_utf8: true, value, kind: ValueKind::Utf8 }, Position::Line(number, None));
     }
     if line.iter().all(u8::is_ascii_whitespace) {
         return Ok(());
@@ -685,13 +685,18 @@ fn json_line(line: &[u8], number: u64, source: &str, options: &ImportOptions, ty
 /// control characters, read without serde: its key and value. `None` for
 /// anything else, which serde reads (and reports the errors of). The
 /// entry is the one serde's path makes of the same line.
-fn simple_pair(line: &[u8]) -> Option<(&str, &str)> {
-    fn string(bytes: &[u8]) -> Option<(&str, &[u8])> {
+fn simple_pair(line: &[u8]) -> Option<(&[u8], &[u8])> {
+    fn string(bytes: &[u8]) -> Option<(&[u8], &[u8])> {
         let end = bytes.iter().position(|&b| b == b'"' || b == b'\\' || b < 0x20)?;
         if bytes[end] != b'"' {
             return None;
         }
-        Some((std::str::from_utf8(&bytes[..end]).ok()?, &bytes[end + 1..]))
+        // UTF-8 checked only past ASCII, which is most strings.
+        let text = &bytes[..end];
+        if !text.is_ascii() {
+            std::str::from_utf8(text).ok()?;
+        }
+        Some((text, &bytes[end + 1..]))
     }
     let (key, rest) = string(line.strip_prefix(b"[\"")?)?;
     let (value, rest) = string(rest.strip_prefix(b",\"")?)?;
