@@ -553,3 +553,37 @@ fn free_pilot(hashes: &mut Vec<u64>, from: u64, taken: &[u64], m: u64) -> Option
     }
 }
 
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Keys known by ids (a builder's record offsets) and by index give the
+    /// same perfect hash, with the ids handed back in place of the indices,
+    /// and the same first key of a duplicate pair.
+    #[test]
+    fn ids_stand_in_for_indices() {
+        let keys: Vec<Vec<u8>> = (0..5_000).map(|i| format!("key-{i}").into_bytes()).collect();
+        let ids: Vec<u32> = (0..keys.len() as u32).map(|i| 7 + 3 * i).collect();
+        let options = crate::BuildOptions { keys_per_part: 1_000, ..Default::default() };
+        let by_index = build(keys.len(), |i| keys[i].as_slice(), None, None, &options).unwrap();
+        let by_id = build(keys.len(), |id| keys[(id - 7) / 3].as_slice(), Some(&ids), None, &options).unwrap();
+        assert_eq!(by_index.geometry.part_count, 5);
+        assert_eq!((by_index.pilots, by_index.remap), (by_id.pilots, by_id.remap));
+        let slots = |built: &[Hashed], to_index: &dyn Fn(u32) -> u32| {
+            let mut slots: Vec<(u64, u32)> = built.iter().map(|e| (e.hash, to_index(e.index))).collect();
+            slots.sort_unstable();
+            slots
+        };
+        assert_eq!(slots(&by_index.slots, &|i| i), slots(&by_id.slots, &|id| (id - 7) / 3));
+
+        let mut repeated = keys.clone();
+        repeated[4_000] = repeated[1_234].clone();
+        let duplicate = |result: Result<Built>| match result {
+            Err(Error::DuplicateKey { key, .. }) => key,
+            other => panic!("expected a duplicate key error, got {:?}", other.map(|_| ())),
+        };
+        assert_eq!(duplicate(build(keys.len(), |i| repeated[i].as_slice(), None, None, &options)), b"key-1234");
+        assert_eq!(duplicate(build(keys.len(), |id| repeated[(id - 7) / 3].as_slice(), Some(&ids), None, &options)), b"key-1234");
+    }
+}
