@@ -503,7 +503,6 @@ where
     Placement::Placed
 }
 
-
 /// The smallest pilot from `from` on, below `MAX_PILOT`, that sends each
 /// of a bucket's key `hashes` to a free slot (not necessarily different
 /// ones), or `None`. Most pilots fail, at an unpredictable key, so the
@@ -532,18 +531,18 @@ fn free_pilot(hashes: &mut Vec<u64>, from: u64, taken: &[u64], m: u64) -> Option
         }
         None
     }
-    match hashes.len() {
-        1 => search::<1>(hashes[..].try_into().ok()?, from, taken, m),
-        2 => search::<2>(hashes[..].try_into().ok()?, from, taken, m),
-        3 => search::<3>(hashes[..].try_into().ok()?, from, taken, m),
-        4 => search::<4>(hashes[..].try_into().ok()?, from, taken, m),
-        len => {
-            let last = *hashes.last()?;
-            hashes.resize(len.next_multiple_of(4), last);
-            let groups: Vec<[u64; 4]> = hashes.chunks_exact(4).map(|g| g.try_into().expect("four")).collect();
+    match *hashes.as_slice() {
+        [] => Some(from),
+        [a] => search(&[a], from, taken, m),
+        [a, b] => search(&[a, b], from, taken, m),
+        [a, b, c] => search(&[a, b, c], from, taken, m),
+        [a, b, c, d] => search(&[a, b, c, d], from, taken, m),
+        [.., last] => {
+            hashes.resize(hashes.len().next_multiple_of(4), last);
+            let groups = hashes.chunks_exact(4).map(|g| [g[0], g[1], g[2], g[3]]);
             let mut pc = from.wrapping_mul(PILOT_MULTIPLIER);
             for pilot in from..MAX_PILOT {
-                if groups.iter().all(|g| hit(g, pc, taken, m) == 0) {
+                if groups.clone().all(|g| hit(&g, pc, taken, m) == 0) {
                     return Some(pilot);
                 }
                 pc = pc.wrapping_add(PILOT_MULTIPLIER);
