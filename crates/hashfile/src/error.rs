@@ -104,13 +104,8 @@ impl Error {
 
     /// Attaches a file's path to an error that concerns a file and has none.
     pub fn with_path(mut self, file: &std::path::Path) -> Self {
-        match &mut self {
-            Error::Io { path, .. } | Error::Format { path, .. } | Error::Checksum { path, .. } => {
-                if path.is_none() {
-                    *path = Some(file.to_path_buf());
-                }
-            }
-            _ => {}
+        if let Error::Io { path, .. } | Error::Format { path, .. } | Error::Checksum { path, .. } = &mut self {
+            path.get_or_insert_with(|| file.to_path_buf());
         }
         self
     }

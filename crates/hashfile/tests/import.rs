@@ -4,11 +4,14 @@ use hashfile::import::{find_key, import, Column, ImportOptions, InputFormat};
 use hashfile::value::Value;
 use hashfile::{BuildOptions, Builder, Error, OnDuplicate, Reader, ValueKind};
 
-fn read(format: InputFormat, input: &[u8]) -> hashfile::Result<Vec<(Vec<u8>, Vec<u8>, ValueKind)>> {
+/// Imported entries: key, value and kind.
+type Entries = Vec<(Vec<u8>, Vec<u8>, ValueKind)>;
+
+fn read(format: InputFormat, input: &[u8]) -> hashfile::Result<Entries> {
     read_with(ImportOptions::new(format), input)
 }
 
-fn read_with(options: ImportOptions, input: &[u8]) -> hashfile::Result<Vec<(Vec<u8>, Vec<u8>, ValueKind)>> {
+fn read_with(options: ImportOptions, input: &[u8]) -> hashfile::Result<Entries> {
     let mut out = Vec::new();
     import(input, "input", &options, &mut |e, _| {
         out.push((e.key.to_vec(), e.value.to_vec(), e.kind));
@@ -146,7 +149,7 @@ fn build(options: BuildOptions, input: &[u8]) -> hashfile::Result<Reader<Vec<u8>
 #[test]
 fn duplicate_policies() {
     let input = b"[\"a\", \"1\"]\n[\"b\", \"2\"]\n[\"a\", \"3\"]\n[\"c\", \"4\"]\n[\"a\", \"5\"]\n";
-    let err = build(BuildOptions::default(), input).err().expect("default policy is error");
+    let err = build(BuildOptions::default(), input).expect_err("default policy is error");
     assert!(matches!(err, Error::DuplicateKey { ref key, .. } if key == b"a"));
     let positions = find_key(&input[..], "input", &ImportOptions::new(InputFormat::JsonLines), b"a").unwrap();
     assert_eq!(positions.iter().map(|p| p.to_string()).collect::<Vec<_>>(), ["line 1", "line 3"]);
