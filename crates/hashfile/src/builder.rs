@@ -312,6 +312,24 @@ impl Offsets {
             Offsets::Wide(v) => v.len(),
         }
     }
+
+    /// The ids the perfect-hash build knows keys by (`chd::build`): the
+    /// offsets themselves where they fit 32 bits, else the indices.
+    fn ids(&self) -> Option<&[u32]> {
+        match self {
+            Offsets::Narrow(v) => Some(v),
+            Offsets::Wide(_) => None,
+        }
+    }
+
+    /// The offset of the key with this id (see `ids`).
+    #[inline]
+    fn of_id(&self, id: u32) -> u64 {
+        match self {
+            Offsets::Narrow(_) => id as u64,
+            Offsets::Wide(v) => v[id as usize],
+        }
+    }
 }
 
 /// Index of the records section in `SectionId::ALL` (and in a header's
@@ -545,13 +563,10 @@ impl Builder {
             Records::File(spill) => Some(spill.hashes.as_slice()),
             Records::Memory(_) => None,
         };
-        // With offsets that fit 32 bits, the keys go by their offsets, and
-        // the build hands back each slot's offset.
-        let records = self.records();
-        let built = match &self.offsets {
-            Offsets::Narrow(offsets) => chd::build(n, |offset| record_key(records, offset), Some(offsets), hashes, &self.options)?,
-            Offsets::Wide(_) => chd::build(n, |i| self.key(i), None, hashes, &self.options)?,
-        };
+        // Where offsets fit 32 bits, keys go by their offsets, and the
+        // build hands back each slot's offset.
+        let (records, offsets) = (self.records(), &self.offsets);
+        let built = chd::build(n, |id| record_key(records, offsets.of_id(id as u32) as usize), offsets.ids(), hashes, &self.options)?;
         let layout = BlockLayout::from_block_len(self.options.seed_block_len).expect("validated");
 
         let mut seed_index = Vec::new();
@@ -574,11 +589,7 @@ impl Builder {
             return Err(Error::format("records exceed the format's 2^56-byte limit"));
         }
         let remap = bits::pack(&built.remap, bits::bits_for((n as u64).saturating_sub(1)));
-        let offsets = &self.offsets;
-        let slots = bits::pack_at_parallel(n as u64, offset_bits, &built.slots, |e| e.hash, |e| match offsets {
-            Offsets::Narrow(_) => e.index as u64,
-            Offsets::Wide(_) => offsets.get(e.index as usize),
-        });
+        let slots = bits::pack_at_parallel(n as u64, offset_bits, &built.slots, |e| e.hash, |e| offsets.of_id(e.index));
         drop(built.slots);
 
         let index = vec![seed_index, seeds, remap, slots];
@@ -644,7 +655,6 @@ impl Builder {
         out.flush().map_err(io)?;
         Ok(at)
     }
-
 
     /// Builds the store in memory.
     pub fn to_bytes(&mut self) -> Result<Vec<u8>> {

@@ -235,7 +235,7 @@ pub(crate) fn build<'a, K>(n: usize, keys: K, ids: Option<&[u32]>, hashes: Optio
 where
     K: Fn(usize) -> &'a [u8] + Sync,
 {
-    let ids = ids.filter(|ids| ids.len() == n);
+    assert!(ids.is_none_or(|ids| ids.len() == n), "one id per key");
     let id = |i: usize| ids.map_or(i as u32, |ids| ids[i]);
     for attempt in 0..MAX_SEED_ATTEMPTS {
         let seed = options.hash_seed.wrapping_add(attempt as u64);
@@ -521,10 +521,13 @@ fn free_pilot(hashes: &mut Vec<u64>, from: u64, taken: &[u64], m: u64) -> Option
         }
         hit & 1
     }
-    fn search<const K: usize>(hashes: &[u64; K], from: u64, taken: &[u64], m: u64) -> Option<u64> {
+    /// The first pilot from `from` for whose `pilot * PILOT_MULTIPLIER`
+    /// `hits` is false.
+    #[inline(always)]
+    fn search(from: u64, hits: impl Fn(u64) -> bool) -> Option<u64> {
         let mut pc = from.wrapping_mul(PILOT_MULTIPLIER);
         for pilot in from..MAX_PILOT {
-            if hit(hashes, pc, taken, m) == 0 {
+            if !hits(pc) {
                 return Some(pilot);
             }
             pc = pc.wrapping_add(PILOT_MULTIPLIER);
@@ -533,25 +536,17 @@ fn free_pilot(hashes: &mut Vec<u64>, from: u64, taken: &[u64], m: u64) -> Option
     }
     match *hashes.as_slice() {
         [] => Some(from),
-        [a] => search(&[a], from, taken, m),
-        [a, b] => search(&[a, b], from, taken, m),
-        [a, b, c] => search(&[a, b, c], from, taken, m),
-        [a, b, c, d] => search(&[a, b, c, d], from, taken, m),
+        [a] => search(from, |pc| hit(&[a], pc, taken, m) != 0),
+        [a, b] => search(from, |pc| hit(&[a, b], pc, taken, m) != 0),
+        [a, b, c] => search(from, |pc| hit(&[a, b, c], pc, taken, m) != 0),
+        [a, b, c, d] => search(from, |pc| hit(&[a, b, c, d], pc, taken, m) != 0),
         [.., last] => {
             hashes.resize(hashes.len().next_multiple_of(4), last);
             let groups = hashes.chunks_exact(4).map(|g| [g[0], g[1], g[2], g[3]]);
-            let mut pc = from.wrapping_mul(PILOT_MULTIPLIER);
-            for pilot in from..MAX_PILOT {
-                if groups.clone().all(|g| hit(&g, pc, taken, m) == 0) {
-                    return Some(pilot);
-                }
-                pc = pc.wrapping_add(PILOT_MULTIPLIER);
-            }
-            None
+            search(from, |pc| groups.clone().any(|g| hit(&g, pc, taken, m) != 0))
         }
     }
 }
-
 
 #[cfg(test)]
 mod tests {
