@@ -6,18 +6,12 @@ use std::hint::black_box;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use hashfile::{BuildOptions, Builder, Reader};
 
+#[path = "../examples/support/mod.rs"]
+mod support;
+
 fn data(n: usize) -> Vec<(Vec<u8>, Vec<u8>)> {
-    let mut state = 0x2545_F491_4F6C_DD1Du64;
-    let mut word = || -> Vec<u8> {
-        (0..8)
-            .map(|_| {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                b"0123456789abcdefghijklmnopqrstuvwxyz"[(state % 36) as usize]
-            })
-            .collect()
-    };
+    let mut random = support::XorShift::default();
+    let mut word = || random.word(8);
     let mut seen = std::collections::HashSet::new();
     let mut out = Vec::with_capacity(n);
     while out.len() < n {
@@ -42,7 +36,7 @@ fn lookup(c: &mut Criterion) {
         let probes: Vec<&[u8]> = entries.iter().step_by(n / 4096).map(|(k, _)| k.as_slice()).collect();
         group.throughput(Throughput::Elements(probes.len() as u64));
         group.bench_with_input(BenchmarkId::new("hashfile", n), &probes, |b, probes| {
-            b.iter(|| probes.iter().map(|k| store.get(black_box(k)).unwrap().unwrap().value.len()).sum::<usize>())
+            b.iter(|| probes.iter().map(|k| store.get(black_box(k)).unwrap().unwrap().value().len()).sum::<usize>())
         });
         group.bench_with_input(BenchmarkId::new("std_hashmap", n), &probes, |b, probes| {
             b.iter(|| probes.iter().map(|k| map.get(black_box(*k)).unwrap().len()).sum::<usize>())

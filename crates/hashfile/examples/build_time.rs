@@ -5,6 +5,8 @@ use hashfile::import::{self, ImportOptions, InputFormat};
 use hashfile::{BuildOptions, Builder};
 use std::time::Instant;
 
+mod support;
+
 fn main() {
     let arg = std::env::args().nth(1).unwrap_or_else(|| "10000000".into());
     let t = Instant::now();
@@ -14,11 +16,9 @@ fn main() {
     }
     let mut b = Builder::new(options).unwrap();
     if let Ok(n) = arg.parse::<usize>() {
-        let mut state = 0x2545_F491_4F6C_DD1Du64;
+        let mut random = support::XorShift::default();
         for i in 0..n {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
+            let state = random.next_u64();
             let key = format!("{:08x}{i}", state as u32);
             b.insert(key.as_bytes(), &state.to_le_bytes());
         }
@@ -34,7 +34,7 @@ fn main() {
             .unwrap();
         } else {
             import::import(file, &arg, &options, &mut |entry, _| {
-                b.insert_entry(entry);
+                b.insert_record(entry);
                 Ok(())
             })
             .unwrap();

@@ -3,11 +3,12 @@
 use hashfile::{BuildOptions, Builder, Reader};
 use std::time::Instant;
 
+mod support;
+
 fn main() {
     let n: usize = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(100_000);
-    let mut state = 0x2545_F491_4F6C_DD1Du64;
-    let mut next = || { state ^= state << 13; state ^= state >> 7; state ^= state << 17; state };
-    let keys: Vec<Vec<u8>> = (0..n).map(|_| (0..8).map(|_| b"0123456789abcdefghijklmnopqrstuvwxyz"[(next() % 36) as usize]).collect()).collect();
+    let mut random = support::XorShift::default();
+    let keys: Vec<Vec<u8>> = (0..n).map(|_| random.word(8)).collect();
     println!("{:>6} {:>6} {:>6} {:>6} {:>8} {:>8} {:>10}", "lambda", "alpha", "block", "skew", "mphf", "seeds", "build ms");
     for &block in &[32u32, 128] {
         for &lambda in &[3.0, 3.5, 4.0, 4.5, 5.0] {

@@ -2,7 +2,8 @@
 //! random access into blocks written by the `bitpacking` crate.
 //!
 //! The byte layouts are specified in docs/FORMAT.md ("Packed integers" and
-//! "Seed blocks").
+//! "Seed blocks"). This is the bottom layer with `error`: it imports nothing
+//! else from the crate but the parallel helpers.
 
 use bitpacking::{BitPacker, BitPacker1x, BitPacker4x, BitPacker8x};
 
@@ -68,8 +69,8 @@ fn or_bits(out: &mut [u8], bit: usize, value: u64, width: u32) {
 /// written byte by byte, so that no write reaches into the next range.
 /// Same bytes as `pack_at`.
 pub fn pack_at_parallel<T: Sync>(count: u64, width: u32, items: &[T], index: impl Fn(&T) -> u64 + Sync, value: impl Fn(&T) -> u64 + Sync) -> Vec<u8> {
-    use rayon::prelude::*;
-    let threads = rayon::current_num_threads() as u64;
+    use crate::parallel::*;
+    let threads = threads() as u64;
     if threads < 2 || count < 1 << 16 {
         return pack_at(count, width, items.iter().map(|item| (index(item), value(item))));
     }
@@ -99,15 +100,32 @@ pub fn pack_at_parallel<T: Sync>(count: u64, width: u32, items: &[T], index: imp
     out
 }
 
-/// Reads element `index` of a packed array. `None` if the bytes end early,
-/// which only a damaged file can cause, since lengths are checked at open.
+/// Where element `index` of a `width`-bit packed array lies: the byte
+/// offset of the 8-byte little-endian word that holds it, and its shift in
+/// that word. `None` if the offset overflows, which only a damaged header
+/// can ask for. Reading the word is the caller's: a slice here, a piece of
+/// a byte source in the reader.
+#[inline]
+pub fn packed_position(index: u64, width: u32) -> Option<(u64, u32)> {
+    let bit = index.checked_mul(width as u64)?;
+    Some((bit / 8, (bit % 8) as u32))
+}
+
+/// The element in `word`, the 8 bytes at its `packed_position`.
+#[inline]
+pub fn packed_element(word: [u8; 8], shift: u32, width: u32) -> u64 {
+    (u64::from_le_bytes(word) >> shift) & ((1u64 << width) - 1)
+}
+
+/// Reads element `index` of a packed array held in memory. `None` if the
+/// bytes end early, which only a damaged file can cause, since lengths are
+/// checked at open.
 #[inline]
 pub fn unpack_one(bytes: &[u8], width: u32, index: u64) -> Option<u64> {
-    let bit = index.checked_mul(width as u64)?;
-    let byte = usize::try_from(bit / 8).ok()?;
+    let (byte, shift) = packed_position(index, width)?;
+    let byte = usize::try_from(byte).ok()?;
     let word: [u8; 8] = bytes.get(byte..byte.checked_add(8)?)?.try_into().ok()?;
-    let mask = (1u64 << width) - 1;
-    Some((u64::from_le_bytes(word) >> (bit % 8)) & mask)
+    Some(packed_element(word, shift, width))
 }
 
 /// The three block layouts of the `bitpacking` crate. They differ only in how

@@ -1,17 +1,22 @@
-//! The one error type of the crate.
+//! The one error type of the crate, and the positions errors point at.
+//!
+//! This is the lowest layer: it imports nothing else from the crate, so
+//! every other module can use it.
 
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Everything that can go wrong while building, opening or reading a store.
 ///
-/// Variants are structured so that bindings can map them to their own error
-/// classes (see `ext/hashfile/src/error.rs` for the Ruby mapping).
+/// Variants are structured so that callers and bindings can act on them
+/// without reading messages (see `ext/hashfile/src/error.rs` for the Ruby
+/// mapping). Variants about a store file carry its path once it is known
+/// ([`Error::with_path`]).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// An operating-system error, with the path it concerned when known.
-    #[error("{}{source}", path_prefix(.path))]
+    #[error("{}{source}", prefix(.path))]
     Io {
         /// The file the error concerned, if any.
         path: Option<PathBuf>,
@@ -20,18 +25,62 @@ pub enum Error {
         source: std::io::Error,
     },
 
-    /// The file is not a valid store: bad magic, unsupported version, a
-    /// section outside the file, a malformed record, and so on.
-    #[error("{}{reason}", path_prefix(.path))]
-    Format {
+    /// The bytes are not a store at all: too short for a header, or
+    /// another file's magic.
+    #[error("{}{reason}", prefix(.path))]
+    NotAStore {
         /// The file, if known.
         path: Option<PathBuf>,
-        /// What is wrong, for people.
+        /// What gave it away, for people.
         reason: String,
     },
 
+    /// A store of a major version this library does not read.
+    #[error("{}unsupported version {got} (this library reads version {expected})", prefix(.path))]
+    Version {
+        /// The file, if known.
+        path: Option<PathBuf>,
+        /// The major version this library reads.
+        expected: u16,
+        /// The file's major version.
+        got: u16,
+    },
+
+    /// A store that needs features this library does not have (required
+    /// flags it does not know).
+    #[error("{}unsupported required features {bits:#x}", prefix(.path))]
+    UnsupportedFeatures {
+        /// The file, if known.
+        path: Option<PathBuf>,
+        /// The unknown required-feature bits.
+        bits: u64,
+    },
+
+    /// The file is not as long as its header says: cut short, or appended to.
+    #[error("{}file is {actual_len} bytes but its header says {expected_len}: truncated or appended to", prefix(.path))]
+    Truncated {
+        /// The file, if known.
+        path: Option<PathBuf>,
+        /// The length the header records.
+        expected_len: u64,
+        /// The length the file has.
+        actual_len: u64,
+    },
+
+    /// The store is damaged: its header or a section says something
+    /// impossible.
+    #[error("{}corrupt store ({section}): {what}", prefix(.path))]
+    Corrupt {
+        /// The file, if known.
+        path: Option<PathBuf>,
+        /// Where: `"header"` or a section's name (`"seeds"`, `"records"`, ...).
+        section: &'static str,
+        /// What is wrong, for people.
+        what: String,
+    },
+
     /// A section's bytes do not match the checksum recorded in the header.
-    #[error("{}checksum mismatch in section {section}: expected {expected:016x}, got {actual:016x}", path_prefix(.path))]
+    #[error("{}checksum mismatch in section {section}: expected {expected:016x}, got {actual:016x}", prefix(.path))]
     Checksum {
         /// The file, if known.
         path: Option<PathBuf>,
@@ -45,30 +94,36 @@ pub enum Error {
 
     /// The same key was added twice to a build (with the default
     /// `OnDuplicate::Error`).
-    #[error("duplicate key {}{}", DisplayBytes(.key), if .positions.is_empty() { String::new() } else { format!(" ({})", .positions.join(" and ")) })]
+    #[error("duplicate key {}{}", DisplayBytes(.key), places(.first, .second))]
     DuplicateKey {
         /// The key, as bytes.
         key: Vec<u8>,
-        /// Where the key occurs, when the input can be read again to find
-        /// out (`source: line N`, ...); empty otherwise.
-        positions: Vec<String>,
+        /// Where the key occurs first, when the input can be read again to
+        /// find out.
+        first: Option<Location>,
+        /// Where it occurs again, likewise.
+        second: Option<Location>,
     },
 
     /// An input file could not be parsed: where and why.
-    #[error("{input}: {position}: {message}")]
+    #[error("{input}: {position}: {what}")]
     Parse {
         /// The input's name (a path, or `-` for stdin).
         input: String,
-        /// Where: `line 3, column 7`, `entry 12`, ...
-        position: String,
+        /// Where in the input.
+        position: Position,
         /// What was wrong or expected.
-        message: String,
+        what: String,
     },
 
-    /// The build was cancelled (an interrupt, or a progress callback that
-    /// raised) before it published anything.
-    #[error("build cancelled")]
-    Cancelled,
+    /// A build went past a limit of the format or of one build.
+    #[error("{what} is over the limit of {max}")]
+    Limit {
+        /// What was counted (`"entries in one build"`, ...).
+        what: &'static str,
+        /// The most there may be.
+        max: u64,
+    },
 
     /// A build option is out of range.
     #[error("invalid option {name}: {reason}")]
@@ -78,6 +133,11 @@ pub enum Error {
         /// Why it was rejected.
         reason: String,
     },
+
+    /// The build was cancelled (an interrupt, or a progress callback that
+    /// raised) before it published anything.
+    #[error("build cancelled")]
+    Cancelled,
 
     /// The perfect hash could not be built with any of the hash seeds tried.
     /// With the default options this does not happen in practice.
@@ -94,27 +154,86 @@ pub enum Error {
 pub type Result<T> = std::result::Result<T, Error>;
 
 impl Error {
-    pub(crate) fn format(reason: impl Into<String>) -> Self {
-        Error::Format { path: None, reason: reason.into() }
+    /// Damage in `section` of a store.
+    pub(crate) fn corrupt(section: &'static str, what: impl Into<String>) -> Error {
+        Error::Corrupt { path: None, section, what: what.into() }
     }
 
-    pub(crate) fn io(path: Option<&std::path::Path>, source: std::io::Error) -> Self {
+    /// An I/O error, about `path` if given.
+    pub(crate) fn io(path: Option<&Path>, source: std::io::Error) -> Error {
         Error::Io { path: path.map(PathBuf::from), source }
     }
 
     /// Attaches a file's path to an error that concerns a file and has none.
-    pub fn with_path(mut self, file: &std::path::Path) -> Self {
-        if let Error::Io { path, .. } | Error::Format { path, .. } | Error::Checksum { path, .. } = &mut self {
+    pub fn with_path(mut self, file: &Path) -> Self {
+        if let Error::Io { path, .. } | Error::NotAStore { path, .. } | Error::Version { path, .. } | Error::UnsupportedFeatures { path, .. } | Error::Truncated { path, .. } | Error::Corrupt { path, .. } | Error::Checksum { path, .. } = &mut self {
             path.get_or_insert_with(|| file.to_path_buf());
         }
         self
     }
 }
 
-fn path_prefix(path: &Option<PathBuf>) -> String {
+fn prefix(path: &Option<PathBuf>) -> String {
     match path {
         Some(p) => format!("{}: ", p.display()),
         None => String::new(),
+    }
+}
+
+fn places(first: &Option<Location>, second: &Option<Location>) -> String {
+    match (first, second) {
+        (Some(a), Some(b)) => format!(" ({a} and {b})"),
+        (Some(a), None) | (None, Some(a)) => format!(" ({a})"),
+        (None, None) => String::new(),
+    }
+}
+
+/// Where in an input something was found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Position {
+    /// A line (1-based), with a column (1-based) where known.
+    Line {
+        /// The line.
+        line: u64,
+        /// The column, if known.
+        column: Option<u64>,
+    },
+    /// An entry number (1-based), for inputs without lines.
+    Entry(u64),
+    /// Nowhere more precise than the whole input.
+    Unknown,
+}
+
+impl Position {
+    /// A line without a column.
+    pub fn line(line: u64) -> Position {
+        Position::Line { line, column: None }
+    }
+}
+
+impl fmt::Display for Position {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Position::Line { line, column: Some(c) } => write!(f, "line {line}, column {c}"),
+            Position::Line { line, column: None } => write!(f, "line {line}"),
+            Position::Entry(n) => write!(f, "entry {n}"),
+            Position::Unknown => f.write_str("input"),
+        }
+    }
+}
+
+/// A position in a named input.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Location {
+    /// The input's name (a path, or `-` for stdin).
+    pub input: String,
+    /// Where in it.
+    pub position: Position,
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.input, self.position)
     }
 }
 

@@ -9,13 +9,13 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use crate::error::{Error, Result};
+use crate::build::{BuildOptions, Builder};
+use crate::error::{Error, Location, Result};
 use crate::import::{self, ImportOptions, InputFormat};
-use crate::{BuildOptions, Builder};
 
 /// Where an input comes from.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Source {
+pub enum InputSource {
     /// A file.
     Path(PathBuf),
     /// Standard input (`-`).
@@ -26,7 +26,7 @@ pub enum Source {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Input {
     /// Where it comes from.
-    pub source: Source,
+    pub source: InputSource,
     /// How to read it, with the format resolved.
     pub options: ImportOptions,
 }
@@ -35,11 +35,11 @@ impl Input {
     /// An input named `name` (`-` for stdin). Without `format`, the format
     /// comes from the file's extension.
     pub fn new(name: &str, format: Option<InputFormat>, base: &ImportOptions) -> Result<Input> {
-        let source = if name == "-" { Source::Stdin } else { Source::Path(PathBuf::from(name)) };
+        let source = if name == "-" { InputSource::Stdin } else { InputSource::Path(PathBuf::from(name)) };
         let format = match (format, &source) {
             (Some(f), _) => f,
-            (None, Source::Path(p)) => InputFormat::from_extension(p).ok_or_else(|| Error::InvalidOption { name: "format", reason: format!("cannot tell the format of {name} from its extension; pass one of: {}", format_names()) })?,
-            (None, Source::Stdin) => return Err(Error::InvalidOption { name: "format", reason: format!("cannot tell the format of standard input; pass one of: {}", format_names()) }),
+            (None, InputSource::Path(p)) => InputFormat::from_extension(p).ok_or_else(|| Error::InvalidOption { name: "format", reason: format!("cannot tell the format of {name} from its extension; pass one of: {}", InputFormat::names_list()) })?,
+            (None, InputSource::Stdin) => return Err(Error::InvalidOption { name: "format", reason: format!("cannot tell the format of standard input; pass one of: {}", InputFormat::names_list()) }),
         };
         Ok(Input { source, options: ImportOptions { format, ..base.clone() } })
     }
@@ -47,21 +47,17 @@ impl Input {
     /// The name used in messages.
     pub fn name(&self) -> String {
         match &self.source {
-            Source::Path(p) => p.display().to_string(),
-            Source::Stdin => "-".into(),
+            InputSource::Path(p) => p.display().to_string(),
+            InputSource::Stdin => "-".into(),
         }
     }
 
     fn open(&self) -> Result<Box<dyn Read>> {
         Ok(match &self.source {
-            Source::Path(p) => Box::new(File::open(p).map_err(|e| Error::io(Some(p), e))?),
-            Source::Stdin => Box::new(std::io::stdin()),
+            InputSource::Path(p) => Box::new(File::open(p).map_err(|e| Error::io(Some(p), e))?),
+            InputSource::Stdin => Box::new(std::io::stdin()),
         })
     }
-}
-
-fn format_names() -> String {
-    InputFormat::NAMES.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
 }
 
 /// What a build is doing.
@@ -124,8 +120,8 @@ pub fn build_from(inputs: &[Input], output: &Path, options: BuildOptions, progre
     // Records go straight into the temporary file beside `output`.
     let mut builder = Builder::streaming(options, output)?;
     let bytes_total = inputs.iter().try_fold(0u64, |sum, input| match &input.source {
-        Source::Path(p) => std::fs::metadata(p).ok().map(|m| sum + m.len()),
-        Source::Stdin => None,
+        InputSource::Path(p) => std::fs::metadata(p).ok().map(|m| sum + m.len()),
+        InputSource::Stdin => None,
     });
     let read = Rc::new(Cell::new(0u64));
     let mut report = Progress { phase: Phase::Reading, entries: 0, bytes_read: 0, bytes_total };
@@ -133,6 +129,7 @@ pub fn build_from(inputs: &[Input], output: &Path, options: BuildOptions, progre
     let mut last = Instant::now();
     for input in inputs {
         let reader = Counting { inner: input.open()?, count: Rc::clone(&read) };
+        #[cfg(feature = "parallel")]
         if input.options.format == InputFormat::JsonLines {
             // Parsed on every core; batches arrive in input order.
             let done_before = read.get();
@@ -149,8 +146,8 @@ pub fn build_from(inputs: &[Input], output: &Path, options: BuildOptions, progre
             })?;
             continue;
         }
-        import::import(reader, &input.name(), &input.options, &mut |entry, _| {
-            builder.insert_entry(entry);
+        import::import(reader, &input.name(), &input.options, &mut |record, _| {
+            builder.insert_record(record);
             report.entries += 1;
             if report.entries % 4096 == 0 && last.elapsed() >= PROGRESS_INTERVAL {
                 last = Instant::now();
@@ -167,22 +164,25 @@ pub fn build_from(inputs: &[Input], output: &Path, options: BuildOptions, progre
     let mut publishing = || progress(&Progress { phase: Phase::Publishing, entries, ..report });
     match builder.write_file_checked(output, &mut publishing) {
         Ok(file_bytes) => Ok(Summary { entries: builder.len() as u64, file_bytes }),
-        Err(Error::DuplicateKey { key, .. }) => Err(Error::DuplicateKey { positions: locate(inputs, &key), key }),
+        Err(Error::DuplicateKey { key, .. }) => {
+            let mut found = locate(inputs, &key).into_iter();
+            Err(Error::DuplicateKey { first: found.next(), second: found.next(), key })
+        }
         Err(e) => Err(e),
     }
 }
 
-/// `input: line N` for up to two places `key` occurs, reading the file
-/// inputs again (stdin cannot be read twice).
-fn locate(inputs: &[Input], key: &[u8]) -> Vec<String> {
+/// Up to two places `key` occurs, reading the file inputs again (stdin
+/// cannot be read twice).
+fn locate(inputs: &[Input], key: &[u8]) -> Vec<Location> {
     let mut found = Vec::new();
     for input in inputs {
-        if input.source == Source::Stdin {
+        if input.source == InputSource::Stdin {
             continue;
         }
         let Ok(reader) = input.open() else { continue };
         if let Ok(positions) = import::find_key(reader, &input.name(), &input.options, key) {
-            found.extend(positions.into_iter().map(|p| format!("{}: {p}", input.name())));
+            found.extend(positions.into_iter().map(|position| Location { input: input.name(), position }));
         }
         if found.len() >= 2 {
             break;

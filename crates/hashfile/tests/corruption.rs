@@ -3,6 +3,9 @@
 use hashfile::format::{Header, SectionId};
 use hashfile::{BuildOptions, Builder, Error, Reader};
 
+mod support;
+use support::{every_source, KINDS};
+
 fn store_bytes(n: u64) -> Vec<u8> {
     store_bytes_with(n, BuildOptions::default())
 }
@@ -26,11 +29,23 @@ fn with_header(bytes: &[u8], change: impl FnOnce(&mut Header)) -> Vec<u8> {
     out
 }
 
-fn format_reason(bytes: Vec<u8>) -> String {
-    match Reader::new(bytes) {
-        Err(Error::Format { reason, .. }) => reason,
-        other => panic!("expected a format error, got {:?}", other.map(|_| ())),
+/// The error opening damaged bytes gives, the same through every source.
+fn open_error(bytes: Vec<u8>) -> Error {
+    let mut errors = KINDS.iter().map(|kind| match support::open(&bytes, kind) {
+        Err(e) => e,
+        Ok(_) => panic!("{kind}: a damaged store opened"),
+    });
+    let first = errors.next().unwrap();
+    for (kind, other) in KINDS[1..].iter().zip(errors) {
+        assert_eq!(format!("{other:?}"), format!("{first:?}"), "{kind}");
     }
+    first
+}
+
+/// A check that an error is damage in `section` whose description
+/// contains `what`.
+fn corrupt(section: &'static str, what: &'static str) -> Box<dyn Fn(&Error) -> bool> {
+    Box::new(move |e| matches!(e, Error::Corrupt { section: s, what: w, .. } if *s == section && w.contains(what)))
 }
 
 const SEEDS: usize = 1; // index of the seeds section in SectionId::ALL
@@ -38,29 +53,31 @@ const SEEDS: usize = 1; // index of the seeds section in SectionId::ALL
 #[test]
 fn damaged_headers_name_what_is_wrong() {
     let good = store_bytes(1_000);
-    let cases: Vec<(&str, Vec<u8>, &str)> = vec![
-        ("empty file", vec![], "too short for a header"),
-        ("bad magic", { let mut b = good.clone(); b[0] = b'X'; b }, "bad magic"),
-        ("future version", { let mut b = good.clone(); b[8] = 9; b }, "unsupported version 9"),
-        ("truncated", good[..good.len() - 1].to_vec(), "truncated or appended to"),
-        ("appended to", { let mut b = good.clone(); b.push(0); b }, "truncated or appended to"),
-        ("header cut short", good[..100].to_vec(), "header length"),
-        ("unknown required feature", with_header(&good, |h| h.required_flags = 4), "unsupported required features 0x4"),
-        ("section past end", with_header(&good, |h| h.sections[SEEDS].length = 1 << 40), "section seeds (offset"),
-        ("section offset overflow", with_header(&good, |h| h.sections[SEEDS].offset = u64::MAX), "section seeds (offset"),
-        ("section inside header", with_header(&good, |h| h.sections[SEEDS].offset = 0), "section seeds (offset"),
-        ("bad block length", with_header(&good, |h| h.seed_block_len = 64), "seed block length 64"),
-        ("slots length", with_header(&good, |h| h.sections[3].length -= 1), "section slots is"),
-        ("remap length", with_header(&good, |h| h.sections[2].length += 1), "section remap is"),
-        ("seed index length", with_header(&good, |h| h.sections[0].length -= 4), "section seed_index is"),
-        ("too few buckets", with_header(&good, |h| h.geometry.bucket_count = 0), "bucket count 0"),
-        ("too few slots", with_header(&good, |h| h.geometry.slot_count = 10), "slot count 10"),
-        ("dense buckets", with_header(&good, |h| h.geometry.dense_bucket_count = h.geometry.bucket_count + 1), "dense bucket count"),
-        ("entries beyond slots", with_header(&good, |h| h.geometry.entry_count = u64::MAX / 2), "is invalid for 9223372036854775807 entries"),
+    let len = good.len() as u64;
+    type Check = Box<dyn Fn(&Error) -> bool>;
+    let cases: Vec<(&str, Vec<u8>, Check)> = vec![
+        ("empty file", vec![], Box::new(|e| matches!(e, Error::NotAStore { reason, .. } if reason == "file is 0 bytes, too short for a header"))),
+        ("bad magic", { let mut b = good.clone(); b[0] = b'X'; b }, Box::new(|e| matches!(e, Error::NotAStore { reason, .. } if reason.starts_with("bad magic")))),
+        ("future version", { let mut b = good.clone(); b[8] = 9; b }, Box::new(|e| matches!(e, Error::Version { expected: 1, got: 9, .. }))),
+        ("truncated", good[..good.len() - 1].to_vec(), Box::new(move |e| matches!(e, Error::Truncated { expected_len, actual_len, .. } if (*expected_len, *actual_len) == (len, len - 1)))),
+        ("appended to", { let mut b = good.clone(); b.push(0); b }, Box::new(move |e| matches!(e, Error::Truncated { expected_len, actual_len, .. } if (*expected_len, *actual_len) == (len, len + 1)))),
+        ("header cut short", good[..100].to_vec(), corrupt("header", "header length 296 is invalid for a file of 100 bytes")),
+        ("unknown required feature", with_header(&good, |h| h.required_flags = 4), Box::new(|e| matches!(e, Error::UnsupportedFeatures { bits: 4, .. }))),
+        ("section past end", with_header(&good, |h| h.sections[SEEDS].length = 1 << 40), corrupt("seeds", "extends past end of file")),
+        ("section offset overflow", with_header(&good, |h| h.sections[SEEDS].offset = u64::MAX), corrupt("seeds", "extends past end of file")),
+        ("section inside header", with_header(&good, |h| h.sections[SEEDS].offset = 0), corrupt("seeds", "extends past end of file")),
+        ("bad block length", with_header(&good, |h| h.seed_block_len = 64), corrupt("header", "seed block length 64")),
+        ("slots length", with_header(&good, |h| h.sections[3].length -= 1), corrupt("slots", "section is")),
+        ("remap length", with_header(&good, |h| h.sections[2].length += 1), corrupt("remap", "section is")),
+        ("seed index length", with_header(&good, |h| h.sections[0].length -= 4), corrupt("seed_index", "section is")),
+        ("too few buckets", with_header(&good, |h| h.geometry.bucket_count = 0), corrupt("header", "bucket count 0")),
+        ("too few slots", with_header(&good, |h| h.geometry.slot_count = 10), corrupt("header", "slot count 10")),
+        ("dense buckets", with_header(&good, |h| h.geometry.dense_bucket_count = h.geometry.bucket_count + 1), corrupt("header", "dense bucket count")),
+        ("entries beyond slots", with_header(&good, |h| h.geometry.entry_count = u64::MAX / 2), corrupt("header", "is invalid for 9223372036854775807 entries")),
     ];
-    for (name, bytes, expected) in cases {
-        let reason = format_reason(bytes);
-        assert!(reason.contains(expected), "{name}: {reason:?} should contain {expected:?}");
+    for (name, bytes, check) in cases {
+        let error = open_error(bytes);
+        assert!(check(&error), "{name}: unexpected {error:?}");
     }
 }
 
@@ -79,13 +96,14 @@ fn damaged_part_counts_are_named() {
         ("dense buckets past a part", with_header(&parted, |h| h.geometry.dense_bucket_count = 26), "dense bucket count 26"),
     ];
     for (name, bytes, expected) in cases {
-        let reason = format_reason(bytes);
-        assert!(reason.contains(expected), "{name}: {reason:?} should contain {expected:?}");
+        let error = open_error(bytes);
+        assert!(corrupt("header", expected)(&error), "{name}: unexpected {error:?}");
     }
     // A part count in the header of a store without the flag.
     let mut bytes = store_bytes(1_000);
     bytes[120] = 4;
-    assert!(format_reason(reseal(bytes)).contains("part count 4 is set but the partitioned-store flag is not"));
+    let error = open_error(reseal(bytes));
+    assert!(corrupt("header", "part count 4 is set but the partitioned-store flag is not")(&error), "{error:?}");
 }
 
 #[test]
@@ -106,11 +124,12 @@ fn missing_and_repeated_sections_are_named() {
     let mut bytes = good.clone();
     let table = hashfile::format::FIXED_HEADER_LEN;
     bytes[table + 2 * 32] = 99;
-    let bytes = reseal(bytes);
-    assert!(format_reason(bytes).contains("section remap is missing"));
+    let error = open_error(reseal(bytes));
+    assert!(corrupt("remap", "missing from the section table")(&error), "{error:?}");
     let mut bytes = good.clone();
     bytes[table + 2 * 32] = SectionId::Seeds as u8;
-    assert!(format_reason(reseal(bytes)).contains("section seeds appears twice"));
+    let error = open_error(reseal(bytes));
+    assert!(corrupt("seeds", "appears twice")(&error), "{error:?}");
 }
 
 fn reseal(mut bytes: Vec<u8>) -> Vec<u8> {
@@ -136,10 +155,11 @@ fn verify_names_the_damaged_section() {
         }
         let mut bytes = good.clone();
         bytes[(section.offset + section.length / 2) as usize] ^= 0x10;
-        let store = Reader::new(bytes).expect("open checks only O(1) things");
-        match store.verify() {
-            Err(Error::Checksum { section, .. }) => assert_eq!(section, id.name()),
-            other => panic!("{}: expected a checksum error, got {other:?}", id.name()),
+        for (source, store) in every_source(&bytes) {
+            match store.verify() {
+                Err(Error::Checksum { section, .. }) => assert_eq!(section, id.name(), "{source}"),
+                other => panic!("{source}: {}: expected a checksum error, got {other:?}", id.name()),
+            }
         }
     }
 }
@@ -172,18 +192,20 @@ fn no_flip_yields_a_wrong_value(options: BuildOptions) {
     for bit in 0..good.len() * 8 {
         let mut bytes = good.clone();
         bytes[bit / 8] ^= 1 << (bit % 8);
-        let Ok(store) = Reader::new(bytes) else { continue };
-        opened += 1;
-        for (k, v) in &expected {
-            if let Ok(Some(record)) = store.get(k) {
-                assert_eq!(record.key, k.as_slice(), "bit {bit}: lookup of {k:?} returned another key's record");
-                if !in_records(bit / 8) {
-                    assert_eq!(record.value, v.as_slice(), "bit {bit}: key {k:?} gave a wrong value");
+        for kind in KINDS {
+            let Ok(store) = support::open(&bytes, kind) else { continue };
+            opened += 1;
+            for (k, v) in &expected {
+                if let Ok(Some(record)) = store.get(k) {
+                    assert_eq!(record.key(), k.as_slice(), "{kind}: bit {bit}: lookup of {k:?} returned another key's record");
+                    if !in_records(bit / 8) {
+                        assert_eq!(record.value(), v.as_slice(), "{kind}: bit {bit}: key {k:?} gave a wrong value");
+                    }
                 }
             }
+            let _ = store.iter().count();
+            assert!(store.verify().is_err(), "{kind}: bit {bit}: verify missed a flipped bit");
         }
-        let _ = store.iter().count();
-        assert!(store.verify().is_err(), "bit {bit}: verify missed a flipped bit");
     }
     assert!(opened > 0);
 }

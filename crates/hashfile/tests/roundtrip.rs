@@ -1,5 +1,9 @@
+//! Builds and reads back, over every kind of byte source (`support`).
 use hashfile::{BuildOptions, Builder, Error, Reader, ValueKind};
 use proptest::prelude::*;
+
+mod support;
+use support::every_source;
 
 fn key(i: u64) -> Vec<u8> {
     format!("key-{i}").into_bytes()
@@ -9,33 +13,39 @@ fn value(i: u64) -> Vec<u8> {
     format!("value {}", i.wrapping_mul(0x9E37_79B9_7F4A_7C15)).into_bytes()
 }
 
+fn build_bytes(n: u64) -> Vec<u8> {
+    build_with(n, BuildOptions::default())
+}
+
 fn build(n: u64) -> Reader<Vec<u8>> {
-    let mut b = Builder::new(BuildOptions::default()).unwrap();
-    for i in 0..n {
-        b.insert(&key(i), &value(i));
-    }
-    Reader::new(b.to_bytes().unwrap()).unwrap()
+    Reader::new(build_bytes(n)).unwrap()
 }
 
 #[test]
 fn round_trips_at_several_sizes() {
-    for n in [0u64, 1, 2, 1_000, 1_000_000] {
-        let store = build(n);
-        assert_eq!(store.len(), n);
-        for i in 0..n {
-            assert_eq!(store.get(&key(i)).unwrap().unwrap().value, value(i), "n={n} i={i}");
+    for n in [0u64, 1, 2, 1_000, 100_000, 1_000_000] {
+        let bytes = build_bytes(n);
+        // Every source at the sizes where short reads are cheap; memory
+        // (the mapped case) at every size.
+        let stores: Vec<_> = if n <= 100_000 { every_source(&bytes).collect() } else { vec![("memory", support::open(&bytes, "memory").unwrap())] };
+        for (source, store) in stores {
+            assert_eq!(store.len(), n);
+            for i in 0..n {
+                assert_eq!(store.get(&key(i)).unwrap().unwrap().value(), value(i), "{source}: n={n} i={i}");
+            }
+            for i in n..n + 1_000 {
+                assert_eq!(store.get(&key(i)).unwrap(), None, "{source}: absent key {i} at n={n}");
+            }
+            // Iteration gives the records in insertion order.
+            let mut count = 0;
+            for (i, record) in store.iter().enumerate() {
+                assert_eq!(record.unwrap().key(), key(i as u64), "{source}");
+                count += 1;
+            }
+            assert_eq!(count, n);
+            store.verify().unwrap_or_else(|e| panic!("{source}: {e}"));
         }
-        for i in n..n + 1_000 {
-            assert_eq!(store.get(&key(i)).unwrap(), None, "absent key {i} at n={n}");
-        }
-        // Iteration gives the records in insertion order.
-        let mut count = 0;
-        for (i, record) in store.iter().enumerate() {
-            assert_eq!(record.unwrap().key, key(i as u64));
-            count += 1;
-        }
-        assert_eq!(count, n);
-        store.verify().unwrap();
+        let store = Reader::new(bytes).unwrap();
         // Under 3 bits per key for large stores. A small one pays more: a
         // block of 128 pilots is as wide as its largest pilot, and the last
         // buckets placed in a small table need large pilots (at 1,000 keys,
@@ -62,17 +72,20 @@ fn build_with(n: u64, options: BuildOptions) -> Vec<u8> {
 fn partitioned_stores_round_trip() {
     use hashfile::format::REQUIRED_PARTS;
     for (n, keys_per_part, parts) in [(2u64, 1u64, 2u64), (1_000, 64, 16), (50_000, 4_096, 13), (300_000, hashfile::DEFAULT_KEYS_PER_PART, 3)] {
-        let store = Reader::new(build_with(n, BuildOptions { keys_per_part, ..Default::default() })).unwrap();
-        let header = store.header();
-        assert_eq!(header.geometry.part_count, parts, "n={n}");
-        assert_eq!(header.required_flags, REQUIRED_PARTS, "n={n}");
-        for i in 0..n {
-            assert_eq!(store.get(&key(i)).unwrap().unwrap().value, value(i), "n={n} i={i}");
+        let bytes = build_with(n, BuildOptions { keys_per_part, ..Default::default() });
+        for (source, store) in every_source(&bytes) {
+            let header = store.header();
+            assert_eq!(header.geometry.part_count, parts, "n={n}");
+            assert_eq!(header.required_flags, REQUIRED_PARTS, "n={n}");
+            for i in 0..n {
+                assert_eq!(store.get(&key(i)).unwrap().unwrap().value(), value(i), "{source}: n={n} i={i}");
+            }
+            for i in n..n + 1_000 {
+                assert_eq!(store.get(&key(i)).unwrap(), None, "{source}: absent key {i} at n={n}");
+            }
+            store.verify().unwrap_or_else(|e| panic!("{source}: {e}"));
         }
-        for i in n..n + 1_000 {
-            assert_eq!(store.get(&key(i)).unwrap(), None, "absent key {i} at n={n}");
-        }
-        store.verify().unwrap();
+        let store = Reader::new(bytes).unwrap();
         // Parts of the default size cost little: the slots every part
         // gets for the largest one add about 0.1 bits/key of remap.
         if keys_per_part == hashfile::DEFAULT_KEYS_PER_PART {
@@ -90,7 +103,7 @@ fn a_store_of_one_part_keeps_the_unpartitioned_layout() {
     assert_eq!(one, build_with(1_000, BuildOptions { keys_per_part: u64::MAX, ..Default::default() }));
     let store = Reader::new(one).unwrap();
     assert_eq!((store.header().required_flags, store.header().geometry.part_count), (0, 1));
-    assert_eq!(store.bytes()[120..128], [0; 8]);
+    assert_eq!(store.source()[120..128], [0; 8]);
     let parted = Reader::new(build_with(1_001, BuildOptions { keys_per_part: 1_000, ..Default::default() })).unwrap();
     assert_eq!(parted.header().geometry.part_count, 2);
 }
@@ -121,7 +134,7 @@ fn a_streaming_build_writes_what_an_in_memory_build_writes() {
             if i % 2 == 0 {
                 streaming.insert(&key(i), &value(i));
             } else {
-                batch.insert_tagged(&key(i), false, &value(i), ValueKind::Binary);
+                batch.insert_record(hashfile::Record { key: &key(i), key_utf8: false, value: &value(i), kind: ValueKind::Binary });
                 streaming.append(&batch);
                 batch.clear();
             }
@@ -163,18 +176,19 @@ fn a_streaming_build_writes_what_an_in_memory_build_writes() {
 
 #[test]
 fn empty_store_is_valid() {
-    let store = build(0);
-    assert!(store.is_empty());
-    assert_eq!(store.get(b"").unwrap(), None);
-    assert_eq!(store.iter().count(), 0);
-    store.verify().unwrap();
+    for (source, store) in every_source(&build_bytes(0)) {
+        assert!(store.is_empty(), "{source}");
+        assert_eq!(store.get(b"").unwrap(), None, "{source}");
+        assert_eq!(store.iter().count(), 0, "{source}");
+        store.verify().unwrap();
+    }
 }
 
 #[test]
 fn same_input_gives_same_bytes() {
     let a = build(5_000);
     let b = build(5_000);
-    assert_eq!(a.bytes(), b.bytes());
+    assert_eq!(a.source(), b.source());
 }
 
 #[test]
@@ -220,15 +234,13 @@ fn every_block_layout_and_option_grid_round_trips() {
                 seed_block_len,
                 ..Default::default()
             };
-            let mut b = Builder::new(options.clone()).unwrap();
-            for i in 0..3_000 {
-                b.insert(&key(i), &value(i));
+            let bytes = build_with(3_000, options.clone());
+            for (source, store) in every_source(&bytes) {
+                for i in 0..3_000 {
+                    assert_eq!(store.get(&key(i)).unwrap().unwrap().value(), value(i), "{source}: {options:?}");
+                }
+                store.verify().unwrap_or_else(|e| panic!("{source}: {e}"));
             }
-            let store = Reader::new(b.to_bytes().unwrap()).unwrap();
-            for i in 0..3_000 {
-                assert_eq!(store.get(&key(i)).unwrap().unwrap().value, value(i), "{options:?}");
-            }
-            store.verify().unwrap();
         }
     }
 }
@@ -236,17 +248,19 @@ fn every_block_layout_and_option_grid_round_trips() {
 #[test]
 fn value_kinds_and_key_encodings_are_kept() {
     let mut b = Builder::new(BuildOptions::default()).unwrap();
-    b.insert_tagged("ключ".as_bytes(), true, "значение".as_bytes(), ValueKind::Utf8);
-    b.insert_tagged(b"\x00\xff", false, b"\x01\x02", ValueKind::Binary);
-    b.insert_tagged(b"ascii", false, b"plain", ValueKind::Ascii);
-    b.insert_tagged(b"", false, b"", ValueKind::Binary);
-    let store = Reader::new(b.to_bytes().unwrap()).unwrap();
-    let r = store.get("ключ".as_bytes()).unwrap().unwrap();
-    assert_eq!((r.key_utf8, r.kind, r.value), (true, ValueKind::Utf8, "значение".as_bytes()));
-    let r = store.get(b"\x00\xff").unwrap().unwrap();
-    assert_eq!((r.key_utf8, r.kind, r.value), (false, ValueKind::Binary, &b"\x01\x02"[..]));
-    assert_eq!(store.get(b"ascii").unwrap().unwrap().kind, ValueKind::Ascii);
-    assert_eq!(store.get(b"").unwrap().unwrap().value, b"");
+    b.insert_record(hashfile::Record { key: "ключ".as_bytes(), key_utf8: true, value: "значение".as_bytes(), kind: ValueKind::Utf8 });
+    b.insert_record(hashfile::Record { key: b"\x00\xff", key_utf8: false, value: b"\x01\x02", kind: ValueKind::Binary });
+    b.insert_record(hashfile::Record { key: b"ascii", key_utf8: false, value: b"plain", kind: ValueKind::Ascii });
+    b.insert_record(hashfile::Record { key: b"", key_utf8: false, value: b"", kind: ValueKind::Binary });
+    let bytes = b.to_bytes().unwrap();
+    for (source, store) in every_source(&bytes) {
+        let r = store.get("ключ".as_bytes()).unwrap().unwrap();
+        assert_eq!((r.key_utf8(), r.kind(), r.value()), (true, ValueKind::Utf8, "значение".as_bytes()), "{source}");
+        let r = store.get(b"\x00\xff").unwrap().unwrap();
+        assert_eq!((r.key_utf8(), r.kind(), r.value()), (false, ValueKind::Binary, &b"\x01\x02"[..]), "{source}");
+        assert_eq!(store.get(b"ascii").unwrap().unwrap().kind(), ValueKind::Ascii, "{source}");
+        assert_eq!(store.get(b"").unwrap().unwrap().value(), b"", "{source}");
+    }
 }
 
 #[test]
@@ -271,8 +285,8 @@ fn write_file_publishes_atomically() {
     let mut b = Builder::new(BuildOptions::default()).unwrap();
     b.insert(b"a", b"2");
     b.write_file(&path).unwrap();
-    assert_eq!(old.get(b"a").unwrap().unwrap().value, b"1");
-    assert_eq!(Reader::open(&path).unwrap().get(b"a").unwrap().unwrap().value, b"2");
+    assert_eq!(old.get(b"a").unwrap().unwrap().value(), b"1");
+    assert_eq!(Reader::open(&path).unwrap().get(b"a").unwrap().unwrap().value(), b"2");
 }
 
 #[test]
@@ -292,17 +306,19 @@ proptest! {
         for (k, v) in &entries {
             b.insert(k, v);
         }
-        let store = Reader::new(b.to_bytes().unwrap()).unwrap();
-        prop_assert_eq!(store.len(), entries.len() as u64);
-        for (k, v) in &entries {
-            prop_assert_eq!(store.get(k).unwrap().map(|r| r.value), Some(v.as_slice()));
+        let bytes = b.to_bytes().unwrap();
+        for (source, store) in every_source(&bytes) {
+            prop_assert_eq!(store.len(), entries.len() as u64);
+            for (k, v) in &entries {
+                prop_assert_eq!(store.get(k).unwrap().map(|r| r.value().to_vec()), Some(v.clone()), "{}", source);
+            }
+            let map: std::collections::HashMap<_, _> = entries.iter().cloned().collect();
+            for p in &probes {
+                prop_assert_eq!(store.get(p).unwrap().map(|r| r.value().to_vec()), map.get(p).cloned(), "{}", source);
+            }
+            let listed: Vec<_> = store.iter().map(|r| { let r = r.unwrap(); (r.key().to_vec(), r.value().to_vec()) }).collect();
+            prop_assert_eq!(&listed, &entries);
+            store.verify().unwrap();
         }
-        let map: std::collections::HashMap<_, _> = entries.iter().cloned().collect();
-        for p in &probes {
-            prop_assert_eq!(store.get(p).unwrap().map(|r| r.value.to_vec()), map.get(p).cloned());
-        }
-        let listed: Vec<_> = store.iter().map(|r| { let r = r.unwrap(); (r.key.to_vec(), r.value.to_vec()) }).collect();
-        prop_assert_eq!(listed, entries);
-        store.verify().unwrap();
     }
 }

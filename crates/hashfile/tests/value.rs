@@ -117,13 +117,13 @@ fn depth_limit_is_enforced_both_ways() {
     let ok = encoded(&nest(MAX_DEPTH));
     assert_eq!(Value::decode(&ok).unwrap(), nest(MAX_DEPTH));
     let err = nest(MAX_DEPTH + 1).encode(&mut Vec::new()).unwrap_err();
-    assert!(err.to_string().contains("deeper than 100"), "{err}");
+    assert!(matches!(err, hashfile::Error::Limit { what: "nesting depth of a value", max: 100 }), "{err:?}");
     // Hand-made bytes nested one level deeper are refused by the reader.
     let mut deep = ok.clone();
     let start = value::ContainerStart::begin(&[]);
     start.end_array(&mut deep, 1);
     let err = Value::decode(&deep).unwrap_err();
-    assert!(err.to_string().contains("nested deeper than 100"), "{err}");
+    assert!(matches!(&err, hashfile::Error::Corrupt { section: "records", what, .. } if what.contains("nested deeper than 100")), "{err:?}");
 }
 
 #[test]
@@ -141,10 +141,12 @@ fn skipping_a_container_is_one_step() {
 fn damaged_counts_are_refused_before_allocation() {
     // An array claiming 2^60 elements in a 1-byte body.
     let bytes = [value::tag::ARRAY, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x10, 0x01, 0xc0];
-    let err = Value::decode(&bytes).unwrap_err();
-    assert!(err.to_string().contains("count larger than its body"), "{err}");
-    let err = Value::decode(&[0xd5]).unwrap_err();
-    assert!(err.to_string().contains("unknown tag 0xd5 at byte 0"), "{err}");
+    let corrupt = |err: hashfile::Error| match err {
+        hashfile::Error::Corrupt { section: "records", what, .. } => what,
+        other => panic!("expected a corrupt value, got {other:?}"),
+    };
+    assert_eq!(corrupt(Value::decode(&bytes).unwrap_err()), "malformed value: count larger than its body at byte 10");
+    assert_eq!(corrupt(Value::decode(&[0xd5]).unwrap_err()), "malformed value: unknown tag 0xd5 at byte 0");
 }
 
 #[test]
@@ -161,9 +163,9 @@ fn typed_records_set_the_required_flag_and_verify_checks_them() {
     assert_eq!(store.header().required_flags, hashfile::format::REQUIRED_TYPED_VALUES);
     store.verify().unwrap();
     let record = store.get(b"limits").unwrap().unwrap();
-    assert_eq!(record.kind, ValueKind::Typed);
+    assert_eq!(record.kind(), ValueKind::Typed);
     assert_eq!(record.decode().unwrap(), config);
-    assert_eq!(store.get(b"plain").unwrap().unwrap().kind, ValueKind::Utf8);
+    assert_eq!(store.get(b"plain").unwrap().unwrap().kind(), ValueKind::Utf8);
 
     // A typed value whose bytes are damaged fails to decode, and verify
     // (checksums first) refuses the file.
@@ -171,7 +173,64 @@ fn typed_records_set_the_required_flag_and_verify_checks_them() {
     let mut damaged = bytes.clone();
     damaged[at - 1] = 0xd7;
     let store = Reader::new(damaged.as_slice()).unwrap();
-    let err = store.get(b"limits").unwrap().unwrap().decode().unwrap_err().to_string();
-    assert!(err.contains("unknown tag 0xd7"), "{err}");
+    let err = store.get(b"limits").unwrap().unwrap().decode().unwrap_err();
+    assert!(matches!(&err, hashfile::Error::Corrupt { section: "records", what, .. } if what.starts_with("malformed value: unknown tag 0xd7")), "{err:?}");
     assert!(store.verify().is_err());
+}
+
+/// `dig` walks paths into encoded bytes as Ruby's `Hash#dig` would: string
+/// keys by bytes and compatible encodings, symbols by name, integers as map
+/// keys and array indices (negative from the end), the last of repeated
+/// keys, nil for anything absent, and `Stuck` where Ruby must decide.
+#[test]
+fn dig_walks_paths_as_hash_dig_does() {
+    use hashfile::value::{dig, Dig, Encoding, Probe};
+    let v = Value::Map(vec![
+        (Value::str("limits"), Value::Map(vec![(Value::str("api"), Value::Int(1)), (Value::str("api"), Value::Int(2))])),
+        (Value::str("list"), Value::Array(vec![Value::Int(10), Value::Nil, Value::str("x")])),
+        (Value::Symbol(b"sym".to_vec(), None), Value::Int(3)),
+        (Value::Int(7), Value::str("seven")),
+        (Value::Str(b"\xff".to_vec(), Some("ASCII-8BIT".into())), Value::Int(4)),
+        (Value::str(&"k".repeat(40)), Value::Int(5)),
+        (Value::Str(b"sjis".to_vec(), Some("Shift_JIS".into())), Value::Int(6)),
+    ]);
+    let bytes = encoded(&v);
+    let s = |b: &'static [u8]| Probe::Str { bytes: b, binary: false };
+    let bin = |b: &'static [u8]| Probe::Str { bytes: b, binary: true };
+    let long = "k".repeat(40);
+    let cases: Vec<(Vec<Probe>, bool, Dig)> = vec![
+        (vec![s(b"limits"), s(b"api")], false, Dig::Found(Item::Int(2))),
+        (vec![s(b"list"), Probe::Int(0)], false, Dig::Found(Item::Int(10))),
+        (vec![s(b"list"), Probe::Int(-1)], false, Dig::Found(Item::Str(b"x", Encoding::Utf8))),
+        (vec![s(b"list"), Probe::Int(3)], false, Dig::Absent),
+        (vec![s(b"list"), Probe::Int(-4)], false, Dig::Absent),
+        (vec![s(b"list"), Probe::Int(1), s(b"deeper")], false, Dig::Absent),
+        (vec![Probe::Symbol(b"sym")], false, Dig::Found(Item::Int(3))),
+        (vec![s(b"sym")], false, Dig::Absent),
+        (vec![Probe::Int(7)], false, Dig::Found(Item::Str(b"seven", Encoding::Utf8))),
+        (vec![bin(b"\xff")], false, Dig::Found(Item::Int(4))),
+        (vec![s(b"\xff")], false, Dig::Absent),
+        (vec![bin(b"limits"), bin(b"api")], false, Dig::Found(Item::Int(2))),
+        (vec![Probe::Str { bytes: long.as_bytes(), binary: false }], false, Dig::Found(Item::Int(5))),
+        (vec![s(b"sjis")], false, Dig::Absent),
+        (vec![s(b"missing")], false, Dig::Absent),
+        // With symbolize_names, string keys are symbols.
+        (vec![Probe::Symbol(b"limits"), Probe::Symbol(b"api")], true, Dig::Found(Item::Int(2))),
+        (vec![s(b"limits")], true, Dig::Absent),
+        (vec![], false, Dig::Found(Cursor::new(&bytes).next_item().unwrap())),
+    ];
+    for (path, symbolize, expected) in cases {
+        assert_eq!(dig(&bytes, &path, symbolize).unwrap(), expected, "{path:?} symbolize={symbolize}");
+    }
+    // Steps the bytes cannot take are handed back with the item.
+    match dig(&bytes, &[s(b"list"), s(b"name")], false).unwrap() {
+        Dig::Stuck { step: 1, item: Item::Array(c) } => assert_eq!(c.len, 3),
+        other => panic!("expected to be stuck on the array, got {other:?}"),
+    }
+    assert_eq!(dig(&bytes, &[Probe::Int(7), Probe::Int(0)], false).unwrap(), Dig::Stuck { step: 1, item: Item::Str(b"seven", Encoding::Utf8) });
+    // Damage under the path is an error, not a wrong answer.
+    let mut damaged = bytes.clone();
+    let at = damaged.windows(5).position(|w| w == b"seven").unwrap();
+    damaged[at - 1] = 0xd9;
+    assert!(matches!(dig(&damaged, &[Probe::Int(7)], false), Err(hashfile::Error::Corrupt { .. })));
 }

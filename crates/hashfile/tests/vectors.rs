@@ -4,6 +4,8 @@
 use hashfile::value::Value;
 use hashfile::{BuildOptions, Builder, Reader, ValueKind};
 
+mod support;
+
 /// The options the vectors are built with: the defaults of 0.1 (keys per
 /// bucket 4.0, dense fractions 0.6 and 0.3), written out, so that a change
 /// of defaults does not change the vectors.
@@ -13,11 +15,11 @@ pub fn vector_options() -> BuildOptions {
 
 pub fn small_vector() -> Builder {
     let mut b = Builder::new(vector_options()).unwrap();
-    b.insert_tagged(b"apple", true, b"red", ValueKind::Utf8);
-    b.insert_tagged(b"banana", true, b"yellow", ValueKind::Utf8);
-    b.insert_tagged("caf\u{e9}".as_bytes(), true, "cr\u{e8}me".as_bytes(), ValueKind::Utf8);
-    b.insert_tagged(b"bytes\x00\xff", false, b"\x00\x01\x02\xff", ValueKind::Binary);
-    b.insert_tagged(b"empty", true, b"", ValueKind::Ascii);
+    b.insert_record(hashfile::Record { key: b"apple", key_utf8: true, value: b"red", kind: ValueKind::Utf8 });
+    b.insert_record(hashfile::Record { key: b"banana", key_utf8: true, value: b"yellow", kind: ValueKind::Utf8 });
+    b.insert_record(hashfile::Record { key: "caf\u{e9}".as_bytes(), key_utf8: true, value: "cr\u{e8}me".as_bytes(), kind: ValueKind::Utf8 });
+    b.insert_record(hashfile::Record { key: b"bytes\x00\xff", key_utf8: false, value: b"\x00\x01\x02\xff", kind: ValueKind::Binary });
+    b.insert_record(hashfile::Record { key: b"empty", key_utf8: true, value: b"", kind: ValueKind::Ascii });
     b
 }
 
@@ -34,6 +36,17 @@ fn check_vector(mut builder: Builder, path: &str) -> Reader<memmap2::Mmap> {
     assert_eq!(built, checked_in, "the builder's output changed: that is a format change");
     let store = Reader::open(path).unwrap();
     store.verify().unwrap();
+    // Every source reads the same records, and finds each by its key.
+    for (source, other) in support::every_source(&checked_in) {
+        other.verify().unwrap_or_else(|e| panic!("{source}: {e}"));
+        let listed: Vec<_> = other.iter().map(|r| r.unwrap().record().value.to_vec()).collect();
+        let expected: Vec<_> = store.iter().map(|r| r.unwrap().value().to_vec()).collect();
+        assert_eq!(listed, expected, "{source}");
+        for record in store.iter() {
+            let record = record.unwrap();
+            assert_eq!(other.get(record.key()).unwrap().as_ref(), Some(&record), "{source}");
+        }
+    }
     store
 }
 
@@ -47,9 +60,9 @@ fn reads_the_test_vector() {
     let store = Reader::open(PATH).unwrap();
     store.verify().unwrap();
     assert_eq!(store.len(), 5);
-    assert_eq!(store.get(b"banana").unwrap().unwrap().value, b"yellow");
-    assert_eq!(store.get("caf\u{e9}".as_bytes()).unwrap().unwrap().value, "cr\u{e8}me".as_bytes());
-    assert_eq!(store.get(b"bytes\x00\xff").unwrap().unwrap().kind, ValueKind::Binary);
+    assert_eq!(store.get(b"banana").unwrap().unwrap().value(), b"yellow");
+    assert_eq!(store.get("caf\u{e9}".as_bytes()).unwrap().unwrap().value(), "cr\u{e8}me".as_bytes());
+    assert_eq!(store.get(b"bytes\x00\xff").unwrap().unwrap().kind(), ValueKind::Binary);
     assert_eq!(store.get(b"cherry").unwrap(), None);
     assert_eq!(store.header().hash_seed, 0);
 }
@@ -67,8 +80,8 @@ fn reads_the_index_first_layout() {
     assert!(current.header().section(hashfile::format::SectionId::Records).offset < current.header().section(hashfile::format::SectionId::SeedIndex).offset);
     for record in current.iter() {
         let record = record.unwrap();
-        let old = store.get(record.key).unwrap().unwrap();
-        assert_eq!((old.key, old.value, old.kind), (record.key, record.value, record.kind));
+        let old = store.get(record.key()).unwrap().unwrap();
+        assert_eq!(old.record(), record.record());
     }
     assert_eq!(store.len(), 5);
 }
@@ -103,14 +116,14 @@ fn rebuilds_the_typed_vector_byte_for_byte() {
     for (k, v) in typed_values() {
         assert_eq!(store.get(k.as_bytes()).unwrap().unwrap().decode().unwrap(), v, "{k}");
     }
-    assert_eq!(store.get(b"text").unwrap().unwrap().kind, ValueKind::Utf8);
+    assert_eq!(store.get(b"text").unwrap().unwrap().kind(), ValueKind::Utf8);
 }
 
 /// The partitioned-store vector: 40 keys in three parts.
 pub fn parts_vector() -> Builder {
     let mut b = Builder::new(BuildOptions { keys_per_part: 16, ..vector_options() }).unwrap();
     for i in 0..40 {
-        b.insert_tagged(format!("key-{i}").as_bytes(), true, format!("value-{i}").as_bytes(), ValueKind::Utf8);
+        b.insert_record(hashfile::Record { key: format!("key-{i}").as_bytes(), key_utf8: true, value: format!("value-{i}").as_bytes(), kind: ValueKind::Utf8 });
     }
     b
 }
@@ -123,7 +136,7 @@ fn rebuilds_the_partitioned_vector_byte_for_byte() {
     assert_eq!(store.header().required_flags, hashfile::format::REQUIRED_PARTS);
     assert_eq!(store.header().geometry.part_count, 3);
     for i in 0..40 {
-        assert_eq!(store.get(format!("key-{i}").as_bytes()).unwrap().unwrap().value, format!("value-{i}").as_bytes());
+        assert_eq!(store.get(format!("key-{i}").as_bytes()).unwrap().unwrap().value(), format!("value-{i}").as_bytes());
     }
     assert_eq!(store.get(b"key-40").unwrap(), None);
 }

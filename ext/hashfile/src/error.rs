@@ -56,7 +56,7 @@ pub fn to_ruby(ruby: &Ruby, error: hashfile::Error) -> Error {
                 None => Error::new(ruby.exception_io_error(), error.to_string()),
             }
         }
-        E::Format { .. } => Error::new(ruby.get_inner(&FORMAT_ERROR), error.to_string()),
+        E::NotAStore { .. } | E::Version { .. } | E::UnsupportedFeatures { .. } | E::Truncated { .. } | E::Corrupt { .. } => Error::new(ruby.get_inner(&FORMAT_ERROR), error.to_string()),
         E::Checksum { .. } => Error::new(ruby.get_inner(&CHECKSUM_ERROR), error.to_string()),
         E::Parse { .. } => Error::new(ruby.get_inner(&PARSE_ERROR), error.to_string()),
         E::DuplicateKey { ref key, .. } => {

@@ -4,7 +4,7 @@
 use std::cell::{Cell, RefCell};
 use std::sync::Arc;
 
-use hashfile::{Record, ValueKind};
+use hashfile::ValueKind;
 use magnus::{function, method, prelude::*, rb_sys::{AsRawValue, FromRawValue}, typed_data::DataType, RTypedData, TypedData, Error, RArray, RHash, RModule, RString, Ruby, Symbol, Value};
 use memmap2::Mmap;
 use rb_sys::StableApiDefinition;
@@ -66,8 +66,8 @@ fn new_string(kind: ValueKind, bytes: &[u8]) -> RString {
 }
 
 /// A new frozen Ruby String holding the key, as Hash keys are.
-fn key_string(record: &Record<'_>) -> RString {
-    let key = new_string(if record.key_utf8 { ValueKind::Utf8 } else { ValueKind::Binary }, record.key);
+fn key_string(record: &hashfile::RecordBuf<'_>) -> RString {
+    let key = new_string(if record.key_utf8() { ValueKind::Utf8 } else { ValueKind::Binary }, record.key());
     key.freeze();
     key
 }
@@ -100,7 +100,7 @@ impl Reader {
         self.with_store(ruby, |store| match with_key(key, |k| store.get(k))? {
             // The record borrows the mapping, not the key, whose borrow ended
             // inside `with_key` before anything is allocated.
-            Some(Ok(Some(record))) => decoder(ruby, rb_self, flags, &|| load_callable(ruby, rb_self)).record(&record).map_err(|e| self.locate(ruby, e, record.key)),
+            Some(Ok(Some(record))) => decoder(ruby, rb_self, flags, &|| load_callable(ruby, rb_self)).record(&record.record()).map_err(|e| self.locate(ruby, e, record.key())),
             Some(Ok(None)) | None => Ok(if_missing),
             Some(Err(e)) => Err(to_ruby(ruby, e.with_path(self.path.as_ref()))),
         })
@@ -139,7 +139,7 @@ impl Reader {
         let reader = unwrap_self::<Self>(ruby, rb_self)?;
         let flags = reader.flags_or_default(flags);
         reader.with_store(ruby, |store| match with_key(key, |k| store.get(k))? {
-            Some(Ok(Some(record))) => decoder(ruby, rb_self, flags, &|| load_callable(ruby, rb_self)).dig(&record, path).map_err(|e| reader.locate(ruby, e, record.key)),
+            Some(Ok(Some(record))) => decoder(ruby, rb_self, flags, &|| load_callable(ruby, rb_self)).dig(&record.record(), path).map_err(|e| reader.locate(ruby, e, record.key())),
             Some(Ok(None)) | None => Ok(ruby.qnil().as_value()),
             Some(Err(e)) => Err(to_ruby(ruby, e.with_path(reader.path.as_ref()))),
         })
@@ -176,7 +176,7 @@ impl Reader {
                 match store.record_at(at).map_err(|e| to_ruby(ruby, e.with_path(rb_self.path.as_ref())))? {
                     Some((record, next)) => {
                         out.push(key_string(&record))?;
-                        out.push(decoder.record(&record).map_err(|e| rb_self.locate(ruby, e, record.key))?)?;
+                        out.push(decoder.record(&record.record()).map_err(|e| rb_self.locate(ruby, e, record.key()))?)?;
                         at = next;
                     }
                     None => return Ok(out),

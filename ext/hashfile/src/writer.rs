@@ -63,7 +63,7 @@ impl Writer {
         // dump that adds to this writer gets "writer is busy".
         let mut scratch = self.scratch.try_borrow_mut().map_err(|_| Error::new(ruby.get_inner(&CLOSED_ERROR), "writer is busy"))?;
         let kind = crate::value::store_value(ruby, value, dump, &mut scratch).map_err(|e| e.into_ruby(ruby, &key_bytes))?;
-        builder.insert_tagged(&key_bytes, key_utf8, &scratch, kind);
+        builder.insert_record(hashfile::Record { key: &key_bytes, key_utf8, value: &scratch, kind });
         Ok(())
     }
 

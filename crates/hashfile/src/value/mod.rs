@@ -8,9 +8,10 @@
 //! every array and map records its body length, so a reader walking a path
 //! (`dig`) skips a sibling in O(1) without decoding it.
 //!
-//! There are three ways in:
+//! There are four ways in:
 //! - [`Cursor`] reads one [`Item`] at a time, borrowing from the bytes; a
 //!   binding builds its own objects from it (the Ruby extension does).
+//! - [`dig`] walks a path into encoded bytes, skipping siblings whole.
 //! - [`Value`] is an owned tree, for Rust callers and tests.
 //! - The `write_*` functions and [`ContainerStart`] encode without a tree.
 //!
@@ -22,7 +23,12 @@
 //! assert_eq!(Value::decode(&bytes).unwrap(), v);
 //! ```
 
+mod dig;
+
 use crate::error::{Error, Result};
+use crate::format::{varint, Record, ValueKind};
+
+pub use dig::{dig, find_in_array, find_in_map, Dig, Probe};
 
 /// Deepest nesting of arrays and maps a value may have. A scalar at the top
 /// is depth 0; `[[1]]` is depth 2. JSON.parse's default `max_nesting` is
@@ -144,8 +150,9 @@ pub struct Cursor<'a> {
     pos: usize,
 }
 
+/// Damage in a typed value. Typed values live in the records section.
 fn malformed(what: &str, at: usize) -> Error {
-    Error::format(format!("malformed value: {what} at byte {at}"))
+    Error::corrupt("records", format!("malformed value: {what} at byte {at}"))
 }
 
 impl<'a> Cursor<'a> {
@@ -174,7 +181,7 @@ impl<'a> Cursor<'a> {
     #[inline]
     fn varint(&mut self) -> Result<u64> {
         let start = self.pos;
-        crate::format::read_varint(self.bytes, &mut self.pos).ok_or_else(|| malformed("bad varint", start))
+        varint::read_varint(self.bytes, &mut self.pos).ok_or_else(|| malformed("bad varint", start))
     }
 
     #[inline]
@@ -329,7 +336,7 @@ impl<'a> Cursor<'a> {
 
 fn check_body(c: Container<'_>, items: u64, depth_left: usize) -> Result<()> {
     if depth_left == 0 {
-        return Err(Error::format(format!("malformed value: nested deeper than {MAX_DEPTH} levels")));
+        return Err(Error::corrupt("records", format!("malformed value: nested deeper than {MAX_DEPTH} levels")));
     }
     let mut inner = c.cursor();
     inner.check(items, depth_left - 1)?;
@@ -352,10 +359,7 @@ pub fn check(bytes: &[u8]) -> Result<()> {
 
 // ---- encoding ----
 
-#[inline]
-fn write_varint(out: &mut Vec<u8>, v: u64) {
-    crate::format::write_varint(out, v);
-}
+use varint::write_varint;
 
 /// Appends nil.
 pub fn write_nil(out: &mut Vec<u8>) {
@@ -564,14 +568,14 @@ impl Value {
         Value::Str(s.as_bytes().to_vec(), None)
     }
 
-    /// Appends the encoding of this value; errors if it nests deeper than
-    /// [`MAX_DEPTH`].
+    /// Appends the encoding of this value; `Error::Limit` if it nests
+    /// deeper than [`MAX_DEPTH`].
     pub fn encode(&self, out: &mut Vec<u8>) -> Result<()> {
         self.encode_at(out, MAX_DEPTH)
     }
 
     fn encode_at(&self, out: &mut Vec<u8>, depth_left: usize) -> Result<()> {
-        let deeper = || if depth_left == 0 { Err(Error::format(format!("value nests deeper than {MAX_DEPTH} levels"))) } else { Ok(depth_left - 1) };
+        let deeper = || depth_left.checked_sub(1).ok_or(Error::Limit { what: "nesting depth of a value", max: MAX_DEPTH as u64 });
         match self {
             Value::Nil => write_nil(out),
             Value::Bool(b) => write_bool(out, *b),
@@ -600,6 +604,17 @@ impl Value {
             }
         }
         Ok(())
+    }
+
+    /// A record's value as an owned tree: strings of the three plain kinds
+    /// become `Value::Str`, typed values are decoded and checked.
+    pub fn of_record(record: &Record<'_>) -> Result<Value> {
+        Ok(match record.kind {
+            ValueKind::Utf8 => Value::Str(record.value.to_vec(), None),
+            ValueKind::Binary => Value::Str(record.value.to_vec(), Some(BINARY_NAME.into())),
+            ValueKind::Ascii => Value::Str(record.value.to_vec(), Some(ASCII_NAME.into())),
+            ValueKind::Typed => Value::decode(record.value)?,
+        })
     }
 
     /// Decodes exactly one value from `bytes`.

@@ -21,9 +21,10 @@ use regex::Regex;
 use yaml_rust2::parser::{Event, Parser, Tag};
 use yaml_rust2::scanner::{Marker, TScalarStyle};
 
-use crate::error::{DisplayBytes, Error, Result};
-use crate::format::ValueKind;
-use crate::import::{digits_to_magnitude, Entry, Position, Sink};
+use super::numbers::digits_to_magnitude;
+use super::Sink;
+use crate::error::{DisplayBytes, Error, Position, Result};
+use crate::format::{Record, ValueKind};
 use crate::value::{self, ContainerStart, Cursor, Encoding, Item};
 
 /// Bytes aliases may copy in one import, against "billion laughs" inputs.
@@ -39,7 +40,7 @@ struct Importer<'a> {
 }
 
 fn position(mark: &Marker) -> Position {
-    Position::Line(mark.line() as u64, Some(mark.col() as u64 + 1))
+    Position::Line { line: mark.line() as u64, column: Some(mark.col() as u64 + 1) }
 }
 
 pub(crate) fn import(text: &str, source: &str, sink: &mut Sink<'_>) -> Result<()> {
@@ -49,7 +50,7 @@ pub(crate) fn import(text: &str, source: &str, sink: &mut Sink<'_>) -> Result<()
 
 impl Importer<'_> {
     fn error(&self, mark: &Marker, message: impl Into<String>) -> Error {
-        Error::Parse { input: self.source.to_string(), position: position(mark).to_string(), message: message.into() }
+        Error::Parse { input: self.source.to_string(), position: position(mark), what: message.into() }
     }
 
     fn next(&mut self) -> Result<(Event, Marker)> {
@@ -116,8 +117,8 @@ impl Importer<'_> {
             typed.clear();
             self.node(event, &value_mark, &mut typed, value::MAX_DEPTH, &key_text)?;
             let entry = match plain_utf8(&typed) {
-                Some(text) => Entry { key: &key, key_utf8: true, value: text, kind: ValueKind::Utf8 },
-                None => Entry { key: &key, key_utf8: true, value: &typed, kind: ValueKind::Typed },
+                Some(text) => Record { key: &key, key_utf8: true, value: text, kind: ValueKind::Utf8 },
+                None => Record { key: &key, key_utf8: true, value: &typed, kind: ValueKind::Typed },
             };
             sink(entry, position(&mark))?;
         }

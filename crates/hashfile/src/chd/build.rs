@@ -1,23 +1,11 @@
-//! The CHD (compress, hash, displace) minimal perfect hash.
-//!
-//! Keys hash with XXH3-64 and a stored seed. The high bits of the hash pick a
-//! bucket, with a skew that sends a `dense_key_fraction` of keys into a
-//! `dense_bucket_fraction` of buckets (the refinement from FCH and PtrHash:
-//! big buckets are placed first, while the table is empty). Each bucket gets
-//! the smallest *pilot* (displacement seed) that sends all of its keys to free
-//! slots of a table of `slot_count = ceil(n / load_factor)` slots. Slots at or
-//! past `n` are then remapped onto the free slots below `n`, which makes the
-//! function minimal: the `n` keys land on exactly `0..n`.
-//!
-//! Lookup cost: one XXH3, one multiply-high for the bucket, one pilot read,
-//! one mix and multiply-high for the slot, and rarely (1 - load_factor of
-//! the keys) one remap read. docs/FORMAT.md gives the exact arithmetic.
+//! Placing keys: the pilot search and the remap, run per part on the
+//! parallel pool. Same keys and parameters, same result, whatever the
+//! number of threads.
 
+use super::{geometry, hash_key, mul_high, part_count, slot_of_word, BucketMap, Params, PilotWord};
 use crate::error::{Error, Result};
-
-/// Multiplier that spreads a pilot over 64 bits before it is mixed with the
-/// key's hash (from PtrHash; any odd constant with good bit spread works).
-const PILOT_MULTIPLIER: u64 = 0x517c_c1b7_2722_0a95;
+use crate::format::Geometry;
+use crate::parallel::*;
 
 /// Largest pilot tried for one bucket before the build moves to the next hash
 /// seed. Pilots are stored in at most 32 bits.
@@ -25,151 +13,6 @@ const MAX_PILOT: u64 = 1 << 24;
 
 /// How many hash seeds a build tries before it gives up.
 pub(crate) const MAX_SEED_ATTEMPTS: u32 = 16;
-
-/// Hash of a key: XXH3-64 with the store's seed. Stable across platforms and
-/// `xxhash-rust` versions, since XXH3 output is fixed by its specification.
-#[inline]
-pub fn hash_key(key: &[u8], seed: u64) -> u64 {
-    xxhash_rust::xxh3::xxh3_64_with_seed(key, seed)
-}
-
-#[inline]
-fn mul_high(a: u64, b: u64) -> u64 {
-    ((a as u128 * b as u128) >> 64) as u64
-}
-
-/// murmur3's 64-bit finalizer: a cheap bijective mix.
-#[inline]
-fn mix(mut x: u64) -> u64 {
-    x ^= x >> 33;
-    x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
-    x ^= x >> 33;
-    x = x.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
-    x ^ (x >> 33)
-}
-
-/// The numbers a lookup needs, as stored in the header.
-///
-/// Keys split by hash into `part_count` parts of equal geometry: each part
-/// has `bucket_count / part_count` buckets and `slot_count / part_count`
-/// slots, and its buckets place keys only in its own slots. One part is
-/// plain CHD; many parts keep each part's table small enough to stay in
-/// cache while it is built, and let the parts be built in parallel.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Geometry {
-    /// Number of keys, `n`.
-    pub entry_count: u64,
-    /// Number of buckets, `r`, over all parts.
-    pub bucket_count: u64,
-    /// In each part, buckets `0..dense_bucket_count` take the hashes below
-    /// `dense_hash_threshold`.
-    pub dense_bucket_count: u64,
-    /// See `dense_bucket_count`.
-    pub dense_hash_threshold: u64,
-    /// Table size before remapping, `m >= n`, over all parts.
-    pub slot_count: u64,
-    /// Number of parts, at least 1.
-    pub part_count: u64,
-}
-
-impl Geometry {
-    /// Derives the geometry from the build parameters, for `entries` keys
-    /// split into `part_count` parts of which the largest holds
-    /// `max_part_entries`: every part gets the slots the largest needs.
-    pub fn new(entries: u64, part_count: u64, max_part_entries: u64, params: &crate::BuildOptions) -> Geometry {
-        if entries == 0 {
-            return Geometry { entry_count: 0, bucket_count: 0, dense_bucket_count: 0, dense_hash_threshold: 0, slot_count: 0, part_count: 1 };
-        }
-        let per_part = entries as f64 / part_count as f64;
-        let buckets_per_part = ((per_part / params.keys_per_bucket).ceil() as u64).max(1);
-        let dense_bucket_count = ((buckets_per_part as f64 * params.dense_bucket_fraction) as u64).min(buckets_per_part);
-        let dense_hash_threshold = if dense_bucket_count == 0 {
-            0
-        } else {
-            (params.dense_key_fraction * 2f64.powi(64)).min(u64::MAX as f64) as u64
-        };
-        let slots_per_part = ((max_part_entries as f64 / params.load_factor).ceil() as u64).max(max_part_entries);
-        Geometry { entry_count: entries, bucket_count: buckets_per_part * part_count, dense_bucket_count, dense_hash_threshold, slot_count: slots_per_part * part_count, part_count }
-    }
-
-    /// Buckets in each part.
-    pub fn buckets_per_part(&self) -> u64 {
-        self.bucket_count / self.part_count.max(1)
-    }
-
-    /// Slots in each part.
-    pub fn slots_per_part(&self) -> u64 {
-        self.slot_count / self.part_count.max(1)
-    }
-
-    /// The multipliers that turn a hash into a bucket, precomputed at open.
-    pub fn bucket_map(&self) -> BucketMap {
-        let per_part = self.buckets_per_part();
-        let dense = self.dense_bucket_count;
-        let sparse = per_part - dense;
-        let threshold = self.dense_hash_threshold;
-        let dense_multiplier = if threshold == 0 { 0 } else { ((dense as u128) << 64).div_ceil(threshold as u128).min(u64::MAX as u128) as u64 };
-        let sparse_range = (u64::MAX - threshold) as u128 + 1;
-        let sparse_multiplier = ((sparse as u128) << 64).div_ceil(sparse_range).min(u64::MAX as u128) as u64;
-        BucketMap { dense, sparse, threshold, dense_multiplier, sparse_multiplier, part_count: self.part_count.max(1), buckets_per_part: per_part, slots_per_part: self.slots_per_part() }
-    }
-}
-
-/// Maps a hash to its part, bucket and slots. The map is monotone in the
-/// hash, so sorting hashes also groups keys by part and by bucket.
-#[derive(Clone, Copy, Debug)]
-pub struct BucketMap {
-    dense: u64,
-    sparse: u64,
-    threshold: u64,
-    dense_multiplier: u64,
-    sparse_multiplier: u64,
-    part_count: u64,
-    buckets_per_part: u64,
-    slots_per_part: u64,
-}
-
-impl BucketMap {
-    /// The part of a key hash, and the hash's position within the part
-    /// (uniform over `u64` like the hash itself): the high and low words of
-    /// `hash * part_count`. With one part, `(0, hash)`.
-    #[inline]
-    pub fn split(&self, hash: u64) -> (u64, u64) {
-        let wide = hash as u128 * self.part_count as u128;
-        ((wide >> 64) as u64, wide as u64)
-    }
-
-    /// The bucket, within its part, of a position from `split`.
-    #[inline]
-    pub fn bucket_in_part(&self, within: u64) -> u64 {
-        if within < self.threshold {
-            mul_high(within, self.dense_multiplier).min(self.dense - 1)
-        } else {
-            self.dense + mul_high(within - self.threshold, self.sparse_multiplier).min(self.sparse.saturating_sub(1))
-        }
-    }
-
-    /// The bucket of a key hash, and the first slot of its part.
-    #[inline]
-    pub fn locate(&self, hash: u64) -> (u64, u64) {
-        let (part, within) = self.split(hash);
-        (part * self.buckets_per_part + self.bucket_in_part(within), part * self.slots_per_part)
-    }
-
-    /// Slots in each part: the `slot_count` to give `slot`.
-    #[inline]
-    pub fn slots_per_part(&self) -> u64 {
-        self.slots_per_part
-    }
-}
-
-/// The slot, in `0..slot_count`, that `pilot` sends a key hash to. With
-/// parts, `slot_count` is the slots per part and the result is relative to
-/// the first slot of the key's part.
-#[inline]
-pub fn slot(hash: u64, pilot: u64, slot_count: u64) -> u64 {
-    mul_high(mix(hash ^ pilot.wrapping_mul(PILOT_MULTIPLIER)), slot_count)
-}
 
 /// A built perfect hash: one pilot per bucket, the remap of the slots past
 /// `n`, and the final slot of every key.
@@ -206,20 +49,13 @@ pub(crate) fn sorted_hashes<'a, K>(keys: &K, n: usize, seed: u64) -> Vec<Hashed>
 where
     K: Fn(usize) -> &'a [u8] + Sync,
 {
-    use rayon::prelude::*;
     assert!(n <= MAX_BUILD_ENTRIES, "checked by Builder");
     let mut hashed: Vec<Hashed> = (0..n).into_par_iter().map(|i| Hashed { hash: hash_key(keys(i), seed), index: i as u32 }).collect();
     hashed.par_sort_unstable();
     hashed
 }
 
-/// Number of parts for `n` keys: enough that none averages more than
-/// `keys_per_part`.
-pub fn part_count(n: u64, keys_per_part: u64) -> u64 {
-    n.div_ceil(keys_per_part.max(1)).max(1)
-}
-
-/// Builds the perfect hash of `keys`. Tries seeds `options.hash_seed`,
+/// Builds the perfect hash of `keys`. Tries seeds `params.hash_seed`,
 /// `+1`, ... until one works: a seed fails if two distinct keys share a
 /// 64-bit hash or a bucket finds no pilot below `MAX_PILOT`.
 ///
@@ -229,42 +65,41 @@ pub fn part_count(n: u64, keys_per_part: u64) -> u64 {
 /// error). A builder passes its records' offsets as ids, so that writing
 /// the slots reads no table at random.
 ///
-/// `hashes`, if given, are the keys' hashes with `options.hash_seed`, for
+/// `hashes`, if given, are the keys' hashes with `params.hash_seed`, for
 /// the first try.
-pub(crate) fn build<'a, K>(n: usize, keys: K, ids: Option<&[u32]>, hashes: Option<&[u64]>, options: &crate::BuildOptions) -> Result<Built>
+pub(crate) fn build<'a, K>(n: usize, keys: K, ids: Option<&[u32]>, hashes: Option<&[u64]>, params: &Params) -> Result<Built>
 where
     K: Fn(usize) -> &'a [u8] + Sync,
 {
     assert!(ids.is_none_or(|ids| ids.len() == n), "one id per key");
     let id = |i: usize| ids.map_or(i as u32, |ids| ids[i]);
     for attempt in 0..MAX_SEED_ATTEMPTS {
-        let seed = options.hash_seed.wrapping_add(attempt as u64);
+        let seed = params.hash_seed.wrapping_add(attempt as u64);
         let hashes = hashes.filter(|h| attempt == 0 && h.len() == n);
-        if let Some(built) = try_seed(&keys, &id, hashes, n, seed, options)? {
+        if let Some(built) = try_seed(&keys, &id, hashes, n, seed, params)? {
             return Ok(built);
         }
     }
     Err(Error::BuildFailed { entries: n as u64, attempts: MAX_SEED_ATTEMPTS })
 }
 
-fn try_seed<'a, K, I>(keys: &K, id: &I, hashes: Option<&[u64]>, n: usize, seed: u64, options: &crate::BuildOptions) -> Result<Option<Built>>
+fn try_seed<'a, K, I>(keys: &K, id: &I, hashes: Option<&[u64]>, n: usize, seed: u64, params: &Params) -> Result<Option<Built>>
 where
     K: Fn(usize) -> &'a [u8] + Sync,
     I: Fn(usize) -> u32 + Sync,
 {
-    use rayon::prelude::*;
     let n64 = n as u64;
-    let parts = part_count(n64, options.keys_per_part);
+    let parts = part_count(n64, params.keys_per_part);
     let (mut hashed, part_starts) = match hashes {
         Some(hashes) => hash_by_part(&|i| hashes[i], id, n, parts),
         None => hash_by_part(&|i| hash_key(keys(id(i) as usize), seed), id, n, parts),
     };
     let max_part = part_starts.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0);
-    let geometry = Geometry::new(n64, parts, max_part as u64, options);
+    let geometry = geometry(n64, parts, max_part as u64, params);
     if n == 0 {
         return Ok(Some(Built { seed, geometry, pilots: Vec::new(), remap: Vec::new(), slots: Vec::new() }));
     }
-    let map = geometry.bucket_map();
+    let map = BucketMap::new(&geometry);
     let per_part = geometry.buckets_per_part() as usize;
     let spp = geometry.slots_per_part();
 
@@ -288,7 +123,7 @@ where
     // The first part that failed, in part order, whatever the threads did.
     match outcomes.into_iter().find(|o| *o != Placement::Placed) {
         None => {}
-        Some(Placement::Duplicate(id)) => return Err(Error::DuplicateKey { key: keys(id as usize).to_vec(), positions: Vec::new() }),
+        Some(Placement::Duplicate(id)) => return Err(Error::DuplicateKey { key: keys(id as usize).to_vec(), first: None, second: None }),
         Some(_) => return Ok(None), // a 64-bit collision or no pilot: next seed
     }
 
@@ -327,10 +162,9 @@ where
     H: Fn(usize) -> u64 + Sync,
     I: Fn(usize) -> u32 + Sync,
 {
-    use rayon::prelude::*;
     assert!(n <= MAX_BUILD_ENTRIES, "checked by Builder");
     let part_of = |i: usize| mul_high(hash_of(i), parts) as usize;
-    let chunk = n.div_ceil(rayon::current_num_threads() * 4).max(1 << 14);
+    let chunk = n.div_ceil(threads() * 4).max(1 << 14);
     let ranges: Vec<std::ops::Range<usize>> = (0..n).step_by(chunk).map(|start| start..(start + chunk).min(n)).collect();
     let counts: Vec<Vec<usize>> = ranges
         .par_iter()
@@ -477,7 +311,7 @@ where
             bucket_slots.clear();
             let mut apart = true;
             for e in bucket {
-                let s = slot(e.hash, pilot, m);
+                let s = super::slot(e.hash, pilot, m);
                 let (word, bit) = ((s / 64) as usize, 1u64 << (s % 64));
                 if taken[word] & bit != 0 {
                     apart = false;
@@ -510,40 +344,40 @@ where
 /// less than the slots a branch per key would skip; big buckets, placed
 /// early at low load, still stop after their first four. Buckets of up to
 /// four keys get a loop of their own size. Pads `hashes` to a multiple of
-/// four by repeating a key, which changes no answer.
+/// four by repeating a key, which changes no answer. Slots come from
+/// `slot_of_word`, the formula lookups use; pilots are walked as words.
 fn free_pilot(hashes: &mut Vec<u64>, from: u64, taken: &[u64], m: u64) -> Option<u64> {
     #[inline(always)]
-    fn hit<const K: usize>(hashes: &[u64; K], pc: u64, taken: &[u64], m: u64) -> u64 {
+    fn hit<const K: usize>(hashes: &[u64; K], word: PilotWord, taken: &[u64], m: u64) -> u64 {
         let mut hit = 0;
         for &h in hashes {
-            let s = mul_high(mix(h ^ pc), m);
+            let s = slot_of_word(h, word, m);
             hit |= taken[(s / 64) as usize] >> (s % 64);
         }
         hit & 1
     }
-    /// The first pilot from `from` for whose `pilot * PILOT_MULTIPLIER`
-    /// `hits` is false.
+    /// The first pilot from `from` for whose word `hits` is false.
     #[inline(always)]
-    fn search(from: u64, hits: impl Fn(u64) -> bool) -> Option<u64> {
-        let mut pc = from.wrapping_mul(PILOT_MULTIPLIER);
+    fn search(from: u64, hits: impl Fn(PilotWord) -> bool) -> Option<u64> {
+        let mut word = PilotWord::of(from);
         for pilot in from..MAX_PILOT {
-            if !hits(pc) {
+            if !hits(word) {
                 return Some(pilot);
             }
-            pc = pc.wrapping_add(PILOT_MULTIPLIER);
+            word = word.next();
         }
         None
     }
     match *hashes.as_slice() {
         [] => Some(from),
-        [a] => search(from, |pc| hit(&[a], pc, taken, m) != 0),
-        [a, b] => search(from, |pc| hit(&[a, b], pc, taken, m) != 0),
-        [a, b, c] => search(from, |pc| hit(&[a, b, c], pc, taken, m) != 0),
-        [a, b, c, d] => search(from, |pc| hit(&[a, b, c, d], pc, taken, m) != 0),
+        [a] => search(from, |w| hit(&[a], w, taken, m) != 0),
+        [a, b] => search(from, |w| hit(&[a, b], w, taken, m) != 0),
+        [a, b, c] => search(from, |w| hit(&[a, b, c], w, taken, m) != 0),
+        [a, b, c, d] => search(from, |w| hit(&[a, b, c, d], w, taken, m) != 0),
         [.., last] => {
             hashes.resize(hashes.len().next_multiple_of(4), last);
             let groups = hashes.chunks_exact(4).map(|g| [g[0], g[1], g[2], g[3]]);
-            search(from, |pc| groups.clone().any(|g| hit(&g, pc, taken, m) != 0))
+            search(from, |w| groups.clone().any(|g| hit(&g, w, taken, m) != 0))
         }
     }
 }
@@ -552,6 +386,31 @@ fn free_pilot(hashes: &mut Vec<u64>, from: u64, taken: &[u64], m: u64) -> Option
 mod tests {
     use super::*;
 
+    fn params() -> Params {
+        Params { keys_per_bucket: 3.5, load_factor: 0.99, dense_key_fraction: 0.5, dense_bucket_fraction: 0.2, hash_seed: 0, keys_per_part: 1 << 17 }
+    }
+
+    /// The search's stepped words and four-at-a-time tests find the pilot
+    /// a plain search with the lookup's slot function finds.
+    #[test]
+    fn free_pilot_agrees_with_the_slot_function() {
+        let m = 1_000u64;
+        let mut taken = vec![0u64; (m as usize).div_ceil(64)];
+        // Every third slot taken.
+        for s in (0..m).step_by(3) {
+            taken[(s / 64) as usize] |= 1 << (s % 64);
+        }
+        let is_free = |s: u64| taken[(s / 64) as usize] >> (s % 64) & 1 == 0;
+        for size in 1..=9 {
+            for seed in 0..20u64 {
+                let hashes: Vec<u64> = (0..size).map(|k| hash_key(&[seed as u8, k as u8], 7)).collect();
+                let from = seed * 3;
+                let expected = (from..MAX_PILOT).find(|&p| hashes.iter().all(|&h| is_free(super::super::slot(h, p, m))));
+                assert_eq!(free_pilot(&mut hashes.clone(), from, &taken, m), expected, "size {size}, seed {seed}");
+            }
+        }
+    }
+
     /// Keys known by ids (a builder's record offsets) and by index give the
     /// same perfect hash, with the ids handed back in place of the indices,
     /// and the same first key of a duplicate pair.
@@ -559,9 +418,9 @@ mod tests {
     fn ids_stand_in_for_indices() {
         let keys: Vec<Vec<u8>> = (0..5_000).map(|i| format!("key-{i}").into_bytes()).collect();
         let ids: Vec<u32> = (0..keys.len() as u32).map(|i| 7 + 3 * i).collect();
-        let options = crate::BuildOptions { keys_per_part: 1_000, ..Default::default() };
-        let by_index = build(keys.len(), |i| keys[i].as_slice(), None, None, &options).unwrap();
-        let by_id = build(keys.len(), |id| keys[(id - 7) / 3].as_slice(), Some(&ids), None, &options).unwrap();
+        let params = Params { keys_per_part: 1_000, ..params() };
+        let by_index = build(keys.len(), |i| keys[i].as_slice(), None, None, &params).unwrap();
+        let by_id = build(keys.len(), |id| keys[(id - 7) / 3].as_slice(), Some(&ids), None, &params).unwrap();
         assert_eq!(by_index.geometry.part_count, 5);
         assert_eq!((by_index.pilots, by_index.remap), (by_id.pilots, by_id.remap));
         let slots = |built: &[Hashed], to_index: &dyn Fn(u32) -> u32| {
@@ -577,7 +436,7 @@ mod tests {
             Err(Error::DuplicateKey { key, .. }) => key,
             other => panic!("expected a duplicate key error, got {:?}", other.map(|_| ())),
         };
-        assert_eq!(duplicate(build(keys.len(), |i| repeated[i].as_slice(), None, None, &options)), b"key-1234");
-        assert_eq!(duplicate(build(keys.len(), |id| repeated[(id - 7) / 3].as_slice(), Some(&ids), None, &options)), b"key-1234");
+        assert_eq!(duplicate(build(keys.len(), |i| repeated[i].as_slice(), None, None, &params)), b"key-1234");
+        assert_eq!(duplicate(build(keys.len(), |id| repeated[(id - 7) / 3].as_slice(), Some(&ids), None, &params)), b"key-1234");
     }
 }

@@ -1,0 +1,331 @@
+//! Building a store: collect records, build the perfect hash, write the
+//! file and publish it atomically.
+//!
+//! - `options`: the build options, their defaults and ranges;
+//! - `batch`: records encoded away from the builder, appended in one go;
+//! - `records`: where the records are kept (memory or the spill file);
+//! - `index`: the perfect hash packed into sections, and the header;
+//! - `publish`: the temporary file and the rename.
+
+mod batch;
+mod index;
+mod options;
+mod publish;
+mod records;
+
+use std::io::{BufWriter, Write};
+use std::path::Path;
+
+use crate::chd;
+use crate::error::{Error, Result};
+use crate::format::{Header, Record, ValueKind};
+
+pub use batch::Batch;
+pub use options::{BuildOptions, OnDuplicate, DEFAULT_KEYS_PER_PART, KEYS_PER_BUCKET_RANGE, LOAD_FACTOR_RANGE};
+
+use index::{Prepared, RecordsSection, FILE_ORDER, RECORDS};
+use publish::TempFile;
+use records::{key_at, Offsets, Records, Spill};
+
+/// Collects entries and writes a store.
+///
+/// Entries are kept already encoded as the records of the file: in memory
+/// (`Builder::new`), so memory is about the size of the output plus 8 bytes
+/// per entry, or straight in the file being built (`Builder::streaming`),
+/// so memory is about 8 bytes per entry plus the index.
+///
+/// ```
+/// let mut builder = hashfile::Builder::new(Default::default())?;
+/// builder.insert(b"greeting", b"hello");
+/// let bytes = builder.to_bytes()?;
+/// let reader = hashfile::Reader::new(bytes)?;
+/// assert_eq!(reader.get(b"greeting")?.unwrap().value(), b"hello");
+/// # Ok::<(), hashfile::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct Builder {
+    options: BuildOptions,
+    records: Records,
+    offsets: Offsets,
+    /// Whether any record holds a typed value: sets the required flag.
+    typed: bool,
+}
+
+impl Builder {
+    /// A builder with these options, checked.
+    pub fn new(options: BuildOptions) -> Result<Builder> {
+        options.validate()?;
+        Ok(Builder { options, records: Records::Memory(Vec::new()), offsets: Offsets::Narrow(Vec::new()), typed: false })
+    }
+
+    /// A builder that writes records straight into a temporary file beside
+    /// `destination` as they are added, and the index after them when
+    /// `write_file(destination)` publishes it; the records are not held in
+    /// memory. If the builder is dropped unpublished, the temporary file is
+    /// removed.
+    pub fn streaming(options: BuildOptions, destination: &Path) -> Result<Builder> {
+        options.validate()?;
+        let with_path = |e: std::io::Error| Error::io(Some(destination), e);
+        let mut temp = TempFile::create_beside(destination).map_err(with_path)?;
+        // Room for the header, written last.
+        temp.file.write_all(&vec![0u8; Header::encoded_len()]).map_err(with_path)?;
+        let spill = Spill::new(temp, destination.to_path_buf());
+        Ok(Builder { options, records: Records::File(Box::new(spill)), offsets: Offsets::Narrow(Vec::new()), typed: false })
+    }
+
+    /// An empty batch for this builder: for a streaming build, one that
+    /// hashes its keys as they are added, on whatever thread fills it.
+    pub fn new_batch(&self) -> Batch {
+        Batch { seed: matches!(self.records, Records::File(_)).then_some(self.options.hash_seed), ..Batch::default() }
+    }
+
+    fn records_len(&self) -> u64 {
+        match &self.records {
+            Records::Memory(v) => v.len() as u64,
+            Records::File(spill) => spill.len,
+        }
+    }
+
+    /// The records; for a streaming build, once `seal` has made them
+    /// readable.
+    fn records(&self) -> &[u8] {
+        match &self.records {
+            Records::Memory(v) => v,
+            Records::File(spill) => {
+                let start = Header::encoded_len();
+                &spill.sealed.as_ref().expect("sealed before use")[start..start + spill.len as usize]
+            }
+        }
+    }
+
+    /// Ends adding to a streaming build: writes what is buffered and makes
+    /// the records readable for the build.
+    fn seal(&mut self) -> Result<()> {
+        let Records::File(spill) = &mut self.records else { return Ok(()) };
+        if spill.sealed.is_some() {
+            return Ok(());
+        }
+        spill.flush();
+        if let Some(e) = spill.error.take() {
+            return Err(Error::io(Some(&spill.destination), e));
+        }
+        spill.seal().map_err(|e| Error::io(Some(&spill.destination), e))
+    }
+
+    /// Number of entries added so far.
+    pub fn len(&self) -> usize {
+        self.offsets.len()
+    }
+
+    /// True if nothing has been added.
+    pub fn is_empty(&self) -> bool {
+        self.offsets.len() == 0
+    }
+
+    /// Adds a binary key and a binary value.
+    pub fn insert(&mut self, key: &[u8], value: &[u8]) {
+        self.insert_record(Record::binary(key, value))
+    }
+
+    /// Adds a record, keeping whether the key is UTF-8 text and the value's
+    /// kind, so that a binding can give them back with their encoding.
+    /// Duplicate keys are reported when the store is built.
+    ///
+    /// For `ValueKind::Typed`, `record.value` must be one encoded value
+    /// (`crate::value`); `insert_value` encodes one for you.
+    #[inline]
+    pub fn insert_record(&mut self, record: Record<'_>) {
+        self.typed |= record.kind == ValueKind::Typed;
+        self.offsets.push(self.records_len());
+        match &mut self.records {
+            Records::Memory(v) => record.write(v),
+            Records::File(spill) => {
+                spill.hashes.push(chd::hash_key(record.key, self.options.hash_seed));
+                spill.push_record(record);
+            }
+        }
+    }
+
+    /// Reserves room for about `bytes` more of records (say, the size of
+    /// the input), so that adding them does not copy the records as they
+    /// grow. Address space only: nothing is touched until it is written.
+    pub fn reserve(&mut self, bytes: usize) {
+        if let Records::Memory(v) = &mut self.records {
+            v.reserve(bytes);
+        }
+    }
+
+    /// Adds a batch's entries, after those added so far.
+    pub fn append(&mut self, batch: &Batch) {
+        let base = self.records_len();
+        self.typed |= batch.typed;
+        for &start in &batch.starts {
+            self.offsets.push(base + start as u64);
+        }
+        match &mut self.records {
+            Records::Memory(v) => v.extend_from_slice(&batch.records),
+            Records::File(spill) => {
+                let seed = self.options.hash_seed;
+                if batch.seed == Some(seed) {
+                    spill.hashes.extend_from_slice(&batch.hashes);
+                } else {
+                    spill.hashes.extend(batch.starts.iter().map(|&start| chd::hash_key(key_at(&batch.records, start), seed)));
+                }
+                spill.write(&batch.records);
+            }
+        }
+    }
+
+    /// Adds a typed value. Strings in UTF-8, US-ASCII or binary are stored
+    /// as plain string records, so a store of strings only needs no typed-
+    /// values support to read.
+    pub fn insert_value(&mut self, key: &[u8], key_utf8: bool, value: &crate::value::Value) -> Result<()> {
+        use crate::value::Value;
+        let encoded;
+        let (value, kind): (&[u8], ValueKind) = match value {
+            Value::Str(bytes, None) => (bytes, ValueKind::Utf8),
+            Value::Str(bytes, Some(name)) if name == "UTF-8" => (bytes, ValueKind::Utf8),
+            Value::Str(bytes, Some(name)) if name == "ASCII-8BIT" => (bytes, ValueKind::Binary),
+            Value::Str(bytes, Some(name)) if name == "US-ASCII" => (bytes, ValueKind::Ascii),
+            other => {
+                let mut bytes = Vec::new();
+                other.encode(&mut bytes)?;
+                encoded = bytes;
+                (&encoded, ValueKind::Typed)
+            }
+        };
+        self.insert_record(Record { key, key_utf8, value, kind });
+        Ok(())
+    }
+
+    /// Drops repeated keys per `on_duplicate` (`First` or `Last`), keeping
+    /// the survivors in input order. Nothing to do for `Error`: the perfect
+    /// hash build finds and reports duplicates itself.
+    fn drop_duplicates(&mut self) {
+        let keep_last = match self.options.on_duplicate {
+            OnDuplicate::Error => return,
+            OnDuplicate::First => false,
+            OnDuplicate::Last => true,
+        };
+        let hashed = chd::build::sorted_hashes(&|i| self.key(i), self.offsets.len(), 0);
+        let mut dropped = vec![false; self.offsets.len()];
+        let mut any = false;
+        // Within a run of equal hashes (indices ascending), each entry whose
+        // key equals a later one's is dropped (keep last) or the later one
+        // is (keep first).
+        let mut start = 0;
+        while start < hashed.len() {
+            let mut end = start + 1;
+            while end < hashed.len() && hashed[end].hash == hashed[start].hash {
+                end += 1;
+            }
+            for a in start..end {
+                for b in a + 1..end {
+                    let (i, j) = (hashed[a].index as usize, hashed[b].index as usize);
+                    if !dropped[i] && !dropped[j] && self.key(i) == self.key(j) {
+                        dropped[if keep_last { i } else { j }] = true;
+                        any = true;
+                    }
+                }
+            }
+            start = end;
+        }
+        if !any {
+            return;
+        }
+        // The survivors go to memory, even from a streaming build: dropping
+        // keys is the rare case.
+        let old = self.records();
+        let mut records = Vec::with_capacity(old.len());
+        let mut offsets = Offsets::Narrow(Vec::new());
+        let count = self.offsets.len();
+        for (i, &dropped) in dropped.iter().enumerate() {
+            if !dropped {
+                let start = self.offsets.get(i) as usize;
+                let end = if i + 1 < count { self.offsets.get(i + 1) as usize } else { old.len() };
+                offsets.push(records.len() as u64);
+                records.extend_from_slice(&old[start..end]);
+            }
+        }
+        self.records = Records::Memory(records);
+        self.offsets = offsets;
+    }
+
+    fn key(&self, index: usize) -> &[u8] {
+        key_at(self.records(), self.offsets.get(index) as usize)
+    }
+
+    /// Checks the entry count, seals a streaming build and drops
+    /// duplicates, then builds the index.
+    fn finish(&mut self) -> Result<Prepared> {
+        let n = self.offsets.len();
+        if n > chd::MAX_BUILD_ENTRIES {
+            return Err(Error::Limit { what: "entries in one build", max: chd::MAX_BUILD_ENTRIES as u64 });
+        }
+        self.seal()?;
+        self.drop_duplicates();
+        let (checksum, hashes) = match &self.records {
+            // A streaming build summed its records as it wrote them.
+            Records::File(spill) => (spill.checksum.digest(), Some(spill.hashes.as_slice())),
+            Records::Memory(v) => (xxhash_rust::xxh3::xxh3_64(v), None),
+        };
+        let records = RecordsSection { bytes: self.records(), offsets: &self.offsets, checksum, hashes, typed: self.typed };
+        index::prepare(&records, &self.options)
+    }
+
+    /// Builds the store and writes it to `out`. Same entries and options,
+    /// same bytes.
+    pub fn write_to<W: Write>(&mut self, out: W) -> Result<u64> {
+        let prepared = self.finish()?;
+        let mut out = BufWriter::with_capacity(1 << 20, out);
+        let io = |e| Error::io(None, e);
+        let header = prepared.header.encode();
+        out.write_all(&header).map_err(io)?;
+        let mut at = header.len() as u64;
+        for i in FILE_ORDER {
+            let section = prepared.header.sections[i];
+            let bytes = if i == RECORDS { self.records() } else { &prepared.index[i] };
+            out.write_all(&[0u8; 8][..(section.offset - at) as usize]).map_err(io)?;
+            out.write_all(bytes).map_err(io)?;
+            at = section.end();
+        }
+        out.flush().map_err(io)?;
+        Ok(at)
+    }
+
+    /// Builds the store in memory.
+    pub fn to_bytes(&mut self) -> Result<Vec<u8>> {
+        let mut out = Vec::new();
+        self.write_to(&mut out)?;
+        Ok(out)
+    }
+
+    /// Builds the store and publishes it at `path` atomically: the bytes go
+    /// to a temporary file `.NAME.PID.N.tmp` in the same directory, which is
+    /// fsynced and renamed over `path`. If anything fails, the temporary file
+    /// is removed and `path` is untouched. Returns the file's length.
+    pub fn write_file(&mut self, path: &Path) -> Result<u64> {
+        self.write_file_checked(path, &mut || Ok(()))
+    }
+
+    /// `write_file`, calling `before_publish` once the file is written and
+    /// synced, just before the rename: an error from it (a cancelled build)
+    /// removes the temporary file and leaves `path` untouched.
+    pub fn write_file_checked(&mut self, path: &Path, before_publish: &mut dyn FnMut() -> Result<()>) -> Result<u64> {
+        let with_path = |e: std::io::Error| Error::io(Some(path), e);
+        // Once published, the file is never written again: a second
+        // write_file goes through a new temporary file like any other.
+        if matches!(&self.records, Records::File(spill) if spill.destination == path && !spill.temp.published) {
+            let prepared = self.finish().map_err(|e| e.with_path(path))?;
+            // Dropping duplicates may have moved the records to memory;
+            // if not, the index goes into the file that holds them.
+            if let Records::File(spill) = &mut self.records {
+                let len = publish::write_in_place(spill, &prepared)?;
+                return publish::publish(&mut spill.temp, path, len, before_publish);
+            }
+        }
+        let mut temp = TempFile::create_beside(path).map_err(with_path)?;
+        let len = self.write_to(&mut temp.file).map_err(|e| e.with_path(path))?;
+        publish::publish(&mut temp, path, len, before_publish)
+    }
+}

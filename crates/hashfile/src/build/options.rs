@@ -1,0 +1,119 @@
+//! Build options: their defaults and ranges, defined once here. The Ruby
+//! binding exports them (`Hashfile::BUILD_DEFAULTS`), so its wrappers and
+//! the CLI's help read them from here.
+
+use crate::bits::BlockLayout;
+use crate::chd;
+use crate::error::{Error, Result};
+
+/// Build parameters. `Default` gives the documented defaults.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BuildOptions {
+    /// Average keys per bucket (CHD's lambda). Larger values make a smaller
+    /// hash function and a slower build. Default 3.5; range 1.0 to 10.0.
+    pub keys_per_bucket: f64,
+    /// Fill of the table the pilots place keys in, before the slots past `n`
+    /// are remapped. Closer to 1 means larger pilots and fewer remap entries.
+    /// Default 0.99; range 0.5 to 1.0.
+    pub load_factor: f64,
+    /// Fraction of keys hashed into the dense buckets. Default 0.5.
+    pub dense_key_fraction: f64,
+    /// Fraction of buckets that are dense. Default 0.2. Equal fractions give
+    /// CHD's plain uniform buckets.
+    pub dense_bucket_fraction: f64,
+    /// First hash seed tried. If it gives two keys the same 64-bit hash, or
+    /// a bucket finds no pilot, the build tries the next seed. Default 0.
+    pub hash_seed: u64,
+    /// Pilots per bit-packed block: 32, 128 or 256 (`BitPacker1x`, `4x`,
+    /// `8x` layouts). Default 128.
+    pub seed_block_len: u32,
+    /// What a key added more than once does. Default `OnDuplicate::Error`.
+    pub on_duplicate: OnDuplicate,
+    /// Most keys per part, on average. A store of more keys is split by
+    /// hash into parts built in parallel, each with a table small enough to
+    /// stay in the core's cache. Default 131,072 (2^17); at least 1. A store
+    /// of up to this many keys has one part and reads without the
+    /// partitioned-store feature.
+    pub keys_per_part: u64,
+}
+
+/// What a key added more than once does.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum OnDuplicate {
+    /// The build fails with `Error::DuplicateKey`.
+    #[default]
+    Error,
+    /// The first occurrence is kept, at its position.
+    First,
+    /// The last occurrence is kept, at its position (later entries win, as
+    /// in a changelog).
+    Last,
+}
+
+impl OnDuplicate {
+    /// Every policy with its name, as bindings and the CLI take them.
+    pub const NAMES: [(&'static str, OnDuplicate); 3] = [("error", OnDuplicate::Error), ("first", OnDuplicate::First), ("last", OnDuplicate::Last)];
+
+    /// The policy named `name` (see `NAMES`).
+    pub fn from_name(name: &str) -> Option<OnDuplicate> {
+        Self::NAMES.iter().find(|(n, _)| *n == name).map(|(_, p)| *p)
+    }
+
+    /// The policy's name.
+    pub fn name(self) -> &'static str {
+        Self::NAMES.iter().find(|(_, p)| *p == self).map_or("error", |(n, _)| n)
+    }
+}
+
+/// The default `keys_per_part`.
+pub const DEFAULT_KEYS_PER_PART: u64 = 1 << 17;
+
+/// Allowed range of `keys_per_bucket`.
+pub const KEYS_PER_BUCKET_RANGE: (f64, f64) = (1.0, 10.0);
+/// Allowed range of `load_factor`.
+pub const LOAD_FACTOR_RANGE: (f64, f64) = (0.5, 1.0);
+
+impl Default for BuildOptions {
+    fn default() -> Self {
+        BuildOptions { keys_per_bucket: 3.5, load_factor: 0.99, dense_key_fraction: 0.5, dense_bucket_fraction: 0.2, hash_seed: 0, seed_block_len: 128, on_duplicate: OnDuplicate::Error, keys_per_part: DEFAULT_KEYS_PER_PART }
+    }
+}
+
+impl BuildOptions {
+    /// Checks every option's range.
+    pub fn validate(&self) -> Result<()> {
+        let range = |name: &'static str, v: f64, (lo, hi): (f64, f64)| {
+            if v.is_finite() && (lo..=hi).contains(&v) {
+                Ok(())
+            } else {
+                Err(Error::InvalidOption { name, reason: format!("{v} is outside {lo}..={hi}") })
+            }
+        };
+        range("keys_per_bucket", self.keys_per_bucket, KEYS_PER_BUCKET_RANGE)?;
+        range("load_factor", self.load_factor, LOAD_FACTOR_RANGE)?;
+        range("dense_key_fraction", self.dense_key_fraction, (0.0, 1.0))?;
+        range("dense_bucket_fraction", self.dense_bucket_fraction, (0.0, 1.0))?;
+        if (self.dense_bucket_fraction == 0.0) != (self.dense_key_fraction == 0.0) || (self.dense_bucket_fraction == 1.0) != (self.dense_key_fraction == 1.0) {
+            return Err(Error::InvalidOption { name: "dense_bucket_fraction", reason: "must be 0 or 1 exactly when dense_key_fraction is".into() });
+        }
+        if self.keys_per_part == 0 {
+            return Err(Error::InvalidOption { name: "keys_per_part", reason: "must be at least 1".into() });
+        }
+        if BlockLayout::from_block_len(self.seed_block_len).is_none() {
+            return Err(Error::InvalidOption { name: "seed_block_len", reason: format!("{} is not 32, 128 or 256", self.seed_block_len) });
+        }
+        Ok(())
+    }
+
+    /// The options the perfect hash depends on.
+    pub(crate) fn chd_params(&self) -> chd::Params {
+        chd::Params {
+            keys_per_bucket: self.keys_per_bucket,
+            load_factor: self.load_factor,
+            dense_key_fraction: self.dense_key_fraction,
+            dense_bucket_fraction: self.dense_bucket_fraction,
+            hash_seed: self.hash_seed,
+            keys_per_part: self.keys_per_part,
+        }
+    }
+}

@@ -1,0 +1,92 @@
+//! Atomic publish: a store is written to a temporary file beside its
+//! destination, synced, and renamed over it, so readers see the old file
+//! or the new one and never a part.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use super::index::{Prepared, FILE_ORDER, RECORDS};
+use super::records::Spill;
+use crate::error::{Error, Result};
+use crate::parallel::*;
+
+/// A temporary file beside a destination, removed on drop unless published.
+#[derive(Debug)]
+pub(super) struct TempFile {
+    pub(super) file: fs::File,
+    pub(super) path: PathBuf,
+    pub(super) published: bool,
+}
+
+impl TempFile {
+    /// Creates `.NAME.PID.N.tmp` in the destination's directory.
+    pub(super) fn create_beside(destination: &Path) -> std::io::Result<TempFile> {
+        let name = destination.file_name().ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a file path"))?;
+        let dir = match destination.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        let mut options = fs::OpenOptions::new();
+        options.read(true).write(true).create_new(true);
+        // A store is meant to be shared: world-readable (subject to umask).
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o644);
+        for attempt in 0u32.. {
+            let path = dir.join(format!(".{}.{}.{attempt}.tmp", name.to_string_lossy(), std::process::id()));
+            match options.open(&path) {
+                Ok(file) => return Ok(TempFile { file, path, published: false }),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && attempt < 1000 => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        unreachable!("the loop returns")
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        if !self.published {
+            let _ = fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// Bytes of the index written at once by one thread.
+const WRITE_PIECE: usize = 1 << 22;
+
+/// A streaming build's finish: the records are already in the temporary
+/// file after the header's room; the index goes after them and the header
+/// at the start. Returns the file's length.
+pub(super) fn write_in_place(spill: &Spill, prepared: &Prepared) -> Result<u64> {
+    use std::os::unix::fs::FileExt;
+    let file = &spill.temp.file;
+    let io = |e| Error::io(Some(&spill.destination), e);
+    // Written in pieces on the pool: filling fresh pages of the page cache
+    // costs more than the copy, and it runs on every core.
+    let pieces: Vec<(u64, &[u8])> = FILE_ORDER
+        .iter()
+        .filter(|&&i| i != RECORDS)
+        .flat_map(|&i| {
+            let at = prepared.header.sections[i].offset;
+            prepared.index[i].chunks(WRITE_PIECE).enumerate().map(move |(k, piece)| (at + (k * WRITE_PIECE) as u64, piece))
+        })
+        .collect();
+    pieces.par_iter().try_for_each(|&(at, piece)| file.write_all_at(piece, at)).map_err(io)?;
+    file.set_len(prepared.header.file_len).map_err(io)?;
+    file.write_all_at(&prepared.header.encode(), 0).map_err(io)?;
+    Ok(prepared.header.file_len)
+}
+
+/// Syncs a written temporary file, asks `before_publish`, and renames it
+/// over `path`.
+pub(super) fn publish(temp: &mut TempFile, path: &Path, len: u64, before_publish: &mut dyn FnMut() -> Result<()>) -> Result<u64> {
+    let with_path = |e: std::io::Error| Error::io(Some(path), e);
+    temp.file.sync_all().map_err(with_path)?;
+    before_publish()?;
+    fs::rename(&temp.path, path).map_err(with_path)?;
+    temp.published = true;
+    // Make the rename itself durable.
+    if let Ok(dir) = fs::File::open(temp.path.parent().unwrap_or(Path::new("."))) {
+        let _ = dir.sync_all();
+    }
+    Ok(len)
+}

@@ -1,0 +1,68 @@
+//! The byte layout of a store file, version 1. docs/FORMAT.md is the
+//! specification; this folder is its one implementation: the header and
+//! section table (`header`), the records (`record`), varints (`varint`).
+//! Packed integers and seed blocks are in `crate::bits`, the hash function
+//! and slot arithmetic in `crate::chd`.
+
+mod header;
+pub mod record;
+pub mod varint;
+
+pub use header::{BuildParameters, Geometry, Header, Section, SectionId};
+pub use record::Record;
+
+/// First eight bytes of every store. The high byte and the CR LF catch files
+/// mangled by 7-bit or newline-translating transfers, as PNG's magic does.
+pub const MAGIC: [u8; 8] = *b"\x89HASHF\r\n";
+/// Major version this library writes and reads. A reader rejects any other.
+pub const VERSION_MAJOR: u16 = 1;
+/// Minor version this library writes. Minor versions only add optional data.
+pub const VERSION_MINOR: u16 = 0;
+/// Size of the fixed part of the header, before the section table.
+pub const FIXED_HEADER_LEN: usize = 128;
+/// Size of one section-table entry.
+pub const SECTION_ENTRY_LEN: usize = 32;
+/// Bytes at the start of a store that give its header's length: magic,
+/// versions and `header_len`.
+pub const HEADER_PREFIX_LEN: usize = 16;
+/// Required-feature bit 0: some records hold typed values (value kind 3,
+/// encoded as `crate::value` and docs/FORMAT.md describe). A store of
+/// strings only leaves it clear, so readers without typed values still
+/// open it.
+pub const REQUIRED_TYPED_VALUES: u64 = 1;
+/// Required-feature bit 1: keys are split into parts (`part_count` at byte
+/// 120 of the header is 2 or more). A store of one part leaves it clear and
+/// byte 120 zero, and reads as before.
+pub const REQUIRED_PARTS: u64 = 2;
+/// Required-feature bits this reader understands.
+pub const KNOWN_REQUIRED_FLAGS: u64 = REQUIRED_TYPED_VALUES | REQUIRED_PARTS;
+
+/// The type tag of a stored value (low 6 bits of a record's first byte).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+#[non_exhaustive]
+pub enum ValueKind {
+    /// A byte string with no encoding (Ruby's ASCII-8BIT).
+    Binary = 0,
+    /// A UTF-8 string.
+    Utf8 = 1,
+    /// A US-ASCII string.
+    Ascii = 2,
+    /// A typed value in the value codec (`crate::value`): anything that is
+    /// not a string in one of the three encodings above.
+    Typed = 3,
+}
+
+impl ValueKind {
+    /// The kind for a tag, if this version knows it.
+    #[inline]
+    pub fn from_tag(tag: u8) -> Option<ValueKind> {
+        match tag {
+            0 => Some(ValueKind::Binary),
+            1 => Some(ValueKind::Utf8),
+            2 => Some(ValueKind::Ascii),
+            3 => Some(ValueKind::Typed),
+            _ => None,
+        }
+    }
+}

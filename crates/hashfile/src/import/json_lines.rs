@@ -1,0 +1,220 @@
+//! JSON Lines: one `["key", value]` or object per line, read in runs of
+//! whole lines; with the `parallel` feature, runs are parsed on every core
+//! and handed on in input order.
+
+use std::io::Read;
+
+use serde::de::DeserializeSeed;
+
+use super::json::{LineVisitor, Pair};
+use super::{io_error, parse_error, ImportOptions, Sink};
+#[cfg(feature = "parallel")]
+use crate::build::Batch;
+#[cfg(feature = "parallel")]
+use crate::error::Error;
+use crate::error::{Position, Result};
+use crate::format::Record;
+
+pub(super) fn import<R: Read>(input: &mut R, source: &str, options: &ImportOptions, sink: &mut Sink<'_>) -> Result<()> {
+    let (mut run, mut carry, mut read, mut first_line) = (Vec::new(), Vec::new(), 0u64, 1u64);
+    while next_chunk(input, &mut run, &mut carry, JSON_LINES_CHUNK, &mut read, source)? {
+        first_line += json_lines_in(&run, first_line, source, options, sink)?;
+    }
+    Ok(())
+}
+
+/// One JSON Lines line (its line end included or not), numbered `number`,
+/// to `sink`; a blank line is skipped.
+fn json_line(line: &[u8], number: u64, source: &str, options: &ImportOptions, typed: &mut Vec<u8>, sink: &mut Sink<'_>) -> Result<()> {
+    let mut line = line;
+    while let [rest @ .., b'\n' | b'\r'] = line {
+        line = rest;
+    }
+    if let Some((key, value)) = simple_pair(line) {
+        return sink(Record { key, key_utf8: true, value, kind: crate::format::ValueKind::Utf8 }, Position::line(number));
+    }
+    if line.iter().all(u8::is_ascii_whitespace) {
+        return Ok(());
+    }
+    let mut de = serde_json::Deserializer::from_slice(line);
+    let visitor = LineVisitor { key_field: &options.key_field, value_field: &options.value_field, out: typed };
+    match visitor.deserialize(&mut de).and_then(|p| de.end().map(|_| p)) {
+        Ok(Pair(key, value)) => sink(value.record(&key.0, typed), Position::line(number)),
+        Err(e) => {
+            let message = e.to_string();
+            let message = message.split(" at line ").next().unwrap_or(&message).to_string();
+            Err(parse_error(source, Position::Line { line: number, column: Some(e.column() as u64) }, message))
+        }
+    }
+}
+
+/// The commonest line, `["key","value"]` with no whitespace, escapes or
+/// control characters, read without serde: its key and value. `None` for
+/// anything else, which serde reads (and reports the errors of). The
+/// entry is the one serde's path makes of the same line.
+fn simple_pair(line: &[u8]) -> Option<(&[u8], &[u8])> {
+    fn string(bytes: &[u8]) -> Option<(&[u8], &[u8])> {
+        let end = bytes.iter().position(|&b| b == b'"' || b == b'\\' || b < 0x20)?;
+        if bytes[end] != b'"' {
+            return None;
+        }
+        // UTF-8 checked only past ASCII, which is most strings.
+        let text = &bytes[..end];
+        if !text.is_ascii() {
+            std::str::from_utf8(text).ok()?;
+        }
+        Some((text, &bytes[end + 1..]))
+    }
+    let (key, rest) = string(line.strip_prefix(b"[\"")?)?;
+    let (value, rest) = string(rest.strip_prefix(b",\"")?)?;
+    (rest == b"]").then_some((key, value))
+}
+
+/// The lines of `text`, the first numbered `first_line`, to `sink`.
+/// Returns the number of line ends in `text`.
+fn json_lines_in(text: &[u8], first_line: u64, source: &str, options: &ImportOptions, sink: &mut Sink<'_>) -> Result<u64> {
+    let mut typed = Vec::new();
+    let mut start = 0;
+    let mut number = first_line;
+    for end in memchr::memchr_iter(b'\n', text) {
+        json_line(&text[start..end], number, source, options, &mut typed, sink)?;
+        start = end + 1;
+        number += 1;
+    }
+    json_line(&text[start..], number, source, options, &mut typed, sink)?;
+    Ok(number - first_line)
+}
+
+/// Bytes of JSON Lines one worker of `import_json_lines_parallel` parses at
+/// a time (more when one line is longer).
+pub const JSON_LINES_CHUNK: usize = 4 << 20;
+
+/// Reads the next run of whole lines of about `chunk_bytes` (the rest of the
+/// input at its end) into `buf`, reusing its memory. False at the end.
+/// `carry` holds the start of a line that the previous run cut.
+fn next_chunk<R: Read>(input: &mut R, buf: &mut Vec<u8>, carry: &mut Vec<u8>, chunk_bytes: usize, read: &mut u64, source: &str) -> Result<bool> {
+    buf.clear();
+    buf.append(carry);
+    loop {
+        let start = buf.len();
+        let got = input.by_ref().take(chunk_bytes as u64).read_to_end(buf).map_err(|e| io_error(source, e))?;
+        *read += got as u64;
+        if got == 0 {
+            return Ok(!buf.is_empty());
+        }
+        if let Some(end) = memchr::memrchr(b'\n', &buf[start..]) {
+            carry.extend_from_slice(&buf[start + end + 1..]);
+            buf.truncate(start + end + 1);
+            return Ok(true);
+        }
+    }
+}
+
+/// Imports JSON Lines on the rayon pool. The input is read in runs of
+/// whole lines of about `chunk_bytes` (`JSON_LINES_CHUNK` is a good size);
+/// each worker parses a run into a `Batch` like `batch` (empty, say from
+/// `Builder::new_batch`), and `deliver` gets the batches
+/// in input order, on the calling thread, with the input bytes read so
+/// far. Runs and batches are reused, so memory stays at a few runs. The
+/// entries, their order and any error are exactly those of `import`: the
+/// first bad line of the input is the one reported, by its line number,
+/// and an error reading the input comes after every line before it.
+#[cfg(feature = "parallel")]
+pub fn import_json_lines_parallel<R: Read>(input: R, source: &str, options: &ImportOptions, chunk_bytes: usize, batch: &Batch, deliver: &mut dyn FnMut(&Batch, u64) -> Result<()>) -> Result<()> {
+    use rayon::prelude::*;
+    let mut input = input;
+    let group = rayon::current_num_threads().max(1);
+    let new_runs = || -> Vec<Run> { (0..group).map(|_| (Vec::new(), batch.empty_like(), None)).collect() };
+    // Three sets of runs, each `group` long: while the pool parses `ready`,
+    // this thread hands on the batches of `parsed`, then reads the next
+    // runs into `free`.
+    let (mut ready, mut parsed, mut free) = (new_runs(), new_runs(), new_runs());
+    let mut reading = Reading { carry: Vec::new(), read: 0, error: None, chunk_bytes, source };
+    let mut ready_count = reading.fill(&mut input, &mut ready);
+    let mut ready_read = reading.read;
+    let (mut parsed_count, mut parsed_read, mut first_line) = (0, 0u64, 1u64);
+    loop {
+        let (delivered, free_count) = std::thread::scope(|scope| {
+            let runs = &mut ready[..ready_count];
+            // Each worker numbers its lines from 1 and returns how many
+            // line ends it passed; a run with an error is read again with
+            // its real line numbers, for the message.
+            let workers = scope.spawn(move || {
+                runs.par_iter_mut().for_each(|(text, batch, lines)| {
+                    batch.clear();
+                    *lines = json_lines_in(text, 1, source, options, &mut |record, _| {
+                        batch.insert_record(record);
+                        Ok(())
+                    })
+                    .ok();
+                })
+            });
+            let mut result = Ok(());
+            for (text, batch, lines) in &parsed[..parsed_count] {
+                let Some(lines) = *lines else {
+                    result = json_lines_in(text, first_line, source, options, &mut |_, _| Ok(())).map(|_| unreachable!("a run that failed to parse fails again"));
+                    break;
+                };
+                if let Err(e) = deliver(batch, parsed_read) {
+                    result = Err(e);
+                    break;
+                }
+                first_line += lines;
+            }
+            let free_count = if result.is_ok() { reading.fill(&mut input, &mut free) } else { 0 };
+            if let Err(panic) = workers.join() {
+                std::panic::resume_unwind(panic);
+            }
+            (result, free_count)
+        });
+        delivered?;
+        if ready_count == 0 {
+            // Every run read has been handed on.
+            return reading.error.map_or(Ok(()), Err);
+        }
+        // ready -> parsed -> free -> ready.
+        std::mem::swap(&mut parsed, &mut ready);
+        std::mem::swap(&mut ready, &mut free);
+        (parsed_count, parsed_read) = (ready_count, ready_read);
+        (ready_count, ready_read) = (free_count, reading.read);
+    }
+}
+
+/// A run of JSON Lines text, the batch parsed from it, and the number of
+/// line ends in it (`None` if it did not parse).
+#[cfg(feature = "parallel")]
+type Run = (Vec<u8>, Batch, Option<u64>);
+
+/// The input side of `import_json_lines_parallel`.
+#[cfg(feature = "parallel")]
+struct Reading<'a> {
+    carry: Vec<u8>,
+    read: u64,
+    /// The first read error: no more is read, and it is reported once the
+    /// runs before it are handed on.
+    error: Option<Error>,
+    chunk_bytes: usize,
+    source: &'a str,
+}
+
+#[cfg(feature = "parallel")]
+impl Reading<'_> {
+    /// Reads up to `runs.len()` runs into `runs`; returns how many.
+    fn fill<R: Read>(&mut self, input: &mut R, runs: &mut [Run]) -> usize {
+        if self.error.is_some() {
+            return 0;
+        }
+        for (filled, run) in runs.iter_mut().enumerate() {
+            match next_chunk(input, &mut run.0, &mut self.carry, self.chunk_bytes, &mut self.read, self.source) {
+                Ok(true) => {}
+                Ok(false) => return filled,
+                Err(e) => {
+                    self.error = Some(e);
+                    return filled;
+                }
+            }
+        }
+        runs.len()
+    }
+}
+

@@ -1,0 +1,200 @@
+//! Streaming importers: JSON object, JSON array of pairs, JSON Lines, CSV,
+//! TSV, MessagePack map and YAML mapping, read straight into records with
+//! no intermediate map. Values keep their types: JSON numbers become
+//! integers (of any size) or floats, MessagePack types map across, YAML
+//! scalars are typed as Ruby's Psych types them (`yaml`). Typed values are
+//! encoded straight from the parser's events into the value codec; strings
+//! stay plain string records. CSV and TSV values are strings.
+//!
+//! One file per format; `numbers` holds the number parsing JSON and YAML
+//! share. Importers emit [`Record`]s, the type the format defines, to a
+//! [`Sink`].
+
+mod csv;
+mod json;
+mod json_lines;
+mod msgpack;
+mod numbers;
+mod yaml;
+
+use std::io::{BufReader, Read};
+use std::path::Path;
+
+use crate::error::{Error, Position, Result};
+use crate::format::{Record, ValueKind};
+
+#[cfg(feature = "parallel")]
+pub use json_lines::import_json_lines_parallel;
+pub use json_lines::JSON_LINES_CHUNK;
+
+/// The input formats `import` reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InputFormat {
+    /// `{"key": "value", ...}`
+    JsonObject,
+    /// `[["key", "value"], ...]`
+    JsonPairs,
+    /// One `["key", "value"]` or `{"key": ..., "value": ...}` per line.
+    JsonLines,
+    /// Comma-separated, RFC 4180 quoting.
+    Csv,
+    /// Tab-separated, RFC 4180 quoting.
+    Tsv,
+    /// A MessagePack map with str or bin keys; values of any type.
+    MessagePack,
+    /// A YAML mapping, typed as Ruby's Psych types it (`yaml`).
+    Yaml,
+}
+
+impl InputFormat {
+    /// Every format with its name, as `--format` takes it.
+    pub const NAMES: [(&'static str, InputFormat); 7] = [
+        ("json", InputFormat::JsonObject),
+        ("json-pairs", InputFormat::JsonPairs),
+        ("jsonl", InputFormat::JsonLines),
+        ("csv", InputFormat::Csv),
+        ("tsv", InputFormat::Tsv),
+        ("msgpack", InputFormat::MessagePack),
+        ("yaml", InputFormat::Yaml),
+    ];
+
+    /// File extensions (lowercase, without the dot) and the format each
+    /// implies. `.json` means a JSON object; `import` also accepts an array
+    /// of pairs there, telling them apart by the first character.
+    pub const EXTENSIONS: [(&'static str, InputFormat); 11] = [
+        ("json", InputFormat::JsonObject),
+        ("jsonl", InputFormat::JsonLines),
+        ("ndjson", InputFormat::JsonLines),
+        ("csv", InputFormat::Csv),
+        ("tsv", InputFormat::Tsv),
+        ("tab", InputFormat::Tsv),
+        ("msgpack", InputFormat::MessagePack),
+        ("mpk", InputFormat::MessagePack),
+        ("mp", InputFormat::MessagePack),
+        ("yaml", InputFormat::Yaml),
+        ("yml", InputFormat::Yaml),
+    ];
+
+    /// The format named `name` (see `NAMES`).
+    pub fn from_name(name: &str) -> Option<InputFormat> {
+        Self::NAMES.iter().find(|(n, _)| *n == name).map(|(_, f)| *f)
+    }
+
+    /// The format's name.
+    pub fn name(self) -> &'static str {
+        Self::NAMES.iter().find(|(_, f)| *f == self).map_or("?", |(n, _)| n)
+    }
+
+    /// The format a file's extension implies (see `EXTENSIONS`).
+    pub fn from_extension(path: &Path) -> Option<InputFormat> {
+        let ext = path.extension()?.to_str()?.to_ascii_lowercase();
+        Self::EXTENSIONS.iter().find(|(e, _)| *e == ext).map(|(_, f)| *f)
+    }
+
+    /// The names of every format, comma-separated, for messages.
+    pub fn names_list() -> String {
+        Self::NAMES.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
+    }
+}
+
+/// A CSV/TSV column, by 0-based index or by header name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Column {
+    /// 0-based position.
+    Index(usize),
+    /// Name in the header row.
+    Name(String),
+}
+
+impl Column {
+    /// Parses `--key-column` style text: digits are an index, else a name.
+    pub fn parse(text: &str) -> Column {
+        text.parse().map(Column::Index).unwrap_or_else(|_| Column::Name(text.to_string()))
+    }
+}
+
+/// How to read an input.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ImportOptions {
+    /// The format.
+    pub format: InputFormat,
+    /// CSV/TSV: the key column. Default: index 0.
+    pub key_column: Column,
+    /// CSV/TSV: the value column. Default: index 1.
+    pub value_column: Column,
+    /// CSV/TSV: whether the first row is a header. Default: true.
+    pub header: bool,
+    /// JSON Lines objects: the key field. Default `"key"`.
+    pub key_field: String,
+    /// JSON Lines objects: the value field. Default `"value"`.
+    pub value_field: String,
+}
+
+impl ImportOptions {
+    /// Default options for `format`.
+    pub fn new(format: InputFormat) -> ImportOptions {
+        ImportOptions { format, key_column: Column::Index(0), value_column: Column::Index(1), header: true, key_field: "key".into(), value_field: "value".into() }
+    }
+}
+
+/// The sink `import` feeds: each record with where it came from. Returns an
+/// error to stop the import (a cancelled build, say).
+pub type Sink<'s> = dyn FnMut(Record<'_>, Position) -> Result<()> + 's;
+
+fn parse_error(input: &str, position: Position, what: impl Into<String>) -> Error {
+    Error::Parse { input: input.to_string(), position, what: what.into() }
+}
+
+fn io_error(input: &str, error: std::io::Error) -> Error {
+    Error::io(Some(Path::new(input)), error)
+}
+
+/// A record of a key and a value read as bytes: each is text if it is
+/// valid UTF-8, else binary.
+fn bytes_record<'a>(key: &'a [u8], value: &'a [u8]) -> Record<'a> {
+    let key_utf8 = std::str::from_utf8(key).is_ok();
+    let kind = if std::str::from_utf8(value).is_ok() { ValueKind::Utf8 } else { ValueKind::Binary };
+    Record { key, key_utf8, value, kind }
+}
+
+/// Reads every entry of `input` into `sink`. `source` names the input in
+/// errors (a path, or `-` for stdin).
+pub fn import<R: Read>(input: R, source: &str, options: &ImportOptions, sink: &mut Sink<'_>) -> Result<()> {
+    let mut input = BufReader::with_capacity(1 << 16, input);
+    match options.format {
+        InputFormat::JsonObject | InputFormat::JsonPairs => json::import(&mut input, source, sink),
+        InputFormat::JsonLines => json_lines::import(&mut input, source, options, sink),
+        InputFormat::Csv => csv::import(input, source, options, b',', sink),
+        InputFormat::Tsv => csv::import(input, source, options, b'\t', sink),
+        InputFormat::MessagePack => msgpack::import(&mut input, source, sink),
+        InputFormat::Yaml => {
+            let mut bytes = Vec::new();
+            input.read_to_end(&mut bytes).map_err(|e| io_error(source, e))?;
+            let text = String::from_utf8(bytes).map_err(|e| {
+                let line = e.as_bytes()[..e.utf8_error().valid_up_to()].iter().filter(|b| **b == b'\n').count() as u64 + 1;
+                parse_error(source, Position::line(line), "YAML input is not valid UTF-8")
+            })?;
+            yaml::import(&text, source, sink)
+        }
+    }
+}
+
+/// Where `key` occurs in an input, at most twice: the error path of a build
+/// that found a duplicate reads the input again to say where, instead of
+/// keeping a position for every entry in memory.
+pub fn find_key<R: Read>(input: R, source: &str, options: &ImportOptions, key: &[u8]) -> Result<Vec<Position>> {
+    let mut found = Vec::new();
+    let result = import(input, source, options, &mut |record, position| {
+        if record.key == key {
+            found.push(position);
+            if found.len() == 2 {
+                return Err(Error::Cancelled);
+            }
+        }
+        Ok(())
+    });
+    match result {
+        Ok(()) | Err(Error::Cancelled) => Ok(found),
+        Err(e) => Err(e),
+    }
+}

@@ -1,0 +1,396 @@
+//! Reading a store over any byte source: open, look up, iterate, verify.
+//!
+//! Every lookup step asks the [`Source`] for its piece: a seed block, a
+//! slot, a record (and rarely a remap entry); the seed index is read in
+//! place over a memory source and once, at open, over any other. Nothing
+//! here assumes the whole file is one slice, and nothing handed out borrows
+//! more than the piece a source gave.
+
+mod iter;
+mod source;
+mod verify;
+
+use crate::bits::{self, BlockLayout};
+use crate::chd::{self, BucketMap};
+use crate::error::{Error, Result};
+use crate::format::record::{self, Layout};
+use crate::format::{Header, Record, Section, SectionId, ValueKind, HEADER_PREFIX_LEN};
+
+pub use iter::Iter;
+pub use source::{FileSource, Piece, Source};
+pub use verify::VERIFY_CHUNK;
+
+/// Bytes a reader asks for at open: the fixed header and a section table of
+/// up to about 500 sections, in one read. A longer header takes a second.
+pub const OPEN_READ_LEN: usize = 16 << 10;
+
+/// A record a lookup or an iteration found, holding the piece of the store
+/// it was read from (borrowed from a memory source, owned or shared
+/// otherwise).
+#[derive(Clone, Debug)]
+pub struct RecordBuf<'a> {
+    piece: Piece<'a>,
+    key_start: usize,
+    value_start: usize,
+    end: usize,
+    key_utf8: bool,
+    kind: ValueKind,
+}
+
+impl<'a> RecordBuf<'a> {
+    /// A record whose whole length `piece` holds (checked by the caller).
+    #[inline]
+    fn new(piece: Piece<'a>, layout: Layout) -> RecordBuf<'a> {
+        debug_assert!(layout.len <= piece.len() as u64);
+        RecordBuf { key_start: layout.key_start, value_start: layout.value_start as usize, end: layout.len as usize, key_utf8: layout.key_utf8, kind: layout.kind, piece }
+    }
+
+    /// The record, borrowed from this holder.
+    #[inline]
+    pub fn record(&self) -> Record<'_> {
+        Record { key: self.key(), key_utf8: self.key_utf8, value: self.value(), kind: self.kind }
+    }
+
+    /// The key's bytes.
+    #[inline]
+    pub fn key(&self) -> &[u8] {
+        &self.piece[self.key_start..self.value_start]
+    }
+
+    /// The value's bytes: a string's bytes, or one encoded typed value.
+    #[inline]
+    pub fn value(&self) -> &[u8] {
+        &self.piece[self.value_start..self.end]
+    }
+
+    /// True if the key was added as UTF-8 text.
+    #[inline]
+    pub fn key_utf8(&self) -> bool {
+        self.key_utf8
+    }
+
+    /// The value's kind (string encoding, or typed).
+    #[inline]
+    pub fn kind(&self) -> ValueKind {
+        self.kind
+    }
+
+    /// The value as an owned tree (`Value::of_record`).
+    pub fn decode(&self) -> Result<crate::value::Value> {
+        crate::value::Value::of_record(&self.record())
+    }
+}
+
+/// A read-only view of a store over any [`Source`]: a memory map
+/// (`Reader::open`), a `Vec<u8>`, a slice, a [`FileSource`], or your own.
+///
+/// Creating a reader checks the header and the section bounds in O(1).
+/// Lookups check every offset they follow, so a damaged file gives an error
+/// or `None`, never a panic and never another key's value. `verify` checks
+/// every byte.
+#[derive(Debug)]
+#[repr(C)] // keep declaration order: the lookup fields share cache lines
+pub struct Reader<S> {
+    // Everything a lookup reads comes first, so it spans two or three cache
+    // lines instead of being spread through the header (bench/compare.rb).
+    buckets: BucketMap,
+    hash_seed: u64,
+    entry_count: u64,
+    /// The seed index, read at open over a source that is not resident;
+    /// `None` over a resident one, which is read in place.
+    loaded_seed_index: Option<Box<[u32]>>,
+    seed_index: Section,
+    seeds: Section,
+    remap: Section,
+    slots: Section,
+    records: Section,
+    offset_bits: u32,
+    remap_bits: u32,
+    layout: BlockLayout,
+    source: S,
+    header: Header,
+}
+
+#[cfg(feature = "mmap")]
+impl Reader<memmap2::Mmap> {
+    /// Memory-maps the file at `path` and checks its header.
+    ///
+    /// The file must not be modified in place while it is mapped; stores
+    /// are replaced by renaming a new file over them (`Builder::write_file`
+    /// does that), which leaves open readers on the old file.
+    pub fn open(path: impl AsRef<std::path::Path>) -> Result<Reader<memmap2::Mmap>> {
+        let path = path.as_ref();
+        let file = std::fs::File::open(path).map_err(|e| Error::io(Some(path), e))?;
+        // SAFETY: the map is read-only and private to this reader. Stores are
+        // immutable by contract: they are published by rename and never
+        // written in place, so the mapped bytes do not change under us. A
+        // file truncated by another process would raise SIGBUS, the same
+        // caveat as every mmap-based reader (fst, LMDB, sparkey).
+        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io(Some(path), e))?;
+        Reader::new(map).map_err(|e| e.with_path(path))
+    }
+}
+
+/// Records are equal when their keys, values and kinds are, wherever their
+/// bytes are held.
+impl PartialEq for RecordBuf<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.record() == other.record()
+    }
+}
+
+impl Eq for RecordBuf<'_> {}
+
+/// The error for damage a lookup ran into.
+#[cold]
+fn corrupt(section: SectionId, what: &str) -> Error {
+    Error::corrupt(section.name(), format!("{what}; run verify for details"))
+}
+
+#[cold]
+fn io_error(error: std::io::Error) -> Error {
+    Error::io(None, error)
+}
+
+impl<S: Source> Reader<S> {
+    /// Wraps a source holding a store and checks its header (O(1)). Over a
+    /// source that is not resident, also reads the seed index (4 bytes per
+    /// seed block, about 1 byte per 100 keys).
+    pub fn new(source: S) -> Result<Reader<S>> {
+        let file_len = source.size();
+        let head = source.read_exact_at(0, file_len.min(OPEN_READ_LEN as u64) as usize).map_err(io_error)?;
+        let header_len = Header::len_from_prefix(&head[..head.len().min(HEADER_PREFIX_LEN)], file_len)?;
+        let head = if head.len() < header_len { source.read_exact_at(0, header_len).map_err(io_error)? } else { head };
+        let header = Header::decode(&head, file_len)?;
+        drop(head);
+        let layout = BlockLayout::from_block_len(header.seed_block_len).expect("checked by decode");
+        let section = |id| header.section(id);
+        let mut reader = Reader {
+            buckets: BucketMap::new(&header.geometry),
+            hash_seed: header.hash_seed,
+            entry_count: header.geometry.entry_count,
+            loaded_seed_index: None,
+            seed_index: section(SectionId::SeedIndex),
+            seeds: section(SectionId::Seeds),
+            remap: section(SectionId::Remap),
+            slots: section(SectionId::Slots),
+            records: section(SectionId::Records),
+            offset_bits: header.offset_bits(),
+            remap_bits: header.remap_bits(),
+            layout,
+            header,
+            source,
+        };
+        if !reader.source.is_resident() {
+            let bytes = reader.source.read_exact_at(reader.seed_index.offset, reader.seed_index.length as usize).map_err(io_error)?;
+            reader.loaded_seed_index = Some(bytes.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes"))).collect());
+        }
+        // The seed index's last entry gives the seeds section's length.
+        let last = reader.seed_index_entry(reader.header.seed_block_count())?;
+        let expected = last as u64 * layout.unit_bytes() as u64;
+        if expected != reader.seeds.length {
+            return Err(Error::corrupt("seeds", format!("section is {} bytes, but the seed index says {expected}", reader.seeds.length)));
+        }
+        Ok(reader)
+    }
+
+    /// The decoded header.
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
+    /// Number of entries.
+    pub fn len(&self) -> u64 {
+        self.entry_count
+    }
+
+    /// True if the store has no entries.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The source the store is read from.
+    pub fn source(&self) -> &S {
+        &self.source
+    }
+
+    /// `len` bytes at `at` inside `section`, checked against its bounds.
+    #[inline]
+    fn read_in(&self, section: &Section, id: SectionId, at: u64, len: usize, what: &str) -> Result<Piece<'_>> {
+        match at.checked_add(len as u64) {
+            Some(end) if end <= section.length => self.source.read_exact_at(section.offset + at, len).map_err(io_error),
+            _ => Err(corrupt(id, what)),
+        }
+    }
+
+    /// Entry `k` of the seed index.
+    fn seed_index_entry(&self, k: u64) -> Result<u32> {
+        match &self.loaded_seed_index {
+            Some(index) => index.get(k as usize).copied().ok_or_else(|| corrupt(SectionId::SeedIndex, "seed block out of range")),
+            None => {
+                let piece = self.read_in(&self.seed_index, SectionId::SeedIndex, k * 4, 4, "seed block out of range")?;
+                Ok(u32::from_le_bytes(piece[..4].try_into().expect("4 bytes")))
+            }
+        }
+    }
+
+    /// Where seed block `block` starts and ends in the seeds section, in
+    /// units of `layout.unit_bytes()`: entries `block` and `block + 1` of
+    /// the seed index.
+    #[inline]
+    fn seed_block_bounds(&self, block: u64) -> Result<(u32, u32)> {
+        match &self.loaded_seed_index {
+            Some(index) => match index.get(block as usize..block as usize + 2) {
+                Some(&[start, end]) => Ok((start, end)),
+                _ => Err(corrupt(SectionId::SeedIndex, "seed block out of range")),
+            },
+            None => {
+                let piece = self.read_in(&self.seed_index, SectionId::SeedIndex, block * 4, 8, "seed block out of range")?;
+                let word = u64::from_le_bytes(piece[..8].try_into().expect("8 bytes"));
+                Ok((word as u32, (word >> 32) as u32))
+            }
+        }
+    }
+
+    /// The pilot of bucket `bucket`, read straight out of its bit-packed
+    /// block: one read of the block's bytes, no unpacking of the rest.
+    #[inline]
+    fn pilot(&self, bucket: u64) -> Result<u64> {
+        let block_len = self.layout.block_len() as u64;
+        let (start, end) = self.seed_block_bounds(bucket / block_len)?;
+        let width = end.wrapping_sub(start);
+        if width > 32 || end < start {
+            return Err(corrupt(SectionId::SeedIndex, "seed block width over 32 bits"));
+        }
+        let unit = self.layout.unit_bytes();
+        let block = self.read_in(&self.seeds, SectionId::Seeds, start as u64 * unit as u64, width as usize * unit, "seed block past end of seeds")?;
+        self.layout.get(&block, width, (bucket % block_len) as usize).map(u64::from).ok_or_else(|| corrupt(SectionId::Seeds, "seed block too short"))
+    }
+
+    /// Element `index` of a packed-integer section.
+    #[inline]
+    fn packed(&self, section: &Section, id: SectionId, width: u32, index: u64, what: &str) -> Result<u64> {
+        let (byte, shift) = bits::packed_position(index, width).ok_or_else(|| corrupt(id, what))?;
+        let word = self.read_in(section, id, byte, 8, what)?;
+        Ok(bits::packed_element(word[..8].try_into().expect("8 bytes"), shift, width))
+    }
+
+    /// The slot of a key hash, in `0..len()`.
+    #[inline]
+    fn slot_of(&self, hash: u64) -> Result<u64> {
+        let (bucket, first_slot) = self.buckets.locate(hash);
+        let pilot = self.pilot(bucket)?;
+        let slot = first_slot + chd::slot(hash, pilot, self.buckets.slots_per_part());
+        if slot < self.entry_count {
+            return Ok(slot);
+        }
+        match self.packed(&self.remap, SectionId::Remap, self.remap_bits, slot - self.entry_count, "remap entry past end of remap")? {
+            s if s < self.entry_count => Ok(s),
+            _ => Err(corrupt(SectionId::Remap, "remap entry out of range")),
+        }
+    }
+
+    /// The record offset in slot `slot`.
+    #[inline]
+    fn slot_offset(&self, slot: u64) -> Result<u64> {
+        self.packed(&self.slots, SectionId::Slots, self.offset_bits, slot, "slot past end of slots")
+    }
+
+    /// The record at byte `offset` of the records section and the offset of
+    /// the next one, or `None` at the end of the section.
+    ///
+    /// The record's length is in its first bytes, so it is read as the
+    /// source's prefix of everything up to the end of the section, and read
+    /// again whole only if it runs past that prefix.
+    #[inline]
+    pub fn record_at(&self, offset: u64) -> Result<Option<(RecordBuf<'_>, u64)>> {
+        let records = &self.records;
+        let Some(remaining) = records.length.checked_sub(offset) else { return Err(corrupt(SectionId::Records, "record offset past end of records")) };
+        if remaining == 0 {
+            return Ok(None);
+        }
+        let at = records.offset + offset;
+        let mut piece = self.source.read_at(at, usize::try_from(remaining).unwrap_or(usize::MAX)).map_err(io_error)?;
+        let layout = match record::parse(&piece) {
+            Ok(Some(layout)) => layout,
+            Ok(None) if (piece.len() as u64) < remaining => {
+                // The source stopped inside the record's header.
+                piece = self.source.read_exact_at(at, remaining.min(record::MAX_HEADER_LEN as u64) as usize).map_err(io_error)?;
+                match record::parse(&piece) {
+                    Ok(Some(layout)) => layout,
+                    Ok(None) => return Err(corrupt(SectionId::Records, "record header runs past end of records")),
+                    Err(damage) => return Err(corrupt(SectionId::Records, &damage.to_string())),
+                }
+            }
+            Ok(None) => return Err(corrupt(SectionId::Records, "record header runs past end of records")),
+            Err(damage) => return Err(corrupt(SectionId::Records, &damage.to_string())),
+        };
+        if layout.len > remaining {
+            return Err(corrupt(SectionId::Records, "record extends past end of records"));
+        }
+        if (piece.len() as u64) < layout.len {
+            piece = self.source.read_exact_at(at, layout.len as usize).map_err(io_error)?;
+        }
+        Ok(Some((RecordBuf::new(piece, layout), offset + layout.len)))
+    }
+
+    /// Looks a key up. `Ok(None)` if it is absent. The stored key is compared
+    /// byte for byte, so a lookup never returns another key's value.
+    ///
+    /// ```
+    /// let mut builder = hashfile::Builder::new(Default::default())?;
+    /// builder.insert(b"red", b"#ff0000");
+    /// let store = hashfile::Reader::new(builder.to_bytes()?)?;
+    /// let found = store.get(b"red")?.expect("present");
+    /// assert_eq!((found.key(), found.value()), (&b"red"[..], &b"#ff0000"[..]));
+    /// assert!(store.get(b"blue")?.is_none());
+    /// # Ok::<(), hashfile::Error>(())
+    /// ```
+    #[inline]
+    pub fn get(&self, key: &[u8]) -> Result<Option<RecordBuf<'_>>> {
+        if self.is_empty() {
+            return Ok(None);
+        }
+        let slot = self.slot_of(chd::hash_key(key, self.hash_seed))?;
+        let offset = self.slot_offset(slot)?;
+        match self.record_at(offset)? {
+            Some((record, _)) if record.key() == key => Ok(Some(record)),
+            _ => Ok(None),
+        }
+    }
+
+    /// Iterates over the records in the order they were added.
+    pub fn iter(&self) -> Iter<'_, S> {
+        Iter::new(self)
+    }
+
+    /// Sizes and parameters, for `hashfile info`.
+    pub fn info(&self) -> Info {
+        let h = &self.header;
+        let sizes: Vec<(&'static str, u64)> = SectionId::ALL.iter().zip(&h.sections).map(|(id, s)| (id.name(), s.length)).collect();
+        let mphf_bytes = [SectionId::SeedIndex, SectionId::Seeds, SectionId::Remap].iter().map(|&id| h.section(id).length).sum::<u64>();
+        let per_key = |bytes: u64| if h.geometry.entry_count == 0 { 0.0 } else { bytes as f64 * 8.0 / h.geometry.entry_count as f64 };
+        Info {
+            entries: h.geometry.entry_count,
+            file_bytes: h.file_len,
+            section_bytes: sizes,
+            mphf_bits_per_key: per_key(mphf_bytes),
+            seed_bits_per_key: per_key(h.section(SectionId::SeedIndex).length + h.section(SectionId::Seeds).length),
+        }
+    }
+}
+
+/// Sizes of a store, from its header.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Info {
+    /// Number of entries.
+    pub entries: u64,
+    /// Length of the file.
+    pub file_bytes: u64,
+    /// Length of each section, in file order.
+    pub section_bytes: Vec<(&'static str, u64)>,
+    /// The perfect-hash function (seed index, seeds and remap) in bits per key.
+    pub mphf_bits_per_key: f64,
+    /// The displacement seeds and their block index alone, in bits per key.
+    pub seed_bits_per_key: f64,
+}

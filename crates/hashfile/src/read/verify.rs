@@ -1,0 +1,116 @@
+//! `verify`: every byte of a store checked, read through its source in
+//! chunks, so a store larger than memory or behind a network verifies too.
+
+use super::{Reader, Source};
+use crate::chd;
+use crate::error::{DisplayBytes, Error, Result};
+use crate::format::{SectionId, ValueKind, REQUIRED_TYPED_VALUES};
+
+/// Bytes verify reads at a time.
+pub const VERIFY_CHUNK: usize = 1 << 20;
+
+impl<S: Source> Reader<S> {
+    /// Checks every byte: the checksum of each section (XXH3 streamed over
+    /// chunks), that the bytes between sections are zero, the seed index,
+    /// that the records section holds exactly `len()` well-formed records,
+    /// and that every key's lookup lands on its own record. O(n).
+    pub fn verify(&self) -> Result<()> {
+        self.verify_padding()?;
+        for (id, section) in SectionId::ALL.iter().zip(&self.header.sections) {
+            let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+            self.for_each_chunk(section.offset, section.length, |chunk| {
+                hasher.update(chunk);
+                Ok(())
+            })?;
+            let actual = hasher.digest();
+            if actual != section.checksum {
+                return Err(Error::Checksum { path: None, section: id.name(), expected: section.checksum, actual });
+            }
+        }
+        self.verify_seed_index()?;
+        self.verify_records()
+    }
+
+    /// Calls `f` with the bytes of `offset..offset + length`, in chunks.
+    fn for_each_chunk(&self, offset: u64, length: u64, mut f: impl FnMut(&[u8]) -> Result<()>) -> Result<()> {
+        let mut at = 0;
+        while at < length {
+            let len = (length - at).min(VERIFY_CHUNK as u64) as usize;
+            let chunk = self.source.read_exact_at(offset + at, len).map_err(super::io_error)?;
+            f(&chunk)?;
+            at += len as u64;
+        }
+        Ok(())
+    }
+
+    /// Bytes outside the header and the sections (alignment padding) are
+    /// covered by no checksum; they must be zero.
+    fn verify_padding(&self) -> Result<()> {
+        let mut spans: Vec<(u64, u64)> = self.header.sections.iter().map(|s| (s.offset, s.end())).collect();
+        spans.sort_unstable();
+        let mut at = self.header.header_len as u64;
+        for (start, end) in spans.into_iter().chain([(self.header.file_len, self.header.file_len)]) {
+            if start < at {
+                return Err(Error::corrupt("header", format!("sections overlap at byte {start}")));
+            }
+            let mut gap_at = at;
+            self.for_each_chunk(at, start - at, |chunk| match chunk.iter().position(|&b| b != 0) {
+                Some(i) => Err(Error::corrupt("header", format!("padding byte {} is not zero", gap_at + i as u64))),
+                None => {
+                    gap_at += chunk.len() as u64;
+                    Ok(())
+                }
+            })?;
+            at = end;
+        }
+        Ok(())
+    }
+
+    /// Entry 0 is zero, entries never decrease, and no block is wider than
+    /// 32 bits.
+    fn verify_seed_index(&self) -> Result<()> {
+        let mut previous = 0u32;
+        let mut k = 0u64;
+        self.for_each_chunk(self.seed_index.offset, self.seed_index.length, |chunk| {
+            for entry in chunk.chunks_exact(4) {
+                let v = u32::from_le_bytes(entry.try_into().expect("4 bytes"));
+                if (k == 0 && v != 0) || v < previous || v - previous > 32 {
+                    return Err(Error::corrupt("seed_index", format!("seed index entry {k} is inconsistent")));
+                }
+                previous = v;
+                k += 1;
+            }
+            Ok(())
+        })
+    }
+
+    /// Exactly `len()` well-formed records, each found by its own lookup.
+    fn verify_records(&self) -> Result<()> {
+        let mut count = 0u64;
+        let mut offset = 0u64;
+        let typed_allowed = self.header.required_flags & REQUIRED_TYPED_VALUES != 0;
+        while let Some((found, next)) = self.record_at(offset)? {
+            let record = found.record();
+            let key = || DisplayBytes(record.key);
+            if record.kind == ValueKind::Typed {
+                if !typed_allowed {
+                    return Err(Error::corrupt("records", format!("record {count} (key {}) holds a typed value, but the header does not require typed values", key())));
+                }
+                crate::value::check(record.value).map_err(|e| match e {
+                    Error::Corrupt { what, .. } => Error::corrupt("records", format!("record {count} (key {}): {what}", key())),
+                    other => other,
+                })?;
+            }
+            let slot = self.slot_of(chd::hash_key(record.key, self.hash_seed))?;
+            if self.slot_offset(slot)? != offset {
+                return Err(Error::corrupt("records", format!("record {count} (key {}) is not found by its own lookup", key())));
+            }
+            count += 1;
+            offset = next;
+        }
+        if count != self.len() {
+            return Err(Error::corrupt("records", format!("section holds {count} records, the header says {}", self.len())));
+        }
+        Ok(())
+    }
+}

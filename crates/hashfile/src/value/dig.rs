@@ -1,0 +1,136 @@
+//! Walking a path into an encoded value without decoding what it passes:
+//! every array and map records its body's length, so a sibling is skipped
+//! in O(1). Key equality is Ruby's `Hash` equality for the key types a
+//! probe can be (strings, symbols, integers), so a binding's `dig` gives
+//! the answers its own `Hash#dig` would.
+
+use super::{Container, Cursor, Encoding, Item};
+use crate::error::Result;
+
+/// One step of a path: what to look up in a map, or (an integer) the index
+/// in an array.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Probe<'p> {
+    /// A string key. It equals a stored string with the same bytes when the
+    /// two encodings agree, as Ruby's String equality has it: the same one
+    /// of UTF-8/US-ASCII (as a group) or binary, or ASCII-only bytes.
+    Str {
+        /// The key's bytes.
+        bytes: &'p [u8],
+        /// True if the probe is a binary (ASCII-8BIT) string.
+        binary: bool,
+    },
+    /// A symbol key, by name.
+    Symbol(&'p [u8]),
+    /// An integer key in a map, or an index into an array (negative from
+    /// the end).
+    Int(i64),
+}
+
+/// Where a walk ended.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Dig<'a> {
+    /// The item at the end of the path.
+    Found(Item<'a>),
+    /// Some step found nothing (or passed through nil): the answer is nil.
+    Absent,
+    /// Step `step` cannot be taken on the bytes: `item` is a scalar, or an
+    /// array and the probe is not an integer. A binding hands the rest of
+    /// the path to its own `dig` on the decoded item, so that the answer or
+    /// the error is its language's.
+    Stuck {
+        /// The index of the step in the path.
+        step: usize,
+        /// The item the step would be taken on.
+        item: Item<'a>,
+    },
+}
+
+/// Walks `path` into the one value encoded in `value`, decoding only the
+/// keys it compares. With `symbolize_names`, string keys of maps count as
+/// symbols (as a decode with that option would make them).
+///
+/// ```
+/// use hashfile::value::{dig, Dig, Item, Probe, Value};
+/// let v = Value::Map(vec![(Value::str("limits"), Value::Array(vec![Value::Int(5), Value::Int(9)]))]);
+/// let mut bytes = Vec::new();
+/// v.encode(&mut bytes).unwrap();
+/// let path = [Probe::Str { bytes: b"limits", binary: false }, Probe::Int(-1)];
+/// assert_eq!(dig(&bytes, &path, false).unwrap(), Dig::Found(Item::Int(9)));
+/// # Ok::<(), hashfile::Error>(())
+/// ```
+pub fn dig<'a>(value: &'a [u8], path: &[Probe<'_>], symbolize_names: bool) -> Result<Dig<'a>> {
+    let mut item = Cursor::new(value).next_item()?;
+    for (step, probe) in path.iter().enumerate() {
+        let next = match item {
+            Item::Nil => return Ok(Dig::Absent),
+            Item::Map(map) => find_in_map(map, probe, symbolize_names)?,
+            Item::Array(array) => match *probe {
+                Probe::Int(index) => find_in_array(array, index)?,
+                _ => return Ok(Dig::Stuck { step, item }),
+            },
+            _ => return Ok(Dig::Stuck { step, item }),
+        };
+        match next {
+            Some(found) => item = found,
+            None => return Ok(Dig::Absent),
+        }
+    }
+    Ok(Dig::Found(item))
+}
+
+/// The value under `probe` in a map, or `None`. The last of repeated keys
+/// wins, as in a Hash built from the same pairs.
+pub fn find_in_map<'a>(map: Container<'a>, probe: &Probe<'_>, symbolize_names: bool) -> Result<Option<Item<'a>>> {
+    let mut cursor = map.cursor();
+    let mut found = None;
+    for _ in 0..map.len {
+        let hit = match (probe, cursor.short_str()) {
+            // The common case, a short UTF-8 key, compared in place.
+            (Probe::Str { bytes, binary }, Some(key)) if !symbolize_names => *bytes == key && (!*binary || key.is_ascii()),
+            (Probe::Symbol(name), Some(key)) if symbolize_names => *name == key,
+            (_, Some(_)) => false,
+            (_, None) => matches(probe, cursor.next_item()?, symbolize_names),
+        };
+        if hit {
+            found = Some(cursor.next_item()?);
+        } else {
+            cursor.skip()?;
+        }
+    }
+    Ok(found)
+}
+
+/// Whether a stored map key (not a short UTF-8 string) equals `probe`.
+fn matches(probe: &Probe<'_>, key: Item<'_>, symbolize_names: bool) -> bool {
+    match (probe, key) {
+        (Probe::Int(i), Item::Int(k)) => *i == k,
+        (Probe::Str { bytes, binary }, Item::Str(k, encoding)) if !symbolize_names => *bytes == k && compatible(k, *binary, encoding),
+        (Probe::Symbol(name), Item::Symbol(k, _)) => *name == k,
+        (Probe::Symbol(name), Item::Str(k, _)) if symbolize_names => *name == k,
+        _ => false,
+    }
+}
+
+/// Whether strings with equal bytes `bytes`, one binary or not (`binary`)
+/// and one in `encoding`, are equal Ruby Strings.
+fn compatible(bytes: &[u8], binary: bool, encoding: Encoding<'_>) -> bool {
+    match encoding {
+        Encoding::Named(_) => false,
+        other => (other == Encoding::Binary) == binary || bytes.is_ascii(),
+    }
+}
+
+/// The element at `index` of an array (negative from the end), or `None`.
+pub fn find_in_array(array: Container<'_>, index: i64) -> Result<Option<Item<'_>>> {
+    let len = array.len as i64;
+    let index = if index < 0 { index + len } else { index };
+    if index < 0 || index >= len {
+        return Ok(None);
+    }
+    let mut cursor = array.cursor();
+    for _ in 0..index {
+        cursor.skip()?;
+    }
+    Ok(Some(cursor.next_item()?))
+}

@@ -1,0 +1,182 @@
+//! The reader over byte sources other than memory: how many reads open and
+//! lookups take, short reads, large records, chunked verify, and read
+//! errors.
+use std::io;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use hashfile::read::{Piece, Source};
+use hashfile::{BuildOptions, Builder, Error, Reader};
+
+mod support;
+use support::PieceSource;
+
+fn store(n: u64, value_len: usize) -> Vec<u8> {
+    let mut b = Builder::new(BuildOptions::default()).unwrap();
+    for i in 0..n {
+        b.insert(format!("key-{i}").as_bytes(), &vec![b'v'; value_len]);
+    }
+    b.to_bytes().unwrap()
+}
+
+/// Open reads the header and the seed index, once each; a lookup then
+/// reads one seed block, one slot and one record, plus one remap entry for
+/// the few keys whose slot was past `n` before remapping.
+#[test]
+fn reads_per_open_and_per_lookup() {
+    let n = 10_000u64;
+    let bytes = store(n, 8);
+    assert!(bytes.len() < 1 << 20, "one block holds the whole store");
+    let source = PieceSource::new(&bytes, 1 << 20);
+    let reader = Reader::new(source).unwrap();
+    assert_eq!(reader.source().reads(), 2, "header and seed index");
+
+    let mut per_lookup = [0u64; 8];
+    for i in 0..2 * n {
+        let before = reader.source().reads();
+        let found = reader.get(format!("key-{i}").as_bytes()).unwrap();
+        assert_eq!(found.is_some(), i < n);
+        per_lookup[(reader.source().reads() - before) as usize] += 1;
+    }
+    assert_eq!(per_lookup[0..3], [0, 0, 0]);
+    assert_eq!(per_lookup[5..], [0, 0, 0], "no lookup takes more than 4 reads: {per_lookup:?}");
+    // About 1 - load_factor of the keys go through the remap.
+    let remapped = per_lookup[4] as f64 / (2 * n) as f64;
+    assert!(remapped > 0.0 && remapped < 0.05, "{per_lookup:?}");
+}
+
+/// A source that stops at the end of small blocks: records longer than a
+/// block, and record headers cut by a block's end, are read on.
+#[test]
+fn records_longer_than_a_block_are_read_on() {
+    let mut b = Builder::new(BuildOptions::default()).unwrap();
+    let big = vec![7u8; 10_000];
+    b.insert(b"big", &big);
+    b.insert(b"small", b"s");
+    // A key of 300 bytes: its two-byte length straddles many block ends.
+    b.insert(&[b'k'; 300], b"long key");
+    let bytes = b.to_bytes().unwrap();
+    for block in [1, 2, 3, 64, 4096] {
+        let reader = Reader::new(PieceSource::new(&bytes, block)).unwrap();
+        let before = reader.source().reads();
+        assert_eq!(reader.get(b"big").unwrap().unwrap().value(), big.as_slice(), "block {block}");
+        assert!(reader.source().reads() - before > 2, "block {block}: the record took more than one read");
+        assert_eq!(reader.get(b"small").unwrap().unwrap().value(), b"s");
+        assert_eq!(reader.get(&[b'k'; 300]).unwrap().unwrap().value(), b"long key");
+        reader.verify().unwrap();
+    }
+}
+
+/// Refuses any exact read longer than `cap` bytes and returns at most
+/// `cap` for a prefix read: a reader that asked for a whole large section
+/// at once would fail.
+struct Capped {
+    bytes: Vec<u8>,
+    cap: usize,
+}
+
+impl Source for Capped {
+    fn size(&self) -> u64 {
+        self.bytes.len() as u64
+    }
+
+    fn read_at(&self, offset: u64, len: usize) -> io::Result<Piece<'_>> {
+        self.read_exact_at(offset, len.min(self.cap))
+    }
+
+    fn read_exact_at(&self, offset: u64, len: usize) -> io::Result<Piece<'_>> {
+        if len > self.cap {
+            return Err(io::Error::other(format!("asked for {len} bytes at once")));
+        }
+        let start = offset as usize;
+        Ok(Piece::borrowed(&self.bytes[start..start + len]))
+    }
+}
+
+#[test]
+fn verify_hashes_sections_in_chunks() {
+    let bytes = store(200_000, 20);
+    assert!(bytes.len() > 3 * hashfile::read::VERIFY_CHUNK);
+    let reader = Reader::new(Capped { bytes, cap: hashfile::read::VERIFY_CHUNK }).unwrap();
+    reader.verify().unwrap();
+    assert_eq!(reader.get(b"key-199999").unwrap().unwrap().value(), [b'v'; 20]);
+    // The same store through a source that gives less than a chunk fails
+    // verify with the source's error, as an I/O error.
+    let small = Capped { bytes: reader.source().bytes.clone(), cap: 64 << 10 };
+    match Reader::new(small).unwrap().verify() {
+        Err(Error::Io { source, .. }) => assert!(source.to_string().starts_with("asked for"), "{source}"),
+        other => panic!("expected the source's error, got {other:?}"),
+    }
+}
+
+/// Fails every read after the first `good` ones.
+struct Failing {
+    bytes: Vec<u8>,
+    good: u64,
+    reads: AtomicU64,
+}
+
+impl Source for Failing {
+    fn size(&self) -> u64 {
+        self.bytes.len() as u64
+    }
+
+    fn read_at(&self, offset: u64, len: usize) -> io::Result<Piece<'_>> {
+        if self.reads.fetch_add(1, Ordering::Relaxed) >= self.good {
+            return Err(io::Error::new(io::ErrorKind::ConnectionReset, "the network went away"));
+        }
+        let start = offset as usize;
+        Ok(Piece::owned(self.bytes[start..start + len].to_vec()))
+    }
+}
+
+#[test]
+fn read_errors_are_io_errors_not_corruption() {
+    let bytes = store(1_000, 8);
+    for good in 0..6 {
+        let source = Failing { bytes: bytes.clone(), good, reads: AtomicU64::new(0) };
+        let result = Reader::new(source).and_then(|reader| reader.get(b"key-1").map(|found| found.map(|r| r.value().to_vec())));
+        match result {
+            Ok(Some(value)) => assert!(good >= 5, "{good}: {value:?}"),
+            Err(Error::Io { source, .. }) => assert_eq!(source.kind(), io::ErrorKind::ConnectionReset, "{good}"),
+            other => panic!("{good}: expected the read error, got {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn a_file_source_reads_what_a_map_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.hf");
+    let mut b = Builder::new(BuildOptions::default()).unwrap();
+    for i in 0..5_000u32 {
+        b.insert(&i.to_le_bytes(), &vec![(i % 251) as u8; (i % 700) as usize]);
+    }
+    b.write_file(&path).unwrap();
+    let mapped = Reader::open(&path).unwrap();
+    let file = Reader::new(hashfile::read::FileSource::new(std::fs::File::open(&path).unwrap()).unwrap()).unwrap();
+    assert!(!file.source().is_resident());
+    assert!(mapped.source().is_resident());
+    for i in 0..5_000u32 {
+        assert_eq!(file.get(&i.to_le_bytes()).unwrap(), mapped.get(&i.to_le_bytes()).unwrap(), "{i}");
+    }
+    assert!(file.iter().map(Result::unwrap).eq(mapped.iter().map(Result::unwrap)));
+    file.verify().unwrap();
+}
+
+#[test]
+fn pieces_narrow_without_copying() {
+    let block: std::sync::Arc<[u8]> = std::sync::Arc::from(&b"0123456789"[..]);
+    let piece = Piece::shared(block.clone(), 2..8);
+    assert_eq!(&*piece, b"234567");
+    assert_eq!(&*piece.clone().truncated(3), b"234");
+    assert_eq!(&*piece.truncated(100), b"234567");
+    assert_eq!(&*Piece::borrowed(b"abc").truncated(1), b"a");
+    assert_eq!(&*Piece::owned(b"abc".to_vec()).truncated(2), b"ab");
+    // The default read_exact_at assembles short reads, and a slice's
+    // read past its end is an error, not a panic.
+    let source = PieceSource::new(b"0123456789", 3);
+    assert_eq!(&*source.read_exact_at(1, 8).unwrap(), b"12345678");
+    assert!(source.read_exact_at(5, 6).is_err());
+    assert_eq!(b"abc".as_slice().read_exact_at(3, 1).unwrap_err().kind(), io::ErrorKind::UnexpectedEof);
+    assert_eq!(b"abc".as_slice().read_exact_at(u64::MAX, 2).unwrap_err().kind(), io::ErrorKind::UnexpectedEof);
+}
