@@ -65,8 +65,8 @@ impl<'a> Record<'a> {
 }
 
 /// Where a record's parts lie, relative to its first byte, as its header
-/// says. Lengths are as stored: a reader checks `len` against the bytes
-/// there are before it slices.
+/// says: `key_start <= value_start <= len`. Lengths are as stored: a reader
+/// checks `len` against the bytes there are before it slices.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Layout {
     /// The value's kind.
@@ -76,9 +76,9 @@ pub struct Layout {
     /// Where the key starts (the header's length).
     pub key_start: usize,
     /// Where the value starts.
-    pub value_start: u64,
+    pub value_start: usize,
     /// The record's length.
-    pub len: u64,
+    pub len: usize,
 }
 
 impl Layout {
@@ -86,9 +86,16 @@ impl Layout {
     /// `None`).
     #[inline]
     pub fn record<'a>(&self, bytes: &'a [u8]) -> Option<Record<'a>> {
-        let value_start = usize::try_from(self.value_start).ok()?;
-        let end = usize::try_from(self.len).ok()?;
-        Some(Record { key: bytes.get(self.key_start..value_start)?, key_utf8: self.key_utf8, value: bytes.get(value_start..end)?, kind: self.kind })
+        let (key, value) = self.split(bytes)?;
+        Some(Record { key, key_utf8: self.key_utf8, value, kind: self.kind })
+    }
+
+    /// The key and the value in `bytes`, which must hold at least `len`
+    /// bytes (else `None`).
+    #[inline(always)]
+    pub fn split<'a>(&self, bytes: &'a [u8]) -> Option<(&'a [u8], &'a [u8])> {
+        let record = bytes.get(..self.len)?;
+        Some((record.get(self.key_start..self.value_start)?, record.get(self.value_start..)?))
     }
 }
 
@@ -128,8 +135,9 @@ pub fn parse(bytes: &[u8]) -> Result<Option<Layout>, Damage> {
         // Short bytes may yet hold a good header; a full one does not.
         return if bytes.len() < MAX_HEADER_LEN { Ok(None) } else { Err(Damage::BadLength) };
     };
-    let value_start = (pos as u64).checked_add(key_len).ok_or(Damage::BadLength)?;
-    let len = value_start.checked_add(value_len).ok_or(Damage::BadLength)?;
+    // Computed in usize, so that the compiler, too, sees the parts in order.
+    let value_start = usize::try_from(key_len).ok().and_then(|key_len| pos.checked_add(key_len)).ok_or(Damage::BadLength)?;
+    let len = usize::try_from(value_len).ok().and_then(|value_len| value_start.checked_add(value_len)).ok_or(Damage::BadLength)?;
     Ok(Some(Layout { kind, key_utf8: flags & KEY_UTF8 != 0, key_start: pos, value_start, len }))
 }
 

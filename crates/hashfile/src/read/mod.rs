@@ -27,40 +27,51 @@ pub const OPEN_READ_LEN: usize = 16 << 10;
 /// A record a lookup or an iteration found, holding the piece of the store
 /// it was read from (borrowed from a memory source, owned or shared
 /// otherwise).
-#[derive(Clone, Debug)]
 pub struct RecordBuf<'a> {
-    piece: Piece<'a>,
-    key_start: usize,
-    value_start: usize,
-    end: usize,
+    // Borrowed from a memory source for 'a, or from the buffer `_held`
+    // keeps alive: never handed out for longer than `&self` (see `new`).
+    key: &'a [u8],
+    value: &'a [u8],
     key_utf8: bool,
     kind: ValueKind,
+    _held: Option<source::Held>,
 }
 
 impl<'a> RecordBuf<'a> {
-    /// A record whose whole length `piece` holds (checked by the caller).
+    /// The record that starts `piece`, which holds all `layout.len` bytes
+    /// of it (checked by the caller).
     #[inline]
     fn new(piece: Piece<'a>, layout: Layout) -> RecordBuf<'a> {
-        debug_assert!(layout.len <= piece.len() as u64);
-        RecordBuf { key_start: layout.key_start, value_start: layout.value_start as usize, end: layout.len as usize, key_utf8: layout.key_utf8, kind: layout.kind, piece }
+        // SAFETY: the slices are kept in `key` and `value` beside the holder
+        // they may point into, and every accessor hands them out borrowed
+        // from `&self`, so none outlives the holder.
+        let (bytes, held) = unsafe { piece.into_parts() };
+        let (key, value) = layout.split(bytes).expect("the caller checked the record's length");
+        RecordBuf { key, value, key_utf8: layout.key_utf8, kind: layout.kind, _held: held }
+    }
+
+    /// A record borrowed for `'a` from a source in memory.
+    #[inline(always)]
+    fn borrowed(key: &'a [u8], value: &'a [u8], layout: Layout) -> RecordBuf<'a> {
+        RecordBuf { key, value, key_utf8: layout.key_utf8, kind: layout.kind, _held: None }
     }
 
     /// The record, borrowed from this holder.
     #[inline]
     pub fn record(&self) -> Record<'_> {
-        Record { key: self.key(), key_utf8: self.key_utf8, value: self.value(), kind: self.kind }
+        Record { key: self.key, key_utf8: self.key_utf8, value: self.value, kind: self.kind }
     }
 
     /// The key's bytes.
     #[inline]
     pub fn key(&self) -> &[u8] {
-        &self.piece[self.key_start..self.value_start]
+        self.key
     }
 
     /// The value's bytes: a string's bytes, or one encoded typed value.
     #[inline]
     pub fn value(&self) -> &[u8] {
-        &self.piece[self.value_start..self.end]
+        self.value
     }
 
     /// True if the key was added as UTF-8 text.
@@ -80,6 +91,22 @@ impl<'a> RecordBuf<'a> {
         crate::value::Value::of_record(&self.record())
     }
 }
+
+impl std::fmt::Debug for RecordBuf<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("RecordBuf").field(&self.record()).finish()
+    }
+}
+
+/// Records are equal when their keys, values and kinds are, wherever their
+/// bytes are held.
+impl PartialEq for RecordBuf<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.record() == other.record()
+    }
+}
+
+impl Eq for RecordBuf<'_> {}
 
 /// A read-only view of a store over any [`Source`]: a memory map
 /// (`Reader::open`), a `Vec<u8>`, a slice, a [`FileSource`], or your own.
@@ -131,15 +158,12 @@ impl Reader<memmap2::Mmap> {
     }
 }
 
-/// Records are equal when their keys, values and kinds are, wherever their
-/// bytes are held.
-impl PartialEq for RecordBuf<'_> {
-    fn eq(&self, other: &Self) -> bool {
-        self.record() == other.record()
-    }
+/// The bytes of `section` in a store held in memory. Open checked that it
+/// lies inside the file; `None` only if the source's slice changed since.
+#[inline(always)]
+fn section_slice<'b>(bytes: &'b [u8], section: &Section) -> Option<&'b [u8]> {
+    bytes.get(usize::try_from(section.offset).ok()?..usize::try_from(section.end()).ok()?)
 }
-
-impl Eq for RecordBuf<'_> {}
 
 /// The error for damage a lookup ran into.
 #[cold]
@@ -181,7 +205,7 @@ impl<S: Source> Reader<S> {
             header,
             source,
         };
-        if !reader.source.is_resident() {
+        if reader.source.as_slice().is_none() {
             let bytes = reader.source.read_exact_at(reader.seed_index.offset, reader.seed_index.length as usize).map_err(io_error)?;
             reader.loaded_seed_index = Some(bytes.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes"))).collect());
         }
@@ -214,12 +238,25 @@ impl<S: Source> Reader<S> {
         &self.source
     }
 
-    /// `len` bytes at `at` inside `section`, checked against its bounds.
-    #[inline]
-    fn read_in(&self, section: &Section, id: SectionId, at: u64, len: usize, what: &str) -> Result<Piece<'_>> {
-        match at.checked_add(len as u64) {
-            Some(end) if end <= section.length => self.source.read_exact_at(section.offset + at, len).map_err(io_error),
-            _ => Err(corrupt(id, what)),
+    /// Calls `f` with the `len` bytes at `at` inside `section`, checked
+    /// against its bounds: in place over a source held in memory, else
+    /// through the piece the source hands out.
+    #[inline(always)]
+    fn with_bytes<R>(&self, section: &Section, id: SectionId, at: u64, len: usize, what: &str, f: impl FnOnce(&[u8]) -> R) -> Result<R> {
+        match self.source.as_slice() {
+            // The section's slice does not change from lookup to lookup, so
+            // its bounds check leaves the loop of a caller that looks up many.
+            Some(bytes) => match section_slice(bytes, section).and_then(|s| s.get(usize::try_from(at).ok()?..).and_then(|s| s.get(..len))) {
+                Some(bytes) => Ok(f(bytes)),
+                None => Err(corrupt(id, what)),
+            },
+            None => {
+                if at.checked_add(len as u64).is_none_or(|end| end > section.length) {
+                    return Err(corrupt(id, what));
+                }
+                let piece = self.source.read_exact_at(section.offset + at, len).map_err(io_error)?;
+                Ok(f(&piece))
+            }
         }
     }
 
@@ -227,34 +264,31 @@ impl<S: Source> Reader<S> {
     fn seed_index_entry(&self, k: u64) -> Result<u32> {
         match &self.loaded_seed_index {
             Some(index) => index.get(k as usize).copied().ok_or_else(|| corrupt(SectionId::SeedIndex, "seed block out of range")),
-            None => {
-                let piece = self.read_in(&self.seed_index, SectionId::SeedIndex, k * 4, 4, "seed block out of range")?;
-                Ok(u32::from_le_bytes(piece[..4].try_into().expect("4 bytes")))
-            }
+            None => self.with_bytes(&self.seed_index, SectionId::SeedIndex, k * 4, 4, "seed block out of range", |b| u32::from_le_bytes(b[..4].try_into().expect("4 bytes"))),
         }
     }
 
     /// Where seed block `block` starts and ends in the seeds section, in
     /// units of `layout.unit_bytes()`: entries `block` and `block + 1` of
-    /// the seed index.
-    #[inline]
+    /// the seed index, read in place from a source in memory (the branch
+    /// folds away for one), else from the copy read at open.
+    #[inline(always)]
     fn seed_block_bounds(&self, block: u64) -> Result<(u32, u32)> {
-        match &self.loaded_seed_index {
-            Some(index) => match index.get(block as usize..block as usize + 2) {
-                Some(&[start, end]) => Ok((start, end)),
-                _ => Err(corrupt(SectionId::SeedIndex, "seed block out of range")),
-            },
-            None => {
-                let piece = self.read_in(&self.seed_index, SectionId::SeedIndex, block * 4, 8, "seed block out of range")?;
-                let word = u64::from_le_bytes(piece[..8].try_into().expect("8 bytes"));
-                Ok((word as u32, (word >> 32) as u32))
-            }
+        if self.source.as_slice().is_some() {
+            return self.with_bytes(&self.seed_index, SectionId::SeedIndex, block * 4, 8, "seed block out of range", |b| {
+                let word = u64::from_le_bytes(b[..8].try_into().expect("8 bytes"));
+                (word as u32, (word >> 32) as u32)
+            });
+        }
+        match self.loaded_seed_index.as_deref().and_then(|index| index.get(block as usize..block as usize + 2)) {
+            Some(&[start, end]) => Ok((start, end)),
+            _ => Err(corrupt(SectionId::SeedIndex, "seed block out of range")),
         }
     }
 
     /// The pilot of bucket `bucket`, read straight out of its bit-packed
     /// block: one read of the block's bytes, no unpacking of the rest.
-    #[inline]
+    #[inline(always)]
     fn pilot(&self, bucket: u64) -> Result<u64> {
         let block_len = self.layout.block_len() as u64;
         let (start, end) = self.seed_block_bounds(bucket / block_len)?;
@@ -263,20 +297,20 @@ impl<S: Source> Reader<S> {
             return Err(corrupt(SectionId::SeedIndex, "seed block width over 32 bits"));
         }
         let unit = self.layout.unit_bytes();
-        let block = self.read_in(&self.seeds, SectionId::Seeds, start as u64 * unit as u64, width as usize * unit, "seed block past end of seeds")?;
-        self.layout.get(&block, width, (bucket % block_len) as usize).map(u64::from).ok_or_else(|| corrupt(SectionId::Seeds, "seed block too short"))
+        let index = (bucket % block_len) as usize;
+        let pilot = self.with_bytes(&self.seeds, SectionId::Seeds, start as u64 * unit as u64, width as usize * unit, "seed block past end of seeds", |block| self.layout.get(block, width, index))?;
+        pilot.map(u64::from).ok_or_else(|| corrupt(SectionId::Seeds, "seed block too short"))
     }
 
     /// Element `index` of a packed-integer section.
-    #[inline]
+    #[inline(always)]
     fn packed(&self, section: &Section, id: SectionId, width: u32, index: u64, what: &str) -> Result<u64> {
         let (byte, shift) = bits::packed_position(index, width).ok_or_else(|| corrupt(id, what))?;
-        let word = self.read_in(section, id, byte, 8, what)?;
-        Ok(bits::packed_element(word[..8].try_into().expect("8 bytes"), shift, width))
+        self.with_bytes(section, id, byte, 8, what, |word| bits::packed_element(word[..8].try_into().expect("8 bytes"), shift, width))
     }
 
     /// The slot of a key hash, in `0..len()`.
-    #[inline]
+    #[inline(always)]
     fn slot_of(&self, hash: u64) -> Result<u64> {
         let (bucket, first_slot) = self.buckets.locate(hash);
         let pilot = self.pilot(bucket)?;
@@ -291,7 +325,7 @@ impl<S: Source> Reader<S> {
     }
 
     /// The record offset in slot `slot`.
-    #[inline]
+    #[inline(always)]
     fn slot_offset(&self, slot: u64) -> Result<u64> {
         self.packed(&self.slots, SectionId::Slots, self.offset_bits, slot, "slot past end of slots")
     }
@@ -310,6 +344,10 @@ impl<S: Source> Reader<S> {
             return Ok(None);
         }
         let at = records.offset + offset;
+        if let Some(bytes) = self.source.as_slice() {
+            let (layout, key, value) = self.record_in_place(bytes, offset)?;
+            return Ok(Some((RecordBuf::borrowed(key, value, layout), offset + layout.len as u64)));
+        }
         let mut piece = self.source.read_at(at, usize::try_from(remaining).unwrap_or(usize::MAX)).map_err(io_error)?;
         let layout = match record::parse(&piece) {
             Ok(Some(layout)) => layout,
@@ -325,13 +363,31 @@ impl<S: Source> Reader<S> {
             Ok(None) => return Err(corrupt(SectionId::Records, "record header runs past end of records")),
             Err(damage) => return Err(corrupt(SectionId::Records, &damage.to_string())),
         };
-        if layout.len > remaining {
+        if layout.len as u64 > remaining {
             return Err(corrupt(SectionId::Records, "record extends past end of records"));
         }
-        if (piece.len() as u64) < layout.len {
-            piece = self.source.read_exact_at(at, layout.len as usize).map_err(io_error)?;
+        if piece.len() < layout.len {
+            piece = self.source.read_exact_at(at, layout.len).map_err(io_error)?;
         }
-        Ok(Some((RecordBuf::new(piece, layout), offset + layout.len)))
+        Ok(Some((RecordBuf::new(piece, layout), offset + layout.len as u64)))
+    }
+
+    /// The layout, key and value of the record at byte `offset` of the
+    /// records of a store held in memory.
+    #[inline(always)]
+    fn record_in_place<'b>(&self, bytes: &'b [u8], offset: u64) -> Result<(Layout, &'b [u8], &'b [u8])> {
+        let Some(rest) = section_slice(bytes, &self.records).and_then(|records| records.get(usize::try_from(offset).ok()?..)) else {
+            return Err(corrupt(SectionId::Records, "record offset past end of records"));
+        };
+        let layout = match record::parse(rest) {
+            Ok(Some(layout)) => layout,
+            Ok(None) => return Err(corrupt(SectionId::Records, "record header runs past end of records")),
+            Err(damage) => return Err(corrupt(SectionId::Records, &damage.to_string())),
+        };
+        match layout.split(rest) {
+            Some((key, value)) => Ok((layout, key, value)),
+            None => Err(corrupt(SectionId::Records, "record extends past end of records")),
+        }
     }
 
     /// Looks a key up. `Ok(None)` if it is absent. The stored key is compared
@@ -353,6 +409,12 @@ impl<S: Source> Reader<S> {
         }
         let slot = self.slot_of(chd::hash_key(key, self.hash_seed))?;
         let offset = self.slot_offset(slot)?;
+        if let Some(bytes) = self.source.as_slice() {
+            // The key is compared on the map, and the record built once,
+            // where it is returned.
+            let (layout, found, value) = self.record_in_place(bytes, offset)?;
+            return Ok((found == key).then(|| RecordBuf::borrowed(found, value, layout)));
+        }
         match self.record_at(offset)? {
             Some((record, _)) if record.key() == key => Ok(Some(record)),
             _ => Ok(None),

@@ -5,55 +5,75 @@
 //! requests, a decompressing layer) hand out bytes they own or share.
 
 use std::io;
+use std::marker::PhantomData;
 use std::ops::{Deref, Range};
 use std::sync::Arc;
 
 /// Bytes a [`Source`] handed out: borrowed from it, owned, or a range of a
 /// shared block (a cache's, say), so that no source has to copy what it
 /// already holds.
-#[derive(Clone, Debug)]
-pub struct Piece<'a>(Repr<'a>);
-
-#[derive(Clone, Debug)]
-enum Repr<'a> {
-    Borrowed(&'a [u8]),
-    Owned(Vec<u8>),
-    Shared(Arc<[u8]>, Range<usize>),
+///
+/// Reading a piece's bytes never branches on where they are: the piece
+/// keeps them as one pointer and length, and its holder (none for borrowed
+/// bytes, else a `Vec` or a shared block) only keeps them alive.
+pub struct Piece<'a> {
+    ptr: *const u8,
+    len: usize,
+    held: Option<Held>,
+    borrowed: PhantomData<&'a [u8]>,
 }
+
+/// What keeps the bytes of a piece that is not borrowed alive. The bytes
+/// live in its heap buffer, which moving the holder does not move.
+pub(crate) enum Held {
+    Owned(#[allow(dead_code)] Vec<u8>),
+    Shared(#[allow(dead_code)] Arc<[u8]>),
+}
+
+// SAFETY: a piece is a `&[u8]` plus a holder that is `Send` and `Sync`
+// (`Vec<u8>`, `Arc<[u8]>`); the raw pointer is only ever read through, as
+// the shared slice it was made from.
+unsafe impl Send for Piece<'_> {}
+// SAFETY: as for `Send`: every access is a shared read.
+unsafe impl Sync for Piece<'_> {}
 
 impl<'a> Piece<'a> {
     /// Bytes borrowed from the source.
     #[inline]
     pub fn borrowed(bytes: &'a [u8]) -> Piece<'a> {
-        Piece(Repr::Borrowed(bytes))
+        Piece { ptr: bytes.as_ptr(), len: bytes.len(), held: None, borrowed: PhantomData }
     }
 
     /// Bytes read or made for this piece alone.
     pub fn owned(bytes: Vec<u8>) -> Piece<'a> {
-        Piece(Repr::Owned(bytes))
+        Piece { ptr: bytes.as_ptr(), len: bytes.len(), held: Some(Held::Owned(bytes)), borrowed: PhantomData }
     }
 
     /// `range` of a shared block. Panics if `range` is outside `block`.
     pub fn shared(block: Arc<[u8]>, range: Range<usize>) -> Piece<'a> {
-        assert!(range.start <= range.end && range.end <= block.len(), "piece {range:?} outside a block of {} bytes", block.len());
-        Piece(Repr::Shared(block, range))
+        let bytes = &block[range];
+        Piece { ptr: bytes.as_ptr(), len: bytes.len(), held: Some(Held::Shared(block)), borrowed: PhantomData }
     }
 
     /// The first `len` bytes of the piece (all of it if shorter), without
     /// copying.
     #[inline]
     pub fn truncated(self, len: usize) -> Piece<'a> {
-        match self.0 {
-            Repr::Borrowed(bytes) => Piece(Repr::Borrowed(&bytes[..len.min(bytes.len())])),
-            Repr::Owned(mut bytes) => {
-                bytes.truncate(len);
-                Piece(Repr::Owned(bytes))
-            }
-            Repr::Shared(block, range) => {
-                let end = range.start + len.min(range.len());
-                Piece(Repr::Shared(block, range.start..end))
-            }
-        }
+        Piece { len: self.len.min(len), ..self }
+    }
+
+    /// The bytes and what holds them, for a holder of its own
+    /// (`RecordBuf`).
+    ///
+    /// # Safety
+    /// The slice may point into the returned holder's buffer: the caller
+    /// must keep the holder alive, and not hand the slice out for longer
+    /// than it keeps the holder, whatever `'a` says.
+    #[inline]
+    pub(crate) unsafe fn into_parts(self) -> (&'a [u8], Option<Held>) {
+        // SAFETY: `ptr` and `len` describe the piece's bytes (see `deref`);
+        // the caller keeps the holder alive for as long as it uses them.
+        (unsafe { std::slice::from_raw_parts(self.ptr, self.len) }, self.held)
     }
 }
 
@@ -62,11 +82,33 @@ impl Deref for Piece<'_> {
 
     #[inline]
     fn deref(&self) -> &[u8] {
-        match &self.0 {
-            Repr::Borrowed(bytes) => bytes,
-            Repr::Owned(bytes) => bytes,
-            Repr::Shared(block, range) => &block[range.clone()],
+        // SAFETY: `ptr` and `len` describe a slice that lives at least as
+        // long as the piece: borrowed for `'a`, or inside the heap buffer of
+        // the `Vec` or `Arc` the piece holds, which moving the piece does not
+        // move, and which nothing mutates or frees while the piece exists.
+        // `truncated` only shortens `len`.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+}
+
+impl Clone for Piece<'_> {
+    fn clone(&self) -> Self {
+        match &self.held {
+            None => Piece { ptr: self.ptr, len: self.len, held: None, borrowed: PhantomData },
+            Some(Held::Owned(_)) => Piece::owned(self.to_vec()),
+            Some(Held::Shared(block)) => Piece { ptr: self.ptr, len: self.len, held: Some(Held::Shared(Arc::clone(block))), borrowed: PhantomData },
         }
+    }
+}
+
+impl std::fmt::Debug for Piece<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let held = match self.held {
+            None => "borrowed",
+            Some(Held::Owned(_)) => "owned",
+            Some(Held::Shared(_)) => "shared",
+        };
+        f.debug_struct("Piece").field("held", &held).field("len", &self.len).finish()
     }
 }
 
@@ -123,11 +165,13 @@ pub trait Source {
         Ok(Piece::owned(bytes))
     }
 
-    /// True if every byte is in memory, so that a read costs no more than a
-    /// slice. A reader keeps nothing of its own over such a source; over
-    /// any other it reads the seed index once, at open.
-    fn is_resident(&self) -> bool {
-        false
+    /// The whole store as one slice, for a source that holds every byte in
+    /// memory (a map, a `Vec`). A reader reads such a source in place: each
+    /// lookup step is a bounds check and a slice, with no piece handed out,
+    /// and it keeps nothing of its own. Over any other source it reads the
+    /// seed index once, at open, and each step asks for its piece.
+    fn as_slice(&self) -> Option<&[u8]> {
+        None
     }
 }
 
@@ -158,8 +202,9 @@ impl<T: AsRef<[u8]> + ?Sized> Source for T {
         }
     }
 
-    fn is_resident(&self) -> bool {
-        true
+    #[inline]
+    fn as_slice(&self) -> Option<&[u8]> {
+        Some(self.as_ref())
     }
 }
 

@@ -109,8 +109,11 @@ impl Source for TestSource {
         }
     }
 
-    fn is_resident(&self) -> bool {
-        matches!(self, TestSource::Memory(_))
+    fn as_slice(&self) -> Option<&[u8]> {
+        match self {
+            TestSource::Memory(v) => Some(v),
+            _ => None,
+        }
     }
 }
 
