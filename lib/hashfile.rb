@@ -19,36 +19,17 @@ require_relative "hashfile/writer"
 # name, so +db[:limit]+ and +db["limit"]+ are the same lookup, and a build
 # given both +:limit+ and +"limit"+ raises DuplicateKeyError.
 module Hashfile
-  # Default build options; see Hashfile.build.
-  BUILD_DEFAULTS = {
-    keys_per_bucket: 3.5,
-    load_factor: 0.99,
-    dense_key_fraction: 0.5,
-    dense_bucket_fraction: 0.2,
-    hash_seed: 0,
-    seed_block_len: 128,
-    keys_per_part: 131_072,
-    on_duplicate: :error
-  }.freeze
-
-  # Default importer options; see Hashfile.build_from.
-  IMPORT_DEFAULTS = {
-    format: nil,
-    key_column: nil,
-    value_column: nil,
-    header: true,
-    key_field: "key",
-    value_field: "value",
-    threads: nil
-  }.freeze
-
-  # Deepest nesting of Arrays and Hashes in a value. Deeper values raise
-  # ArgumentError at build; JSON.parse's default max_nesting (100, counting
-  # the top-level object) fits.
-  MAX_DEPTH = 100
-
-  # Input formats Hashfile.build_from reads.
-  FORMATS = %w[json json-pairs jsonl csv tsv msgpack yaml].freeze
+  # Defined by the extension, from the Rust core, so that they have one
+  # source (ext/hashfile/src/options.rs):
+  #
+  # BUILD_DEFAULTS     the build options and their defaults; see Hashfile.build
+  # IMPORT_DEFAULTS    the importer options and their defaults; see Hashfile.build_from
+  # FORMATS            input format names Hashfile.build_from reads
+  # FORMAT_EXTENSIONS  file extension => the format it implies
+  # ON_DUPLICATE       the policies for a repeated key (:error, :first, :last)
+  # MAX_DEPTH          deepest nesting of Arrays and Hashes in a value (100);
+  #                    JSON.parse's default max_nesting, counting the
+  #                    top-level object, fits
 
   class << self
     # Builds a store at +path+ from a Hash, from any Enumerable of
@@ -82,8 +63,8 @@ module Hashfile
     #   serializer was given; the message names the key and the path
     # @raise [ArgumentError] if a value nests deeper than MAX_DEPTH
     def build(path, data = nil, serializer: nil, **options)
-      writer = Writer._new(build_options(options, BUILD_DEFAULTS.keys))
-      writer.instance_variable_set(:@dump, serializer_pair(serializer)&.first)
+      check_options(options, BUILD_DEFAULTS.keys)
+      writer = Writer._new(options, serializer_pair(serializer)&.first)
       writer.merge(data) unless data.nil?
       yield writer if block_given?
       writer._finish(path_string(path))
@@ -100,8 +81,8 @@ module Hashfile
     #
     # @param inputs [String, Pathname, IO, Array] paths ("-" is standard
     #   input), or IO objects
-    # @param format [String, nil] one of FORMATS; nil: from each file's extension
-    # @param key_column [String, Integer, nil] CSV/TSV key column, by header name or 0-based index (default 0)
+    # @param format [String, Symbol, nil] one of FORMATS; nil: from each file's extension (FORMAT_EXTENSIONS)
+    # @param key_column [String, Symbol, Integer, nil] CSV/TSV key column, by header name or 0-based index (default 0)
     # @param value_column [String, Integer, nil] CSV/TSV value column (default 1)
     # @param header [Boolean] CSV/TSV: the first row is a header
     # @param key_field [String] JSON Lines objects: the key's field
@@ -115,16 +96,15 @@ module Hashfile
     # @return [Hash] +{entries:, file_bytes:}+
     # @raise [ParseError] naming the input, line and column (or entry) and what was expected
     # @raise [DuplicateKeyError] naming the key and where it occurs
-    def build_from(inputs, output, progress: nil, **options, &block)
+    def build_from(inputs, output, progress: nil, threads: nil, **options, &block)
       progress ||= block
       raise TypeError, "progress must respond to #call" if progress && !progress.respond_to?(:call)
 
-      opts = build_options(options, BUILD_DEFAULTS.keys + IMPORT_DEFAULTS.keys, IMPORT_DEFAULTS)
-      opts[:format] = opts[:format]&.to_s
-      opts[:threads] = opts[:threads] && Integer(opts[:threads])
+      check_options(options, BUILD_DEFAULTS.keys + IMPORT_DEFAULTS.keys + [:format])
+      threads &&= Integer(threads)
       # Not Array(inputs): that would split an IO into its lines.
       with_input_paths(inputs.is_a?(Array) ? inputs : [inputs]) do |paths|
-        _build_from(paths, path_string(output), opts, progress)
+        _build_from(paths, path_string(output), options.slice(*BUILD_DEFAULTS.keys), options.except(*BUILD_DEFAULTS.keys), threads, progress)
       end
     end
 
@@ -144,9 +124,9 @@ module Hashfile
     # @raise [Errno::ENOENT] if the file does not exist
     # @raise [FormatError] if it is not a valid store
     def open(path, verify: false, symbolize_names: false, freeze: false, raw: false, serializer: nil)
-      db = Reader._open(path_string(path))
+      load = serializer_pair(serializer)&.last
+      db = Reader._open(path_string(path), { symbolize_names: symbolize_names, freeze: freeze, raw: raw }, load)
       begin
-        db.send(:configure, symbolize_names: symbolize_names, freeze: freeze, raw: raw, serializer: serializer)
         db.verify if verify
       rescue Exception # rubocop:disable Lint/RescueException
         db.close
@@ -183,15 +163,13 @@ module Hashfile
 
     private
 
-    def build_options(options, allowed, extra = {})
+    # Options are passed on as given: the extension converts them, naming
+    # any it refuses, and the core's defaults fill in the rest.
+    def check_options(options, allowed)
       unknown = options.keys - allowed
-      raise ArgumentError, "unknown option#{"s" if unknown.size > 1}: #{unknown.join(", ")}" unless unknown.empty?
+      return if unknown.empty?
 
-      o = BUILD_DEFAULTS.merge(extra).merge(options)
-      %i[keys_per_bucket load_factor dense_key_fraction dense_bucket_fraction].each { |k| o[k] = Float(o[k]) }
-      %i[hash_seed seed_block_len keys_per_part].each { |k| o[k] = Integer(o[k]) }
-      o[:on_duplicate] = o[:on_duplicate].to_s
-      o
+      raise ArgumentError, "unknown option#{"s" if unknown.size > 1}: #{unknown.join(", ")} (expected one of: #{allowed.join(", ")})"
     end
 
     # Paths for the inputs: IOs with a path give their path, standard input

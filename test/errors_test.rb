@@ -18,7 +18,10 @@ class ErrorsTest < HashfileTest
     assert_operator Hashfile::Error, :<, StandardError
     assert_operator Hashfile::FormatError, :<, Hashfile::Error
     assert_operator Hashfile::ChecksumError, :<, Hashfile::FormatError
+    assert_operator Hashfile::UnsupportedError, :<, Hashfile::FormatError
     assert_operator Hashfile::DuplicateKeyError, :<, Hashfile::Error
+    assert_operator Hashfile::ParseError, :<, Hashfile::Error
+    assert_operator Hashfile::LimitError, :<, Hashfile::Error
     assert_operator Hashfile::ClosedError, :<, Hashfile::Error
   end
 

@@ -129,21 +129,22 @@ module Hashfile
         parser("build") do |o|
           o.separator ""
           o.separator "INPUT is a file or - (standard input). The format comes from the extension"
-          o.separator "(.json .jsonl .ndjson .csv .tsv .msgpack .yaml .yml) unless --format is given."
+          o.separator "(#{FORMAT_EXTENSIONS.keys.map { |e| ".#{e}" }.join(" ")}) unless --format is given."
           o.separator ""
           o.on("-o", "--output OUT", "the store to write (atomically)") { |v| output = v }
           o.on("--format F", FORMATS, "input format: #{FORMATS.join(", ")}") { |v| options[:format] = v }
-          o.on("--key-column C", "CSV/TSV key column, by name or 0-based index (default 0)") { |v| options[:key_column] = v }
-          o.on("--value-column C", "CSV/TSV value column (default 1)") { |v| options[:value_column] = v }
-          o.on("--[no-]header", "CSV/TSV: the first row is a header (default: yes)") { |v| options[:header] = v }
-          o.on("--key-field NAME", "JSON Lines objects: the key field (default key)") { |v| options[:key_field] = v }
-          o.on("--value-field NAME", "JSON Lines objects: the value field (default value)") { |v| options[:value_field] = v }
-          o.on("--on-duplicate P", %w[error first last], "error (default), first or last") { |v| options[:on_duplicate] = v.to_sym }
+          o.on("--key-column C", "CSV/TSV key column, by name or 0-based index (default #{IMPORT_DEFAULTS[:key_column]})") { |v| options[:key_column] = v }
+          o.on("--value-column C", "CSV/TSV value column (default #{IMPORT_DEFAULTS[:value_column]})") { |v| options[:value_column] = v }
+          o.on("--[no-]header", "CSV/TSV: the first row is a header (default: #{IMPORT_DEFAULTS[:header] ? "yes" : "no"})") { |v| options[:header] = v }
+          o.on("--key-field NAME", "JSON Lines objects: the key field (default #{IMPORT_DEFAULTS[:key_field]})") { |v| options[:key_field] = v }
+          o.on("--value-field NAME", "JSON Lines objects: the value field (default #{IMPORT_DEFAULTS[:value_field]})") { |v| options[:value_field] = v }
+          policies = ON_DUPLICATE.map(&:to_s)
+          o.on("--on-duplicate P", policies, "#{policies.join(", ")} (default #{BUILD_DEFAULTS[:on_duplicate]})") { |v| options[:on_duplicate] = v.to_sym }
           o.on("--threads N", Integer, "threads for hashing and sorting (default: every core)") { |v| options[:threads] = v }
-          o.on("--keys-per-bucket F", Float, "CHD keys per bucket (default 3.5)") { |v| options[:keys_per_bucket] = v }
-          o.on("--load-factor F", Float, "table fill before remapping (default 0.99)") { |v| options[:load_factor] = v }
-          o.on("--hash-seed N", Integer, "first hash seed tried (default 0)") { |v| options[:hash_seed] = v }
-          o.on("--keys-per-part N", Integer, "most keys per part of the index, on average (default 131072)") { |v| options[:keys_per_part] = v }
+          o.on("--keys-per-bucket F", Float, "CHD keys per bucket (default #{BUILD_DEFAULTS[:keys_per_bucket]})") { |v| options[:keys_per_bucket] = v }
+          o.on("--load-factor F", Float, "table fill before remapping (default #{BUILD_DEFAULTS[:load_factor]})") { |v| options[:load_factor] = v }
+          o.on("--hash-seed N", Integer, "first hash seed tried (default #{BUILD_DEFAULTS[:hash_seed]})") { |v| options[:hash_seed] = v }
+          o.on("--keys-per-part N", Integer, "most keys per part of the index, on average (default #{BUILD_DEFAULTS[:keys_per_part]})") { |v| options[:keys_per_part] = v }
           o.on("-q", "--quiet", "no progress bar and no summary") { quiet = true }
         end.parse!(argv)
         raise UsageError, "build needs at least one INPUT" if argv.empty?

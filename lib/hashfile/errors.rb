@@ -1,19 +1,78 @@
 # frozen_string_literal: true
 
 module Hashfile
-  # The classes are defined by the extension (ext/hashfile/src/error.rs):
+  # The base of every error Hashfile raises itself.
   #
-  #   Hashfile::Error < StandardError      base of everything raised here
-  #     FormatError                        bad, corrupt or unsupported file
-  #       ChecksumError                    a checksum mismatch, from #verify
-  #     DuplicateKeyError                  a key given twice to a build
-  #     ClosedError                        use of a closed store or finished writer
-  #     ParseError                         an input file that cannot be imported,
-  #                                        naming the file, line and column
+  #   Hashfile::Error < StandardError
+  #     FormatError          a bad or corrupt store (#path)
+  #       UnsupportedError   a store of a version or with features this library cannot read
+  #       ChecksumError      a checksum mismatch, from #verify (#section)
+  #     DuplicateKeyError    a key given twice to a build (#key)
+  #     ParseError           an input file that cannot be imported (#input, #line, #column)
+  #     LimitError           a build past a limit of the format or of one build
+  #     ClosedError          use of a closed store or finished writer
   #
-  # A missing file raises Errno::ENOENT, as File.open does.
-  class DuplicateKeyError
+  # A missing file raises Errno::ENOENT, as File.open does. Bad arguments
+  # raise ArgumentError or TypeError naming the argument.
+  class Error < StandardError; end
+
+  # A file that is not a valid store: bad magic, truncated, or damaged.
+  class FormatError < Error
+    # @return [String, nil] the store's path, when known
+    attr_reader :path
+
+    def initialize(message = nil, path: nil)
+      super(message)
+      @path = path
+    end
+  end
+
+  # A store this library cannot read: another major version, or required
+  # features it does not know. A newer version of Hashfile may read it.
+  class UnsupportedError < FormatError; end
+
+  # A section whose bytes do not match its checksum.
+  class ChecksumError < FormatError
+    # @return [String, nil] the damaged section ("records", "header", ...)
+    attr_reader :section
+
+    def initialize(message = nil, path: nil, section: nil)
+      super(message, path: path)
+      @section = section
+    end
+  end
+
+  # The same key twice in a build (with on_duplicate: :error).
+  class DuplicateKeyError < Error
     # @return [String, nil] the duplicated key
     attr_reader :key
+
+    def initialize(message = nil, key: nil)
+      super(message)
+      @key = key
+    end
   end
+
+  # An input file that cannot be imported.
+  class ParseError < Error
+    # @return [String, nil] the input's name ("-" for standard input)
+    attr_reader :input
+    # @return [Integer, nil] the line, for inputs with lines
+    attr_reader :line
+    # @return [Integer, nil] the column, where known
+    attr_reader :column
+
+    def initialize(message = nil, input: nil, line: nil, column: nil)
+      super(message)
+      @input = input
+      @line = line
+      @column = column
+    end
+  end
+
+  # A build past a limit of the format or of one build (entries, bytes).
+  class LimitError < Error; end
+
+  # Use of a closed store or a finished writer.
+  class ClosedError < Error; end
 end

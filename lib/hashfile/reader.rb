@@ -10,10 +10,6 @@ module Hashfile
     MISSING = Object.new.freeze
     private_constant :MISSING
 
-    # Decode-option bits, as the native methods take them.
-    FLAGS = { symbolize_names: 1, freeze: 2, raw: 4 }.freeze
-    private_constant :FLAGS
-
     # @!method [](key)
     #   @return [Object, nil] the value, decoded with the options given to
     #     Hashfile.open, or nil if +key+ is absent
@@ -49,7 +45,7 @@ module Hashfile
     #   db.get("limits", symbolize_names: true) # => {api: {burst: 100}}
     #   db.get("limits", raw: true)             # => the stored bytes
     def get(key, default = nil, **options)
-      _get(key, default, options.empty? ? nil : flags(**(@options || {}).merge(options)))
+      _get(key, default, options.empty? ? nil : options)
     end
 
     # Like Hash#dig: walks into a nested value. Only the part the path ends
@@ -58,7 +54,7 @@ module Hashfile
     #
     #   db.dig("limits", "api", "burst") # => 100
     def dig(key, *path, **options)
-      _dig(key, path, options.empty? ? nil : flags(**(@options || {}).merge(options)))
+      _dig(key, path, options.empty? ? nil : options)
     end
 
     def empty?
@@ -128,22 +124,6 @@ module Hashfile
     def info
       _info
     end
-
-    private
-
-    def configure(symbolize_names: false, freeze: false, raw: false, serializer: nil)
-      @options = { symbolize_names: symbolize_names, freeze: freeze, raw: raw }.freeze
-      @load = Hashfile.serializer_pair(serializer)&.last
-      _set_flags(flags(**@options))
-    end
-
-    def flags(symbolize_names: false, freeze: false, raw: false)
-      (symbolize_names ? FLAGS[:symbolize_names] : 0) |
-        (freeze ? FLAGS[:freeze] : 0) |
-        (raw ? FLAGS[:raw] : 0)
-    end
-
-    public
 
     def inspect
       state = closed? ? "closed" : "entries=#{size}"

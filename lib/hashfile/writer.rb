@@ -6,11 +6,11 @@ module Hashfile
     # Adds one entry. Keys are Strings or Symbols; values any type
     # Hashfile stores (see Hashfile.build).
     def []=(key, value)
-      _add(key, value, @dump)
+      _add(key, value)
     end
 
     def add(key, value)
-      _add(key, value, @dump)
+      _add(key, value)
       self
     end
 
@@ -23,7 +23,7 @@ module Hashfile
     # Adds every entry of a Hash, or every +[key, value]+ pair of an Enumerable.
     def merge(data)
       if data.is_a?(Hash)
-        _add_hash(data, @dump)
+        _add_hash(data)
       elsif data.respond_to?(:each)
         index = 0
         data.each do |*pair|
@@ -45,7 +45,7 @@ module Hashfile
         where = index ? " at index #{index}" : ""
         raise ArgumentError, "expected a [key, value] pair#{where}, got #{pair.inspect[0, 100]}"
       end
-      _add(pair[0], pair[1], @dump)
+      _add(pair[0], pair[1])
     end
   end
 end

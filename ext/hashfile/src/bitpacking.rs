@@ -6,11 +6,7 @@
 use bitpacking::{BitPacker, BitPacker1x, BitPacker4x, BitPacker8x};
 use magnus::{method, prelude::*, Error, Integer, RArray, RClass, RString, Ruby, Value};
 
-use crate::error::class_name;
-
-fn arg_error(ruby: &Ruby, message: String) -> Error {
-    Error::new(ruby.exception_arg_error(), message)
-}
+use crate::error::{arg_error, class_name};
 
 /// A u32 from a Ruby Integer: TypeError for non-Integers, RangeError outside u32.
 fn to_u32(ruby: &Ruby, value: Value, what: impl Fn() -> String) -> Result<u32, Error> {

@@ -26,13 +26,15 @@ enum Message {
     Done(hashfile::Result<Summary>),
 }
 
-fn build_from(ruby: &Ruby, inputs: Vec<String>, output: String, opts: RHash, progress: Value) -> Result<RHash, Error> {
-    let options = crate::options::build_options(ruby, opts)?;
-    let (format, import) = crate::options::import_options(ruby, opts)?;
-    let threads: Option<usize> = opts.aref(ruby.to_symbol("threads"))?;
+/// `_build_from(inputs, output, build_options, import_options, threads,
+/// progress)`: options are Hashes of the options given (the core's
+/// defaults fill in the rest); threads and progress may be nil.
+fn build_from(ruby: &Ruby, inputs: Vec<String>, output: String, build_opts: RHash, import_opts: RHash, threads: Option<usize>, progress: Value) -> Result<RHash, Error> {
+    let options = crate::options::build_options(ruby, build_opts)?;
+    let (format, import) = crate::options::import_options(ruby, import_opts)?;
     let inputs = inputs.iter().map(|name| Input::new(name, format, &import)).collect::<hashfile::Result<Vec<_>>>().map_err(|e| to_ruby(ruby, e))?;
     let pool = match threads {
-        Some(0) => return Err(Error::new(ruby.exception_arg_error(), "threads must be at least 1")),
+        Some(0) => return Err(crate::error::arg_error(ruby, "threads must be at least 1")),
         Some(n) => Some(rayon::ThreadPoolBuilder::new().num_threads(n).build().map_err(|e| Error::new(ruby.get_inner(&crate::error::ERROR), e.to_string()))?),
         None => None,
     };
@@ -115,17 +117,17 @@ fn build_from(ruby: &Ruby, inputs: Vec<String>, output: String, opts: RHash, pro
             }
             Err(_) => {
                 // The worker ended without a result: it panicked.
-                let message = match worker.join() {
-                    Err(panic) => panic.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| panic.downcast_ref::<String>().cloned()).unwrap_or_default(),
-                    Ok(()) => String::new(),
+                let error = match worker.join() {
+                    Err(panic) => crate::error::internal_error(ruby, &*panic),
+                    Ok(()) => Error::new(ruby.get_inner(&crate::error::ERROR), "internal error: the build thread ended without a result"),
                 };
-                return Err(raised.unwrap_or_else(|| Error::new(ruby.get_inner(&crate::error::ERROR), format!("internal error: build thread failed {message}"))));
+                return Err(raised.unwrap_or(error));
             }
         }
     }
 }
 
 pub fn init(module: RModule) -> Result<(), Error> {
-    module.define_singleton_method("_build_from", function!(build_from, 4))?;
+    module.define_singleton_method("_build_from", function!(build_from, 6))?;
     Ok(())
 }

@@ -1,34 +1,93 @@
-//! Hashfile's Ruby exception classes, defined once here, and the one
-//! function that maps a core error to them.
+//! Errors: Hashfile's exception classes (defined once, in Ruby, in
+//! lib/hashfile/errors.rb, and looked up here the first time one is
+//! raised), the one function that maps a core error to them, and the
+//! helpers every class shares.
 
-use magnus::{prelude::*, value::Lazy, Error, ExceptionClass, RClass, RModule, Ruby, Value};
+use std::any::Any;
+
+use magnus::{kwargs, prelude::*, value::Lazy, Error, ExceptionClass, RClass, RModule, Ruby, Value};
 
 fn class(ruby: &Ruby, name: &str) -> ExceptionClass {
     let module: RModule = ruby.class_object().const_get("Hashfile").expect("Hashfile is defined at init");
-    module.const_get(name).expect("error classes are defined at init")
+    // lib/hashfile/native.rb requires errors.rb before it loads this
+    // extension, so the classes exist whenever a method can raise.
+    module.const_get(name).expect("lib/hashfile/errors.rb defines the error classes")
 }
 
 /// `Hashfile::Error`, the base of every error this library raises itself.
 pub static ERROR: Lazy<ExceptionClass> = Lazy::new(|ruby| class(ruby, "Error"));
 /// `Hashfile::FormatError`: a bad, corrupt or unsupported file.
 pub static FORMAT_ERROR: Lazy<ExceptionClass> = Lazy::new(|ruby| class(ruby, "FormatError"));
+/// `Hashfile::UnsupportedError < FormatError`: a store this library cannot read.
+static UNSUPPORTED_ERROR: Lazy<ExceptionClass> = Lazy::new(|ruby| class(ruby, "UnsupportedError"));
 /// `Hashfile::ChecksumError < FormatError`: from `verify`.
-pub static CHECKSUM_ERROR: Lazy<ExceptionClass> = Lazy::new(|ruby| class(ruby, "ChecksumError"));
+static CHECKSUM_ERROR: Lazy<ExceptionClass> = Lazy::new(|ruby| class(ruby, "ChecksumError"));
 /// `Hashfile::DuplicateKeyError`: the same key twice in a build.
-pub static DUPLICATE_KEY_ERROR: Lazy<ExceptionClass> = Lazy::new(|ruby| class(ruby, "DuplicateKeyError"));
+static DUPLICATE_KEY_ERROR: Lazy<ExceptionClass> = Lazy::new(|ruby| class(ruby, "DuplicateKeyError"));
 /// `Hashfile::ParseError`: an input file that cannot be imported.
-pub static PARSE_ERROR: Lazy<ExceptionClass> = Lazy::new(|ruby| class(ruby, "ParseError"));
+static PARSE_ERROR: Lazy<ExceptionClass> = Lazy::new(|ruby| class(ruby, "ParseError"));
+/// `Hashfile::LimitError`: a build past a limit of the format or of one build.
+static LIMIT_ERROR: Lazy<ExceptionClass> = Lazy::new(|ruby| class(ruby, "LimitError"));
 /// `Hashfile::ClosedError`: use of a closed store or finished writer.
 pub static CLOSED_ERROR: Lazy<ExceptionClass> = Lazy::new(|ruby| class(ruby, "ClosedError"));
 
-pub fn init(ruby: &Ruby, module: RModule) -> Result<(), Error> {
-    let base = module.define_error("Error", ruby.exception_standard_error())?;
-    let format = module.define_error("FormatError", base)?;
-    module.define_error("ChecksumError", format)?;
-    module.define_error("DuplicateKeyError", base)?;
-    module.define_error("ClosedError", base)?;
-    module.define_error("ParseError", base)?;
-    Ok(())
+/// An exception of `class` made by its constructor (`new(message, **attributes)`),
+/// or the error the constructor raised.
+fn construct(class: ExceptionClass, message: String, attributes: magnus::KwArgs) -> Error {
+    match class.new_instance((message, attributes)) {
+        Ok(exception) => Error::from(exception),
+        Err(e) => e,
+    }
+}
+
+/// Maps a core error to its Ruby exception. I/O errors become the matching
+/// `Errno::*` (as `File.open` raises), with the path in the message.
+pub fn to_ruby(ruby: &Ruby, error: hashfile::Error) -> Error {
+    use hashfile::Error as E;
+    let message = error.to_string();
+    let path_of = |path: &Option<std::path::PathBuf>| path.as_ref().map(|p| p.display().to_string());
+    match error {
+        E::Io { ref path, ref source } => {
+            let path = path.as_ref().map(|p| p.display().to_string()).unwrap_or_default();
+            match source.raw_os_error() {
+                Some(errno) => {
+                    let class: RClass = ruby.class_object().const_get("SystemCallError").expect("core class");
+                    match class.new_instance((path, errno)).map(magnus::Exception::from_value) {
+                        Ok(Some(exception)) => Error::from(exception),
+                        Ok(None) => Error::new(ruby.exception_io_error(), message),
+                        Err(e) => e,
+                    }
+                }
+                None => Error::new(ruby.exception_io_error(), message),
+            }
+        }
+        E::NotAStore { ref path, .. } | E::Truncated { ref path, .. } | E::Corrupt { ref path, .. } => {
+            construct(ruby.get_inner(&FORMAT_ERROR), message, kwargs!(ruby, "path" => path_of(path)))
+        }
+        E::Version { ref path, .. } | E::UnsupportedFeatures { ref path, .. } => construct(ruby.get_inner(&UNSUPPORTED_ERROR), message, kwargs!(ruby, "path" => path_of(path))),
+        E::Checksum { ref path, section, .. } => construct(ruby.get_inner(&CHECKSUM_ERROR), message, kwargs!(ruby, "path" => path_of(path), "section" => section)),
+        E::DuplicateKey { ref key, .. } => construct(ruby.get_inner(&DUPLICATE_KEY_ERROR), message, kwargs!(ruby, "key" => ruby.str_from_slice(key))),
+        E::Parse { ref input, position, .. } => {
+            let (line, column) = match position {
+                hashfile::Position::Line { line, column } => (Some(line), column),
+                _ => (None, None),
+            };
+            construct(ruby.get_inner(&PARSE_ERROR), message, kwargs!(ruby, "input" => input.as_str(), "line" => line, "column" => column))
+        }
+        E::Limit { .. } => Error::new(ruby.get_inner(&LIMIT_ERROR), message),
+        E::InvalidOption { .. } => arg_error(ruby, message),
+        _ => Error::new(ruby.get_inner(&ERROR), message),
+    }
+}
+
+/// An `ArgumentError`.
+pub fn arg_error(ruby: &Ruby, message: impl Into<std::borrow::Cow<'static, str>>) -> Error {
+    Error::new(ruby.exception_arg_error(), message)
+}
+
+/// A `TypeError`.
+pub fn type_error(ruby: &Ruby, message: impl Into<std::borrow::Cow<'static, str>>) -> Error {
+    Error::new(ruby.exception_type_error(), message)
 }
 
 /// The class name of a Ruby object, for messages.
@@ -37,40 +96,12 @@ pub fn class_name(value: Value) -> String {
     unsafe { value.classname() }.into_owned()
 }
 
-/// Maps a core error to its Ruby exception. I/O errors become the matching
-/// `Errno::*` (as `File.open` raises), with the path in the message.
-pub fn to_ruby(ruby: &Ruby, error: hashfile::Error) -> Error {
-    use hashfile::Error as E;
-    match error {
-        E::Io { ref path, ref source } => {
-            let message = path.as_ref().map(|p| p.display().to_string()).unwrap_or_default();
-            match source.raw_os_error() {
-                Some(errno) => {
-                    let class: RClass = ruby.class_object().const_get("SystemCallError").expect("core class");
-                    match class.new_instance((message, errno)).map(magnus::Exception::from_value) {
-                        Ok(Some(exception)) => Error::from(exception),
-                        Ok(None) => Error::new(ruby.exception_io_error(), error.to_string()),
-                        Err(e) => e,
-                    }
-                }
-                None => Error::new(ruby.exception_io_error(), error.to_string()),
-            }
-        }
-        E::NotAStore { .. } | E::Version { .. } | E::UnsupportedFeatures { .. } | E::Truncated { .. } | E::Corrupt { .. } => Error::new(ruby.get_inner(&FORMAT_ERROR), error.to_string()),
-        E::Checksum { .. } => Error::new(ruby.get_inner(&CHECKSUM_ERROR), error.to_string()),
-        E::Parse { .. } => Error::new(ruby.get_inner(&PARSE_ERROR), error.to_string()),
-        E::DuplicateKey { ref key, .. } => {
-            // DuplicateKeyError#key gives the key back as a String.
-            let raised = ruby.get_inner(&DUPLICATE_KEY_ERROR).new_instance((error.to_string(),)).and_then(|exception| {
-                let _: Value = exception.funcall("instance_variable_set", ("@key", ruby.str_from_slice(key)))?;
-                Ok(exception)
-            });
-            match raised {
-                Ok(exception) => Error::from(exception),
-                Err(e) => e,
-            }
-        }
-        E::InvalidOption { .. } => Error::new(ruby.exception_arg_error(), error.to_string()),
-        other => Error::new(ruby.get_inner(&ERROR), other.to_string()),
-    }
+/// The message a panic carried, if it was a string.
+pub fn panic_message(panic: &(dyn Any + Send)) -> String {
+    panic.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| panic.downcast_ref::<String>().cloned()).unwrap_or_else(|| "unknown panic".into())
+}
+
+/// `Hashfile::Error` for a panic caught before it reached Ruby.
+pub fn internal_error(ruby: &Ruby, panic: &(dyn Any + Send)) -> Error {
+    Error::new(ruby.get_inner(&ERROR), format!("internal error: {}", panic_message(panic)))
 }

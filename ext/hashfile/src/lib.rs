@@ -1,5 +1,11 @@
 //! Ruby binding for the `hashfile` crate. Thin by design: argument
 //! conversion, error mapping, GVL release. Logic belongs in the core crate.
+//!
+//! One file per Ruby class or module function group (`reader`, `writer`,
+//! `build`, `bitpacking`), each with its own `init`; the rest are helpers:
+//! `error` (the exception mapping), `options` (keyword options and the
+//! constants exported to Ruby), `value` (typed values both ways), `strings`
+//! (String constructors and encodings), `nogvl`, `typed_data`.
 
 mod bitpacking;
 mod build;
@@ -7,6 +13,8 @@ mod error;
 mod nogvl;
 mod options;
 mod reader;
+mod strings;
+mod typed_data;
 mod value;
 mod writer;
 
@@ -15,7 +23,7 @@ use magnus::{Error, Ruby};
 #[magnus::init(name = "hashfile_ruby")]
 fn init(ruby: &Ruby) -> Result<(), Error> {
     let module = ruby.define_module("Hashfile")?;
-    error::init(ruby, module)?;
+    options::init(ruby, module)?;
     reader::init(ruby, module)?;
     writer::init(ruby, module)?;
     build::init(module)?;

@@ -53,11 +53,6 @@ fn run<F: FnOnce() -> R + Send, R: Send>(call: &mut Call<F, R>, cancel: Option<&
     }
 }
 
-fn internal_error(ruby: &Ruby, panic: Box<dyn std::any::Any + Send>) -> Error {
-    let message = panic.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| panic.downcast_ref::<String>().cloned()).unwrap_or_else(|| "unknown panic".into());
-    Error::new(ruby.get_inner(&crate::error::ERROR), format!("internal error: {message}"))
-}
-
 /// Runs `func` with the GVL released and returns its result. `func` must not
 /// touch Ruby objects: the caller copies what it needs into owned Rust data
 /// first. A panic in `func` comes back as `Hashfile::Error`. An interrupt
@@ -74,7 +69,7 @@ where
         run(&mut call, cancel);
         match call.result.take() {
             Some(Ok(value)) => return Ok(value),
-            Some(Err(panic)) => return Err(internal_error(ruby, panic)),
+            Some(Err(panic)) => return Err(crate::error::internal_error(ruby, &*panic)),
             // Not run: an interrupt is pending. Deliver it (as Err), or try
             // again if it raised nothing.
             None => ruby.thread_check_ints()?,

@@ -1,61 +1,192 @@
-//! Build and import options from the keyword Hash the Ruby wrappers pass
-//! (lib/hashfile.rb fills in every default, so every key is present).
+//! Options from the keyword Hashes the Ruby wrappers pass, with the core's
+//! default for every option left out, and the constants that export those
+//! defaults and names to Ruby (`Hashfile::BUILD_DEFAULTS`, `FORMATS`, ...),
+//! so that the wrappers and the CLI's help read one source of truth.
 
 use hashfile::import::{Column, ImportOptions, InputFormat};
 use hashfile::{BuildOptions, OnDuplicate};
-use magnus::{prelude::*, Error, RHash, Ruby, TryConvert, Value};
+use magnus::{prelude::*, r_hash::ForEach, Error, Float, Integer, RHash, RModule, RString, Ruby, Symbol, TryConvert, Value};
 
-fn get<T: TryConvert>(ruby: &Ruby, opts: RHash, name: &str) -> Result<T, Error> {
-    opts.aref(ruby.to_symbol(name))
+use crate::error::{arg_error, class_name, type_error};
+
+/// The name of an option key (a Symbol or String).
+fn option_name(ruby: &Ruby, key: Value) -> Result<String, Error> {
+    if let Some(sym) = Symbol::from_value(key) {
+        return Ok(sym.name()?.into_owned());
+    }
+    RString::from_value(key).map(|s| s.to_string()).transpose()?.ok_or_else(|| type_error(ruby, format!("option names are Symbols, not {}", class_name(key))))
 }
 
-fn arg_error(ruby: &Ruby, message: String) -> Error {
-    Error::new(ruby.exception_arg_error(), message)
-}
-
-/// `keys_per_bucket:`, `load_factor:`, ..., `on_duplicate:`.
-pub fn build_options(ruby: &Ruby, opts: RHash) -> Result<BuildOptions, Error> {
-    let on_duplicate: String = get(ruby, opts, "on_duplicate")?;
-    Ok(BuildOptions {
-        keys_per_bucket: get(ruby, opts, "keys_per_bucket")?,
-        load_factor: get(ruby, opts, "load_factor")?,
-        dense_key_fraction: get(ruby, opts, "dense_key_fraction")?,
-        dense_bucket_fraction: get(ruby, opts, "dense_bucket_fraction")?,
-        hash_seed: get(ruby, opts, "hash_seed")?,
-        seed_block_len: get(ruby, opts, "seed_block_len")?,
-        keys_per_part: get(ruby, opts, "keys_per_part")?,
-        on_duplicate: OnDuplicate::from_name(&on_duplicate).ok_or_else(|| arg_error(ruby, format!("on_duplicate must be :error, :first or :last, not {on_duplicate:?}")))?,
+/// Calls `f` with each option's name and value.
+fn each_option(ruby: &Ruby, opts: RHash, mut f: impl FnMut(&str, Value) -> Result<(), Error>) -> Result<(), Error> {
+    opts.foreach(|key: Value, value: Value| {
+        f(&option_name(ruby, key)?, value)?;
+        Ok(ForEach::Continue)
     })
 }
 
-fn column(ruby: &Ruby, opts: RHash, name: &str, default: usize) -> Result<Column, Error> {
-    let value: Value = get(ruby, opts, name)?;
-    if value.is_nil() {
-        Ok(Column::Index(default))
-    } else if let Ok(i) = usize::try_convert(value) {
-        Ok(Column::Index(i))
-    } else {
-        Ok(Column::parse(&String::try_convert(value)?))
+fn number(ruby: &Ruby, name: &str, value: Value) -> Result<f64, Error> {
+    if let Some(f) = Float::from_value(value) {
+        return Ok(f.to_f64());
+    }
+    if Integer::from_value(value).is_some() {
+        return f64::try_convert(value);
+    }
+    Err(type_error(ruby, format!("{name} must be a number, not {}", class_name(value))))
+}
+
+fn unsigned(ruby: &Ruby, name: &str, value: Value, max: u64) -> Result<u64, Error> {
+    let Some(i) = Integer::from_value(value) else {
+        return Err(type_error(ruby, format!("{name} must be an Integer, not {}", class_name(value))));
+    };
+    match i.to_u64() {
+        Ok(v) if v <= max => Ok(v),
+        _ => Err(arg_error(ruby, format!("{name} must be an Integer from 0 to {max}, got {i}"))),
     }
 }
 
-/// `format:` (nil: from each file's extension) and the importer options.
+/// A name given as a Symbol or a String.
+fn name_value(ruby: &Ruby, name: &str, value: Value) -> Result<String, Error> {
+    if let Some(sym) = Symbol::from_value(value) {
+        return Ok(sym.name()?.into_owned());
+    }
+    match RString::from_value(value) {
+        Some(s) => Ok(s.to_string()?),
+        None => Err(type_error(ruby, format!("{name} must be a Symbol or String, not {}", class_name(value)))),
+    }
+}
+
+/// Build options: the defaults, with each option given replaced.
+pub fn build_options(ruby: &Ruby, opts: RHash) -> Result<BuildOptions, Error> {
+    let mut o = BuildOptions::default();
+    each_option(ruby, opts, |name, value| {
+        match name {
+            "keys_per_bucket" => o.keys_per_bucket = number(ruby, name, value)?,
+            "load_factor" => o.load_factor = number(ruby, name, value)?,
+            "dense_key_fraction" => o.dense_key_fraction = number(ruby, name, value)?,
+            "dense_bucket_fraction" => o.dense_bucket_fraction = number(ruby, name, value)?,
+            "hash_seed" => o.hash_seed = unsigned(ruby, name, value, u64::MAX)?,
+            "seed_block_len" => o.seed_block_len = unsigned(ruby, name, value, u32::MAX as u64)? as u32,
+            "keys_per_part" => o.keys_per_part = unsigned(ruby, name, value, u64::MAX)?,
+            "on_duplicate" => {
+                let policy = name_value(ruby, name, value)?;
+                o.on_duplicate = OnDuplicate::from_name(&policy).ok_or_else(|| arg_error(ruby, format!("on_duplicate must be one of {}, not {policy:?}", policy_names())))?;
+            }
+            other => return Err(arg_error(ruby, format!("unknown build option {other}"))),
+        }
+        Ok(())
+    })?;
+    Ok(o)
+}
+
+fn policy_names() -> String {
+    OnDuplicate::NAMES.iter().map(|(n, _)| format!(":{n}")).collect::<Vec<_>>().join(", ")
+}
+
+fn column(ruby: &Ruby, name: &str, value: Value) -> Result<Column, Error> {
+    if let Some(i) = Integer::from_value(value) {
+        return match i.to_u64().ok().and_then(|i| usize::try_from(i).ok()) {
+            Some(i) => Ok(Column::Index(i)),
+            None => Err(arg_error(ruby, format!("{name} must be a column name or a 0-based index, got {i}"))),
+        };
+    }
+    if let Some(sym) = Symbol::from_value(value) {
+        return Ok(Column::Name(sym.name()?.into_owned()));
+    }
+    match RString::from_value(value) {
+        Some(s) => Ok(Column::parse(&s.to_string()?)),
+        None => Err(type_error(ruby, format!("{name} must be a column name or a 0-based index, not {}", class_name(value)))),
+    }
+}
+
+/// `format:` (nil: from each file's extension) and the importer options:
+/// the defaults, with each option given replaced.
 pub fn import_options(ruby: &Ruby, opts: RHash) -> Result<(Option<InputFormat>, ImportOptions), Error> {
-    let format: Option<String> = get(ruby, opts, "format")?;
-    let format = match format {
-        None => None,
-        Some(name) => Some(InputFormat::from_name(&name).ok_or_else(|| {
-            let names: Vec<_> = InputFormat::NAMES.iter().map(|(n, _)| *n).collect();
-            arg_error(ruby, format!("unknown format {name:?}; expected one of: {}", names.join(", ")))
-        })?),
+    let mut format = None;
+    let mut o = ImportOptions::new(InputFormat::JsonObject);
+    each_option(ruby, opts, |name, value| {
+        match name {
+            "format" if value.is_nil() => {}
+            "format" => {
+                let given = name_value(ruby, name, value)?;
+                format = Some(InputFormat::from_name(&given).ok_or_else(|| arg_error(ruby, format!("unknown format {given:?}; expected one of: {}", InputFormat::names_list())))?);
+            }
+            "key_column" => o.key_column = column(ruby, name, value)?,
+            "value_column" => o.value_column = column(ruby, name, value)?,
+            "header" => o.header = value.to_bool(),
+            "key_field" => o.key_field = name_value(ruby, name, value)?,
+            "value_field" => o.value_field = name_value(ruby, name, value)?,
+            other => return Err(arg_error(ruby, format!("unknown import option {other}"))),
+        }
+        Ok(())
+    })?;
+    Ok((format, o))
+}
+
+/// A frozen Hash of Symbol keys.
+fn frozen_hash(ruby: &Ruby, pairs: impl IntoIterator<Item = (&'static str, Value)>) -> Result<RHash, Error> {
+    let hash = ruby.hash_new();
+    for (k, v) in pairs {
+        hash.aset(ruby.to_symbol(k), v)?;
+    }
+    hash.freeze();
+    Ok(hash)
+}
+
+/// Defines the constants the Ruby wrappers, the CLI and users read:
+/// `BUILD_DEFAULTS`, `IMPORT_DEFAULTS`, `FORMATS`, `FORMAT_EXTENSIONS`,
+/// `ON_DUPLICATE` and `MAX_DEPTH`.
+pub fn init(ruby: &Ruby, module: RModule) -> Result<(), Error> {
+    let d = BuildOptions::default();
+    let build = frozen_hash(
+        ruby,
+        [
+            ("keys_per_bucket", ruby.into_value(d.keys_per_bucket)),
+            ("load_factor", ruby.into_value(d.load_factor)),
+            ("dense_key_fraction", ruby.into_value(d.dense_key_fraction)),
+            ("dense_bucket_fraction", ruby.into_value(d.dense_bucket_fraction)),
+            ("hash_seed", ruby.into_value(d.hash_seed)),
+            ("seed_block_len", ruby.into_value(d.seed_block_len)),
+            ("keys_per_part", ruby.into_value(d.keys_per_part)),
+            ("on_duplicate", ruby.to_symbol(d.on_duplicate.name()).as_value()),
+        ],
+    )?;
+    module.const_set("BUILD_DEFAULTS", build)?;
+
+    let i = ImportOptions::new(InputFormat::JsonObject);
+    let index = |c: &Column| match c {
+        Column::Index(i) => ruby.into_value(*i),
+        Column::Name(n) => ruby.into_value(n.as_str()),
     };
-    let options = ImportOptions {
-        format: format.unwrap_or(InputFormat::JsonObject),
-        key_column: column(ruby, opts, "key_column", 0)?,
-        value_column: column(ruby, opts, "value_column", 1)?,
-        header: get(ruby, opts, "header")?,
-        key_field: get(ruby, opts, "key_field")?,
-        value_field: get(ruby, opts, "value_field")?,
+    let frozen_str = |s: &str| {
+        let s = ruby.str_new(s);
+        s.freeze();
+        s.as_value()
     };
-    Ok((format, options))
+    let import = frozen_hash(
+        ruby,
+        [
+            ("key_column", index(&i.key_column)),
+            ("value_column", index(&i.value_column)),
+            ("header", ruby.into_value(i.header)),
+            ("key_field", frozen_str(&i.key_field)),
+            ("value_field", frozen_str(&i.value_field)),
+        ],
+    )?;
+    module.const_set("IMPORT_DEFAULTS", import)?;
+
+    let formats = ruby.ary_from_iter(InputFormat::NAMES.iter().map(|(n, _)| frozen_str(n)));
+    formats.freeze();
+    module.const_set("FORMATS", formats)?;
+    let extensions = ruby.hash_new();
+    for (ext, format) in InputFormat::EXTENSIONS {
+        extensions.aset(frozen_str(ext), frozen_str(format.name()))?;
+    }
+    extensions.freeze();
+    module.const_set("FORMAT_EXTENSIONS", extensions)?;
+    let policies = ruby.ary_from_iter(OnDuplicate::NAMES.iter().map(|(n, _)| ruby.to_symbol(n)));
+    policies.freeze();
+    module.const_set("ON_DUPLICATE", policies)?;
+    module.const_set("MAX_DEPTH", hashfile::value::MAX_DEPTH)?;
+    Ok(())
 }

@@ -1,15 +1,16 @@
 //! `Hashfile::Reader`: an open store. The Ruby API with keyword arguments
 //! and docs is in lib/hashfile/reader.rb; these are the native methods.
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::sync::Arc;
 
-use hashfile::ValueKind;
-use magnus::{function, method, prelude::*, rb_sys::{AsRawValue, FromRawValue}, typed_data::DataType, RTypedData, TypedData, Error, RArray, RHash, RModule, RString, Ruby, Symbol, Value};
+use hashfile::RecordBuf;
+use magnus::{function, gc::Marker, method, prelude::*, value::Opaque, DataTypeFunctions, Error, RArray, RHash, RModule, RString, Ruby, Symbol, TypedData, Value};
 use memmap2::Mmap;
-use rb_sys::StableApiDefinition;
 
 use crate::error::{to_ruby, CLOSED_ERROR};
+use crate::strings;
+use crate::typed_data::unwrap_self;
 use crate::value::{DecodeFlags, Decoder};
 
 type Store = hashfile::Reader<Mmap>;
@@ -18,12 +19,23 @@ type Store = hashfile::Reader<Mmap>;
 /// keeps the mapping alive even if another thread closes the reader.
 /// `RefCell` suffices for the slot itself: every method runs holding the GVL
 /// and none calls back into Ruby while borrowing it.
-#[magnus::wrap(class = "Hashfile::Reader", free_immediately, size)]
+#[derive(TypedData)]
+#[magnus(class = "Hashfile::Reader", free_immediately, size, mark)]
 pub struct Reader {
     store: RefCell<Option<Arc<Store>>>,
     path: String,
-    /// The open-time decode options (`DecodeFlags` bits).
-    flags: Cell<u8>,
+    /// The decode options given to `Hashfile.open`.
+    flags: DecodeFlags,
+    /// The `load` half of the serializer given to `Hashfile.open`.
+    load: Option<Opaque<Value>>,
+}
+
+impl DataTypeFunctions for Reader {
+    fn mark(&self, marker: &Marker) {
+        if let Some(load) = self.load {
+            marker.mark(load);
+        }
+    }
 }
 
 /// Records returned per `_each_chunk` call: large enough to amortise the
@@ -38,7 +50,7 @@ fn with_key<R>(key: Value, f: impl FnOnce(&[u8]) -> R) -> Result<Option<R>, Erro
         // SAFETY: the slice is used only inside `f`, which runs no Ruby code
         // and allocates no Ruby objects, so the string cannot be modified or
         // collected while it is borrowed.
-        return Ok(Some(f(unsafe { s.as_slice() })));
+        return Ok(Some(f(unsafe { strings::bytes(s) })));
     }
     if let Some(sym) = Symbol::from_value(key) {
         return Ok(Some(f(sym.name()?.as_bytes())));
@@ -46,36 +58,21 @@ fn with_key<R>(key: Value, f: impl FnOnce(&[u8]) -> R) -> Result<Option<R>, Erro
     Ok(None)
 }
 
-/// A new Ruby String holding a copy of `bytes` in one of the encodings a
-/// store keeps. Calls Ruby's per-encoding constructors directly: they set the
-/// encoding index in place, where `rb_enc_str_new` looks the encoding up and
-/// re-associates it, which costs more than the whole lookup (bench/compare.rb).
-#[inline]
-fn new_string(kind: ValueKind, bytes: &[u8]) -> RString {
-    let (ptr, len) = (bytes.as_ptr() as *const std::ffi::c_char, bytes.len() as std::ffi::c_long);
-    // SAFETY: ptr/len describe a live slice that Ruby copies before
-    // returning; each function returns a new String VALUE.
-    unsafe {
-        let value = match kind {
-            ValueKind::Utf8 => rb_sys::rb_utf8_str_new(ptr, len),
-            ValueKind::Ascii => rb_sys::rb_usascii_str_new(ptr, len),
-            _ => rb_sys::rb_str_new(ptr, len),
-        };
-        RString::from_value(Value::from_raw(value)).expect("Ruby's String constructors return Strings")
-    }
-}
-
 /// A new frozen Ruby String holding the key, as Hash keys are.
-fn key_string(record: &hashfile::RecordBuf<'_>) -> RString {
-    let key = new_string(if record.key_utf8() { ValueKind::Utf8 } else { ValueKind::Binary }, record.key());
+fn key_string(ruby: &Ruby, record: &RecordBuf<'_>) -> Result<RString, Error> {
+    let key = strings::new(ruby, record.key(), strings::key_encoding(record.key_utf8()), false)?;
     key.freeze();
-    key
+    Ok(key)
 }
 
 impl Reader {
-    fn open(ruby: &Ruby, path: String) -> Result<Reader, Error> {
+    /// `_open(path, options, load)`: decode `options` (a Hash or nil) and
+    /// the serializer's `load` (or nil) are kept for every lookup.
+    fn open(ruby: &Ruby, path: String, options: Option<RHash>, load: Value) -> Result<Reader, Error> {
+        let flags = DecodeFlags::default().with_options(ruby, options)?;
         let store = Store::open(&path).map_err(|e| to_ruby(ruby, e))?;
-        Ok(Reader { store: RefCell::new(Some(Arc::new(store))), path, flags: Cell::new(0) })
+        let load = (!load.is_nil()).then(|| Opaque::from(load));
+        Ok(Reader { store: RefCell::new(Some(Arc::new(store))), path, flags, load })
     }
 
     fn closed(&self, ruby: &Ruby) -> Error {
@@ -94,13 +91,18 @@ impl Reader {
         slot.clone().ok_or_else(|| self.closed(ruby))
     }
 
+    #[inline]
+    fn decoder<'r>(&self, ruby: &'r Ruby, flags: DecodeFlags) -> Decoder<'r> {
+        Decoder { ruby, flags, load: self.load.map_or_else(|| ruby.qnil().as_value(), |load| ruby.get_inner(load)) }
+    }
+
     /// `db[key]`: the value, or `if_missing` when the key is absent.
     #[inline]
-    fn lookup(&self, ruby: &Ruby, rb_self: Value, key: Value, if_missing: Value, flags: DecodeFlags) -> Result<Value, Error> {
+    fn lookup(&self, ruby: &Ruby, key: Value, if_missing: Value, flags: DecodeFlags) -> Result<Value, Error> {
         self.with_store(ruby, |store| match with_key(key, |k| store.get(k))? {
             // The record borrows the mapping, not the key, whose borrow ended
             // inside `with_key` before anything is allocated.
-            Some(Ok(Some(record))) => decoder(ruby, rb_self, flags, &|| load_callable(ruby, rb_self)).record(&record.record()).map_err(|e| self.locate(ruby, e, record.key())),
+            Some(Ok(Some(record))) => self.decoder(ruby, flags).record(&record.record()).map_err(|e| self.locate(ruby, e, record.key())),
             Some(Ok(None)) | None => Ok(if_missing),
             Some(Err(e)) => Err(to_ruby(ruby, e.with_path(self.path.as_ref()))),
         })
@@ -117,44 +119,38 @@ impl Reader {
         }
     }
 
-    fn flags_or_default(&self, flags: Option<u8>) -> DecodeFlags {
-        DecodeFlags(flags.unwrap_or_else(|| self.flags.get()))
-    }
-
     // The lookup methods take `self` as a Value and unwrap it with
     // `unwrap_self`, skipping the rb_protect (a setjmp) that magnus's `&Self`
     // conversion costs on every call.
 
     fn aref(ruby: &Ruby, rb_self: Value, key: Value) -> Result<Value, Error> {
-        let reader = unwrap_self::<Self>(ruby, rb_self)?;
-        reader.lookup(ruby, rb_self, key, ruby.qnil().as_value(), DecodeFlags(reader.flags.get()))
+        let reader = unwrap_self::<Self>(ruby, rb_self, "Hashfile::Reader")?;
+        reader.lookup(ruby, key, ruby.qnil().as_value(), reader.flags)
     }
 
-    fn get(ruby: &Ruby, rb_self: Value, key: Value, if_missing: Value, flags: Option<u8>) -> Result<Value, Error> {
-        let reader = unwrap_self::<Self>(ruby, rb_self)?;
-        reader.lookup(ruby, rb_self, key, if_missing, reader.flags_or_default(flags))
+    /// `_get(key, if_missing, options)`: options (a Hash or nil) override
+    /// the open-time decode options for this call.
+    fn get(ruby: &Ruby, rb_self: Value, key: Value, if_missing: Value, options: Option<RHash>) -> Result<Value, Error> {
+        let reader = unwrap_self::<Self>(ruby, rb_self, "Hashfile::Reader")?;
+        reader.lookup(ruby, key, if_missing, reader.flags.with_options(ruby, options)?)
     }
 
-    fn dig(ruby: &Ruby, rb_self: Value, key: Value, path: RArray, flags: Option<u8>) -> Result<Value, Error> {
-        let reader = unwrap_self::<Self>(ruby, rb_self)?;
-        let flags = reader.flags_or_default(flags);
+    fn dig(ruby: &Ruby, rb_self: Value, key: Value, path: RArray, options: Option<RHash>) -> Result<Value, Error> {
+        let reader = unwrap_self::<Self>(ruby, rb_self, "Hashfile::Reader")?;
+        let flags = reader.flags.with_options(ruby, options)?;
         reader.with_store(ruby, |store| match with_key(key, |k| store.get(k))? {
-            Some(Ok(Some(record))) => decoder(ruby, rb_self, flags, &|| load_callable(ruby, rb_self)).dig(&record.record(), path).map_err(|e| reader.locate(ruby, e, record.key())),
+            Some(Ok(Some(record))) => reader.decoder(ruby, flags).dig(&record.record(), path).map_err(|e| reader.locate(ruby, e, record.key())),
             Some(Ok(None)) | None => Ok(ruby.qnil().as_value()),
             Some(Err(e)) => Err(to_ruby(ruby, e.with_path(reader.path.as_ref()))),
         })
     }
 
-    fn set_flags(&self, flags: u8) {
-        self.flags.set(flags);
-    }
-
     fn has_key(ruby: &Ruby, rb_self: Value, key: Value) -> Result<bool, Error> {
-        let rb_self = unwrap_self::<Self>(ruby, rb_self)?;
-        rb_self.with_store(ruby, |store| match with_key(key, |k| store.get(k).map(|r| r.is_some()))? {
+        let reader = unwrap_self::<Self>(ruby, rb_self, "Hashfile::Reader")?;
+        reader.with_store(ruby, |store| match with_key(key, |k| store.get(k).map(|r| r.is_some()))? {
             Some(Ok(found)) => Ok(found),
             None => Ok(false),
-            Some(Err(e)) => Err(to_ruby(ruby, e.with_path(rb_self.path.as_ref()))),
+            Some(Err(e)) => Err(to_ruby(ruby, e.with_path(reader.path.as_ref()))),
         })
     }
 
@@ -164,10 +160,8 @@ impl Reader {
 
     /// Up to CHUNK records from byte `offset` of the records section, as
     /// `[next_offset_or_nil, key, value, key, value, ...]`.
-    fn each_chunk(ruby: &Ruby, rb_value: Value, offset: u64) -> Result<RArray, Error> {
-        let rb_self = unwrap_self::<Self>(ruby, rb_value)?;
-        let load = || load_callable(ruby, rb_value);
-        let decoder = decoder(ruby, rb_value, DecodeFlags(rb_self.flags.get()), &load);
+    fn each_chunk(ruby: &Ruby, rb_self: &Self, offset: u64) -> Result<RArray, Error> {
+        let decoder = rb_self.decoder(ruby, rb_self.flags);
         rb_self.with_store(ruby, |store| {
             let out = ruby.ary_new_capa(1 + 2 * CHUNK);
             out.push(ruby.qnil())?;
@@ -175,7 +169,7 @@ impl Reader {
             for _ in 0..CHUNK {
                 match store.record_at(at).map_err(|e| to_ruby(ruby, e.with_path(rb_self.path.as_ref())))? {
                     Some((record, next)) => {
-                        out.push(key_string(&record))?;
+                        out.push(key_string(ruby, &record)?)?;
                         out.push(decoder.record(&record.record()).map_err(|e| rb_self.locate(ruby, e, record.key()))?)?;
                         at = next;
                     }
@@ -241,46 +235,14 @@ impl Reader {
     }
 }
 
-fn decoder<'r>(ruby: &'r Ruby, _rb_self: Value, flags: DecodeFlags, load: &'r dyn Fn() -> Value) -> Decoder<'r> {
-    Decoder { ruby, flags, load }
-}
-
-/// The `load` half of the serializer given to `Hashfile.open`, or nil.
-/// Read only when a custom value turns up.
-fn load_callable(ruby: &Ruby, rb_self: Value) -> Value {
-    rb_self.funcall("instance_variable_get", ("@load",)).unwrap_or_else(|_| ruby.qnil().as_value())
-}
-
-/// The Rust value inside a wrapped object of type `T`, checked without
-/// rb_protect: the object must be typed data whose type is exactly `T`'s.
-#[inline]
-fn unwrap_self<'a, T: TypedData>(ruby: &Ruby, value: Value) -> Result<&'a T, Error> {
-    if RTypedData::from_value(value).is_some() {
-        let api = rb_sys::stable_api::get_default();
-        let expected = T::data_type() as *const DataType as *const rb_sys::rb_data_type_t;
-        // SAFETY: `value` is a typed T_DATA object (checked above), so its
-        // type and data fields can be read. DataType is repr(transparent)
-        // over rb_data_type_t, so equal pointers mean the data is a `T`,
-        // wrapped by magnus. The reference lives as long as the receiver,
-        // which the VM keeps alive for the whole method call.
-        unsafe {
-            if api.rtypeddata_type(value.as_raw()) == expected {
-                if let Some(data) = (api.rtypeddata_get_data(value.as_raw()) as *const T).as_ref() {
-                    return Ok(data);
-                }
-            }
-        }
-    }
-    Err(Error::new(ruby.exception_type_error(), "not a Hashfile::Reader"))
-}
-
 pub fn init(ruby: &Ruby, module: RModule) -> Result<(), Error> {
     let class = module.define_class("Reader", ruby.class_object())?;
-    class.define_singleton_method("_open", function!(Reader::open, 1))?;
+    // Readers are made by `_open` alone: no data-less `allocate`.
+    class.undef_default_alloc_func();
+    class.define_singleton_method("_open", function!(Reader::open, 3))?;
     class.define_method("[]", method!(Reader::aref, 1))?;
     class.define_method("_get", method!(Reader::get, 3))?;
     class.define_method("_dig", method!(Reader::dig, 3))?;
-    class.define_method("_set_flags", method!(Reader::set_flags, 1))?;
     class.define_method("key?", method!(Reader::has_key, 1))?;
     class.define_method("size", method!(Reader::size, 0))?;
     class.define_method("_each_chunk", method!(Reader::each_chunk, 1))?;

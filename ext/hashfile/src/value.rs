@@ -1,36 +1,62 @@
 //! Typed values between Ruby objects and the core's value codec
-//! (`hashfile::value`): encoding for builds, decoding for lookups, and the
-//! path walk behind `dig`. Decoding builds Ruby objects straight from the
-//! bytes, with no intermediate tree.
+//! (`hashfile::value`): encoding for builds, decoding for lookups, and
+//! `dig`, which hands the core's path walk probes made from Ruby keys.
+//! Decoding builds Ruby objects straight from the bytes, with no
+//! intermediate tree.
 //!
 //! Ruby objects are made with the C API directly: it is the hot path of
 //! every typed lookup. Objects under construction live in locals of the
 //! recursive calls, where Ruby's conservative stack scan sees them; no Ruby
 //! object is kept in Rust heap memory.
 
-use std::ffi::{c_char, c_long, CString};
+use std::ffi::c_long;
 
-use hashfile::value::{self as codec, ContainerStart, Cursor, Encoding, Item, MAX_DEPTH};
+use hashfile::value::{self as codec, ContainerStart, Cursor, Dig, Encoding, Item, Probe, MAX_DEPTH};
 use hashfile::{DisplayBytes, Record, ValueKind};
-use magnus::{encoding::EncodingCapable, prelude::*, r_hash::ForEach, rb_sys::{AsRawValue, FromRawValue}, Error, RArray, RHash, RString, Ruby, Value};
+use magnus::{prelude::*, r_hash::ForEach, rb_sys::{AsRawValue, FromRawValue}, Error, RArray, RHash, RString, Ruby, Value};
 use rb_sys::{StableApiDefinition, VALUE};
 
-use crate::error::{class_name, FORMAT_ERROR};
+use crate::error::{arg_error, class_name, FORMAT_ERROR};
+use crate::strings::{self, Stored};
 
-/// How a lookup turns stored bytes into Ruby objects.
+/// How a lookup turns stored bytes into Ruby objects: the decode options
+/// of `Hashfile.open`, `get` and `dig`, defined here and nowhere else.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct DecodeFlags(pub u8);
+pub struct DecodeFlags(u8);
 
 impl DecodeFlags {
     /// Hash keys that are strings become Symbols (as JSON's option).
-    pub const SYMBOLIZE_NAMES: u8 = 1;
+    const SYMBOLIZE_NAMES: u8 = 1;
     /// Every value deep-frozen; strings deduplicated (`-str`).
-    pub const FREEZE: u8 = 2;
+    const FREEZE: u8 = 2;
     /// The stored bytes as a binary String, not decoded.
-    pub const RAW: u8 = 4;
+    const RAW: u8 = 4;
+    /// The options by name.
+    const NAMES: [(&'static str, u8); 3] = [("symbolize_names", Self::SYMBOLIZE_NAMES), ("freeze", Self::FREEZE), ("raw", Self::RAW)];
 
     fn has(self, bit: u8) -> bool {
         self.0 & bit != 0
+    }
+
+    /// These flags with the options in `options` (`symbolize_names:`,
+    /// `freeze:`, `raw:`, each true or false) set or cleared; nil changes
+    /// nothing.
+    pub fn with_options(self, ruby: &Ruby, options: Option<RHash>) -> Result<DecodeFlags, Error> {
+        let Some(options) = options else { return Ok(self) };
+        let mut flags = self.0;
+        options.foreach(|key: magnus::Symbol, value: Value| {
+            let name = key.name()?;
+            let Some(&(_, bit)) = Self::NAMES.iter().find(|(n, _)| *n == name) else {
+                return Err(arg_error(ruby, format!("unknown decode option {name}; expected one of symbolize_names, freeze, raw")));
+            };
+            if value.to_bool() {
+                flags |= bit;
+            } else {
+                flags &= !bit;
+            }
+            Ok(ForEach::Continue)
+        })?;
+        Ok(DecodeFlags(flags))
     }
 }
 
@@ -102,43 +128,19 @@ fn segment(key: Value) -> String {
     }
 }
 
-/// The store encoding of a Ruby String: one of the three common ones, or
-/// (Utf8 placeholder, Some(name)) for any other.
-fn string_encoding(ruby: &Ruby, raw: VALUE) -> (Encoding<'static>, Option<String>) {
+fn write_string(ruby: &Ruby, out: &mut Vec<u8>, raw: VALUE, symbol: bool) {
     // SAFETY: callers pass a String VALUE.
     let s = RString::from_value(unsafe { Value::from_raw(raw) }).expect("a String");
-    let index = s.enc_get();
-    if index == ruby.utf8_encindex() {
-        (Encoding::Utf8, None)
-    } else if index == ruby.ascii8bit_encindex() {
-        (Encoding::Binary, None)
-    } else if index == ruby.usascii_encindex() {
-        (Encoding::Ascii, None)
-    } else {
-        (Encoding::Utf8, Some(magnus::encoding::RbEncoding::from(index).name().to_string()))
-    }
-}
-
-/// The bytes of a Ruby String.
-///
-/// SAFETY: `raw` must be a String; the slice must be dropped before any
-/// Ruby code runs or any Ruby object is allocated.
-unsafe fn string_bytes<'a>(raw: VALUE) -> &'a [u8] {
-    let api = rb_sys::stable_api::get_default();
-    std::slice::from_raw_parts(api.rstring_ptr(raw) as *const u8, api.rstring_len(raw) as usize)
-}
-
-fn write_string(ruby: &Ruby, out: &mut Vec<u8>, raw: VALUE, symbol: bool) {
-    let (encoding, name) = string_encoding(ruby, raw);
-    let encoding = match &name {
-        Some(name) => Encoding::Named(name),
+    let stored = strings::stored_encoding(ruby, s);
+    let encoding = match &stored {
+        Stored::Named(name) => Encoding::Named(name),
         // ASCII-only Symbols are US-ASCII in Ruby; interned as UTF-8 they
         // are the same Symbol, and the short UTF-8 form saves a byte.
-        None if symbol && encoding == Encoding::Ascii => Encoding::Utf8,
-        None => encoding,
+        Stored::Tagged(Encoding::Ascii) if symbol => Encoding::Utf8,
+        Stored::Tagged(encoding) => *encoding,
     };
-    // SAFETY: `raw` is a String; the bytes are copied before Ruby runs.
-    let bytes = unsafe { string_bytes(raw) };
+    // SAFETY: the bytes are copied before Ruby runs.
+    let bytes = unsafe { strings::bytes(s) };
     if symbol {
         codec::write_symbol(out, bytes, encoding)
     } else {
@@ -254,11 +256,10 @@ pub fn encode(ruby: &Ruby, value: Value, dump: Value, out: &mut Vec<u8>, depth_l
 /// encodings as string records, everything else typed.
 pub fn store_value(ruby: &Ruby, value: Value, dump: Value, scratch: &mut Vec<u8>) -> Result<ValueKind, EncodeError> {
     if let Some(s) = RString::from_value(value) {
-        let raw = s.as_raw();
-        if let (encoding, None) = string_encoding(ruby, raw) {
+        if let Stored::Tagged(encoding) = strings::stored_encoding(ruby, s) {
             scratch.clear();
             // SAFETY: copied at once, before Ruby runs.
-            scratch.extend_from_slice(unsafe { string_bytes(raw) });
+            scratch.extend_from_slice(unsafe { strings::bytes(s) });
             return Ok(match encoding {
                 Encoding::Utf8 => ValueKind::Utf8,
                 Encoding::Ascii => ValueKind::Ascii,
@@ -275,13 +276,12 @@ pub fn store_value(ruby: &Ruby, value: Value, dump: Value, scratch: &mut Vec<u8>
 // Decoding: bytes -> Ruby object
 // ---------------------------------------------------------------------------
 
-/// Where decoding gets its options and, only when a custom value turns up,
-/// the user's `load` callable.
+/// Decodes stored values into Ruby objects, with these options and the
+/// user's `load` callable for custom values (nil without a serializer).
 pub struct Decoder<'r> {
     pub ruby: &'r Ruby,
     pub flags: DecodeFlags,
-    /// Returns the serializer's load callable, or nil.
-    pub load: &'r dyn Fn() -> Value,
+    pub load: Value,
 }
 
 fn malformed(ruby: &Ruby, e: hashfile::Error) -> Error {
@@ -289,47 +289,16 @@ fn malformed(ruby: &Ruby, e: hashfile::Error) -> Error {
 }
 
 #[inline]
-fn ptr_len(bytes: &[u8]) -> (*const c_char, c_long) {
-    (bytes.as_ptr() as *const c_char, bytes.len() as c_long)
+fn ptr_len(bytes: &[u8]) -> (*const std::ffi::c_char, c_long) {
+    (bytes.as_ptr() as *const std::ffi::c_char, bytes.len() as c_long)
 }
 
 impl Decoder<'_> {
     /// A String with these bytes. With `interned`, the deduplicated frozen
     /// String (`-str`): for Hash keys, and for every string under FREEZE.
+    #[inline]
     fn string(&self, bytes: &[u8], encoding: Encoding<'_>, interned: bool) -> Result<VALUE, Error> {
-        let (ptr, len) = ptr_len(bytes);
-        // SAFETY: ptr/len describe a live slice that Ruby copies; every
-        // function returns a new (or interned) String.
-        unsafe {
-            Ok(match (encoding, interned) {
-                (Encoding::Utf8, false) => rb_sys::rb_utf8_str_new(ptr, len),
-                (Encoding::Binary, false) => rb_sys::rb_str_new(ptr, len),
-                (Encoding::Ascii, false) => rb_sys::rb_usascii_str_new(ptr, len),
-                (Encoding::Utf8, true) => rb_sys::rb_enc_interned_str(ptr, len, rb_sys::rb_utf8_encoding()),
-                (Encoding::Binary, true) => rb_sys::rb_enc_interned_str(ptr, len, rb_sys::rb_ascii8bit_encoding()),
-                (Encoding::Ascii, true) => rb_sys::rb_enc_interned_str(ptr, len, rb_sys::rb_usascii_encoding()),
-                (Encoding::Named(name), interned) => {
-                    let index = self.encoding_index(name)?;
-                    let enc = rb_sys::rb_enc_from_index(index);
-                    if interned {
-                        rb_sys::rb_enc_interned_str(ptr, len, enc)
-                    } else {
-                        rb_sys::rb_enc_str_new(ptr, len, enc)
-                    }
-                }
-            })
-        }
-    }
-
-    fn encoding_index(&self, name: &str) -> Result<i32, Error> {
-        let unknown = || Error::new(self.ruby.get_inner(&crate::error::ERROR), format!("a stored string is in encoding {name:?}, which this Ruby does not know"));
-        let c_name = CString::new(name).map_err(|_| unknown())?;
-        // SAFETY: a NUL-terminated name; returns -1 for unknown encodings.
-        let index = unsafe { rb_sys::rb_enc_find_index(c_name.as_ptr()) };
-        if index < 0 {
-            return Err(unknown());
-        }
-        Ok(index)
+        strings::new_raw(self.ruby, bytes, encoding, interned)
     }
 
     fn symbol(&self, bytes: &[u8], encoding: Encoding<'_>) -> Result<VALUE, Error> {
@@ -357,15 +326,14 @@ impl Decoder<'_> {
     }
 
     /// A top-level record's value.
+    #[inline]
     pub fn record(&self, record: &Record<'_>) -> Result<Value, Error> {
         let freeze = self.flags.has(DecodeFlags::FREEZE);
         let raw = if self.flags.has(DecodeFlags::RAW) {
             self.string(record.value, Encoding::Binary, freeze)?
         } else {
             match record.kind {
-                ValueKind::Utf8 => self.string(record.value, Encoding::Utf8, freeze)?,
-                ValueKind::Ascii => self.string(record.value, Encoding::Ascii, freeze)?,
-                ValueKind::Binary => self.string(record.value, Encoding::Binary, freeze)?,
+                ValueKind::Utf8 | ValueKind::Ascii | ValueKind::Binary => self.string(record.value, strings::value_encoding(record.kind), freeze)?,
                 ValueKind::Typed => {
                     let mut cursor = Cursor::new(record.value);
                     let value = self.item(&mut cursor, MAX_DEPTH)?;
@@ -407,7 +375,7 @@ impl Decoder<'_> {
             Item::Str(bytes, encoding) => self.string(bytes, encoding, freeze)?,
             Item::Symbol(bytes, encoding) => self.symbol(bytes, encoding)?,
             Item::Custom(bytes) => {
-                let load = (self.load)();
+                let load = self.load;
                 if load.is_nil() {
                     return Err(Error::new(self.ruby.get_inner(&crate::error::ERROR), "a value was stored with a custom serializer; open the store with serializer: to load it"));
                 }
@@ -476,140 +444,86 @@ impl Decoder<'_> {
     // dig
     // -----------------------------------------------------------------------
 
-    /// `dig(key, *path)` into a record's value: walks the encoded bytes,
-    /// skipping siblings whole, and decodes only what the path ends on.
-    /// Steps it cannot take on the bytes (a Float key, an index into a
-    /// String, ...) are handed to Ruby's own `dig` on the decoded rest, so
-    /// the answers and errors are exactly those of `Hash#dig`.
+    /// `dig(key, *path)` into a record's value: the core walks the encoded
+    /// bytes, skipping siblings whole, and only what the path ends on is
+    /// decoded. Steps it cannot take on the bytes (a Float key, an index
+    /// into a String, ...) are handed to Ruby's own `dig` on the decoded
+    /// rest, so the answers and errors are exactly those of `Hash#dig`.
     pub fn dig(&self, record: &Record<'_>, path: RArray) -> Result<Value, Error> {
         if record.kind != ValueKind::Typed || self.flags.has(DecodeFlags::RAW) {
             return self.fallback(self.record(record)?.as_raw(), path, 0);
         }
-        let mut cursor = Cursor::new(record.value);
-        let mut item = cursor.next_item().map_err(|e| malformed(self.ruby, e))?;
-        let mut depth = MAX_DEPTH;
-        for step in 0..path.len() {
-            let probe: Value = path.entry(step as isize)?;
-            let next = match item {
-                Item::Nil => return Ok(self.ruby.qnil().as_value()),
-                Item::Map(c) => match self.find_in_map(c, probe)? {
-                    Some(Some(found)) => found,
-                    Some(None) => return Ok(self.ruby.qnil().as_value()),
-                    None => return self.fallback(self.decode_item(item, depth)?, path, step),
-                },
-                Item::Array(c) => match self.find_in_array(c, probe)? {
-                    Some(Some(found)) => found,
-                    Some(None) => return Ok(self.ruby.qnil().as_value()),
-                    None => return self.fallback(self.decode_item(item, depth)?, path, step),
-                },
-                other => return self.fallback(self.decode_item(other, depth)?, path, step),
-            };
-            item = next;
-            depth = self.deeper(depth)?;
+        // The path's keys as probes, copied out of their Ruby objects (so
+        // that no borrow of a Ruby String outlives Ruby running), up to the
+        // first that is not one.
+        let mut owned = Vec::with_capacity(path.len());
+        for i in 0..path.len() {
+            match probe_of(self.ruby, path.entry(i as isize)?)? {
+                Some(step) => owned.push(step),
+                None => break,
+            }
         }
-        // SAFETY: a live VALUE.
-        Ok(unsafe { Value::from_raw(self.decode_item(item, depth)?) })
+        let probes: Vec<Probe<'_>> = owned.iter().map(OwnedProbe::probe).collect();
+        let depth_after = |steps: usize| MAX_DEPTH.saturating_sub(steps);
+        match codec::dig(record.value, &probes, self.flags.has(DecodeFlags::SYMBOLIZE_NAMES)).map_err(|e| malformed(self.ruby, e))? {
+            Dig::Absent => Ok(self.ruby.qnil().as_value()),
+            Dig::Stuck { step, item } => self.fallback(self.decode_item(item, depth_after(step))?, path, step),
+            Dig::Found(item) => self.fallback(self.decode_item(item, depth_after(probes.len()))?, path, probes.len()),
+        }
     }
 
     /// `[value].dig(0, *path[from..])`: Ruby's own semantics for the rest.
     fn fallback(&self, value: VALUE, path: RArray, from: usize) -> Result<Value, Error> {
         // SAFETY: a live VALUE.
         let value = unsafe { Value::from_raw(value) };
-        let rest: Vec<Value> = (from..path.len()).map(|i| path.entry(i as isize)).collect::<Result<_, _>>()?;
-        if rest.is_empty() {
+        if from >= path.len() {
             return Ok(value);
         }
-        let args = self.ruby.ary_new_capa(rest.len() + 1);
+        let args = self.ruby.ary_new_capa(path.len() - from + 1);
         args.push(0)?;
-        for v in rest {
-            args.push(v)?;
+        for i in from..path.len() {
+            args.push(path.entry::<Value>(i as isize)?)?;
         }
         let holder = self.ruby.ary_new_capa(1);
         holder.push(value)?;
         // SAFETY: the slice is passed straight to the call, which copies it.
         holder.funcall("dig", unsafe { args.as_slice() })
     }
+}
 
-    /// The value under `probe` in a map: `Some(Some(item))`, `Some(None)`
-    /// when absent, `None` when the probe is not one this walk compares
-    /// (then Ruby decides). The last of repeated keys wins, as in a Hash
-    /// built from the same pairs.
-    fn find_in_map<'a>(&self, map: codec::Container<'a>, probe: Value) -> Result<Option<Option<Item<'a>>>, Error> {
-        let api = rb_sys::stable_api::get_default();
-        let raw = probe.as_raw();
-        let symbolize = self.flags.has(DecodeFlags::SYMBOLIZE_NAMES);
-        enum Probe<'p> {
-            Str(&'p [u8], bool),
-            Sym(&'p [u8]),
-            Int(i64),
-        }
-        let name;
-        let probe = if api.fixnum_p(raw) {
-            Probe::Int((raw as i64) >> 1)
-        } else if let Some(sym) = magnus::Symbol::from_value(probe) {
-            name = sym.name()?;
-            Probe::Sym(name.as_bytes())
-        } else if let Some(s) = RString::from_value(probe) {
-            let (encoding, named) = string_encoding(self.ruby, s.as_raw());
-            if named.is_some() {
-                return Ok(None);
-            }
-            // SAFETY: the slice is used below while no Ruby code runs and
-            // nothing is allocated until the match is found.
-            let bytes = unsafe { string_bytes(s.as_raw()) };
-            Probe::Str(bytes, encoding == Encoding::Binary)
-        } else {
-            return Ok(None);
-        };
-        let ascii_compatible = |bytes: &[u8], a: bool, b: Encoding<'_>| match b {
-            Encoding::Named(_) => false,
-            other => (other == Encoding::Binary) == a || bytes.is_ascii(),
-        };
-        let mut cursor = map.cursor();
-        let mut found = None;
-        for _ in 0..map.len {
-            let hit = match (&probe, cursor.short_str()) {
-                // The common case, a short UTF-8 key, compared in place.
-                (Probe::Str(p, binary), Some(k)) if !symbolize => *p == k && (!*binary || k.is_ascii()),
-                (Probe::Sym(p), Some(k)) if symbolize => *p == k,
-                (_, Some(_)) => false,
-                (_, None) => {
-                    let key = cursor.next_item().map_err(|e| malformed(self.ruby, e))?;
-                    match (&probe, key) {
-                        (Probe::Int(i), Item::Int(k)) => *i == k,
-                        (Probe::Str(p, binary), Item::Str(k, enc)) if !symbolize => *p == k && ascii_compatible(k, *binary, enc),
-                        (Probe::Sym(p), Item::Symbol(k, _)) => *p == k,
-                        (Probe::Sym(p), Item::Str(k, _)) if symbolize => *p == k,
-                        _ => false,
-                    }
-                }
-            };
-            if hit {
-                found = Some(cursor.next_item().map_err(|e| malformed(self.ruby, e))?);
-            } else {
-                cursor.skip().map_err(|e| malformed(self.ruby, e))?;
-            }
-        }
-        Ok(Some(found))
-    }
+/// A path step copied out of its Ruby object.
+enum OwnedProbe {
+    Str(Vec<u8>, bool),
+    Symbol(Vec<u8>),
+    Int(i64),
+}
 
-    /// The element at an Integer index (negative from the end).
-    fn find_in_array<'a>(&self, array: codec::Container<'a>, probe: Value) -> Result<Option<Option<Item<'a>>>, Error> {
-        let api = rb_sys::stable_api::get_default();
-        let raw = probe.as_raw();
-        if !api.fixnum_p(raw) {
-            return Ok(None);
+impl OwnedProbe {
+    fn probe(&self) -> Probe<'_> {
+        match self {
+            OwnedProbe::Str(bytes, binary) => Probe::Str { bytes, binary: *binary },
+            OwnedProbe::Symbol(name) => Probe::Symbol(name),
+            OwnedProbe::Int(i) => Probe::Int(*i),
         }
-        let i = (raw as i64) >> 1;
-        let len = array.len as i64;
-        let index = if i < 0 { i + len } else { i };
-        if index < 0 || index >= len {
-            return Ok(Some(None));
-        }
-        let mut cursor = array.cursor();
-        for _ in 0..index {
-            cursor.skip().map_err(|e| malformed(self.ruby, e))?;
-        }
-        Ok(Some(Some(cursor.next_item().map_err(|e| malformed(self.ruby, e))?)))
     }
+}
+
+/// A path step the core's walk compares: an Integer, a Symbol, or a String
+/// in UTF-8, US-ASCII or binary. `None` for any other object, whose step
+/// Ruby's `dig` takes.
+fn probe_of(ruby: &Ruby, step: Value) -> Result<Option<OwnedProbe>, Error> {
+    let api = rb_sys::stable_api::get_default();
+    let raw = step.as_raw();
+    if api.fixnum_p(raw) {
+        return Ok(Some(OwnedProbe::Int((raw as i64) >> 1)));
+    }
+    if let Some(sym) = magnus::Symbol::from_value(step) {
+        return Ok(Some(OwnedProbe::Symbol(sym.name()?.as_bytes().to_vec())));
+    }
+    if let Some(s) = RString::from_value(step) {
+        let Stored::Tagged(encoding) = strings::stored_encoding(ruby, s) else { return Ok(None) };
+        // SAFETY: copied at once.
+        return Ok(Some(OwnedProbe::Str(unsafe { strings::bytes(s) }.to_vec(), encoding == Encoding::Binary)));
+    }
+    Ok(None)
 }

@@ -1,0 +1,115 @@
+# frozen_string_literal: true
+
+require "test_helper"
+
+# What the Ruby layer and the Rust core share: the constants exported from
+# Rust, options passed through to it, exception attributes set by
+# constructors, and Ruby objects kept by the native objects.
+class BindingTest < HashfileTest
+  def test_build_defaults_are_what_a_build_without_options_uses
+    Hashfile.build(path, { "k" => "v" })
+    parameters = Hashfile.open(path, &:info)[:parameters]
+    %i[keys_per_bucket load_factor dense_key_fraction dense_bucket_fraction hash_seed seed_block_len].each do |name|
+      assert_equal Hashfile::BUILD_DEFAULTS.fetch(name), parameters.fetch(name), name
+    end
+    assert_equal :error, Hashfile::BUILD_DEFAULTS[:on_duplicate]
+    assert_predicate Hashfile::BUILD_DEFAULTS, :frozen?
+  end
+
+  def test_an_option_left_out_falls_back_to_the_rust_default
+    Hashfile.build(path, { "k" => "v" }, load_factor: 0.9)
+    parameters = Hashfile.open(path, &:info)[:parameters]
+    assert_in_delta 0.9, parameters[:load_factor]
+    assert_equal Hashfile::BUILD_DEFAULTS[:keys_per_bucket], parameters[:keys_per_bucket]
+  end
+
+  def test_the_readme_lists_the_build_defaults
+    readme = File.read(File.expand_path("../README.md", __dir__))
+    listed = Hashfile::BUILD_DEFAULTS.map { |name, value| "`#{name}: #{value.is_a?(Symbol) ? value.inspect : value.to_s.gsub(/(\d)(?=(\d{3})+\z)/, '\1_')}`" }
+    listed.each { |option| assert readme.include?(option), "README.md does not list #{option}" }
+  end
+
+  def test_each_extension_picks_its_format
+    assert_equal %w[json json-pairs jsonl csv tsv msgpack yaml], Hashfile::FORMATS
+    inputs = { "json" => %({"k": "v"}), "jsonl" => %(["k","v"]\n), "csv" => "key,value\nk,v\n", "tsv" => "key\tvalue\nk\tv\n", "yaml" => "k: v\n" }
+    Hashfile::FORMAT_EXTENSIONS.each do |extension, format|
+      assert_includes Hashfile::FORMATS, format
+      next unless inputs.key?(format)
+
+      input = path("input.#{extension.upcase}")
+      File.write(input, inputs[format])
+      Hashfile.build_from(input, path)
+      assert_equal "v", Hashfile.open(path) { |db| db["k"] }, extension
+    end
+  end
+
+  def test_options_are_refused_by_name
+    e = assert_raises(ArgumentError) { Hashfile.build(path, {}, hash_seed: -1) }
+    assert_match(/\Ahash_seed must be an Integer from 0 to/, e.message)
+    e = assert_raises(TypeError) { Hashfile.build(path, {}, load_factor: "0.9") }
+    assert_equal "load_factor must be a number, not String", e.message
+    e = assert_raises(ArgumentError) { Hashfile.build(path, {}, on_duplicate: :middle) }
+    assert_equal "on_duplicate must be one of :error, :first, :last, not \"middle\"", e.message
+    e = assert_raises(ArgumentError) { Hashfile.build(path, {}, keys_per_bukket: 3) }
+    assert_match(/unknown option: keys_per_bukket \(expected one of: keys_per_bucket,/, e.message)
+    File.write(path("in.csv"), "a,b\n1,2\n")
+    e = assert_raises(ArgumentError) { Hashfile.build_from(path("in.csv"), path, key_column: -1) }
+    assert_equal "key_column must be a column name or a 0-based index, got -1", e.message
+    Hashfile.open(build({ "k" => "v" })) do |db|
+      e = assert_raises(ArgumentError) { db.get("k", symbolise_names: true) }
+      assert_match(/unknown decode option symbolise_names/, e.message)
+    end
+  end
+
+  def test_a_symbol_names_a_csv_column
+    File.write(path("in.csv"), "Code,Name\nx,Ex\n")
+    Hashfile.build_from(path("in.csv"), path, key_column: :Code, value_column: :Name)
+    assert_equal "Ex", Hashfile.open(path) { |db| db["x"] }
+  end
+
+  def test_exception_attributes_come_from_their_constructors
+    e = assert_raises(Hashfile::DuplicateKeyError) { Hashfile.build(path, [%w[dup 1], %w[dup 2]]) }
+    assert_equal "dup", e.key
+    assert_equal "dup", Hashfile::DuplicateKeyError.new("m", key: "dup").key
+
+    File.write(path("bad.jsonl"), %(["a","1"]\n["b", tru]\n))
+    e = assert_raises(Hashfile::ParseError) { Hashfile.build_from(path("bad.jsonl"), path) }
+    assert_equal [path("bad.jsonl"), 2, 10], [e.input, e.line, e.column]
+
+    good = File.binread(build({ "k" => "v" }, "good.hf"))
+    File.binwrite(path("v9.hf"), good.dup.tap { |b| b.setbyte(8, 9) })
+    e = assert_raises(Hashfile::UnsupportedError) { Hashfile.open(path("v9.hf")) }
+    assert_kind_of Hashfile::FormatError, e
+    assert_equal path("v9.hf"), e.path
+    assert_match(/unsupported version 9/, e.message)
+
+    damaged = good.dup
+    at = records_range(damaged).first
+    damaged.setbyte(at, damaged.getbyte(at) ^ 0x40)
+    File.binwrite(path("damaged.hf"), damaged)
+    e = assert_raises(Hashfile::ChecksumError) { Hashfile.open(path("damaged.hf"), verify: true) }
+    assert_equal ["records", path("damaged.hf")], [e.section, e.path]
+  end
+
+  def test_native_objects_come_only_from_their_constructors
+    [Hashfile::Reader, Hashfile::Writer].each do |klass|
+      e = assert_raises(TypeError) { klass.allocate }
+      assert_match(/allocator undefined/, e.message)
+    end
+  end
+
+  def test_serializers_are_kept_alive_by_the_native_objects
+    # The callables are referenced by nothing but the writer and the reader
+    # when the collector runs (and compacts) before they are called.
+    collect = -> { GC.start(full_mark: true, immediate_sweep: true) && GC.respond_to?(:compact) && GC.compact }
+    Hashfile.build(path, serializer: [->(t) { Marshal.dump(t) }, ->(s) { Marshal.load(s) }]) do |w|
+      collect.call
+      w["t"] = Time.at(0).utc
+    end
+    db = Hashfile.open(path, serializer: [->(t) { Marshal.dump(t) }, ->(s) { Marshal.load(s) }])
+    collect.call
+    assert_equal Time.at(0).utc, db["t"]
+  ensure
+    db&.close
+  end
+end
