@@ -15,7 +15,8 @@ Gem::Specification.new do |spec|
   spec.files = Dir[
     "lib/**/*.rb", "exe/*", "README.md", "LICENSE", "docs/*.md",
     "Cargo.toml", "Cargo.lock",
-    "crates/hashfile/Cargo.toml", "crates/hashfile/src/**/*.rs", "crates/hashfile/benches/*.rs",
+    "crates/hashfile/Cargo.toml", "crates/hashfile/README.md", "crates/hashfile/src/**/*.rs", "crates/hashfile/benches/*.rs",
+    "crates/hashfile/examples/support/*.rs",
     "ext/hashfile/Cargo.toml", "ext/hashfile/extconf.rb", "ext/hashfile/src/**/*.rs"
   ]
   spec.bindir = "exe"
