@@ -126,10 +126,18 @@ impl fmt::Display for Damage {
 #[inline]
 pub fn parse(bytes: &[u8]) -> Result<Option<Layout>, Damage> {
     let Some(&flags) = bytes.first() else { return Ok(None) };
-    if flags & RESERVED != 0 {
-        return Err(Damage::ReservedFlag);
+    // One test for the reserved bit and every kind past the last known
+    // (kinds are 0..=3); which it was is worked out only for a damaged file.
+    const NOT_KNOWN: u8 = RESERVED | (KIND_MASK & !3);
+    if flags & NOT_KNOWN != 0 {
+        return Err(if flags & RESERVED != 0 { Damage::ReservedFlag } else { Damage::UnknownKind(flags & KIND_MASK) });
     }
-    let kind = ValueKind::from_tag(flags & KIND_MASK).ok_or(Damage::UnknownKind(flags & KIND_MASK))?;
+    let kind = match flags & 3 {
+        0 => ValueKind::Binary,
+        1 => ValueKind::Utf8,
+        2 => ValueKind::Ascii,
+        _ => ValueKind::Typed,
+    };
     let mut pos = 1;
     let (Some(key_len), Some(value_len)) = (read_varint(bytes, &mut pos), read_varint(bytes, &mut pos)) else {
         // Short bytes may yet hold a good header; a full one does not.
