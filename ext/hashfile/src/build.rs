@@ -29,15 +29,12 @@ enum Message {
 /// `_build_from(inputs, output, build_options, import_options, threads,
 /// progress)`: options are Hashes of the options given (the core's
 /// defaults fill in the rest); threads and progress may be nil.
-fn build_from(ruby: &Ruby, inputs: Vec<String>, output: String, build_opts: RHash, import_opts: RHash, threads: Option<usize>, progress: Value) -> Result<RHash, Error> {
+fn build_from(ruby: &Ruby, inputs: Vec<String>, output: String, build_opts: RHash, import_opts: RHash, threads: Option<i64>, progress: Value) -> Result<RHash, Error> {
     let options = crate::options::build_options(ruby, build_opts)?;
     let (format, import) = crate::options::import_options(ruby, import_opts)?;
     let inputs = inputs.iter().map(|name| Input::new(name, format, &import)).collect::<hashfile::Result<Vec<_>>>().map_err(|e| to_ruby(ruby, e))?;
-    let pool = match threads {
-        Some(0) => return Err(crate::error::arg_error(ruby, "threads must be at least 1")),
-        Some(n) => Some(rayon::ThreadPoolBuilder::new().num_threads(n).build().map_err(|e| Error::new(ruby.get_inner(&crate::error::ERROR), e.to_string()))?),
-        None => None,
-    };
+    let threads = threads.map(|n| usize::try_from(n).unwrap_or(0));
+    let pool = crate::pool::for_build(ruby, threads)?;
 
     let cancel = Arc::new(AtomicBool::new(false));
     let (tx, rx) = mpsc::channel();
@@ -63,10 +60,7 @@ fn build_from(ruby: &Ruby, inputs: Vec<String>, output: String, build_opts: RHas
                         }
                     })
                 };
-                let result = match pool {
-                    Some(pool) => pool.install(run),
-                    None => run(),
-                };
+                let result = pool.install(run);
                 let _ = tx.send(Message::Done(result));
             })
             .map_err(|e| Error::new(ruby.get_inner(&crate::error::ERROR), format!("cannot start the build thread: {e}")))?

@@ -5,13 +5,15 @@
 //! `build`, `bitpacking`), each with its own `init`; the rest are helpers:
 //! `error` (the exception mapping), `options` (keyword options and the
 //! constants exported to Ruby), `value` (typed values both ways), `strings`
-//! (String constructors and encodings), `nogvl`, `typed_data`.
+//! (String constructors and encodings), `pool` (build threads, made again
+//! after a fork), `nogvl`, `typed_data`.
 
 mod bitpacking;
 mod build;
 mod error;
 mod nogvl;
 mod options;
+mod pool;
 mod reader;
 mod strings;
 mod typed_data;

@@ -86,7 +86,8 @@ impl Writer {
     fn finish(ruby: &Ruby, rb_self: &Self, path: String) -> Result<u64, Error> {
         let mut builder = rb_self.builder.try_borrow_mut().map_err(|_| Self::busy(ruby))?.take().ok_or_else(|| Error::new(ruby.get_inner(&CLOSED_ERROR), "writer is finished"))?;
         let path = PathBuf::from(path);
-        crate::nogvl::without_gvl(ruby, move || builder.write_file(&path), None)?.map_err(|e| to_ruby(ruby, e))
+        let pool = crate::pool::for_build(ruby, None)?;
+        crate::nogvl::without_gvl(ruby, move || pool.install(|| builder.write_file(&path)), None)?.map_err(|e| to_ruby(ruby, e))
     }
 }
 

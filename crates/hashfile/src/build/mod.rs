@@ -34,6 +34,11 @@ use records::{key_at, Offsets, Records, Spill};
 /// per entry, or straight in the file being built (`Builder::streaming`),
 /// so memory is about 8 bytes per entry plus the index.
 ///
+/// With the `parallel` feature, writing runs on the current rayon pool
+/// (the global one unless a pool is `install`ed). In a process forked after
+/// the global pool started, that pool has no threads: build inside a pool
+/// made in the child (the Ruby binding does, `ext/hashfile/src/pool.rs`).
+///
 /// ```
 /// let mut builder = hashfile::Builder::new(Default::default())?;
 /// builder.insert(b"greeting", b"hello");
