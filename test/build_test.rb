@@ -151,3 +151,30 @@ class BuildTest < HashfileTest
     assert_operator ticks, :>, 0
   end
 end
+
+class PublishCheckTest < HashfileTest
+  # Found in hardening (#15): these builds returned normally, replaced the
+  # old file, and the result did not open.
+  def test_a_build_never_publishes_what_cannot_be_opened
+    keys = scale(140_000)
+    data = (1..keys).to_h { |i| ["k#{i}", "v#{i}"] }
+    Hashfile.build(path, data, load_factor: 0.5, keys_per_part: keys / 2)
+    Hashfile.open(path) do |db|
+      assert_equal keys, db.size
+      assert_equal "v7", db["k7"]
+      assert db.verify
+    end
+    small = (1..1_000).to_h { |i| ["k#{i}", "v#{i}"] }
+    (1..8).each do |keys_per_part|
+      Hashfile.build(path, { "old" => "store" })
+      begin
+        Hashfile.build(path, small, keys_per_part: keys_per_part)
+      rescue ArgumentError => e
+        assert_match(/keys_per_part/, e.message)
+        assert_equal "store", Hashfile.open(path) { |db| db["old"] }, "a refused build leaves the old file"
+        next
+      end
+      Hashfile.open(path) { |db| assert_equal [1_000, "v500"], [db.size, db["k500"]], "keys_per_part #{keys_per_part}" }
+    end
+  end
+end

@@ -14,7 +14,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("value", &["error", "format"]),
     ("chd", &["error", "format", "parallel"]),
     ("read", &["error", "bits", "format", "chd", "value"]),
-    ("build", &["error", "bits", "format", "chd", "value", "parallel"]),
+    ("build", &["error", "bits", "format", "chd", "value", "read", "parallel"]),
     ("import", &["error", "format", "value", "build", "parallel"]),
     ("pipeline", &["error", "build", "import"]),
 ];

@@ -95,7 +95,7 @@ where
         None => hash_by_part(&|i| hash_key(keys(id(i) as usize), seed), id, n, parts),
     };
     let max_part = part_starts.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0);
-    let geometry = geometry(n64, parts, max_part as u64, params);
+    let geometry = geometry(n64, parts, max_part as u64, params)?;
     if n == 0 {
         return Ok(Some(Built { seed, geometry, pilots: Vec::new(), remap: Vec::new(), slots: Vec::new() }));
     }

@@ -109,10 +109,13 @@ pub fn part_count(n: u64, keys_per_part: u64) -> u64 {
 
 /// The geometry for `entries` keys split into `part_count` parts of which
 /// the largest holds `max_part_entries`: every part gets the slots the
-/// largest needs.
-pub fn geometry(entries: u64, part_count: u64, max_part_entries: u64, params: &Params) -> Geometry {
+/// largest needs at `load_factor`, but never so many that the table would
+/// pass `2n + 1` slots in all, the most a reader accepts (docs/FORMAT.md):
+/// with a low load factor and uneven parts the table is fuller than asked.
+/// An error, naming `keys_per_part`, if even the largest part does not fit.
+pub fn geometry(entries: u64, part_count: u64, max_part_entries: u64, params: &Params) -> Result<Geometry, crate::error::Error> {
     if entries == 0 {
-        return Geometry { entry_count: 0, bucket_count: 0, dense_bucket_count: 0, dense_hash_threshold: 0, slot_count: 0, part_count: 1 };
+        return Ok(Geometry { entry_count: 0, bucket_count: 0, dense_bucket_count: 0, dense_hash_threshold: 0, slot_count: 0, part_count: 1 });
     }
     let per_part = entries as f64 / part_count as f64;
     let buckets_per_part = ((per_part / params.keys_per_bucket).ceil() as u64).max(1);
@@ -122,8 +125,15 @@ pub fn geometry(entries: u64, part_count: u64, max_part_entries: u64, params: &P
     } else {
         (params.dense_key_fraction * 2f64.powi(64)).min(u64::MAX as f64) as u64
     };
-    let slots_per_part = ((max_part_entries as f64 / params.load_factor).ceil() as u64).max(max_part_entries);
-    Geometry { entry_count: entries, bucket_count: buckets_per_part * part_count, dense_bucket_count, dense_hash_threshold, slot_count: slots_per_part * part_count, part_count }
+    let most_per_part = (2 * entries + 1) / part_count;
+    if max_part_entries > most_per_part {
+        return Err(crate::error::Error::InvalidOption {
+            name: "keys_per_part",
+            reason: format!("{} is too small for {entries} keys: they fall into {part_count} parts of up to {max_part_entries} keys, and a store has room for {most_per_part} per part; use a larger keys_per_part", params.keys_per_part),
+        });
+    }
+    let slots_per_part = ((max_part_entries as f64 / params.load_factor).ceil() as u64).clamp(max_part_entries, most_per_part);
+    Ok(Geometry { entry_count: entries, bucket_count: buckets_per_part * part_count, dense_bucket_count, dense_hash_threshold, slot_count: slots_per_part * part_count, part_count })
 }
 
 /// Maps a hash to its part, bucket and slots. The map is monotone in the
@@ -194,6 +204,31 @@ mod tests {
     fn pilot_words_step_as_they_multiply() {
         for pilot in [0u64, 1, 2, 1_000, (1 << 24) - 2, u64::MAX - 1] {
             assert_eq!(PilotWord::of(pilot).next(), PilotWord::of(pilot.wrapping_add(1)), "pilot {pilot}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod geometry_tests {
+    use super::*;
+
+    fn params(load_factor: f64, keys_per_part: u64) -> Params {
+        Params { keys_per_bucket: 3.5, load_factor, dense_key_fraction: 0.5, dense_bucket_fraction: 0.2, hash_seed: 0, keys_per_part }
+    }
+
+    /// A low load factor with uneven parts is held to the 2n + 1 slots a
+    /// reader accepts; parts too uneven for any table are refused by name.
+    #[test]
+    fn tables_stay_within_what_readers_accept() {
+        let g = geometry(140_000, 2, 70_400, &params(0.5, 70_000)).unwrap();
+        assert!(g.slot_count <= 2 * 140_000 + 1, "{g:?}");
+        assert!(g.slots_per_part() >= 70_400);
+        // At the usual load factor nothing is capped.
+        let g = geometry(140_000, 2, 70_400, &params(0.99, 70_000)).unwrap();
+        assert_eq!(g.slots_per_part(), (70_400f64 / 0.99).ceil() as u64);
+        match geometry(1_000, 250, 12, &params(0.99, 4)) {
+            Err(crate::error::Error::InvalidOption { name: "keys_per_part", reason }) => assert!(reason.starts_with("4 is too small for 1000 keys"), "{reason}"),
+            other => panic!("expected keys_per_part to be refused, got {other:?}"),
         }
     }
 }
