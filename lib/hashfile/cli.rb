@@ -39,8 +39,15 @@ module Hashfile
       when *COMMANDS.keys then send(:"cmd_#{command}", argv)
       else raise UsageError, "unknown command #{command.inspect}"
       end
-    rescue Interrupt
-      @err.puts "\nhashfile: interrupted; nothing was written"
+    rescue SignalException => e
+      # Ctrl-C, SIGTERM, SIGHUP: a build stops, removes its temporary file
+      # and publishes nothing, unless the signal came after the rename that
+      # published the store. Interrupt exits 130; other signals are raised
+      # again, so that the process ends by the signal, as shells expect.
+      what = e.is_a?(Interrupt) ? "interrupted" : "stopped by #{e.message}"
+      @err.puts "\nhashfile: #{what}; #{@output ? written_state(@output) : "nothing was written"}"
+      raise unless e.is_a?(Interrupt)
+
       130
     rescue UsageError, OptionParser::ParseError => e
       @err.puts "hashfile: #{e.message}"
@@ -152,7 +159,9 @@ module Hashfile
 
         started = clock
         bar = ProgressLine.new(@err) unless quiet
+        @output = [output, identity(output)]
         result = Hashfile.build_from(argv, output, progress: bar, **options)
+        @output = nil
         bar&.finish
         unless quiet
           @err.puts format("wrote %s: %d entries, %d bytes in %.2f s", output, result[:entries], result[:file_bytes], clock - started)
@@ -229,6 +238,19 @@ module Hashfile
 
     MISSING = Object.new.freeze
     private_constant :MISSING
+
+    # What a file is (device and inode), or nil if it does not exist: a
+    # published store is a new file renamed over the old one.
+    def identity(path)
+      stat = File.stat(path)
+      [stat.dev, stat.ino]
+    rescue SystemCallError
+      nil
+    end
+
+    def written_state((path, before))
+      identity(path) == before ? "#{path} was not written" : "#{path} had already been written"
+    end
 
     def dump(db, format)
       require "csv" if format == "tsv"

@@ -11,7 +11,7 @@ fn main() {
     let input = Input::new(&args[1], None, &ImportOptions::new(InputFormat::JsonLines)).unwrap();
     let t = Instant::now();
     let mut last = (Phase::Reading, 0.0);
-    let summary = build_from(&[input], args[2].as_ref(), BuildOptions::default(), &mut |p| {
+    let summary = build_from(&[input], args[2].as_ref(), BuildOptions::default(), &hashfile::CancelFlag::new(), &mut |p| {
         if p.phase != last.0 {
             let now = t.elapsed().as_secs_f64();
             println!("{:?}: {:.3} s", last.0, now - last.1);

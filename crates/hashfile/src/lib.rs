@@ -71,6 +71,7 @@
 
 pub mod bits;
 pub mod build;
+mod cancel;
 pub mod chd;
 mod error;
 pub mod format;
@@ -83,6 +84,7 @@ pub mod read;
 pub mod value;
 
 pub use build::{Batch, BuildOptions, Builder, OnDuplicate, DEFAULT_KEYS_PER_PART};
+pub use cancel::CancelFlag;
 pub use error::{DisplayBytes, Error, Location, Position, Result};
 pub use format::{Record, ValueKind};
 pub use read::{Info, Iter, Reader, RecordBuf};

@@ -10,6 +10,7 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use crate::build::{BuildOptions, Builder};
+use crate::cancel::CancelFlag;
 use crate::error::{Error, Location, Result};
 use crate::import::{self, ImportOptions, InputFormat};
 
@@ -114,11 +115,13 @@ impl<R: Read> Read for Counting<R> {
 /// (`Builder::write_file`). `progress` hears about the work at most every
 /// `PROGRESS_INTERVAL` while reading, and at each phase; returning an error
 /// from it (say `Error::Cancelled`) stops the build, and nothing is
-/// published. A duplicate key error names where the key occurs, by reading
-/// the file inputs again.
-pub fn build_from(inputs: &[Input], output: &Path, options: BuildOptions, progress: &mut dyn FnMut(&Progress) -> Result<()>) -> Result<Summary> {
+/// published. Raising `cancel`, from any thread, stops it too, soon, in any
+/// phase (`CancelFlag` says where it is looked at). A duplicate key error
+/// names where the key occurs, by reading the file inputs again.
+pub fn build_from(inputs: &[Input], output: &Path, options: BuildOptions, cancel: &CancelFlag, progress: &mut dyn FnMut(&Progress) -> Result<()>) -> Result<Summary> {
     // Records go straight into the temporary file beside `output`.
     let mut builder = Builder::streaming(options, output)?;
+    builder.set_cancel(cancel.clone());
     let bytes_total = inputs.iter().try_fold(0u64, |sum, input| match &input.source {
         InputSource::Path(p) => std::fs::metadata(p).ok().map(|m| sum + m.len()),
         InputSource::Stdin => None,
@@ -135,6 +138,7 @@ pub fn build_from(inputs: &[Input], output: &Path, options: BuildOptions, progre
             let done_before = read.get();
             let empty = builder.new_batch();
             import::import_json_lines_parallel(reader, &input.name(), &input.options, import::JSON_LINES_CHUNK, &empty, &mut |batch, bytes| {
+                cancel.check()?;
                 report.entries += batch.len() as u64;
                 builder.append(batch);
                 if last.elapsed() >= PROGRESS_INTERVAL {
@@ -149,6 +153,9 @@ pub fn build_from(inputs: &[Input], output: &Path, options: BuildOptions, progre
         import::import(reader, &input.name(), &input.options, &mut |record, _| {
             builder.insert_record(record);
             report.entries += 1;
+            if report.entries % 4096 == 0 {
+                cancel.check()?;
+            }
             if report.entries % 4096 == 0 && last.elapsed() >= PROGRESS_INTERVAL {
                 last = Instant::now();
                 report.bytes_read = read.get();

@@ -344,7 +344,7 @@ mod pipeline {
         assert_eq!(inputs[1].options.format, InputFormat::JsonLines);
         let out = dir.path().join("out.hf");
         let mut phases = Vec::new();
-        let summary = build_from(&inputs, &out, BuildOptions::default(), &mut |p| {
+        let summary = build_from(&inputs, &out, BuildOptions::default(), &hashfile::CancelFlag::new(), &mut |p| {
             phases.push((p.phase, p.entries, p.bytes_read, p.bytes_total));
             Ok(())
         })
@@ -366,7 +366,7 @@ mod pipeline {
         let base = ImportOptions::new(InputFormat::JsonLines);
         let inputs = [Input::new(a.to_str().unwrap(), None, &base).unwrap(), Input::new(b.to_str().unwrap(), None, &base).unwrap()];
         let out = dir.path().join("out.hf");
-        let err = build_from(&inputs, &out, BuildOptions::default(), &mut |_| Ok(())).unwrap_err();
+        let err = build_from(&inputs, &out, BuildOptions::default(), &hashfile::CancelFlag::new(), &mut |_| Ok(())).unwrap_err();
         let place = |path: &std::path::Path, line| Some(hashfile::Location { input: path.display().to_string(), position: hashfile::Position::line(line) });
         match &err {
             Error::DuplicateKey { key, first, second } => assert_eq!((key.as_slice(), first, second), (&b"dup"[..], &place(&a, 2), &place(&b, 3))),
@@ -374,7 +374,7 @@ mod pipeline {
         }
         assert_eq!(err.to_string(), format!("duplicate key \"dup\" ({}: line 2 and {}: line 3)", a.display(), b.display()));
         for cancel_at in [Phase::Reading, Phase::Building, Phase::Publishing] {
-            let err = build_from(&inputs[..1], &out, BuildOptions::default(), &mut |p| if p.phase == cancel_at { Err(Error::Cancelled) } else { Ok(()) }).unwrap_err();
+            let err = build_from(&inputs[..1], &out, BuildOptions::default(), &hashfile::CancelFlag::new(), &mut |p| if p.phase == cancel_at { Err(Error::Cancelled) } else { Ok(()) }).unwrap_err();
             assert!(matches!(err, Error::Cancelled), "{cancel_at:?}");
         }
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2, "no output and no temporary file");

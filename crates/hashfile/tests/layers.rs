@@ -9,14 +9,15 @@ use std::path::Path;
 const ALLOWED: &[(&str, &[&str])] = &[
     ("error", &[]),
     ("parallel", &[]),
+    ("cancel", &["error"]),
     ("bits", &["parallel"]),
     ("format", &["error", "bits"]),
     ("value", &["error", "format"]),
-    ("chd", &["error", "format", "parallel"]),
+    ("chd", &["error", "format", "cancel", "parallel"]),
     ("read", &["error", "bits", "format", "chd", "value"]),
-    ("build", &["error", "bits", "format", "chd", "value", "read", "parallel"]),
-    ("import", &["error", "format", "value", "build", "parallel"]),
-    ("pipeline", &["error", "build", "import"]),
+    ("build", &["error", "bits", "format", "chd", "value", "read", "cancel", "parallel"]),
+    ("import", &["error", "format", "value", "build", "cancel", "parallel"]),
+    ("pipeline", &["error", "build", "import", "cancel"]),
 ];
 
 /// Source text without comments (`//` to the end of a line), which may

@@ -1,13 +1,14 @@
 //! `Hashfile._build_from`: builds a store from input files on a thread of
 //! its own, while the calling Ruby thread sleeps without the GVL until a
-//! progress report or the end arrives (no polling), and calls the progress
-//! callable with each report.
+//! progress report, the end, or an interrupt arrives, and calls the
+//! progress callable with each report.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc};
+use std::sync::mpsc::{self, RecvTimeoutError};
 
 use hashfile::pipeline::{self, Input, Phase, Progress, Summary};
+use hashfile::CancelFlag;
 use magnus::{function, prelude::*, Error, RHash, RModule, Ruby, Value};
 
 use crate::error::to_ruby;
@@ -16,9 +17,9 @@ use crate::nogvl::without_gvl;
 /// The receiver, lent to the GVL-free wait.
 struct Lent<'a>(&'a mpsc::Receiver<Message>);
 
-// SAFETY: rb_thread_call_without_gvl2 runs its function synchronously on the
-// calling thread, so the receiver never actually leaves this thread;
-// `without_gvl` asks for Send only to keep Ruby objects out of its closures.
+// SAFETY: rb_nogvl runs its function synchronously on the calling thread, so
+// the receiver never actually leaves this thread; `without_gvl` asks for Send
+// only to keep Ruby objects out of its closures.
 unsafe impl Send for Lent<'_> {}
 
 enum Message {
@@ -36,7 +37,10 @@ fn build_from(ruby: &Ruby, inputs: Vec<String>, output: String, build_opts: RHas
     let threads = threads.map(|n| usize::try_from(n).unwrap_or(0));
     let pool = crate::pool::for_build(ruby, threads)?;
 
-    let cancel = Arc::new(AtomicBool::new(false));
+    // Raised once Ruby has an exception to raise here (an interrupt, a
+    // signal, a raising progress callable): the build then stops soon, in
+    // any phase, and publishes nothing.
+    let cancel = CancelFlag::new();
     let (tx, rx) = mpsc::channel();
     // Each progress report waits for this thread's answer, so that a raising
     // progress callable or an interrupt cancels the build for certain, even
@@ -44,17 +48,17 @@ fn build_from(ruby: &Ruby, inputs: Vec<String>, output: String, build_opts: RHas
     // 100 ms (and at each phase), so the wait costs nothing that matters.
     let (ack_tx, ack_rx) = mpsc::channel::<bool>();
     let worker = {
-        let cancel = Arc::clone(&cancel);
+        let cancel = cancel.clone();
         let output = PathBuf::from(output);
         std::thread::Builder::new()
             .name("hashfile-build".into())
             .spawn(move || {
                 let progress_tx = tx.clone();
                 let run = move || {
-                    pipeline::build_from(&inputs, &output, options, &mut |p| {
+                    pipeline::build_from(&inputs, &output, options, &cancel, &mut |p| {
                         let go_on = progress_tx.send(Message::Progress(*p)).is_ok() && ack_rx.recv().unwrap_or(false);
-                        if go_on && !cancel.load(Ordering::SeqCst) {
-                            Ok(())
+                        if go_on {
+                            cancel.check()
                         } else {
                             Err(hashfile::Error::Cancelled)
                         }
@@ -66,21 +70,55 @@ fn build_from(ruby: &Ruby, inputs: Vec<String>, output: String, build_opts: RHas
             .map_err(|e| Error::new(ruby.get_inner(&crate::error::ERROR), format!("cannot start the build thread: {e}")))?
     };
 
-    // The first Ruby error (a raising progress callable, an interrupt) wins;
-    // after it the build is cancelled and we only wait for it to clean up.
+    // Ruby's unblock function only wakes this thread (`wake`); it then asks
+    // Ruby whether there is an exception to raise, and cancels the build if
+    // so. The first such exception wins; after it we only wait for the
+    // build to stop and clean up.
+    let wake = AtomicBool::new(false);
     let mut raised: Option<Error> = None;
     loop {
         let lent = Lent(&rx);
-        let message = match without_gvl(ruby, move || { let lent = lent; lent.0.recv() }, Some(&cancel)) {
-            Ok(message) => message,
+        let woken = &wake;
+        let wait = move || {
+            let lent = lent;
+            loop {
+                match lent.0.recv_timeout(WAKE_EVERY) {
+                    Ok(message) => return Some(Ok(message)),
+                    Err(RecvTimeoutError::Disconnected) => return Some(Err(())),
+                    Err(RecvTimeoutError::Timeout) if woken.swap(false, Ordering::SeqCst) => return None,
+                    Err(RecvTimeoutError::Timeout) => {}
+                }
+            }
+        };
+        let message = match without_gvl(ruby, wait, Some(&wake)) {
+            Ok(Some(message)) => message,
+            // Woken: hand Ruby its interrupt, which may raise.
+            Ok(None) => match ruby.thread_check_ints() {
+                Ok(()) => continue,
+                Err(e) => {
+                    cancel.cancel();
+                    raised.get_or_insert(e);
+                    continue;
+                }
+            },
+            // An interrupt was pending before the wait.
             Err(e) => {
-                cancel.store(true, Ordering::SeqCst);
+                cancel.cancel();
                 raised.get_or_insert(e);
                 continue;
             }
         };
         match message {
             Ok(Message::Progress(p)) => {
+                // An interrupt that came with this report is handed to Ruby
+                // before the answer, so that the answer to the last report
+                // before the rename cancels the build, rather than publish.
+                if raised.is_none() {
+                    if let Err(e) = ruby.thread_check_ints() {
+                        cancel.cancel();
+                        raised = Some(e);
+                    }
+                }
                 if raised.is_none() && !progress.is_nil() {
                     let phase = ruby.to_symbol(match p.phase {
                         Phase::Reading => "reading",
@@ -88,18 +126,14 @@ fn build_from(ruby: &Ruby, inputs: Vec<String>, output: String, build_opts: RHas
                         Phase::Publishing => "publishing",
                     });
                     if let Err(e) = progress.funcall::<_, _, Value>("call", (p.entries, p.bytes_read, p.bytes_total, phase)) {
-                        cancel.store(true, Ordering::SeqCst);
+                        cancel.cancel();
                         raised = Some(e);
                     }
                 }
-                let _ = ack_tx.send(raised.is_none() && !cancel.load(Ordering::SeqCst));
+                let _ = ack_tx.send(raised.is_none());
             }
             Ok(Message::Done(result)) => {
                 let _ = worker.join();
-                // An interrupt that cancelled the build is raised now.
-                if cancel.load(Ordering::SeqCst) && raised.is_none() {
-                    ruby.thread_check_ints()?;
-                }
                 if let Some(e) = raised {
                     return Err(e);
                 }
@@ -109,7 +143,7 @@ fn build_from(ruby: &Ruby, inputs: Vec<String>, output: String, build_opts: RHas
                 out.aset(ruby.to_symbol("file_bytes"), summary.file_bytes)?;
                 return Ok(out);
             }
-            Err(_) => {
+            Err(()) => {
                 // The worker ended without a result: it panicked.
                 let error = match worker.join() {
                     Err(panic) => crate::error::internal_error(ruby, &*panic),
@@ -120,6 +154,9 @@ fn build_from(ruby: &Ruby, inputs: Vec<String>, output: String, build_opts: RHas
         }
     }
 }
+
+/// How often the waiting Ruby thread looks at `wake`.
+const WAKE_EVERY: std::time::Duration = std::time::Duration::from_millis(20);
 
 pub fn init(module: RModule) -> Result<(), Error> {
     module.define_singleton_method("_build_from", function!(build_from, 6))?;

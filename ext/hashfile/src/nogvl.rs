@@ -1,8 +1,17 @@
 //! Running Rust code without Ruby's GVL, so other Ruby threads keep going.
 //!
-//! Uses `rb_thread_call_without_gvl2`, which never raises: the plain variant
-//! checks for interrupts after the call and would longjmp across our Rust
-//! frames. Pending interrupts are delivered afterwards through
+//! Uses `rb_nogvl` with `RB_NOGVL_INTR_FAIL | RB_NOGVL_UBF_ASYNC_SAFE`, the
+//! combination under which it never raises, so no Ruby exception can
+//! `longjmp` across our Rust frames and skip their destructors:
+//! - without `INTR_FAIL` it checks for interrupts after the call;
+//! - without `UBF_ASYNC_SAFE`, on the main thread when it is the only Ruby
+//!   thread, it starts a helper thread to resend the unblock call and joins
+//!   it after the call, and that join raises a pending interrupt. It did:
+//!   a Ctrl-C during `build_from` left its worker and temporary file behind
+//!   (hardening #16). Our unblock function is one atomic store, which is
+//!   safe in a signal handler, where this flag lets Ruby call it.
+//!
+//! Pending interrupts are delivered afterwards through
 //! `Ruby::thread_check_ints`, which returns them as `Err`.
 
 use std::ffi::c_void;
@@ -45,11 +54,13 @@ fn run<F: FnOnce() -> R + Send, R: Send>(call: &mut Call<F, R>, cancel: Option<&
         Some(flag) => (Some(set_flag), flag as *const AtomicBool as *mut c_void),
         None => (None, std::ptr::null_mut()),
     };
+    let flags = (rb_sys::RB_NOGVL_INTR_FAIL | rb_sys::RB_NOGVL_UBF_ASYNC_SAFE) as i32;
     // SAFETY: the trampoline matches the callback type Ruby expects and only
     // dereferences `call`, which outlives this blocking call; likewise the
-    // unblocking function and its flag.
+    // unblocking function and its flag, a store to an atomic, which is
+    // async-signal-safe as UBF_ASYNC_SAFE promises.
     unsafe {
-        rb_sys::rb_thread_call_without_gvl2(Some(trampoline::<F, R>), call as *mut Call<F, R> as *mut c_void, ubf, ubf_data);
+        rb_sys::rb_nogvl(Some(trampoline::<F, R>), call as *mut Call<F, R> as *mut c_void, ubf, ubf_data, flags);
     }
 }
 

@@ -4,7 +4,7 @@
 use std::cell::RefCell;
 use std::path::PathBuf;
 
-use hashfile::{Builder, Record};
+use hashfile::{Builder, CancelFlag, Record};
 use magnus::{function, gc::Marker, method, prelude::*, r_hash::ForEach, value::Opaque, DataTypeFunctions, Error, RHash, RModule, RString, Ruby, Symbol, TypedData, Value};
 
 use crate::error::{class_name, to_ruby, type_error, CLOSED_ERROR};
@@ -83,11 +83,19 @@ impl Writer {
 
     /// Builds and publishes the store with the GVL released. Returns the
     /// file's length. The writer is finished afterwards, whatever happens.
+    /// An interrupt (Ctrl-C, `Thread#raise`, a signal) cancels the build,
+    /// which publishes nothing, and is raised once the build has stopped.
     fn finish(ruby: &Ruby, rb_self: &Self, path: String) -> Result<u64, Error> {
         let mut builder = rb_self.builder.try_borrow_mut().map_err(|_| Self::busy(ruby))?.take().ok_or_else(|| Error::new(ruby.get_inner(&CLOSED_ERROR), "writer is finished"))?;
         let path = PathBuf::from(path);
         let pool = crate::pool::for_build(ruby, None)?;
-        crate::nogvl::without_gvl(ruby, move || pool.install(|| builder.write_file(&path)), None)?.map_err(|e| to_ruby(ruby, e))
+        let cancel = CancelFlag::new();
+        builder.set_cancel(cancel.clone());
+        let result = crate::nogvl::without_gvl(ruby, move || pool.install(|| builder.write_file(&path)), Some(cancel.as_atomic()))?;
+        if let Err(hashfile::Error::Cancelled) = result {
+            ruby.thread_check_ints()?;
+        }
+        result.map_err(|e| to_ruby(ruby, e))
     }
 }
 

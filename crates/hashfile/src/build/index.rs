@@ -5,6 +5,7 @@
 use super::options::BuildOptions;
 use super::records::{key_at, Offsets};
 use crate::bits::{self, BlockLayout};
+use crate::cancel::CancelFlag;
 use crate::chd;
 use crate::error::{Error, Result};
 use crate::format::{self, BuildParameters, Header, Section, SectionId};
@@ -37,12 +38,13 @@ pub(super) struct RecordsSection<'a> {
 }
 
 /// Builds the perfect hash over the records' keys and lays out the file.
-pub(super) fn prepare(records: &RecordsSection<'_>, options: &BuildOptions) -> Result<Prepared> {
+pub(super) fn prepare(records: &RecordsSection<'_>, options: &BuildOptions, cancel: &CancelFlag) -> Result<Prepared> {
     let n = records.offsets.len();
     let (bytes, offsets) = (records.bytes, records.offsets);
     // Where offsets fit 32 bits, keys go by their offsets, and the build
     // hands back each slot's offset.
-    let built = chd::build::build(n, |id| key_at(bytes, offsets.of_id(id as u32) as usize), offsets.ids(), records.hashes, &options.chd_params())?;
+    let built = chd::build::build(n, |id| key_at(bytes, offsets.of_id(id as u32) as usize), offsets.ids(), records.hashes, &options.chd_params(), cancel)?;
+    cancel.check()?;
     let layout = BlockLayout::from_block_len(options.seed_block_len).expect("validated");
 
     let mut seed_index = Vec::new();

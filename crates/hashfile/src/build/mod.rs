@@ -16,6 +16,7 @@ mod records;
 use std::io::{BufWriter, Write};
 use std::path::Path;
 
+use crate::cancel::CancelFlag;
 use crate::chd;
 use crate::error::{Error, Result};
 use crate::format::{Header, Record, ValueKind};
@@ -54,13 +55,15 @@ pub struct Builder {
     offsets: Offsets,
     /// Whether any record holds a typed value: sets the required flag.
     typed: bool,
+    /// Stops writing the store when raised.
+    cancel: CancelFlag,
 }
 
 impl Builder {
     /// A builder with these options, checked.
     pub fn new(options: BuildOptions) -> Result<Builder> {
         options.validate()?;
-        Ok(Builder { options, records: Records::Memory(Vec::new()), offsets: Offsets::Narrow(Vec::new()), typed: false })
+        Ok(Builder { options, records: Records::Memory(Vec::new()), offsets: Offsets::Narrow(Vec::new()), typed: false, cancel: CancelFlag::new() })
     }
 
     /// A builder that writes records straight into a temporary file beside
@@ -75,7 +78,15 @@ impl Builder {
         // Room for the header, written last.
         temp.file.write_all(&vec![0u8; Header::encoded_len()]).map_err(with_path)?;
         let spill = Spill::new(temp, destination.to_path_buf());
-        Ok(Builder { options, records: Records::File(Box::new(spill)), offsets: Offsets::Narrow(Vec::new()), typed: false })
+        Ok(Builder { options, records: Records::File(Box::new(spill)), offsets: Offsets::Narrow(Vec::new()), typed: false, cancel: CancelFlag::new() })
+    }
+
+    /// Stops writing the store (`write_to`, `write_file`) with
+    /// `Error::Cancelled` soon after `flag` is raised, from any thread: the
+    /// temporary file is removed and nothing is published. See
+    /// `CancelFlag` for where a build looks at it.
+    pub fn set_cancel(&mut self, flag: CancelFlag) {
+        self.cancel = flag;
     }
 
     /// An empty batch for this builder: for a streaming build, one that
@@ -267,15 +278,19 @@ impl Builder {
         if n > chd::MAX_BUILD_ENTRIES {
             return Err(Error::Limit { what: "entries in one build", max: chd::MAX_BUILD_ENTRIES as u64 });
         }
+        self.cancel.check()?;
         self.seal()?;
         self.drop_duplicates();
+        self.cancel.check()?;
         let (checksum, hashes) = match &self.records {
             // A streaming build summed its records as it wrote them.
             Records::File(spill) => (spill.checksum.digest(), Some(spill.hashes.as_slice())),
             Records::Memory(v) => (xxhash_rust::xxh3::xxh3_64(v), None),
         };
         let records = RecordsSection { bytes: self.records(), offsets: &self.offsets, checksum, hashes, typed: self.typed };
-        index::prepare(&records, &self.options)
+        let prepared = index::prepare(&records, &self.options, &self.cancel)?;
+        self.cancel.check()?;
+        Ok(prepared)
     }
 
     /// Builds the store and writes it to `out`. Same entries and options,
@@ -326,11 +341,11 @@ impl Builder {
             // if not, the index goes into the file that holds them.
             if let Records::File(spill) = &mut self.records {
                 let len = publish::write_in_place(spill, &prepared)?;
-                return publish::publish(&mut spill.temp, path, len, before_publish);
+                return publish::publish(&mut spill.temp, path, len, &self.cancel, before_publish);
             }
         }
         let mut temp = TempFile::create_beside(path).map_err(with_path)?;
         let len = self.write_to(&mut temp.file).map_err(|e| e.with_path(path))?;
-        publish::publish(&mut temp, path, len, before_publish)
+        publish::publish(&mut temp, path, len, &self.cancel, before_publish)
     }
 }

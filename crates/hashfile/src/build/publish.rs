@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use super::index::{Prepared, FILE_ORDER, RECORDS};
 use super::records::Spill;
+use crate::cancel::CancelFlag;
 use crate::error::{Error, Result};
 use crate::parallel::*;
 
@@ -77,15 +78,18 @@ pub(super) fn write_in_place(spill: &Spill, prepared: &Prepared) -> Result<u64> 
 }
 
 /// Syncs a written temporary file, opens it as a reader would, asks
-/// `before_publish`, and renames it over `path`. A build never replaces a
-/// file with one its own reader refuses: if the new store does not open,
-/// the error names the temporary file, which is removed, and `path` stays.
-pub(super) fn publish(temp: &mut TempFile, path: &Path, len: u64, before_publish: &mut dyn FnMut() -> Result<()>) -> Result<u64> {
+/// `before_publish`, looks at `cancel` a last time, and renames it over
+/// `path`. A build never replaces a file with one its own reader refuses:
+/// if the new store does not open, the error names the temporary file,
+/// which is removed, and `path` stays.
+pub(super) fn publish(temp: &mut TempFile, path: &Path, len: u64, cancel: &CancelFlag, before_publish: &mut dyn FnMut() -> Result<()>) -> Result<u64> {
     let with_path = |e: std::io::Error| Error::io(Some(path), e);
     temp.file.sync_all().map_err(with_path)?;
     let written = crate::read::FileSource::new(temp.file.try_clone().map_err(with_path)?).map_err(with_path)?;
     crate::read::Reader::new(written).map_err(|e| e.with_path(&temp.path))?;
     before_publish()?;
+    // The point of no return: after the rename the store is published.
+    cancel.check()?;
     fs::rename(&temp.path, path).map_err(with_path)?;
     temp.published = true;
     // Make the rename itself durable.
@@ -107,13 +111,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("store.hf");
         std::fs::write(&path, b"the old file").unwrap();
-        let mut builder = crate::Builder::new(Default::default()).unwrap();
+        let mut builder = crate::build::Builder::new(Default::default()).unwrap();
         builder.insert(b"k", b"v");
         let store = builder.to_bytes().unwrap();
         // A store that lost its last byte on the way to the disk.
         let mut temp = TempFile::create_beside(&path).unwrap();
         temp.file.write_all(&store[..store.len() - 1]).unwrap();
-        let error = publish(&mut temp, &path, store.len() as u64, &mut || Ok(())).unwrap_err();
+        let error = publish(&mut temp, &path, store.len() as u64, &CancelFlag::new(), &mut || Ok(())).unwrap_err();
         assert!(matches!(&error, Error::Truncated { path: Some(p), .. } if *p == temp.path), "{error:?}");
         drop(temp);
         assert_eq!(std::fs::read(&path).unwrap(), b"the old file");

@@ -2,7 +2,10 @@
 //! parallel pool. Same keys and parameters, same result, whatever the
 //! number of threads.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use super::{geometry, hash_key, mul_high, part_count, slot_of_word, BucketMap, Params, PilotWord};
+use crate::cancel::CancelFlag;
 use crate::error::{Error, Result};
 use crate::format::Geometry;
 use crate::parallel::*;
@@ -13,6 +16,22 @@ const MAX_PILOT: u64 = 1 << 24;
 
 /// How many hash seeds a build tries before it gives up.
 pub(crate) const MAX_SEED_ATTEMPTS: u32 = 16;
+
+/// Most work placing a part may take per key before the build stops as
+/// hopeless, counted as pilots tried times the groups of four keys a try
+/// tests at most (`free_pilot`). The defaults take about 26 per key (13
+/// pilots), options toward the edges of their ranges a few hundred; options
+/// that make huge buckets or leave no free slot (dense_key_fraction 0.99 with
+/// dense_bucket_fraction 0.01, or keys_per_bucket 10 at load_factor 1.0) take
+/// millions and ran for hours before failing (measured on 3,000 to 1,000,000
+/// keys with a counter in the search).
+const MAX_WORK_PER_KEY: u64 = 4_000;
+
+/// Work a part may always take, however few its keys.
+const MIN_WORK_PER_PART: u64 = 1 << 22;
+
+/// Pilots tried between two looks at the cancel flag.
+const TRIALS_PER_CHECK: u64 = 1 << 16;
 
 /// A built perfect hash: one pilot per bucket, the remap of the slots past
 /// `n`, and the final slot of every key.
@@ -67,7 +86,11 @@ where
 ///
 /// `hashes`, if given, are the keys' hashes with `params.hash_seed`, for
 /// the first try.
-pub(crate) fn build<'a, K>(n: usize, keys: K, ids: Option<&[u32]>, hashes: Option<&[u64]>, params: &Params) -> Result<Built>
+///
+/// `cancel` stops the build with `Error::Cancelled`; a build whose parts
+/// need more than `MAX_WORK_PER_KEY` stops with `Error::InvalidOption`
+/// naming the option to change.
+pub(crate) fn build<'a, K>(n: usize, keys: K, ids: Option<&[u32]>, hashes: Option<&[u64]>, params: &Params, cancel: &CancelFlag) -> Result<Built>
 where
     K: Fn(usize) -> &'a [u8] + Sync,
 {
@@ -76,14 +99,14 @@ where
     for attempt in 0..MAX_SEED_ATTEMPTS {
         let seed = params.hash_seed.wrapping_add(attempt as u64);
         let hashes = hashes.filter(|h| attempt == 0 && h.len() == n);
-        if let Some(built) = try_seed(&keys, &id, hashes, n, seed, params)? {
+        if let Some(built) = try_seed(&keys, &id, hashes, n, seed, params, cancel)? {
             return Ok(built);
         }
     }
     Err(Error::BuildFailed { entries: n as u64, attempts: MAX_SEED_ATTEMPTS })
 }
 
-fn try_seed<'a, K, I>(keys: &K, id: &I, hashes: Option<&[u64]>, n: usize, seed: u64, params: &Params) -> Result<Option<Built>>
+fn try_seed<'a, K, I>(keys: &K, id: &I, hashes: Option<&[u64]>, n: usize, seed: u64, params: &Params, cancel: &CancelFlag) -> Result<Option<Built>>
 where
     K: Fn(usize) -> &'a [u8] + Sync,
     I: Fn(usize) -> u32 + Sync,
@@ -114,17 +137,26 @@ where
         chunks.push(head);
         rest = tail;
     }
+    // A part that gives up stops the others at their next look.
+    let gave_up = AtomicBool::new(false);
+    let stop = Stop { cancel, gave_up: &gave_up };
     let outcomes: Vec<Placement> = chunks
         .into_par_iter()
         .zip(pilots.par_chunks_mut(per_part))
         .enumerate()
-        .map(|(part, (members, pilots))| place_part(members, pilots, &map, part as u64 * spp, keys))
+        .map(|(part, (members, pilots))| place_part(members, pilots, &map, part as u64 * spp, keys, &stop))
         .collect();
-    // The first part that failed, in part order, whatever the threads did.
-    match outcomes.into_iter().find(|o| *o != Placement::Placed) {
-        None => {}
-        Some(Placement::Duplicate(id)) => return Err(Error::DuplicateKey { key: keys(id as usize).to_vec(), first: None, second: None }),
-        Some(_) => return Ok(None), // a 64-bit collision or no pilot: next seed
+    // The first part that failed, in part order, whatever the threads did;
+    // a duplicate (found before any placing) first, then a part that gave up.
+    if let Some(Placement::Duplicate(id)) = outcomes.iter().find(|o| matches!(o, Placement::Duplicate(_))) {
+        return Err(Error::DuplicateKey { key: keys(*id as usize).to_vec(), first: None, second: None });
+    }
+    if outcomes.contains(&Placement::TooHard) {
+        return Err(too_hard(params));
+    }
+    cancel.check()?;
+    if outcomes.iter().any(|o| *o != Placement::Placed) {
+        return Ok(None); // a 64-bit collision or no pilot: next seed
     }
 
     // Pair the used slots at or past n with the free slots below n, both in
@@ -255,6 +287,42 @@ enum Placement {
     /// Two keys share a 64-bit hash, or a bucket found no pilot: try the
     /// next hash seed.
     Retry,
+    /// The part took more work than `MAX_WORK_PER_KEY` allows.
+    TooHard,
+    /// The build was cancelled, or another part gave up.
+    Stopped,
+}
+
+/// When placing must stop: the build's cancel flag, or another part that
+/// gave up.
+struct Stop<'a> {
+    cancel: &'a CancelFlag,
+    gave_up: &'a AtomicBool,
+}
+
+impl Stop<'_> {
+    #[inline]
+    fn now(&self) -> bool {
+        self.cancel.is_cancelled() || self.gave_up.load(Ordering::Relaxed)
+    }
+}
+
+/// The error for a build that tried too many pilots, naming the option
+/// most to blame: buckets too big, or a table with no room left.
+fn too_hard(params: &Params) -> Error {
+    let dense = params.keys_per_bucket * if params.dense_bucket_fraction > 0.0 { params.dense_key_fraction / params.dense_bucket_fraction } else { 1.0 };
+    let sparse = params.keys_per_bucket * if params.dense_bucket_fraction < 1.0 { (1.0 - params.dense_key_fraction) / (1.0 - params.dense_bucket_fraction) } else { 1.0 };
+    let biggest = dense.max(sparse);
+    let tried = "placing the keys took over 150 times the work the default options take, and was stopped";
+    if biggest > 12.0 {
+        let name = if dense > 2.0 * params.keys_per_bucket || sparse > 2.0 * params.keys_per_bucket { "dense_key_fraction" } else { "keys_per_bucket" };
+        Error::InvalidOption {
+            name,
+            reason: format!("{tried}: buckets hold {biggest:.0} keys on average (keys_per_bucket {}, dense_key_fraction {} into dense_bucket_fraction {}); lower keys_per_bucket, or bring the two fractions closer", params.keys_per_bucket, params.dense_key_fraction, params.dense_bucket_fraction),
+        }
+    } else {
+        Error::InvalidOption { name: "load_factor", reason: format!("{tried}: load_factor {} leaves the last buckets too few free slots; lower it (the default is 0.99) or lower keys_per_bucket ({})", params.load_factor, params.keys_per_bucket) }
+    }
 }
 
 /// Places one part's keys: groups them by bucket, checks each bucket for
@@ -262,10 +330,11 @@ enum Placement {
 /// sends all of its keys to free slots of the part, largest buckets first,
 /// and writes the pilots. As each bucket is placed, its keys' hashes give
 /// way to their slots, `first_slot` plus the slot in the part.
-fn place_part<'a, K>(members: &mut [Hashed], pilots: &mut [u32], map: &BucketMap, first_slot: u64, keys: &K) -> Placement
+fn place_part<'a, K>(members: &mut [Hashed], pilots: &mut [u32], map: &BucketMap, first_slot: u64, keys: &K, stop: &Stop<'_>) -> Placement
 where
     K: Fn(usize) -> &'a [u8] + Sync,
 {
+    let mut budget = (members.len() as u64).saturating_mul(MAX_WORK_PER_KEY).max(MIN_WORK_PER_PART);
     let r = pilots.len();
     let m = map.slots_per_part();
     let bucket_of = |hash: u64| map.bucket_in_part(map.split(hash).1) as usize;
@@ -295,7 +364,10 @@ where
     let mut taken = vec![0u64; (m as usize).div_ceil(64)];
     let mut bucket_slots: Vec<u64> = Vec::with_capacity(max_size);
     let mut hashes: Vec<u64> = Vec::with_capacity(max_size + 3);
-    for &b in &order {
+    for (placed, &b) in order.iter().enumerate() {
+        if placed % 64 == 0 && stop.now() {
+            return Placement::Stopped;
+        }
         let b = b as usize;
         let bucket = &members[starts[b] as usize..starts[b + 1] as usize];
         if bucket.is_empty() {
@@ -303,9 +375,21 @@ where
         }
         hashes.clear();
         hashes.extend(bucket.iter().map(|e| e.hash));
-        let mut from = 0;
+        let mut from = 0u64;
         let pilot = loop {
-            let Some(pilot) = free_pilot(&mut hashes, from, &taken, m) else { return Placement::Retry };
+            // A try tests at most one group of four keys per group.
+            let groups = hashes.len().div_ceil(4) as u64;
+            let until = from.saturating_add(budget / groups).min(MAX_PILOT);
+            let pilot = match free_pilot(&mut hashes, from, until, &taken, m, stop) {
+                Search::Found(pilot) => pilot,
+                Search::Stopped => return Placement::Stopped,
+                Search::Exhausted if until == MAX_PILOT => return Placement::Retry,
+                Search::Exhausted => {
+                    stop.gave_up.store(true, Ordering::Relaxed);
+                    return Placement::TooHard;
+                }
+            };
+            budget -= (pilot - from + 1) * groups;
             // Its keys are on free slots; are they on different ones? Take
             // them one by one, and give them back if two meet.
             bucket_slots.clear();
@@ -337,16 +421,28 @@ where
     Placement::Placed
 }
 
-/// The smallest pilot from `from` on, below `MAX_PILOT`, that sends each
-/// of a bucket's key `hashes` to a free slot (not necessarily different
-/// ones), or `None`. Most pilots fail, at an unpredictable key, so the
-/// search tests keys four at a time with one branch per four, which costs
-/// less than the slots a branch per key would skip; big buckets, placed
-/// early at low load, still stop after their first four. Buckets of up to
-/// four keys get a loop of their own size. Pads `hashes` to a multiple of
-/// four by repeating a key, which changes no answer. Slots come from
-/// `slot_of_word`, the formula lookups use; pilots are walked as words.
-fn free_pilot(hashes: &mut Vec<u64>, from: u64, taken: &[u64], m: u64) -> Option<u64> {
+/// How a pilot search ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Search {
+    /// This pilot sends every key to a free slot.
+    Found(u64),
+    /// No pilot below the limit does.
+    Exhausted,
+    /// The build was cancelled, or another part gave up.
+    Stopped,
+}
+
+/// The smallest pilot from `from` on, below `until`, that sends each of a
+/// bucket's key `hashes` to a free slot (not necessarily different ones).
+/// Most pilots fail, at an unpredictable key, so the search tests keys four
+/// at a time with one branch per four, which costs less than the slots a
+/// branch per key would skip; big buckets, placed early at low load, still
+/// stop after their first four. Buckets of up to four keys get a loop of
+/// their own size. Pads `hashes` to a multiple of four by repeating a key,
+/// which changes no answer. Slots come from `slot_of_word`, the formula
+/// lookups use; pilots are walked as words. Looks at `stop` every
+/// `TRIALS_PER_CHECK` pilots.
+fn free_pilot(hashes: &mut Vec<u64>, from: u64, until: u64, taken: &[u64], m: u64, stop: &Stop<'_>) -> Search {
     #[inline(always)]
     fn hit<const K: usize>(hashes: &[u64; K], word: PilotWord, taken: &[u64], m: u64) -> u64 {
         let mut hit = 0;
@@ -356,28 +452,38 @@ fn free_pilot(hashes: &mut Vec<u64>, from: u64, taken: &[u64], m: u64) -> Option
         }
         hit & 1
     }
-    /// The first pilot from `from` for whose word `hits` is false.
+    /// The first pilot from `from` below `until` for whose word `hits` is
+    /// false.
     #[inline(always)]
-    fn search(from: u64, hits: impl Fn(PilotWord) -> bool) -> Option<u64> {
+    fn search(from: u64, until: u64, stop: &Stop<'_>, hits: impl Fn(PilotWord) -> bool) -> Search {
         let mut word = PilotWord::of(from);
-        for pilot in from..MAX_PILOT {
-            if !hits(word) {
-                return Some(pilot);
+        let mut pilot = from;
+        while pilot < until {
+            let end = pilot.saturating_add(TRIALS_PER_CHECK).min(until);
+            while pilot < end {
+                if !hits(word) {
+                    return Search::Found(pilot);
+                }
+                word = word.next();
+                pilot += 1;
             }
-            word = word.next();
+            if stop.now() {
+                return Search::Stopped;
+            }
         }
-        None
+        Search::Exhausted
     }
     match *hashes.as_slice() {
-        [] => Some(from),
-        [a] => search(from, |w| hit(&[a], w, taken, m) != 0),
-        [a, b] => search(from, |w| hit(&[a, b], w, taken, m) != 0),
-        [a, b, c] => search(from, |w| hit(&[a, b, c], w, taken, m) != 0),
-        [a, b, c, d] => search(from, |w| hit(&[a, b, c, d], w, taken, m) != 0),
+        [] if from < until => Search::Found(from),
+        [] => Search::Exhausted,
+        [a] => search(from, until, stop, |w| hit(&[a], w, taken, m) != 0),
+        [a, b] => search(from, until, stop, |w| hit(&[a, b], w, taken, m) != 0),
+        [a, b, c] => search(from, until, stop, |w| hit(&[a, b, c], w, taken, m) != 0),
+        [a, b, c, d] => search(from, until, stop, |w| hit(&[a, b, c, d], w, taken, m) != 0),
         [.., last] => {
             hashes.resize(hashes.len().next_multiple_of(4), last);
             let groups = hashes.chunks_exact(4).map(|g| [g[0], g[1], g[2], g[3]]);
-            search(from, |w| groups.clone().any(|g| hit(&g, w, taken, m) != 0))
+            search(from, until, stop, |w| groups.clone().any(|g| hit(&g, w, taken, m) != 0))
         }
     }
 }
@@ -405,8 +511,10 @@ mod tests {
             for seed in 0..20u64 {
                 let hashes: Vec<u64> = (0..size).map(|k| hash_key(&[seed as u8, k as u8], 7)).collect();
                 let from = seed * 3;
-                let expected = (from..MAX_PILOT).find(|&p| hashes.iter().all(|&h| is_free(super::super::slot(h, p, m))));
-                assert_eq!(free_pilot(&mut hashes.clone(), from, &taken, m), expected, "size {size}, seed {seed}");
+                let expected = (from..MAX_PILOT).find(|&p| hashes.iter().all(|&h| is_free(super::super::slot(h, p, m)))).map_or(Search::Exhausted, Search::Found);
+                let never = CancelFlag::new();
+                let stop = Stop { cancel: &never, gave_up: &AtomicBool::new(false) };
+                assert_eq!(free_pilot(&mut hashes.clone(), from, MAX_PILOT, &taken, m, &stop), expected, "size {size}, seed {seed}");
             }
         }
     }
@@ -419,8 +527,9 @@ mod tests {
         let keys: Vec<Vec<u8>> = (0..5_000).map(|i| format!("key-{i}").into_bytes()).collect();
         let ids: Vec<u32> = (0..keys.len() as u32).map(|i| 7 + 3 * i).collect();
         let params = Params { keys_per_part: 1_000, ..params() };
-        let by_index = build(keys.len(), |i| keys[i].as_slice(), None, None, &params).unwrap();
-        let by_id = build(keys.len(), |id| keys[(id - 7) / 3].as_slice(), Some(&ids), None, &params).unwrap();
+        let never = CancelFlag::new();
+        let by_index = build(keys.len(), |i| keys[i].as_slice(), None, None, &params, &never).unwrap();
+        let by_id = build(keys.len(), |id| keys[(id - 7) / 3].as_slice(), Some(&ids), None, &params, &never).unwrap();
         assert_eq!(by_index.geometry.part_count, 5);
         assert_eq!((by_index.pilots, by_index.remap), (by_id.pilots, by_id.remap));
         let slots = |built: &[Hashed], to_index: &dyn Fn(u32) -> u32| {
@@ -436,7 +545,7 @@ mod tests {
             Err(Error::DuplicateKey { key, .. }) => key,
             other => panic!("expected a duplicate key error, got {:?}", other.map(|_| ())),
         };
-        assert_eq!(duplicate(build(keys.len(), |i| repeated[i].as_slice(), None, None, &params)), b"key-1234");
-        assert_eq!(duplicate(build(keys.len(), |id| repeated[(id - 7) / 3].as_slice(), Some(&ids), None, &params)), b"key-1234");
+        assert_eq!(duplicate(build(keys.len(), |i| repeated[i].as_slice(), None, None, &params, &never)), b"key-1234");
+        assert_eq!(duplicate(build(keys.len(), |id| repeated[(id - 7) / 3].as_slice(), Some(&ids), None, &params, &never)), b"key-1234");
     }
 }
