@@ -384,3 +384,42 @@ class TypedValuesTest < HashfileTest
   end
 
 end
+
+class StringFidelityTest < HashfileTest
+  # Found in hardening (#17): a US-ASCII String with high bytes came back
+  # claiming to be valid ASCII (valid_encoding?, ascii_only?, a different
+  # #hash), at the top level and nested. Every string must come back as the
+  # same String: encoding, bytes, validity, and so hash and eql?.
+  SAMPLES = [
+    (+"caf\xC3\xA9").force_encoding("US-ASCII"), "plain".encode("US-ASCII"), (+"\xFF").force_encoding("US-ASCII"),
+    "café", (+"bad \xC3(").force_encoding("UTF-8"), "\xFF\xFE".b, "ascii".b,
+    (+"\x93\xfa").force_encoding("Shift_JIS"), (+"\x93").force_encoding("Shift_JIS"),
+    "é".encode("UTF-16LE"), (+"\xD8\x00").force_encoding("UTF-16LE"), "ü".encode("ISO-8859-1"), "日本".encode("EUC-JP")
+  ].freeze
+
+  def same_string(expected, got, where)
+    assert_equal [expected.encoding, expected.b, expected.valid_encoding?, expected.ascii_only?, expected.hash],
+                 [got.encoding, got.b, got.valid_encoding?, got.ascii_only?, got.hash], "#{where}: #{expected.inspect}"
+    assert got.eql?(expected), "#{where}: #{expected.inspect}"
+  end
+
+  def test_strings_come_back_as_they_were
+    data = {}
+    SAMPLES.each_with_index do |s, i|
+      data["top#{i}"] = s
+      data["nested#{i}"] = [[s]]
+      data["key#{i}"] = { s => i }
+    end
+    Hashfile.build(path, data)
+    [{}, { freeze: true }].each do |options|
+      Hashfile.open(path, **options) do |db|
+        SAMPLES.each_with_index do |s, i|
+          same_string(s, db["top#{i}"], "top #{options}")
+          same_string(s, db["nested#{i}"][0][0], "nested #{options}")
+          same_string(s, db["key#{i}"].keys[0], "Hash key #{options}")
+          assert_equal i, db.dig("key#{i}", s), "dig by #{s.inspect}" if s.valid_encoding? || s.encoding == Encoding::BINARY
+        end
+      end
+    end
+  end
+end

@@ -61,6 +61,9 @@ fn encoding_index(ruby: &Ruby, name: &str) -> Result<i32, Error> {
 /// are. Calls Ruby's per-encoding constructors directly: they set the
 /// encoding index in place, where `rb_enc_str_new` looks the encoding up and
 /// re-associates it, which costs more than a whole lookup (bench/compare.rb).
+/// `rb_usascii_str_new` also marks the String 7-bit without looking, so it
+/// takes ASCII-only bytes alone: a US-ASCII String with high bytes (stored
+/// as it was, invalid) must come back invalid, not claim to be ASCII.
 #[inline]
 pub fn new_raw(ruby: &Ruby, bytes: &[u8], encoding: Encoding<'_>, interned: bool) -> Result<VALUE, Error> {
     let (ptr, len) = (bytes.as_ptr() as *const c_char, bytes.len() as c_long);
@@ -70,7 +73,8 @@ pub fn new_raw(ruby: &Ruby, bytes: &[u8], encoding: Encoding<'_>, interned: bool
         Ok(match (encoding, interned) {
             (Encoding::Utf8, false) => rb_sys::rb_utf8_str_new(ptr, len),
             (Encoding::Binary, false) => rb_sys::rb_str_new(ptr, len),
-            (Encoding::Ascii, false) => rb_sys::rb_usascii_str_new(ptr, len),
+            (Encoding::Ascii, false) if bytes.is_ascii() => rb_sys::rb_usascii_str_new(ptr, len),
+            (Encoding::Ascii, false) => rb_sys::rb_enc_str_new(ptr, len, rb_sys::rb_usascii_encoding()),
             (Encoding::Utf8, true) => rb_sys::rb_enc_interned_str(ptr, len, rb_sys::rb_utf8_encoding()),
             (Encoding::Binary, true) => rb_sys::rb_enc_interned_str(ptr, len, rb_sys::rb_ascii8bit_encoding()),
             (Encoding::Ascii, true) => rb_sys::rb_enc_interned_str(ptr, len, rb_sys::rb_usascii_encoding()),
