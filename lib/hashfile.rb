@@ -30,6 +30,8 @@ module Hashfile
   # MAX_DEPTH          deepest nesting of Arrays and Hashes in a value (100);
   #                    JSON.parse's default max_nesting, counting the
   #                    top-level object, fits
+  # MAX_INTEGER_DIGITS most digits of an integer in a JSON or YAML input
+  #                    (100,000): converting takes time in their square
 
   class << self
     # Builds a store at +path+ from a Hash, from any Enumerable of
@@ -85,6 +87,10 @@ module Hashfile
     # @param key_column [String, Symbol, Integer, nil] CSV/TSV key column, by header name or 0-based index (default 0)
     # @param value_column [String, Integer, nil] CSV/TSV value column (default 1)
     # @param header [Boolean] CSV/TSV: the first row is a header
+    # @param quote [Boolean] CSV/TSV: strict RFC 4180 quoting (true, the default:
+    #   a bad quote is a ParseError with its line and column), or none at all
+    # @param col_sep [String, nil] CSV/TSV: the field separator (default "," or "\t")
+    # @param comment [String, nil] CSV/TSV: skip lines that start with this character
     # @param key_field [String] JSON Lines objects: the key's field
     # @param value_field [String] JSON Lines objects: the value's field
     # @param threads [Integer, nil] threads for hashing and sorting (default: every core)

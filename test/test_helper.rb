@@ -42,6 +42,37 @@ class HashfileTest < Minitest::Test
     ENV["HASHFILE_GC_STRESS"] == "1" ? [n / 100, 3].max : n
   end
 
+  # Same value, same types, same encodings, floats bit for bit, Hash keys
+  # in order.
+  def assert_same_value(expected, actual, where = "value")
+    case expected
+    when Float
+      assert_kind_of Float, actual, where
+      assert_equal [expected].pack("G"), [actual].pack("G"), "#{where}: #{expected} vs #{actual}"
+    when String
+      assert_kind_of String, actual, where
+      assert_equal expected.encoding, actual.encoding, where
+      assert_equal expected.b, actual.b, where
+    when Array
+      assert_kind_of Array, actual, where
+      assert_equal expected.size, actual.size, where
+      expected.each_with_index { |e, i| assert_same_value(e, actual[i], "#{where}[#{i}]") }
+    when Hash
+      assert_kind_of Hash, actual, where
+      assert_equal expected.size, actual.size, where
+      # Pairs in order (a NaN key cannot be looked up).
+      expected.to_a.zip(actual.to_a).each do |(ek, ev), (ak, av)|
+        assert_same_value(ek, ak, "#{where} key")
+        assert_same_value(ev, av, "#{where}[#{ek.inspect}]")
+      end
+    when nil
+      assert_nil actual, where
+    else
+      assert_equal expected.class, actual.class, where
+      assert_equal expected, actual, where
+    end
+  end
+
   # Runs the CLI in-process: [exit status, stdout, stderr].
   def run_cli(*argv)
     require "hashfile/cli"

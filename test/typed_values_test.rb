@@ -12,37 +12,6 @@ require "hashfile/cli"
 # Typed and nested values: round trips, importers against Ruby's own
 # parsers, dig, decode options, serializers and the depth limit.
 class TypedValuesTest < HashfileTest
-  # Same value, same types, same encodings, floats bit for bit, Hash keys
-  # in order.
-  def assert_same_value(expected, actual, where = "value")
-    case expected
-    when Float
-      assert_kind_of Float, actual, where
-      assert_equal [expected].pack("G"), [actual].pack("G"), "#{where}: #{expected} vs #{actual}"
-    when String
-      assert_kind_of String, actual, where
-      assert_equal expected.encoding, actual.encoding, where
-      assert_equal expected.b, actual.b, where
-    when Array
-      assert_kind_of Array, actual, where
-      assert_equal expected.size, actual.size, where
-      expected.each_with_index { |e, i| assert_same_value(e, actual[i], "#{where}[#{i}]") }
-    when Hash
-      assert_kind_of Hash, actual, where
-      assert_equal expected.size, actual.size, where
-      # Pairs in order (a NaN key cannot be looked up).
-      expected.to_a.zip(actual.to_a).each do |(ek, ev), (ak, av)|
-        assert_same_value(ek, ak, "#{where} key")
-        assert_same_value(ev, av, "#{where}[#{ek.inspect}]")
-      end
-    when nil
-      assert_nil actual, where
-    else
-      assert_equal expected.class, actual.class, where
-      assert_equal expected, actual, where
-    end
-  end
-
   ENCODINGS = [Encoding::UTF_8, Encoding::BINARY, Encoding::US_ASCII, Encoding::Shift_JIS, Encoding::UTF_16LE, Encoding::EUC_JP].freeze
   FLOATS = [0.0, -0.0, Float::INFINITY, -Float::INFINITY, Float::NAN, Float::MIN, Float::MAX, Float::EPSILON, 5e-324, 0.1, -1.5e300].freeze
 

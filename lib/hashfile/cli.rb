@@ -143,6 +143,10 @@ module Hashfile
           o.on("--key-column C", "CSV/TSV key column, by name or 0-based index (default #{IMPORT_DEFAULTS[:key_column]})") { |v| options[:key_column] = v }
           o.on("--value-column C", "CSV/TSV value column (default #{IMPORT_DEFAULTS[:value_column]})") { |v| options[:value_column] = v }
           o.on("--[no-]header", "CSV/TSV: the first row is a header (default: #{IMPORT_DEFAULTS[:header] ? "yes" : "no"})") { |v| options[:header] = v }
+          o.on("--[no-]quote", "CSV/TSV: strict RFC 4180 quoting (default), or none: \" is an ordinary character") { |v| options[:quote] = v }
+          o.on("--lenient", "CSV/TSV: the same as --no-quote") { options[:quote] = false }
+          o.on("--col-sep C", "CSV/TSV: the field separator (default: , for CSV, tab for TSV; \\t for tab)") { |v| options[:col_sep] = v == "\\t" ? "\t" : v }
+          o.on("--comment C", "CSV/TSV: skip lines that start with C (say #)") { |v| options[:comment] = v }
           o.on("--key-field NAME", "JSON Lines objects: the key field (default #{IMPORT_DEFAULTS[:key_field]})") { |v| options[:key_field] = v }
           o.on("--value-field NAME", "JSON Lines objects: the value field (default #{IMPORT_DEFAULTS[:value_field]})") { |v| options[:value_field] = v }
           policies = ON_DUPLICATE.map(&:to_s)

@@ -62,7 +62,7 @@
 //! - `parallel` (default): builds and the JSON Lines importer run on rayon's
 //!   pool. Without it they run on the calling thread, with the same output.
 //! - `import` (default): the importers and `pipeline::build_from` (pulls
-//!   serde_json, csv, rmp, yaml-rust2, regex). A crate that only reads
+//!   serde_json, rmp, yaml-rust2, regex). A crate that only reads
 //!   stores needs none of these: `default-features = false, features =
 //!   ["mmap"]` pulls xxhash-rust, bitpacking and memmap2.
 //!

@@ -209,3 +209,65 @@ fn no_flip_yields_a_wrong_value(options: BuildOptions) {
     }
     assert!(opened > 0);
 }
+
+/// Sets element `index` of a packed-integer array (docs/FORMAT.md,
+/// "Packed integers") to `value`.
+fn set_packed(section: &mut [u8], width: u32, index: u64, value: u64) {
+    for b in 0..u64::from(width) {
+        let bit = index * u64::from(width) + b;
+        let byte = &mut section[(bit / 8) as usize];
+        if value >> b & 1 == 1 {
+            *byte |= 1 << (bit % 8);
+        } else {
+            *byte &= !(1 << (bit % 8));
+        }
+    }
+}
+
+/// The exact limit of what index damage can do (docs/FORMAT.md,
+/// "Integrity"): pointed anywhere in the records section, a lookup finds
+/// its key only at its own record, or inside a value whose bytes are
+/// themselves a record for that key. Only then is the value wrong, and
+/// `verify` catches it.
+#[test]
+fn index_damage_returns_a_wrong_value_only_from_a_record_planted_in_a_value() {
+    use hashfile::format::Record;
+    let mut planted = Vec::new();
+    Record::binary(b"k3", b"EVIL").write(&mut planted);
+    let mut entries: Vec<(Vec<u8>, Vec<u8>)> = (0..10).map(|i| (format!("k{i}").into_bytes(), format!("v{i}").into_bytes())).collect();
+    entries.push((b"planted".to_vec(), [b"xx".as_slice(), &planted, b"yy"].concat()));
+    let mut builder = Builder::new(BuildOptions::default()).unwrap();
+    for (k, v) in &entries {
+        builder.insert(k, v);
+    }
+    let good = builder.to_bytes().unwrap();
+    let header = Header::decode(&good, good.len() as u64).unwrap();
+    let (records, slots) = (header.section(SectionId::Records), header.section(SectionId::Slots));
+    let width = hashfile::bits::bits_for(records.length - 1);
+    // Offsets of each record, in input order, and where the planted one is.
+    let mut offsets = Vec::new();
+    let mut at = 0u64;
+    for (k, v) in &entries {
+        offsets.push(at);
+        at += Record::binary(k, v).encoded_len() as u64;
+    }
+    let planted_at = offsets[10] + Record::binary(b"planted", &entries[10].1).encoded_len() as u64 - (planted.len() + 2) as u64;
+    let real = offsets[3];
+    let slot_of_k3 = (0..header.geometry.entry_count).find(|&i| hashfile::bits::unpack_one(&good[slots.offset as usize..slots.end() as usize], width, i) == Some(real)).unwrap();
+    for offset in 0..records.length {
+        let mut bytes = good.clone();
+        set_packed(&mut bytes[slots.offset as usize..slots.end() as usize], width, slot_of_k3, offset);
+        for kind in KINDS {
+            let store = support::open(&bytes, kind).unwrap();
+            match store.get(b"k3") {
+                Ok(Some(record)) if offset == real => assert_eq!(record.value(), b"v3"),
+                Ok(Some(record)) if offset == planted_at => assert_eq!(record.value(), b"EVIL", "{kind}"),
+                Ok(Some(record)) => panic!("{kind}: slot pointed at {offset} returned {record:?}"),
+                Ok(None) | Err(_) => assert_ne!(offset, real),
+            }
+            if offset != real {
+                assert!(matches!(store.verify(), Err(Error::Checksum { .. })), "{kind}: verify missed slot damage at {offset}");
+            }
+        }
+    }
+}

@@ -98,7 +98,7 @@ fn csv_columns_by_name_and_index() {
     assert_eq!(pairs(&read_with(options.clone(), input).unwrap()), [("apple", "red"), ("banana, ripe", "yel\"low")]);
     options.value_column = Column::parse("weight");
     match read_with(options, input).unwrap_err() {
-        Error::Parse { position, what, .. } => assert_eq!((position, what.as_str()), (Position::line(1), "no value column named \"weight\" in the header")),
+        Error::Parse { position, what, .. } => assert_eq!((position, what.as_str()), (Position::line(1), "no value column named \"weight\"; the header row names \"id\", \"name\", \"colour\"")),
         other => panic!("expected a parse error, got {other:?}"),
     }
 }
@@ -122,14 +122,33 @@ fn malformed_input_names_its_position() {
         (InputFormat::JsonLines, b"[\"a\", \"1\"]\n[\"b\", tru]\n", at(2, 10), "expected ident"),
         (InputFormat::JsonLines, b"[\"a\", \"1\"]\n{\"value\": \"x\"}\n", at(2, 14), "missing field \"key\""),
         (InputFormat::JsonLines, b"[\"a\", \"1\"]\n[\"b\", \"1\"\n", at(2, 9), "EOF while parsing a list"),
-        (InputFormat::Csv, b"k,v\na,1\nb\n", Position::line(3), "expected at least 2 fields, found 1"),
+        (InputFormat::Csv, b"k,v\na,1\nb\n", Position::line(3), "the row has 1 field, too few for the value column 1 (0-based), field 2 of the row"),
+        // Strict RFC 4180, each at the line and column of the problem; CR LF
+        // lines count as one line each.
+        (InputFormat::Tsv, b"k\tv\na\t\"unbalanced\nb\tx\nc\ty\n", at(2, 3), "unclosed quoted field"),
+        (InputFormat::Csv, b"k,v\r\na,1\r\nb,\"bad\"x\r\n", at(3, 8), "'x' after the closing quote of a field"),
+        (InputFormat::Csv, b"k,v\r\na,a\"b\r\n", at(2, 4), "a quote inside an unquoted field"),
+        (InputFormat::Csv, "k,v\nclé,\"6\" screen\n".as_bytes(), at(2, 8), "a space after the closing quote of a field"),
+        (InputFormat::Csv, b"k,v\na,1\rb,2\n", at(2, 4), "a carriage return (CR) that does not end a line"),
+        (InputFormat::Csv, b"k,v\na,\"x\ny\"\nb,\"z\n", at(4, 3), "unclosed quoted field"),
+        (InputFormat::MessagePack, &[0x81, 0xa1, b'a', 0x01, 0x81, 0xa1, b'b', 0x02], Position::Unknown, "extra bytes after the top-level map (1 entry)"),
+        (InputFormat::MessagePack, &[0x80, 0x00], Position::Unknown, "extra bytes after the top-level map (0 entries)"),
+        // Not UTF-8, named as what it is.
+        (InputFormat::JsonObject, &[0xFF, 0xFE, b'{', 0, b'}', 0], Position::line(1), "the input is UTF-16LE text; hashfile reads UTF-8"),
+        (InputFormat::JsonObject, &[0, b'{', 0, b'}'], Position::line(1), "the input is UTF-16BE text"),
+        (InputFormat::Yaml, &[0, 0, 0xFE, 0xFF, 0, 0, 0, b'a'], Position::line(1), "the input is UTF-32BE text"),
+        (InputFormat::Csv, &[b'k', 0, b',', 0, b'v', 0], Position::line(1), "the input is UTF-16LE text"),
         (InputFormat::MessagePack, &[0x81, 0xa1, b'a', 0xd4, 0x01, 0x00], Position::Entry(1), "value for key \"a\": MessagePack extension type 1 is not supported"),
         (InputFormat::MessagePack, &[0x81, 0xa1, b'a', 0x92, 0x01], Position::Entry(1), "value for key \"a\": unexpected end of input"),
         (InputFormat::MessagePack, &[0x92], Position::Unknown, "expected a map at the top level"),
         (InputFormat::Yaml, b"a: '1'\nb: [1, 2\n", at(3, 1), "while parsing a flow sequence"),
         (InputFormat::Yaml, b"- a\n- b\n", at(1, 1), "expected a mapping at the top level"),
         (InputFormat::Yaml, b"a: 1\nwhen: 2024-01-31\n", at(2, 7), "value for key \"when\": \"2024-01-31\" is a date, which YAML.safe_load refuses; quote it"),
-        (InputFormat::Yaml, b"a: !ruby/object:Foo {}\n", at(1, 21), "tag !ruby/object:Foo is not supported"),
+        (InputFormat::Yaml, b"a: !ruby/object:Foo {}\n", at(1, 21), "value for key \"a\" has tag !ruby/object:Foo, a Ruby object, which YAML.safe_load refuses"),
+        (InputFormat::Yaml, b"a: !ruby/regexp /x/\n", at(1, 17), "value for key \"a\": \"/x/\" has tag !ruby/regexp, a Ruby object"),
+        (InputFormat::Yaml, b"a: !!set\n  ? x\n", at(2, 3), "value for key \"a\" has tag !!set, a Psych::Set"),
+        (InputFormat::Yaml, b"a: !!timestamp 2020-01-01\n", at(1, 16), "value for key \"a\": \"2020-01-01\" has tag !!timestamp, a date or time"),
+        (InputFormat::Yaml, b"a: !!omap\n  - b: 1\n  - 2\n", at(2, 3), "value for key \"a\" is an !!omap whose entries are not all mappings of one pair"),
         (InputFormat::Yaml, b"a: 1\n---\nb: 2\n", at(2, 1), "more than one YAML document"),
     ];
     for (format, input, expected_position, expected_what) in cases {
@@ -635,5 +654,75 @@ mod fast_path {
                 prop_assert_eq!(pairs(&entries), vec![(key.as_str(), value.as_str())]);
             }
         }
+    }
+}
+
+#[test]
+fn csv_reads_rfc_4180_and_the_explicit_relaxations() {
+    let strict = ImportOptions::new(InputFormat::Csv);
+    // Quoted separators, doubled quotes, line breaks inside quotes, CR LF,
+    // blank lines, an empty last field and no final line break.
+    let input = b"k,v\r\n\"a,b\",\"say \"\"hi\"\"\"\r\n\r\nc,\"two\r\nlines\"\n\nd,\ne,\"\"\nf,last";
+    assert_eq!(pairs(&read_with(strict.clone(), input).unwrap()), [("a,b", "say \"hi\""), ("c", "two\r\nlines"), ("d", ""), ("e", ""), ("f", "last")]);
+    // Each row's position is the line it starts on, counted as an editor does.
+    let mut lines = Vec::new();
+    import(&input[..], "input", &strict, &mut |_, position| {
+        lines.push(position);
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(lines, [2, 4, 7, 8, 9].map(Position::line));
+
+    // quote: false reads quotes as ordinary characters, for TSV exports
+    // that never quote.
+    let mut plain = ImportOptions::new(InputFormat::Tsv);
+    plain.quote = false;
+    assert_eq!(pairs(&read_with(plain, b"k\tv\r\na\t\"unbalanced\r\nb\t6\" screen\n").unwrap()), [("a", "\"unbalanced"), ("b", "6\" screen")]);
+
+    // col_sep and comment lines.
+    let mut semicolons = ImportOptions::new(InputFormat::Csv);
+    semicolons.col_sep = Some(b';');
+    semicolons.comment = Some(b'#');
+    assert_eq!(pairs(&read_with(semicolons.clone(), b"# exported\nk;v\n#a;0\na;1\n\nb;\"2;#3\"\n").unwrap()), [("a", "1"), ("b", "2;#3")]);
+    // Without comment, a # line is a row like any other.
+    assert_eq!(pairs(&read_with(ImportOptions::new(InputFormat::Csv), b"k,v\n#a,0\n").unwrap()), [("#a", "0")]);
+
+    for (col_sep, comment, want) in [(Some(b'"'), None, "invalid option col_sep: must be one ASCII character other than a quote"), (None, Some(b'\n'), "invalid option comment: must be one"), (Some(b';'), Some(b';'), "invalid option col_sep: and comment are both ';'")] {
+        let mut options = ImportOptions::new(InputFormat::Csv);
+        options.col_sep = col_sep;
+        options.comment = comment;
+        let error = read_with(options, b"k,v\n").unwrap_err();
+        assert!(matches!(error, Error::InvalidOption { .. }) && error.to_string().starts_with(want), "{error}");
+    }
+}
+
+#[test]
+fn a_utf8_byte_order_mark_is_not_part_of_the_first_key() {
+    let bom = |text: &str| [&[0xEF, 0xBB, 0xBF][..], text.as_bytes()].concat();
+    for (format, text) in [
+        (InputFormat::JsonObject, "{\"en\": \"1\"}"),
+        (InputFormat::JsonPairs, "[[\"en\", \"1\"]]"),
+        (InputFormat::JsonLines, "[\"en\", \"1\"]\n"),
+        (InputFormat::Csv, "en,1\n"),
+        (InputFormat::Tsv, "en\t1\n"),
+        (InputFormat::Yaml, "en: '1'\n"),
+    ] {
+        let mut options = ImportOptions::new(format);
+        options.header = false;
+        assert_eq!(pairs(&read_with(options, &bom(text)).unwrap()), [("en", "1")], "{format:?}");
+    }
+}
+
+#[test]
+fn integers_convert_in_bounded_time_up_to_a_documented_limit() {
+    use hashfile::import::MAX_INTEGER_DIGITS;
+    use hashfile::value::Value;
+    let digits = "7".repeat(MAX_INTEGER_DIGITS);
+    for (format, text) in [(InputFormat::JsonObject, format!("{{\"n\": {digits}}}")), (InputFormat::Yaml, format!("n: {digits}\n")), (InputFormat::Yaml, format!("n: 0b{}\n", "1".repeat(MAX_INTEGER_DIGITS)))] {
+        let got = read(format, text.as_bytes()).unwrap();
+        assert!(matches!(Value::decode(&got[0].1).unwrap(), Value::BigInt { negative: false, .. }), "{format:?}");
+        let over = text.replacen("7", "77", 1).replacen("0b1", "0b11", 1);
+        let Err(Error::Parse { what, .. }) = read(format, over.as_bytes()) else { panic!("{format:?}: expected a parse error") };
+        assert!(what.contains(&format!("is an integer of {} digits, over the limit of {MAX_INTEGER_DIGITS}", MAX_INTEGER_DIGITS + 1)), "{what}");
     }
 }

@@ -99,6 +99,22 @@ fn column(ruby: &Ruby, name: &str, value: Value) -> Result<Column, Error> {
     }
 }
 
+/// A CSV/TSV character option: one ASCII character as a String, or nil
+/// for none (the core checks which characters may be used).
+fn character(ruby: &Ruby, name: &str, value: Value) -> Result<Option<u8>, Error> {
+    if value.is_nil() {
+        return Ok(None);
+    }
+    let Some(s) = RString::from_value(value) else {
+        return Err(type_error(ruby, format!("{name} must be a one-character String, not {}", class_name(value))));
+    };
+    // SAFETY: the bytes are copied out before any other Ruby call.
+    match unsafe { s.as_slice() } {
+        [c] if c.is_ascii() => Ok(Some(*c)),
+        other => Err(arg_error(ruby, format!("{name} must be one ASCII character, got {:?}", String::from_utf8_lossy(other)))),
+    }
+}
+
 /// `format:` (nil: from each file's extension) and the importer options:
 /// the defaults, with each option given replaced.
 pub fn import_options(ruby: &Ruby, opts: RHash) -> Result<(Option<InputFormat>, ImportOptions), Error> {
@@ -114,6 +130,9 @@ pub fn import_options(ruby: &Ruby, opts: RHash) -> Result<(Option<InputFormat>, 
             "key_column" => o.key_column = column(ruby, name, value)?,
             "value_column" => o.value_column = column(ruby, name, value)?,
             "header" => o.header = value.to_bool(),
+            "quote" => o.quote = value.to_bool(),
+            "col_sep" => o.col_sep = character(ruby, name, value)?,
+            "comment" => o.comment = character(ruby, name, value)?,
             "key_field" => o.key_field = name_value(ruby, name, value)?,
             "value_field" => o.value_field = name_value(ruby, name, value)?,
             other => return Err(arg_error(ruby, format!("unknown import option {other}"))),
@@ -135,7 +154,7 @@ fn frozen_hash(ruby: &Ruby, pairs: impl IntoIterator<Item = (&'static str, Value
 
 /// Defines the constants the Ruby wrappers, the CLI and users read:
 /// `BUILD_DEFAULTS`, `IMPORT_DEFAULTS`, `FORMATS`, `FORMAT_EXTENSIONS`,
-/// `ON_DUPLICATE` and `MAX_DEPTH`.
+/// `ON_DUPLICATE`, `MAX_DEPTH` and `MAX_INTEGER_DIGITS`.
 pub fn init(ruby: &Ruby, module: RModule) -> Result<(), Error> {
     let d = BuildOptions::default();
     let build = frozen_hash(
@@ -169,6 +188,9 @@ pub fn init(ruby: &Ruby, module: RModule) -> Result<(), Error> {
             ("key_column", index(&i.key_column)),
             ("value_column", index(&i.value_column)),
             ("header", ruby.into_value(i.header)),
+            ("quote", ruby.into_value(i.quote)),
+            ("col_sep", i.col_sep.map_or_else(|| ruby.qnil().as_value(), |c| frozen_str(&(c as char).to_string()))),
+            ("comment", i.comment.map_or_else(|| ruby.qnil().as_value(), |c| frozen_str(&(c as char).to_string()))),
             ("key_field", frozen_str(&i.key_field)),
             ("value_field", frozen_str(&i.value_field)),
         ],
@@ -188,5 +210,6 @@ pub fn init(ruby: &Ruby, module: RModule) -> Result<(), Error> {
     policies.freeze();
     module.const_set("ON_DUPLICATE", policies)?;
     module.const_set("MAX_DEPTH", hashfile::value::MAX_DEPTH)?;
+    module.const_set("MAX_INTEGER_DIGITS", hashfile::import::MAX_INTEGER_DIGITS)?;
     Ok(())
 }

@@ -694,7 +694,10 @@ impl<T: Iterator<Item = char>> Scanner<T> {
             return Ok(());
         }
 
-        if (self.mark.col as isize) < self.indent {
+        // hashfile patch: indentation is not significant inside flow
+        // collections (YAML 1.2 section 8.1.1), and libyaml (Ruby's Psych)
+        // accepts a closing `]`/`}` or an entry at any column there.
+        if self.flow_level == 0 && (self.mark.col as isize) < self.indent {
             return Err(ScanError::new(self.mark, "invalid indentation"));
         }
 
@@ -1913,12 +1916,9 @@ impl<T: Iterator<Item = char>> Scanner<T> {
                 ));
             }
 
-            if (self.mark.col as isize) < self.indent {
-                return Err(ScanError::new(
-                    start_mark,
-                    "invalid indentation in quoted scalar",
-                ));
-            }
+            // hashfile patch: libyaml (Ruby's Psych) reads a quoted scalar's
+            // continuation lines at any column; only the closing quote ends it.
+
 
             leading_blanks = false;
             self.consume_flow_scalar_non_whitespace_chars(
@@ -2158,12 +2158,9 @@ impl<T: Iterator<Item = char>> Scanner<T> {
         let indent = self.indent + 1;
         let start_mark = self.mark;
 
-        if self.flow_level > 0 && (start_mark.col as isize) < indent {
-            return Err(ScanError::new(
-                start_mark,
-                "invalid indentation in flow construct",
-            ));
-        }
+        // hashfile patch: a plain scalar inside a flow collection may start
+        // at any column, as libyaml (Ruby's Psych) reads it.
+
 
         let mut string = String::with_capacity(32);
         let mut leading_break = String::with_capacity(32);

@@ -122,7 +122,9 @@ fn next_chunk<R: Read>(input: &mut R, buf: &mut Vec<u8>, carry: &mut Vec<u8>, ch
 #[cfg(feature = "parallel")]
 pub fn import_json_lines_parallel<R: Read>(input: R, source: &str, options: &ImportOptions, chunk_bytes: usize, batch: &Batch, deliver: &mut dyn FnMut(&Batch, u64) -> Result<()>) -> Result<()> {
     use rayon::prelude::*;
-    let mut input = input;
+    options.check()?;
+    let mut input = std::io::BufReader::with_capacity(1 << 16, input);
+    super::skip_byte_order_mark(&mut input, source)?;
     let group = rayon::current_num_threads().max(1);
     let new_runs = || -> Vec<Run> { (0..group).map(|_| (Vec::new(), batch.empty_like(), None)).collect() };
     // Three sets of runs, each `group` long: while the pool parses `ready`,

@@ -17,7 +17,7 @@ mod msgpack;
 mod numbers;
 mod yaml;
 
-use std::io::{BufReader, Read};
+use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 
 use crate::error::{Error, Position, Result};
@@ -26,6 +26,7 @@ use crate::format::{Record, ValueKind};
 #[cfg(feature = "parallel")]
 pub use json_lines::import_json_lines_parallel;
 pub use json_lines::JSON_LINES_CHUNK;
+pub use numbers::MAX_INTEGER_DIGITS;
 
 /// The input formats `import` reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -124,6 +125,14 @@ pub struct ImportOptions {
     pub value_column: Column,
     /// CSV/TSV: whether the first row is a header. Default: true.
     pub header: bool,
+    /// CSV/TSV: strict RFC 4180 quoting (true, the default), or none at
+    /// all: `"` is an ordinary character and every separator splits.
+    pub quote: bool,
+    /// CSV/TSV: the field separator, if not the format's (`,` or tab).
+    pub col_sep: Option<u8>,
+    /// CSV/TSV: lines starting with this character are skipped. Default:
+    /// none.
+    pub comment: Option<u8>,
     /// JSON Lines objects: the key field. Default `"key"`.
     pub key_field: String,
     /// JSON Lines objects: the value field. Default `"value"`.
@@ -133,7 +142,24 @@ pub struct ImportOptions {
 impl ImportOptions {
     /// Default options for `format`.
     pub fn new(format: InputFormat) -> ImportOptions {
-        ImportOptions { format, key_column: Column::Index(0), value_column: Column::Index(1), header: true, key_field: "key".into(), value_field: "value".into() }
+        ImportOptions { format, key_column: Column::Index(0), value_column: Column::Index(1), header: true, quote: true, col_sep: None, comment: None, key_field: "key".into(), value_field: "value".into() }
+    }
+
+    /// Checks the options that can contradict each other or the format:
+    /// `col_sep` and `comment` are single ASCII characters other than a
+    /// quote or a line break, and differ.
+    pub fn check(&self) -> Result<()> {
+        for (name, c) in [("col_sep", self.col_sep), ("comment", self.comment)] {
+            if let Some(c) = c {
+                if !c.is_ascii() || matches!(c, b'"' | b'\n' | b'\r') {
+                    return Err(Error::InvalidOption { name, reason: format!("must be one ASCII character other than a quote or a line break, got {:?}", c as char) });
+                }
+            }
+        }
+        if self.col_sep.is_some() && self.col_sep == self.comment {
+            return Err(Error::InvalidOption { name: "col_sep", reason: format!("and comment are both {:?}; they must differ", self.comment.unwrap_or_default() as char) });
+        }
+        Ok(())
     }
 }
 
@@ -160,7 +186,11 @@ fn bytes_record<'a>(key: &'a [u8], value: &'a [u8]) -> Record<'a> {
 /// Reads every entry of `input` into `sink`. `source` names the input in
 /// errors (a path, or `-` for stdin).
 pub fn import<R: Read>(input: R, source: &str, options: &ImportOptions, sink: &mut Sink<'_>) -> Result<()> {
+    options.check()?;
     let mut input = BufReader::with_capacity(1 << 16, input);
+    if options.format != InputFormat::MessagePack {
+        skip_byte_order_mark(&mut input, source)?;
+    }
     match options.format {
         InputFormat::JsonObject | InputFormat::JsonPairs => json::import(&mut input, source, sink),
         InputFormat::JsonLines => json_lines::import(&mut input, source, options, sink),
@@ -177,6 +207,36 @@ pub fn import<R: Read>(input: R, source: &str, options: &ImportOptions, sink: &m
             yaml::import(&text, source, sink)
         }
     }
+}
+
+/// Text inputs are UTF-8: skips a UTF-8 byte-order mark (editors on
+/// Windows write one; it is not part of the first key), and names UTF-16
+/// and UTF-32 input as such, by its byte-order mark or, without one, by the
+/// zero bytes ASCII text has in them.
+pub(crate) fn skip_byte_order_mark<R: BufRead>(input: &mut R, source: &str) -> Result<()> {
+    let head = loop {
+        match input.fill_buf() {
+            Ok(head) => break head,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(io_error(source, e)),
+        }
+    };
+    let encoding = match head {
+        [0xEF, 0xBB, 0xBF, ..] => {
+            input.consume(3);
+            return Ok(());
+        }
+        [0xFF, 0xFE, 0, 0, ..] => "UTF-32LE",
+        [0, 0, 0xFE, 0xFF, ..] => "UTF-32BE",
+        [0xFF, 0xFE, ..] => "UTF-16LE",
+        [0xFE, 0xFF, ..] => "UTF-16BE",
+        [a, 0, 0, 0, ..] if *a != 0 => "UTF-32LE",
+        [0, 0, 0, a, ..] if *a != 0 => "UTF-32BE",
+        [a, 0, b, 0, ..] if *a != 0 && *b != 0 => "UTF-16LE",
+        [0, a, 0, b, ..] if *a != 0 && *b != 0 => "UTF-16BE",
+        _ => return Ok(()),
+    };
+    Err(parse_error(source, Position::line(1), format!("the input is {encoding} text; hashfile reads UTF-8: convert it first (iconv -f {encoding} -t UTF-8)")))
 }
 
 /// Where `key` occurs in an input, at most twice: the error path of a build

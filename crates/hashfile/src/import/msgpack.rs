@@ -32,6 +32,18 @@ pub(super) fn import<R: BufRead>(input: &mut R, source: &str, sink: &mut Sink<'_
         };
         sink(Record { key: &key, key_utf8, value: &value, kind }, Position::Entry(n))?;
     }
+    // msgpack-ruby's unpack refuses "extra bytes" too: a second map
+    // concatenated after the first is not merged, and is not dropped.
+    let rest = loop {
+        match input.fill_buf() {
+            Ok(rest) => break rest.len(),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(super::io_error(source, e)),
+        }
+    };
+    if rest > 0 {
+        return Err(bad(0, format!("extra bytes after the top-level map ({len} {}); the input must be exactly one map (several maps one after another are not merged)", if len == 1 { "entry" } else { "entries" })));
+    }
     Ok(())
 }
 

@@ -5,13 +5,16 @@
 //! `yes`/`on` are true, `0x1f` and `017` are integers, `1:30` is 5400,
 //! quoted scalars are strings. Anchors, aliases and `<<` merge keys work.
 //!
-//! Where safe_load raises (dates, times, unknown tags) the import fails
-//! with the position and a hint to quote the value. One difference: a
-//! `:name` scalar becomes a Symbol, as with `permitted_classes: [Symbol]`,
-//! since stores hold Symbols.
+//! Where safe_load raises (dates, times, tags naming Ruby classes,
+//! `!!set`) the import fails with the position and a hint to quote the
+//! value; unknown tags are read as if absent, as safe_load reads them. One
+//! difference: a `:name` scalar becomes a Symbol, as with
+//! `permitted_classes: [Symbol]`, since stores hold Symbols.
 //!
-//! The event parser is yaml-rust2; a YAML input is read whole (they are
-//! configs), unlike the other formats, which stream.
+//! The event parser is yaml-rust2, vendored with three indentation checks
+//! relaxed to read what libyaml reads (`vendor/yaml-rust2/PATCHES.md`).
+//! A YAML input is read whole (they are configs), unlike the other
+//! formats, which stream.
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -74,8 +77,11 @@ impl Importer<'_> {
         let (event, mark) = self.next()?;
         match event {
             Event::MappingStart(anchor, tag) => {
-                if anchor != 0 || tag.as_ref().is_some_and(|t| !is_tag(t, "map")) {
-                    return Err(self.error(&mark, "the top-level mapping cannot have an anchor or a tag"));
+                if anchor != 0 {
+                    return Err(self.error(&mark, "the top-level mapping cannot have an anchor"));
+                }
+                if let Some(tag) = &tag {
+                    container_tag(tag, true).map_err(|m| self.error(&mark, format!("the top-level mapping {m}")))?;
                 }
                 self.top_mapping(sink)?;
             }
@@ -143,9 +149,9 @@ impl Importer<'_> {
                 return Ok(());
             }
             Event::SequenceStart(anchor, tag) | Event::MappingStart(anchor, tag) => {
-                let kind = if is_map { "map" } else { "seq" };
-                if let Some(tag) = tag.filter(|t| !is_tag(t, kind)) {
-                    return Err(self.error(mark, format!("tag {}{} is not supported (YAML.safe_load refuses it)", tag.handle, tag.suffix)));
+                let omap = !is_map && tag.as_ref().is_some_and(|t| matches!(full_tag(t).as_str(), "tag:yaml.org,2002:omap" | "!omap"));
+                if let Some(tag) = &tag {
+                    container_tag(tag, is_map).map_err(|m| self.error(mark, value_message(key, "", m)))?;
                 }
                 let depth = self.deeper(mark, depth_left, key)?;
                 let container = ContainerStart::begin(out);
@@ -174,6 +180,9 @@ impl Importer<'_> {
                 } else {
                     container.end_array(out, n);
                 }
+                if omap {
+                    omap_to_map(out, start).map_err(|m| self.error(mark, value_message(key, "", m)))?;
+                }
                 anchor
             }
             _ => return Err(self.error(mark, "unexpected YAML event")),
@@ -197,7 +206,7 @@ impl Importer<'_> {
             }
             return tokenize(text, out);
         };
-        let full = format!("{}{}", tag.handle, tag.suffix);
+        let full = full_tag(tag);
         match full.as_str() {
             "!binary" | "tag:yaml.org,2002:binary" => {
                 let compact: String = text.chars().filter(|c| !c.is_whitespace()).collect();
@@ -216,16 +225,71 @@ impl Importer<'_> {
                 value::write_float(out, f);
             }
             "!ruby/symbol" | "!ruby/sym" => value::write_symbol(out, text.as_bytes(), Encoding::Utf8),
-            "tag:yaml.org,2002:int" | "tag:yaml.org,2002:null" | "tag:yaml.org,2002:bool" => tokenize(text, out)?,
-            other => return Err(format!("has tag {other}, which is not supported (YAML.safe_load refuses it)")),
+            "tag:yaml.org,2002:timestamp" | "!timestamp" => return Err(format!("has tag {}, a date or time, which YAML.safe_load refuses; drop the tag and quote it to keep it as a string", shown_tag(&full))),
+            other if other.starts_with("!ruby/") => return Err(format!("has tag {other}, a Ruby object, which YAML.safe_load refuses")),
+            // Psych's ToRuby#deserialize tokenizes a scalar under any other
+            // tag as if it had none (`!!int`, `!custom 5`, `!!python/str x`,
+            // `!<tag:example.com,2000:x> 5`), quoted or not.
+            _ => tokenize(text, out)?,
         }
         Ok(())
     }
 }
 
+/// A tag as Psych sees it: the handle expanded, then the suffix.
+fn full_tag(tag: &Tag) -> String {
+    format!("{}{}", tag.handle, tag.suffix)
+}
+
+/// A tag as people write it: `!!set`, not `tag:yaml.org,2002:set`.
+fn shown_tag(full: &str) -> String {
+    full.strip_prefix(YAML_TAG).map_or_else(|| full.to_string(), |name| format!("!!{name}"))
+}
+
+/// Whether a sequence or mapping may carry `tag`. Psych's safe_load reads a
+/// collection under a tag it does not know as an ordinary one, and refuses
+/// the tags that name Ruby classes and `!!set` (a `Psych::Set`).
+fn container_tag(tag: &Tag, is_map: bool) -> std::result::Result<(), String> {
+    let full = full_tag(tag);
+    if full.starts_with("!ruby/") {
+        return Err(format!("has tag {full}, a Ruby object, which YAML.safe_load refuses"));
+    }
+    if is_map && matches!(full.as_str(), "tag:yaml.org,2002:set" | "!set") {
+        return Err(format!("has tag {}, a Psych::Set, which YAML.safe_load refuses; drop the tag to keep it as a mapping", shown_tag(&full)));
+    }
+    Ok(())
+}
+
+/// Rewrites the `!!omap` sequence encoded at `start..` as the mapping Psych
+/// makes of it: each element is a mapping of one pair, and the pairs in
+/// order make one map (a later repeat of a key wins, as in Psych's Omap).
+fn omap_to_map(out: &mut Vec<u8>, start: usize) -> std::result::Result<(), String> {
+    let encoded = out[start..].to_vec();
+    let Ok(Item::Array(array)) = Cursor::new(&encoded).next_item() else {
+        return Err("is an !!omap that is not a sequence".into());
+    };
+    let mut pairs: Vec<&[u8]> = Vec::new();
+    let mut cursor = array.cursor();
+    for _ in 0..array.len {
+        match cursor.next_item() {
+            Ok(Item::Map(pair)) if pair.len == 1 => pairs.push(pair.body),
+            _ => return Err("is an !!omap whose entries are not all mappings of one pair".into()),
+        }
+    }
+    out.truncate(start);
+    let container = ContainerStart::begin(out);
+    for body in &pairs {
+        out.extend_from_slice(body);
+    }
+    container.end_map(out, pairs.len() as u64);
+    Ok(())
+}
+
 fn value_message(key: &str, text: &str, message: String) -> String {
     let shown: String = text.chars().take(40).collect();
-    if key.is_empty() {
+    if text.is_empty() && !key.is_empty() {
+        format!("value for key {} {message}", DisplayBytes(key.as_bytes()))
+    } else if key.is_empty() {
         format!("{shown:?} {message}")
     } else {
         format!("value for key {}: {shown:?} {message}", DisplayBytes(key.as_bytes()))
@@ -407,7 +471,7 @@ fn tokenize(s: &str, out: &mut Vec<u8>) -> std::result::Result<(), String> {
         } else {
             (10, body.as_str())
         };
-        let magnitude = digits_to_magnitude(digits, radix).ok_or("is not a valid integer")?;
+        let magnitude = digits_to_magnitude(digits, radix).map_err(|e| e.to_string())?;
         value::write_bigint(out, negative, &magnitude);
     } else {
         value::write_str(out, s.as_bytes(), Encoding::Utf8);
