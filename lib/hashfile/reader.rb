@@ -72,6 +72,9 @@ module Hashfile
         offset = chunk[0]
         i = 1
         while i < chunk.size
+          # A close in the block ends the iteration here, not a chunk later.
+          raise ClosedError, "closed store #{path}" if closed?
+
           yield chunk[i], chunk[i + 1]
           i += 2
         end

@@ -1,7 +1,7 @@
 //! `Hashfile::Reader`: an open store. The Ruby API with keyword arguments
 //! and docs is in lib/hashfile/reader.rb; these are the native methods.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::sync::Arc;
 
 use hashfile::RecordBuf;
@@ -17,12 +17,24 @@ type Store = hashfile::Reader<Mmap>;
 
 /// The store lives in an `Arc` so that `verify`, which runs without the GVL,
 /// keeps the mapping alive even if another thread closes the reader.
-/// `RefCell` suffices for the slot itself: every method runs holding the GVL
-/// and none calls back into Ruby while borrowing it.
+///
+/// A lookup runs Ruby code while it reads the mapping (a serializer's
+/// `load`, the `dig` fallback, allocations), during which another thread
+/// may call `close`, or an interrupt may arrive. So a lookup does not hold a
+/// borrow across it: it counts itself in `in_flight`, and `close` marks the
+/// reader closed at once but leaves the mapping in place until the last
+/// lookup under way has finished. Cells suffice: every method runs holding
+/// the GVL, so they are never touched by two threads at once.
 #[derive(TypedData)]
 #[magnus(class = "Hashfile::Reader", free_immediately, size, mark)]
 pub struct Reader {
+    /// The open store, until `close` and the last lookup under way end.
     store: RefCell<Option<Arc<Store>>>,
+    /// Set by `close`: every later call raises ClosedError.
+    closed: Cell<bool>,
+    /// Lookups reading the mapping now (nested when a serializer's `load`
+    /// looks something up in the same store).
+    in_flight: Cell<usize>,
     path: String,
     /// The decode options given to `Hashfile.open`.
     flags: DecodeFlags,
@@ -72,23 +84,37 @@ impl Reader {
         let flags = DecodeFlags::default().with_options(ruby, options)?;
         let store = Store::open(&path).map_err(|e| to_ruby(ruby, e))?;
         let load = (!load.is_nil()).then(|| Opaque::from(load));
-        Ok(Reader { store: RefCell::new(Some(Arc::new(store))), path, flags, load })
+        Ok(Reader { store: RefCell::new(Some(Arc::new(store))), closed: Cell::new(false), in_flight: Cell::new(0), path, flags, load })
     }
 
     fn closed(&self, ruby: &Ruby) -> Error {
         Error::new(ruby.get_inner(&CLOSED_ERROR), format!("closed store {}", self.path))
     }
 
+    /// Runs `f` on the open store, counted in `in_flight` so that a `close`
+    /// meanwhile leaves the mapping in place until `f` returns.
     #[inline]
     fn with_store<R>(&self, ruby: &Ruby, f: impl FnOnce(&Store) -> Result<R, Error>) -> Result<R, Error> {
-        let slot = self.store.try_borrow().map_err(|_| self.closed(ruby))?;
-        f(slot.as_deref().ok_or_else(|| self.closed(ruby))?)
+        if self.closed.get() {
+            return Err(self.closed(ruby));
+        }
+        let store: *const Store = match &*self.store.borrow() {
+            Some(store) => Arc::as_ptr(store),
+            None => return Err(self.closed(ruby)),
+        };
+        let _counted = InFlight::enter(self);
+        // SAFETY: the Arc stays in `self.store` while `in_flight` is above
+        // zero (`close` and `InFlight::drop` take it out only at zero), and
+        // the reader itself outlives this call, so the store outlives `f`.
+        f(unsafe { &*store })
     }
 
     /// A counted handle, for work that runs without the GVL.
     fn shared(&self, ruby: &Ruby) -> Result<Arc<Store>, Error> {
-        let slot = self.store.try_borrow().map_err(|_| self.closed(ruby))?;
-        slot.clone().ok_or_else(|| self.closed(ruby))
+        if self.closed.get() {
+            return Err(self.closed(ruby));
+        }
+        self.store.borrow().clone().ok_or_else(|| self.closed(ruby))
     }
 
     #[inline]
@@ -187,14 +213,17 @@ impl Reader {
         Ok(true)
     }
 
-    fn close(ruby: &Ruby, rb_self: &Self) -> Result<(), Error> {
-        let mut slot = rb_self.store.try_borrow_mut().map_err(|_| Error::new(ruby.get_inner(&crate::error::ERROR), "cannot close a store while it is being read"))?;
-        slot.take();
-        Ok(())
+    /// Closes at once for every later call; the mapping goes when no lookup
+    /// is under way (now, or when the last one ends).
+    fn close(&self) {
+        self.closed.set(true);
+        if self.in_flight.get() == 0 {
+            self.store.borrow_mut().take();
+        }
     }
 
     fn is_closed(&self) -> bool {
-        self.store.borrow().is_none()
+        self.closed.get()
     }
 
     fn path(&self) -> String {
@@ -232,6 +261,28 @@ impl Reader {
             out.aset(sym("parameters"), params)?;
             Ok(out)
         })
+    }
+}
+
+/// A lookup under way: counted while it lives, and the last one out after
+/// a `close` releases the mapping.
+struct InFlight<'r>(&'r Reader);
+
+impl<'r> InFlight<'r> {
+    fn enter(reader: &'r Reader) -> InFlight<'r> {
+        reader.in_flight.set(reader.in_flight.get() + 1);
+        InFlight(reader)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        let reader = self.0;
+        let left = reader.in_flight.get() - 1;
+        reader.in_flight.set(left);
+        if left == 0 && reader.closed.get() {
+            reader.store.borrow_mut().take();
+        }
     }
 }
 

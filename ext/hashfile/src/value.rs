@@ -407,8 +407,20 @@ impl Decoder<'_> {
                 for _ in 0..c.len {
                     let key = self.key(&mut inner, depth)?;
                     let value = self.item(&mut inner, depth)?;
-                    // SAFETY: all three live.
-                    unsafe { rb_sys::rb_hash_aset(hash, key, value) };
+                    if hashes_in_c(key) {
+                        // SAFETY: all three live; hashing this key runs no
+                        // Ruby code, so nothing can raise past these frames.
+                        unsafe { rb_sys::rb_hash_aset(hash, key, value) };
+                    } else {
+                        // An Array, a Hash or a serializer's object as a key:
+                        // storing it calls its `hash` and `eql?`, Ruby code
+                        // that may raise (or be interrupted), so the call is
+                        // protected and an exception comes back as an Err
+                        // that unwinds these frames normally.
+                        // SAFETY: live VALUEs.
+                        let (hash_value, key, value) = unsafe { (Value::from_raw(hash), Value::from_raw(key), Value::from_raw(value)) };
+                        RHash::from_value(hash_value).ok_or_else(|| Error::new(self.ruby.exception_type_error(), "not a Hash"))?.aset(key, value)?;
+                    }
                 }
                 self.finish(&inner, hash)?
             }
@@ -526,4 +538,14 @@ fn probe_of(ruby: &Ruby, step: Value) -> Result<Option<OwnedProbe>, Error> {
         return Ok(Some(OwnedProbe::Str(unsafe { strings::bytes(s) }.to_vec(), encoding == Encoding::Binary)));
     }
     Ok(None)
+}
+
+/// Whether Ruby hashes `key` without calling any method: the immediates,
+/// Strings, Symbols, Floats and Bignums this decoder makes.
+fn hashes_in_c(key: VALUE) -> bool {
+    use rb_sys::ruby_value_type::*;
+    let api = rb_sys::stable_api::get_default();
+    // SAFETY: `key` is a live VALUE, and builtin_type is asked only of a
+    // heap object (not a special constant).
+    api.special_const_p(key) || matches!(unsafe { api.builtin_type(key) }, RUBY_T_STRING | RUBY_T_SYMBOL | RUBY_T_FLOAT | RUBY_T_BIGNUM)
 }
