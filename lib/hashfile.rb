@@ -109,7 +109,7 @@ module Hashfile
       check_options(options, BUILD_DEFAULTS.keys + IMPORT_DEFAULTS.keys + [:format])
       threads &&= Integer(threads)
       # Not Array(inputs): that would split an IO into its lines.
-      with_input_paths(inputs.is_a?(Array) ? inputs : [inputs]) do |paths|
+      with_input_paths(inputs.is_a?(Array) ? inputs : [inputs], options[:format]) do |paths|
         _build_from(paths, path_string(output), options.slice(*BUILD_DEFAULTS.keys), options.except(*BUILD_DEFAULTS.keys), threads, progress)
       end
     end
@@ -181,7 +181,7 @@ module Hashfile
     # Paths for the inputs: IOs with a path give their path, standard input
     # gives "-", and any other IO (a StringIO, a socket) is copied to a
     # temporary file first.
-    def with_input_paths(inputs)
+    def with_input_paths(inputs, format)
       temps = []
       paths = inputs.map do |input|
         if input.respond_to?(:to_path) || input.is_a?(String)
@@ -189,6 +189,11 @@ module Hashfile
         elsif input.respond_to?(:fileno) && input.fileno == 0
           "-"
         elsif input.respond_to?(:read)
+          # A copy in a temporary file: its name says nothing, so the format
+          # comes from format: or from the IO's own path.
+          unless format || (input.respond_to?(:path) && FORMAT_EXTENSIONS.key?(File.extname(input.path.to_s).delete(".").downcase))
+            raise ArgumentError, "an IO input (#{input.class}) needs format: (one of #{FORMATS.join(", ")})"
+          end
           require "tempfile"
           temp = Tempfile.new(["hashfile-input", File.extname(input.respond_to?(:path) ? input.path.to_s : "")])
           IO.copy_stream(input, temp)
@@ -206,7 +211,9 @@ module Hashfile
 
     def path_string(path)
       path = path.to_path if path.respond_to?(:to_path)
-      String(path)
+      raise TypeError, "expected a path (String or Pathname), not #{path.inspect[0, 40]}" unless path.is_a?(String)
+
+      path
     end
   end
 end

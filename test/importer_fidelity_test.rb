@@ -8,8 +8,9 @@ require "msgpack"
 # The importers against Ruby's own parsers on the same bytes: what Ruby
 # reads builds and reads back equal, what Ruby refuses is refused with a
 # ParseError naming the line and column. Real data nobody here wrote comes
-# from Debian packages (ruby-faker and ruby-rails-i18n locale YAML, IEEE's
-# oui.csv); tests that need a package skip, naming it, where it is missing.
+# from Debian packages (ruby-faker, ruby-doorkeeper-i18n, ruby-devise and
+# ruby-actionview locale YAML, IEEE's oui.csv); a test that needs a package
+# skips, naming it, where it is missing.
 class ImporterFidelityTest < HashfileTest
   def safe_load(text)
     YAML.safe_load(text, permitted_classes: [Symbol], aliases: true)
@@ -71,8 +72,8 @@ class ImporterFidelityTest < HashfileTest
   end
 
   def test_every_real_locale_file_psych_reads_builds_and_reads_back_equal
-    files = Dir["/usr/share/rubygems-integration/all/gems/{faker,rails-i18n}-*/**/*.yml"].sort
-    skip "install ruby-faker and ruby-rails-i18n (bin/setup does) for real locale files" if files.size < 100
+    files = Dir["/usr/share/rubygems-integration/all/gems/{faker,doorkeeper-i18n,devise,actionview,activesupport}-*/**/{locale,locales}/**/*.yml"].uniq.sort
+    skip "install ruby-faker, ruby-doorkeeper-i18n, ruby-devise and ruby-actionview (bin/setup does) for real locale files" if files.size < 100
     files = files.first(scale(files.size)) # a sample under GC.stress
     built = 0
     files.each do |file|

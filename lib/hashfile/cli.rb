@@ -30,7 +30,10 @@ module Hashfile
 
     # Runs one command. Returns the exit status.
     def run(argv)
-      argv = argv.dup
+      # An argument that is not valid in the locale's encoding (a binary
+      # key for `get`) is taken as bytes: OptionParser cannot match a
+      # String with invalid bytes.
+      argv = argv.map { |arg| arg.valid_encoding? ? arg : arg.b }
       @debug = !argv.delete("--debug").nil?
       command = argv.shift
       case command
@@ -132,13 +135,17 @@ module Hashfile
       catch(:done) do
         output = nil
         quiet = false
+        check = false
+        force = false
         options = {}
         parser("build") do |o|
           o.separator ""
           o.separator "INPUT is a file or - (standard input). The format comes from the extension"
           o.separator "(#{FORMAT_EXTENSIONS.keys.map { |e| ".#{e}" }.join(" ")}) unless --format is given."
           o.separator ""
-          o.on("-o", "--output OUT", "the store to write (atomically)") { |v| output = v }
+          o.on("-o", "--output OUT", "the store to write (atomically; through a symbolic link to its file)") { |v| output = v }
+          o.on("--check", "build in a temporary directory and report; write nothing") { check = true }
+          o.on("--force", "write OUT even if it is one of the inputs") { force = true }
           o.on("--format F", FORMATS, "input format: #{FORMATS.join(", ")}") { |v| options[:format] = v }
           o.on("--key-column C", "CSV/TSV key column, by name or 0-based index (default #{IMPORT_DEFAULTS[:key_column]})") { |v| options[:key_column] = v }
           o.on("--value-column C", "CSV/TSV value column (default #{IMPORT_DEFAULTS[:value_column]})") { |v| options[:value_column] = v }
@@ -159,7 +166,12 @@ module Hashfile
           o.on("-q", "--quiet", "no progress bar and no summary") { quiet = true }
         end.parse!(argv)
         raise UsageError, "build needs at least one INPUT" if argv.empty?
-        raise UsageError, "build needs -o OUT" unless output
+        raise UsageError, "build needs -o OUT (or --check)" unless output || check
+
+        if output && !force && (input = argv.find { |i| i != "-" && identity(i) && identity(i) == identity(output) })
+          raise UsageError, "the output #{output} is the input #{input}; write the store elsewhere, or pass --force to replace the input"
+        end
+        return build_check(argv, output, options, quiet) if check
 
         started = clock
         bar = ProgressLine.new(@err) unless quiet
@@ -243,6 +255,36 @@ module Hashfile
     MISSING = Object.new.freeze
     private_constant :MISSING
 
+    # `build --check`: the whole build, into a temporary directory that is
+    # removed after; then what it would have written where.
+    def build_check(inputs, output, options, quiet)
+      require "tmpdir"
+      started = clock
+      result = Dir.mktmpdir("hashfile-check") do |dir|
+        Hashfile.build_from(inputs, File.join(dir, "check.hf"), progress: (ProgressLine.new(@err) unless quiet), **options)
+      end
+      target = output ? "#{output} (not written)" : "no output named"
+      @out.puts format("check: OK, %d entries, %d bytes, built in %.2f s; %s", result[:entries], result[:file_bytes], clock - started, target)
+      if output && (kind = unwritable_kind(output))
+        @out.puts "check: but #{output} is #{kind}, which a build refuses to replace"
+        return 1
+      end
+      0
+    end
+
+    # What `path` is if a build would refuse to replace it, else nil.
+    def unwritable_kind(path)
+      case File.ftype(path)
+      when "file" then nil
+      when "directory" then "a directory"
+      when "characterSpecial", "blockSpecial" then "a device"
+      when "fifo" then "a FIFO"
+      when "socket" then "a socket"
+      end
+    rescue SystemCallError
+      nil
+    end
+
     # What a file is (device and inode), or nil if it does not exist: a
     # published store is a new file renamed over the old one.
     def identity(path)
@@ -256,25 +298,44 @@ module Hashfile
       identity(path) == before ? "#{path} was not written" : "#{path} had already been written"
     end
 
+    # Writes every entry. A first pass checks that the format can hold
+    # every one, so that an entry it cannot hold fails the dump before
+    # anything is written, instead of leaving part of a file on stdout.
     def dump(db, format)
       require "csv" if format == "tsv"
+      db.each { |key, value| dump_check(key, value, format) }
       @out.write(format == "json" ? "{" : format == "tsv" ? "key\tvalue\n" : "")
       first = true
       db.each do |key, value|
         case format
-        when "jsonl" then @out.write(JSON.generate([json_text(key, key), json_value(key, value)]), "\n")
+        when "jsonl" then @out.write(JSON.generate([json_key(key), json_value(key, value)]), "\n")
         when "json"
-          @out.write(first ? "\n" : ",\n", JSON.generate(json_text(key, key)), ":", JSON.generate(json_value(key, value)))
+          @out.write(first ? "\n" : ",\n", JSON.generate(json_key(key)), ":", JSON.generate(json_value(key, value)))
         else
-          unless value.is_a?(String)
-            raise Hashfile::Error, "value for key #{key.inspect} is #{json_type(value)}; tsv holds strings only, use --format jsonl"
-          end
-
           @out.write(CSV.generate_line([key, value], col_sep: "\t"))
         end
         first = false
       end
       @out.write(first ? "}\n" : "\n}\n") if format == "json"
+    end
+
+    # Raises Hashfile::Error if `format` cannot hold the entry.
+    def dump_check(key, value, format)
+      if format == "tsv"
+        return if value.is_a?(String)
+
+        raise Hashfile::Error, "value for key #{key.inspect} is #{json_type(value)}; tsv holds strings only, use --format jsonl"
+      end
+      json_key(key)
+      json_value(key, value)
+    end
+
+    # A key as JSON text, or Hashfile::Error saying why it cannot be.
+    def json_key(key)
+      text = key.dup.force_encoding(Encoding::UTF_8)
+      return text if text.valid_encoding?
+
+      raise Hashfile::Error, "key #{key.inspect} has bytes that are not UTF-8, which JSON cannot hold; use --format tsv"
     end
 
     # JSON holds text only: a string that is not valid UTF-8 cannot be dumped.

@@ -11,10 +11,25 @@ module Hashfile
   #     ParseError           an input file that cannot be imported (#input, #line, #column)
   #     LimitError           a build past a limit of the format or of one build
   #     ClosedError          use of a closed store or finished writer
+  #     StaleError           the store file changed under an open reader (#path)
   #
   # A missing file raises Errno::ENOENT, as File.open does. Bad arguments
   # raise ArgumentError or TypeError naming the argument.
   class Error < StandardError; end
+
+  # The store's file changed while a reader had it open: it was truncated
+  # or rewritten in place (not replaced by rename, as builds publish), and a
+  # read touched a page that was gone. What the read found is discarded;
+  # every later call raises this too. Reopen the store.
+  class StaleError < Error
+    # @return [String, nil] the store's path
+    attr_reader :path
+
+    def initialize(message = nil, path: nil)
+      super(message)
+      @path = path
+    end
+  end
 
   # A file that is not a valid store: bad magic, truncated, or damaged.
   class FormatError < Error
@@ -44,12 +59,16 @@ module Hashfile
 
   # The same key twice in a build (with on_duplicate: :error).
   class DuplicateKeyError < Error
-    # @return [String, nil] the duplicated key
+    # @return [String, nil] the duplicated key: of the keys that repeat, the
+    #   one whose second occurrence comes first in input order
     attr_reader :key
+    # @return [Integer] how many other keys occur more than once
+    attr_reader :others
 
-    def initialize(message = nil, key: nil)
+    def initialize(message = nil, key: nil, others: 0)
       super(message)
       @key = key
+      @others = others
     end
   end
 

@@ -67,9 +67,11 @@ module Hashfile
       return enum_for(:each_pair) { size } unless block_given?
 
       offset = 0
+      index = 0
       while offset
-        chunk = _each_chunk(offset)
+        chunk = _each_chunk(offset, index)
         offset = chunk[0]
+        index += (chunk.size - 1) / 2
         i = 1
         while i < chunk.size
           # A close in the block ends the iteration here, not a chunk later.

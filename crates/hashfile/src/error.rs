@@ -67,6 +67,15 @@ pub enum Error {
         actual_len: u64,
     },
 
+    /// The store's file changed while it was open: it was truncated (or
+    /// rewritten in place) under a guarded memory map, and a read touched
+    /// a page that was gone. Reopen it.
+    #[error("{}the store file changed while open (truncated or rewritten in place, not replaced by rename); reopen it", prefix(.path))]
+    Changed {
+        /// The file, if known.
+        path: Option<PathBuf>,
+    },
+
     /// The store is damaged: its header or a section says something
     /// impossible.
     #[error("{}corrupt store ({section}): {what}", prefix(.path))]
@@ -94,15 +103,18 @@ pub enum Error {
 
     /// The same key was added twice to a build (with the default
     /// `OnDuplicate::Error`).
-    #[error("duplicate key {}{}", DisplayBytes(.key), places(.first, .second))]
+    #[error("duplicate key {}{}{}", DisplayBytes(.key), places(.first, .second), more_keys(*.others))]
     DuplicateKey {
-        /// The key, as bytes.
+        /// The key, as bytes: of the keys that repeat, the one whose second
+        /// occurrence comes first in input order.
         key: Vec<u8>,
         /// Where the key occurs first, when the input can be read again to
         /// find out.
         first: Option<Location>,
         /// Where it occurs again, likewise.
         second: Option<Location>,
+        /// How many other keys occur more than once.
+        others: u64,
     },
 
     /// An input file could not be parsed: where and why.
@@ -166,7 +178,7 @@ impl Error {
 
     /// Attaches a file's path to an error that concerns a file and has none.
     pub fn with_path(mut self, file: &Path) -> Self {
-        if let Error::Io { path, .. } | Error::NotAStore { path, .. } | Error::Version { path, .. } | Error::UnsupportedFeatures { path, .. } | Error::Truncated { path, .. } | Error::Corrupt { path, .. } | Error::Checksum { path, .. } = &mut self {
+        if let Error::Io { path, .. } | Error::Changed { path } | Error::NotAStore { path, .. } | Error::Version { path, .. } | Error::UnsupportedFeatures { path, .. } | Error::Truncated { path, .. } | Error::Corrupt { path, .. } | Error::Checksum { path, .. } = &mut self {
             path.get_or_insert_with(|| file.to_path_buf());
         }
         self
@@ -177,6 +189,14 @@ fn prefix(path: &Option<PathBuf>) -> String {
     match path {
         Some(p) => format!("{}: ", p.display()),
         None => String::new(),
+    }
+}
+
+fn more_keys(others: u64) -> String {
+    match others {
+        0 => String::new(),
+        1 => "; 1 other key repeats too".to_string(),
+        n => format!("; {n} other keys repeat too"),
     }
 }
 

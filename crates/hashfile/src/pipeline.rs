@@ -37,10 +37,18 @@ impl Input {
     /// comes from the file's extension.
     pub fn new(name: &str, format: Option<InputFormat>, base: &ImportOptions) -> Result<Input> {
         let source = if name == "-" { InputSource::Stdin } else { InputSource::Path(PathBuf::from(name)) };
+        if let InputSource::Path(p) = &source {
+            if p.is_dir() {
+                return Err(Error::InvalidOption { name: "inputs", reason: format!("{name} is a directory; give the data files in it (say {}/*.json)", name.trim_end_matches('/')) });
+            }
+        }
         let format = match (format, &source) {
             (Some(f), _) => f,
-            (None, InputSource::Path(p)) => InputFormat::from_extension(p).ok_or_else(|| Error::InvalidOption { name: "format", reason: format!("cannot tell the format of {name} from its extension; pass one of: {}", InputFormat::names_list()) })?,
-            (None, InputSource::Stdin) => return Err(Error::InvalidOption { name: "format", reason: format!("cannot tell the format of standard input; pass one of: {}", InputFormat::names_list()) }),
+            (None, InputSource::Path(p)) => InputFormat::from_extension(p).ok_or_else(|| {
+                let extension = p.extension().map_or_else(|| "it has none".to_string(), |e| format!(".{} is not one hashfile knows", e.to_string_lossy()));
+                Error::InvalidOption { name: "format", reason: format!("cannot tell the format of {name} from its extension ({extension}); give the format (--format, or format: in Ruby), one of: {}", InputFormat::names_list()) }
+            })?,
+            (None, InputSource::Stdin) => return Err(Error::InvalidOption { name: "format", reason: format!("cannot tell the format of standard input; give the format (--format, or format: in Ruby), one of: {}", InputFormat::names_list()) }),
         };
         Ok(Input { source, options: ImportOptions { format, ..base.clone() } })
     }
@@ -171,9 +179,9 @@ pub fn build_from(inputs: &[Input], output: &Path, options: BuildOptions, cancel
     let mut publishing = || progress(&Progress { phase: Phase::Publishing, entries, ..report });
     match builder.write_file_checked(output, &mut publishing) {
         Ok(file_bytes) => Ok(Summary { entries: builder.len() as u64, file_bytes }),
-        Err(Error::DuplicateKey { key, .. }) => {
+        Err(Error::DuplicateKey { key, others, .. }) => {
             let mut found = locate(inputs, &key).into_iter();
-            Err(Error::DuplicateKey { first: found.next(), second: found.next(), key })
+            Err(Error::DuplicateKey { first: found.next(), second: found.next(), key, others })
         }
         Err(e) => Err(e),
     }

@@ -271,3 +271,46 @@ fn index_damage_returns_a_wrong_value_only_from_a_record_planted_in_a_value() {
         }
     }
 }
+
+/// A records section zeroed in place reads as a run of 3-byte empty
+/// records: iteration stops with an error at the header's count instead of
+/// yielding hundreds of empty pairs; one cut short ends with an error too.
+#[test]
+fn iteration_checks_the_record_count_against_the_header() {
+    let good = store_bytes(100);
+    let records = Header::decode(&good, good.len() as u64).unwrap().section(SectionId::Records);
+    let mut zeroed = good.clone();
+    zeroed[records.offset as usize..records.end() as usize].fill(0);
+    for (source, store) in every_source(&zeroed) {
+        let items: Vec<_> = store.iter().collect();
+        assert_eq!(items.len(), 101, "{source}: 100 empty records, then the error");
+        match items.last().unwrap() {
+            Err(Error::Corrupt { section: "records", what, .. }) => assert!(what.starts_with("more records than the header's 100 entries"), "{source}: {what}"),
+            other => panic!("{source}: expected damage in records, got {other:?}"),
+        }
+    }
+    // The next-to-last record's key length grown to swallow the last
+    // record: the walk ends one record short of the header's count.
+    let mut short = good.clone();
+    let offsets: Vec<u64> = {
+        let store = Reader::new(good.as_slice()).unwrap();
+        let mut it = store.iter();
+        let mut offsets = vec![0];
+        while let Some(Ok(_)) = it.next() {
+            offsets.push(it.offset());
+        }
+        offsets
+    };
+    let (second_last, last, end) = (offsets[98], offsets[99], offsets[100]);
+    assert_eq!(end, records.length);
+    let at = (records.offset + second_last) as usize + 1;
+    short[at] += (end - last) as u8;
+    for (source, store) in every_source(&short) {
+        let items: Vec<_> = store.iter().collect();
+        assert_eq!(items.len(), 100, "{source}");
+        match items.last().unwrap() {
+            Err(Error::Corrupt { section: "records", what, .. }) => assert!(what.starts_with("the records end after 99 of the header's 100 entries"), "{source}: {what}"),
+            other => panic!("{source}: expected damage in records, got {other:?}"),
+        }
+    }
+}

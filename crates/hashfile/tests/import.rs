@@ -388,7 +388,7 @@ mod pipeline {
         let err = build_from(&inputs, &out, BuildOptions::default(), &hashfile::CancelFlag::new(), &mut |_| Ok(())).unwrap_err();
         let place = |path: &std::path::Path, line| Some(hashfile::Location { input: path.display().to_string(), position: hashfile::Position::line(line) });
         match &err {
-            Error::DuplicateKey { key, first, second } => assert_eq!((key.as_slice(), first, second), (&b"dup"[..], &place(&a, 2), &place(&b, 3))),
+            Error::DuplicateKey { key, first, second, .. } => assert_eq!((key.as_slice(), first, second), (&b"dup"[..], &place(&a, 2), &place(&b, 3))),
             other => panic!("expected a duplicate key error, got {other:?}"),
         }
         assert_eq!(err.to_string(), format!("duplicate key \"dup\" ({}: line 2 and {}: line 3)", a.display(), b.display()));
@@ -398,7 +398,7 @@ mod pipeline {
         }
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2, "no output and no temporary file");
         match Input::new("data.txt", None, &base).unwrap_err() {
-            Error::InvalidOption { name: "format", reason } => assert!(reason.starts_with("cannot tell the format of data.txt from its extension; pass one of: json, json-pairs"), "{reason}"),
+            Error::InvalidOption { name: "format", reason } => assert!(reason.starts_with("cannot tell the format of data.txt from its extension (.txt is not one hashfile knows); give the format (--format, or format: in Ruby), one of: json, json-pairs"), "{reason}"),
             other => panic!("expected an invalid format option, got {other:?}"),
         }
     }

@@ -34,7 +34,6 @@ fn build_from(ruby: &Ruby, inputs: Vec<String>, output: String, build_opts: RHas
     let options = crate::options::build_options(ruby, build_opts)?;
     let (format, import) = crate::options::import_options(ruby, import_opts)?;
     let inputs = inputs.iter().map(|name| Input::new(name, format, &import)).collect::<hashfile::Result<Vec<_>>>().map_err(|e| to_ruby(ruby, e))?;
-    let threads = threads.map(|n| usize::try_from(n).unwrap_or(0));
     let pool = crate::pool::for_build(ruby, threads)?;
 
     // Raised once Ruby has an exception to raise here (an interrupt, a

@@ -28,6 +28,8 @@ static DUPLICATE_KEY_ERROR: Lazy<ExceptionClass> = Lazy::new(|ruby| class(ruby, 
 static PARSE_ERROR: Lazy<ExceptionClass> = Lazy::new(|ruby| class(ruby, "ParseError"));
 /// `Hashfile::LimitError`: a build past a limit of the format or of one build.
 static LIMIT_ERROR: Lazy<ExceptionClass> = Lazy::new(|ruby| class(ruby, "LimitError"));
+/// `Hashfile::StaleError`: the store file changed under an open reader.
+static STALE_ERROR: Lazy<ExceptionClass> = Lazy::new(|ruby| class(ruby, "StaleError"));
 /// `Hashfile::ClosedError`: use of a closed store or finished writer.
 pub static CLOSED_ERROR: Lazy<ExceptionClass> = Lazy::new(|ruby| class(ruby, "ClosedError"));
 
@@ -61,12 +63,13 @@ pub fn to_ruby(ruby: &Ruby, error: hashfile::Error) -> Error {
                 None => Error::new(ruby.exception_io_error(), message),
             }
         }
+        E::Changed { ref path } => construct(ruby.get_inner(&STALE_ERROR), message, kwargs!(ruby, "path" => path_of(path))),
         E::NotAStore { ref path, .. } | E::Truncated { ref path, .. } | E::Corrupt { ref path, .. } => {
             construct(ruby.get_inner(&FORMAT_ERROR), message, kwargs!(ruby, "path" => path_of(path)))
         }
         E::Version { ref path, .. } | E::UnsupportedFeatures { ref path, .. } => construct(ruby.get_inner(&UNSUPPORTED_ERROR), message, kwargs!(ruby, "path" => path_of(path))),
         E::Checksum { ref path, section, .. } => construct(ruby.get_inner(&CHECKSUM_ERROR), message, kwargs!(ruby, "path" => path_of(path), "section" => section)),
-        E::DuplicateKey { ref key, .. } => construct(ruby.get_inner(&DUPLICATE_KEY_ERROR), message, kwargs!(ruby, "key" => ruby.str_from_slice(key))),
+        E::DuplicateKey { ref key, others, .. } => construct(ruby.get_inner(&DUPLICATE_KEY_ERROR), message, kwargs!(ruby, "key" => ruby.str_from_slice(key), "others" => others)),
         E::Parse { ref input, position, .. } => {
             let (line, column) = match position {
                 hashfile::Position::Line { line, column } => (Some(line), column),

@@ -32,11 +32,9 @@ fn build(ruby: &Ruby, threads: Option<usize>) -> Result<rayon::ThreadPool, Error
 /// The pool a build runs on: with `threads`, a pool of that many for this
 /// build alone (from 1 to `max_threads()`); without, this process's pool of
 /// one thread per core.
-pub fn for_build(ruby: &Ruby, threads: Option<usize>) -> Result<Arc<rayon::ThreadPool>, Error> {
+pub fn for_build(ruby: &Ruby, threads: Option<i64>) -> Result<Arc<rayon::ThreadPool>, Error> {
     if let Some(n) = threads {
-        if n == 0 || n > max_threads() {
-            return Err(crate::error::arg_error(ruby, format!("threads must be from 1 to {} (4 per core, at least 16), got {n}", max_threads())));
-        }
+        let n = usize::try_from(n).ok().filter(|n| (1..=max_threads()).contains(n)).ok_or_else(|| crate::error::arg_error(ruby, format!("threads must be from 1 to {} (4 per core, at least 16), got {n}", max_threads())))?;
         return Ok(Arc::new(build(ruby, Some(n))?));
     }
     let pid = std::process::id();

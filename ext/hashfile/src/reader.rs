@@ -6,14 +6,18 @@ use std::sync::Arc;
 
 use hashfile::RecordBuf;
 use magnus::{function, gc::Marker, method, prelude::*, value::Opaque, DataTypeFunctions, Error, RArray, RHash, RModule, RString, Ruby, Symbol, TypedData, Value};
-use memmap2::Mmap;
+use hashfile::read::fault::GuardedMap;
 
 use crate::error::{to_ruby, CLOSED_ERROR};
 use crate::strings;
 use crate::typed_data::unwrap_self;
 use crate::value::{DecodeFlags, Decoder};
 
-type Store = hashfile::Reader<Mmap>;
+/// A store on a memory map registered with the core's SIGBUS handler
+/// (`hashfile::read::fault`, installed by `init`): a page that faults
+/// because the file shrank under the map reads as zeros, and every method
+/// checks for that after it has read and raises StaleError instead.
+type Store = hashfile::Reader<GuardedMap>;
 
 /// The store lives in an `Arc` so that `verify`, which runs without the GVL,
 /// keeps the mapping alive even if another thread closes the reader.
@@ -65,7 +69,10 @@ fn with_key<R>(key: Value, f: impl FnOnce(&[u8]) -> R) -> Result<Option<R>, Erro
         return Ok(Some(f(unsafe { strings::bytes(s) })));
     }
     if let Some(sym) = Symbol::from_value(key) {
-        return Ok(Some(f(sym.name()?.as_bytes())));
+        // By its name's bytes, as the writer stores a Symbol key, whatever
+        // the name's encoding.
+        // SAFETY: as above; the name String lives as long as the Symbol.
+        return Ok(Some(f(unsafe { strings::bytes(strings::symbol_name(sym)) })));
     }
     Ok(None)
 }
@@ -82,7 +89,7 @@ impl Reader {
     /// the serializer's `load` (or nil) are kept for every lookup.
     fn open(ruby: &Ruby, path: String, options: Option<RHash>, load: Value) -> Result<Reader, Error> {
         let flags = DecodeFlags::default().with_options(ruby, options)?;
-        let store = Store::open(&path).map_err(|e| to_ruby(ruby, e))?;
+        let store = Store::open_guarded(&path).map_err(|e| to_ruby(ruby, e))?;
         let load = (!load.is_nil()).then(|| Opaque::from(load));
         Ok(Reader { store: RefCell::new(Some(Arc::new(store))), closed: Cell::new(false), in_flight: Cell::new(0), path, flags, load })
     }
@@ -106,7 +113,11 @@ impl Reader {
         // SAFETY: the Arc stays in `self.store` while `in_flight` is above
         // zero (`close` and `InFlight::drop` take it out only at zero), and
         // the reader itself outlives this call, so the store outlives `f`.
-        f(unsafe { &*store })
+        let store = unsafe { &*store };
+        let result = f(store);
+        // Whatever `f` read, a page that faulted meanwhile makes it untrustworthy.
+        store.check_faults().map_err(|e| to_ruby(ruby, e.with_path(self.path.as_ref())))?;
+        result
     }
 
     /// A counted handle, for work that runs without the GVL.
@@ -184,16 +195,17 @@ impl Reader {
         rb_self.with_store(ruby, |store| Ok(store.len()))
     }
 
-    /// Up to CHUNK records from byte `offset` of the records section, as
+    /// Up to CHUNK records from byte `offset` of the records section, the
+    /// first being entry number `index` (0-based), as
     /// `[next_offset_or_nil, key, value, key, value, ...]`.
-    fn each_chunk(ruby: &Ruby, rb_self: &Self, offset: u64) -> Result<RArray, Error> {
+    fn each_chunk(ruby: &Ruby, rb_self: &Self, offset: u64, index: u64) -> Result<RArray, Error> {
         let decoder = rb_self.decoder(ruby, rb_self.flags);
         rb_self.with_store(ruby, |store| {
             let out = ruby.ary_new_capa(1 + 2 * CHUNK);
             out.push(ruby.qnil())?;
             let mut at = offset;
-            for _ in 0..CHUNK {
-                match store.record_at(at).map_err(|e| to_ruby(ruby, e.with_path(rb_self.path.as_ref())))? {
+            for k in 0..CHUNK as u64 {
+                match store.next_record(at, index + k).map_err(|e| to_ruby(ruby, e.with_path(rb_self.path.as_ref())))? {
                     Some((record, next)) => {
                         out.push(key_string(ruby, &record)?)?;
                         out.push(decoder.record(&record.record()).map_err(|e| rb_self.locate(ruby, e, record.key()))?)?;
@@ -209,7 +221,9 @@ impl Reader {
 
     fn verify(ruby: &Ruby, rb_self: &Self) -> Result<bool, Error> {
         let store = rb_self.shared(ruby)?;
-        crate::nogvl::without_gvl(ruby, move || store.verify(), None)?.map_err(|e| to_ruby(ruby, e.with_path(rb_self.path.as_ref())))?;
+        let checked = store.clone();
+        let result = crate::nogvl::without_gvl(ruby, move || store.verify(), None)?;
+        checked.check_faults().and(result).map_err(|e| to_ruby(ruby, e.with_path(rb_self.path.as_ref())))?;
         Ok(true)
     }
 
@@ -287,6 +301,10 @@ impl Drop for InFlight<'_> {
 }
 
 pub fn init(ruby: &Ruby, module: RModule) -> Result<(), Error> {
+    // Chains to the SIGBUS handler Ruby installed at boot for every fault
+    // outside a store's map. If it cannot be installed, stores are read
+    // unguarded, as before.
+    let _ = hashfile::read::fault::install();
     let class = module.define_class("Reader", ruby.class_object())?;
     // Readers are made by `_open` alone: no data-less `allocate`.
     class.undef_default_alloc_func();
@@ -296,7 +314,7 @@ pub fn init(ruby: &Ruby, module: RModule) -> Result<(), Error> {
     class.define_method("_dig", method!(Reader::dig, 3))?;
     class.define_method("key?", method!(Reader::has_key, 1))?;
     class.define_method("size", method!(Reader::size, 0))?;
-    class.define_method("_each_chunk", method!(Reader::each_chunk, 1))?;
+    class.define_method("_each_chunk", method!(Reader::each_chunk, 2))?;
     class.define_method("_verify", method!(Reader::verify, 0))?;
     class.define_method("close", method!(Reader::close, 0))?;
     class.define_method("closed?", method!(Reader::is_closed, 0))?;

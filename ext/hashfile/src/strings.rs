@@ -31,6 +31,16 @@ pub fn stored_encoding(ruby: &Ruby, s: RString) -> Stored {
     }
 }
 
+/// A Symbol's name as the String Ruby keeps for it (frozen, in the
+/// Symbol's own encoding, which need not be UTF-8).
+pub fn symbol_name(sym: magnus::Symbol) -> RString {
+    use magnus::rb_sys::AsRawValue;
+    // SAFETY: a live Symbol; rb_sym2str returns its frozen name String,
+    // which lives as long as the Symbol, and calls no Ruby code.
+    let name = unsafe { Value::from_raw(rb_sys::rb_sym2str(sym.as_raw())) };
+    RString::from_value(name).expect("a Symbol's name is a String")
+}
+
 /// The bytes of a Ruby String.
 ///
 /// # Safety

@@ -530,7 +530,14 @@ fn probe_of(ruby: &Ruby, step: Value) -> Result<Option<OwnedProbe>, Error> {
         return Ok(Some(OwnedProbe::Int((raw as i64) >> 1)));
     }
     if let Some(sym) = magnus::Symbol::from_value(step) {
-        return Ok(Some(OwnedProbe::Symbol(sym.name()?.as_bytes().to_vec())));
+        // A Symbol in another encoding (or a binary one) is not a name the
+        // codec's Symbol probe compares by: Ruby's own dig takes the step.
+        let name = strings::symbol_name(sym);
+        return Ok(match strings::stored_encoding(ruby, name) {
+            // SAFETY: copied at once.
+            Stored::Tagged(Encoding::Utf8 | Encoding::Ascii) if unsafe { std::str::from_utf8(strings::bytes(name)).is_ok() } => Some(OwnedProbe::Symbol(unsafe { strings::bytes(name) }.to_vec())),
+            _ => None,
+        });
     }
     if let Some(s) = RString::from_value(step) {
         let Stored::Tagged(encoding) = strings::stored_encoding(ruby, s) else { return Ok(None) };

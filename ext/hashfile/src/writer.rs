@@ -44,7 +44,9 @@ impl Writer {
     fn add_entry(&self, ruby: &Ruby, key: Value, value: Value) -> Result<(), Error> {
         let mut slot = self.builder.try_borrow_mut().map_err(|_| Self::busy(ruby))?;
         let builder = slot.as_mut().ok_or_else(|| Error::new(ruby.get_inner(&CLOSED_ERROR), "writer is finished"))?;
-        let (key_bytes, key_utf8): (Vec<u8>, bool) = if let Some(s) = RString::from_value(key) {
+        // A Symbol is stored by its name, in the name's encoding.
+        let key_string = RString::from_value(key).or_else(|| Symbol::from_value(key).map(strings::symbol_name));
+        let (key_bytes, key_utf8): (Vec<u8>, bool) = if let Some(s) = key_string {
             let utf8 = match strings::stored_encoding(ruby, s) {
                 Stored::Tagged(hashfile::value::Encoding::Binary) => false,
                 Stored::Tagged(_) => true,
@@ -52,8 +54,6 @@ impl Writer {
             };
             // SAFETY: copied at once, before any Ruby code runs.
             (unsafe { strings::bytes(s) }.to_vec(), utf8)
-        } else if let Some(sym) = Symbol::from_value(key) {
-            (sym.name()?.as_bytes().to_vec(), true)
         } else {
             return Err(type_error(ruby, format!("key must be a String or Symbol, not {}", class_name(key))));
         };
@@ -70,9 +70,26 @@ impl Writer {
         rb_self.add_entry(ruby, key, value)
     }
 
+    /// Adds every pair of a Hash. Iterating in C never reaches a point where
+    /// Ruby switches threads or delivers interrupts, so every
+    /// `YIELD_EVERY` entries this takes interrupts (Timeout, Thread#raise,
+    /// Ctrl-C, as an Err that unwinds normally) and lets other threads run.
     fn add_hash(ruby: &Ruby, rb_self: &Self, hash: RHash) -> Result<(), Error> {
+        const YIELD_EVERY: u32 = 4096;
+        let mut until_yield = YIELD_EVERY;
         hash.foreach(|key: Value, value: Value| {
             rb_self.add_entry(ruby, key, value)?;
+            until_yield -= 1;
+            if until_yield == 0 {
+                until_yield = YIELD_EVERY;
+                ruby.thread_check_ints()?;
+                // SAFETY: called holding the GVL; protect turns anything it
+                // raises into an Err.
+                magnus::rb_sys::protect(|| {
+                    unsafe { rb_sys::rb_thread_schedule() };
+                    rb_sys::Qnil as rb_sys::VALUE
+                })?;
+            }
             Ok(ForEach::Continue)
         })
     }

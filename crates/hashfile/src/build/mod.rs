@@ -73,6 +73,7 @@ impl Builder {
     /// removed.
     pub fn streaming(options: BuildOptions, destination: &Path) -> Result<Builder> {
         options.validate()?;
+        let destination = &publish::destination(destination)?;
         let with_path = |e: std::io::Error| Error::io(Some(destination), e);
         let mut temp = TempFile::create_beside(destination).map_err(with_path)?;
         // Room for the header, written last.
@@ -223,29 +224,16 @@ impl Builder {
             OnDuplicate::First => false,
             OnDuplicate::Last => true,
         };
-        let hashed = chd::build::sorted_hashes(&|i| self.key(i), self.offsets.len(), 0);
         let mut dropped = vec![false; self.offsets.len()];
         let mut any = false;
-        // Within a run of equal hashes (indices ascending), each entry whose
-        // key equals a later one's is dropped (keep last) or the later one
-        // is (keep first).
-        let mut start = 0;
-        while start < hashed.len() {
-            let mut end = start + 1;
-            while end < hashed.len() && hashed[end].hash == hashed[start].hash {
-                end += 1;
+        // Each entry whose key equals a later one's is dropped (keep last)
+        // or the later one is (keep first).
+        self.each_repeat(|i, j| {
+            if !dropped[i] && !dropped[j] {
+                dropped[if keep_last { i } else { j }] = true;
+                any = true;
             }
-            for a in start..end {
-                for b in a + 1..end {
-                    let (i, j) = (hashed[a].index as usize, hashed[b].index as usize);
-                    if !dropped[i] && !dropped[j] && self.key(i) == self.key(j) {
-                        dropped[if keep_last { i } else { j }] = true;
-                        any = true;
-                    }
-                }
-            }
-            start = end;
-        }
+        });
         if !any {
             return;
         }
@@ -265,6 +253,53 @@ impl Builder {
         }
         self.records = Records::Memory(records);
         self.offsets = offsets;
+    }
+
+    /// Calls `f(i, j)` for every pair of entries `i < j` with equal keys:
+    /// within a run of equal hashes (indices ascending), each pair whose
+    /// keys are equal.
+    fn each_repeat(&self, mut f: impl FnMut(usize, usize)) {
+        let hashed = chd::build::sorted_hashes(&|i| self.key(i), self.offsets.len(), 0);
+        let mut start = 0;
+        while start < hashed.len() {
+            let mut end = start + 1;
+            while end < hashed.len() && hashed[end].hash == hashed[start].hash {
+                end += 1;
+            }
+            for a in start..end {
+                for b in a + 1..end {
+                    let (i, j) = (hashed[a].index as usize, hashed[b].index as usize);
+                    if self.key(i) == self.key(j) {
+                        f(i.min(j), i.max(j));
+                    }
+                }
+            }
+            start = end;
+        }
+    }
+
+    /// The error for a build with repeated keys: the key repeated first in
+    /// input order (the perfect hash build stops at whichever it meets),
+    /// and how many other keys repeat. Runs only on this failing path.
+    fn duplicate_error(&self) -> Error {
+        let n = self.offsets.len();
+        // For each entry, whether an earlier entry has its key.
+        let mut repeats = vec![false; n];
+        let mut earliest_second = usize::MAX;
+        let mut first_of_earliest = 0;
+        self.each_repeat(|i, j| {
+            repeats[j] = true;
+            if j < earliest_second {
+                earliest_second = j;
+                first_of_earliest = i;
+            }
+        });
+        // A key repeating k times has k - 1 entries marked, and exactly one
+        // unmarked entry (its first); count keys by their first entries.
+        let mut firsts = vec![false; n];
+        self.each_repeat(|i, _| firsts[i] = !repeats[i]);
+        let keys = firsts.iter().filter(|&&f| f).count() as u64;
+        Error::DuplicateKey { key: self.key(first_of_earliest).to_vec(), first: None, second: None, others: keys.saturating_sub(1) }
     }
 
     fn key(&self, index: usize) -> &[u8] {
@@ -288,7 +323,10 @@ impl Builder {
             Records::Memory(v) => (xxhash_rust::xxh3::xxh3_64(v), None),
         };
         let records = RecordsSection { bytes: self.records(), offsets: &self.offsets, checksum, hashes, typed: self.typed };
-        let prepared = index::prepare(&records, &self.options, &self.cancel)?;
+        let prepared = match index::prepare(&records, &self.options, &self.cancel) {
+            Err(Error::DuplicateKey { .. }) => return Err(self.duplicate_error()),
+            other => other?,
+        };
         self.cancel.check()?;
         Ok(prepared)
     }
@@ -324,6 +362,11 @@ impl Builder {
     /// to a temporary file `.NAME.PID.N.tmp` in the same directory, which is
     /// fsynced and renamed over `path`. If anything fails, the temporary file
     /// is removed and `path` is untouched. Returns the file's length.
+    ///
+    /// `path` may be a regular file, a path that does not exist, or a
+    /// symbolic link, whose target is replaced (the link stays). A
+    /// directory, device, FIFO or socket is refused with
+    /// `Error::InvalidOption`, before anything is written.
     pub fn write_file(&mut self, path: &Path) -> Result<u64> {
         self.write_file_checked(path, &mut || Ok(()))
     }
@@ -332,6 +375,8 @@ impl Builder {
     /// synced, just before the rename: an error from it (a cancelled build)
     /// removes the temporary file and leaves `path` untouched.
     pub fn write_file_checked(&mut self, path: &Path, before_publish: &mut dyn FnMut() -> Result<()>) -> Result<u64> {
+        let resolved = publish::destination(path)?;
+        let path = resolved.as_path();
         let with_path = |e: std::io::Error| Error::io(Some(path), e);
         // Once published, the file is never written again: a second
         // write_file goes through a new temporary file like any other.

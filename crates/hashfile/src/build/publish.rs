@@ -11,6 +11,52 @@ use crate::cancel::CancelFlag;
 use crate::error::{Error, Result};
 use crate::parallel::*;
 
+/// Where a store for `path` is published: `path` itself if it is a regular
+/// file or does not exist yet, or, for a symbolic link, the file the link
+/// leads to (so a deploy's `current.hf -> releases/7.hf` keeps its link and
+/// the release file is replaced, as `>` in a shell writes through a link).
+/// A directory, a device, a FIFO or a socket is refused: renaming a file
+/// over one would replace something that is not a store.
+pub(super) fn destination(path: &Path) -> Result<PathBuf> {
+    use std::os::unix::fs::FileTypeExt;
+    if path.as_os_str().as_encoded_bytes().ends_with(b"/") {
+        return Err(Error::InvalidOption { name: "output", reason: format!("{} ends with /, so it names a directory; give a file path", path.display()) });
+    }
+    let mut at = path.to_path_buf();
+    // Links followed, as many as the kernel follows (Linux's MAXSYMLINKS).
+    for _ in 0..40 {
+        let meta = match fs::symlink_metadata(&at) {
+            Ok(meta) => meta,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(at),
+            Err(e) => return Err(Error::io(Some(&at), e)),
+        };
+        let kind = meta.file_type();
+        let what = if kind.is_symlink() {
+            let target = fs::read_link(&at).map_err(|e| Error::io(Some(&at), e))?;
+            at = match at.parent() {
+                Some(dir) if target.is_relative() => dir.join(target),
+                _ => target,
+            };
+            continue;
+        } else if kind.is_file() {
+            return Ok(at);
+        } else if kind.is_dir() {
+            "a directory"
+        } else if kind.is_char_device() || kind.is_block_device() {
+            "a device"
+        } else if kind.is_fifo() {
+            "a FIFO"
+        } else if kind.is_socket() {
+            "a socket"
+        } else {
+            "not a regular file"
+        };
+        let through = if at == path { String::new() } else { format!(" (where the link {} leads)", path.display()) };
+        return Err(Error::InvalidOption { name: "output", reason: format!("{}{through} is {what}; a store replaces only a regular file: give a file path", at.display()) });
+    }
+    Err(Error::InvalidOption { name: "output", reason: format!("{} is a chain of more than 40 symbolic links", path.display()) })
+}
+
 /// A temporary file beside a destination, removed on drop unless published.
 #[derive(Debug)]
 pub(super) struct TempFile {

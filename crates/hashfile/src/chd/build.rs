@@ -149,7 +149,7 @@ where
     // The first part that failed, in part order, whatever the threads did;
     // a duplicate (found before any placing) first, then a part that gave up.
     if let Some(Placement::Duplicate(id)) = outcomes.iter().find(|o| matches!(o, Placement::Duplicate(_))) {
-        return Err(Error::DuplicateKey { key: keys(*id as usize).to_vec(), first: None, second: None });
+        return Err(Error::DuplicateKey { key: keys(*id as usize).to_vec(), first: None, second: None, others: 0 });
     }
     if outcomes.contains(&Placement::TooHard) {
         return Err(too_hard(params));

@@ -112,7 +112,9 @@ impl Importer<'_> {
                 return Err(self.error(&mark, "a << merge key at the top level is not supported"));
             }
             key_bytes.clear();
-            self.node(event, &mark, &mut key_bytes, 0, "")?;
+            // Full depth, so that a sequence or mapping as a key is named as
+            // such below rather than as too deep.
+            self.node(event, &mark, &mut key_bytes, value::MAX_DEPTH, "")?;
             let key = match Cursor::new(&key_bytes).next_item() {
                 Ok(Item::Str(bytes, Encoding::Utf8 | Encoding::Binary)) | Ok(Item::Symbol(bytes, _)) => bytes.to_vec(),
                 Ok(other) => return Err(self.error(&mark, format!("key is {}; store keys must be strings (quote it)", describe(&other)))),

@@ -8,12 +8,13 @@ use crate::error::Result;
 pub struct Iter<'a, S> {
     reader: &'a Reader<S>,
     offset: u64,
+    index: u64,
     failed: bool,
 }
 
 impl<'a, S: Source> Iter<'a, S> {
     pub(super) fn new(reader: &'a Reader<S>) -> Iter<'a, S> {
-        Iter { reader, offset: 0, failed: false }
+        Iter { reader, offset: 0, index: 0, failed: false }
     }
 
     /// The offset in the records section of the next record: where
@@ -30,9 +31,10 @@ impl<'a, S: Source> Iterator for Iter<'a, S> {
         if self.failed {
             return None;
         }
-        match self.reader.record_at(self.offset) {
+        match self.reader.next_record(self.offset, self.index) {
             Ok(Some((record, next))) => {
                 self.offset = next;
+                self.index += 1;
                 Some(Ok(record))
             }
             Ok(None) => None,

@@ -6,6 +6,8 @@
 //! here assumes the whole file is one slice, and nothing handed out borrows
 //! more than the piece a source gave.
 
+#[cfg(feature = "mmap")]
+pub mod fault;
 mod iter;
 mod source;
 mod verify;
@@ -147,16 +149,56 @@ impl Reader<memmap2::Mmap> {
     /// does that), which leaves open readers on the old file.
     pub fn open(path: impl AsRef<std::path::Path>) -> Result<Reader<memmap2::Mmap>> {
         let path = path.as_ref();
-        let file = std::fs::File::open(path).map_err(|e| Error::io(Some(path), e))?;
-        // SAFETY: the map is read-only and private to this reader. Stores are
-        // immutable by contract: they are published by rename and never
-        // written in place, so the mapped bytes do not change under us. A
-        // file truncated by another process would raise SIGBUS, the same
-        // caveat as every mmap-based reader (fst, LMDB, sparkey).
-        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io(Some(path), e))?;
-        Reader::new(map).map_err(|e| e.with_path(path))
+        Reader::new(map_file(path)?).map_err(|e| e.with_path(path))
     }
 }
+
+#[cfg(feature = "mmap")]
+impl Reader<fault::GuardedMap> {
+    /// `open`, with the mapping registered with the SIGBUS handler of
+    /// [`fault::install`] (call that first): a page that faults because the
+    /// file shrank under the map reads as zeros and counts in
+    /// `source().faults()`, which the caller checks after each operation
+    /// (see [`Reader::check_faults`]).
+    pub fn open_guarded(path: impl AsRef<std::path::Path>) -> Result<Reader<fault::GuardedMap>> {
+        let path = path.as_ref();
+        Reader::new(fault::GuardedMap::new(map_file(path)?)).map_err(|e| e.with_path(path))
+    }
+
+    /// An error if a page of the mapping has faulted since it was opened:
+    /// the file was truncated or rewritten in place, so nothing read from
+    /// it can be trusted. Cheap (one atomic load): call it after every
+    /// operation whose result is about to be used.
+    #[inline]
+    pub fn check_faults(&self) -> Result<()> {
+        match self.source.faults() {
+            0 => Ok(()),
+            _ => Err(Error::Changed { path: None }),
+        }
+    }
+}
+
+/// Maps the store file at `path`.
+#[cfg(feature = "mmap")]
+fn map_file(path: &std::path::Path) -> Result<memmap2::Mmap> {
+    let file = std::fs::File::open(path).map_err(|e| Error::io(Some(path), e))?;
+    // Mapping a directory fails with ENODEV ("No such device"): say
+    // what it is instead.
+    if file.metadata().is_ok_and(|m| m.is_dir()) {
+        return Err(Error::io(Some(path), std::io::Error::from_raw_os_error(EISDIR)));
+    }
+    // SAFETY: the map is read-only and private to this reader. Stores are
+    // immutable by contract: they are published by rename and never
+    // written in place, so the mapped bytes do not change under us. A
+    // file truncated by another process raises SIGBUS, the same caveat
+    // as every mmap-based reader (fst, LMDB, sparkey), unless the map
+    // is guarded (`open_guarded`, `fault`).
+    unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io(Some(path), e))
+}
+
+/// The errno of "Is a directory" (the same on Linux, macOS and the BSDs).
+#[cfg(feature = "mmap")]
+const EISDIR: i32 = 21;
 
 /// The bytes of `section` in a store held in memory. Open checked that it
 /// lies inside the file; `None` only if the source's slice changed since.
@@ -328,6 +370,18 @@ impl<S: Source> Reader<S> {
     #[inline(always)]
     fn slot_offset(&self, slot: u64) -> Result<u64> {
         self.packed(&self.slots, SectionId::Slots, self.offset_bits, slot, "slot past end of slots")
+    }
+
+    /// The record at `offset` as the `index`-th (0-based) of an iteration
+    /// from the start: `record_at`, checking the count against the header,
+    /// so that a damaged records section (zeroed, say, which reads as a run
+    /// of empty records) is an error rather than extra or missing entries.
+    pub fn next_record(&self, offset: u64, index: u64) -> Result<Option<(RecordBuf<'_>, u64)>> {
+        match self.record_at(offset)? {
+            Some(_) if index >= self.entry_count => Err(corrupt(SectionId::Records, &format!("more records than the header's {} entries", self.entry_count))),
+            None if index < self.entry_count => Err(corrupt(SectionId::Records, &format!("the records end after {index} of the header's {} entries", self.entry_count))),
+            found => Ok(found),
+        }
     }
 
     /// The record at byte `offset` of the records section and the offset of

@@ -1,0 +1,86 @@
+# frozen_string_literal: true
+
+require_relative "test_helper"
+
+# A store truncated or rewritten in place while open (someone ran
+# `cp new.hf live.hf` instead of renaming): the read that touches a page
+# that is gone raises StaleError, every later call does too, and the
+# process keeps running, with any number of threads reading. Deleting an
+# open store changes nothing for its readers: the file lives on until
+# closed.
+class FaultsTest < HashfileTest
+  ENTRIES = 100_000
+  DATA = (1..ENTRIES).to_h { |i| ["key#{i}", "value #{i} #{"x" * 20}"] }.freeze
+
+  # These are about signals and pages, not object lifetimes, and take
+  # minutes with a GC on every allocation.
+  def setup
+    super
+    skip "not run under GC.stress" if ENV["HASHFILE_GC_STRESS"] == "1"
+  end
+
+  def build
+    Hashfile.build(path, DATA)
+  end
+
+  def test_truncation_under_threads_raises_stale_error_everywhere
+    build
+    db = Hashfile.open(path)
+    assert_equal DATA["key7"], db["key7"]
+    stop = false
+    errors = Queue.new
+    readers = 4.times.map do |t|
+      Thread.new do
+        i = t
+        until stop
+          begin
+            value = db["key#{(i % DATA.size) + 1}"]
+            # Before the truncation every value is right; after, none is
+            # returned at all.
+            errors << [:wrong, i] unless value.nil? || value == DATA["key#{(i % DATA.size) + 1}"]
+          rescue Hashfile::StaleError
+            errors << :stale
+          end
+          i += 7919
+        end
+      end
+    end
+    sleep 0.05
+    File.truncate(path, 4096)
+    Thread.pass until errors.size >= 4
+    stop = true
+    readers.each(&:join)
+    found = []
+    found << errors.pop until errors.empty?
+    assert_includes found, :stale
+    assert_empty found.reject { |e| e == :stale }, "no wrong value, ever"
+    [-> { db["key#{ENTRIES - 1}"] }, -> { db["key1"] }, -> { db.dig("key1") }, -> { db.each { nil } }, -> { db.verify }, -> { db.size }].each do |call|
+      e = assert_raises(Hashfile::StaleError) { call.call }
+      assert_equal path, e.path
+      assert_match(/the store file changed while open \(truncated or rewritten in place, not replaced by rename\); reopen it/, e.message)
+    end
+    db.close
+    assert_raises(Hashfile::FormatError) { Hashfile.open(path) }
+  end
+
+  def test_rewritten_in_place_with_a_smaller_store
+    build
+    db = Hashfile.open(path)
+    assert_equal DATA["key#{ENTRIES - 1}"], db["key#{ENTRIES - 1}"]
+    # File.write truncates, then writes: what `cp` does.
+    File.binwrite(path, File.binread(path, 8192))
+    assert_raises(Hashfile::StaleError) { db.each { nil } }
+    assert_raises(Hashfile::StaleError) { db["key5"] }
+    db.close
+  end
+
+  def test_deleting_an_open_store_changes_nothing_for_its_readers
+    build
+    db = Hashfile.open(path)
+    File.unlink(path)
+    assert_equal DATA["key1234"], db["key1234"]
+    assert_equal DATA.size, db.each.count
+    assert db.verify
+    db.close
+  end
+end
