@@ -17,7 +17,9 @@ Gem::Specification.new do |spec|
     "Cargo.toml", "Cargo.lock",
     "crates/hashfile/Cargo.toml", "crates/hashfile/README.md", "crates/hashfile/src/**/*.rs", "crates/hashfile/benches/*.rs",
     "crates/hashfile/examples/support/*.rs",
-    "ext/hashfile/Cargo.toml", "ext/hashfile/extconf.rb", "ext/hashfile/src/**/*.rs"
+    "ext/hashfile/Cargo.toml", "ext/hashfile/extconf.rb", "ext/hashfile/src/**/*.rs",
+    # The patched YAML parser the workspace's [patch.crates-io] points at.
+    "vendor/yaml-rust2/Cargo.toml", "vendor/yaml-rust2/src/**/*.rs", "vendor/yaml-rust2/*-LICENSE", "vendor/yaml-rust2/*.md"
   ]
   spec.bindir = "exe"
   spec.executables = ["hashfile"]

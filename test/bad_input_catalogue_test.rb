@@ -1,0 +1,144 @@
+# frozen_string_literal: true
+
+require_relative "test_helper"
+require "msgpack"
+require "stringio"
+
+# The bad-input catalogue (README, "Errors"): every entry is an input a user
+# can get wrong, the exception class it raises (or the CLI's exit status),
+# and the part of the message that says what to do. Kept as one table so
+# the README's list and the behaviour cannot drift apart.
+class BadInputCatalogueTest < HashfileTest
+  def good_store
+    @good_store ||= begin
+      Hashfile.build(path("good.hf"), { "a" => 1, "b" => "x" })
+      File.binread(path("good.hf"))
+    end
+  end
+
+  # The store's bytes with `change` applied, written to a file; its path.
+  def damaged(name)
+    bytes = good_store.dup
+    yield bytes
+    File.binwrite(path(name), bytes)
+    path(name)
+  end
+
+  def input(name, bytes)
+    File.binwrite(path(name), bytes)
+    path(name)
+  end
+
+  def cli(*argv)
+    status, _, err = run_cli(*argv)
+    CLIResult.new(status, err)
+  end
+
+  CLIResult = Struct.new(:status, :message)
+
+  # [what, how, expected class (or CLI exit status), message pattern]
+  def catalogue
+    [
+      # Stores
+      ["an empty file", -> { Hashfile.open(input("empty.hf", "")) }, Hashfile::FormatError, /file is 0 bytes, too short for a header/],
+      ["a text file", -> { Hashfile.open(input("text.hf", "hello " * 40)) }, Hashfile::FormatError, /bad magic: not a hashfile store/],
+      ["another major version", -> { Hashfile.open(damaged("v2.hf") { |b| b.setbyte(8, 2) }) }, Hashfile::UnsupportedError, /unsupported version 2 \(this library reads version 1\)/],
+      ["a truncated store", -> { Hashfile.open(input("cut.hf", good_store[0...-10])) }, Hashfile::FormatError, /truncated or appended to/],
+      ["bytes appended to a store", -> { Hashfile.open(input("long.hf", good_store + "xx")) }, Hashfile::FormatError, /truncated or appended to/],
+      ["a flipped header bit", -> { Hashfile.open(damaged("h.hf") { |b| b.setbyte(40, b.getbyte(40) ^ 1) }) }, Hashfile::ChecksumError, /checksum mismatch in section header/],
+      ["a flipped record bit, verified", -> { Hashfile.open(damaged("r.hf") { |b| flip_last_record_byte(b) }, verify: true) }, Hashfile::ChecksumError, /checksum mismatch in section records/],
+      ["a missing store", -> { Hashfile.open(path("nope.hf")) }, Errno::ENOENT, /No such file or directory/],
+      ["a directory as a store", -> { Dir.mkdir(path("d")) unless Dir.exist?(path("d")); Hashfile.open(path("d")) }, Errno::EISDIR, /Is a directory/],
+      ["a store truncated while open", -> { truncated_while_open }, Hashfile::StaleError, /the store file changed while open .*; reopen it/],
+      # Importer inputs
+      ["JSON that is not JSON", -> { Hashfile.build_from(input("a.json", "{\"a\": 1,\n \"b\" 2}"), path) }, Hashfile::ParseError, /a.json: line 2, column 6: expected `:`/],
+      ["a JSON duplicate key", -> { Hashfile.build_from(input("d.json", "{\"a\": 1, \"a\": 2}"), path) }, Hashfile::DuplicateKeyError, /duplicate key "a"/],
+      ["a JSON number of a million digits", -> { Hashfile.build_from(input("n.json", "{\"n\": #{"9" * 1_000_000}}"), path) }, Hashfile::ParseError, /over the limit of 100000 \(store it as a string\)/],
+      ["JSON nested deeper than 100", -> { Hashfile.build_from(input("deep.json", "{\"a\": #{"[" * 120}#{"]" * 120}}"), path) }, Hashfile::ParseError, /nests deeper than 100 levels|recursion limit/],
+      ["a JSON Lines line that is not a pair", -> { Hashfile.build_from(input("l.jsonl", "[\"a\", 1]\n[\"b\"]\n"), path) }, Hashfile::ParseError, /l.jsonl: line 2.*expected a \[key, value\] pair/],
+      ["a JSON Lines object without the key field", -> { Hashfile.build_from(input("m.jsonl", "{\"value\": 1}\n"), path) }, Hashfile::ParseError, /missing field "key"/],
+      ["an unterminated CSV quote", -> { Hashfile.build_from(input("q.tsv", "k\tv\na\t\"open\nb\tx\n"), path) }, Hashfile::ParseError, /q.tsv: line 2, column 3: unclosed quoted field.*quote: false \(--no-quote\)/],
+      ["text after a closing CSV quote", -> { Hashfile.build_from(input("x.csv", "k,v\na,\"bad\"x\n"), path) }, Hashfile::ParseError, /line 2, column 8: 'x' after the closing quote of a field/],
+      ["a quote inside an unquoted CSV field", -> { Hashfile.build_from(input("y.csv", "k,v\na,a\"b\n"), path) }, Hashfile::ParseError, /line 2, column 4: a quote inside an unquoted field; quote the whole field and double the quote/],
+      ["a CSV row too short for the value column", -> { Hashfile.build_from(input("s.csv", "k,v\na\n"), path) }, Hashfile::ParseError, /line 2: the row has 1 field, too few for the value column 1/],
+      ["a CSV column name not in the header", -> { Hashfile.build_from(input("h.csv", "id,name\n1,x\n"), path, key_column: "sku") }, Hashfile::ParseError, /no key column named "sku"; the header row names "id", "name"/],
+      ["a CSV duplicate key in a CR LF file", -> { Hashfile.build_from(input("c.csv", "k,v\r\na,1\r\nb,2\r\na,3\r\n"), path) }, Hashfile::DuplicateKeyError, /c.csv: line 2 and .*c.csv: line 4/],
+      ["MessagePack with extra bytes", -> { Hashfile.build_from(input("e.msgpack", { "a" => 1 }.to_msgpack + "\x00"), path) }, Hashfile::ParseError, /extra bytes after the top-level map \(1 entry\); the input must be exactly one map/],
+      ["MessagePack that is not a map", -> { Hashfile.build_from(input("a.msgpack", [1, 2].to_msgpack), path) }, Hashfile::ParseError, /expected a map at the top level/],
+      ["a MessagePack extension type", -> { Hashfile.build_from(input("x.msgpack", "\x81\xA1a\xD4\x01\x00".b), path) }, Hashfile::ParseError, /MessagePack extension type 1 is not supported/],
+      ["a YAML date", -> { Hashfile.build_from(input("d.yml", "a: 1\nwhen: 2024-01-31\n"), path) }, Hashfile::ParseError, /line 2, column 7: value for key "when": "2024-01-31" is a date, which YAML.safe_load refuses; quote it/],
+      ["a YAML Ruby object tag", -> { Hashfile.build_from(input("o.yml", "a: !ruby/object:Foo {}\n"), path) }, Hashfile::ParseError, /has tag !ruby\/object:Foo, a Ruby object, which YAML.safe_load refuses/],
+      ["a YAML sequence at the top", -> { Hashfile.build_from(input("s.yml", "- a\n- b\n"), path) }, Hashfile::ParseError, /line 1, column 1: expected a mapping at the top level/],
+      ["a YAML alias bomb", -> { Hashfile.build_from(input("bomb.yml", alias_bomb), path) }, Hashfile::ParseError, /aliases expand to more than 256 MiB/],
+      ["UTF-16 input", -> { Hashfile.build_from(input("u.json", "{\"a\": 1}".encode("UTF-16LE").b), path) }, Hashfile::ParseError, /the input is UTF-16LE text; hashfile reads UTF-8: convert it first \(iconv -f UTF-16LE -t UTF-8\)/],
+      ["an unknown extension", -> { Hashfile.build_from(input("data.txt", "{}"), path) }, ArgumentError, /cannot tell the format of .*data.txt .*give the format \(--format, or format: in Ruby\)/],
+      ["a directory as an input", -> { Dir.mkdir(path("in")) unless Dir.exist?(path("in")); Hashfile.build_from(path("in"), path) }, ArgumentError, /in is a directory; give the data files in it/],
+      ["an IO without format:", -> { Hashfile.build_from(StringIO.new("{}"), path) }, ArgumentError, /an IO input \(StringIO\) needs format:/],
+      # Ruby arguments
+      ["an Integer key", -> { Hashfile.build(path, { 1 => 2 }) }, TypeError, /key must be a String or Symbol, not Integer/],
+      ["a value of another class", -> { Hashfile.build(path, { "a" => Object.new }) }, TypeError, /value for key "a" is a Object; .*\(pass serializer: to store other objects\)/],
+      ["a value nested 120 deep", -> { Hashfile.build(path, { "deep" => deep_array(120) }) }, ArgumentError, /value for key "deep" at \[0, 0, 0, \.\.\.\] nests deeper than 100 levels/],
+      ["a build option out of range", -> { Hashfile.build(path, { "a" => 1 }, load_factor: 2) }, ArgumentError, /invalid option load_factor: 2 is outside 0.5..=1/],
+      ["an unknown build option", -> { Hashfile.build(path, { "a" => 1 }, nope: 1) }, ArgumentError, /unknown option: nope \(expected one of: keys_per_bucket/],
+      ["options no table can satisfy", -> { Hashfile.build(path, (1..5000).to_h { |i| ["k#{i}", i] }, dense_key_fraction: 0.99, dense_bucket_fraction: 0.01) }, ArgumentError, /dense_key_fraction|dense_bucket_fraction/],
+      ["threads: 0", -> { Hashfile.build_from(input("t.json", "{}"), path, threads: 0) }, ArgumentError, /threads must be from 1 to \d+ \(4 per core, at least 16\), got 0/],
+      ["a nil path", -> { Hashfile.open(nil) }, TypeError, /expected a path \(String or Pathname\), not nil/],
+      ["an output that is a FIFO", -> { File.mkfifo(path("fifo")) unless File.exist?(path("fifo")); Hashfile.build(path("fifo"), { "a" => 1 }) }, ArgumentError, /fifo is a FIFO; a store replaces only a regular file: give a file path/],
+      ["a col_sep that is a quote", -> { Hashfile.build_from(input("c2.csv", "k,v\n"), path, col_sep: "\"") }, ArgumentError, /invalid option col_sep: must be one ASCII character other than a quote or a line break/],
+      ["a serializer without load", -> { Hashfile.open(path("good.hf").tap { good_store }, serializer: Object.new) }, ArgumentError, /serializer: expected an object with dump and load/],
+      ["a closed store", -> { db = Hashfile.open(path("good.hf").tap { good_store }); db.close; db["a"] }, Hashfile::ClosedError, /closed store/],
+      # CLI arguments
+      ["an unknown command", -> { cli("frobnicate") }, 2, /unknown command "frobnicate"\nRun 'hashfile --help' for usage./],
+      ["build without -o", -> { cli("build", "x.json") }, 2, /build needs -o OUT \(or --check\)/],
+      ["an output that is an input", -> { cli("build", input("same.json", "{}"), "-o", path("same.json")) }, 2, /is the input .*; write the store elsewhere, or pass --force/],
+      ["an unknown --format", -> { cli("build", "--format", "xml", "x.json", "-o", "y") }, 2, /invalid argument: --format xml/],
+      ["a missing input", -> { cli("build", path("nope.json"), "-o", path) }, 1, /No such file or directory - .*nope.json/],
+      ["dump of what JSON cannot hold", -> { Hashfile.build(path("bin.hf"), { "\xFF".b => "x" }); cli("dump", path("bin.hf")) }, 1, /key "\\xFF" has bytes that are not UTF-8, which JSON cannot hold; use --format tsv/],
+    ]
+  end
+
+  def test_every_bad_input_names_what_to_do
+    # About messages, not object lifetimes; minutes with a GC on every
+    # allocation.
+    skip "not run under GC.stress" if ENV["HASHFILE_GC_STRESS"] == "1"
+    entries = catalogue
+    assert_operator entries.size, :>=, 40
+    entries.each do |what, how, expected, message|
+      if expected.is_a?(Integer)
+        result = how.call
+        assert_equal expected, result.status, what
+        assert_match message, result.message, what
+      else
+        e = assert_raises(expected, what) { how.call }
+        assert_match message, e.message, what
+      end
+    end
+  end
+
+  private
+
+  def flip_last_record_byte(bytes)
+    bytes.byteslice(84, 4).unpack1("V").times do |k|
+      id, _flags, offset, length = bytes.byteslice(128 + 32 * k, 24).unpack("VVQ<Q<")
+      bytes.setbyte(offset + length - 1, bytes.getbyte(offset + length - 1) ^ 0x20) if id == 5
+    end
+  end
+
+  def truncated_while_open
+    Hashfile.build(path("big.hf"), (1..50_000).to_h { |i| ["k#{i}", "v#{i}" * 4] })
+    Hashfile.open(path("big.hf")) do |db|
+      File.truncate(path("big.hf"), 4096)
+      db.each { nil }
+    end
+  end
+
+  def alias_bomb
+    lines = ["a0: &a0 [#{(["x" * 1000] * 10).join(", ")}]"]
+    (1..9).each { |i| lines << "a#{i}: &a#{i} [#{(["*a#{i - 1}"] * 10).join(", ")}]" }
+    lines.join("\n") + "\n"
+  end
+
+  def deep_array(depth)
+    (1...depth).reduce([1]) { |inner, _| [inner] }
+  end
+end
