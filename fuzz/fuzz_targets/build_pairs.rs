@@ -1,0 +1,36 @@
+//! Builds from arbitrary pairs: the store opens, verifies, and finds every
+//! key with its last value; a repeated key is a DuplicateKey error under
+//! the default policy and the last value under `OnDuplicate::Last`.
+#![no_main]
+
+use std::collections::HashMap;
+
+use hashfile::{BuildOptions, Builder, Error, OnDuplicate, Reader};
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let Some((&choice, rest)) = data.split_first() else { return };
+    // Pairs split at 0xFF bytes: key, value, key, value, ...
+    let parts: Vec<&[u8]> = rest.split(|&b| b == 0xFF).collect();
+    let pairs: Vec<(&[u8], &[u8])> = parts.chunks(2).filter(|c| c.len() == 2).map(|c| (c[0], c[1])).collect();
+    let options = BuildOptions { on_duplicate: if choice & 1 == 0 { OnDuplicate::Error } else { OnDuplicate::Last }, keys_per_part: u64::from(choice >> 1).max(1) * 4, ..Default::default() };
+    let mut builder = Builder::new(options.clone()).unwrap();
+    let mut expected: HashMap<&[u8], &[u8]> = HashMap::new();
+    for (k, v) in &pairs {
+        builder.insert(k, v);
+        expected.insert(k, v);
+    }
+    match builder.to_bytes() {
+        Ok(bytes) => {
+            let store = Reader::new(bytes.as_slice()).unwrap();
+            store.verify().unwrap();
+            assert_eq!(store.len(), expected.len() as u64);
+            for (k, v) in &expected {
+                assert_eq!(store.get(k).unwrap().unwrap().value(), *v);
+            }
+        }
+        Err(Error::DuplicateKey { .. }) => assert!(options.on_duplicate == OnDuplicate::Error && expected.len() < pairs.len()),
+        Err(Error::InvalidOption { .. }) => {}
+        Err(e) => panic!("build failed: {e}"),
+    }
+});
