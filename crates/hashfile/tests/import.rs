@@ -726,3 +726,37 @@ fn integers_convert_in_bounded_time_up_to_a_documented_limit() {
         assert!(what.contains(&format!("is an integer of {} digits, over the limit of {MAX_INTEGER_DIGITS}", MAX_INTEGER_DIGITS + 1)), "{what}");
     }
 }
+
+/// Inputs built to exhaust memory or time fail fast, with errors, in
+/// memory bounded by their size: declared lengths far past the input,
+/// nesting far past the depth limit, aliases that expand without end.
+#[test]
+fn hostile_inputs_fail_fast_in_bounded_memory() {
+    let cases: Vec<(InputFormat, Vec<u8>, &str)> = vec![
+        // A str32 and a bin32 of 4 GiB, a map32 and an array32 of 4 billion
+        // entries, each with a few bytes behind it.
+        (InputFormat::MessagePack, vec![0x81, 0xDB, 0xFF, 0xFF, 0xFF, 0xFF, b'a'], "unexpected end of input"),
+        (InputFormat::MessagePack, vec![0x81, 0xA1, b'a', 0xC6, 0xFF, 0xFF, 0xFF, 0xFF, 1, 2], "unexpected end of input"),
+        (InputFormat::MessagePack, vec![0xDF, 0xFF, 0xFF, 0xFF, 0xFF, 0xA1, b'a', 0x01], "unexpected end of input"),
+        (InputFormat::MessagePack, vec![0x81, 0xA1, b'a', 0xDD, 0xFF, 0xFF, 0xFF, 0xFF, 0x01], "unexpected end of input"),
+        (InputFormat::JsonObject, format!("{{\"a\": {}{}}}", "[".repeat(100_000), "]".repeat(100_000)).into_bytes(), "nests deeper than 100 levels"),
+        (InputFormat::Yaml, format!("a: {}{}\n", "[".repeat(100_000), "]".repeat(100_000)).into_bytes(), "recursion limit exceeded"),
+        (InputFormat::Yaml, {
+            let mut text = format!("a0: &a0 [{}]\n", vec!["\"xxxxxxxxxx\""; 100].join(", "));
+            for i in 1..20 {
+                text += &format!("a{i}: &a{i} [{}]\n", vec![format!("*a{}", i - 1); 10].join(", "));
+            }
+            text.into_bytes()
+        }, "aliases expand to more than 256 MiB"),
+    ];
+    for (format, input, want) in cases {
+        let started = std::time::Instant::now();
+        match read(format, &input) {
+            Err(Error::Parse { what, .. }) => assert!(what.contains(want), "{format:?}: {what}"),
+            Err(other) => panic!("{format:?}: expected a parse error, got {other}"),
+            Ok(_) => panic!("{format:?}: a hostile input was accepted"),
+        }
+        // Generous: each takes milliseconds; minutes would mean a blow-up.
+        assert!(started.elapsed().as_secs() < 20, "{format:?} took {:?}", started.elapsed());
+    }
+}
