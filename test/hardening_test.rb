@@ -72,6 +72,10 @@ class HardeningTest < HashfileTest
     assert_equal 0, status
     assert_match(/\Acheck: OK, 2 entries, \d+ bytes, built in [\d.]+ s; .*out.hf \(not written\)\n\z/, out)
     refute File.exist?(path("out.hf"))
+    Dir.mkdir(path("out-dir"))
+    status, out, = run_cli("build", input, "--check", "-o", path("out-dir"), "-q")
+    assert_equal 1, status
+    assert_match(/check: but a build would refuse the output: .*out-dir is a directory; a store replaces only a regular file/, out)
     File.write(path("bad.json"), "{\"a\": 1, \"a\": 2}")
     status, _, err = run_cli("build", path("bad.json"), "--check", "-q")
     assert_equal 1, status

@@ -265,25 +265,17 @@ module Hashfile
       end
       target = output ? "#{output} (not written)" : "no output named"
       @out.puts format("check: OK, %d entries, %d bytes, built in %.2f s; %s", result[:entries], result[:file_bytes], clock - started, target)
-      if output && (kind = unwritable_kind(output))
-        @out.puts "check: but #{output} is #{kind}, which a build refuses to replace"
-        return 1
+      if output
+        begin
+          Hashfile._check_output(output)
+        rescue ArgumentError => e
+          @out.puts "check: but a build would refuse the output: #{e.message}"
+          return 1
+        end
       end
       0
     end
 
-    # What `path` is if a build would refuse to replace it, else nil.
-    def unwritable_kind(path)
-      case File.ftype(path)
-      when "file" then nil
-      when "directory" then "a directory"
-      when "characterSpecial", "blockSpecial" then "a device"
-      when "fifo" then "a FIFO"
-      when "socket" then "a socket"
-      end
-    rescue SystemCallError
-      nil
-    end
 
     # What a file is (device and inode), or nil if it does not exist: a
     # published store is a new file renamed over the old one.

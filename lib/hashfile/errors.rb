@@ -17,12 +17,9 @@ module Hashfile
   # raise ArgumentError or TypeError naming the argument.
   class Error < StandardError; end
 
-  # The store's file changed while a reader had it open: it was truncated
-  # or rewritten in place (not replaced by rename, as builds publish), and a
-  # read touched a page that was gone. What the read found is discarded;
-  # every later call raises this too. Reopen the store.
-  class StaleError < Error
-    # @return [String, nil] the store's path
+  # The store file an error concerns, for the errors that have one.
+  module WithPath
+    # @return [String, nil] the store's path, when known
     attr_reader :path
 
     def initialize(message = nil, path: nil)
@@ -31,15 +28,17 @@ module Hashfile
     end
   end
 
+  # The store's file changed while a reader had it open: it was truncated
+  # or rewritten in place (not replaced by rename, as builds publish), and a
+  # read touched a page that was gone. What the read found is discarded;
+  # every later call raises this too. Reopen the store.
+  class StaleError < Error
+    include WithPath
+  end
+
   # A file that is not a valid store: bad magic, truncated, or damaged.
   class FormatError < Error
-    # @return [String, nil] the store's path, when known
-    attr_reader :path
-
-    def initialize(message = nil, path: nil)
-      super(message)
-      @path = path
-    end
+    include WithPath
   end
 
   # A store this library cannot read: another major version, or required

@@ -281,14 +281,8 @@ fn iteration_checks_the_record_count_against_the_header() {
     let records = Header::decode(&good, good.len() as u64).unwrap().section(SectionId::Records);
     let mut zeroed = good.clone();
     zeroed[records.offset as usize..records.end() as usize].fill(0);
-    for (source, store) in every_source(&zeroed) {
-        let items: Vec<_> = store.iter().collect();
-        assert_eq!(items.len(), 101, "{source}: 100 empty records, then the error");
-        match items.last().unwrap() {
-            Err(Error::Corrupt { section: "records", what, .. }) => assert!(what.starts_with("more records than the header's 100 entries"), "{source}: {what}"),
-            other => panic!("{source}: expected damage in records, got {other:?}"),
-        }
-    }
+    // 100 empty records, then the error.
+    assert_iteration_fails(&zeroed, 101, "more records than the header's 100 entries");
     // The next-to-last record's key length grown to swallow the last
     // record: the walk ends one record short of the header's count.
     let mut short = good.clone();
@@ -305,11 +299,17 @@ fn iteration_checks_the_record_count_against_the_header() {
     assert_eq!(end, records.length);
     let at = (records.offset + second_last) as usize + 1;
     short[at] += (end - last) as u8;
-    for (source, store) in every_source(&short) {
-        let items: Vec<_> = store.iter().collect();
-        assert_eq!(items.len(), 100, "{source}");
-        match items.last().unwrap() {
-            Err(Error::Corrupt { section: "records", what, .. }) => assert!(what.starts_with("the records end after 99 of the header's 100 entries"), "{source}: {what}"),
+    assert_iteration_fails(&short, 100, "the records end after 99 of the header's 100 entries");
+}
+
+/// Iterating `bytes` through every source yields `items` items, the last
+/// being damage in records whose description starts with `what`.
+fn assert_iteration_fails(bytes: &[u8], items: usize, what: &str) {
+    for (source, store) in every_source(bytes) {
+        let got: Vec<_> = store.iter().collect();
+        assert_eq!(got.len(), items, "{source}");
+        match got.last().unwrap() {
+            Err(Error::Corrupt { section: "records", what: found, .. }) => assert!(found.starts_with(what), "{source}: {found}"),
             other => panic!("{source}: expected damage in records, got {other:?}"),
         }
     }

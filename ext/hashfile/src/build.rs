@@ -157,7 +157,15 @@ fn build_from(ruby: &Ruby, inputs: Vec<String>, output: String, build_opts: RHas
 /// How often the waiting Ruby thread looks at `wake`.
 const WAKE_EVERY: std::time::Duration = std::time::Duration::from_millis(20);
 
+/// `_check_output(path)`: the file a build would replace for `path` (a
+/// symbolic link's target), or the error a build would raise for it (a
+/// directory, device, FIFO or socket). For `hashfile build --check`.
+fn check_output(ruby: &Ruby, path: String) -> Result<String, Error> {
+    hashfile::build::destination(std::path::Path::new(&path)).map(|p| p.display().to_string()).map_err(|e| to_ruby(ruby, e))
+}
+
 pub fn init(module: RModule) -> Result<(), Error> {
     module.define_singleton_method("_build_from", function!(build_from, 6))?;
+    module.define_singleton_method("_check_output", function!(check_output, 1))?;
     Ok(())
 }

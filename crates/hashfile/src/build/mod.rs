@@ -22,6 +22,7 @@ use crate::error::{Error, Result};
 use crate::format::{Header, Record, ValueKind};
 
 pub use batch::Batch;
+pub use publish::destination;
 pub use options::{BuildOptions, OnDuplicate, DEFAULT_KEYS_PER_PART, KEYS_PER_BUCKET_RANGE, LOAD_FACTOR_RANGE};
 
 use index::{Prepared, RecordsSection, FILE_ORDER, RECORDS};
@@ -283,22 +284,18 @@ impl Builder {
     /// and how many other keys repeat. Runs only on this failing path.
     fn duplicate_error(&self) -> Error {
         let n = self.offsets.len();
-        // For each entry, whether an earlier entry has its key.
-        let mut repeats = vec![false; n];
-        let mut earliest_second = usize::MAX;
-        let mut first_of_earliest = 0;
+        // Entries an earlier entry repeats, and entries a later one repeats:
+        // a key occurring k times marks its first entry only in the second.
+        let (mut repeats, mut repeated) = (vec![false; n], vec![false; n]);
+        let (mut earliest_second, mut first_of_earliest) = (usize::MAX, 0);
         self.each_repeat(|i, j| {
             repeats[j] = true;
+            repeated[i] = true;
             if j < earliest_second {
-                earliest_second = j;
-                first_of_earliest = i;
+                (earliest_second, first_of_earliest) = (j, i);
             }
         });
-        // A key repeating k times has k - 1 entries marked, and exactly one
-        // unmarked entry (its first); count keys by their first entries.
-        let mut firsts = vec![false; n];
-        self.each_repeat(|i, _| firsts[i] = !repeats[i]);
-        let keys = firsts.iter().filter(|&&f| f).count() as u64;
+        let keys = (0..n).filter(|&i| repeated[i] && !repeats[i]).count() as u64;
         Error::DuplicateKey { key: self.key(first_of_earliest).to_vec(), first: None, second: None, others: keys.saturating_sub(1) }
     }
 

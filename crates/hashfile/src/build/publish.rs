@@ -17,7 +17,7 @@ use crate::parallel::*;
 /// the release file is replaced, as `>` in a shell writes through a link).
 /// A directory, a device, a FIFO or a socket is refused: renaming a file
 /// over one would replace something that is not a store.
-pub(super) fn destination(path: &Path) -> Result<PathBuf> {
+pub fn destination(path: &Path) -> Result<PathBuf> {
     use std::os::unix::fs::FileTypeExt;
     if path.as_os_str().as_encoded_bytes().ends_with(b"/") {
         return Err(Error::InvalidOption { name: "output", reason: format!("{} ends with /, so it names a directory; give a file path", path.display()) });
