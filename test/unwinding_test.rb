@@ -152,7 +152,7 @@ class UnwindingTest < HashfileTest
   end
 
   def test_close_inside_each_stops_at_once
-    Hashfile.build(path, (1..3000).to_h { |i| ["k#{i}", i.to_s] })
+    Hashfile.build(path, (1..100).to_h { |i| ["k#{i}", i.to_s] })
     db = Hashfile.open(path)
     seen = 0
     assert_raises(Hashfile::ClosedError) do
