@@ -10,7 +10,12 @@ require_relative "test_helper"
 # closed.
 class FaultsTest < HashfileTest
   ENTRIES = 100_000
-  DATA = (1..ENTRIES).to_h { |i| ["key#{i}", "value #{i} #{"x" * 20}"] }.freeze
+
+  # Built per test, not at load: 200,000 Strings alive for the whole run
+  # would make every GC of the GC.stress suite mark them.
+  def data
+    @data ||= (1..ENTRIES).to_h { |i| ["key#{i}", "value #{i} #{"x" * 20}"] }.freeze
+  end
 
   # These are about signals and pages, not object lifetimes, and take
   # minutes with a GC on every allocation.
@@ -20,13 +25,13 @@ class FaultsTest < HashfileTest
   end
 
   def build
-    Hashfile.build(path, DATA)
+    Hashfile.build(path, data)
   end
 
   def test_truncation_under_threads_raises_stale_error_everywhere
     build
     db = Hashfile.open(path)
-    assert_equal DATA["key7"], db["key7"]
+    assert_equal data["key7"], db["key7"]
     stop = false
     errors = Queue.new
     readers = 4.times.map do |t|
@@ -34,10 +39,10 @@ class FaultsTest < HashfileTest
         i = t
         until stop
           begin
-            value = db["key#{(i % DATA.size) + 1}"]
+            value = db["key#{(i % data.size) + 1}"]
             # Before the truncation every value is right; after, none is
             # returned at all.
-            errors << [:wrong, i] unless value.nil? || value == DATA["key#{(i % DATA.size) + 1}"]
+            errors << [:wrong, i] unless value.nil? || value == data["key#{(i % data.size) + 1}"]
           rescue Hashfile::StaleError
             errors << :stale
           end
@@ -66,7 +71,7 @@ class FaultsTest < HashfileTest
   def test_rewritten_in_place_with_a_smaller_store
     build
     db = Hashfile.open(path)
-    assert_equal DATA["key#{ENTRIES - 1}"], db["key#{ENTRIES - 1}"]
+    assert_equal data["key#{ENTRIES - 1}"], db["key#{ENTRIES - 1}"]
     # File.write truncates, then writes: what `cp` does.
     File.binwrite(path, File.binread(path, 8192))
     assert_raises(Hashfile::StaleError) { db.each { nil } }
@@ -78,8 +83,8 @@ class FaultsTest < HashfileTest
     build
     db = Hashfile.open(path)
     File.unlink(path)
-    assert_equal DATA["key1234"], db["key1234"]
-    assert_equal DATA.size, db.each.count
+    assert_equal data["key1234"], db["key1234"]
+    assert_equal data.size, db.each.count
     assert db.verify
     db.close
   end
