@@ -102,6 +102,44 @@ class ImporterFidelityTest < HashfileTest
     assert_operator built, :>=, files.size * 9 / 10, "most real locale files are mappings Psych reads"
   end
 
+  # Deliverable 4 of issue 14: every real locale file of the packages in
+  # one store, repeated locales deep-merged, equals what
+  # I18n::Backend::Simple loads from the same files in the same order
+  # (its translations, keys symbolized as it symbolizes them).
+  def test_real_locale_files_merge_as_i18n_backend_simple_merges_them
+    require "i18n"
+    files = Dir["/usr/share/rubygems-integration/all/gems/{faker,doorkeeper-i18n,devise,actionview,activesupport}-*/**/{locale,locales}/**/*.yml"].uniq.sort
+    skip "install ruby-faker, ruby-doorkeeper-i18n, ruby-devise and ruby-actionview (bin/setup does) for real locale files" if files.size < 100
+    # I18n reads what Psych reads; locale files have locales as keys.
+    files.select! do |file|
+      data = safe_load(File.read(file))
+      data.is_a?(Hash) && data.keys.all?(String) && data.values.all?(Hash)
+    rescue Psych::Exception
+      false
+    end
+    backend = I18n::Backend::Simple.new
+    I18n.enforce_available_locales = false
+    I18n.load_path = files
+    backend.send(:init_translations)
+    expected = backend.send(:translations)
+    Hashfile.build_from(files, path, on_duplicate: :merge)
+    Hashfile.open(path) do |db|
+      assert_equal expected.keys.map(&:to_s).sort, db.keys.sort
+      expected.each do |locale, tree|
+        assert_same_value(tree.to_h, db.get(locale.to_s, symbolize_names: true), "locale #{locale}")
+      end
+      # The en trees of every package are in one, faker's from its ~170
+      # files.
+      assert_empty %w[helpers date devise doorkeeper faker] - db.get("en").keys
+      assert_operator db.get("en")["faker"].size, :>, 100
+    end
+    # The same through the CLI, spelled as the issue spells it.
+    status, out, err = run_cli("build", *files.first(40), "--merge", "deep", "-q", "-o", path("cli.hf"))
+    assert_equal 0, status, err + out
+    Hashfile.build_from(files.first(40), path("ruby.hf"), on_duplicate: :merge)
+    assert_equal Hashfile.open(path("ruby.hf"), &:to_h), Hashfile.open(path("cli.hf"), &:to_h)
+  end
+
   CSV_READ_BY_RUBY = {
     "quoted separators, doubled quotes" => "k,v\n\"a,b\",\"say \"\"hi\"\"\"\n",
     "line breaks inside quotes" => "k,v\nc,\"two\nlines\"\n",

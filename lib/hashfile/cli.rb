@@ -157,7 +157,8 @@ module Hashfile
           o.on("--key-field NAME", "JSON Lines objects: the key field (default #{IMPORT_DEFAULTS[:key_field]})") { |v| options[:key_field] = v }
           o.on("--value-field NAME", "JSON Lines objects: the value field (default #{IMPORT_DEFAULTS[:value_field]})") { |v| options[:value_field] = v }
           policies = ON_DUPLICATE.map(&:to_s)
-          o.on("--on-duplicate P", policies, "#{policies.join(", ")} (default #{BUILD_DEFAULTS[:on_duplicate]})") { |v| options[:on_duplicate] = v.to_sym }
+          o.on("--on-duplicate P", policies, "what a repeated key does: #{policies.join(", ")} (default #{BUILD_DEFAULTS[:on_duplicate]})") { |v| options[:on_duplicate] = v.to_sym }
+          o.on("--merge deep", ["deep"], "deep-merge repeated keys as I18n merges locale files (the same as --on-duplicate merge)") { options[:on_duplicate] = :merge }
           o.on("--threads N", Integer, "threads for hashing and sorting (default: every core)") { |v| options[:threads] = v }
           o.on("--keys-per-bucket F", Float, "CHD keys per bucket (default #{BUILD_DEFAULTS[:keys_per_bucket]})") { |v| options[:keys_per_bucket] = v }
           o.on("--load-factor F", Float, "table fill before remapping (default #{BUILD_DEFAULTS[:load_factor]})") { |v| options[:load_factor] = v }

@@ -188,6 +188,48 @@ fn duplicate_policies() {
     assert_eq!(last.get(b"a").unwrap().unwrap().value(), b"5");
 }
 
+/// `Merge` deep-merges maps across inputs in input order, as I18n merges
+/// locale files; a non-map later value replaces; the entry keeps its first
+/// position; keys that do not repeat are untouched.
+#[test]
+fn merge_policy_deep_merges_maps_in_input_order() {
+    let files: [&[u8]; 3] = [
+        b"en:\n  greeting: hi\n  date:\n    formats:\n      short: '%b %d'\n    order: [day, month]\nfr:\n  greeting: salut\nplain: one\n",
+        b"en:\n  date:\n    formats:\n      long: '%B %d, %Y'\n    order: replaced\n  bye: ciao\nplain: two\n",
+        b"solo: 1\nplain: {now: a map}\nen:\n  greeting: hello\n",
+    ];
+    let mut builder = Builder::new(BuildOptions { on_duplicate: OnDuplicate::Merge, ..Default::default() }).unwrap();
+    for file in files {
+        import(file, "input", &ImportOptions::new(InputFormat::Yaml), &mut |record, _| {
+            builder.insert_record(record);
+            Ok(())
+        })
+        .unwrap();
+    }
+    let store = Reader::new(builder.to_bytes().unwrap()).unwrap();
+    store.verify().unwrap();
+    let keys: Vec<Vec<u8>> = store.iter().map(|r| r.unwrap().key().to_vec()).collect();
+    assert_eq!(keys, [&b"en"[..], b"fr", b"plain", b"solo"]);
+    let value = |key: &[u8]| {
+        let record = store.get(key).unwrap().unwrap();
+        Value::of_record(&hashfile::Record { key, key_utf8: true, value: record.value(), kind: record.kind() }).unwrap()
+    };
+    let s = Value::str;
+    let map = |pairs: Vec<(&str, Value)>| Value::Map(pairs.into_iter().map(|(k, v)| (s(k), v)).collect());
+    assert_eq!(
+        value(b"en"),
+        map(vec![
+            ("greeting", s("hello")),
+            ("date", map(vec![("formats", map(vec![("short", s("%b %d")), ("long", s("%B %d, %Y"))])), ("order", s("replaced"))])),
+            ("bye", s("ciao")),
+        ])
+    );
+    assert_eq!(value(b"fr"), map(vec![("greeting", s("salut"))]));
+    // A string, then a string, then a map: each later value replaces.
+    assert_eq!(value(b"plain"), map(vec![("now", s("a map"))]));
+    assert_eq!(value(b"solo"), Value::Int(1));
+}
+
 #[test]
 fn formats_by_name_and_extension() {
     for (name, format) in InputFormat::NAMES {

@@ -29,6 +29,24 @@ use index::{Prepared, RecordsSection, FILE_ORDER, RECORDS};
 use publish::TempFile;
 use records::{key_at, Offsets, Records, Spill};
 
+use crate::format::record;
+use crate::value::{self, Value};
+
+/// What one position of a build's output holds once repeated keys are
+/// resolved (`Builder::resolve_duplicates`).
+enum Holds {
+    /// Entry `i`'s record as it is.
+    Record(usize),
+    /// A deep-merged value, under entry `key_of`'s key.
+    Merged { key_of: usize, value: Value },
+}
+
+/// True if the record's value is a typed map: the only values a merge
+/// merges into.
+fn is_map(record: &Record<'_>) -> bool {
+    record.kind == ValueKind::Typed && matches!(value::Cursor::new(record.value).next_item(), Ok(value::Item::Map(_)))
+}
+
 /// Collects entries and writes a store.
 ///
 /// Entries are kept already encoded as the records of the file: in memory
@@ -216,44 +234,94 @@ impl Builder {
         Ok(())
     }
 
-    /// Drops repeated keys per `on_duplicate` (`First` or `Last`), keeping
-    /// the survivors in input order. Nothing to do for `Error`: the perfect
-    /// hash build finds and reports duplicates itself.
-    fn drop_duplicates(&mut self) {
-        let keep_last = match self.options.on_duplicate {
-            OnDuplicate::Error => return,
-            OnDuplicate::First => false,
-            OnDuplicate::Last => true,
-        };
-        let mut dropped = vec![false; self.offsets.len()];
+    /// Resolves repeated keys per `on_duplicate`: `First` and `Last` drop
+    /// all but one occurrence, `Merge` deep-merges them into the first
+    /// occurrence's position; the survivors stay in input order. Nothing to
+    /// do for `Error`: the perfect hash build finds and reports duplicates
+    /// itself.
+    fn resolve_duplicates(&mut self) -> Result<()> {
+        let policy = self.options.on_duplicate;
+        if policy == OnDuplicate::Error {
+            return Ok(());
+        }
+        let count = self.offsets.len();
+        // For each entry, the first entry of its key.
+        let mut first_of: Vec<usize> = (0..count).collect();
         let mut any = false;
-        // Each entry whose key equals a later one's is dropped (keep last)
-        // or the later one is (keep first).
         self.each_repeat(|i, j| {
-            if !dropped[i] && !dropped[j] {
-                dropped[if keep_last { i } else { j }] = true;
-                any = true;
-            }
+            first_of[j] = first_of[j].min(i);
+            any = true;
         });
         if !any {
-            return;
+            return Ok(());
         }
-        // The survivors go to memory, even from a streaming build: dropping
-        // keys is the rare case.
+        // What each position of the output holds: an entry's own record,
+        // another occurrence's record, or a merged value. A key's survivor
+        // sits at its first occurrence's position, except with `Last`, at
+        // its last's (as when the later entry alone had been given).
+        let mut holds: Vec<Option<Holds>> = (0..count).map(|i| (first_of[i] == i).then_some(Holds::Record(i))).collect();
+        let mut survivor_at: Vec<usize> = (0..count).collect();
+        for j in 0..count {
+            let first = first_of[j];
+            if first == j {
+                continue;
+            }
+            let at = survivor_at[first];
+            let held = holds[at].take().expect("a key's survivor is held somewhere");
+            let (at, held) = match policy {
+                OnDuplicate::First | OnDuplicate::Error => (at, held),
+                OnDuplicate::Last => (j, Holds::Record(j)),
+                OnDuplicate::Merge => (at, self.merged(held, j)?),
+            };
+            survivor_at[first] = at;
+            holds[at] = Some(held);
+        }
+        // Survivors go to memory, even from a streaming build: repeated
+        // keys are the rare case.
         let old = self.records();
         let mut records = Vec::with_capacity(old.len());
         let mut offsets = Offsets::Narrow(Vec::new());
-        let count = self.offsets.len();
-        for (i, &dropped) in dropped.iter().enumerate() {
-            if !dropped {
-                let start = self.offsets.get(i) as usize;
-                let end = if i + 1 < count { self.offsets.get(i + 1) as usize } else { old.len() };
-                offsets.push(records.len() as u64);
-                records.extend_from_slice(&old[start..end]);
+        for held in &holds {
+            let Some(held) = held else { continue };
+            offsets.push(records.len() as u64);
+            match held {
+                Holds::Record(i) => {
+                    let start = self.offsets.get(*i) as usize;
+                    let end = if i + 1 < count { self.offsets.get(i + 1) as usize } else { old.len() };
+                    records.extend_from_slice(&old[start..end]);
+                }
+                Holds::Merged { key_of, value } => {
+                    let record = self.record(*key_of);
+                    let mut bytes = Vec::new();
+                    value.encode(&mut bytes)?;
+                    Record { value: &bytes, kind: ValueKind::Typed, ..record }.write(&mut records);
+                }
             }
         }
         self.records = Records::Memory(records);
         self.offsets = offsets;
+        Ok(())
+    }
+
+    /// `held` with entry `later` merged into it: a map into a map merges
+    /// (`value::deep_merge`); anything else the later record replaces.
+    fn merged(&self, held: Holds, later: usize) -> Result<Holds> {
+        let later_record = self.record(later);
+        if !is_map(&later_record) {
+            return Ok(Holds::Record(later));
+        }
+        let (key_of, mut value) = match held {
+            Holds::Record(i) if is_map(&self.record(i)) => (i, Value::of_record(&self.record(i))?),
+            Holds::Merged { key_of, value } => (key_of, value),
+            Holds::Record(_) => return Ok(Holds::Record(later)),
+        };
+        value::deep_merge(&mut value, Value::of_record(&later_record)?)?;
+        Ok(Holds::Merged { key_of, value })
+    }
+
+    /// Entry `index`'s record.
+    fn record(&self, index: usize) -> Record<'_> {
+        record::read(&self.records()[self.offsets.get(index) as usize..]).expect("a builder's own records are well formed")
     }
 
     /// Calls `f(i, j)` for every pair of entries `i < j` with equal keys:
@@ -303,7 +371,7 @@ impl Builder {
         key_at(self.records(), self.offsets.get(index) as usize)
     }
 
-    /// Checks the entry count, seals a streaming build and drops
+    /// Checks the entry count, seals a streaming build and resolves
     /// duplicates, then builds the index.
     fn finish(&mut self) -> Result<Prepared> {
         let n = self.offsets.len();
@@ -312,7 +380,7 @@ impl Builder {
         }
         self.cancel.check()?;
         self.seal()?;
-        self.drop_duplicates();
+        self.resolve_duplicates()?;
         self.cancel.check()?;
         let (checksum, hashes) = match &self.records {
             // A streaming build summed its records as it wrote them.

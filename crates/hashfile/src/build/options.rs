@@ -48,11 +48,18 @@ pub enum OnDuplicate {
     /// The last occurrence is kept, at its position (later entries win, as
     /// in a changelog).
     Last,
+    /// The values are deep-merged in input order, the way
+    /// `I18n::Backend::Simple` merges locale files: maps under the same key
+    /// merge recursively, anything else the later value replaces
+    /// (`value::deep_merge`). The entry stays at the first occurrence's
+    /// position. For locale trees: every `en.yml` of an app and its gems
+    /// into one store.
+    Merge,
 }
 
 impl OnDuplicate {
     /// Every policy with its name, as bindings and the CLI take them.
-    pub const NAMES: [(&'static str, OnDuplicate); 3] = [("error", OnDuplicate::Error), ("first", OnDuplicate::First), ("last", OnDuplicate::Last)];
+    pub const NAMES: [(&'static str, OnDuplicate); 4] = [("error", OnDuplicate::Error), ("first", OnDuplicate::First), ("last", OnDuplicate::Last), ("merge", OnDuplicate::Merge)];
 
     /// The policy named `name` (see `NAMES`).
     pub fn from_name(name: &str) -> Option<OnDuplicate> {

@@ -15,6 +15,8 @@
 //! - [`Value`] is an owned tree, for Rust callers and tests.
 //! - The `write_*` functions and [`ContainerStart`] encode without a tree.
 //!
+//! [`deep_merge`] merges two trees the way I18n merges locale files.
+//!
 //! ```
 //! use hashfile::value::{Value, Encoding};
 //! let v = Value::Map(vec![(Value::str("limits"), Value::Array(vec![Value::Int(50), Value::Float(0.75)]))]);
@@ -24,11 +26,13 @@
 //! ```
 
 mod dig;
+mod merge;
 
 use crate::error::{Error, Result};
 use crate::format::{varint, Record, ValueKind};
 
 pub use dig::{dig, find_in_array, find_in_map, Dig, Probe};
+pub use merge::deep_merge;
 
 /// Deepest nesting of arrays and maps a value may have. A scalar at the top
 /// is depth 0; `[[1]]` is depth 2. JSON.parse's default `max_nesting` is
