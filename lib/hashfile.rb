@@ -26,7 +26,7 @@ module Hashfile
   # IMPORT_DEFAULTS    the importer options and their defaults; see Hashfile.build_from
   # FORMATS            input format names Hashfile.build_from reads
   # FORMAT_EXTENSIONS  file extension => the format it implies
-  # ON_DUPLICATE       the policies for a repeated key (:error, :first, :last)
+  # ON_DUPLICATE       the policies for a repeated key (:error, :first, :last, :merge)
   # MAX_DEPTH          deepest nesting of Arrays and Hashes in a value (100);
   #                    JSON.parse's default max_nesting, counting the
   #                    top-level object, fits
@@ -52,8 +52,10 @@ module Hashfile
     # @param seed_block_len [Integer] pilots per bit-packed block: 32, 128 or 256
     # @param keys_per_part [Integer] most keys per part, on average: larger
     #   stores split into parts built in parallel (docs/FORMAT.md, "Parts")
-    # @param on_duplicate [:error, :first, :last] a repeated key raises, or
-    #   its first or last occurrence is kept (at that occurrence's position)
+    # @param on_duplicate [:error, :first, :last, :merge] a repeated key
+    #   raises, or its first or last occurrence is kept (at that occurrence's
+    #   position), or (:merge) the values deep-merge as I18n merges locale
+    #   files, at the first occurrence's position
     # @param serializer [#dump and #load, Array(#call, #call), nil] for values
     #   of other classes (Time, Date, your own): an object with +dump+ and
     #   +load+ (Marshal, YAML) or a +[dump, load]+ pair of callables.
@@ -85,14 +87,19 @@ module Hashfile
     #   input), or IO objects
     # @param format [String, Symbol, nil] one of FORMATS; nil: from each file's extension (FORMAT_EXTENSIONS)
     # @param key_column [String, Symbol, Integer, nil] CSV/TSV key column, by header name or 0-based index (default 0)
-    # @param value_column [String, Integer, nil] CSV/TSV value column (default 1)
+    # @param value_column [String, Integer, nil] CSV/TSV value column (default 1),
+    #   or "*" for the whole row (a Hash as CSV::Row#to_h, an Array without a header)
     # @param header [Boolean] CSV/TSV: the first row is a header
     # @param quote [Boolean] CSV/TSV: strict RFC 4180 quoting (true, the default:
     #   a bad quote is a ParseError with its line and column), or none at all
     # @param col_sep [String, nil] CSV/TSV: the field separator (default "," or "\t")
     # @param comment [String, nil] CSV/TSV: skip lines that start with this character
-    # @param key_field [String] JSON Lines objects: the key's field
-    # @param value_field [String] JSON Lines objects: the value's field
+    # @param key_field [String] objects in JSON Lines or a JSON array: the
+    #   key's field, a dotted path into nested objects ("meta.id")
+    # @param value_field [String] objects in JSON Lines or a JSON array: the
+    #   value's field, or "*" for the whole object
+    # @param records_at [String, nil] JSON: the dotted path from the top-level
+    #   object to the object or array of the entries ("3166-1")
     # @param threads [Integer, nil] threads for hashing and sorting (default: every core)
     # @param progress [#call, nil] called with (entries, bytes_read, bytes_total_or_nil, phase),
     #   phase being :reading, :building or :publishing, at most every 0.1 s

@@ -49,7 +49,7 @@ class BindingTest < HashfileTest
     e = assert_raises(TypeError) { Hashfile.build(path, {}, load_factor: "0.9") }
     assert_equal "load_factor must be a number, not String", e.message
     e = assert_raises(ArgumentError) { Hashfile.build(path, {}, on_duplicate: :middle) }
-    assert_equal "on_duplicate must be one of :error, :first, :last, not \"middle\"", e.message
+    assert_equal "on_duplicate must be one of :error, :first, :last, :merge, not \"middle\"", e.message
     e = assert_raises(ArgumentError) { Hashfile.build(path, {}, keys_per_bukket: 3) }
     assert_match(/unknown option: keys_per_bukket \(expected one of: keys_per_bucket,/, e.message)
     File.write(path("in.csv"), "a,b\n1,2\n")

@@ -3,6 +3,7 @@
 require_relative "test_helper"
 require "yaml"
 require "csv"
+require "json"
 require "msgpack"
 
 # The importers against Ruby's own parsers on the same bytes: what Ruby
@@ -205,6 +206,51 @@ class ImporterFidelityTest < HashfileTest
       expected.first(scale(expected.size)).each { |k, v| assert_equal v, db[k], k }
     end
     assert_includes File.binread(oui, 200), "\r\n", "oui.csv is a CR LF file"
+  end
+
+  # Deliverable 3 of issue 14: whole rows as values, against Ruby's CSV.
+  def test_real_csv_rows_as_values_equal_rubys_csv_row_to_h
+    oui = "/usr/share/ieee-data/oui.csv"
+    skip "install ieee-data (bin/setup does) for IEEE's oui.csv" unless File.exist?(oui)
+    expected = CSV.read(oui, headers: true).to_h { |row| [row["Assignment"], row.to_h] }
+    Hashfile.build_from(oui, path, key_column: "Assignment", value_column: "*", on_duplicate: :last)
+    Hashfile.open(path) do |db|
+      assert_equal expected.size, db.size
+      expected.each { |k, row| assert_same_value(row, db[k], k) }
+      assert_equal "CONRAD CORP.", db["0001C8"]["Organization Name"]
+    end
+    # Without a header row, the row is the Array of its fields.
+    text = "a,,\"\",x\r\nb\r\n"
+    assert_equal CSV.parse(text).to_h { |r| [r[0], r] }, build_text(text, "csv", header: false, value_column: "*")
+  end
+
+  # Deliverable 3 of issue 14: the iso-codes JSON files, `{"3166-1": [{...},
+  # ...]}`, keyed by each field whose values are unique strings, the whole
+  # object as the value, equal to JSON.parse's elements; and by a field
+  # with another field as the value.
+  def test_iso_codes_arrays_keyed_by_each_unique_field_equal_json_parse
+    files = Dir["/usr/share/iso-codes/json/iso_*.json"].sort
+    skip "install iso-codes for its JSON files" if files.empty?
+    builds = 0
+    files.each do |file|
+      JSON.parse(File.read(file)).each do |records_at, records|
+        fields = records.flat_map(&:keys).uniq.select do |f|
+          values = records.map { |r| r[f] }
+          values.all?(String) && values.uniq.size == values.size
+        end
+        fields.each do |field|
+          Hashfile.build_from(file, path, records_at: records_at, key_field: field, value_field: "*")
+          Hashfile.open(path) do |db|
+            assert_equal records.size, db.size, "#{file} by #{field}"
+            records.each { |r| assert_same_value(r, db[r[field]], "#{file} #{field}=#{r[field]}") }
+          end
+          builds += 1
+        end
+      end
+    end
+    assert_operator builds, :>=, 15
+    Hashfile.build_from(files.grep(/3166-1/).first, path, records_at: "3166-1", key_field: "alpha_3", value_field: "name")
+    Hashfile.open(path) { |db| assert_equal "France", db["FRA"] }
   end
 
   def test_byte_order_marks

@@ -148,14 +148,15 @@ module Hashfile
           o.on("--force", "write OUT even if it is one of the inputs") { force = true }
           o.on("--format F", FORMATS, "input format: #{FORMATS.join(", ")}") { |v| options[:format] = v }
           o.on("--key-column C", "CSV/TSV key column, by name or 0-based index (default #{IMPORT_DEFAULTS[:key_column]})") { |v| options[:key_column] = v }
-          o.on("--value-column C", "CSV/TSV value column (default #{IMPORT_DEFAULTS[:value_column]})") { |v| options[:value_column] = v }
+          o.on("--value-column C", "CSV/TSV value column, or '*' for the whole row (default #{IMPORT_DEFAULTS[:value_column]})") { |v| options[:value_column] = v }
           o.on("--[no-]header", "CSV/TSV: the first row is a header (default: #{IMPORT_DEFAULTS[:header] ? "yes" : "no"})") { |v| options[:header] = v }
           o.on("--[no-]quote", "CSV/TSV: strict RFC 4180 quoting (default), or none: \" is an ordinary character") { |v| options[:quote] = v }
           o.on("--lenient", "CSV/TSV: the same as --no-quote") { options[:quote] = false }
           o.on("--col-sep C", "CSV/TSV: the field separator (default: , for CSV, tab for TSV; \\t for tab)") { |v| options[:col_sep] = v == "\\t" ? "\t" : v }
           o.on("--comment C", "CSV/TSV: skip lines that start with C (say #)") { |v| options[:comment] = v }
-          o.on("--key-field NAME", "JSON Lines objects: the key field (default #{IMPORT_DEFAULTS[:key_field]})") { |v| options[:key_field] = v }
-          o.on("--value-field NAME", "JSON Lines objects: the value field (default #{IMPORT_DEFAULTS[:value_field]})") { |v| options[:value_field] = v }
+          o.on("--key-field PATH", "objects in JSON Lines or a JSON array: the key field, dotted into nested objects (default #{IMPORT_DEFAULTS[:key_field]})") { |v| options[:key_field] = v }
+          o.on("--value-field NAME", "objects in JSON Lines or a JSON array: the value field, or '*' for the whole object (default #{IMPORT_DEFAULTS[:value_field]})") { |v| options[:value_field] = v }
+          o.on("--records-at PATH", "JSON: the dotted path to the object or array of the entries (say 3166-1)") { |v| options[:records_at] = v }
           policies = ON_DUPLICATE.map(&:to_s)
           o.on("--on-duplicate P", policies, "what a repeated key does: #{policies.join(", ")} (default #{BUILD_DEFAULTS[:on_duplicate]})") { |v| options[:on_duplicate] = v.to_sym }
           o.on("--merge deep", ["deep"], "deep-merge repeated keys as I18n merges locale files (the same as --on-duplicate merge)") { options[:on_duplicate] = :merge }

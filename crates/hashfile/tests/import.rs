@@ -802,3 +802,106 @@ fn hostile_inputs_fail_fast_in_bounded_memory() {
         assert!(started.elapsed().as_secs() < 20, "{format:?} took {:?}", started.elapsed());
     }
 }
+
+fn typed_with(options: ImportOptions, input: &[u8]) -> hashfile::Result<Vec<(String, Value)>> {
+    let mut out = Vec::new();
+    import(input, "input", &options, &mut |e, _| {
+        out.push((String::from_utf8(e.key.to_vec()).unwrap(), Value::of_record(&e).unwrap()));
+        Ok(())
+    })?;
+    Ok(out)
+}
+
+fn options(format: InputFormat, key_field: &str, value_field: &str) -> ImportOptions {
+    ImportOptions { key_field: key_field.into(), value_field: value_field.into(), ..ImportOptions::new(format) }
+}
+
+fn object(pairs: &[(&str, Value)]) -> Value {
+    Value::Map(pairs.iter().map(|(k, v)| (Value::str(k), v.clone())).collect())
+}
+
+/// Deliverable 3 of issue 14: objects keyed by a field, in JSON arrays and
+/// JSON Lines; the whole object as the value; a dotted key path; integer
+/// keys by their digits; `records_at` down to the array.
+#[test]
+fn objects_are_keyed_by_a_field_and_can_be_the_whole_value() {
+    let doc = br#"{"version": 2, "3166-1": [
+        {"alpha_2": "AD", "name": "Andorra", "meta": {"id": 20, "tags": ["small"]}},
+        {"name": "France", "alpha_2": "FR", "meta": {"id": 250, "tags": []}}
+    ], "after": null}"#;
+    let at = |key_field: &str, value_field: &str| ImportOptions { records_at: Some("3166-1".into()), ..options(InputFormat::JsonObject, key_field, value_field) };
+    let whole = typed_with(at("alpha_2", "*"), doc).unwrap();
+    assert_eq!(whole[0].0, "AD");
+    assert_eq!(whole[0].1, object(&[("alpha_2", Value::str("AD")), ("name", Value::str("Andorra")), ("meta", object(&[("id", Value::Int(20)), ("tags", Value::Array(vec![Value::str("small")]))]))]));
+    assert_eq!(whole[1].0, "FR");
+    let names = typed_with(at("alpha_2", "name"), doc).unwrap();
+    assert_eq!(names, [("AD".to_string(), Value::str("Andorra")), ("FR".to_string(), Value::str("France"))]);
+    // A dotted path into a nested object, whose integer is keyed by its digits.
+    let by_id = typed_with(at("meta.id", "*"), doc).unwrap();
+    assert_eq!(by_id.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>(), ["20", "250"]);
+    assert_eq!(by_id[1].1, whole[1].1);
+    let by_id_names = typed_with(at("meta.id", "name"), doc).unwrap();
+    assert_eq!(by_id_names[0], ("20".to_string(), Value::str("Andorra")));
+
+    // The same objects as a top-level array, and as JSON Lines.
+    let array = br#"[{"k": "a", "v": 1}, ["b", 2], {"v": 3, "k": "c", "x": {"deep": [1]}}]"#;
+    let read = typed_with(options(InputFormat::JsonObject, "k", "v"), array).unwrap();
+    assert_eq!(read, [("a".to_string(), Value::Int(1)), ("b".to_string(), Value::Int(2)), ("c".to_string(), Value::Int(3))]);
+    let lines = b"{\"k\": \"a\", \"v\": 1}\n[\"b\", 2]\n{\"v\": 3, \"k\": \"c\", \"x\": {\"deep\": [1]}}\n";
+    assert_eq!(typed_with(options(InputFormat::JsonLines, "k", "v"), lines).unwrap(), read);
+    let whole_lines = typed_with(options(InputFormat::JsonLines, "k", "*"), lines).unwrap();
+    assert_eq!(whole_lines[2].1, object(&[("v", Value::Int(3)), ("k", Value::str("c")), ("x", object(&[("deep", Value::Array(vec![Value::Int(1)]))]))]));
+    // A dot inside a field name.
+    let dotted = typed_with(options(InputFormat::JsonLines, r"a\.b", "v"), b"{\"a.b\": \"x\", \"v\": 1}\n").unwrap();
+    assert_eq!(dotted, [("x".to_string(), Value::Int(1))]);
+}
+
+#[test]
+fn keyed_objects_refuse_what_cannot_be_a_key_naming_the_field() {
+    let message = |options: ImportOptions, input: &[u8]| typed_with(options, input).unwrap_err().to_string();
+    let m = message(options(InputFormat::JsonLines, "id", "*"), b"{\"id\": \"a\"}\n{\"name\": \"b\"}\n");
+    assert!(m.contains("line 2") && m.contains("missing field \"id\""), "{m}");
+    let m = message(options(InputFormat::JsonLines, "id", "*"), b"{\"id\": 1.5}\n");
+    assert!(m.contains("not a 64-bit integer") && m.contains("key field \"id\""), "{m}");
+    let m = message(options(InputFormat::JsonLines, "id", "v"), b"{\"id\": [1], \"v\": 1}\n");
+    assert!(m.contains("invalid type: sequence") && m.contains("key field \"id\""), "{m}");
+    let m = message(options(InputFormat::JsonLines, "meta.id", "v"), b"{\"meta\": {\"other\": 1}, \"v\": 1}\n");
+    assert!(m.contains("missing field \"meta.id\""), "{m}");
+    let m = message(ImportOptions { records_at: Some("3166-2".into()), ..options(InputFormat::JsonObject, "alpha_2", "*") }, br#"{"3166-1": [], "x": 1}"#);
+    assert!(m.contains("records_at: the top-level object has no field \"3166-2\"; its fields are \"3166-1\", \"x\""), "{m}");
+    let m = message(ImportOptions { records_at: Some("a.b".into()), ..options(InputFormat::JsonObject, "k", "v") }, br#"{"a": {"c": []}}"#);
+    assert!(m.contains("the object at \"a\" has no field \"b\""), "{m}");
+    // Options that contradict each other.
+    for (bad, name) in [
+        (options(InputFormat::JsonLines, "*", "v"), "key_field"),
+        (options(InputFormat::JsonLines, "a..b", "v"), "key_field"),
+        (options(InputFormat::JsonLines, "v", "v"), "value_field"),
+        (ImportOptions { records_at: Some("x".into()), ..ImportOptions::new(InputFormat::Csv) }, "records_at"),
+        (ImportOptions { key_column: Column::Row, ..ImportOptions::new(InputFormat::Csv) }, "key_column"),
+    ] {
+        match typed_with(bad, b"") {
+            Err(Error::InvalidOption { name: n, .. }) => assert_eq!(n, name),
+            other => panic!("{name}: {other:?}"),
+        }
+    }
+}
+
+/// `value_column: "*"`: the row as Ruby's CSV gives it, `CSV::Row#to_h`
+/// with a header (first of repeated names wins, missing fields nil, the
+/// first extra field under nil), the Array of fields without; an empty
+/// unquoted field is nil and `""` the empty String.
+#[test]
+fn csv_rows_can_be_the_whole_value() {
+    let row = |format, header: bool, input: &[u8]| typed_with(ImportOptions { value_column: Column::parse("*"), header, ..ImportOptions::new(format) }, input).unwrap();
+    let got = row(InputFormat::Csv, true, b"k,name,k,x\n1,,\"\",\n2\n3,a,b,c,d,e\n");
+    let s = Value::str;
+    let map = |pairs: Vec<(Value, Value)>| Value::Map(pairs);
+    assert_eq!(got[0], ("1".to_string(), map(vec![(s("k"), s("1")), (s("name"), Value::Nil), (s("x"), Value::Nil)])));
+    assert_eq!(got[1], ("2".to_string(), map(vec![(s("k"), s("2")), (s("name"), Value::Nil), (s("x"), Value::Nil)])));
+    assert_eq!(got[2], ("3".to_string(), map(vec![(s("k"), s("3")), (s("name"), s("a")), (s("x"), s("c")), (Value::Nil, s("d"))])));
+    let got = row(InputFormat::Tsv, false, b"a\t\t\"\"\nb\n");
+    assert_eq!(got, [("a".to_string(), Value::Array(vec![s("a"), Value::Nil, s("")])), ("b".to_string(), Value::Array(vec![s("b")]))]);
+    // A header that is itself empty takes the nil key; extra fields then have none.
+    let got = row(InputFormat::Csv, true, b"k,\n1,2,3\n");
+    assert_eq!(got[0].1, map(vec![(s("k"), s("1")), (Value::Nil, s("2"))]));
+}

@@ -135,6 +135,8 @@ pub fn import_options(ruby: &Ruby, opts: RHash) -> Result<(Option<InputFormat>, 
             "comment" => o.comment = character(ruby, name, value)?,
             "key_field" => o.key_field = name_value(ruby, name, value)?,
             "value_field" => o.value_field = name_value(ruby, name, value)?,
+            "records_at" if value.is_nil() => o.records_at = None,
+            "records_at" => o.records_at = Some(name_value(ruby, name, value)?),
             other => return Err(arg_error(ruby, format!("unknown import option {other}"))),
         }
         Ok(())
@@ -176,6 +178,7 @@ pub fn init(ruby: &Ruby, module: RModule) -> Result<(), Error> {
     let index = |c: &Column| match c {
         Column::Index(i) => ruby.into_value(*i),
         Column::Name(n) => ruby.into_value(n.as_str()),
+        Column::Row => ruby.into_value(hashfile::import::WHOLE),
     };
     let frozen_str = |s: &str| {
         let s = ruby.str_new(s);
@@ -193,6 +196,7 @@ pub fn init(ruby: &Ruby, module: RModule) -> Result<(), Error> {
             ("comment", i.comment.map_or_else(|| ruby.qnil().as_value(), |c| frozen_str(&(c as char).to_string()))),
             ("key_field", frozen_str(&i.key_field)),
             ("value_field", frozen_str(&i.value_field)),
+            ("records_at", i.records_at.as_deref().map_or_else(|| ruby.qnil().as_value(), frozen_str)),
         ],
     )?;
     module.const_set("IMPORT_DEFAULTS", import)?;

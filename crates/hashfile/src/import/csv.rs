@@ -1,5 +1,6 @@
 //! CSV and TSV: strict RFC 4180 by default, plain delimited text on request.
-//! Columns by index or by header name. Values are strings.
+//! Columns by index or by header name. Values are strings, or with
+//! `value_column: "*"` the whole row (`RowShape`).
 //!
 //! Strict (`quote: true`, the default) reads what RFC 4180 allows and
 //! refuses the rest with its line and column, as Ruby's CSV does: a field is
@@ -24,6 +25,8 @@ use std::io::BufRead;
 
 use super::{bytes_record, io_error, parse_error, Column, ImportOptions, Sink};
 use crate::error::{DisplayBytes, Position, Result};
+use crate::format::{Record, ValueKind};
+use crate::value;
 
 pub(super) fn import<R: BufRead>(mut input: R, source: &str, options: &ImportOptions, default_separator: u8, sink: &mut Sink<'_>) -> Result<()> {
     let separator = options.col_sep.unwrap_or(default_separator);
@@ -38,20 +41,92 @@ pub(super) fn import<R: BufRead>(mut input: R, source: &str, options: &ImportOpt
         None
     };
     let key = resolve(&options.key_column, "key", headers.as_ref(), source)?;
+    if options.value_column == Column::Row {
+        let shape = RowShape::new(headers.as_ref());
+        let mut typed = Vec::new();
+        while rows.next_row(&mut input, &mut row)? {
+            let Some(k) = row.field(key.index) else {
+                return Err(too_few(&row, &key, source));
+            };
+            typed.clear();
+            shape.encode(&row, &mut typed);
+            sink(Record { key: k, key_utf8: std::str::from_utf8(k).is_ok(), value: &typed, kind: ValueKind::Typed }, Position::line(row.line))?;
+        }
+        return Ok(());
+    }
     let value = resolve(&options.value_column, "value", headers.as_ref(), source)?;
     while rows.next_row(&mut input, &mut row)? {
         let (Some(k), Some(v)) = (row.field(key.index), row.field(value.index)) else {
             let missing = if row.field(key.index).is_none() { &key } else { &value };
-            let fields = row.len();
-            return Err(parse_error(
-                source,
-                Position::line(row.line),
-                format!("the row has {fields} field{}, too few for the {} column {}, field {} of the row; check the column option, or the separator (col_sep)", if fields == 1 { "" } else { "s" }, missing.what, missing.name, missing.index + 1),
-            ));
+            return Err(too_few(&row, missing, source));
         };
         sink(bytes_record(k, v), Position::line(row.line))?;
     }
     Ok(())
+}
+
+/// The error for a row without the field of column `missing`.
+fn too_few(row: &Row, missing: &Resolved, source: &str) -> crate::error::Error {
+    let fields = row.len();
+    parse_error(
+        source,
+        Position::line(row.line),
+        format!("the row has {fields} field{}, too few for the {} column {}, field {} of the row; check the column option, or the separator (col_sep)", if fields == 1 { "" } else { "s" }, missing.what, missing.name, missing.index + 1),
+    )
+}
+
+/// How a whole row becomes a value (`value_column: "*"`), as Ruby's CSV
+/// gives it: with a header row, `CSV::Row#to_h`, a Hash from header to
+/// field where the first of repeated header names wins, a missing field is
+/// nil and the first field past the headers sits under the key nil;
+/// without one, the Array of fields. As in Ruby's CSV, an empty unquoted
+/// field is nil and `""` is the empty String. Fields are Strings (binary
+/// where they are not UTF-8).
+struct RowShape<'h> {
+    headers: Option<&'h Row>,
+    /// The header columns that are the first of their name.
+    kept: Vec<usize>,
+    /// Whether a field past the headers is kept, under nil: unless a header
+    /// is nil itself.
+    extra_under_nil: bool,
+}
+
+impl<'h> RowShape<'h> {
+    fn new(headers: Option<&'h Row>) -> RowShape<'h> {
+        let Some(h) = headers else { return RowShape { headers, kept: Vec::new(), extra_under_nil: false } };
+        let name = |i: usize| h.field_or_nil(i);
+        let kept: Vec<usize> = (0..h.len()).filter(|&i| (0..i).all(|j| name(j) != name(i))).collect();
+        let extra_under_nil = (0..h.len()).all(|i| name(i).is_some());
+        RowShape { headers, kept, extra_under_nil }
+    }
+
+    fn encode(&self, row: &Row, out: &mut Vec<u8>) {
+        let start = value::ContainerStart::begin(out);
+        let Some(headers) = self.headers else {
+            for i in 0..row.len() {
+                write_field(out, row.field_or_nil(i));
+            }
+            start.end_array(out, row.len() as u64);
+            return;
+        };
+        for &i in &self.kept {
+            write_field(out, headers.field_or_nil(i));
+            write_field(out, row.field_or_nil(i));
+        }
+        let extra = self.extra_under_nil && row.len() > headers.len();
+        if extra {
+            value::write_nil(out);
+            write_field(out, row.field_or_nil(headers.len()));
+        }
+        start.end_map(out, (self.kept.len() + extra as usize) as u64);
+    }
+}
+
+fn write_field(out: &mut Vec<u8>, field: Option<&[u8]>) {
+    match field {
+        None => value::write_nil(out),
+        Some(bytes) => value::write_str(out, bytes, if std::str::from_utf8(bytes).is_ok() { value::Encoding::Utf8 } else { value::Encoding::Binary }),
+    }
 }
 
 /// A column resolved to its index, with how to name it in messages.
@@ -63,6 +138,7 @@ struct Resolved {
 
 fn resolve(column: &Column, what: &'static str, headers: Option<&Row>, source: &str) -> Result<Resolved> {
     match column {
+        Column::Row => Err(parse_error(source, Position::line(1), format!("the {what} column cannot be \"*\" (the whole row); only the value column can"))),
         Column::Index(i) => Ok(Resolved { index: *i, what, name: format!("{i} (0-based)") }),
         Column::Name(name) => {
             let Some(headers) = headers else {
@@ -83,6 +159,9 @@ fn resolve(column: &Column, what: &'static str, headers: Option<&Row>, source: &
 struct Row {
     bytes: Vec<u8>,
     ends: Vec<usize>,
+    /// Whether each field was quoted: `""` is an empty String, an empty
+    /// unquoted field nil (`field_or_nil`).
+    quoted: Vec<bool>,
     line: u64,
 }
 
@@ -97,8 +176,15 @@ impl Row {
         Some(&self.bytes[start..end])
     }
 
-    fn end_field(&mut self) {
+    /// Field `i` as Ruby's CSV reads it: nil if absent, or empty and
+    /// unquoted.
+    fn field_or_nil(&self, i: usize) -> Option<&[u8]> {
+        self.field(i).filter(|f| !f.is_empty() || self.quoted[i])
+    }
+
+    fn end_field(&mut self, quoted: bool) {
         self.ends.push(self.bytes.len());
+        self.quoted.push(quoted);
     }
 }
 
@@ -140,6 +226,7 @@ impl Rows<'_> {
     fn next_row<R: BufRead>(&mut self, input: &mut R, row: &mut Row) -> Result<bool> {
         row.bytes.clear();
         row.ends.clear();
+        row.quoted.clear();
         let mut state = State::LineStart;
         // A CR outside quotes, waiting to see whether an LF follows.
         let mut carriage_return: Option<(u64, u64)> = None;
@@ -201,12 +288,12 @@ impl Rows<'_> {
                         State::Quoted { line, column }
                     }
                     State::QuoteInQuoted { .. } if byte == self.separator => {
-                        row.end_field();
+                        row.end_field(true);
                         State::FieldStart
                     }
                     State::QuoteInQuoted { .. } if byte == b'\n' || byte == b'\r' => {
                         if byte == b'\n' {
-                            row.end_field();
+                            row.end_field(true);
                             done = true;
                             break;
                         }
@@ -227,10 +314,10 @@ impl Rows<'_> {
                             row.line = line;
                         }
                         if byte == self.separator {
-                            row.end_field();
+                            row.end_field(false);
                             State::FieldStart
                         } else if byte == b'\n' {
-                            row.end_field();
+                            row.end_field(false);
                             done = true;
                             break;
                         } else if byte == b'\r' {
@@ -275,9 +362,13 @@ impl Rows<'_> {
                 "unclosed quoted field: the input ends before this quote is closed; close it, or read the input with quote: false (--no-quote) if quotes are ordinary characters in it",
             )),
             // A CR at the very end ends the last line, as CR LF would.
-            State::FieldStart | State::Unquoted | State::QuoteInQuoted { .. } => {
+            State::FieldStart | State::Unquoted => {
                 let _ = carriage_return;
-                row.end_field();
+                row.end_field(false);
+                Ok(true)
+            }
+            State::QuoteInQuoted { .. } => {
+                row.end_field(true);
                 Ok(true)
             }
         }

@@ -9,7 +9,7 @@ use std::io::BufRead;
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
 use super::numbers::write_json_number;
-use super::{io_error, parse_error, Sink};
+use super::{field_path, parse_error, ImportOptions, Sink, WHOLE};
 use crate::error::{DisplayBytes, Error, Position, Result};
 use crate::format::{Record, ValueKind};
 use crate::value;
@@ -32,26 +32,84 @@ fn finish_serde<E: fmt::Display>(result: std::result::Result<(), E>, failure: Op
     }
 }
 
-pub(super) fn import<R: BufRead>(input: &mut R, source: &str, sink: &mut Sink<'_>) -> Result<()> {
-    let first = loop {
-        let buf = input.fill_buf().map_err(|e| io_error(source, e))?;
-        match buf.iter().position(|b| !b.is_ascii_whitespace()) {
-            Some(i) => break Some(buf[i]),
-            None if buf.is_empty() => break None,
-            None => {
-                let n = buf.len();
-                input.consume(n);
-            }
-        }
-    };
+pub(super) fn import<R: BufRead>(input: &mut R, source: &str, options: &ImportOptions, sink: &mut Sink<'_>) -> Result<()> {
+    let fields = Fields::of(options);
+    let records_at = options.records_at.as_deref().map(field_path).unwrap_or_default();
     let mut de = serde_json::Deserializer::from_reader(input);
     let mut failure = None;
-    let result = match first {
-        Some(b'[') => de::Deserializer::deserialize_seq(&mut de, PairsVisitor { sink, failure: &mut failure }),
-        _ => de::Deserializer::deserialize_map(&mut de, MappingVisitor { sink, failure: &mut failure }),
-    };
+    let entries = Entries { fields: &fields, sink, failure: &mut failure };
+    let result = if records_at.is_empty() { de::Deserializer::deserialize_any(&mut de, entries) } else { de::Deserializer::deserialize_any(&mut de, Descend { path: &records_at, depth: 0, entries }) };
     let result = result.and_then(|_| de.end());
     finish_serde(result, failure, source, |e: &serde_json::Error| Position::Line { line: e.line() as u64, column: Some(e.column() as u64) })
+}
+
+/// How a JSON object is read as an entry (in an array, or a JSON Lines
+/// line): the key from a field, at a path of fields into nested objects
+/// (`key_field`, dotted); the value from a field, or the whole object
+/// (`value_field: "*"`).
+pub(super) struct Fields {
+    key: Vec<String>,
+    value: String,
+    whole: bool,
+}
+
+impl Fields {
+    pub(super) fn of(options: &ImportOptions) -> Fields {
+        Fields { key: field_path(&options.key_field), value: options.value_field.clone(), whole: options.value_field == WHOLE }
+    }
+
+    fn key_name(&self) -> String {
+        self.key.join(".")
+    }
+}
+
+/// Walks `records_at`, a path of fields from the top-level object, to the
+/// object or array that holds the entries.
+struct Descend<'a, 's> {
+    path: &'a [String],
+    depth: usize,
+    entries: Entries<'a, 's>,
+}
+
+impl<'de> DeserializeSeed<'de> for Descend<'_, '_> {
+    type Value = ();
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> std::result::Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Descend<'_, '_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(f, "an object with the field {:?} (records_at {:?})", self.path[self.depth], self.path.join("."))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<(), A::Error> {
+        let Descend { path, depth, entries } = self;
+        let step = &path[depth];
+        let mut entries = Some(entries);
+        let mut others = Vec::new();
+        while let Some(field) = map.next_key::<Text<'de>>()? {
+            if field.0 == *step && entries.is_some() {
+                let entries = entries.take().expect("checked");
+                if depth + 1 == path.len() {
+                    map.next_value_seed(entries)?;
+                } else {
+                    map.next_value_seed(Descend { path, depth: depth + 1, entries })?;
+                }
+            } else {
+                others.push(format!("{:?}", field.0));
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        if entries.is_none() {
+            return Ok(());
+        }
+        let at = if depth == 0 { "the top-level object".to_string() } else { format!("the object at {:?}", path[..depth].join(".")) };
+        let more = others.len().saturating_sub(10);
+        others.truncate(10);
+        let listed = if others.is_empty() { "it has none".to_string() } else if more > 0 { format!("its fields are {} and {more} more", others.join(", ")) } else { format!("its fields are {}", others.join(", ")) };
+        Err(de::Error::custom(format!("records_at: {at} has no field {step:?}; {listed}")))
+    }
 }
 
 /// A string that may borrow from the input.
@@ -184,57 +242,62 @@ impl<'de> DeserializeSeed<'de> for Encode<'_, '_> {
 
 /// A map key that may be serde_json's marker for a number it keeps as text
 /// (its `arbitrary_precision` feature: big integers, and floats exactly as
-/// written); any other key is encoded.
-struct KeyOrNumber<'k, 'o> {
+/// written); any other key is encoded, and compared with `wanted`.
+struct KeyOrNumber<'k, 'o, 'w> {
     key: &'k str,
     out: &'o mut Vec<u8>,
     depth_left: usize,
+    wanted: Option<&'w str>,
+}
+
+/// What `KeyOrNumber` read.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum MapKey {
+    /// The marker: the "map" is a number.
+    Number,
+    /// A key, encoded; whether it is the one wanted.
+    Key { wanted: bool },
 }
 
 const JSON_NUMBER_TOKEN: &str = "$serde_json::private::Number";
 
-impl<'de> DeserializeSeed<'de> for KeyOrNumber<'_, '_> {
-    type Value = bool;
-    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> std::result::Result<bool, D::Error> {
+impl<'de> DeserializeSeed<'de> for KeyOrNumber<'_, '_, '_> {
+    type Value = MapKey;
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> std::result::Result<MapKey, D::Error> {
         d.deserialize_any(self)
     }
 }
 
-impl<'de> Visitor<'de> for KeyOrNumber<'_, '_> {
-    type Value = bool;
+/// Visitor methods that encode the value with `Encode` and return `$done`.
+macro_rules! encode_visits {
+    ($value:ty, $done:expr; $( $name:ident ( $($arg:ident : $t:ty),* ) ),* $(,)?) => {
+        $(
+            fn $name<E: de::Error>(self, $($arg: $t),*) -> std::result::Result<$value, E> {
+                Encode { key: self.key, out: self.out, depth_left: self.depth_left }.$name($($arg),*)?;
+                Ok($done)
+            }
+        )*
+    };
+}
+
+impl<'de> Visitor<'de> for KeyOrNumber<'_, '_, '_> {
+    type Value = MapKey;
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("a map key")
     }
-    fn visit_str<E: de::Error>(self, v: &str) -> std::result::Result<bool, E> {
+    fn visit_str<E: de::Error>(self, v: &str) -> std::result::Result<MapKey, E> {
         if v == JSON_NUMBER_TOKEN {
-            return Ok(true);
+            return Ok(MapKey::Number);
         }
         value::write_str(self.out, v.as_bytes(), value::Encoding::Utf8);
-        Ok(false)
+        Ok(MapKey::Key { wanted: self.wanted == Some(v) })
     }
-    fn visit_bool<E: de::Error>(self, v: bool) -> std::result::Result<bool, E> {
-        Encode { key: self.key, out: self.out, depth_left: self.depth_left }.visit_bool(v).map(|_| false)
+    encode_visits!(MapKey, MapKey::Key { wanted: false }; visit_bool(v: bool), visit_i64(v: i64), visit_u64(v: u64), visit_f64(v: f64), visit_bytes(v: &[u8]), visit_unit());
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> std::result::Result<MapKey, A::Error> {
+        Encode { key: self.key, out: self.out, depth_left: self.depth_left }.visit_seq(seq).map(|_| MapKey::Key { wanted: false })
     }
-    fn visit_i64<E: de::Error>(self, v: i64) -> std::result::Result<bool, E> {
-        Encode { key: self.key, out: self.out, depth_left: self.depth_left }.visit_i64(v).map(|_| false)
-    }
-    fn visit_u64<E: de::Error>(self, v: u64) -> std::result::Result<bool, E> {
-        Encode { key: self.key, out: self.out, depth_left: self.depth_left }.visit_u64(v).map(|_| false)
-    }
-    fn visit_f64<E: de::Error>(self, v: f64) -> std::result::Result<bool, E> {
-        Encode { key: self.key, out: self.out, depth_left: self.depth_left }.visit_f64(v).map(|_| false)
-    }
-    fn visit_bytes<E: de::Error>(self, v: &[u8]) -> std::result::Result<bool, E> {
-        Encode { key: self.key, out: self.out, depth_left: self.depth_left }.visit_bytes(v).map(|_| false)
-    }
-    fn visit_unit<E: de::Error>(self) -> std::result::Result<bool, E> {
-        Encode { key: self.key, out: self.out, depth_left: self.depth_left }.visit_unit().map(|_| false)
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> std::result::Result<bool, A::Error> {
-        Encode { key: self.key, out: self.out, depth_left: self.depth_left }.visit_seq(seq).map(|_| false)
-    }
-    fn visit_map<A: MapAccess<'de>>(self, map: A) -> std::result::Result<bool, A::Error> {
-        Encode { key: self.key, out: self.out, depth_left: self.depth_left }.visit_map(map).map(|_| false)
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> std::result::Result<MapKey, A::Error> {
+        Encode { key: self.key, out: self.out, depth_left: self.depth_left }.visit_map(map).map(|_| MapKey::Key { wanted: false })
     }
 }
 
@@ -299,8 +362,8 @@ impl<'de> Visitor<'de> for Encode<'_, '_> {
         let start = value::ContainerStart::begin(self.out);
         let depth_left = self.depth_left;
         let mut n = 0u64;
-        while let Some(is_number) = map.next_key_seed(KeyOrNumber { key: self.key, out: &mut *self.out, depth_left: depth_left.saturating_sub(1) })? {
-            if is_number && n == 0 {
+        while let Some(read) = map.next_key_seed(KeyOrNumber { key: self.key, out: &mut *self.out, depth_left: depth_left.saturating_sub(1), wanted: None })? {
+            if read == MapKey::Number && n == 0 {
                 let text: String = map.next_value()?;
                 return write_json_number(self.out, &text).map_err(de::Error::custom);
             }
@@ -318,17 +381,26 @@ impl<'de> Visitor<'de> for Encode<'_, '_> {
     }
 }
 
-/// Visits a top-level mapping (JSON object), feeding the sink one entry
-/// at a time.
-struct MappingVisitor<'a, 's> {
+/// The entries of a JSON document (or of the part `records_at` names): an
+/// object's pairs, or an array's elements, each a `[key, value]` pair or
+/// an object read by `Fields`. Feeds the sink one entry at a time.
+struct Entries<'a, 's> {
+    fields: &'a Fields,
     sink: &'a mut Sink<'s>,
     failure: &'a mut Option<Error>,
 }
 
-impl<'de> Visitor<'de> for MappingVisitor<'_, '_> {
+impl<'de> DeserializeSeed<'de> for Entries<'_, '_> {
+    type Value = ();
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> std::result::Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Entries<'_, '_> {
     type Value = ();
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a mapping with string keys at the top level")
+        f.write_str("an object, or an array of [key, value] pairs or of objects")
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<(), A::Error> {
         let mut n = 0u64;
@@ -343,23 +415,10 @@ impl<'de> Visitor<'de> for MappingVisitor<'_, '_> {
         }
         Ok(())
     }
-}
-
-/// Visits a top-level array of `[key, value]` pairs.
-struct PairsVisitor<'a, 's> {
-    sink: &'a mut Sink<'s>,
-    failure: &'a mut Option<Error>,
-}
-
-impl<'de> Visitor<'de> for PairsVisitor<'_, '_> {
-    type Value = ();
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("an array of [key, value] pairs")
-    }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<(), A::Error> {
         let mut n = 0u64;
         let mut typed = Vec::new();
-        while let Some(Pair(key, value)) = seq.next_element_seed(LineVisitor { key_field: "", value_field: "", out: &mut typed })? {
+        while let Some(Pair(key, value)) = seq.next_element_seed(RecordVisitor { fields: self.fields, out: &mut typed })? {
             n += 1;
             if let Err(e) = (self.sink)(value.record(&key.0, &typed), Position::Entry(n)) {
                 *self.failure = Some(e);
@@ -373,36 +432,31 @@ impl<'de> Visitor<'de> for PairsVisitor<'_, '_> {
 /// `["key", value]`.
 pub(super) struct Pair<'de>(pub(super) Text<'de>, pub(super) Top<'de>);
 
-/// A JSON Lines record: `["key", value]` or an object with the key and
-/// value fields (other fields are ignored). Typed values go to `out`.
-pub(super) struct LineVisitor<'f, 'o> {
-    pub(super) key_field: &'f str,
-    pub(super) value_field: &'f str,
+/// One entry of an array or a JSON Lines line: `["key", value]`, or an
+/// object read by `fields`. Typed values go to `out`.
+pub(super) struct RecordVisitor<'f, 'o> {
+    pub(super) fields: &'f Fields,
     pub(super) out: &'o mut Vec<u8>,
 }
 
-impl<'de> DeserializeSeed<'de> for LineVisitor<'_, '_> {
+impl<'de> DeserializeSeed<'de> for RecordVisitor<'_, '_> {
     type Value = Pair<'de>;
     fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> std::result::Result<Pair<'de>, D::Error> {
-        if self.key_field.is_empty() {
-            d.deserialize_seq(self)
-        } else {
-            d.deserialize_any(self)
-        }
+        d.deserialize_any(self)
     }
 }
 
-impl<'de> Visitor<'de> for LineVisitor<'_, '_> {
+impl<'de> Visitor<'de> for RecordVisitor<'_, '_> {
     type Value = Pair<'de>;
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        if self.key_field.is_empty() {
-            f.write_str("a [key, value] pair")
+        if self.fields.whole {
+            write!(f, "a [key, value] pair or an object with the key field {:?}", self.fields.key_name())
         } else {
-            write!(f, "a [key, value] pair or an object with {:?} and {:?}", self.key_field, self.value_field)
+            write!(f, "a [key, value] pair or an object with {:?} and {:?}", self.fields.key_name(), self.fields.value)
         }
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<Pair<'de>, A::Error> {
-        let expected = if self.key_field.is_empty() { "a [key, value] pair" } else { "a [key, value] pair or an object" };
+        let expected = "a [key, value] pair or an object";
         let key: Text = seq.next_element()?.ok_or_else(|| de::Error::invalid_length(0, &expected))?;
         let value = seq.next_element_seed(TopValue { key: &key.0, out: self.out })?.ok_or_else(|| de::Error::invalid_length(1, &expected))?;
         if seq.next_element::<IgnoredAny>()?.is_some() {
@@ -411,23 +465,160 @@ impl<'de> Visitor<'de> for LineVisitor<'_, '_> {
         Ok(Pair(key, value))
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<Pair<'de>, A::Error> {
-        if self.key_field.is_empty() {
-            return Err(de::Error::invalid_type(de::Unexpected::Map, &self));
+        let fields = self.fields;
+        let missing = |name: &str| <A::Error as de::Error>::custom(format!("missing field {name:?}"));
+        if fields.whole {
+            self.out.clear();
+            let mut key = None;
+            Capture { key: WHOLE_RECORD, path: &fields.key, field: fields, out: &mut *self.out, depth_left: value::MAX_DEPTH, found: &mut key }.visit_map(map)?;
+            let key = key.ok_or_else(|| missing(&fields.key_name()))?;
+            return Ok(Pair(key, Top::Typed));
         }
         let (mut key, mut value): (Option<Text>, Option<Top>) = (None, None);
+        let mut scratch = Vec::new();
         while let Some(field) = map.next_key::<Text>()? {
-            if field.0 == self.key_field {
-                key = Some(map.next_value()?);
-            } else if field.0 == self.value_field {
-                let name = key.as_ref().map_or(self.value_field, |k| &k.0);
+            if field.0 == fields.key[0] {
+                if fields.key.len() == 1 {
+                    key = Some(map.next_value_seed(KeyLeaf { field: fields, out: None })?);
+                } else {
+                    // The path goes on into this field's object.
+                    scratch.clear();
+                    let mut found = None;
+                    map.next_value_seed(Capture { key: WHOLE_RECORD, path: &fields.key[1..], field: fields, out: &mut scratch, depth_left: value::MAX_DEPTH, found: &mut found })?;
+                    key = found.or(key);
+                }
+            } else if field.0 == fields.value {
+                let name = key.as_ref().map_or(fields.value.as_str(), |k| &k.0);
                 value = Some(map.next_value_seed(TopValue { key: name, out: &mut *self.out })?);
             } else {
                 map.next_value::<IgnoredAny>()?;
             }
         }
-        let key = key.ok_or_else(|| <A::Error as de::Error>::custom(format!("missing field {:?}", self.key_field)))?;
-        let value = value.ok_or_else(|| <A::Error as de::Error>::custom(format!("missing field {:?}", self.value_field)))?;
+        let key = key.ok_or_else(|| missing(&fields.key_name()))?;
+        let value = value.ok_or_else(|| missing(&fields.value))?;
         Ok(Pair(key, value))
     }
 }
 
+/// Encodes a value whole, like `Encode`, and on the way finds the key at
+/// `path` (the rest of `field.key`) in its nested objects.
+struct Capture<'p, 'o, 'f, 'de> {
+    /// Names the value in errors (`WHOLE_RECORD`: its key is not known yet).
+    key: &'static str,
+    path: &'p [String],
+    field: &'p Fields,
+    out: &'o mut Vec<u8>,
+    depth_left: usize,
+    found: &'f mut Option<Text<'de>>,
+}
+
+/// The name values are reported under in errors while a whole object is
+/// encoded: its key is not known yet.
+const WHOLE_RECORD: &str = "(the whole object)";
+
+impl<'de> DeserializeSeed<'de> for Capture<'_, '_, '_, 'de> {
+    type Value = ();
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> std::result::Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Capture<'_, '_, '_, 'de> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a value")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<(), A::Error> {
+        let key = self.key;
+        let start = value::ContainerStart::begin(self.out);
+        let depth_left = self.depth_left;
+        let too_deep = || <A::Error as de::Error>::custom(format!("an object nests deeper than {} levels", value::MAX_DEPTH));
+        let mut n = 0u64;
+        while let Some(read) = map.next_key_seed(KeyOrNumber { key, out: &mut *self.out, depth_left: depth_left.saturating_sub(1), wanted: Some(&self.path[0]) })? {
+            if read == MapKey::Number && n == 0 {
+                let text: String = map.next_value()?;
+                return write_json_number(self.out, &text).map_err(de::Error::custom);
+            }
+            if depth_left == 0 {
+                return Err(too_deep());
+            }
+            let out = &mut *self.out;
+            match read {
+                MapKey::Key { wanted: true } if self.path.len() == 1 => *self.found = Some(map.next_value_seed(KeyLeaf { field: self.field, out: Some(out) })?),
+                MapKey::Key { wanted: true } => map.next_value_seed(Capture { key: WHOLE_RECORD, path: &self.path[1..], field: self.field, out, depth_left: depth_left - 1, found: &mut *self.found })?,
+                _ => map.next_value_seed(Encode { key, out, depth_left: depth_left - 1 })?,
+            }
+            n += 1;
+        }
+        if n == 0 && depth_left == 0 {
+            return Err(too_deep());
+        }
+        start.end_map(self.out, n);
+        Ok(())
+    }
+    fn visit_some<D: de::Deserializer<'de>>(self, d: D) -> std::result::Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> std::result::Result<(), A::Error> {
+        Encode { key: self.key, out: self.out, depth_left: self.depth_left }.visit_seq(seq)
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> std::result::Result<(), E> {
+        Encode { key: self.key, out: self.out, depth_left: self.depth_left }.visit_str(v)
+    }
+    encode_visits!((), (); visit_bool(v: bool), visit_i64(v: i64), visit_u64(v: u64), visit_i128(v: i128), visit_u128(v: u128), visit_f64(v: f64), visit_bytes(v: &[u8]), visit_unit(), visit_none());
+}
+
+/// The value at the end of the key path: a string, or an integer (keyed by
+/// its decimal digits, as `"42"`). Encoded into `out` too, when the whole
+/// object is the value.
+struct KeyLeaf<'f, 'o> {
+    field: &'f Fields,
+    out: Option<&'o mut Vec<u8>>,
+}
+
+impl<'de> DeserializeSeed<'de> for KeyLeaf<'_, '_> {
+    type Value = Text<'de>;
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> std::result::Result<Text<'de>, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for KeyLeaf<'_, '_> {
+    type Value = Text<'de>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(f, "a string or an integer in the key field {:?}", self.field.key_name())
+    }
+    fn visit_borrowed_str<E>(self, v: &'de str) -> std::result::Result<Text<'de>, E> {
+        if let Some(out) = self.out {
+            value::write_str(out, v.as_bytes(), value::Encoding::Utf8);
+        }
+        Ok(Text(Cow::Borrowed(v)))
+    }
+    fn visit_str<E>(self, v: &str) -> std::result::Result<Text<'de>, E> {
+        if let Some(out) = self.out {
+            value::write_str(out, v.as_bytes(), value::Encoding::Utf8);
+        }
+        Ok(Text(Cow::Owned(v.to_string())))
+    }
+    fn visit_i64<E>(self, v: i64) -> std::result::Result<Text<'de>, E> {
+        if let Some(out) = self.out {
+            value::write_int(out, v);
+        }
+        Ok(Text(Cow::Owned(v.to_string())))
+    }
+    fn visit_u64<E>(self, v: u64) -> std::result::Result<Text<'de>, E> {
+        if let Some(out) = self.out {
+            value::write_bigint(out, false, &v.to_le_bytes());
+        }
+        Ok(Text(Cow::Owned(v.to_string())))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<Text<'de>, A::Error> {
+        // serde_json hands over floats and integers past 64 bits as a map
+        // with one marker key.
+        let what = match map.next_key::<Text>()? {
+            Some(k) if k.0 == JSON_NUMBER_TOKEN => de::Unexpected::Other("a number that is not a 64-bit integer"),
+            _ => de::Unexpected::Map,
+        };
+        Err(de::Error::invalid_type(what, &self))
+    }
+}

@@ -6,7 +6,7 @@ use std::io::Read;
 
 use serde::de::DeserializeSeed;
 
-use super::json::{LineVisitor, Pair};
+use super::json::{Fields, Pair, RecordVisitor};
 use super::{io_error, parse_error, ImportOptions, Sink};
 #[cfg(feature = "parallel")]
 use crate::build::Batch;
@@ -25,7 +25,7 @@ pub(super) fn import<R: Read>(input: &mut R, source: &str, options: &ImportOptio
 
 /// One JSON Lines line (its line end included or not), numbered `number`,
 /// to `sink`; a blank line is skipped.
-fn json_line(line: &[u8], number: u64, source: &str, options: &ImportOptions, typed: &mut Vec<u8>, sink: &mut Sink<'_>) -> Result<()> {
+fn json_line(line: &[u8], number: u64, source: &str, fields: &Fields, typed: &mut Vec<u8>, sink: &mut Sink<'_>) -> Result<()> {
     let mut line = line;
     while let [rest @ .., b'\n' | b'\r'] = line {
         line = rest;
@@ -37,7 +37,7 @@ fn json_line(line: &[u8], number: u64, source: &str, options: &ImportOptions, ty
         return Ok(());
     }
     let mut de = serde_json::Deserializer::from_slice(line);
-    let visitor = LineVisitor { key_field: &options.key_field, value_field: &options.value_field, out: typed };
+    let visitor = RecordVisitor { fields, out: typed };
     match visitor.deserialize(&mut de).and_then(|p| de.end().map(|_| p)) {
         Ok(Pair(key, value)) => sink(value.record(&key.0, typed), Position::line(number)),
         Err(e) => {
@@ -73,15 +73,16 @@ fn simple_pair(line: &[u8]) -> Option<(&[u8], &[u8])> {
 /// The lines of `text`, the first numbered `first_line`, to `sink`.
 /// Returns the number of line ends in `text`.
 fn json_lines_in(text: &[u8], first_line: u64, source: &str, options: &ImportOptions, sink: &mut Sink<'_>) -> Result<u64> {
+    let fields = Fields::of(options);
     let mut typed = Vec::new();
     let mut start = 0;
     let mut number = first_line;
     for end in memchr::memchr_iter(b'\n', text) {
-        json_line(&text[start..end], number, source, options, &mut typed, sink)?;
+        json_line(&text[start..end], number, source, &fields, &mut typed, sink)?;
         start = end + 1;
         number += 1;
     }
-    json_line(&text[start..], number, source, options, &mut typed, sink)?;
+    json_line(&text[start..], number, source, &fields, &mut typed, sink)?;
     Ok(number - first_line)
 }
 

@@ -33,7 +33,8 @@ pub use numbers::MAX_INTEGER_DIGITS;
 pub enum InputFormat {
     /// `{"key": "value", ...}`
     JsonObject,
-    /// `[["key", "value"], ...]`
+    /// `[["key", "value"], ...]`, or an array of objects (read as JSON
+    /// Lines objects are).
     JsonPairs,
     /// One `["key", "value"]` or `{"key": ..., "value": ...}` per line.
     JsonLines,
@@ -98,21 +99,47 @@ impl InputFormat {
     }
 }
 
-/// A CSV/TSV column, by 0-based index or by header name.
+/// A CSV/TSV column, by 0-based index or by header name, or the whole row.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Column {
     /// 0-based position.
     Index(usize),
     /// Name in the header row.
     Name(String),
+    /// The whole row, as a value: a Hash from header to field, or an Array
+    /// of fields without a header row. Written `*`.
+    Row,
 }
 
 impl Column {
-    /// Parses `--key-column` style text: digits are an index, else a name.
+    /// Parses `--key-column` style text: digits are an index, `*` the whole
+    /// row, else a name.
     pub fn parse(text: &str) -> Column {
+        if text == WHOLE {
+            return Column::Row;
+        }
         text.parse().map(Column::Index).unwrap_or_else(|_| Column::Name(text.to_string()))
     }
 }
+
+/// Splits a dotted field path (`meta.id`): `\.` is a dot inside a name
+/// and `\\` a backslash.
+pub fn field_path(text: &str) -> Vec<String> {
+    let mut steps = vec![String::new()];
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => steps.last_mut().expect("never empty").push(chars.next().unwrap_or('\\')),
+            '.' => steps.push(String::new()),
+            c => steps.last_mut().expect("never empty").push(c),
+        }
+    }
+    steps
+}
+
+/// The name of "the whole row" or "the whole object" as a value column or
+/// value field.
+pub const WHOLE: &str = "*";
 
 /// How to read an input.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -133,16 +160,24 @@ pub struct ImportOptions {
     /// CSV/TSV: lines starting with this character are skipped. Default:
     /// none.
     pub comment: Option<u8>,
-    /// JSON Lines objects: the key field. Default `"key"`.
+    /// Objects in JSON Lines and in JSON arrays: the key field, or a
+    /// dotted path of fields into nested objects (`meta.id`; `\.` for a
+    /// dot in a name). Its value is a string, or an integer keyed by its
+    /// digits. Default `"key"`.
     pub key_field: String,
-    /// JSON Lines objects: the value field. Default `"value"`.
+    /// Objects in JSON Lines and in JSON arrays: the value field, or `*`
+    /// for the whole object. Default `"value"`.
     pub value_field: String,
+    /// JSON: a dotted path of fields from the top-level object to the
+    /// object or array that holds the entries (iso-codes' `{"3166-1":
+    /// [...]}` is `3166-1`). Default: the top level.
+    pub records_at: Option<String>,
 }
 
 impl ImportOptions {
     /// Default options for `format`.
     pub fn new(format: InputFormat) -> ImportOptions {
-        ImportOptions { format, key_column: Column::Index(0), value_column: Column::Index(1), header: true, quote: true, col_sep: None, comment: None, key_field: "key".into(), value_field: "value".into() }
+        ImportOptions { format, key_column: Column::Index(0), value_column: Column::Index(1), header: true, quote: true, col_sep: None, comment: None, key_field: "key".into(), value_field: "value".into(), records_at: None }
     }
 
     /// Checks the options that can contradict each other or the format:
@@ -155,6 +190,21 @@ impl ImportOptions {
                     return Err(Error::InvalidOption { name, reason: format!("must be one ASCII character other than a quote or a line break, got {:?}", c as char) });
                 }
             }
+        }
+        let key_path = field_path(&self.key_field);
+        for (name, path) in [("key_field", Some(&self.key_field)), ("records_at", self.records_at.as_ref())] {
+            if let Some(path) = path.filter(|p| field_path(p).iter().any(String::is_empty)) {
+                return Err(Error::InvalidOption { name, reason: format!("{path:?} has an empty field name; give field names separated by dots (meta.id), with \\. for a dot inside a name") });
+            }
+        }
+        if self.key_field == WHOLE || self.key_column == Column::Row {
+            return Err(Error::InvalidOption { name: if self.key_field == WHOLE { "key_field" } else { "key_column" }, reason: "cannot be \"*\" (the whole row or object); only the value can".into() });
+        }
+        if key_path.len() == 1 && key_path[0] == self.value_field {
+            return Err(Error::InvalidOption { name: "value_field", reason: format!("is the key field {:?} too; give another field, or \"*\" for the whole object", self.value_field) });
+        }
+        if self.records_at.is_some() && !matches!(self.format, InputFormat::JsonObject | InputFormat::JsonPairs) {
+            return Err(Error::InvalidOption { name: "records_at", reason: format!("is for JSON documents, and the input is {}", self.format.name()) });
         }
         if self.col_sep.is_some() && self.col_sep == self.comment {
             return Err(Error::InvalidOption { name: "col_sep", reason: format!("and comment are both {:?}; they must differ", self.comment.unwrap_or_default() as char) });
@@ -192,7 +242,7 @@ pub fn import<R: Read>(input: R, source: &str, options: &ImportOptions, sink: &m
         skip_byte_order_mark(&mut input, source)?;
     }
     match options.format {
-        InputFormat::JsonObject | InputFormat::JsonPairs => json::import(&mut input, source, sink),
+        InputFormat::JsonObject | InputFormat::JsonPairs => json::import(&mut input, source, options, sink),
         InputFormat::JsonLines => json_lines::import(&mut input, source, options, sink),
         InputFormat::Csv => csv::import(input, source, options, b',', sink),
         InputFormat::Tsv => csv::import(input, source, options, b'\t', sink),
