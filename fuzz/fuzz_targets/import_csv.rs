@@ -1,6 +1,6 @@
 //! The CSV/TSV importer: the first byte picks the options (separator,
-//! quoting, comments, header, columns by index or name), the rest is the
-//! input.
+//! quoting, comments, header, columns by index or name, or the whole row
+//! as the value), the rest is the input.
 #![no_main]
 
 use hashfile::import::{Column, ImportOptions, InputFormat};
@@ -17,7 +17,10 @@ fuzz_target!(|data: &[u8]| {
     options.col_sep = (choice & 16 != 0).then_some(b';');
     if choice & 32 != 0 {
         options.key_column = Column::Name("k".into());
-        options.value_column = Column::Index(usize::from(choice >> 6));
+        options.value_column = match choice >> 6 {
+            3 => Column::Row,
+            i => Column::Index(usize::from(i)),
+        };
     }
     import_all(input, &options);
 });
