@@ -52,7 +52,7 @@ class BadInputCatalogueTest < HashfileTest
       ["a store truncated while open", -> { truncated_while_open }, Hashfile::StaleError, /the store file changed while open .*; reopen it/],
       # Importer inputs
       ["JSON that is not JSON", -> { Hashfile.build_from(input("a.json", "{\"a\": 1,\n \"b\" 2}"), path) }, Hashfile::ParseError, /a.json: line 2, column 6: expected `:`/],
-      ["a JSON duplicate key", -> { Hashfile.build_from(input("d.json", "{\"a\": 1, \"a\": 2}"), path) }, Hashfile::DuplicateKeyError, /duplicate key "a"/],
+      ["a JSON duplicate key", -> { Hashfile.build_from(input("d.json", "{\"a\": 1,\n \"b\": 2,\n \"a\": 3}"), path) }, Hashfile::DuplicateKeyError, /duplicate key "a" \(.*d.json: line 1 and .*d.json: line 3\)/],
       ["a JSON number of a million digits", -> { Hashfile.build_from(input("n.json", "{\"n\": #{"9" * 1_000_000}}"), path) }, Hashfile::ParseError, /over the limit of 100000 \(store it as a string\)/],
       ["JSON nested deeper than 100", -> { Hashfile.build_from(input("deep.json", "{\"a\": #{"[" * 120}#{"]" * 120}}"), path) }, Hashfile::ParseError, /nests deeper than 100 levels|recursion limit/],
       ["a JSON Lines line that is not a pair", -> { Hashfile.build_from(input("l.jsonl", "[\"a\", 1]\n[\"b\"]\n"), path) }, Hashfile::ParseError, /l.jsonl: line 2.*expected a \[key, value\] pair/],

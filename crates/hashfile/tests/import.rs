@@ -905,3 +905,22 @@ fn csv_rows_can_be_the_whole_value() {
     let got = row(InputFormat::Csv, true, b"k,\n1,2,3\n");
     assert_eq!(got[0].1, map(vec![(s("k"), s("1")), (Value::Nil, s("2"))]));
 }
+
+/// JSON entries are placed by line, so a duplicate key names the lines it
+/// is on: an object's key by the key's line, an array element by the line
+/// it opens on (finding 12 of issue 14).
+#[test]
+fn json_entries_are_placed_by_line() {
+    let object = b"{\n  \"a\": 1,\n  \"b\": {\n    \"a\": 2\n  },\n\n  \"a\": [\n 3]\n}\n";
+    let positions = find_key(&object[..], "input", &ImportOptions::new(InputFormat::JsonObject), b"a").unwrap();
+    assert_eq!(positions, [Position::line(2), Position::line(7)]);
+    let array = b"[\n  [\"x\", 1],\n  {\n    \"key\": \"y\",\n    \"value\": 2\n  },\n  {\"key\": \"x\", \"value\": 3}\n]";
+    let positions = find_key(&array[..], "input", &ImportOptions::new(InputFormat::JsonObject), b"x").unwrap();
+    assert_eq!(positions, [Position::line(2), Position::line(7)]);
+    let positions = find_key(&array[..], "input", &ImportOptions::new(InputFormat::JsonObject), b"y").unwrap();
+    assert_eq!(positions, [Position::line(3)]);
+    // Escaped line breaks inside strings are not line ends.
+    let escaped = b"{\"s\\n\\n\": \"v\\n\", \"k\": 1,\n\"k\": 2}";
+    let positions = find_key(&escaped[..], "input", &ImportOptions::new(InputFormat::JsonObject), b"k").unwrap();
+    assert_eq!(positions, [Position::line(1), Position::line(2)]);
+}

@@ -4,7 +4,8 @@
 
 use std::borrow::Cow;
 use std::fmt;
-use std::io::BufRead;
+use std::cell::Cell;
+use std::io::{BufRead, Read};
 
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
@@ -35,12 +36,52 @@ fn finish_serde<E: fmt::Display>(result: std::result::Result<(), E>, failure: Op
 pub(super) fn import<R: BufRead>(input: &mut R, source: &str, options: &ImportOptions, sink: &mut Sink<'_>) -> Result<()> {
     let fields = Fields::of(options);
     let records_at = options.records_at.as_deref().map(field_path).unwrap_or_default();
-    let mut de = serde_json::Deserializer::from_reader(input);
+    let lines = Lines::default();
+    let mut de = serde_json::Deserializer::from_reader(CountingLines { inner: input, lines: &lines });
     let mut failure = None;
-    let entries = Entries { fields: &fields, sink, failure: &mut failure };
+    let entries = Entries { fields: &fields, lines: &lines, sink, failure: &mut failure };
     let result = if records_at.is_empty() { de::Deserializer::deserialize_any(&mut de, entries) } else { de::Deserializer::deserialize_any(&mut de, Descend { path: &records_at, depth: 0, entries }) };
     let result = result.and_then(|_| de.end());
     finish_serde(result, failure, source, |e: &serde_json::Error| Position::Line { line: e.line() as u64, column: Some(e.column() as u64) })
+}
+
+/// Where the parse is, in lines: serde_json counts lines for its errors but
+/// does not say where a value it returned began, and a duplicate key is
+/// best reported by the line it is on.
+#[derive(Default)]
+pub(super) struct Lines {
+    /// Line ends the parser has read so far.
+    read: Cell<u64>,
+    /// The line the current entry began on.
+    entry: Cell<u64>,
+}
+
+impl Lines {
+    /// The current entry begins on the line the parser is on.
+    fn mark(&self) {
+        self.entry.set(self.read.get() + 1);
+    }
+}
+
+/// Counts line ends as serde_json reads them. serde_json reads a byte at a
+/// time and never ahead of the token it is parsing, so after a key's
+/// closing quote, or an array element's opening bracket, the count is that
+/// token's line.
+struct CountingLines<'l, R> {
+    inner: R,
+    lines: &'l Lines,
+}
+
+impl<R: Read> Read for CountingLines<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        let ends = match &buf[..n] {
+            [byte] => u64::from(*byte == b'\n'),
+            bytes => memchr::memchr_iter(b'\n', bytes).count() as u64,
+        };
+        self.lines.read.set(self.lines.read.get() + ends);
+        Ok(n)
+    }
 }
 
 /// How a JSON object is read as an entry (in an array, or a JSON Lines
@@ -386,6 +427,7 @@ impl<'de> Visitor<'de> for Encode<'_, '_> {
 /// an object read by `Fields`. Feeds the sink one entry at a time.
 struct Entries<'a, 's> {
     fields: &'a Fields,
+    lines: &'a Lines,
     sink: &'a mut Sink<'s>,
     failure: &'a mut Option<Error>,
 }
@@ -403,12 +445,12 @@ impl<'de> Visitor<'de> for Entries<'_, '_> {
         f.write_str("an object, or an array of [key, value] pairs or of objects")
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<(), A::Error> {
-        let mut n = 0u64;
         let mut typed = Vec::new();
         while let Some(key) = map.next_key::<Text<'de>>()? {
+            self.lines.mark();
+            let line = self.lines.entry.get();
             let value = map.next_value_seed(TopValue { key: &key.0, out: &mut typed })?;
-            n += 1;
-            if let Err(e) = (self.sink)(value.record(&key.0, &typed), Position::Entry(n)) {
+            if let Err(e) = (self.sink)(value.record(&key.0, &typed), Position::line(line)) {
                 *self.failure = Some(e);
                 return Err(de::Error::custom("stopped"));
             }
@@ -416,11 +458,9 @@ impl<'de> Visitor<'de> for Entries<'_, '_> {
         Ok(())
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<(), A::Error> {
-        let mut n = 0u64;
         let mut typed = Vec::new();
-        while let Some(Pair(key, value)) = seq.next_element_seed(RecordVisitor { fields: self.fields, out: &mut typed })? {
-            n += 1;
-            if let Err(e) = (self.sink)(value.record(&key.0, &typed), Position::Entry(n)) {
+        while let Some(Pair(key, value)) = seq.next_element_seed(RecordVisitor { fields: self.fields, lines: Some(self.lines), out: &mut typed })? {
+            if let Err(e) = (self.sink)(value.record(&key.0, &typed), Position::line(self.lines.entry.get())) {
                 *self.failure = Some(e);
                 return Err(de::Error::custom("stopped"));
             }
@@ -436,6 +476,9 @@ pub(super) struct Pair<'de>(pub(super) Text<'de>, pub(super) Top<'de>);
 /// object read by `fields`. Typed values go to `out`.
 pub(super) struct RecordVisitor<'f, 'o> {
     pub(super) fields: &'f Fields,
+    /// Marked with the line the entry begins on, where a document has
+    /// several lines.
+    pub(super) lines: Option<&'f Lines>,
     pub(super) out: &'o mut Vec<u8>,
 }
 
@@ -456,6 +499,7 @@ impl<'de> Visitor<'de> for RecordVisitor<'_, '_> {
         }
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<Pair<'de>, A::Error> {
+        self.lines.map(Lines::mark);
         let expected = "a [key, value] pair or an object";
         let key: Text = seq.next_element()?.ok_or_else(|| de::Error::invalid_length(0, &expected))?;
         let value = seq.next_element_seed(TopValue { key: &key.0, out: self.out })?.ok_or_else(|| de::Error::invalid_length(1, &expected))?;
@@ -465,6 +509,7 @@ impl<'de> Visitor<'de> for RecordVisitor<'_, '_> {
         Ok(Pair(key, value))
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<Pair<'de>, A::Error> {
+        self.lines.map(Lines::mark);
         let fields = self.fields;
         let missing = |name: &str| <A::Error as de::Error>::custom(format!("missing field {name:?}"));
         if fields.whole {

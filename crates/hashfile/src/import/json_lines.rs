@@ -37,7 +37,7 @@ fn json_line(line: &[u8], number: u64, source: &str, fields: &Fields, typed: &mu
         return Ok(());
     }
     let mut de = serde_json::Deserializer::from_slice(line);
-    let visitor = RecordVisitor { fields, out: typed };
+    let visitor = RecordVisitor { fields, lines: None, out: typed };
     match visitor.deserialize(&mut de).and_then(|p| de.end().map(|_| p)) {
         Ok(Pair(key, value)) => sink(value.record(&key.0, typed), Position::line(number)),
         Err(e) => {
