@@ -134,11 +134,20 @@ module Hashfile
     #   String), undecoded
     # @param serializer [#dump and #load, Array(#call, #call), nil] loads
     #   values that Hashfile.build stored through a serializer
+    # @param reload [Numeric, nil] on access, at most every this many
+    #   seconds, look whether a new store was published at +path+ (a build
+    #   renames one over it) and if so read it from the next lookup on; the
+    #   lookups and +each+ under way finish on the old one. A new file that
+    #   cannot be opened leaves the old one in use (Reader#reload_error).
+    #   nil (the default): the reader keeps the file it opened; see also
+    #   Reader#stale? and Reader#reopen.
     # @raise [Errno::ENOENT] if the file does not exist
     # @raise [FormatError] if it is not a valid store
-    def open(path, verify: false, symbolize_names: false, freeze: false, raw: false, serializer: nil)
+    def open(path, verify: false, symbolize_names: false, freeze: false, raw: false, serializer: nil, reload: nil)
       load = serializer_pair(serializer)&.last
-      db = Reader._open(path_string(path), { symbolize_names: symbolize_names, freeze: freeze, raw: raw }, load)
+      raise TypeError, "reload must be nil or a number of seconds, not #{reload.class}" unless reload.nil? || reload.is_a?(Numeric)
+
+      db = Reader._open(path_string(path), { symbolize_names: symbolize_names, freeze: freeze, raw: raw }, load, reload&.to_f)
       begin
         db.verify if verify
       rescue Exception # rubocop:disable Lint/RescueException

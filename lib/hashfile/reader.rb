@@ -66,10 +66,14 @@ module Hashfile
     def each_pair
       return enum_for(:each_pair) { size } unless block_given?
 
+      # One mapping from start to end, whatever a reload swaps in meanwhile.
+      pinned = _pin
       offset = 0
       index = 0
       while offset
-        chunk = _each_chunk(offset, index)
+        raise ClosedError, "closed store #{path}" if closed?
+
+        chunk = pinned._each_chunk(offset, index)
         offset = chunk[0]
         index += (chunk.size - 1) / 2
         i = 1
@@ -82,8 +86,26 @@ module Hashfile
         end
       end
       self
+    ensure
+      pinned&.close
     end
     alias each each_pair
+
+    # @!method stale?
+    #   Whether the path now names another file than the one this reader
+    #   reads (a newer store was published there by rename), or none.
+    # @!method reload_error
+    #   With +reload:+, why the last new file found at the path could not be
+    #   opened (the old store is read meanwhile), or nil.
+
+    # Reads the store the path names now, from the next lookup on; lookups
+    # and +each+ under way finish on the old one. Raises, keeping the old
+    # store, if the new file cannot be opened.
+    # @return [self]
+    def reopen
+      _reopen
+      self
+    end
 
     def each_key
       return enum_for(:each_key) { size } unless block_given?

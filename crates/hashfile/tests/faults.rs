@@ -44,3 +44,37 @@ fn a_store_truncated_under_a_guarded_map_reports_the_change() {
     fine.check_faults().unwrap();
     assert!(matches!(Reader::open_guarded(&path), Err(Error::Truncated { .. })));
 }
+
+/// A reader knows which file it mapped: publishing a new store over the
+/// path (a rename) or deleting it makes the reader stale; rewriting the
+/// same file does not change which file the path names.
+#[test]
+fn a_reader_is_stale_once_another_file_is_published_at_its_path() {
+    fault::install().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.hf");
+    let build = |value: &[u8]| {
+        let mut builder = Builder::new(BuildOptions::default()).unwrap();
+        builder.insert(b"k", value);
+        builder.write_file(&path).unwrap();
+    };
+    build(b"1");
+    let first = Reader::open_guarded(&path).unwrap();
+    assert!(!first.is_stale(&path));
+    build(b"2");
+    assert!(first.is_stale(&path), "a rename published another file");
+    assert_eq!(first.get(b"k").unwrap().unwrap().value(), b"1", "the stale reader still reads its own file");
+    let second = Reader::open_guarded(&path).unwrap();
+    assert!(!second.is_stale(&path));
+    assert_eq!(second.get(b"k").unwrap().unwrap().value(), b"2");
+    std::fs::remove_file(&path).unwrap();
+    assert!(second.is_stale(&path), "no file at the path");
+    // A symbolic link to the store is followed, as opening follows it.
+    build(b"3");
+    let link = dir.path().join("current.hf");
+    std::os::unix::fs::symlink(&path, &link).unwrap();
+    let linked = Reader::open_guarded(&link).unwrap();
+    assert!(!linked.is_stale(&link));
+    build(b"4");
+    assert!(linked.is_stale(&link));
+}

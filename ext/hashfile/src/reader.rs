@@ -3,12 +3,13 @@
 
 use std::cell::{Cell, RefCell};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use hashfile::RecordBuf;
 use magnus::{function, gc::Marker, method, prelude::*, value::Opaque, DataTypeFunctions, Error, RArray, RHash, RModule, RString, Ruby, Symbol, TypedData, Value};
 use hashfile::read::fault::GuardedMap;
 
-use crate::error::{to_ruby, CLOSED_ERROR};
+use crate::error::{arg_error, to_ruby, CLOSED_ERROR};
 use crate::strings;
 use crate::typed_data::unwrap_self;
 use crate::value::{DecodeFlags, Decoder};
@@ -20,7 +21,14 @@ use crate::value::{DecodeFlags, Decoder};
 type Store = hashfile::Reader<GuardedMap>;
 
 /// The store lives in an `Arc` so that `verify`, which runs without the GVL,
-/// keeps the mapping alive even if another thread closes the reader.
+/// keeps the mapping alive even if another thread closes the reader, and an
+/// `each` keeps the mapping it began on (`_pin`).
+///
+/// A reader can swap in the store newly published at its path (`reopen`,
+/// or `reload:` on access): the swap happens when no lookup is under way,
+/// so each lookup reads one mapping from start to end, never a mix; a
+/// `reopen` while lookups are under way waits in `pending` for the last to
+/// end. The old mapping goes with its last user.
 ///
 /// A lookup runs Ruby code while it reads the mapping (a serializer's
 /// `load`, the `dig` fallback, allocations), during which another thread
@@ -39,6 +47,11 @@ pub struct Reader {
     /// Lookups reading the mapping now (nested when a serializer's `load`
     /// looks something up in the same store).
     in_flight: Cell<usize>,
+    /// A newer store, opened while lookups were under way: it replaces
+    /// `store` when the last of them ends.
+    pending: RefCell<Option<Arc<Store>>>,
+    /// Checking the path for a new store on access (`reload:`).
+    reload: Option<Reload>,
     path: String,
     /// The decode options given to `Hashfile.open`.
     flags: DecodeFlags,
@@ -52,6 +65,17 @@ impl DataTypeFunctions for Reader {
             marker.mark(load);
         }
     }
+}
+
+/// `Hashfile.open(path, reload: SECONDS)`: on access, at most every
+/// `every`, the reader looks whether its path names another file, and if
+/// so opens it and swaps it in.
+struct Reload {
+    every: Duration,
+    next_check: Cell<Instant>,
+    /// Why the last new file could not be opened (the old store is served
+    /// meanwhile, and the next check tries again).
+    error: RefCell<Option<String>>,
 }
 
 /// Records returned per `_each_chunk` call: large enough to amortise the
@@ -85,13 +109,100 @@ fn key_string(ruby: &Ruby, record: &RecordBuf<'_>) -> Result<RString, Error> {
 }
 
 impl Reader {
-    /// `_open(path, options, load)`: decode `options` (a Hash or nil) and
-    /// the serializer's `load` (or nil) are kept for every lookup.
-    fn open(ruby: &Ruby, path: String, options: Option<RHash>, load: Value) -> Result<Reader, Error> {
+    /// `_open(path, options, load, reload)`: decode `options` (a Hash or
+    /// nil) and the serializer's `load` (or nil) are kept for every lookup;
+    /// `reload` is nil or the seconds between checks for a new store.
+    fn open(ruby: &Ruby, path: String, options: Option<RHash>, load: Value, reload: Option<f64>) -> Result<Reader, Error> {
         let flags = DecodeFlags::default().with_options(ruby, options)?;
+        let reload = match reload {
+            None => None,
+            Some(seconds) if seconds.is_finite() && seconds >= 0.0 => {
+                let every = Duration::from_secs_f64(seconds);
+                Some(Reload { every, next_check: Cell::new(Instant::now() + every), error: RefCell::new(None) })
+            }
+            Some(seconds) => return Err(arg_error(ruby, format!("reload must be nil or a number of seconds, 0 or more, not {seconds}"))),
+        };
         let store = Store::open_guarded(&path).map_err(|e| to_ruby(ruby, e))?;
         let load = (!load.is_nil()).then(|| Opaque::from(load));
-        Ok(Reader { store: RefCell::new(Some(Arc::new(store))), closed: Cell::new(false), in_flight: Cell::new(0), path, flags, load })
+        Ok(Reader::on(Arc::new(store), path, flags, load, reload))
+    }
+
+    fn on(store: Arc<Store>, path: String, flags: DecodeFlags, load: Option<Opaque<Value>>, reload: Option<Reload>) -> Reader {
+        Reader { store: RefCell::new(Some(store)), closed: Cell::new(false), in_flight: Cell::new(0), pending: RefCell::new(None), reload, path, flags, load }
+    }
+
+    /// Makes `store` the one every later lookup reads: now if no lookup is
+    /// under way, else when the last one ends.
+    fn install(&self, store: Arc<Store>) {
+        if self.in_flight.get() == 0 {
+            *self.store.borrow_mut() = Some(store);
+        } else {
+            *self.pending.borrow_mut() = Some(store);
+        }
+    }
+
+    /// With `reload:`, at most every `every`: if the path names another
+    /// file, opens it and swaps it in. A file that cannot be opened is
+    /// remembered (`reload_error`) and the old store is served meanwhile.
+    fn check_reload(&self, reload: &Reload) {
+        let now = Instant::now();
+        if now < reload.next_check.get() {
+            return;
+        }
+        reload.next_check.set(now + reload.every);
+        let stale = match &*self.store.borrow() {
+            Some(store) => store.is_stale(&self.path),
+            None => false,
+        };
+        if stale {
+            match Store::open_guarded(&self.path) {
+                Ok(store) => {
+                    self.install(Arc::new(store));
+                    reload.error.borrow_mut().take();
+                }
+                Err(e) => *reload.error.borrow_mut() = Some(e.to_string()),
+            }
+        }
+    }
+
+    /// `stale?`: whether the path names another file than the one this
+    /// reader reads, or will read once the lookups under way end (a newer
+    /// store was published there), or none.
+    fn is_stale(ruby: &Ruby, rb_self: &Self) -> Result<bool, Error> {
+        // A store waiting to take over is the one the reader reads next.
+        let store = match rb_self.pending.borrow().clone() {
+            Some(pending) => pending,
+            None => rb_self.shared(ruby)?,
+        };
+        Ok(store.is_stale(&rb_self.path))
+    }
+
+    /// `_reopen`: opens the store the path names now and reads it from the
+    /// next lookup on (lookups under way finish on the old one). Raises,
+    /// keeping the old store, if the new file cannot be opened.
+    fn reopen(ruby: &Ruby, rb_self: &Self) -> Result<(), Error> {
+        if rb_self.closed.get() {
+            return Err(rb_self.closed(ruby));
+        }
+        let store = Store::open_guarded(&rb_self.path).map_err(|e| to_ruby(ruby, e))?;
+        rb_self.install(Arc::new(store));
+        if let Some(reload) = &rb_self.reload {
+            reload.error.borrow_mut().take();
+        }
+        Ok(())
+    }
+
+    /// `reload_error`: why the last reload could not open the new file, or
+    /// nil.
+    fn reload_error(&self) -> Option<String> {
+        self.reload.as_ref().and_then(|r| r.error.borrow().clone())
+    }
+
+    /// `_pin`: a reader of this reader's current store alone, which no
+    /// reload swaps: `each` iterates one mapping from start to end.
+    fn pin(ruby: &Ruby, rb_self: &Self) -> Result<Reader, Error> {
+        let store = rb_self.shared(ruby)?;
+        Ok(Reader::on(store, rb_self.path.clone(), rb_self.flags, rb_self.load, None))
     }
 
     fn closed(&self, ruby: &Ruby) -> Error {
@@ -104,6 +215,12 @@ impl Reader {
     fn with_store<R>(&self, ruby: &Ruby, f: impl FnOnce(&Store) -> Result<R, Error>) -> Result<R, Error> {
         if self.closed.get() {
             return Err(self.closed(ruby));
+        }
+        if let Some(reload) = &self.reload {
+            // Only between lookups: one under way keeps its mapping.
+            if self.in_flight.get() == 0 {
+                self.check_reload(reload);
+            }
         }
         let store: *const Store = match &*self.store.borrow() {
             Some(store) => Arc::as_ptr(store),
@@ -231,6 +348,7 @@ impl Reader {
     /// is under way (now, or when the last one ends).
     fn close(&self) {
         self.closed.set(true);
+        self.pending.borrow_mut().take();
         if self.in_flight.get() == 0 {
             self.store.borrow_mut().take();
         }
@@ -296,6 +414,11 @@ impl Drop for InFlight<'_> {
         reader.in_flight.set(left);
         if left == 0 && reader.closed.get() {
             reader.store.borrow_mut().take();
+        } else if left == 0 {
+            // A store `reopen` opened meanwhile takes over now.
+            if let Some(newer) = reader.pending.borrow_mut().take() {
+                *reader.store.borrow_mut() = Some(newer);
+            }
         }
     }
 }
@@ -308,7 +431,7 @@ pub fn init(ruby: &Ruby, module: RModule) -> Result<(), Error> {
     let class = module.define_class("Reader", ruby.class_object())?;
     // Readers are made by `_open` alone: no data-less `allocate`.
     class.undef_default_alloc_func();
-    class.define_singleton_method("_open", function!(Reader::open, 3))?;
+    class.define_singleton_method("_open", function!(Reader::open, 4))?;
     class.define_method("[]", method!(Reader::aref, 1))?;
     class.define_method("_get", method!(Reader::get, 3))?;
     class.define_method("_dig", method!(Reader::dig, 3))?;
@@ -320,5 +443,9 @@ pub fn init(ruby: &Ruby, module: RModule) -> Result<(), Error> {
     class.define_method("closed?", method!(Reader::is_closed, 0))?;
     class.define_method("path", method!(Reader::path, 0))?;
     class.define_method("_info", method!(Reader::info, 0))?;
+    class.define_method("stale?", method!(Reader::is_stale, 0))?;
+    class.define_method("_reopen", method!(Reader::reopen, 0))?;
+    class.define_method("reload_error", method!(Reader::reload_error, 0))?;
+    class.define_method("_pin", method!(Reader::pin, 0))?;
     Ok(())
 }

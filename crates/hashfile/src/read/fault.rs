@@ -41,6 +41,8 @@ use std::sync::Once;
 
 use memmap2::Mmap;
 
+use super::FileId;
+
 /// How many mappings can be guarded at once; a store opened while all are
 /// taken is read unguarded (a fault in it is a crash, as before).
 pub const MAX_GUARDED_MAPPINGS: usize = 4096;
@@ -165,13 +167,26 @@ pub struct GuardedMap {
     map: Mmap,
     /// The registry slot, if one was free and the handler is installed.
     slot: Option<usize>,
+    /// The file mapped, when known (`with_file_id`).
+    file_id: Option<FileId>,
 }
 
 impl GuardedMap {
     /// Registers `map` (if [`install`] was called and a slot is free).
     pub fn new(map: Mmap) -> GuardedMap {
         let slot = if installed() && !map.is_empty() { register(map.as_ptr() as usize, map.len()) } else { None };
-        GuardedMap { map, slot }
+        GuardedMap { map, slot, file_id: None }
+    }
+
+    /// The same map, knowing which file it maps.
+    pub fn with_file_id(mut self, file_id: FileId) -> GuardedMap {
+        self.file_id = Some(file_id);
+        self
+    }
+
+    /// The file mapped, if known.
+    pub fn file_id(&self) -> Option<FileId> {
+        self.file_id
     }
 
     /// Pages of this mapping that faulted (the file shrank under it) and

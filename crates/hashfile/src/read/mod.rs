@@ -162,7 +162,20 @@ impl Reader<fault::GuardedMap> {
     /// (see [`Reader::check_faults`]).
     pub fn open_guarded(path: impl AsRef<std::path::Path>) -> Result<Reader<fault::GuardedMap>> {
         let path = path.as_ref();
-        Reader::new(fault::GuardedMap::new(map_file(path)?)).map_err(|e| e.with_path(path))
+        let (map, file_id) = map_file_with_id(path)?;
+        Reader::new(fault::GuardedMap::new(map).with_file_id(file_id)).map_err(|e| e.with_path(path))
+    }
+
+    /// Whether `path` now names another file than the one this reader
+    /// mapped, or none: a new store was published there (by rename, which
+    /// gives the path a new file), or the store was deleted. False if the
+    /// path still names the mapped file, or if that is not known.
+    pub fn is_stale(&self, path: impl AsRef<std::path::Path>) -> bool {
+        match (self.source.file_id(), FileId::of_path(path.as_ref())) {
+            (Some(mapped), Ok(now)) => mapped != now,
+            (Some(_), Err(_)) => true,
+            (None, _) => false,
+        }
     }
 
     /// An error if a page of the mapping has faulted since it was opened:
@@ -181,10 +194,44 @@ impl Reader<fault::GuardedMap> {
 /// Maps the store file at `path`.
 #[cfg(feature = "mmap")]
 fn map_file(path: &std::path::Path) -> Result<memmap2::Mmap> {
+    map_file_with_id(path).map(|(map, _)| map)
+}
+
+/// Which file a path names: its device and inode. Publishing a store
+/// renames a new file over the path, which gives the path a new inode, so
+/// a reader compares the file it mapped with the one the path names now
+/// (`Reader::is_stale`).
+#[cfg(feature = "mmap")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FileId {
+    device: u64,
+    inode: u64,
+}
+
+#[cfg(feature = "mmap")]
+impl FileId {
+    /// The file `path` names now (following symbolic links, as opening
+    /// does).
+    pub fn of_path(path: &std::path::Path) -> std::io::Result<FileId> {
+        std::fs::metadata(path).map(|m| FileId::of_metadata(&m))
+    }
+
+    fn of_metadata(metadata: &std::fs::Metadata) -> FileId {
+        use std::os::unix::fs::MetadataExt;
+        FileId { device: metadata.dev(), inode: metadata.ino() }
+    }
+}
+
+/// Maps the file at `path`, with the identity of the file opened (taken
+/// from the open file, so a rename between the open and the check cannot
+/// mislabel it).
+#[cfg(feature = "mmap")]
+fn map_file_with_id(path: &std::path::Path) -> Result<(memmap2::Mmap, FileId)> {
     let file = std::fs::File::open(path).map_err(|e| Error::io(Some(path), e))?;
+    let metadata = file.metadata().map_err(|e| Error::io(Some(path), e))?;
     // Mapping a directory fails with ENODEV ("No such device"): say
     // what it is instead.
-    if file.metadata().is_ok_and(|m| m.is_dir()) {
+    if metadata.is_dir() {
         return Err(Error::io(Some(path), std::io::Error::from_raw_os_error(EISDIR)));
     }
     // SAFETY: the map is read-only and private to this reader. Stores are
@@ -193,7 +240,8 @@ fn map_file(path: &std::path::Path) -> Result<memmap2::Mmap> {
     // file truncated by another process raises SIGBUS, the same caveat
     // as every mmap-based reader (fst, LMDB, sparkey), unless the map
     // is guarded (`open_guarded`, `fault`).
-    unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io(Some(path), e))
+    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io(Some(path), e))?;
+    Ok((map, FileId::of_metadata(&metadata)))
 }
 
 /// The errno of "Is a directory" (the same on Linux, macOS and the BSDs).
