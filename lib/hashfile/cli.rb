@@ -14,6 +14,7 @@ module Hashfile
 
     COMMANDS = {
       "build" => "build INPUT... -o OUT     build a store from JSON, JSON Lines, CSV, TSV, MessagePack or YAML",
+      "build-i18n" => "build-i18n SOURCE... -o OUT  merge locale files (or directories of them) as I18n does",
       "get" => "get FILE KEY... [--json]  print values; exit 1 if any key is absent",
       "info" => "info FILE [--json]        entries, sizes, bits per key, parameters, format version",
       "verify" => "verify FILE               check every checksum; name the failing section",
@@ -39,7 +40,7 @@ module Hashfile
       case command
       when nil, "-h", "--help", "help" then @out.puts(usage) || 0
       when "-v", "--version" then @out.puts("hashfile #{VERSION}") || 0
-      when *COMMANDS.keys then send(:"cmd_#{command}", argv)
+      when *COMMANDS.keys then send(:"cmd_#{command.tr("-", "_")}", argv)
       else raise UsageError, "unknown command #{command.inspect}"
       end
     rescue SignalException => e
@@ -184,6 +185,33 @@ module Hashfile
         unless quiet
           @err.puts format("wrote %s: %d entries, %d bytes in %.2f s", output, result[:entries], result[:file_bytes], clock - started)
         end
+        0
+      end
+    end
+
+    def cmd_build_i18n(argv)
+      catch(:done) do
+        output = nil
+        quiet = false
+        parser("build-i18n") do |o|
+          o.separator ""
+          o.separator "SOURCE is a locale file (.yml .yaml .json) or a directory searched for them, in path order."
+          o.separator "Later files win; nested keys merge, as I18n::Backend::Simple merges its load path."
+          o.separator "Serve the store with Hashfile::I18n::Backend.new(OUT)."
+          o.separator ""
+          o.on("-o", "--output OUT", "the store to write") { |v| output = v }
+          o.on("-q", "--quiet", "no summary") { quiet = true }
+        end.parse!(argv)
+        raise UsageError, "build-i18n needs at least one SOURCE" if argv.empty?
+        raise UsageError, "build-i18n needs -o OUT" unless output
+
+        require_relative "i18n"
+        files = Hashfile::I18n.files(argv)
+        raise UsageError, "no locale files (.#{Hashfile::I18n::EXTENSIONS.join(", .")}) in #{argv.join(", ")}" if files.empty?
+
+        started = clock
+        result = Hashfile::I18n.build(files, output)
+        @err.puts format("wrote %s: %d locales from %d files, %d bytes in %.2f s", output, result[:entries], files.size, result[:file_bytes], clock - started) unless quiet
         0
       end
     end

@@ -196,7 +196,7 @@ fn merge_policy_deep_merges_maps_in_input_order() {
     let files: [&[u8]; 3] = [
         b"en:\n  greeting: hi\n  date:\n    formats:\n      short: '%b %d'\n    order: [day, month]\nfr:\n  greeting: salut\nplain: one\n",
         b"en:\n  date:\n    formats:\n      long: '%B %d, %Y'\n    order: replaced\n  bye: ciao\nplain: two\n",
-        b"solo: 1\nplain: {now: a map}\nen:\n  greeting: hello\n",
+        b"solo: 1\nplain: {now: a map}\nen:\n  greeting: hello\nfr:\n",
     ];
     let mut builder = Builder::new(BuildOptions { on_duplicate: OnDuplicate::Merge, ..Default::default() }).unwrap();
     for file in files {
@@ -224,6 +224,7 @@ fn merge_policy_deep_merges_maps_in_input_order() {
             ("bye", s("ciao")),
         ])
     );
+    // `fr:` with nothing under it (nil) changes nothing, as in I18n.
     assert_eq!(value(b"fr"), map(vec![("greeting", s("salut"))]));
     // A string, then a string, then a map: each later value replaces.
     assert_eq!(value(b"plain"), map(vec![("now", s("a map"))]));

@@ -304,9 +304,14 @@ impl Builder {
     }
 
     /// `held` with entry `later` merged into it: a map into a map merges
-    /// (`value::deep_merge`); anything else the later record replaces.
+    /// (`value::deep_merge`); a later nil changes nothing (I18n loads a
+    /// locale file's `en:` with nothing under it as an empty Hash); anything
+    /// else the later record replaces.
     fn merged(&self, held: Holds, later: usize) -> Result<Holds> {
         let later_record = self.record(later);
+        if later_record.kind == ValueKind::Typed && matches!(value::Cursor::new(later_record.value).next_item(), Ok(value::Item::Nil)) {
+            return Ok(held);
+        }
         if !is_map(&later_record) {
             return Ok(Holds::Record(later));
         }

@@ -51,7 +51,9 @@ pub enum OnDuplicate {
     /// The values are deep-merged in input order, the way
     /// `I18n::Backend::Simple` merges locale files: maps under the same key
     /// merge recursively, anything else the later value replaces
-    /// (`value::deep_merge`). The entry stays at the first occurrence's
+    /// (`value::deep_merge`), except that a later nil for a repeated key
+    /// changes nothing (I18n reads a locale with nothing under it as an
+    /// empty Hash). The entry stays at the first occurrence's
     /// position. For locale trees: every `en.yml` of an app and its gems
     /// into one store.
     Merge,
