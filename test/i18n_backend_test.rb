@@ -152,10 +152,17 @@ class I18nBackendTest < HashfileTest
     backend.reload!
     assert_equal "third", backend.translate(:en, "k")
     backend.store.close
+    # reload: picks a rebuild up by itself.
+    auto = Hashfile::I18n::Backend.new(path, reload: 0)
+    assert_equal "third", auto.translate(:en, "k")
+    File.write(File.join(dir, "d.yml"), "en:\n  k: fourth\n")
+    Hashfile::I18n.build(dir, path)
+    assert_equal "fourth", auto.translate(:en, "k")
+    auto.store.close
     # The CLI builds the same store.
     status, _out, err = run_cli("build-i18n", dir, "-o", path("cli.hf"))
     assert_equal 0, status, err
-    assert_match(/1 locales from 3 files/, err)
+    assert_match(/1 locales from 4 files/, err)
     assert_equal Hashfile.open(path, &:to_h), Hashfile.open(path("cli.hf"), &:to_h)
     status, _out, err = run_cli("build-i18n", path("nowhere"), "-o", path("x.hf"))
     assert_equal 1, status

@@ -15,14 +15,26 @@ module Hashfile
     class Backend
       include ::I18n::Backend::Base
 
+      # Most lookups remembered per process (then the memory starts over):
+      # a translation used once is decoded once, as Simple holds it, but
+      # only what the process uses is held.
+      CACHE_ENTRIES = 50_000
+
       attr_reader :store
 
       # @param path [String] the store
-      # @param reload [Numeric, nil] as Hashfile.open's +reload:+: pick up a
-      #   rebuilt store without a restart
+      # @param reload [Numeric, nil] look for a rebuilt store at +path+ at
+      #   most every this many seconds, on lookup (as Hashfile.open's
+      #   +reload:+), and serve it from then on
       def initialize(path, reload: nil)
-        # Frozen, Symbol-keyed values: what Simple's YAML loading gives.
-        @store = Hashfile.open(path, freeze: true, symbolize_names: true, reload: reload)
+        raise ArgumentError, "reload must be nil or a number of seconds, 0 or more" unless reload.nil? || (reload.is_a?(Numeric) && reload >= 0)
+
+        # Frozen, Symbol-keyed values: what Simple's YAML loading gives, and
+        # safe to hand out again from the cache.
+        @store = Hashfile.open(path, freeze: true, symbolize_names: true)
+        @reload = reload
+        @next_check = clock + reload.to_f if reload
+        @cache = {}
         @available_locales = nil
       end
 
@@ -60,8 +72,7 @@ module Hashfile
 
       # I18n.reload!: reads a store published at the path since.
       def reload!
-        @store.reopen if @store.stale?
-        @available_locales = nil
+        swap_if_stale
         super
       end
 
@@ -71,21 +82,43 @@ module Hashfile
       # on the way resolved as a link. One `dig` answers every lookup that
       # meets no link; only a path through a non-Hash looks further.
       def lookup(locale, key, scope = [], options = ::I18n::EMPTY_HASH)
-        keys = ::I18n.normalize_keys(locale, key, scope, options[:separator])
-        head = keys[0].to_s
-        rest = keys.drop(1)
-        value = begin
-          @store.dig(head, *rest)
-        rescue TypeError
-          # The walk went through a value that is not a Hash: Simple stops
-          # there (nil), unless it is a Symbol, a link it follows.
-          return through_link(locale, head, rest, options)
+        if @reload && (now = clock) >= @next_check
+          @next_check = now + @reload
+          swap_if_stale
         end
-        value = resolve_entry(locale, rest.last || keys[0], value, options.merge(scope: nil)) if value.is_a?(Symbol)
+        keys = ::I18n.normalize_keys(locale, key, scope, options[:separator])
+        value = @cache.fetch(keys) do
+          @cache.clear if @cache.size >= CACHE_ENTRIES
+          @cache[keys] = stored(keys)
+        end
+        return through_link(locale, keys[0].to_s, keys.drop(1), options) if THROUGH_A_LEAF.equal?(value)
+
+        value = resolve_entry(locale, keys.last, value, options.merge(scope: nil)) if value.is_a?(Symbol)
         value
       end
 
       private
+
+      # Stands for a path through a value that is not a Hash: Simple stops
+      # there (nil), unless that value is a Symbol, a link it follows.
+      THROUGH_A_LEAF = Object.new.freeze
+
+      def clock = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+
+      # The stored value at `keys` (frozen), or THROUGH_A_LEAF.
+      def stored(keys)
+        @store.dig(keys[0].to_s, *keys.drop(1))
+      rescue TypeError
+        THROUGH_A_LEAF
+      end
+
+      def swap_if_stale
+        return unless @store.stale?
+
+        @store.reopen
+        @cache = {}
+        @available_locales = nil
+      end
 
       # The longest prefix of the path that ends on a value (the first
       # prefixes to answer are scalars, so no large Hash is decoded):
