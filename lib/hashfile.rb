@@ -233,3 +233,6 @@ module Hashfile
     end
   end
 end
+
+# Rails wiring, when Rails is there (config.hashfile; lib/hashfile/railtie.rb).
+require_relative "hashfile/railtie" if defined?(Rails::Railtie)
