@@ -15,6 +15,19 @@ use crate::error::{DisplayBytes, Error, Position, Result};
 use crate::format::{Record, ValueKind};
 use crate::value;
 
+/// `DeserializeSeed` for a visitor that is its own seed and reads a value
+/// of any type (serde_json says which it found).
+macro_rules! seed_reads_any {
+    ($ty:ty => $value:ty) => {
+        impl<'de> DeserializeSeed<'de> for $ty {
+            type Value = $value;
+            fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> std::result::Result<$value, D::Error> {
+                d.deserialize_any(self)
+            }
+        }
+    };
+}
+
 /// Turns a serde result into ours: a sink failure (already positioned)
 /// wins over the serde error it caused; otherwise the serde error is
 /// positioned by `position`.
@@ -112,12 +125,7 @@ struct Descend<'a, 's> {
     entries: Entries<'a, 's>,
 }
 
-impl<'de> DeserializeSeed<'de> for Descend<'_, '_> {
-    type Value = ();
-    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> std::result::Result<(), D::Error> {
-        d.deserialize_any(self)
-    }
-}
+seed_reads_any!(Descend<'_, '_> => ());
 
 impl<'de> Visitor<'de> for Descend<'_, '_> {
     type Value = ();
@@ -209,12 +217,7 @@ struct TopValue<'k, 'o> {
     out: &'o mut Vec<u8>,
 }
 
-impl<'de> DeserializeSeed<'de> for TopValue<'_, '_> {
-    type Value = Top<'de>;
-    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> std::result::Result<Top<'de>, D::Error> {
-        d.deserialize_any(self)
-    }
-}
+seed_reads_any!(TopValue<'_, '_> => Top<'de>);
 
 macro_rules! typed_visits {
     ($( $name:ident ( $($arg:ident : $t:ty),* ) ),* $(,)?) => {
@@ -274,12 +277,7 @@ impl Encode<'_, '_> {
     }
 }
 
-impl<'de> DeserializeSeed<'de> for Encode<'_, '_> {
-    type Value = ();
-    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> std::result::Result<(), D::Error> {
-        d.deserialize_any(self)
-    }
-}
+seed_reads_any!(Encode<'_, '_> => ());
 
 /// A map key that may be serde_json's marker for a number it keeps as text
 /// (its `arbitrary_precision` feature: big integers, and floats exactly as
@@ -302,12 +300,7 @@ enum MapKey {
 
 const JSON_NUMBER_TOKEN: &str = "$serde_json::private::Number";
 
-impl<'de> DeserializeSeed<'de> for KeyOrNumber<'_, '_, '_> {
-    type Value = MapKey;
-    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> std::result::Result<MapKey, D::Error> {
-        d.deserialize_any(self)
-    }
-}
+seed_reads_any!(KeyOrNumber<'_, '_, '_> => MapKey);
 
 /// Visitor methods that encode the value with `Encode` and return `$done`.
 macro_rules! encode_visits {
@@ -432,12 +425,7 @@ struct Entries<'a, 's> {
     failure: &'a mut Option<Error>,
 }
 
-impl<'de> DeserializeSeed<'de> for Entries<'_, '_> {
-    type Value = ();
-    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> std::result::Result<(), D::Error> {
-        d.deserialize_any(self)
-    }
-}
+seed_reads_any!(Entries<'_, '_> => ());
 
 impl<'de> Visitor<'de> for Entries<'_, '_> {
     type Value = ();
@@ -482,12 +470,7 @@ pub(super) struct RecordVisitor<'f, 'o> {
     pub(super) out: &'o mut Vec<u8>,
 }
 
-impl<'de> DeserializeSeed<'de> for RecordVisitor<'_, '_> {
-    type Value = Pair<'de>;
-    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> std::result::Result<Pair<'de>, D::Error> {
-        d.deserialize_any(self)
-    }
-}
+seed_reads_any!(RecordVisitor<'_, '_> => Pair<'de>);
 
 impl<'de> Visitor<'de> for RecordVisitor<'_, '_> {
     type Value = Pair<'de>;
@@ -561,12 +544,7 @@ struct Capture<'p, 'o, 'f, 'de> {
 /// encoded: its key is not known yet.
 const WHOLE_RECORD: &str = "(the whole object)";
 
-impl<'de> DeserializeSeed<'de> for Capture<'_, '_, '_, 'de> {
-    type Value = ();
-    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> std::result::Result<(), D::Error> {
-        d.deserialize_any(self)
-    }
-}
+seed_reads_any!(Capture<'_, '_, '_, 'de> => ());
 
 impl<'de> Visitor<'de> for Capture<'_, '_, '_, 'de> {
     type Value = ();
@@ -621,12 +599,7 @@ struct KeyLeaf<'f, 'o> {
     out: Option<&'o mut Vec<u8>>,
 }
 
-impl<'de> DeserializeSeed<'de> for KeyLeaf<'_, '_> {
-    type Value = Text<'de>;
-    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> std::result::Result<Text<'de>, D::Error> {
-        d.deserialize_any(self)
-    }
-}
+seed_reads_any!(KeyLeaf<'_, '_> => Text<'de>);
 
 impl<'de> Visitor<'de> for KeyLeaf<'_, '_> {
     type Value = Text<'de>;
