@@ -10,7 +10,8 @@
 # PSS of the master and every worker after the load, and total PSS as the
 # worker count grows. Prints what it does, then a table and the ratios;
 # with CHARTS=1 also writes docs/app_server_latency.png and
-# docs/app_server_pss.png.
+# docs/app_server_pss.png (REDRAW=1 CHARTS=1 draws them again from the last
+# run's results, measuring nothing).
 #
 #   ruby bench/app_server/run.rb              # the full run (about 10 minutes)
 #   QUICK=1 ruby bench/app_server/run.rb      # a few seconds: checks it runs (CI)
@@ -130,33 +131,40 @@ end
 
 def median(values) = values.sort[values.size / 2]
 
-prepare_data
-results = {}
-VARIANTS.each do |variant|
-  say "#{variant}: starting Puma, #{WORKERS} workers, preload_app!"
-  pid, port, boot, config_load = start(variant, WORKERS)
-  say format("#{variant}: first 200 after %.3f s (config loaded in %.6f s); warming up", boot, config_load)
-  wrk(port, CONNECTIONS.max, QUICK ? 1 : 3)
-  load = CONNECTIONS.to_h do |c|
-    runs = Array.new(REPEAT) do |r|
-      say "#{variant}: wrk, #{c} connections, #{DURATION} s (run #{r + 1}/#{REPEAT})"
-      wrk(port, c, DURATION)
+if ENV["REDRAW"] == "1"
+  # Charts again from the last run's results.json, without measuring.
+  saved = JSON.parse(File.read(File.join(DATA, "results.json")), symbolize_names: true)
+  results = saved[:results].transform_keys(&:to_s).transform_values { |r| r.merge(load: r[:load].transform_keys { |c| c.to_s.to_i }) }
+  scaling = saved[:scaling].transform_keys(&:to_s).transform_values { |by| by.transform_keys { |n| n.to_s.to_i } }
+else
+  prepare_data
+  results = {}
+  VARIANTS.each do |variant|
+    say "#{variant}: starting Puma, #{WORKERS} workers, preload_app!"
+    pid, port, boot, config_load = start(variant, WORKERS)
+    say format("#{variant}: first 200 after %.3f s (config loaded in %.6f s); warming up", boot, config_load)
+    wrk(port, CONNECTIONS.max, QUICK ? 1 : 3)
+    load = CONNECTIONS.to_h do |c|
+      runs = Array.new(REPEAT) do |r|
+        say "#{variant}: wrk, #{c} connections, #{DURATION} s (run #{r + 1}/#{REPEAT})"
+        wrk(port, c, DURATION)
+      end
+      [c, %i[rps p50 p90 p99 p999 errors].to_h { |k| [k, median(runs.map { |x| x[k] })] }]
     end
-    [c, %i[rps p50 p90 p99 p999 errors].to_h { |k| [k, median(runs.map { |x| x[k] })] }]
-  end
-  workers = workers_of(pid)
-  results[variant] = { boot: boot, config_load: config_load, load: load, master: memory_kb(pid), workers: workers.map { |w| memory_kb(w) } }
-  stop(pid)
-end
-
-scaling = Hash.new { |h, k| h[k] = {} }
-VARIANTS.each do |variant|
-  SCALING.each do |n|
-    say "#{variant}: PSS with #{n} worker#{"s" unless n == 1}"
-    pid, port, = start(variant, n)
-    wrk(port, 4 * n, QUICK ? 1 : 3)
-    scaling[variant][n] = ([pid] + workers_of(pid)).sum { |p| memory_kb(p)[:pss] }
+    workers = workers_of(pid)
+    results[variant] = { boot: boot, config_load: config_load, load: load, master: memory_kb(pid), workers: workers.map { |w| memory_kb(w) } }
     stop(pid)
+  end
+
+  scaling = Hash.new { |h, k| h[k] = {} }
+  VARIANTS.each do |variant|
+    SCALING.each do |n|
+      say "#{variant}: PSS with #{n} worker#{"s" unless n == 1}"
+      pid, port, = start(variant, n)
+      wrk(port, 4 * n, QUICK ? 1 : 3)
+      scaling[variant][n] = ([pid] + workers_of(pid)).sum { |p| memory_kb(p)[:pss] }
+      stop(pid)
+    end
   end
 end
 
@@ -181,20 +189,22 @@ puts format("hashfile vs json: boot to the first 200 %.1fx faster, config load %
             j[:boot] / h[:boot], j[:config_load] / h[:config_load], h[:workers].sum { |w| w[:pss] }.to_f / j[:workers].sum { |w| w[:pss] },
             CONNECTIONS.map { |c| format("%.2fx at %d conns", h[:load][c][:p99] / j[:load][c][:p99], c) }.join(", "),
             CONNECTIONS.map { |c| format("%.2fx at %d conns", h[:load][c][:rps] / s[:load][c][:rps], c) }.join(", "))
-File.write(File.join(DATA, "results.json"), JSON.pretty_generate({ results: results, scaling: scaling }))
+File.write(File.join(DATA, "results.json"), JSON.pretty_generate({ results: results, scaling: scaling })) unless ENV["REDRAW"] == "1"
 
 if CHARTS
   require "gruff"
   docs = File.expand_path("../../docs", HERE)
   c = CONNECTIONS.max
   g = Gruff::Bar.new(900)
-  g.title = "Latency at #{c} connections (ms), #{ENTRIES} tenants, #{WORKERS} Puma workers"
+  g.title = "Latency (ms), #{c} connections, #{WORKERS} workers"
+  g.title_font_size = 20
   g.labels = { 0 => "p50", 1 => "p90", 2 => "p99", 3 => "p99.9" }
   VARIANTS.each { |v| g.data(v, %i[p50 p90 p99 p999].map { |k| results[v][:load][c][k] / 1e3 }) }
   g.minimum_value = 0
   g.write(File.join(docs, "app_server_latency.png"))
   g = Gruff::Line.new(900)
-  g.title = "Total PSS of master and workers (MB) by worker count"
+  g.title = "Total PSS (MB) by Puma workers"
+  g.title_font_size = 20
   g.labels = SCALING.each_with_index.to_h { |n, i| [i, n.to_s] }
   VARIANTS.each { |v| g.data(v, SCALING.map { |n| scaling[v][n] / 1024.0 }) }
   g.minimum_value = 0
