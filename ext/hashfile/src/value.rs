@@ -499,7 +499,15 @@ impl Decoder<'_> {
         let holder = self.ruby.ary_new_capa(1);
         holder.push(value)?;
         // SAFETY: the slice is passed straight to the call, which copies it.
-        holder.funcall("dig", unsafe { args.as_slice() })
+        // It points into `args`'s memory, which Ruby's conservative stack
+        // scan does not see as a reference to `args`: the guard below keeps
+        // `args` (and `holder`) on the stack until the call has returned,
+        // or a GC inside the call (interning "dig", say) could free it.
+        let result = holder.funcall("dig", unsafe { args.as_slice() });
+        let (args_raw, holder_raw) = (args.as_raw(), holder.as_raw());
+        let _ = rb_sys::rb_gc_guard!(args_raw);
+        let _ = rb_sys::rb_gc_guard!(holder_raw);
+        result
     }
 }
 
