@@ -41,10 +41,16 @@ enum Holds {
     Merged { key_of: usize, value: Value },
 }
 
+/// The outermost item of a record's typed value (`None` for the string
+/// kinds): what a merge looks at to tell maps and nil from the rest.
+fn typed_item<'a>(record: &Record<'a>) -> Option<value::Item<'a>> {
+    (record.kind == ValueKind::Typed).then(|| value::Cursor::new(record.value).next_item().ok()).flatten()
+}
+
 /// True if the record's value is a typed map: the only values a merge
 /// merges into.
 fn is_map(record: &Record<'_>) -> bool {
-    record.kind == ValueKind::Typed && matches!(value::Cursor::new(record.value).next_item(), Ok(value::Item::Map(_)))
+    matches!(typed_item(record), Some(value::Item::Map(_)))
 }
 
 /// Collects entries and writes a store.
@@ -309,7 +315,7 @@ impl Builder {
     /// else the later record replaces.
     fn merged(&self, held: Holds, later: usize) -> Result<Holds> {
         let later_record = self.record(later);
-        if later_record.kind == ValueKind::Typed && matches!(value::Cursor::new(later_record.value).next_item(), Ok(value::Item::Nil)) {
+        if matches!(typed_item(&later_record), Some(value::Item::Nil)) {
             return Ok(held);
         }
         if !is_map(&later_record) {
