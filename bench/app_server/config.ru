@@ -40,6 +40,16 @@ when "hashfile"
 else
   abort "unknown VARIANT #{VARIANT}"
 end
+# For run.rb's memory-after-compaction phase: SIGPWR (which Puma does not
+# use) makes a worker run GC.compact, then write a marker file. The trap
+# only starts a thread: GC.compact is not safe to run inside a trap handler.
+Signal.trap("PWR") do
+  Thread.new do
+    GC.compact
+    File.write(File.join(DATA, "compacted-#{Process.pid}"), "")
+  end
+end
+
 # For run.rb: the config's share of the boot.
 warn format("CONFIG_LOADED_IN=%.6f", Process.clock_gettime(Process::CLOCK_MONOTONIC) - loading)
 

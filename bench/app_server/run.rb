@@ -7,9 +7,9 @@
 # statement, the value as JSON), and a Hashfile store. For each: boot time
 # to the first 200, throughput and latency percentiles from wrk at fixed
 # connection counts after a warm-up (each run repeated; medians), RSS and
-# PSS of the master and every worker after the load, and total PSS as the
-# worker count grows. Prints what it does, then a table and the ratios;
-# with CHARTS=1 also writes docs/app_server_latency.png and
+# PSS of the master and every worker after the load and again after a
+# GC.compact in each worker, and total PSS as the worker count grows.
+# Prints what it does, then a table and the ratios; with CHARTS=1 also writes docs/app_server_latency.png and
 # docs/app_server_pss.png (REDRAW=1 CHARTS=1 draws them again from the last
 # run's results, measuring nothing).
 #
@@ -129,6 +129,20 @@ def wrk(port, connections, seconds)
   line.scan(/(\w+)=([\d.]+)/).to_h { |k, v| [k.to_sym, v.to_f] }
 end
 
+# Each worker runs GC.compact (config.ru traps SIGPWR for it; the master
+# is left alone, so what the workers share with it stays shared), then the
+# workers' memory is read again.
+def compact_workers(workers)
+  workers.each do |w|
+    marker = File.join(DATA, "compacted-#{w}")
+    File.delete(marker) if File.exist?(marker)
+    Process.kill("PWR", w)
+    Timeout.timeout(120) { sleep 0.05 until File.exist?(marker) }
+    File.delete(marker)
+  end
+  workers.map { |w| memory_kb(w) }
+end
+
 def median(values) = values.sort[values.size / 2]
 
 if ENV["REDRAW"] == "1"
@@ -153,6 +167,8 @@ else
     end
     workers = workers_of(pid)
     results[variant] = { boot: boot, config_load: config_load, load: load, master: memory_kb(pid), workers: workers.map { |w| memory_kb(w) } }
+    say "#{variant}: GC.compact in each worker"
+    results[variant][:workers_compacted] = compact_workers(workers)
     stop(pid)
   end
 
@@ -170,13 +186,23 @@ end
 
 puts
 puts "#{ENTRIES} tenants, #{WORKERS} workers (4 threads each), 15 lookups per request; wrk medians of #{REPEAT} runs of #{DURATION} s"
-puts format("%-9s %9s %10s %6s %9s %8s %8s %8s %9s %12s %12s", "variant", "boot s", "config s", "conns", "req/s", "p50 ms", "p90 ms", "p99 ms", "p99.9 ms", "master PSS", "workers PSS")
+puts format("%-9s %9s %10s %6s %9s %8s %8s %8s %9s %12s %12s %15s", "variant", "boot s", "config s", "conns", "req/s", "p50 ms", "p90 ms", "p99 ms", "p99.9 ms", "master PSS", "workers PSS", "after compact")
 VARIANTS.each do |v|
   r = results[v]
+  compacted = r[:workers_compacted] ? format("%12d KB", r[:workers_compacted].sum { |w| w[:pss] }) : "not measured"
   r[:load].each do |c, l|
-    puts format("%-9s %9.3f %10.6f %6d %9.0f %8.2f %8.2f %8.2f %9.2f %9d KB %9d KB", v, r[:boot], r[:config_load], c, l[:rps], l[:p50] / 1e3, l[:p90] / 1e3, l[:p99] / 1e3, l[:p999] / 1e3,
-                r[:master][:pss], r[:workers].sum { |w| w[:pss] })
+    puts format("%-9s %9.3f %10.6f %6d %9.0f %8.2f %8.2f %8.2f %9.2f %9d KB %9d KB %15s", v, r[:boot], r[:config_load], c, l[:rps], l[:p50] / 1e3, l[:p90] / 1e3, l[:p99] / 1e3, l[:p999] / 1e3,
+                r[:master][:pss], r[:workers].sum { |w| w[:pss] }, compacted)
   end
+end
+puts
+puts "per worker after the load, then after GC.compact (RSS / PSS, MB):"
+VARIANTS.each do |v|
+  r = results[v]
+  next unless r[:workers_compacted]
+
+  pairs = r[:workers].zip(r[:workers_compacted]).map { |a, b| format("%d/%d -> %d/%d", a[:rss] / 1024, a[:pss] / 1024, b[:rss] / 1024, b[:pss] / 1024) }
+  puts format("%-9s %s", v, pairs.join(", "))
 end
 puts
 puts "total PSS (master + workers), KB, as workers grow: " + SCALING.map(&:to_s).join(" / ")
