@@ -180,3 +180,53 @@ fn pieces_narrow_without_copying() {
     assert_eq!(b"abc".as_slice().read_exact_at(3, 1).unwrap_err().kind(), io::ErrorKind::UnexpectedEof);
     assert_eq!(b"abc".as_slice().read_exact_at(u64::MAX, 2).unwrap_err().kind(), io::ErrorKind::UnexpectedEof);
 }
+
+/// Round trips through a block cache: open is two fetches (the first
+/// block, the seed index), a cold lookup at most three (four through the
+/// remap), a batch of 200 keys as many as one key, and with the index
+/// pinned a cold lookup is one. Results equal `get`'s, in order.
+#[test]
+fn a_block_cache_fetches_a_batch_level_by_level_and_a_pinned_index_leaves_one_fetch_per_lookup() {
+    use hashfile::read::{BlockCache, CacheOptions};
+    use support::MemoryFetch;
+    let n = 100_000u64;
+    let bytes = store(n, 20);
+    let options = CacheOptions { block_len: 4096, capacity: 64 << 20 };
+    let open = || Reader::new(BlockCache::new(MemoryFetch::new(&bytes), options)).unwrap();
+
+    let reader = open();
+    assert_eq!(reader.source().stats().fetches, 2, "the first block, then the seed index");
+    let mut most = 0;
+    for i in (0..n).step_by(997) {
+        let before = reader.source().stats().fetches;
+        assert_eq!(reader.get(format!("key-{i}").as_bytes()).unwrap().unwrap().value(), &[b'v'; 20]);
+        most = most.max(reader.source().stats().fetches - before);
+    }
+    assert!((2..=4).contains(&most), "a cold lookup took {most} fetches");
+
+    let reader = open();
+    let keys: Vec<String> = (0..200u64).map(|i| if i % 10 == 9 { format!("absent-{i}") } else { format!("key-{}", i * 499 % n) }).collect();
+    let before = reader.source().stats();
+    let found = reader.get_many(&keys).unwrap();
+    let after = reader.source().stats();
+    assert!(after.fetches - before.fetches <= 4, "200 keys took {} fetches", after.fetches - before.fetches);
+    let (fetches, ranges) = (after.fetches - before.fetches, after.ranges - before.ranges);
+    assert!(ranges > 20 * fetches, "the blocks of a level are many ranges of one fetch: {ranges} ranges in {fetches} fetches");
+    for (key, record) in keys.iter().zip(&found) {
+        assert_eq!(record.as_ref().map(|r| r.key()), key.starts_with("key-").then_some(key.as_bytes()), "{key}");
+    }
+    let fetches = reader.source().stats().fetches;
+    let again = reader.get_many(&keys).unwrap();
+    assert_eq!(reader.source().stats().fetches, fetches, "all from the cache the second time");
+    assert_eq!(again, found);
+
+    let reader = open();
+    reader.prefetch_index().unwrap();
+    let pinned = reader.source().stats();
+    assert!(pinned.pinned_bytes > 2 * n && pinned.pinned_bytes < 4 * n, "the index is {} bytes for {n} keys", pinned.pinned_bytes);
+    for i in (0..n).step_by(4999) {
+        let before = reader.source().stats().fetches;
+        reader.get(format!("key-{i}").as_bytes()).unwrap().unwrap();
+        assert!(reader.source().stats().fetches - before <= 1, "key-{i}");
+    }
+}

@@ -6,6 +6,7 @@
 //! here assumes the whole file is one slice, and nothing handed out borrows
 //! more than the piece a source gave.
 
+pub mod cache;
 #[cfg(feature = "mmap")]
 pub mod fault;
 mod iter;
@@ -17,7 +18,9 @@ use crate::chd::{self, BucketMap};
 use crate::error::{Error, Result};
 use crate::format::record::{self, Layout};
 use crate::format::{Header, Record, Section, SectionId, ValueKind, HEADER_PREFIX_LEN};
+use std::ops::Range;
 
+pub use cache::{BlockCache, CacheOptions, CacheStats, RangeFetch};
 pub use iter::Iter;
 pub use source::{FileSource, Piece, Source};
 pub use verify::VERIFY_CHUNK;
@@ -402,9 +405,7 @@ impl<S: Source> Reader<S> {
     /// The slot of a key hash, in `0..len()`.
     #[inline(always)]
     fn slot_of(&self, hash: u64) -> Result<u64> {
-        let (bucket, first_slot) = self.buckets.locate(hash);
-        let pilot = self.pilot(bucket)?;
-        let slot = first_slot + chd::slot(hash, pilot, self.buckets.slots_per_part());
+        let slot = self.slot_before_remap(hash)?;
         if slot < self.entry_count {
             return Ok(slot);
         }
@@ -412,6 +413,98 @@ impl<S: Source> Reader<S> {
             s if s < self.entry_count => Ok(s),
             _ => Err(corrupt(SectionId::Remap, "remap entry out of range")),
         }
+    }
+
+    /// The slot the pilot gives a key hash: in `0..len()`, or past it for
+    /// a key the remap section moves.
+    #[inline(always)]
+    fn slot_before_remap(&self, hash: u64) -> Result<u64> {
+        let (bucket, first_slot) = self.buckets.locate(hash);
+        let pilot = self.pilot(bucket)?;
+        Ok(first_slot + chd::slot(hash, pilot, self.buckets.slots_per_part()))
+    }
+
+    /// Where in the source the seed block holding `bucket`'s pilot is
+    /// (`None` if the index says nothing sensible: the read reports it).
+    fn seed_block_range(&self, bucket: u64) -> Option<Range<u64>> {
+        let (start, end) = self.seed_block_bounds(bucket / self.layout.block_len() as u64).ok()?;
+        let unit = self.layout.unit_bytes() as u64;
+        let at = self.seeds.offset + start as u64 * unit;
+        Some(at..at + end.checked_sub(start)? as u64 * unit)
+    }
+
+    /// Where in the source element `index` of a packed section is read.
+    fn packed_range(section: &Section, width: u32, index: u64) -> Option<Range<u64>> {
+        let (byte, _) = bits::packed_position(index, width)?;
+        Some(section.offset + byte..section.offset + byte + 8)
+    }
+
+    /// Looks many keys up, reading level by level: the seed blocks of all
+    /// of them, then all their slots, then all their records, each level
+    /// handed to the source as one [`Source::prefetch`]. A network source
+    /// fetches a level in one round trip, so a batch costs about as many
+    /// round trips as one key. Over a source in memory this is `get` for
+    /// each key. The results are in the order of `keys`.
+    ///
+    /// ```
+    /// let mut builder = hashfile::Builder::new(Default::default())?;
+    /// builder.insert(b"a", b"1");
+    /// builder.insert(b"b", b"2");
+    /// let store = hashfile::Reader::new(builder.to_bytes()?)?;
+    /// let found = store.get_many(&["b", "c", "a"])?;
+    /// let values: Vec<Option<&[u8]>> = found.iter().map(|r| r.as_ref().map(|r| r.value())).collect();
+    /// assert_eq!(values, [Some(&b"2"[..]), None, Some(&b"1"[..])]);
+    /// # Ok::<(), hashfile::Error>(())
+    /// ```
+    pub fn get_many<K: AsRef<[u8]>>(&self, keys: &[K]) -> Result<Vec<Option<RecordBuf<'_>>>> {
+        if self.source.as_slice().is_some() || self.is_empty() {
+            return keys.iter().map(|key| self.get(key.as_ref())).collect();
+        }
+        let prefetch = |ranges: Vec<Range<u64>>| self.source.prefetch(&ranges).map_err(io_error);
+        let hashes: Vec<u64> = keys.iter().map(|key| chd::hash_key(key.as_ref(), self.hash_seed)).collect();
+        prefetch(hashes.iter().filter_map(|&hash| self.seed_block_range(self.buckets.locate(hash).0)).collect())?;
+        let mut remapped = Vec::new();
+        for &hash in &hashes {
+            let slot = self.slot_before_remap(hash)?;
+            if slot >= self.entry_count {
+                remapped.extend(Self::packed_range(&self.remap, self.remap_bits, slot - self.entry_count));
+            }
+        }
+        if !remapped.is_empty() {
+            prefetch(remapped)?;
+        }
+        let slots = hashes.iter().map(|&hash| self.slot_of(hash)).collect::<Result<Vec<u64>>>()?;
+        prefetch(slots.iter().filter_map(|&slot| Self::packed_range(&self.slots, self.offset_bits, slot)).collect())?;
+        let offsets = slots.iter().map(|&slot| self.slot_offset(slot)).collect::<Result<Vec<u64>>>()?;
+        // A record's length is in its first bytes: prefetch a block's worth
+        // from its start (a longer record reads on, one round trip more).
+        let guess = self.source.block_len_hint().unwrap_or(OPEN_READ_LEN) as u64;
+        let records_end = self.records.offset + self.records.length;
+        prefetch(offsets.iter().map(|&offset| {
+            let at = self.records.offset.saturating_add(offset);
+            at.min(records_end)..at.saturating_add(guess).min(records_end)
+        }).collect())?;
+        keys.iter()
+            .zip(offsets)
+            .map(|(key, offset)| match self.record_at(offset)? {
+                Some((record, _)) if record.key() == key.as_ref() => Ok(Some(record)),
+                _ => Ok(None),
+            })
+            .collect()
+    }
+
+    /// Reads the index (seeds, remap, slots) into the source's memory for
+    /// good, where the source keeps bytes ([`Source::pin`]): every lookup
+    /// after this is one read, of its record. The slots take most of it:
+    /// each holds a record offset in as many bits as the records section's
+    /// length needs (about 3 bytes per key in all for 100,000 keys of 30
+    /// bytes). Does nothing over a source in memory.
+    pub fn prefetch_index(&self) -> Result<()> {
+        if self.source.as_slice().is_some() {
+            return Ok(());
+        }
+        let ranges: Vec<Range<u64>> = [&self.seeds, &self.remap, &self.slots].iter().map(|s| s.offset..s.offset + s.length).filter(|r| !r.is_empty()).collect();
+        self.source.pin(&ranges).map_err(io_error)
     }
 
     /// The record offset in slot `slot`.

@@ -173,6 +173,29 @@ pub trait Source {
     fn as_slice(&self) -> Option<&[u8]> {
         None
     }
+
+    /// A hint that the bytes of every range will be read soon, in any
+    /// order. A source that fetches over a network fetches them all now, in
+    /// one round trip, so that the reads that follow are served from
+    /// memory; others do nothing. Ranges may reach past the end (they are
+    /// cut there). A batch of lookups calls it once per level.
+    fn prefetch(&self, ranges: &[Range<u64>]) -> io::Result<()> {
+        let _ = ranges;
+        Ok(())
+    }
+
+    /// Like [`prefetch`](Source::prefetch), and the bytes stay in memory for
+    /// the source's life: the index, for a reader asked to hold it.
+    fn pin(&self, ranges: &[Range<u64>]) -> io::Result<()> {
+        let _ = ranges;
+        Ok(())
+    }
+
+    /// The unit a caching source reads in, for a caller deciding how much
+    /// to prefetch for a record whose length it does not know yet.
+    fn block_len_hint(&self) -> Option<usize> {
+        None
+    }
 }
 
 #[cold]

@@ -6,7 +6,7 @@ use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use hashfile::read::{FileSource, Piece, Source};
+use hashfile::read::{BlockCache, CacheOptions, FileSource, Piece, RangeFetch, Source};
 use hashfile::Reader;
 
 /// Serves a store from memory in aligned blocks, as a block cache would:
@@ -53,6 +53,30 @@ impl Source for PieceSource {
     }
 }
 
+/// Bytes in memory fetched by range, as a network object would be;
+/// counts the ranges asked for.
+pub struct MemoryFetch {
+    pub bytes: Vec<u8>,
+    pub ranges: AtomicU64,
+}
+
+impl MemoryFetch {
+    pub fn new(bytes: &[u8]) -> MemoryFetch {
+        MemoryFetch { bytes: bytes.to_vec(), ranges: AtomicU64::new(0) }
+    }
+}
+
+impl RangeFetch for MemoryFetch {
+    fn size(&self) -> u64 {
+        self.bytes.len() as u64
+    }
+
+    fn fetch(&self, ranges: &[std::ops::Range<u64>]) -> io::Result<Vec<Vec<u8>>> {
+        self.ranges.fetch_add(ranges.len() as u64, Ordering::Relaxed);
+        Ok(ranges.iter().map(|r| self.bytes[r.start as usize..r.end as usize].to_vec()).collect())
+    }
+}
+
 /// Every kind of source the reader tests run over.
 pub enum TestSource {
     /// A `Vec<u8>`: resident, read in place.
@@ -61,10 +85,12 @@ pub enum TestSource {
     Pieces(PieceSource),
     /// A file read with `pread`, 64 bytes at a time when a prefix will do.
     File(FileSource, tempfile::TempPath),
+    /// A block cache of 8 blocks of 256 bytes: evicting all the time.
+    Cached(BlockCache<MemoryFetch>),
 }
 
 /// The sources every reader test is run over, by name.
-pub const KINDS: [&str; 5] = ["memory", "pieces of 1 byte", "pieces of 7 bytes", "pieces of 4 KiB", "file"];
+pub const KINDS: [&str; 6] = ["memory", "pieces of 1 byte", "pieces of 7 bytes", "pieces of 4 KiB", "file", "block cache"];
 
 impl TestSource {
     pub fn new(bytes: &[u8], kind: &str) -> TestSource {
@@ -79,6 +105,7 @@ impl TestSource {
                 let (file, path) = file.into_parts();
                 TestSource::File(FileSource::new(file).unwrap().with_block_len(64), path)
             }
+            "block cache" => TestSource::Cached(BlockCache::new(MemoryFetch::new(bytes), CacheOptions { block_len: 256, capacity: 8 * 256 })),
             other => panic!("unknown source {other}"),
         }
     }
@@ -90,6 +117,7 @@ impl Source for TestSource {
             TestSource::Memory(v) => v.size(),
             TestSource::Pieces(p) => p.size(),
             TestSource::File(f, _) => f.size(),
+            TestSource::Cached(c) => c.size(),
         }
     }
 
@@ -98,6 +126,7 @@ impl Source for TestSource {
             TestSource::Memory(v) => v.read_at(offset, len),
             TestSource::Pieces(p) => p.read_at(offset, len),
             TestSource::File(f, _) => f.read_at(offset, len),
+            TestSource::Cached(c) => c.read_at(offset, len),
         }
     }
 
@@ -106,12 +135,34 @@ impl Source for TestSource {
             TestSource::Memory(v) => v.read_exact_at(offset, len),
             TestSource::Pieces(p) => p.read_exact_at(offset, len),
             TestSource::File(f, _) => f.read_exact_at(offset, len),
+            TestSource::Cached(c) => c.read_exact_at(offset, len),
         }
     }
 
     fn as_slice(&self) -> Option<&[u8]> {
         match self {
             TestSource::Memory(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    fn prefetch(&self, ranges: &[std::ops::Range<u64>]) -> io::Result<()> {
+        match self {
+            TestSource::Cached(c) => c.prefetch(ranges),
+            _ => Ok(()),
+        }
+    }
+
+    fn pin(&self, ranges: &[std::ops::Range<u64>]) -> io::Result<()> {
+        match self {
+            TestSource::Cached(c) => c.pin(ranges),
+            _ => Ok(()),
+        }
+    }
+
+    fn block_len_hint(&self) -> Option<usize> {
+        match self {
+            TestSource::Cached(c) => c.block_len_hint(),
             _ => None,
         }
     }

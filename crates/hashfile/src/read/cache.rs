@@ -1,0 +1,534 @@
+//! A block cache over bytes that are far away: a [`BlockCache`] is a
+//! [`Source`] over any [`RangeFetch`] (an HTTP or S3 object, say), holding
+//! recently read blocks in bounded memory.
+//!
+//! The store is cut into aligned blocks of `block_len` bytes. A read is
+//! served from the blocks in memory; the blocks it lacks are fetched in one
+//! call, adjacent ones merged into one range. Evicting is CLOCK (a
+//! second-chance approximation of LRU that costs one bit per block and no
+//! list updates on a hit). Blocks [`Source::pin`]ned (the index, when a
+//! reader prefetches it) are kept outside the bounded part and never
+//! evicted. Every thread using one reader shares its cache.
+//!
+//! Batches: [`Source::prefetch`] takes the ranges a batch of lookups needs
+//! at one level (all seed blocks, then all slots, then all records), and
+//! fetches every missing block of all of them in one [`RangeFetch::fetch`]
+//! call, which a network fetcher issues concurrently.
+
+use std::collections::HashMap;
+use std::io;
+use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use super::source::{Piece, Source};
+
+/// Fetches byte ranges of an object whose length is known: what a
+/// [`BlockCache`] needs from a transport.
+pub trait RangeFetch: Send + Sync {
+    /// The object's length in bytes.
+    fn size(&self) -> u64;
+
+    /// The bytes of every range, in order, each exactly as long as its
+    /// range. The ranges are sorted, disjoint, not adjacent, and inside
+    /// `0..size()`. A fetcher issues them concurrently where it can (one
+    /// request each, in parallel, over one HTTP/2 connection or a few
+    /// HTTP/1.1 ones); an error from any fails the call.
+    fn fetch(&self, ranges: &[Range<u64>]) -> io::Result<Vec<Vec<u8>>>;
+}
+
+/// How a [`BlockCache`] is sized.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CacheOptions {
+    /// Bytes in a block: the unit of fetching and of caching. Reads are
+    /// aligned to it.
+    pub block_len: usize,
+    /// Bytes of blocks kept, besides pinned ones; at least one block is
+    /// always kept.
+    pub capacity: usize,
+}
+
+impl CacheOptions {
+    /// 16 KiB: one round trip carries a seed block, a slot or a typical
+    /// record with room around it, and fits a TCP initial congestion window
+    /// of 10 segments plus change; the header and section table of a store
+    /// fit in the first block ([`super::OPEN_READ_LEN`]).
+    pub const DEFAULT_BLOCK_LEN: usize = 16 << 10;
+    /// 32 MiB: 2,048 blocks of 16 KiB.
+    pub const DEFAULT_CAPACITY: usize = 32 << 20;
+}
+
+impl Default for CacheOptions {
+    fn default() -> Self {
+        CacheOptions { block_len: Self::DEFAULT_BLOCK_LEN, capacity: Self::DEFAULT_CAPACITY }
+    }
+}
+
+/// What a [`BlockCache`] has done, for `info` and for tests that count
+/// round trips.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CacheStats {
+    /// Block reads served from memory.
+    pub hits: u64,
+    /// Blocks fetched.
+    pub misses: u64,
+    /// Calls to [`RangeFetch::fetch`]: round trips, since a fetcher issues
+    /// the ranges of one call together.
+    pub fetches: u64,
+    /// Ranges fetched (requests, for a fetcher that makes one per range).
+    pub ranges: u64,
+    /// Bytes fetched.
+    pub bytes_fetched: u64,
+    /// Bytes of blocks in memory now, pinned ones included.
+    pub resident_bytes: u64,
+    /// Bytes of pinned blocks.
+    pub pinned_bytes: u64,
+}
+
+/// A [`Source`] that reads through a bounded cache of aligned blocks.
+pub struct BlockCache<F> {
+    fetcher: F,
+    size: u64,
+    block_len: usize,
+    capacity_blocks: usize,
+    state: Mutex<Blocks>,
+    hits: AtomicU64,
+    misses: AtomicU64,
+    fetches: AtomicU64,
+    ranges: AtomicU64,
+    bytes_fetched: AtomicU64,
+}
+
+/// The blocks in memory: a CLOCK ring of bounded size, and the pinned ones.
+#[derive(Default)]
+struct Blocks {
+    /// Block number to its place in `ring`.
+    places: HashMap<u64, usize>,
+    ring: Vec<Slot>,
+    hand: usize,
+    pinned: HashMap<u64, Arc<[u8]>>,
+    resident_bytes: u64,
+    pinned_bytes: u64,
+}
+
+struct Slot {
+    block: u64,
+    bytes: Arc<[u8]>,
+    /// Set on every hit, cleared as the hand passes: a block is evicted
+    /// only if nothing read it since the hand last went by.
+    referenced: bool,
+}
+
+impl Blocks {
+    fn get(&mut self, block: u64) -> Option<Arc<[u8]>> {
+        if let Some(bytes) = self.pinned.get(&block) {
+            return Some(Arc::clone(bytes));
+        }
+        let place = *self.places.get(&block)?;
+        let slot = &mut self.ring[place];
+        slot.referenced = true;
+        Some(Arc::clone(&slot.bytes))
+    }
+
+    fn insert(&mut self, block: u64, bytes: Arc<[u8]>, capacity_blocks: usize) {
+        if self.pinned.contains_key(&block) {
+            return;
+        }
+        if let Some(&place) = self.places.get(&block) {
+            self.ring[place].referenced = true;
+            return;
+        }
+        let len = bytes.len() as u64;
+        let slot = Slot { block, bytes, referenced: false };
+        if self.ring.len() < capacity_blocks {
+            self.places.insert(block, self.ring.len());
+            self.ring.push(slot);
+        } else {
+            // The hand goes round clearing bits until it finds a block
+            // nothing read since its last pass (at most one full turn).
+            while self.ring[self.hand].referenced {
+                self.ring[self.hand].referenced = false;
+                self.hand = (self.hand + 1) % self.ring.len();
+            }
+            let old = std::mem::replace(&mut self.ring[self.hand], slot);
+            self.resident_bytes -= old.bytes.len() as u64;
+            self.places.remove(&old.block);
+            self.places.insert(block, self.hand);
+            self.hand = (self.hand + 1) % self.ring.len();
+        }
+        self.resident_bytes += len;
+    }
+
+    fn pin(&mut self, block: u64, bytes: Arc<[u8]>) {
+        if self.pinned.contains_key(&block) {
+            return;
+        }
+        // A block moving from the ring stays in it until evicted: it is
+        // read from `pinned` first, and the ring slot ages out.
+        let len = bytes.len() as u64;
+        self.pinned.insert(block, bytes);
+        self.pinned_bytes += len;
+        self.resident_bytes += len;
+    }
+}
+
+impl<F: RangeFetch> BlockCache<F> {
+    /// A cache over `fetcher`, empty.
+    pub fn new(fetcher: F, options: CacheOptions) -> BlockCache<F> {
+        let block_len = options.block_len.max(1);
+        BlockCache {
+            size: fetcher.size(),
+            fetcher,
+            block_len,
+            capacity_blocks: (options.capacity / block_len).max(1),
+            state: Mutex::new(Blocks::default()),
+            hits: AtomicU64::new(0),
+            misses: AtomicU64::new(0),
+            fetches: AtomicU64::new(0),
+            ranges: AtomicU64::new(0),
+            bytes_fetched: AtomicU64::new(0),
+        }
+    }
+
+    /// Bytes at `offset` that the caller already has (an opening request
+    /// that also learnt the object's length): every whole block in them,
+    /// and the last partial one if it ends the object, goes into the cache.
+    pub fn insert(&self, offset: u64, bytes: &[u8]) {
+        let block_len = self.block_len as u64;
+        let mut first = offset.div_ceil(block_len);
+        let end = offset + bytes.len() as u64;
+        let mut state = self.lock();
+        while first * block_len < end {
+            let start = first * block_len;
+            let stop = (start + block_len).min(self.size);
+            if stop > end {
+                break;
+            }
+            let piece = &bytes[(start - offset) as usize..(stop - offset) as usize];
+            state.insert(first, Arc::from(piece), self.capacity_blocks);
+            first += 1;
+        }
+    }
+
+    /// The fetcher, for what it knows about the object.
+    pub fn fetcher(&self) -> &F {
+        &self.fetcher
+    }
+
+    /// The block length.
+    pub fn block_len(&self) -> usize {
+        self.block_len
+    }
+
+    /// Counters since the cache was made.
+    pub fn stats(&self) -> CacheStats {
+        let (resident_bytes, pinned_bytes) = {
+            let state = self.lock();
+            (state.resident_bytes, state.pinned_bytes)
+        };
+        CacheStats {
+            hits: self.hits.load(Ordering::Relaxed),
+            misses: self.misses.load(Ordering::Relaxed),
+            fetches: self.fetches.load(Ordering::Relaxed),
+            ranges: self.ranges.load(Ordering::Relaxed),
+            bytes_fetched: self.bytes_fetched.load(Ordering::Relaxed),
+            resident_bytes,
+            pinned_bytes,
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Blocks> {
+        // The state is consistent between statements: a panic in another
+        // thread (none is expected) leaves nothing half-done to refuse.
+        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The blocks covering `range`, a block number past the last for an
+    /// empty range.
+    fn blocks_of(&self, range: &Range<u64>) -> Range<u64> {
+        let block_len = self.block_len as u64;
+        range.start / block_len..range.end.div_ceil(block_len)
+    }
+
+    fn block_range(&self, block: u64) -> Range<u64> {
+        let start = block * self.block_len as u64;
+        start..(start + self.block_len as u64).min(self.size)
+    }
+
+    fn check(&self, offset: u64, len: usize) -> io::Result<Range<u64>> {
+        match offset.checked_add(len as u64) {
+            Some(end) if end <= self.size => Ok(offset..end),
+            _ => Err(io::Error::new(io::ErrorKind::UnexpectedEof, format!("read of {len} bytes at {offset} is past the end of {} bytes", self.size))),
+        }
+    }
+
+    /// Every block of every range, from memory or fetched in one call;
+    /// pinned if `pin`.
+    fn load(&self, ranges: &[Range<u64>], pin: bool) -> io::Result<HashMap<u64, Arc<[u8]>>> {
+        let mut wanted: Vec<u64> = ranges.iter().flat_map(|range| self.blocks_of(range)).collect();
+        wanted.sort_unstable();
+        wanted.dedup();
+        let mut found = HashMap::with_capacity(wanted.len());
+        let mut missing = Vec::new();
+        {
+            let mut state = self.lock();
+            for &block in &wanted {
+                match state.get(block) {
+                    Some(bytes) => {
+                        found.insert(block, bytes);
+                    }
+                    None => missing.push(block),
+                }
+            }
+        }
+        self.hits.fetch_add(found.len() as u64, Ordering::Relaxed);
+        if !missing.is_empty() {
+            // Adjacent missing blocks become one range.
+            let mut runs: Vec<Range<u64>> = Vec::new();
+            for &block in &missing {
+                match runs.last_mut() {
+                    Some(run) if run.end == block => run.end += 1,
+                    _ => runs.push(block..block + 1),
+                }
+            }
+            let byte_ranges: Vec<Range<u64>> = runs.iter().map(|run| self.block_range(run.start).start..self.block_range(run.end - 1).end).collect();
+            let fetched = self.fetcher.fetch(&byte_ranges)?;
+            if fetched.len() != byte_ranges.len() {
+                return Err(io::Error::other(format!("asked for {} ranges, the fetcher returned {}", byte_ranges.len(), fetched.len())));
+            }
+            self.fetches.fetch_add(1, Ordering::Relaxed);
+            self.ranges.fetch_add(byte_ranges.len() as u64, Ordering::Relaxed);
+            self.misses.fetch_add(missing.len() as u64, Ordering::Relaxed);
+            let mut state = self.lock();
+            for ((run, range), bytes) in runs.iter().zip(&byte_ranges).zip(fetched) {
+                if bytes.len() as u64 != range.end - range.start {
+                    return Err(io::Error::new(io::ErrorKind::UnexpectedEof, format!("asked for bytes {}..{}, got {} bytes", range.start, range.end, bytes.len())));
+                }
+                self.bytes_fetched.fetch_add(bytes.len() as u64, Ordering::Relaxed);
+                for block in run.clone() {
+                    let within = self.block_range(block);
+                    let piece: Arc<[u8]> = Arc::from(&bytes[(within.start - range.start) as usize..(within.end - range.start) as usize]);
+                    if !pin {
+                        state.insert(block, Arc::clone(&piece), self.capacity_blocks);
+                    }
+                    found.insert(block, piece);
+                }
+            }
+        }
+        if pin {
+            let mut state = self.lock();
+            for (&block, bytes) in &found {
+                state.pin(block, Arc::clone(bytes));
+            }
+        }
+        Ok(found)
+    }
+
+    /// The bytes of `range` (inside the object), from the loaded blocks.
+    fn assemble<'a>(&self, range: Range<u64>, blocks: &HashMap<u64, Arc<[u8]>>) -> Piece<'a> {
+        let block_len = self.block_len as u64;
+        let span = self.blocks_of(&range);
+        if span.end - span.start == 1 {
+            let start = span.start * block_len;
+            let block = Arc::clone(&blocks[&span.start]);
+            return Piece::shared(block, (range.start - start) as usize..(range.end - start) as usize);
+        }
+        let mut bytes = Vec::with_capacity((range.end - range.start) as usize);
+        for block in span {
+            let within = self.block_range(block);
+            let from = range.start.max(within.start);
+            let to = range.end.min(within.end);
+            bytes.extend_from_slice(&blocks[&block][(from - within.start) as usize..(to - within.start) as usize]);
+        }
+        Piece::owned(bytes)
+    }
+}
+
+impl<F: RangeFetch> Source for BlockCache<F> {
+    fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// The rest of `offset`'s block if it is in memory; else the blocks
+    /// covering `block_len` bytes from `offset` (up to two, fetched in one
+    /// range), so that a record of up to a block takes one round trip.
+    fn read_at(&self, offset: u64, len: usize) -> io::Result<Piece<'_>> {
+        let range = self.check(offset, len)?;
+        if range.is_empty() {
+            return Ok(Piece::owned(Vec::new()));
+        }
+        let block = offset / self.block_len as u64;
+        let cached = self.lock().get(block);
+        if let Some(bytes) = cached {
+            self.hits.fetch_add(1, Ordering::Relaxed);
+            let within = self.block_range(block);
+            let end = range.end.min(within.end);
+            return Ok(Piece::shared(bytes, (offset - within.start) as usize..(end - within.start) as usize));
+        }
+        let end = range.end.min(offset + self.block_len as u64);
+        let blocks = self.load(std::slice::from_ref(&(offset..end)), false)?;
+        Ok(self.assemble(offset..end, &blocks))
+    }
+
+    fn read_exact_at(&self, offset: u64, len: usize) -> io::Result<Piece<'_>> {
+        let range = self.check(offset, len)?;
+        if range.is_empty() {
+            return Ok(Piece::owned(Vec::new()));
+        }
+        let blocks = self.load(std::slice::from_ref(&range), false)?;
+        Ok(self.assemble(range, &blocks))
+    }
+
+    fn prefetch(&self, ranges: &[Range<u64>]) -> io::Result<()> {
+        let ranges: Vec<Range<u64>> = ranges.iter().map(|r| r.start.min(self.size)..r.end.min(self.size)).filter(|r| !r.is_empty()).collect();
+        self.load(&ranges, false).map(drop)
+    }
+
+    fn pin(&self, ranges: &[Range<u64>]) -> io::Result<()> {
+        let ranges: Vec<Range<u64>> = ranges.iter().map(|r| r.start.min(self.size)..r.end.min(self.size)).filter(|r| !r.is_empty()).collect();
+        self.load(&ranges, true).map(drop)
+    }
+
+    fn block_len_hint(&self) -> Option<usize> {
+        Some(self.block_len)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex as StdMutex;
+
+    /// Bytes in memory behind a fetcher that records every call.
+    struct Recorded {
+        bytes: Vec<u8>,
+        calls: StdMutex<Vec<Vec<Range<u64>>>>,
+    }
+
+    impl Recorded {
+        fn new(len: usize) -> Recorded {
+            Recorded { bytes: (0..len).map(|i| (i * 7 % 251) as u8).collect(), calls: StdMutex::new(Vec::new()) }
+        }
+    }
+
+    impl RangeFetch for Recorded {
+        fn size(&self) -> u64 {
+            self.bytes.len() as u64
+        }
+
+        fn fetch(&self, ranges: &[Range<u64>]) -> io::Result<Vec<Vec<u8>>> {
+            self.calls.lock().unwrap().push(ranges.to_vec());
+            Ok(ranges.iter().map(|r| self.bytes[r.start as usize..r.end as usize].to_vec()).collect())
+        }
+    }
+
+    fn cache(len: usize, block_len: usize, blocks: usize) -> BlockCache<Recorded> {
+        BlockCache::new(Recorded::new(len), CacheOptions { block_len, capacity: block_len * blocks })
+    }
+
+    #[test]
+    fn reads_return_the_objects_bytes_across_block_edges_and_at_the_end() {
+        let c = cache(1000, 64, 4);
+        let all = c.fetcher().bytes.clone();
+        for (offset, len) in [(0, 1), (60, 10), (0, 1000), (999, 1), (128, 64), (990, 10), (1, 998)] {
+            assert_eq!(&*c.read_exact_at(offset, len).unwrap(), &all[offset as usize..offset as usize + len], "{offset}+{len}");
+        }
+        assert!(c.read_exact_at(995, 10).is_err());
+        assert!(c.read_exact_at(u64::MAX, 2).is_err());
+        assert_eq!(c.read_exact_at(1000, 0).unwrap().len(), 0);
+    }
+
+    #[test]
+    fn a_prefix_read_takes_the_rest_of_a_cached_block_and_else_a_block_length_in_one_range() {
+        let c = cache(1000, 64, 8);
+        let piece = c.read_at(100, 900).unwrap();
+        assert_eq!(piece.len(), 64, "64 bytes from 100, over two blocks");
+        assert_eq!(c.fetcher().calls.lock().unwrap().as_slice(), &[vec![64..192]]);
+        let piece = c.read_at(130, 870).unwrap();
+        assert_eq!(piece.len(), 62, "the rest of block 2, from memory");
+        assert_eq!(c.stats().fetches, 1);
+    }
+
+    #[test]
+    fn missing_blocks_of_many_ranges_come_in_one_call_with_adjacent_ones_merged() {
+        let c = cache(10_000, 100, 50);
+        c.read_exact_at(250, 10).unwrap(); // block 2
+        c.prefetch(&[200..210, 300..420, 405..410, 900..901, 9_990..20_000]).unwrap();
+        let calls = c.fetcher().calls.lock().unwrap().clone();
+        assert_eq!(calls, vec![vec![200..300], vec![300..500, 900..1000, 9_900..10_000]]);
+        let before = c.stats();
+        for (offset, len) in [(300, 200), (900, 100), (9_950, 50)] {
+            c.read_exact_at(offset, len).unwrap();
+        }
+        let after = c.stats();
+        assert_eq!((after.fetches, after.misses), (before.fetches, before.misses), "all from memory");
+        assert_eq!(after.bytes_fetched, 500);
+    }
+
+    #[test]
+    fn memory_stays_within_capacity_and_recently_read_blocks_survive() {
+        let c = cache(100_000, 100, 10);
+        for block in 0..10 {
+            c.read_exact_at(block * 100, 1).unwrap();
+        }
+        // Blocks 0 and 1 are read again: their second chance keeps them
+        // while the next ten newcomers push others out.
+        c.read_exact_at(0, 1).unwrap();
+        c.read_exact_at(100, 1).unwrap();
+        for block in 10..18 {
+            c.read_exact_at(block * 100, 1).unwrap();
+        }
+        assert_eq!(c.stats().resident_bytes, 1_000);
+        let fetches = c.stats().fetches;
+        c.read_exact_at(0, 1).unwrap();
+        c.read_exact_at(100, 1).unwrap();
+        assert_eq!(c.stats().fetches, fetches, "blocks read twice were kept");
+        c.read_exact_at(200, 1).unwrap();
+        assert_eq!(c.stats().fetches, fetches + 1, "block 2, read once, was evicted");
+    }
+
+    #[test]
+    fn pinned_blocks_are_never_evicted_and_do_not_count_against_capacity() {
+        let c = cache(100_000, 100, 2);
+        c.pin(&[0..500]).unwrap();
+        for block in 10..100 {
+            c.read_exact_at(block * 100, 1).unwrap();
+        }
+        let fetches = c.stats().fetches;
+        assert_eq!(&*c.read_exact_at(0, 500).unwrap(), &c.fetcher().bytes[..500]);
+        assert_eq!(c.stats().fetches, fetches);
+        assert_eq!((c.stats().pinned_bytes, c.stats().resident_bytes), (500, 700));
+    }
+
+    #[test]
+    fn bytes_inserted_from_an_opening_request_fill_whole_blocks_only() {
+        let c = cache(1000, 64, 16);
+        let all = c.fetcher().bytes.clone();
+        c.insert(0, &all[..150]);
+        assert_eq!(c.stats().resident_bytes, 128);
+        c.read_exact_at(0, 128).unwrap();
+        assert_eq!(c.stats().fetches, 0);
+        c.insert(960, &all[960..]);
+        c.read_exact_at(960, 40).unwrap();
+        assert_eq!(c.stats().fetches, 0, "the last, short block is whole");
+    }
+
+    /// A fetcher that returns the wrong number of bytes is an error, never
+    /// a short or shifted read.
+    #[test]
+    fn a_fetcher_returning_too_few_bytes_is_an_error() {
+        struct Short;
+        impl RangeFetch for Short {
+            fn size(&self) -> u64 {
+                1000
+            }
+            fn fetch(&self, ranges: &[Range<u64>]) -> io::Result<Vec<Vec<u8>>> {
+                Ok(ranges.iter().map(|r| vec![0; (r.end - r.start - 1) as usize]).collect())
+            }
+        }
+        let c = BlockCache::new(Short, CacheOptions { block_len: 64, capacity: 640 });
+        let error = c.read_exact_at(10, 10).unwrap_err();
+        assert_eq!(error.kind(), io::ErrorKind::UnexpectedEof);
+        assert_eq!(c.stats().resident_bytes, 0);
+    }
+}
