@@ -1,0 +1,162 @@
+//! Read hashfile stores where they are published: over HTTP(S) range
+//! requests, and from S3 or any S3-compatible server.
+//!
+//! [`open`] makes one request (a ranged GET of the first block, which
+//! holds the header and section table and gives the object's length and
+//! ETag) and one more for the seed index when it is not in that block. A
+//! lookup is then at most three dependent requests (seed block, slot,
+//! record), one once the index is cached, and none for what the block
+//! cache holds. `Reader::get_many` fetches a batch level by level, each
+//! level's requests together. Every answer is checked against the identity
+//! recorded at open, so bytes of two versions never mix.
+//!
+//! ```no_run
+//! let store = hashfile_remote::open("https://cdn.example.com/stores/tenants.hf", hashfile_remote::RemoteOptions::default())?;
+//! if let Some(record) = store.get(b"tenant:42")? {
+//!     println!("{}", String::from_utf8_lossy(record.value()));
+//! }
+//! # Ok::<(), hashfile::Error>(())
+//! ```
+
+mod error;
+mod http;
+mod interrupt;
+mod object;
+mod s3;
+
+use std::path::Path;
+use std::time::Duration;
+
+use hashfile::read::{BlockCache, CacheOptions, OPEN_READ_LEN};
+use hashfile::Reader;
+
+pub use error::{RemoteError, RemoteErrorKind};
+pub use interrupt::Interrupt;
+pub use object::{Identity, RemoteObject};
+
+/// A reader over a remote store.
+pub type RemoteReader = Reader<BlockCache<RemoteObject>>;
+
+/// Where a remote store is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Location {
+    /// An `http://` or `https://` URL.
+    Http(url::Url),
+    /// `s3://bucket/key`.
+    S3 {
+        /// The bucket.
+        bucket: String,
+        /// The object's key.
+        key: String,
+    },
+}
+
+impl Location {
+    /// The location `text` names, if it is a URL this crate reads
+    /// (`http://`, `https://`, `s3://`); `None` for anything else (a path).
+    pub fn parse(text: &str) -> Option<Result<Location, RemoteError>> {
+        let scheme = text.split_once("://")?.0.to_ascii_lowercase();
+        Some(match scheme.as_str() {
+            "http" | "https" => url::Url::parse(text).map(Location::Http).map_err(|e| RemoteError::new(RemoteErrorKind::Invalid, format!("{text} is not a valid URL: {e}"))),
+            "s3" => match text[5..].split_once('/') {
+                Some((bucket, key)) if !bucket.is_empty() && !key.is_empty() => Ok(Location::S3 { bucket: bucket.to_owned(), key: key.to_owned() }),
+                _ => Err(RemoteError::new(RemoteErrorKind::Invalid, format!("{text} is not s3://BUCKET/KEY"))),
+            },
+            _ => return None,
+        })
+    }
+
+    /// True for locations [`parse`](Location::parse) recognises.
+    pub fn is_remote(text: &str) -> bool {
+        Location::parse(text).is_some()
+    }
+}
+
+/// How to reach a remote store and how much of it to keep.
+#[derive(Clone, Debug)]
+pub struct RemoteOptions {
+    /// Headers sent with every HTTP request (`Authorization`, say).
+    pub headers: Vec<(String, String)>,
+    /// Longest a request may take, from sending to the body's end.
+    pub timeout: Duration,
+    /// Longest a new connection may take.
+    pub connect_timeout: Duration,
+    /// Retries of a request whose connection broke or that got 5xx or
+    /// 429; each waits twice as long as the one before, from `backoff`.
+    pub retries: u32,
+    /// Wait before the first retry.
+    pub backoff: Duration,
+    /// Requests of one batch level in flight at once (HTTP/1.1 opens up to
+    /// this many connections for them; HTTP/2 multiplexes them over one).
+    pub concurrency: usize,
+    /// Speak HTTP/2 to an `http://` server without negotiating (h2c with
+    /// prior knowledge). Over https, HTTP/2 is negotiated when offered.
+    pub http2_prior_knowledge: bool,
+    /// The block cache.
+    pub cache: CacheOptions,
+    /// Read and keep the whole index at open, so that every lookup is one
+    /// request (the index is a few bytes per key).
+    pub prefetch_index: bool,
+    /// An S3 endpoint other than AWS's (MinIO, say): overrides
+    /// `AWS_ENDPOINT_URL`.
+    pub s3_endpoint: Option<String>,
+    /// The S3 region: overrides `AWS_REGION`.
+    pub s3_region: Option<String>,
+}
+
+impl RemoteOptions {
+    /// 30 s per request.
+    pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+    /// 5 s to connect.
+    pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+    /// 3 retries: 50, 100, 200 ms apart.
+    pub const DEFAULT_RETRIES: u32 = 3;
+    /// 8 requests in flight.
+    pub const DEFAULT_CONCURRENCY: usize = 8;
+}
+
+impl Default for RemoteOptions {
+    fn default() -> Self {
+        RemoteOptions {
+            headers: Vec::new(),
+            timeout: Self::DEFAULT_TIMEOUT,
+            connect_timeout: Self::DEFAULT_CONNECT_TIMEOUT,
+            retries: Self::DEFAULT_RETRIES,
+            backoff: object::DEFAULT_BACKOFF,
+            concurrency: Self::DEFAULT_CONCURRENCY,
+            http2_prior_knowledge: false,
+            cache: CacheOptions::default(),
+            prefetch_index: false,
+            s3_endpoint: None,
+            s3_region: None,
+        }
+    }
+}
+
+/// Opens the store at `location` (`http://`, `https://` or `s3://`).
+///
+/// One request fetches the first block (at least [`OPEN_READ_LEN`] bytes:
+/// the header and section table) and learns the object's length and ETag;
+/// one more fetches the seed index unless that block holds it; with
+/// `prefetch_index`, one more fetches the rest of the index. Errors carry
+/// the location as their path and a [`RemoteError`] inside (see
+/// [`RemoteError::find_in`]).
+pub fn open(location: &str, options: RemoteOptions) -> hashfile::Result<RemoteReader> {
+    let at = |error: RemoteError| hashfile::Error::Io { path: Some(Path::new(location).to_path_buf()), source: error.into() };
+    let parsed = match Location::parse(location) {
+        Some(parsed) => parsed.map_err(at)?,
+        None => return Err(at(RemoteError::new(RemoteErrorKind::Invalid, "not an http://, https:// or s3:// location"))),
+    };
+    let block_len = options.cache.block_len.max(1) as u64;
+    let first_len = (OPEN_READ_LEN as u64).div_ceil(block_len) * block_len;
+    let prefetch_index = options.prefetch_index;
+    let cache_options = options.cache;
+    let (object, first) = RemoteObject::open(parsed, options, first_len).map_err(at)?;
+    let cache = BlockCache::new(object, cache_options);
+    cache.insert(0, &first);
+    let reader = Reader::new(cache).map_err(|e| e.with_path(Path::new(location)))?;
+    if prefetch_index {
+        reader.prefetch_index().map_err(|e| e.with_path(Path::new(location)))?;
+    }
+    Ok(reader)
+}

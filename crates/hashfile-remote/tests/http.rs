@@ -1,0 +1,241 @@
+//! Remote stores over HTTP range requests, against a real nginx on
+//! loopback (and a fault proxy in front of it): values, round trips and
+//! connections counted from nginx's access log, batches, the pinned index,
+//! and every fault a lookup may meet.
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use hashfile_remote::{open, Interrupt, RemoteError, RemoteErrorKind, RemoteOptions};
+
+mod support;
+use support::{store, value, FaultProxy, Faults, Nginx};
+
+const N: u64 = 20_000;
+const VALUE_LEN: usize = 40;
+
+fn kind_of(error: &hashfile::Error) -> RemoteErrorKind {
+    RemoteError::find_in(error).unwrap_or_else(|| panic!("not a remote error: {error}")).kind
+}
+
+fn quick() -> RemoteOptions {
+    RemoteOptions { backoff: Duration::from_millis(5), ..RemoteOptions::default() }
+}
+
+#[test]
+fn every_key_reads_as_from_a_local_file_and_absent_keys_are_absent() {
+    let nginx = Nginx::start();
+    let bytes = store(N, VALUE_LEN);
+    nginx.publish("s.hf", &bytes);
+    let remote = open(&nginx.url("/files/s.hf"), quick()).unwrap();
+    let local = hashfile::Reader::new(bytes).unwrap();
+    assert_eq!(remote.len(), N);
+    assert_eq!(remote.header(), local.header());
+    for i in 0..N {
+        let key = format!("key-{i}");
+        assert_eq!(remote.get(key.as_bytes()).unwrap().unwrap().value(), value(i, VALUE_LEN), "{key}");
+    }
+    for i in 0..1000 {
+        assert!(remote.get(format!("absent-{i}").as_bytes()).unwrap().is_none());
+    }
+    let remote_order: Vec<Vec<u8>> = remote.iter().map(|r| r.unwrap().key().to_vec()).take(500).collect();
+    let local_order: Vec<Vec<u8>> = local.iter().map(|r| r.unwrap().key().to_vec()).take(500).collect();
+    assert_eq!(remote_order, local_order);
+}
+
+/// Open is one request for the first block plus one for the seed index;
+/// a cold lookup at most three more (four through the remap); 10,000
+/// sequential lookups go over one TCP connection.
+#[test]
+fn round_trips_and_connections_counted_by_nginx() {
+    let nginx = Nginx::start();
+    nginx.publish("s.hf", &store(200_000, VALUE_LEN));
+    let options = RemoteOptions { cache: hashfile::read::CacheOptions { block_len: 4096, capacity: 1 << 20 }, ..quick() };
+    let remote = open(&nginx.url("/files/s.hf"), options).unwrap();
+    let seed_index = remote.header().section(hashfile::format::SectionId::SeedIndex);
+    let index_in_first_block = seed_index.offset + seed_index.length <= hashfile::read::OPEN_READ_LEN as u64;
+    let (requests, _) = nginx.count_since(0);
+    assert_eq!(requests, if index_in_first_block { 1 } else { 2 }, "open: the first block, and the seed index unless in it: {:?}", nginx.log());
+    let mut most = 0;
+    for i in (0..200_000).step_by(20_011) {
+        let before = nginx.log().len();
+        remote.get(format!("key-{i}").as_bytes()).unwrap().unwrap();
+        most = most.max(nginx.count_since(before).0);
+    }
+    assert!((2..=4).contains(&most), "a cold lookup took {most} requests");
+    let before = nginx.log().len();
+    for i in 0..10_000u64 {
+        let key = format!("key-{}", i * 7919 % 200_000);
+        assert_eq!(remote.get(key.as_bytes()).unwrap().unwrap().value(), value(i * 7919 % 200_000, VALUE_LEN));
+    }
+    let (requests, connections) = nginx.count_since(before);
+    assert!(requests > 1000, "a 1 MiB cache over a 9 MB store misses often: {requests} requests");
+    let all: Vec<u64> = nginx.log().iter().map(|l| l.0).collect();
+    assert_eq!(connections, 1, "10,000 lookups, {requests} requests, on connections {:?}", { let mut c = all.clone(); c.dedup(); c });
+    assert!(nginx.log().iter().all(|l| l.2 == 206), "every answer was 206");
+}
+
+/// 100 keys by get_many take about the round trips of one key, not 100x.
+#[test]
+fn a_batch_takes_the_round_trips_of_one_lookup() {
+    let nginx = Nginx::start();
+    nginx.publish("s.hf", &store(200_000, VALUE_LEN));
+    let remote = open(&nginx.url("/files/s.hf"), quick()).unwrap();
+    let keys: Vec<String> = (0..100u64).map(|i| format!("key-{}", i * 1999 % 200_000)).collect();
+    let before = remote.source().stats();
+    let found = remote.get_many(&keys).unwrap();
+    let after = remote.source().stats();
+    assert!(after.fetches - before.fetches <= 4, "{} round trips for 100 keys", after.fetches - before.fetches);
+    for (i, record) in (0..100u64).zip(&found) {
+        assert_eq!(record.as_ref().unwrap().value(), value(i * 1999 % 200_000, VALUE_LEN));
+    }
+}
+
+/// With the index pinned at open, every cold lookup is one request.
+#[test]
+fn a_prefetched_index_leaves_one_request_per_lookup() {
+    let nginx = Nginx::start();
+    nginx.publish("s.hf", &store(100_000, VALUE_LEN));
+    let remote = open(&nginx.url("/files/s.hf"), RemoteOptions { prefetch_index: true, ..quick() }).unwrap();
+    assert!(remote.source().stats().pinned_bytes > 0);
+    let opened = nginx.log().len();
+    assert!(opened <= 3, "open with the index: {opened} requests");
+    for i in (0..100_000u64).step_by(1013) {
+        let before = nginx.log().len();
+        assert_eq!(remote.get(format!("key-{i}").as_bytes()).unwrap().unwrap().value(), value(i, VALUE_LEN));
+        assert!(nginx.count_since(before).0 <= 1);
+    }
+}
+
+/// HTTP/2 without TLS (h2c): a batch's concurrent requests share one
+/// connection.
+#[test]
+fn over_http2_a_batch_shares_one_connection() {
+    let nginx = Nginx::start();
+    nginx.publish("s.hf", &store(200_000, VALUE_LEN));
+    let url = format!("http://127.0.0.1:{}/files/s.hf", nginx.h2_port);
+    let options = RemoteOptions { http2_prior_knowledge: true, cache: hashfile::read::CacheOptions { block_len: 4096, ..Default::default() }, ..quick() };
+    let remote = open(&url, options).unwrap();
+    let keys: Vec<String> = (0..200u64).map(|i| format!("key-{}", i * 997)).collect();
+    let found = remote.get_many(&keys).unwrap();
+    assert!(found.iter().all(Option::is_some));
+    let (requests, connections) = nginx.count_since(0);
+    assert!(requests > 100, "{requests}");
+    assert_eq!(connections, 1);
+}
+
+#[test]
+fn statuses_become_errors_of_their_kind() {
+    let nginx = Nginx::start();
+    nginx.publish("s.hf", &store(100, VALUE_LEN));
+    let cases = [
+        ("/files/none.hf", RemoteErrorKind::NotFound, "404"),
+        ("/missing/s.hf", RemoteErrorKind::NotFound, "404"),
+        ("/forbidden/s.hf", RemoteErrorKind::Denied, "403"),
+        ("/broken/s.hf", RemoteErrorKind::Server, "500"),
+        ("/moved/s.hf", RemoteErrorKind::Protocol, "/files/moved-here.hf"),
+        ("/whole/s.hf", RemoteErrorKind::Protocol, "ignored the Range"),
+    ];
+    for (path, kind, says) in cases {
+        let error = open(&nginx.url(path), quick()).map(|_| ()).unwrap_err();
+        assert_eq!(kind_of(&error), kind, "{path}: {error}");
+        let text = error.to_string();
+        assert!(text.contains(says) && text.contains(path), "{path}: {text}");
+    }
+    // 5xx is retried: 1 + 3 requests.
+    let broken = nginx.log().iter().filter(|l| l.3 == "/broken/s.hf").count();
+    assert_eq!(broken, 1 + RemoteOptions::DEFAULT_RETRIES as usize);
+    let missing = nginx.log().iter().filter(|l| l.3 == "/files/none.hf").count();
+    assert_eq!(missing, 1, "404 is not retried");
+    nginx.publish("empty.hf", b"");
+    let error = open(&nginx.url("/files/empty.hf"), quick()).map(|_| ()).unwrap_err();
+    assert_eq!(kind_of(&error), RemoteErrorKind::Protocol, "{error}");
+    assert!(error.to_string().contains("empty"), "{error}");
+    nginx.publish("text.hf", b"this is not a store at all, just some text");
+    let error = open(&nginx.url("/files/text.hf"), quick()).map(|_| ()).unwrap_err();
+    assert!(matches!(error, hashfile::Error::NotAStore { .. }), "{error}");
+}
+
+/// A store replaced under a reader: the next read that reaches the server
+/// fails with Changed; it never returns a value from the new file. What
+/// the cache holds is still served (it is of the old file, whole).
+#[test]
+fn a_replaced_object_is_a_changed_error_never_a_mix() {
+    let nginx = Nginx::start();
+    nginx.publish("s.hf", &store(50_000, VALUE_LEN));
+    let remote = open(&nginx.url("/files/s.hf"), quick()).unwrap();
+    assert_eq!(remote.get(b"key-1").unwrap().unwrap().value(), value(1, VALUE_LEN));
+    // Same keys, other values, another length: every byte position differs.
+    let mut builder = hashfile::Builder::new(Default::default()).unwrap();
+    for i in 0..50_000u64 {
+        builder.insert(format!("key-{i}").as_bytes(), format!("new-{i}").as_bytes());
+    }
+    // nginx's ETag is mtime and length; a second's sleep makes the mtime
+    // differ even where the length would not.
+    std::thread::sleep(Duration::from_millis(1100));
+    nginx.publish("s.hf", &builder.to_bytes().unwrap());
+    let mut changed = 0;
+    for i in 0..2000u64 {
+        match remote.get(format!("key-{i}").as_bytes()) {
+            Ok(found) => assert_eq!(found.unwrap().value(), value(i, VALUE_LEN), "key-{i} from the cache is the old value"),
+            Err(error) => {
+                assert_eq!(kind_of(&error), RemoteErrorKind::Changed, "{error}");
+                assert!(error.to_string().contains("replaced"), "{error}");
+                changed += 1;
+            }
+        }
+    }
+    assert!(changed > 1000, "{changed}");
+    assert!(nginx.log().iter().any(|l| l.2 == 412), "nginx refused the If-Match");
+    // A new open reads the new store.
+    let reopened = open(&nginx.url("/files/s.hf"), quick()).unwrap();
+    assert_eq!(reopened.get(b"key-7").unwrap().unwrap().value(), b"new-7");
+}
+
+#[test]
+fn reset_connections_are_retried_and_truncated_bodies_fail_cleanly() {
+    let nginx = Nginx::start();
+    nginx.publish("s.hf", &store(20_000, VALUE_LEN));
+    // The first two connections are reset 100 bytes into their answer.
+    let proxy = FaultProxy::start(nginx.port, Faults { reset_connections: 2, reset_after: 100, ..Faults::default() });
+    let remote = open(&proxy.url("/files/s.hf"), quick()).unwrap();
+    for i in 0..100u64 {
+        assert_eq!(remote.get(format!("key-{i}").as_bytes()).unwrap().unwrap().value(), value(i, VALUE_LEN));
+    }
+    assert!(proxy.connections.load(std::sync::atomic::Ordering::SeqCst) >= 3);
+
+    // Every connection ends 5,000 bytes into an answer: the 16 KiB first
+    // block never arrives whole.
+    let proxy = FaultProxy::start(nginx.port, Faults { truncate_after: Some(5000), ..Faults::default() });
+    let error = open(&proxy.url("/files/s.hf"), quick()).map(|_| ()).unwrap_err();
+    assert_eq!(kind_of(&error), RemoteErrorKind::Connection, "{error}");
+    assert!(error.to_string().contains("after 3 retries"), "{error}");
+}
+
+#[test]
+fn a_slow_server_times_out_and_an_interrupt_stops_a_waiting_lookup() {
+    let nginx = Nginx::start();
+    nginx.publish("s.hf", &store(20_000, VALUE_LEN));
+    let proxy = FaultProxy::start(nginx.port, Faults { latency: Duration::from_millis(1500), ..Faults::default() });
+    let options = RemoteOptions { timeout: Duration::from_millis(300), ..quick() };
+    let started = Instant::now();
+    let error = open(&proxy.url("/files/s.hf"), options).map(|_| ()).unwrap_err();
+    assert_eq!(kind_of(&error), RemoteErrorKind::Timeout, "{error}");
+    assert!(started.elapsed() < Duration::from_millis(1400), "not retried: {:?}", started.elapsed());
+
+    let proxy = FaultProxy::start(nginx.port, Faults { latency: Duration::from_millis(200), ..Faults::default() });
+    let remote = Arc::new(open(&proxy.url("/files/s.hf"), quick()).unwrap());
+    let interrupt = Interrupt::new();
+    let firing = Arc::clone(&interrupt);
+    let fire = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(50));
+        firing.fire();
+    });
+    let started = Instant::now();
+    let result = interrupt.during(|| remote.get(b"key-5").map(|r| r.map(|r| r.value().to_vec())));
+    fire.join().unwrap();
+    let error = result.unwrap_err();
+    assert_eq!(kind_of(&error), RemoteErrorKind::Interrupted, "{error}");
+    assert!(started.elapsed() < Duration::from_millis(150), "stopped promptly: {:?}", started.elapsed());
+    // The reader still works afterwards.
+    assert_eq!(remote.get(b"key-5").unwrap().unwrap().value(), value(5, VALUE_LEN));
+}

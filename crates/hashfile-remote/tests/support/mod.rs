@@ -1,0 +1,302 @@
+//! Real servers for the remote tests, each started on a free loopback port
+//! and stopped when dropped: nginx serving a temporary directory (its
+//! access log records the connection serial number of every request), a
+//! byte-relaying fault proxy in front of it, and MinIO.
+#![allow(dead_code)]
+
+use std::io::{Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use hashfile::{BuildOptions, Builder};
+
+/// A free port on 127.0.0.1 (the listener is closed again at once).
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+fn wait_until_listening(port: u16, what: &str, child: &mut Child, log: &Path) {
+    let start = Instant::now();
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        if let Ok(Some(status)) = child.try_wait() {
+            panic!("{what} exited with {status}: {}", std::fs::read_to_string(log).unwrap_or_default());
+        }
+        assert!(start.elapsed() < Duration::from_secs(60), "{what} did not listen on {port}");
+        thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A store of `n` entries `key-I` => `value-I` padded to `value_len`
+/// bytes, as bytes, and the value of key `i`.
+pub fn store(n: u64, value_len: usize) -> Vec<u8> {
+    let mut builder = Builder::new(BuildOptions::default()).unwrap();
+    for i in 0..n {
+        builder.insert(format!("key-{i}").as_bytes(), &value(i, value_len));
+    }
+    builder.to_bytes().unwrap()
+}
+
+pub fn value(i: u64, value_len: usize) -> Vec<u8> {
+    let mut v = format!("value-{i}-").into_bytes();
+    v.resize(value_len.max(v.len()), b'.');
+    v
+}
+
+/// nginx serving `root()` at `/files/`, with fault locations.
+pub struct Nginx {
+    child: Child,
+    dir: tempfile::TempDir,
+    pub port: u16,
+    /// A second server block on its own port speaking HTTP/2 without TLS
+    /// (h2c, prior knowledge).
+    pub h2_port: u16,
+}
+
+impl Nginx {
+    pub fn start() -> Nginx {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("root");
+        std::fs::create_dir_all(root.join("files")).unwrap();
+        let port = free_port();
+        let h2_port = free_port();
+        let d = dir.path().display();
+        let config = format!(
+            r#"daemon off;
+master_process off;
+worker_processes 1;
+pid {d}/nginx.pid;
+error_log {d}/error.log warn;
+events {{ worker_connections 256; }}
+http {{
+    access_log off;
+    client_body_temp_path {d}/body;
+    proxy_temp_path {d}/proxy;
+    fastcgi_temp_path {d}/fastcgi;
+    uwsgi_temp_path {d}/uwsgi;
+    scgi_temp_path {d}/scgi;
+    # The connection's serial number and the request's number on it.
+    log_format counted '$connection $connection_requests $status "$request_uri" "$http_range"';
+    keepalive_requests 100000;
+    keepalive_timeout 60s;
+    default_type application/octet-stream;
+    server {{
+        listen 127.0.0.1:{port};
+        listen 127.0.0.1:{h2_port} http2;
+        access_log {d}/access.log counted;
+        root {root};
+        location /files/ {{ }}
+        # Range ignored: the whole file with 200.
+        location /whole/ {{ max_ranges 0; alias {root}/files/; }}
+        location /missing/ {{ return 404; }}
+        location /forbidden/ {{ return 403; }}
+        location /broken/ {{ return 500; }}
+        location /moved/ {{ return 302 /files/moved-here.hf; }}
+    }}
+}}
+"#,
+            root = root.display()
+        );
+        std::fs::write(dir.path().join("nginx.conf"), config).unwrap();
+        let log = dir.path().join("error.log");
+        let mut child = Command::new("nginx")
+            .args(["-p", &dir.path().display().to_string(), "-c", &dir.path().join("nginx.conf").display().to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("nginx (Debian package nginx-light; bin/setup installs it)");
+        wait_until_listening(port, "nginx", &mut child, &log);
+        Nginx { child, dir, port, h2_port }
+    }
+
+    /// Where `/files/NAME` is read from.
+    pub fn file(&self, name: &str) -> PathBuf {
+        self.dir.path().join("root/files").join(name)
+    }
+
+    /// Publishes `bytes` as `/files/NAME` by rename, as a build does.
+    pub fn publish(&self, name: &str, bytes: &[u8]) {
+        let temp = self.dir.path().join("root").join(format!(".{name}.tmp"));
+        std::fs::write(&temp, bytes).unwrap();
+        std::fs::rename(&temp, self.file(name)).unwrap();
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+
+    /// The access log's lines so far: (connection, request on it, status,
+    /// URI, Range).
+    ///
+    /// nginx writes a request's line once it has finalized the request,
+    /// which may be just after the client has its answer: the log is read
+    /// again until it has not grown for 30 ms.
+    pub fn log(&self) -> Vec<(u64, u64, u16, String, String)> {
+        let path = self.dir.path().join("access.log");
+        let read = || std::fs::read_to_string(&path).unwrap_or_default();
+        let mut text = read();
+        loop {
+            thread::sleep(Duration::from_millis(30));
+            let again = read();
+            if again.len() == text.len() {
+                break;
+            }
+            text = again;
+        }
+        text.lines()
+            .map(|line| {
+                let mut parts = line.splitn(4, ' ');
+                let connection = parts.next().unwrap().parse().unwrap();
+                let number = parts.next().unwrap().parse().unwrap();
+                let status = parts.next().unwrap().parse().unwrap();
+                let rest = parts.next().unwrap();
+                let quoted: Vec<&str> = rest.split('"').collect();
+                (connection, number, status, quoted[1].to_owned(), quoted[3].to_owned())
+            })
+            .collect()
+    }
+
+    /// Requests logged since `since` lines, and the distinct connections
+    /// they came on.
+    pub fn count_since(&self, since: usize) -> (usize, usize) {
+        let log = self.log();
+        let new = &log[since.min(log.len())..];
+        let mut connections: Vec<u64> = new.iter().map(|l| l.0).collect();
+        connections.sort_unstable();
+        connections.dedup();
+        (new.len(), connections.len())
+    }
+}
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// What the fault proxy does to the connections it relays.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Faults {
+    /// Of the first this-many connections, each is reset (RST) after
+    /// relaying `reset_after` bytes of response.
+    pub reset_connections: usize,
+    pub reset_after: usize,
+    /// Every connection is closed cleanly (FIN) after this many bytes of
+    /// response: bodies end early.
+    pub truncate_after: Option<usize>,
+    /// Wait before relaying each request to the server.
+    pub latency: Duration,
+}
+
+/// A TCP proxy in front of a server that relays bytes both ways and
+/// injects faults; it knows nothing of HTTP.
+pub struct FaultProxy {
+    pub port: u16,
+    stop: Arc<AtomicBool>,
+    pub connections: Arc<AtomicUsize>,
+}
+
+impl FaultProxy {
+    pub fn start(upstream: u16, faults: Faults) -> FaultProxy {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        listener.set_nonblocking(true).unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let connections = Arc::new(AtomicUsize::new(0));
+        let (stop_accepting, counted) = (Arc::clone(&stop), Arc::clone(&connections));
+        thread::spawn(move || {
+            while !stop_accepting.load(Ordering::Relaxed) {
+                match listener.accept() {
+                    Ok((client, _)) => {
+                        client.set_nonblocking(false).unwrap();
+                        let number = counted.fetch_add(1, Ordering::SeqCst);
+                        let server = TcpStream::connect(("127.0.0.1", upstream)).unwrap();
+                        relay(client, server, faults, number < faults.reset_connections);
+                    }
+                    Err(_) => thread::sleep(Duration::from_millis(2)),
+                }
+            }
+        });
+        FaultProxy { port, stop, connections }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+}
+
+impl Drop for FaultProxy {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+fn relay(client: TcpStream, server: TcpStream, faults: Faults, reset: bool) {
+    let (mut client_in, mut server_out) = (client.try_clone().unwrap(), server.try_clone().unwrap());
+    thread::spawn(move || {
+        let mut buf = [0u8; 16 << 10];
+        loop {
+            match client_in.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    thread::sleep(faults.latency);
+                    if server_out.write_all(&buf[..n]).is_err() {
+                        break;
+                    }
+                }
+            }
+        }
+        let _ = server_out.shutdown(Shutdown::Write);
+    });
+    let (mut server_in, mut client_out) = (server, client);
+    thread::spawn(move || {
+        let mut buf = [0u8; 16 << 10];
+        let mut sent = 0usize;
+        let limit = if reset { Some(faults.reset_after) } else { faults.truncate_after };
+        loop {
+            let n = match server_in.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => n,
+            };
+            let take = limit.map_or(n, |limit| n.min(limit - sent));
+            if client_out.write_all(&buf[..take]).is_err() {
+                break;
+            }
+            sent += take;
+            if limit == Some(sent) {
+                break;
+            }
+        }
+        let _ = server_in.shutdown(Shutdown::Both);
+        if reset {
+            // RST on the last close: this thread's handle now, the other
+            // thread's once its read, woken by the shutdown, returns.
+            set_linger_zero(&client_out);
+            let _ = client_out.shutdown(Shutdown::Read);
+        } else {
+            let _ = client_out.shutdown(Shutdown::Both);
+        }
+    });
+}
+
+/// Closing with SO_LINGER 0 sends RST instead of FIN.
+fn set_linger_zero(stream: &TcpStream) {
+    use std::os::fd::AsRawFd;
+    let linger = [1i32, 0i32]; // struct linger { l_onoff = 1, l_linger = 0 }
+    // SAFETY: setsockopt reads `size_of_val(&linger)` bytes from a live
+    // array of two c_ints, which is struct linger's layout; the descriptor
+    // belongs to `stream`, which outlives the call.
+    unsafe {
+        libc_setsockopt(stream.as_raw_fd(), 1 /* SOL_SOCKET */, 13 /* SO_LINGER */, linger.as_ptr().cast(), std::mem::size_of_val(&linger) as u32);
+    }
+}
+
+extern "C" {
+    #[link_name = "setsockopt"]
+    fn libc_setsockopt(fd: i32, level: i32, name: i32, value: *const std::ffi::c_void, len: u32) -> i32;
+}
