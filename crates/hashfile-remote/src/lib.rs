@@ -102,6 +102,9 @@ pub struct RemoteOptions {
     pub s3_endpoint: Option<String>,
     /// The S3 region: overrides `AWS_REGION`.
     pub s3_region: Option<String>,
+    /// An S3 access key id and secret: override `AWS_ACCESS_KEY_ID` and
+    /// `AWS_SECRET_ACCESS_KEY`.
+    pub s3_credentials: Option<(String, String)>,
 }
 
 impl RemoteOptions {
@@ -129,6 +132,7 @@ impl Default for RemoteOptions {
             prefetch_index: false,
             s3_endpoint: None,
             s3_region: None,
+            s3_credentials: None,
         }
     }
 }

@@ -23,7 +23,7 @@ impl S3Transport {
     /// A client for `s3://bucket/key`: credentials, region and endpoint
     /// from the environment (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`,
     /// `AWS_SESSION_TOKEN`, `AWS_REGION`, `AWS_ENDPOINT_URL`), then the
-    /// options, which win.
+    /// options, which win. Without a region anywhere, `us-east-1`.
     pub(crate) fn new(bucket: &str, key: &str, options: &RemoteOptions) -> Result<S3Transport, RemoteError> {
         let mut client = ClientOptions::new().with_timeout(options.timeout).with_connect_timeout(options.connect_timeout).with_pool_max_idle_per_host(options.concurrency);
         let mut builder = AmazonS3Builder::from_env().with_bucket_name(bucket);
@@ -32,6 +32,9 @@ impl S3Transport {
         }
         if let Some(endpoint) = &options.s3_endpoint {
             builder = builder.with_endpoint(endpoint);
+        }
+        if let Some((id, secret)) = &options.s3_credentials {
+            builder = builder.with_access_key_id(id).with_secret_access_key(secret);
         }
         if let Some(region) = &options.s3_region {
             builder = builder.with_region(region);

@@ -300,3 +300,63 @@ extern "C" {
     #[link_name = "setsockopt"]
     fn libc_setsockopt(fd: i32, level: i32, name: i32, value: *const std::ffi::c_void, len: u32) -> i32;
 }
+
+/// MinIO, a real S3-compatible server, on a free port with a temporary
+/// data directory. Its binary is `$HASHFILE_MINIO`, or
+/// `~/.cache/hashfile/bin/minio` where `bin/setup` builds it.
+pub struct Minio {
+    child: Child,
+    _dir: tempfile::TempDir,
+    pub endpoint: String,
+}
+
+pub const MINIO_USER: &str = "hashfile-test";
+pub const MINIO_PASSWORD: &str = "hashfile-test-secret";
+
+impl Minio {
+    pub fn binary() -> PathBuf {
+        std::env::var_os("HASHFILE_MINIO").map(PathBuf::from).unwrap_or_else(|| PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/hashfile/bin/minio"))
+    }
+
+    pub fn start() -> Minio {
+        let dir = tempfile::tempdir().unwrap();
+        let port = free_port();
+        let console = free_port();
+        let log = dir.path().join("minio.log");
+        let binary = Minio::binary();
+        assert!(binary.exists(), "MinIO is not at {} (bin/setup builds it with go install)", binary.display());
+        let mut child = Command::new(&binary)
+            .args(["server", &dir.path().join("data").display().to_string(), "--address", &format!("127.0.0.1:{port}"), "--console-address", &format!("127.0.0.1:{console}"), "--quiet"])
+            .env("MINIO_ROOT_USER", MINIO_USER)
+            .env("MINIO_ROOT_PASSWORD", MINIO_PASSWORD)
+            .env("MINIO_BROWSER", "off")
+            .env("MINIO_UPDATE", "off")
+            .stdout(std::fs::File::create(&log).unwrap())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        wait_until_listening(port, "minio", &mut child, &log);
+        let endpoint = format!("http://127.0.0.1:{port}");
+        // Listening comes before serving: wait for the health check.
+        let start = Instant::now();
+        loop {
+            let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+            stream.write_all(b"GET /minio/health/live HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n").unwrap();
+            let mut answer = String::new();
+            let _ = stream.read_to_string(&mut answer);
+            if answer.starts_with("HTTP/1.1 200") {
+                break;
+            }
+            assert!(start.elapsed() < Duration::from_secs(60), "minio is not healthy: {answer}");
+            thread::sleep(Duration::from_millis(100));
+        }
+        Minio { child, _dir: dir, endpoint }
+    }
+}
+
+impl Drop for Minio {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -444,7 +444,9 @@ impl<S: Source> Reader<S> {
     /// handed to the source as one [`Source::prefetch`]. A network source
     /// fetches a level in one round trip, so a batch costs about as many
     /// round trips as one key. Over a source in memory this is `get` for
-    /// each key. The results are in the order of `keys`.
+    /// each key. The results are in the order of `keys`. A cache too small
+    /// for a level's blocks still gives the right records, fetching again
+    /// what it evicted before the level was read.
     ///
     /// ```
     /// let mut builder = hashfile::Builder::new(Default::default())?;

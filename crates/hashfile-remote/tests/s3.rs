@@ -1,0 +1,112 @@
+//! s3:// stores against MinIO, a real S3-compatible server on loopback:
+//! signed ranged reads, a batch, ETag checks when the object is replaced,
+//! a missing object and bucket, and wrong credentials.
+use std::sync::Arc;
+
+use hashfile_remote::{open, RemoteError, RemoteErrorKind, RemoteOptions};
+use object_store::aws::AmazonS3Builder;
+use object_store::{ObjectStoreExt, PutPayload};
+
+mod support;
+use support::{store, value, Minio, MINIO_PASSWORD, MINIO_USER};
+
+fn options(minio: &Minio) -> RemoteOptions {
+    RemoteOptions {
+        s3_endpoint: Some(minio.endpoint.clone()),
+        s3_region: Some("us-east-1".into()),
+        s3_credentials: Some((MINIO_USER.into(), MINIO_PASSWORD.into())),
+        ..RemoteOptions::default()
+    }
+}
+
+/// Uploads with object_store itself (MinIO's own client is not here).
+fn put(minio: &Minio, bucket: &str, key: &str, bytes: Vec<u8>) {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let store = Arc::new(
+        AmazonS3Builder::new()
+            .with_endpoint(&minio.endpoint)
+            .with_allow_http(true)
+            .with_region("us-east-1")
+            .with_bucket_name(bucket)
+            .with_access_key_id(MINIO_USER)
+            .with_secret_access_key(MINIO_PASSWORD)
+            .build()
+            .unwrap(),
+    );
+    runtime.block_on(store.put(&object_store::path::Path::from(key), PutPayload::from(bytes))).unwrap();
+}
+
+/// Makes a bucket: a PUT of the bucket's path, presigned by object_store
+/// (which has no call for making buckets).
+fn make_bucket(minio: &Minio, bucket: &str) {
+    use object_store::signer::Signer;
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let store = AmazonS3Builder::new()
+        .with_endpoint(&minio.endpoint)
+        .with_allow_http(true)
+        .with_region("us-east-1")
+        .with_bucket_name(bucket)
+        .with_access_key_id(MINIO_USER)
+        .with_secret_access_key(MINIO_PASSWORD)
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let url = store.signed_url(reqwest::Method::PUT, &object_store::path::Path::from(""), std::time::Duration::from_secs(60)).await.unwrap();
+        let response = reqwest::Client::new().put(url.clone()).send().await.unwrap();
+        assert!(response.status().is_success(), "PUT {url}: {}: {}", response.status(), response.text().await.unwrap_or_default());
+    });
+}
+
+#[test]
+fn s3_reads_batches_and_faults_against_minio() {
+    let minio = Minio::start();
+    make_bucket(&minio, "stores");
+    let n = 50_000;
+    put(&minio, "stores", "a/tenants.hf", store(n, 40));
+
+    // A cache of 4 blocks: most lookups reach the server.
+    let small_cache = RemoteOptions { cache: hashfile::read::CacheOptions { block_len: 16 << 10, capacity: 64 << 10 }, ..options(&minio) };
+    let remote = open("s3://stores/a/tenants.hf", small_cache).unwrap();
+    assert_eq!(remote.len(), n);
+    for i in (0..n).step_by(97) {
+        assert_eq!(remote.get(format!("key-{i}").as_bytes()).unwrap().unwrap().value(), value(i, 40));
+    }
+    assert!(remote.get(b"absent").unwrap().is_none());
+    let keys: Vec<String> = (0..100u64).map(|i| format!("key-{}", i * 487)).collect();
+    // A batch needs its blocks to stay until it reads them: the default
+    // cache holds 2,048.
+    let batched = open("s3://stores/a/tenants.hf", options(&minio)).unwrap();
+    let before = batched.source().stats().fetches;
+    let found = batched.get_many(&keys).unwrap();
+    assert!(batched.source().stats().fetches - before <= 4);
+    assert!(found.iter().zip(0..).all(|(r, i)| r.as_ref().unwrap().value() == value(i * 487, 40)));
+
+    let kind = |location: &str, options: RemoteOptions| {
+        let error = open(location, options).map(|_| ()).unwrap_err();
+        (RemoteError::find_in(&error).unwrap_or_else(|| panic!("{error}")).kind, error.to_string())
+    };
+    let (missing, text) = kind("s3://stores/a/none.hf", options(&minio));
+    assert_eq!(missing, RemoteErrorKind::NotFound, "{text}");
+    assert!(text.contains("s3://stores/a/none.hf"), "{text}");
+    assert_eq!(kind("s3://no-such-bucket/x.hf", options(&minio)).0, RemoteErrorKind::NotFound);
+    let wrong = RemoteOptions { s3_credentials: Some((MINIO_USER.into(), "not-the-secret".into())), ..options(&minio) };
+    let (denied, text) = kind("s3://stores/a/tenants.hf", wrong);
+    assert_eq!(denied, RemoteErrorKind::Denied, "{text}");
+
+    // Replaced: another ETag; reads that reach the server fail, none
+    // returns a value of the new object.
+    put(&minio, "stores", "a/tenants.hf", store(n, 60));
+    let mut changed = 0;
+    for i in 0..500u64 {
+        match remote.get(format!("key-{}", i * 89).as_bytes()) {
+            Ok(found) => assert_eq!(found.unwrap().value(), value(i * 89, 40)),
+            Err(error) => {
+                assert_eq!(RemoteError::find_in(&error).map(|e| e.kind), Some(RemoteErrorKind::Changed), "{error}");
+                changed += 1;
+            }
+        }
+    }
+    assert!(changed > 100, "{changed}");
+    let reopened = open("s3://stores/a/tenants.hf", options(&minio)).unwrap();
+    assert_eq!(reopened.get(b"key-3").unwrap().unwrap().value(), value(3, 60));
+}
