@@ -140,14 +140,39 @@ module Hashfile
     #   lookups and +each+ under way finish on the old one. A new file that
     #   cannot be opened leaves the old one in use (Reader#reload_error).
     #   nil (the default): the reader keeps the file it opened; see also
-    #   Reader#stale? and Reader#reopen.
+    #   Reader#stale? and Reader#reopen. Local stores only.
+    #
+    # +path+ may also be a URL: +http://+ or +https://+ (read with HTTP
+    # range requests) or +s3://bucket/key+ (credentials, region and endpoint
+    # from the standard AWS environment variables). Opening takes one
+    # request; a lookup at most three, one with the index cached, none for
+    # what the block cache holds. These options apply to URLs only
+    # (defaults in REMOTE_DEFAULTS):
+    # @param headers [Hash{String => String}] sent with every HTTP request
+    #   (Authorization, say)
+    # @param timeout [Numeric] seconds a request may take (not retried)
+    # @param connect_timeout [Numeric] seconds a connection may take
+    # @param retries [Integer] retries of a broken connection or 5xx, with
+    #   exponential backoff
+    # @param concurrency [Integer] requests in flight for one batch
+    #   (Reader#values_at)
+    # @param cache_size [Integer] bytes of blocks kept in memory
+    # @param block_size [Integer] bytes per block (the unit of requests)
+    # @param prefetch_index [Boolean] read the whole index at open, so that
+    #   every lookup is one request
+    # @param http2 [Boolean] speak HTTP/2 to an http:// server without
+    #   negotiating (over https it is negotiated)
+    # @param s3_endpoint [String] an S3-compatible server (MinIO, say)
+    # @param s3_region [String]
     # @raise [Errno::ENOENT] if the file does not exist
     # @raise [FormatError] if it is not a valid store
-    def open(path, verify: false, symbolize_names: false, freeze: false, raw: false, serializer: nil, reload: nil)
+    # @raise [RemoteError] if a remote store cannot be read (subclasses by
+    #   cause: RemoteNotFoundError, RemoteAccessError, ...)
+    def open(path, verify: false, symbolize_names: false, freeze: false, raw: false, serializer: nil, reload: nil, **remote)
       load = serializer_pair(serializer)&.last
       raise TypeError, "reload must be nil or a number of seconds, not #{reload.class}" unless reload.nil? || reload.is_a?(Numeric)
 
-      db = Reader._open(path_string(path), { symbolize_names: symbolize_names, freeze: freeze, raw: raw }, load, reload&.to_f)
+      db = Reader._open(path_string(path), { symbolize_names: symbolize_names, freeze: freeze, raw: raw }, load, reload&.to_f, remote.empty? ? nil : remote)
       begin
         db.verify if verify
       rescue Exception # rubocop:disable Lint/RescueException

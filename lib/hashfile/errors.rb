@@ -11,7 +11,16 @@ module Hashfile
   #     ParseError           an input file that cannot be imported (#input, #line, #column)
   #     LimitError           a build past a limit of the format or of one build
   #     ClosedError          use of a closed store or finished writer
-  #     StaleError           the store file changed under an open reader (#path)
+  #     StaleError           the store changed under an open reader (#path): a local file
+  #                          truncated in place, or a remote object replaced
+  #     RemoteError          a remote store that could not be read (#url, #status)
+  #       RemoteNotFoundError    404, or no such S3 object or bucket
+  #       RemoteAccessError      401 or 403: credentials or headers
+  #       RemoteTimeoutError     a request took longer than timeout: (not retried)
+  #       RemoteConnectionError  refused, reset or cut short, after the retries
+  #       RemoteServerError      5xx or 429, after the retries
+  #       RemoteProtocolError    not a valid answer to a ranged GET: the whole object
+  #                              (Range ignored), a wrong Content-Range, a redirect
   #
   # A missing file raises Errno::ENOENT, as File.open does. Bad arguments
   # raise ArgumentError or TypeError naming the argument.
@@ -28,13 +37,45 @@ module Hashfile
     end
   end
 
-  # The store's file changed while a reader had it open: it was truncated
-  # or rewritten in place (not replaced by rename, as builds publish), and a
-  # read touched a page that was gone. What the read found is discarded;
-  # every later call raises this too. Reopen the store.
+  # The store changed while a reader had it open. A local file was
+  # truncated or rewritten in place (not replaced by rename, as builds
+  # publish) and a read touched a page that was gone; every later call
+  # raises this too. A remote object was replaced (another ETag or length):
+  # reads that reach the server raise this; what the cache holds of the old
+  # object is still served, whole. Reopen the store.
   class StaleError < Error
     include WithPath
   end
+
+  # A remote store (http://, https://, s3://) that could not be read. The
+  # message names the location, the byte range and what happened.
+  class RemoteError < Error
+    # @return [String, nil] the store's location
+    attr_reader :url
+    # @return [Integer, nil] the HTTP status of the answer, if there was one
+    attr_reader :status
+
+    def initialize(message = nil, url: nil, status: nil)
+      super(message)
+      @url = url
+      @status = status
+    end
+  end
+
+  # No object at the location (404, or no such S3 object or bucket).
+  class RemoteNotFoundError < RemoteError; end
+  # 401 or 403: missing or wrong credentials or headers.
+  class RemoteAccessError < RemoteError; end
+  # A request took longer than the timeout: option (not retried).
+  class RemoteTimeoutError < RemoteError; end
+  # The connection was refused, reset or cut short, after the retries.
+  class RemoteConnectionError < RemoteError; end
+  # The server answered 5xx or 429, after the retries.
+  class RemoteServerError < RemoteError; end
+  # An answer that cannot be a correct answer to a ranged GET: the whole
+  # object where a range was asked for, another range, a redirect (not
+  # followed: open the location it names), an unexpected status.
+  class RemoteProtocolError < RemoteError; end
 
   # A file that is not a valid store: bad magic, truncated, or damaged.
   class FormatError < Error

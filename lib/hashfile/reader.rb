@@ -93,7 +93,9 @@ module Hashfile
 
     # @!method stale?
     #   Whether the path now names another file than the one this reader
-    #   reads (a newer store was published there by rename), or none.
+    #   reads (a newer store was published there by rename), or none. Always
+    #   false for a remote store, which raises StaleError on reads once the
+    #   object is replaced.
     # @!method reload_error
     #   With +reload:+, why the last new file found at the path could not be
     #   opened (the old store is read meanwhile), or nil.
@@ -127,9 +129,16 @@ module Hashfile
       each_value.to_a
     end
 
+    # The values of +keys+, nil for absent ones. A remote store fetches
+    # them as one batch: all the seed blocks, then all the slots, then all
+    # the records, each level's requests together, so 100 keys take about
+    # the round trips of one.
     def values_at(*keys)
-      keys.map { |k| self[k] }
+      _get_many(keys, nil)
     end
+
+    # @!method remote?
+    #   Whether the store is read over HTTP or from S3.
 
     def to_h(&block)
       hash = {}
@@ -146,7 +155,10 @@ module Hashfile
       _verify
     end
 
-    # Entry count, sizes per section, bits per key and build parameters.
+    # Entry count, sizes per section, bits per key and build parameters;
+    # for a remote store also its ETag and Last-Modified and the block
+    # cache's counters (+:cache+: hits, misses, round trips, requests,
+    # bytes fetched, resident and pinned bytes).
     # @return [Hash{Symbol => Object}]
     def info
       _info

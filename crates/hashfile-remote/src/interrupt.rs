@@ -7,18 +7,23 @@
 //! sets it for the current thread with [`Interrupt::during`], and every
 //! fetch on that thread races its requests against it. Dropping the
 //! requests closes their connections; nothing is left behind.
+//!
+//! Firing is one atomic store, so that it is safe in a signal handler
+//! (Ruby may call its unblocking function from one); a waiting fetch looks
+//! at the flag every [`POLL`], which is how soon it stops.
 
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
-use tokio::sync::Notify;
+/// How often a waiting fetch looks whether its interrupt fired.
+pub const POLL: Duration = Duration::from_millis(10);
 
 /// A flag another thread can raise to stop this thread's network waits.
 #[derive(Debug, Default)]
 pub struct Interrupt {
     fired: AtomicBool,
-    notify: Notify,
 }
 
 thread_local! {
@@ -31,12 +36,17 @@ impl Interrupt {
         Arc::new(Interrupt::default())
     }
 
-    /// Stops the waits of the thread running under this interrupt, now and
-    /// for as long as it runs under it. Callable from any thread (it only
-    /// sets a flag and wakes a waiter).
+    /// Stops the waits of the thread running under this interrupt, within
+    /// [`POLL`], and every later one under it. Callable from any thread and
+    /// from a signal handler: it is one atomic store.
     pub fn fire(&self) {
         self.fired.store(true, Ordering::SeqCst);
-        self.notify.notify_waiters();
+    }
+
+    /// The flag [`fire`](Interrupt::fire) sets, for a caller whose own
+    /// cancellation hook stores to an `AtomicBool`.
+    pub fn flag(&self) -> &AtomicBool {
+        &self.fired
     }
 
     /// Whether [`fire`](Interrupt::fire) was called.
@@ -65,16 +75,11 @@ impl Interrupt {
         CURRENT.with(|current| current.borrow().clone())
     }
 
-    /// Completes once the interrupt fires (at once if it has).
+    /// Completes within [`POLL`] of the interrupt firing (at once if it
+    /// has).
     pub(crate) async fn fired(&self) {
-        let notified = self.notify.notified();
-        tokio::pin!(notified);
-        // Registered before the flag is read: a fire between the two still
-        // wakes this waiter.
-        notified.as_mut().enable();
-        if self.is_fired() {
-            return;
+        while !self.is_fired() {
+            tokio::time::sleep(POLL).await;
         }
-        notified.await;
     }
 }

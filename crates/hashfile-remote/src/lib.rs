@@ -31,7 +31,7 @@ use hashfile::read::{BlockCache, CacheOptions, OPEN_READ_LEN};
 use hashfile::Reader;
 
 pub use error::{RemoteError, RemoteErrorKind};
-pub use interrupt::Interrupt;
+pub use interrupt::{Interrupt, POLL as INTERRUPT_POLL};
 pub use object::{Identity, RemoteObject};
 
 /// A reader over a remote store.

@@ -30,6 +30,15 @@ static PARSE_ERROR: Lazy<ExceptionClass> = Lazy::new(|ruby| class(ruby, "ParseEr
 static LIMIT_ERROR: Lazy<ExceptionClass> = Lazy::new(|ruby| class(ruby, "LimitError"));
 /// `Hashfile::StaleError`: the store file changed under an open reader.
 static STALE_ERROR: Lazy<ExceptionClass> = Lazy::new(|ruby| class(ruby, "StaleError"));
+/// `Hashfile::RemoteError` and its subclasses: a remote store that could
+/// not be read.
+static REMOTE_ERROR: Lazy<ExceptionClass> = Lazy::new(|ruby| class(ruby, "RemoteError"));
+static REMOTE_NOT_FOUND_ERROR: Lazy<ExceptionClass> = Lazy::new(|ruby| class(ruby, "RemoteNotFoundError"));
+static REMOTE_ACCESS_ERROR: Lazy<ExceptionClass> = Lazy::new(|ruby| class(ruby, "RemoteAccessError"));
+static REMOTE_TIMEOUT_ERROR: Lazy<ExceptionClass> = Lazy::new(|ruby| class(ruby, "RemoteTimeoutError"));
+static REMOTE_CONNECTION_ERROR: Lazy<ExceptionClass> = Lazy::new(|ruby| class(ruby, "RemoteConnectionError"));
+static REMOTE_SERVER_ERROR: Lazy<ExceptionClass> = Lazy::new(|ruby| class(ruby, "RemoteServerError"));
+static REMOTE_PROTOCOL_ERROR: Lazy<ExceptionClass> = Lazy::new(|ruby| class(ruby, "RemoteProtocolError"));
 /// `Hashfile::ClosedError`: use of a closed store or finished writer.
 pub static CLOSED_ERROR: Lazy<ExceptionClass> = Lazy::new(|ruby| class(ruby, "ClosedError"));
 
@@ -49,6 +58,25 @@ pub fn to_ruby(ruby: &Ruby, error: hashfile::Error) -> Error {
     let message = error.to_string();
     let path_of = |path: &Option<std::path::PathBuf>| path.as_ref().map(|p| p.display().to_string());
     match error {
+        E::Io { ref path, ref source } if hashfile_remote::RemoteError::find(source).is_some() => {
+            use hashfile_remote::RemoteErrorKind as K;
+            let remote = hashfile_remote::RemoteError::find(source).expect("checked by the guard");
+            let class = match remote.kind {
+                K::Changed => ruby.get_inner(&STALE_ERROR),
+                K::NotFound => ruby.get_inner(&REMOTE_NOT_FOUND_ERROR),
+                K::Denied => ruby.get_inner(&REMOTE_ACCESS_ERROR),
+                K::Timeout => ruby.get_inner(&REMOTE_TIMEOUT_ERROR),
+                K::Connection => ruby.get_inner(&REMOTE_CONNECTION_ERROR),
+                K::Server => ruby.get_inner(&REMOTE_SERVER_ERROR),
+                K::Protocol => ruby.get_inner(&REMOTE_PROTOCOL_ERROR),
+                K::Invalid => return arg_error(ruby, message),
+                _ => ruby.get_inner(&REMOTE_ERROR),
+            };
+            if remote.kind == K::Changed {
+                return construct(class, message, kwargs!(ruby, "path" => path_of(path)));
+            }
+            construct(class, message, kwargs!(ruby, "url" => path_of(path), "status" => remote.status))
+        }
         E::Io { ref path, ref source } => {
             let path = path.as_ref().map(|p| p.display().to_string()).unwrap_or_default();
             match source.raw_os_error() {

@@ -5,8 +5,9 @@
 //! `build`, `bitpacking`), each with its own `init`; the rest are helpers:
 //! `error` (the exception mapping), `options` (keyword options and the
 //! constants exported to Ruby), `value` (typed values both ways), `strings`
-//! (String constructors and encodings), `pool` (build threads, made again
-//! after a fork), `nogvl`, `typed_data`.
+//! (String constructors and encodings), `store` (a local or remote store
+//! behind one reader), `pool` (build threads, made again after a fork),
+//! `nogvl`, `typed_data`.
 
 mod bitpacking;
 mod build;
@@ -15,6 +16,7 @@ mod nogvl;
 mod options;
 mod pool;
 mod reader;
+mod store;
 mod strings;
 mod typed_data;
 mod value;

@@ -79,6 +79,69 @@ pub fn build_options(ruby: &Ruby, opts: RHash) -> Result<BuildOptions, Error> {
     Ok(o)
 }
 
+/// The names of the options in `opts`, for a message.
+pub fn names(opts: RHash) -> Result<String, Error> {
+    let mut names = Vec::new();
+    opts.foreach(|key: Value, _: Value| {
+        names.push(Symbol::from_value(key).map_or_else(|| key.to_string(), |s| s.name().map(|n| n.into_owned()).unwrap_or_default()));
+        Ok(ForEach::Continue)
+    })?;
+    Ok(names.join(", "))
+}
+
+fn seconds(ruby: &Ruby, name: &str, value: Value) -> Result<std::time::Duration, Error> {
+    let s = number(ruby, name, value)?;
+    if !(s.is_finite() && s > 0.0 && s <= 86_400.0) {
+        return Err(arg_error(ruby, format!("{name} must be a number of seconds above 0 and at most a day, not {s}")));
+    }
+    Ok(std::time::Duration::from_secs_f64(s))
+}
+
+fn boolean(ruby: &Ruby, name: &str, value: Value) -> Result<bool, Error> {
+    match value {
+        v if v.is_kind_of(ruby.class_true_class()) => Ok(true),
+        v if v.is_kind_of(ruby.class_false_class()) => Ok(false),
+        v => Err(type_error(ruby, format!("{name} must be true or false, not {}", class_name(v)))),
+    }
+}
+
+/// Options of a remote store (`Hashfile.open("https://...", headers:,
+/// timeout:, ...)`): the defaults, with each option given replaced.
+pub fn remote_options(ruby: &Ruby, opts: Option<RHash>) -> Result<hashfile_remote::RemoteOptions, Error> {
+    let mut o = hashfile_remote::RemoteOptions::default();
+    let Some(opts) = opts else { return Ok(o) };
+    each_option(ruby, opts, |name, value| {
+        match name {
+            "headers" => {
+                let headers = RHash::from_value(value).ok_or_else(|| type_error(ruby, format!("headers must be a Hash, not {}", class_name(value))))?;
+                headers.foreach(|k: Value, v: Value| {
+                    o.headers.push((name_value(ruby, "a header name", k)?, name_value(ruby, "a header value", v)?));
+                    Ok(ForEach::Continue)
+                })?;
+            }
+            "timeout" => o.timeout = seconds(ruby, name, value)?,
+            "connect_timeout" => o.connect_timeout = seconds(ruby, name, value)?,
+            "retries" => o.retries = unsigned(ruby, name, value, 100)? as u32,
+            "concurrency" => o.concurrency = unsigned(ruby, name, value, 1024)?.max(1) as usize,
+            "cache_size" => o.cache.capacity = unsigned(ruby, name, value, u64::MAX)? as usize,
+            "block_size" => {
+                let len = unsigned(ruby, name, value, 64 << 20)? as usize;
+                if len < 512 {
+                    return Err(arg_error(ruby, format!("block_size must be at least 512 bytes, not {len}")));
+                }
+                o.cache.block_len = len;
+            }
+            "prefetch_index" => o.prefetch_index = boolean(ruby, name, value)?,
+            "http2" => o.http2_prior_knowledge = boolean(ruby, name, value)?,
+            "s3_endpoint" => o.s3_endpoint = Some(name_value(ruby, name, value)?),
+            "s3_region" => o.s3_region = Some(name_value(ruby, name, value)?),
+            other => return Err(arg_error(ruby, format!("unknown remote option {other}"))),
+        }
+        Ok(())
+    })?;
+    Ok(o)
+}
+
 fn policy_names() -> String {
     OnDuplicate::NAMES.iter().map(|(n, _)| format!(":{n}")).collect::<Vec<_>>().join(", ")
 }
@@ -155,8 +218,8 @@ fn frozen_hash(ruby: &Ruby, pairs: impl IntoIterator<Item = (&'static str, Value
 }
 
 /// Defines the constants the Ruby wrappers, the CLI and users read:
-/// `BUILD_DEFAULTS`, `IMPORT_DEFAULTS`, `FORMATS`, `FORMAT_EXTENSIONS`,
-/// `ON_DUPLICATE`, `MAX_DEPTH` and `MAX_INTEGER_DIGITS`.
+/// `BUILD_DEFAULTS`, `IMPORT_DEFAULTS`, `REMOTE_DEFAULTS`, `FORMATS`,
+/// `FORMAT_EXTENSIONS`, `ON_DUPLICATE`, `MAX_DEPTH` and `MAX_INTEGER_DIGITS`.
 pub fn init(ruby: &Ruby, module: RModule) -> Result<(), Error> {
     let d = BuildOptions::default();
     let build = frozen_hash(
@@ -213,6 +276,21 @@ pub fn init(ruby: &Ruby, module: RModule) -> Result<(), Error> {
     let policies = ruby.ary_from_iter(OnDuplicate::NAMES.iter().map(|(n, _)| ruby.to_symbol(n)));
     policies.freeze();
     module.const_set("ON_DUPLICATE", policies)?;
+    let r = hashfile_remote::RemoteOptions::default();
+    let remote = frozen_hash(
+        ruby,
+        [
+            ("timeout", ruby.into_value(r.timeout.as_secs_f64())),
+            ("connect_timeout", ruby.into_value(r.connect_timeout.as_secs_f64())),
+            ("retries", ruby.into_value(r.retries)),
+            ("concurrency", ruby.into_value(r.concurrency)),
+            ("cache_size", ruby.into_value(r.cache.capacity)),
+            ("block_size", ruby.into_value(r.cache.block_len)),
+            ("prefetch_index", ruby.into_value(r.prefetch_index)),
+            ("http2", ruby.into_value(r.http2_prior_knowledge)),
+        ],
+    )?;
+    module.const_set("REMOTE_DEFAULTS", remote)?;
     module.const_set("MAX_DEPTH", hashfile::value::MAX_DEPTH)?;
     module.const_set("MAX_INTEGER_DIGITS", hashfile::import::MAX_INTEGER_DIGITS)?;
     Ok(())

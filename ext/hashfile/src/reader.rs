@@ -6,19 +6,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hashfile::RecordBuf;
-use magnus::{function, gc::Marker, method, prelude::*, value::Opaque, DataTypeFunctions, Error, RArray, RHash, RModule, RString, Ruby, Symbol, TypedData, Value};
-use hashfile::read::fault::GuardedMap;
+use hashfile_remote::RemoteOptions;
+use magnus::{function, gc::Marker, method, prelude::*, value::Opaque, DataTypeFunctions, Error, RArray, RHash, RModule, RString, Ruby, TypedData, Value};
 
 use crate::error::{arg_error, to_ruby, CLOSED_ERROR};
+use crate::store::Store;
 use crate::strings;
 use crate::typed_data::unwrap_self;
 use crate::value::{DecodeFlags, Decoder};
-
-/// A store on a memory map registered with the core's SIGBUS handler
-/// (`hashfile::read::fault`, installed by `init`): a page that faults
-/// because the file shrank under the map reads as zeros, and every method
-/// checks for that after it has read and raises StaleError instead.
-type Store = hashfile::Reader<GuardedMap>;
 
 /// The store lives in an `Arc` so that `verify`, which runs without the GVL,
 /// keeps the mapping alive even if another thread closes the reader, and an
@@ -53,6 +48,9 @@ pub struct Reader {
     /// Checking the path for a new store on access (`reload:`).
     reload: Option<Reload>,
     path: String,
+    /// How a remote store is reached (unused for a local one): kept to
+    /// open the store again on `reopen`.
+    remote: RemoteOptions,
     /// The decode options given to `Hashfile.open`.
     flags: DecodeFlags,
     /// The `load` half of the serializer given to `Hashfile.open`.
@@ -82,25 +80,6 @@ struct Reload {
 /// call, small enough that `close` inside `each` takes effect promptly.
 const CHUNK: usize = 1024;
 
-/// Calls `f` with the bytes of a String or Symbol key; `None` for any other
-/// object, which can never be a key.
-#[inline]
-fn with_key<R>(key: Value, f: impl FnOnce(&[u8]) -> R) -> Result<Option<R>, Error> {
-    if let Some(s) = RString::from_value(key) {
-        // SAFETY: the slice is used only inside `f`, which runs no Ruby code
-        // and allocates no Ruby objects, so the string cannot be modified or
-        // collected while it is borrowed.
-        return Ok(Some(f(unsafe { strings::bytes(s) })));
-    }
-    if let Some(sym) = Symbol::from_value(key) {
-        // By its name's bytes, as the writer stores a Symbol key, whatever
-        // the name's encoding.
-        // SAFETY: as above; the name String lives as long as the Symbol.
-        return Ok(Some(f(unsafe { strings::bytes(strings::symbol_name(sym)) })));
-    }
-    Ok(None)
-}
-
 /// A new frozen Ruby String holding the key, as Hash keys are.
 fn key_string(ruby: &Ruby, record: &RecordBuf<'_>) -> Result<RString, Error> {
     let key = strings::new(ruby, record.key(), strings::key_encoding(record.key_utf8()), false)?;
@@ -109,26 +88,34 @@ fn key_string(ruby: &Ruby, record: &RecordBuf<'_>) -> Result<RString, Error> {
 }
 
 impl Reader {
-    /// `_open(path, options, load, reload)`: decode `options` (a Hash or
-    /// nil) and the serializer's `load` (or nil) are kept for every lookup;
-    /// `reload` is nil or the seconds between checks for a new store.
-    fn open(ruby: &Ruby, path: String, options: Option<RHash>, load: Value, reload: Option<f64>) -> Result<Reader, Error> {
+    /// `_open(path, options, load, reload, remote)`: decode `options` (a
+    /// Hash or nil) and the serializer's `load` (or nil) are kept for every
+    /// lookup; `reload` is nil or the seconds between checks for a new
+    /// store; `remote` (a Hash or nil) says how to reach an http://,
+    /// https:// or s3:// store.
+    fn open(ruby: &Ruby, path: String, options: Option<RHash>, load: Value, reload: Option<f64>, remote: Option<RHash>) -> Result<Reader, Error> {
         let flags = DecodeFlags::default().with_options(ruby, options)?;
+        let is_remote = hashfile_remote::Location::is_remote(&path);
         let reload = match reload {
             None => None,
+            Some(_) if is_remote => return Err(arg_error(ruby, format!("reload: is for local stores; a remote one raises StaleError when the object is replaced ({path})"))),
             Some(seconds) if seconds.is_finite() && seconds >= 0.0 => {
                 let every = Duration::from_secs_f64(seconds);
                 Some(Reload { every, next_check: Cell::new(Instant::now() + every), error: RefCell::new(None) })
             }
             Some(seconds) => return Err(arg_error(ruby, format!("reload must be nil or a number of seconds, 0 or more, not {seconds}"))),
         };
-        let store = Store::open_guarded(&path).map_err(|e| to_ruby(ruby, e))?;
+        let remote = match remote {
+            Some(given) if !is_remote => return Err(arg_error(ruby, format!("{} apply only to http://, https:// and s3:// stores, not {path}", crate::options::names(given)?))),
+            given => crate::options::remote_options(ruby, given)?,
+        };
+        let store = Store::open(ruby, &path, &remote)?.map_err(|e| to_ruby(ruby, e))?;
         let load = (!load.is_nil()).then(|| Opaque::from(load));
-        Ok(Reader::on(Arc::new(store), path, flags, load, reload))
+        Ok(Reader::on(Arc::new(store), path, remote, flags, load, reload))
     }
 
-    fn on(store: Arc<Store>, path: String, flags: DecodeFlags, load: Option<Opaque<Value>>, reload: Option<Reload>) -> Reader {
-        Reader { store: RefCell::new(Some(store)), closed: Cell::new(false), in_flight: Cell::new(0), pending: RefCell::new(None), reload, path, flags, load }
+    fn on(store: Arc<Store>, path: String, remote: RemoteOptions, flags: DecodeFlags, load: Option<Opaque<Value>>, reload: Option<Reload>) -> Reader {
+        Reader { store: RefCell::new(Some(store)), closed: Cell::new(false), in_flight: Cell::new(0), pending: RefCell::new(None), reload, path, remote, flags, load }
     }
 
     /// Makes `store` the one every later lookup reads: now if no lookup is
@@ -155,7 +142,7 @@ impl Reader {
             None => false,
         };
         if stale {
-            match Store::open_guarded(&self.path) {
+            match hashfile::Reader::open_guarded(&self.path).map(Store::Local) {
                 Ok(store) => {
                     self.install(Arc::new(store));
                     reload.error.borrow_mut().take();
@@ -184,7 +171,7 @@ impl Reader {
         if rb_self.closed.get() {
             return Err(rb_self.closed(ruby));
         }
-        let store = Store::open_guarded(&rb_self.path).map_err(|e| to_ruby(ruby, e))?;
+        let store = Store::open(ruby, &rb_self.path, &rb_self.remote)?.map_err(|e| to_ruby(ruby, e))?;
         rb_self.install(Arc::new(store));
         if let Some(reload) = &rb_self.reload {
             reload.error.borrow_mut().take();
@@ -202,7 +189,7 @@ impl Reader {
     /// reload swaps: `each` iterates one mapping from start to end.
     fn pin(ruby: &Ruby, rb_self: &Self) -> Result<Reader, Error> {
         let store = rb_self.shared(ruby)?;
-        Ok(Reader::on(store, rb_self.path.clone(), rb_self.flags, rb_self.load, None))
+        Ok(Reader::on(store, rb_self.path.clone(), rb_self.remote.clone(), rb_self.flags, rb_self.load, None))
     }
 
     fn closed(&self, ruby: &Ruby) -> Error {
@@ -253,9 +240,9 @@ impl Reader {
     /// `db[key]`: the value, or `if_missing` when the key is absent.
     #[inline]
     fn lookup(&self, ruby: &Ruby, key: Value, if_missing: Value, flags: DecodeFlags) -> Result<Value, Error> {
-        self.with_store(ruby, |store| match with_key(key, |k| store.get(k))? {
+        self.with_store(ruby, |store| match store.find(ruby, key)? {
             // The record borrows the mapping, not the key, whose borrow ended
-            // inside `with_key` before anything is allocated.
+            // inside `find` before anything is allocated.
             Some(Ok(Some(record))) => self.decoder(ruby, flags).record(&record.record()).map_err(|e| self.locate(ruby, e, record.key())),
             Some(Ok(None)) | None => Ok(if_missing),
             Some(Err(e)) => Err(to_ruby(ruby, e.with_path(self.path.as_ref()))),
@@ -292,7 +279,7 @@ impl Reader {
     fn dig(ruby: &Ruby, rb_self: Value, key: Value, path: RArray, options: Option<RHash>) -> Result<Value, Error> {
         let reader = unwrap_self::<Self>(ruby, rb_self, "Hashfile::Reader")?;
         let flags = reader.flags.with_options(ruby, options)?;
-        reader.with_store(ruby, |store| match with_key(key, |k| store.get(k))? {
+        reader.with_store(ruby, |store| match store.find(ruby, key)? {
             Some(Ok(Some(record))) => reader.decoder(ruby, flags).dig(&record.record(), path).map_err(|e| reader.locate(ruby, e, record.key())),
             Some(Ok(None)) | None => Ok(ruby.qnil().as_value()),
             Some(Err(e)) => Err(to_ruby(ruby, e.with_path(reader.path.as_ref()))),
@@ -301,8 +288,8 @@ impl Reader {
 
     fn has_key(ruby: &Ruby, rb_self: Value, key: Value) -> Result<bool, Error> {
         let reader = unwrap_self::<Self>(ruby, rb_self, "Hashfile::Reader")?;
-        reader.with_store(ruby, |store| match with_key(key, |k| store.get(k).map(|r| r.is_some()))? {
-            Some(Ok(found)) => Ok(found),
+        reader.with_store(ruby, |store| match store.find(ruby, key)? {
+            Some(Ok(found)) => Ok(found.is_some()),
             None => Ok(false),
             Some(Err(e)) => Err(to_ruby(ruby, e.with_path(reader.path.as_ref()))),
         })
@@ -312,35 +299,45 @@ impl Reader {
         rb_self.with_store(ruby, |store| Ok(store.len()))
     }
 
+    /// `_get_many(keys, if_missing)`: the values of `keys` in order,
+    /// `if_missing` for absent ones. A remote store fetches them as one
+    /// batch (level by level, each level's requests together).
+    fn get_many(ruby: &Ruby, rb_self: &Self, keys: RArray, if_missing: Value) -> Result<RArray, Error> {
+        let decoder = rb_self.decoder(ruby, rb_self.flags);
+        rb_self.with_store(ruby, |store| {
+            let found = store.find_many(ruby, keys)?.map_err(|e| to_ruby(ruby, e.with_path(rb_self.path.as_ref())))?;
+            let out = ruby.ary_new_capa(found.len());
+            for record in &found {
+                match record {
+                    Some(record) => out.push(decoder.record(&record.record()).map_err(|e| rb_self.locate(ruby, e, record.key()))?)?,
+                    None => out.push(if_missing)?,
+                }
+            }
+            Ok(out)
+        })
+    }
+
     /// Up to CHUNK records from byte `offset` of the records section, the
     /// first being entry number `index` (0-based), as
     /// `[next_offset_or_nil, key, value, key, value, ...]`.
     fn each_chunk(ruby: &Ruby, rb_self: &Self, offset: u64, index: u64) -> Result<RArray, Error> {
         let decoder = rb_self.decoder(ruby, rb_self.flags);
         rb_self.with_store(ruby, |store| {
-            let out = ruby.ary_new_capa(1 + 2 * CHUNK);
-            out.push(ruby.qnil())?;
-            let mut at = offset;
-            for k in 0..CHUNK as u64 {
-                match store.next_record(at, index + k).map_err(|e| to_ruby(ruby, e.with_path(rb_self.path.as_ref())))? {
-                    Some((record, next)) => {
-                        out.push(key_string(ruby, &record)?)?;
-                        out.push(decoder.record(&record.record()).map_err(|e| rb_self.locate(ruby, e, record.key()))?)?;
-                        at = next;
-                    }
-                    None => return Ok(out),
-                }
+            let (records, next) = store.chunk(ruby, offset, index, CHUNK)?.map_err(|e| to_ruby(ruby, e.with_path(rb_self.path.as_ref())))?;
+            let out = ruby.ary_new_capa(1 + 2 * records.len());
+            out.push(next)?;
+            for record in &records {
+                out.push(key_string(ruby, record)?)?;
+                out.push(decoder.record(&record.record()).map_err(|e| rb_self.locate(ruby, e, record.key()))?)?;
             }
-            out.store(0, at)?;
             Ok(out)
         })
     }
 
     fn verify(ruby: &Ruby, rb_self: &Self) -> Result<bool, Error> {
         let store = rb_self.shared(ruby)?;
-        let checked = store.clone();
-        let result = crate::nogvl::without_gvl(ruby, move || store.verify(), None)?;
-        checked.check_faults().and(result).map_err(|e| to_ruby(ruby, e.with_path(rb_self.path.as_ref())))?;
+        let result = store.verify(ruby)?;
+        store.check_faults().and(result).map_err(|e| to_ruby(ruby, e.with_path(rb_self.path.as_ref())))?;
         Ok(true)
     }
 
@@ -352,6 +349,11 @@ impl Reader {
         if self.in_flight.get() == 0 {
             self.store.borrow_mut().take();
         }
+    }
+
+    /// `remote?`: whether the store is read over HTTP or from S3.
+    fn is_remote(&self) -> bool {
+        hashfile_remote::Location::is_remote(&self.path)
     }
 
     fn is_closed(&self) -> bool {
@@ -391,6 +393,22 @@ impl Reader {
             params.aset(sym("slots"), g.slot_count)?;
             params.aset(sym("parts"), g.part_count)?;
             out.aset(sym("parameters"), params)?;
+            if let Store::Remote(remote) = store {
+                let stats = remote.source().stats();
+                let object = remote.source().fetcher();
+                let cache = ruby.hash_new();
+                cache.aset(sym("block_bytes"), remote.source().block_len())?;
+                cache.aset(sym("hits"), stats.hits)?;
+                cache.aset(sym("misses"), stats.misses)?;
+                cache.aset(sym("round_trips"), stats.fetches)?;
+                cache.aset(sym("requests"), object.requests())?;
+                cache.aset(sym("bytes_fetched"), stats.bytes_fetched)?;
+                cache.aset(sym("resident_bytes"), stats.resident_bytes)?;
+                cache.aset(sym("pinned_bytes"), stats.pinned_bytes)?;
+                out.aset(sym("cache"), cache)?;
+                out.aset(sym("etag"), object.identity().etag.clone())?;
+                out.aset(sym("last_modified"), object.identity().last_modified.clone())?;
+            }
             Ok(out)
         })
     }
@@ -431,13 +449,15 @@ pub fn init(ruby: &Ruby, module: RModule) -> Result<(), Error> {
     let class = module.define_class("Reader", ruby.class_object())?;
     // Readers are made by `_open` alone: no data-less `allocate`.
     class.undef_default_alloc_func();
-    class.define_singleton_method("_open", function!(Reader::open, 4))?;
+    class.define_singleton_method("_open", function!(Reader::open, 5))?;
     class.define_method("[]", method!(Reader::aref, 1))?;
     class.define_method("_get", method!(Reader::get, 3))?;
     class.define_method("_dig", method!(Reader::dig, 3))?;
     class.define_method("key?", method!(Reader::has_key, 1))?;
     class.define_method("size", method!(Reader::size, 0))?;
     class.define_method("_each_chunk", method!(Reader::each_chunk, 2))?;
+    class.define_method("_get_many", method!(Reader::get_many, 2))?;
+    class.define_method("remote?", method!(Reader::is_remote, 0))?;
     class.define_method("_verify", method!(Reader::verify, 0))?;
     class.define_method("close", method!(Reader::close, 0))?;
     class.define_method("closed?", method!(Reader::is_closed, 0))?;
