@@ -10,7 +10,7 @@
 use std::ops::Range;
 
 use bytes::Bytes;
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_RANGE, ETAG, IF_MATCH, IF_UNMODIFIED_SINCE, LAST_MODIFIED, LOCATION, RANGE};
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_RANGE, CONTENT_TYPE, ETAG, IF_MATCH, IF_UNMODIFIED_SINCE, LAST_MODIFIED, LOCATION, RANGE};
 use reqwest::StatusCode;
 
 use crate::error::{RemoteError, RemoteErrorKind};
@@ -47,10 +47,15 @@ impl HttpTransport {
         Ok(HttpTransport { client, url })
     }
 
-    /// Bytes `range` of the object, and what identifies the object that
-    /// sent them. With `expect`, the object must be that one.
-    pub(crate) async fn get(&self, range: Range<u64>, expect: Option<&Identity>) -> Result<(Bytes, Identity), RemoteError> {
-        let mut request = self.client.get(self.url.clone()).header(RANGE, format!("bytes={}-{}", range.start, range.end - 1));
+    /// The bytes of each of `ranges` (sorted and disjoint), in one request,
+    /// and what identifies the object that sent them. Several ranges go in
+    /// one Range header and come back as a multipart/byteranges body, or as
+    /// one part covering them all if the server merged them. With `expect`,
+    /// the object must be that one. A range may end past the object's end
+    /// only when it is the only one: it is cut there (opening does that).
+    pub(crate) async fn get(&self, ranges: &[Range<u64>], expect: Option<&Identity>) -> Result<(Vec<Bytes>, Identity), RemoteError> {
+        let spec: Vec<String> = ranges.iter().map(|r| format!("{}-{}", r.start, r.end - 1)).collect();
+        let mut request = self.client.get(self.url.clone()).header(RANGE, format!("bytes={}", spec.join(",")));
         if let Some(expect) = expect {
             match (&expect.etag, &expect.last_modified) {
                 // A weak ETag never matches If-Match (RFC 9110 13.1.1):
@@ -61,35 +66,116 @@ impl HttpTransport {
                 _ => {}
             }
         }
-        let what = || format!("bytes {}..{}", range.start, range.end);
-        let response = request.send().await.map_err(|e| send_error(&e, &what()))?;
+        let what = describe(ranges);
+        let response = request.send().await.map_err(|e| send_error(&e, &what))?;
         let status = response.status();
         if status != StatusCode::PARTIAL_CONTENT {
-            return Err(status_error(status, response.headers(), &what(), expect.is_some()));
+            return Err(status_error(status, response.headers(), &what, expect.is_some()));
         }
         let headers = response.headers();
         let header = |name| headers.get(name).and_then(|v: &HeaderValue| v.to_str().ok()).map(str::to_owned);
-        let (start, end, size) = match header(CONTENT_RANGE).as_deref().and_then(parse_content_range) {
-            Some(parsed) => parsed,
-            None => return Err(RemoteError::with_status(RemoteErrorKind::Protocol, 206, format!("the answer to a GET of {} has no usable Content-Range ({:?})", what(), header(CONTENT_RANGE)))),
+        let boundary = header(CONTENT_TYPE).as_deref().and_then(multipart_boundary);
+        let single = match boundary {
+            Some(_) => None,
+            None => match header(CONTENT_RANGE).as_deref().and_then(parse_content_range) {
+                Some(parsed) => Some(parsed),
+                None => return Err(RemoteError::with_status(RemoteErrorKind::Protocol, 206, format!("the answer to a GET of {what} has no usable Content-Range ({:?})", header(CONTENT_RANGE)))),
+            },
         };
-        let identity = Identity { size, etag: header(ETAG), last_modified: header(LAST_MODIFIED) };
+        let (etag, last_modified) = (header(ETAG), header(LAST_MODIFIED));
+        let body = response.bytes().await.map_err(|e| {
+            let kind = if e.is_timeout() { RemoteErrorKind::Timeout } else { RemoteErrorKind::Connection };
+            RemoteError::new(kind, format!("the body of {what} broke off: {}", chain(&e)))
+        })?;
+        // Each part as (start, end, size, bytes).
+        let parts = match (single, boundary) {
+            (Some((start, end, size)), _) => {
+                if body.len() as u64 != end - start {
+                    return Err(RemoteError::new(RemoteErrorKind::Connection, format!("the body of {what} ended after {} of {} bytes", body.len(), end - start)));
+                }
+                vec![(start, end, size, body)]
+            }
+            (None, Some(boundary)) => parse_multipart(&body, &boundary).map_err(|problem| RemoteError::new(RemoteErrorKind::Connection, format!("the multipart body of {what} {problem}")))?,
+            (None, None) => unreachable!("one of the two is set above"),
+        };
+        let size = parts[0].2;
+        if parts.iter().any(|p| p.2 != size) {
+            return Err(RemoteError::with_status(RemoteErrorKind::Protocol, 206, format!("the parts of the answer to {what} disagree on the object's length")));
+        }
+        let identity = Identity { size, etag, last_modified };
         if let Some(expect) = expect {
             expect.check(&identity)?;
         }
-        let wanted_end = range.end.min(size);
-        if start != range.start || end != wanted_end {
-            return Err(RemoteError::with_status(RemoteErrorKind::Protocol, 206, format!("asked for {}, the server sent bytes {start}..{end} of {size}", what())));
+        let mut out = Vec::with_capacity(ranges.len());
+        for range in ranges {
+            let end = if ranges.len() == 1 { range.end.min(size) } else { range.end };
+            match parts.iter().find(|p| p.0 <= range.start && end <= p.1) {
+                Some((start, _, _, bytes)) => out.push(bytes.slice((range.start - start) as usize..(end - start) as usize)),
+                None => return Err(RemoteError::with_status(RemoteErrorKind::Protocol, 206, format!("asked for {what}, the server sent {} without bytes {}..{end}", describe_parts(&parts), range.start))),
+            }
         }
-        let body = response.bytes().await.map_err(|e| {
-            let kind = if e.is_timeout() { RemoteErrorKind::Timeout } else { RemoteErrorKind::Connection };
-            RemoteError::new(kind, format!("the body of {} broke off: {}", what(), chain(&e)))
-        })?;
-        if body.len() as u64 != end - start {
-            return Err(RemoteError::new(RemoteErrorKind::Connection, format!("the body of {} ended after {} of {} bytes", what(), body.len(), end - start)));
-        }
-        Ok((body, identity))
+        Ok((out, identity))
     }
+}
+
+/// Ranges in words, for messages: "bytes 0..16384", or "3 ranges (bytes
+/// 10..20, ...)".
+fn describe(ranges: &[Range<u64>]) -> String {
+    match ranges {
+        [one] => format!("bytes {}..{}", one.start, one.end),
+        _ => format!("{} ranges (bytes {}..{}, ...)", ranges.len(), ranges[0].start, ranges[0].end),
+    }
+}
+
+fn describe_parts(parts: &[(u64, u64, u64, Bytes)]) -> String {
+    let shown: Vec<String> = parts.iter().take(3).map(|p| format!("{}..{}", p.0, p.1)).collect();
+    format!("bytes {}{}", shown.join(", "), if parts.len() > 3 { ", ..." } else { "" })
+}
+
+/// The boundary of a `multipart/byteranges` Content-Type.
+fn multipart_boundary(content_type: &str) -> Option<String> {
+    let (kind, params) = content_type.split_once(';')?;
+    if !kind.trim().eq_ignore_ascii_case("multipart/byteranges") {
+        return None;
+    }
+    params.split(';').find_map(|p| {
+        let (name, value) = p.split_once('=')?;
+        name.trim().eq_ignore_ascii_case("boundary").then(|| value.trim().trim_matches('"').to_owned())
+    })
+}
+
+/// The parts of a multipart/byteranges body (RFC 9110 14.6): each after a
+/// `--boundary` line and its headers, as long as its Content-Range says,
+/// so that no boundary is ever searched for inside binary data.
+fn parse_multipart(body: &Bytes, boundary: &str) -> Result<Vec<(u64, u64, u64, Bytes)>, String> {
+    let delimiter = format!("--{boundary}");
+    let find = |from: usize, needle: &[u8]| body[from..].windows(needle.len()).position(|w| w == needle).map(|at| from + at);
+    let mut parts = Vec::new();
+    let mut at = find(0, delimiter.as_bytes()).ok_or("has no boundary")?;
+    loop {
+        at += delimiter.len();
+        if body[at..].starts_with(b"--") {
+            break;
+        }
+        let headers_end = find(at, b"\r\n\r\n").ok_or("ends inside a part's headers")?;
+        let headers = std::str::from_utf8(&body[at..headers_end]).map_err(|_| "has part headers that are not text")?;
+        let range = headers
+            .split("\r\n")
+            .find_map(|line| line.split_once(':').filter(|(name, _)| name.trim().eq_ignore_ascii_case("content-range")).map(|(_, value)| value.trim()))
+            .and_then(parse_content_range)
+            .ok_or("has a part without a usable Content-Range")?;
+        let start = headers_end + 4;
+        let end = start + (range.1 - range.0) as usize;
+        if end > body.len() {
+            return Err(format!("ended inside the part for bytes {}..{}", range.0, range.1));
+        }
+        parts.push((range.0, range.1, range.2, body.slice(start..end)));
+        at = find(end, delimiter.as_bytes()).ok_or("ends without its closing boundary")?;
+    }
+    if parts.is_empty() {
+        return Err("has no parts".to_owned());
+    }
+    Ok(parts)
 }
 
 /// An error sending a request or reading its head.
@@ -143,7 +229,21 @@ fn parse_content_range(value: &str) -> Option<(u64, u64, u64)> {
 
 #[cfg(test)]
 mod tests {
-    use super::parse_content_range;
+    use super::{multipart_boundary, parse_content_range, parse_multipart};
+    use bytes::Bytes;
+
+    #[test]
+    fn multipart_bodies_split_by_their_content_ranges_even_with_the_boundary_inside_a_part() {
+        assert_eq!(multipart_boundary("multipart/byteranges; boundary=00000000001").as_deref(), Some("00000000001"));
+        assert_eq!(multipart_boundary("multipart/byteranges; boundary=\"a b\"").as_deref(), Some("a b"));
+        assert_eq!(multipart_boundary("application/octet-stream"), None);
+        let body = Bytes::from_static(b"\r\n--XB\r\nContent-Type: application/octet-stream\r\nContent-Range: bytes 0-4/100\r\n\r\n--XB-\r\n--XB\r\nContent-Range: bytes 50-51/100\r\n\r\nhi\r\n--XB--\r\n");
+        let parts = parse_multipart(&body, "XB").unwrap();
+        assert_eq!(parts.iter().map(|p| (p.0, p.1, p.2, &p.3[..])).collect::<Vec<_>>(), vec![(0, 5, 100, &b"--XB-"[..]), (50, 52, 100, &b"hi"[..])]);
+        let cut = body.slice(..body.len() - 20);
+        assert!(parse_multipart(&cut, "XB").is_err());
+        assert!(parse_multipart(&Bytes::from_static(b"--XB--\r\n"), "XB").is_err());
+    }
 
     #[test]
     fn content_ranges_parse_only_when_complete_and_consistent() {

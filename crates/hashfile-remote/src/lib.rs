@@ -1,11 +1,11 @@
 //! Read hashfile stores where they are published: over HTTP(S) range
 //! requests, and from S3 or any S3-compatible server.
 //!
-//! [`open`] makes one request (a ranged GET of the first block, which
+//! [`open`] makes two requests: a ranged GET of the first block, which
 //! holds the header and section table and gives the object's length and
-//! ETag) and one more for the seed index when it is not in that block. A
+//! ETag, and one for the seed index, with the seeds when they are small. A
 //! lookup is then at most three dependent requests (seed block, slot,
-//! record), one once the index is cached, and none for what the block
+//! record; two when the seeds came at open), one once the index is cached, and none for what the block
 //! cache holds. `Reader::get_many` fetches a batch level by level, each
 //! level's requests together. Every answer is checked against the identity
 //! recorded at open, so bytes of two versions never mix.
@@ -27,7 +27,8 @@ mod s3;
 use std::path::Path;
 use std::time::Duration;
 
-use hashfile::read::{BlockCache, CacheOptions, OPEN_READ_LEN};
+use hashfile::format::{Header, SectionId};
+use hashfile::read::{BlockCache, CacheOptions, Source, OPEN_READ_LEN};
 use hashfile::Reader;
 
 pub use error::{RemoteError, RemoteErrorKind};
@@ -137,11 +138,19 @@ impl Default for RemoteOptions {
     }
 }
 
+/// Seeds up to this many bytes are fetched with the seed index at open,
+/// in the same request (the two sections are adjacent), and kept: then a
+/// lookup is two requests (slot, record), and open plus a first lookup is
+/// four round trips. 1 MiB holds the seeds of about 3 million keys with the
+/// default build options (about 2.4 bits per key).
+pub const PIN_SEEDS_UP_TO: u64 = 1 << 20;
+
 /// Opens the store at `location` (`http://`, `https://` or `s3://`).
 ///
 /// One request fetches the first block (at least [`OPEN_READ_LEN`] bytes:
-/// the header and section table) and learns the object's length and ETag;
-/// one more fetches the seed index unless that block holds it; with
+/// the header and section table) and learns the object's length and ETag.
+/// A second fetches the seed index, with the seeds when they are at most
+/// [`PIN_SEEDS_UP_TO`] bytes (kept for the reader's life); with
 /// `prefetch_index`, one more fetches the rest of the index. Errors carry
 /// the location as their path and a [`RemoteError`] inside (see
 /// [`RemoteError::find_in`]).
@@ -158,6 +167,18 @@ pub fn open(location: &str, options: RemoteOptions) -> hashfile::Result<RemoteRe
     let (object, first) = RemoteObject::open(parsed, options, first_len).map_err(at)?;
     let cache = BlockCache::new(object, cache_options);
     cache.insert(0, &first);
+    // The seed index and, if small, the seeds in one request, before the
+    // reader asks for the index alone. A header longer than the first
+    // block skips this; the reader then reads what it needs itself.
+    if let Ok(header) = Header::decode(&first, cache.size()) {
+        let (index, seeds) = (header.section(SectionId::SeedIndex), header.section(SectionId::Seeds));
+        let mut wanted = Vec::with_capacity(2);
+        wanted.push(index.offset..index.offset + index.length);
+        if seeds.length <= PIN_SEEDS_UP_TO {
+            wanted.push(seeds.offset..seeds.offset + seeds.length);
+        }
+        cache.pin(&wanted).map_err(|e| hashfile::Error::Io { path: Some(Path::new(location).to_path_buf()), source: e })?;
+    }
     let reader = Reader::new(cache).map_err(|e| e.with_path(Path::new(location)))?;
     if prefetch_index {
         reader.prefetch_index().map_err(|e| e.with_path(Path::new(location)))?;

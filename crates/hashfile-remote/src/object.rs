@@ -10,7 +10,7 @@
 
 use std::io;
 use std::ops::Range;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -93,23 +93,37 @@ impl Connection {
         Ok(Connection { pid: std::process::id(), runtime, transport })
     }
 
-    async fn get_once(&self, range: Range<u64>, expect: Option<&Identity>) -> Result<(Bytes, Identity), RemoteError> {
+    /// One request for `ranges`: several in one multi-range request over
+    /// HTTP, exactly one for S3 (which serves one range per request).
+    async fn get_once(&self, ranges: &[Range<u64>], expect: Option<&Identity>) -> Result<(Vec<Bytes>, Identity), RemoteError> {
         match &self.transport {
-            Transport::Http(http) => http.get(range, expect).await,
-            Transport::S3(s3) => s3.get(range, expect).await,
+            Transport::Http(http) => http.get(ranges, expect).await,
+            // `fetch` asks S3 for one range per request; were it more, they
+            // would go one after another.
+            Transport::S3(s3) => {
+                let mut out = Vec::with_capacity(ranges.len());
+                let mut identity = None;
+                for range in ranges {
+                    let (bytes, got) = s3.get(range.clone(), expect).await?;
+                    out.push(bytes);
+                    identity = Some(got);
+                }
+                identity.map(|identity| (out, identity)).ok_or_else(|| RemoteError::new(RemoteErrorKind::Invalid, "a fetch of no ranges"))
+            }
         }
     }
 
-    /// A ranged GET, retried after a broken connection or a server error
-    /// (S3's client retries on its own), with exponential backoff.
-    async fn get(&self, range: Range<u64>, expect: Option<&Identity>, options: &RemoteOptions) -> Result<(Bytes, Identity), RemoteError> {
+    /// A request for `ranges`, retried after a broken connection or a
+    /// server error (S3's client retries on its own), with exponential
+    /// backoff.
+    async fn get(&self, ranges: &[Range<u64>], expect: Option<&Identity>, options: &RemoteOptions) -> Result<(Vec<Bytes>, Identity), RemoteError> {
         let retries = match self.transport {
             Transport::Http(_) => options.retries,
             Transport::S3(_) => 0,
         };
         let mut attempt = 0;
         loop {
-            match self.get_once(range.clone(), expect).await {
+            match self.get_once(ranges, expect).await {
                 Err(error) if error.is_retryable() && attempt < retries => {
                     tokio::time::sleep(options.backoff * 2u32.pow(attempt.min(10))).await;
                     attempt += 1;
@@ -147,6 +161,10 @@ pub struct RemoteObject {
     identity: Identity,
     connection: Mutex<Arc<Connection>>,
     requests: AtomicU64,
+    /// Whether to ask for several ranges in one request: HTTP servers
+    /// mostly serve them (multipart/byteranges); one that answers such a
+    /// request with 200 or 416 is asked one range at a time from then on.
+    multi_range: AtomicBool,
 }
 
 impl RemoteObject {
@@ -154,9 +172,10 @@ impl RemoteObject {
     /// which also gives its length and identity. Returns those bytes too.
     pub(crate) fn open(location: Location, options: RemoteOptions, first_len: u64) -> Result<(RemoteObject, Bytes), RemoteError> {
         let connection = Connection::new(&location, &options)?;
-        let (first, identity) = connection.run(connection.get(0..first_len, None, &options))?;
-        let object = RemoteObject { location, options, identity, connection: Mutex::new(Arc::new(connection)), requests: AtomicU64::new(1) };
-        Ok((object, first))
+        let (mut first, identity) = connection.run(connection.get(std::slice::from_ref(&(0..first_len)), None, &options))?;
+        let multi_range = matches!(connection.transport, Transport::Http(_));
+        let object = RemoteObject { location, options, identity, connection: Mutex::new(Arc::new(connection)), requests: AtomicU64::new(1), multi_range: AtomicBool::new(multi_range) };
+        Ok((object, first.remove(0)))
     }
 
     /// What the object was when opened.
@@ -169,8 +188,8 @@ impl RemoteObject {
         &self.location
     }
 
-    /// Requests made so far (each range of a fetch is one; retries are
-    /// not counted).
+    /// Requests made so far (a multi-range request counts once; retries
+    /// are not counted).
     pub fn requests(&self) -> u64 {
         self.requests.load(Ordering::Relaxed)
     }
@@ -197,21 +216,44 @@ impl RangeFetch for RemoteObject {
         self.identity.size
     }
 
+    /// Groups of up to [`RANGES_PER_REQUEST`] ranges, one request each
+    /// (one range per request for S3, or for a server that refused
+    /// multi-range requests), up to `concurrency` requests at once.
     fn fetch(&self, ranges: &[Range<u64>]) -> io::Result<Vec<Vec<u8>>> {
         let connection = self.connection()?;
-        self.requests.fetch_add(ranges.len() as u64, Ordering::Relaxed);
         let identity = &self.identity;
         let options = &self.options;
-        let connection_ref = &connection;
-        // `buffered` keeps the order of `ranges` and runs up to
-        // `concurrency` requests at once.
-        let work = stream::iter(ranges.iter().cloned())
-            .map(|range| async move { connection_ref.get(range, Some(identity), options).await.map(|(bytes, _)| bytes.to_vec()) })
+        let connection = &connection;
+        let group = |multi: bool| if multi { RANGES_PER_REQUEST } else { 1 };
+        let multi = self.multi_range.load(Ordering::Relaxed);
+        let work = stream::iter(ranges.chunks(group(multi)))
+            .map(|chunk| async move {
+                self.requests.fetch_add(1, Ordering::Relaxed);
+                match connection.get(chunk, Some(identity), options).await {
+                    // Multi-range refused: the ranges one by one, and so
+                    // from now on.
+                    Err(error) if chunk.len() > 1 && error.kind == RemoteErrorKind::Protocol && matches!(error.status, Some(200 | 416)) => {
+                        self.multi_range.store(false, Ordering::Relaxed);
+                        let mut out = Vec::with_capacity(chunk.len());
+                        for range in chunk {
+                            self.requests.fetch_add(1, Ordering::Relaxed);
+                            out.extend(connection.get(std::slice::from_ref(range), Some(identity), options).await?.0);
+                        }
+                        Ok(out)
+                    }
+                    result => result.map(|(bytes, _)| bytes),
+                }
+            })
             .buffered(options.concurrency.max(1))
-            .try_collect::<Vec<Vec<u8>>>();
-        Ok(connection.run(work)?)
+            .try_collect::<Vec<Vec<Bytes>>>();
+        let fetched = connection.run(work)?;
+        Ok(fetched.into_iter().flatten().map(|bytes| bytes.to_vec()).collect())
     }
 }
+
+/// Ranges asked for in one HTTP request: their Range header stays near
+/// 2 KB, under the 4-8 KB header limits servers and proxies set.
+pub const RANGES_PER_REQUEST: usize = 64;
 
 /// Backoff before the first retry; each retry doubles it.
 pub(crate) const DEFAULT_BACKOFF: Duration = Duration::from_millis(50);

@@ -23,7 +23,7 @@ pub enum Store {
     /// `check_faults` turns that into StaleError after the read.
     Local(hashfile::Reader<GuardedMap>),
     /// A store read over HTTP range requests or from S3.
-    Remote(RemoteReader),
+    Remote(Box<RemoteReader>),
 }
 
 /// A chunk of records read in order: the records, and the offset of the
@@ -37,7 +37,7 @@ impl Store {
     pub fn open(ruby: &Ruby, location: &str, remote: &RemoteOptions) -> Result<hashfile::Result<Store>, Error> {
         if Location::is_remote(location) {
             let (location, options) = (location.to_owned(), remote.clone());
-            return remote_call(ruby, move || hashfile_remote::open(&location, options)).map(|r| r.map(Store::Remote));
+            return remote_call(ruby, move || hashfile_remote::open(&location, options)).map(|r| r.map(|reader| Store::Remote(Box::new(reader))));
         }
         Ok(hashfile::Reader::open_guarded(location).map(Store::Local))
     }

@@ -92,6 +92,8 @@ http {{
         location /files/ {{ }}
         # Range ignored: the whole file with 200.
         location /whole/ {{ max_ranges 0; alias {root}/files/; }}
+        # One range per request: more and the whole file comes with 200.
+        location /single/ {{ max_ranges 1; alias {root}/files/; }}
         location /missing/ {{ return 404; }}
         location /forbidden/ {{ return 403; }}
         location /broken/ {{ return 500; }}
