@@ -8,7 +8,7 @@ use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
@@ -191,7 +191,8 @@ pub struct Faults {
     /// Every connection is closed cleanly (FIN) after this many bytes of
     /// response: bodies end early.
     pub truncate_after: Option<usize>,
-    /// Wait before relaying each request to the server.
+    /// Wait before relaying each request to the server (at start; see
+    /// `FaultProxy::set_latency`).
     pub latency: Duration,
 }
 
@@ -201,6 +202,8 @@ pub struct FaultProxy {
     pub port: u16,
     stop: Arc<AtomicBool>,
     pub connections: Arc<AtomicUsize>,
+    /// The hold on each request, in milliseconds, changeable while running.
+    latency_ms: Arc<AtomicU64>,
 }
 
 impl FaultProxy {
@@ -210,7 +213,8 @@ impl FaultProxy {
         listener.set_nonblocking(true).unwrap();
         let stop = Arc::new(AtomicBool::new(false));
         let connections = Arc::new(AtomicUsize::new(0));
-        let (stop_accepting, counted) = (Arc::clone(&stop), Arc::clone(&connections));
+        let latency_ms = Arc::new(AtomicU64::new(faults.latency.as_millis() as u64));
+        let (stop_accepting, counted, latency) = (Arc::clone(&stop), Arc::clone(&connections), Arc::clone(&latency_ms));
         thread::spawn(move || {
             while !stop_accepting.load(Ordering::Relaxed) {
                 match listener.accept() {
@@ -218,13 +222,18 @@ impl FaultProxy {
                         client.set_nonblocking(false).unwrap();
                         let number = counted.fetch_add(1, Ordering::SeqCst);
                         let server = TcpStream::connect(("127.0.0.1", upstream)).unwrap();
-                        relay(client, server, faults, number < faults.reset_connections);
+                        relay(client, server, faults, number < faults.reset_connections, Arc::clone(&latency));
                     }
                     Err(_) => thread::sleep(Duration::from_millis(2)),
                 }
             }
         });
-        FaultProxy { port, stop, connections }
+        FaultProxy { port, stop, connections, latency_ms }
+    }
+
+    /// Holds each request this long from now on.
+    pub fn set_latency(&self, latency: Duration) {
+        self.latency_ms.store(latency.as_millis() as u64, Ordering::SeqCst);
     }
 
     pub fn url(&self, path: &str) -> String {
@@ -238,7 +247,7 @@ impl Drop for FaultProxy {
     }
 }
 
-fn relay(client: TcpStream, server: TcpStream, faults: Faults, reset: bool) {
+fn relay(client: TcpStream, server: TcpStream, faults: Faults, reset: bool, latency: Arc<AtomicU64>) {
     let (mut client_in, mut server_out) = (client.try_clone().unwrap(), server.try_clone().unwrap());
     thread::spawn(move || {
         let mut buf = [0u8; 16 << 10];
@@ -246,7 +255,7 @@ fn relay(client: TcpStream, server: TcpStream, faults: Faults, reset: bool) {
             match client_in.read(&mut buf) {
                 Ok(0) | Err(_) => break,
                 Ok(n) => {
-                    thread::sleep(faults.latency);
+                    thread::sleep(Duration::from_millis(latency.load(Ordering::SeqCst)));
                     if server_out.write_all(&buf[..n]).is_err() {
                         break;
                     }
