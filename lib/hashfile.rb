@@ -164,15 +164,28 @@ module Hashfile
     #   negotiating (over https it is negotiated)
     # @param s3_endpoint [String] an S3-compatible server (MinIO, say)
     # @param s3_region [String]
+    # @param on_change [:raise, :reopen] what a remote reader does when the
+    #   object was replaced since it was opened: raise StaleError (the
+    #   default), or reopen it and look the key up again, once, in the new
+    #   object (+[]+, +get+, +fetch+, +dig+, +key?+, +values_at+; +each+
+    #   still raises, since it cannot go on in another object)
     # @raise [Errno::ENOENT] if the file does not exist
     # @raise [FormatError] if it is not a valid store
     # @raise [RemoteError] if a remote store cannot be read (subclasses by
     #   cause: RemoteNotFoundError, RemoteAccessError, ...)
-    def open(path, verify: false, symbolize_names: false, freeze: false, raw: false, serializer: nil, reload: nil, **remote)
+    def open(path, verify: false, symbolize_names: false, freeze: false, raw: false, serializer: nil, reload: nil, on_change: :raise, **remote)
       load = serializer_pair(serializer)&.last
       raise TypeError, "reload must be nil or a number of seconds, not #{reload.class}" unless reload.nil? || reload.is_a?(Numeric)
+      raise ArgumentError, "on_change must be :raise or :reopen, not #{on_change.inspect}" unless %i[raise reopen].include?(on_change)
 
       db = Reader._open(path_string(path), { symbolize_names: symbolize_names, freeze: freeze, raw: raw }, load, reload&.to_f, remote.empty? ? nil : remote)
+      if on_change == :reopen
+        unless db.remote?
+          db.close
+          raise ArgumentError, "on_change: :reopen is for remote stores; a local one takes reload: SECONDS"
+        end
+        db.singleton_class.prepend(Reader::ReopenOnChange)
+      end
       begin
         db.verify if verify
       rescue Exception # rubocop:disable Lint/RescueException

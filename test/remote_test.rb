@@ -138,6 +138,34 @@ class RemoteTest < HashfileTest
     db&.close
   end
 
+  # on_change: :reopen: a lookup that finds the object replaced reads the
+  # new one; once a key reads new, no key reads old again.
+  def test_on_change_reopen_reads_the_new_object
+    db = Hashfile.open(@url, on_change: :reopen, cache_size: 64 << 10, block_size: 4096)
+    assert_equal 1, db["key-1"]["i"]
+    sleep 1.1 # nginx's ETag is mtime and length
+    Hashfile.build(path("new.hf"), (0...N).to_h { |i| ["key-#{i}", "new #{i}"] })
+    @nginx.publish("s.hf", path("new.hf"))
+    seen_new = false
+    (0...500).each do |i|
+      value = db["key-#{i}"]
+      if value.is_a?(String)
+        assert_equal "new #{i}", value
+        seen_new = true
+      else
+        refute seen_new, "key-#{i} read old after a new value"
+        assert_equal i, value["i"]
+      end
+    end
+    assert seen_new
+    assert_equal ["new 7", "new 8"], db.values_at("key-7", "key-8")
+    assert_equal "new 9", db.fetch("key-9")
+    assert_match(/for remote stores/, assert_raises(ArgumentError) { Hashfile.open(path("s.hf"), on_change: :reopen) }.message)
+    assert_raises(ArgumentError) { Hashfile.open(@url, on_change: :ignore) }
+  ensure
+    db&.close
+  end
+
   # A Ruby thread relays the answer: a lookup that kept the GVL while it
   # waited would never get it.
   def test_the_gvl_is_released_while_waiting
@@ -216,5 +244,55 @@ class RemoteTest < HashfileTest
     err = StringIO.new
     assert_equal 1, Hashfile::CLI.new(stdout: StringIO.new, stderr: err).run(["get", @nginx.url("/files/none.hf"), "k"])
     assert_includes err.string, "404"
+    # --header, for a location that wants a bearer token.
+    private_url = @nginx.url("/private/s.hf")
+    err = StringIO.new
+    assert_equal 1, Hashfile::CLI.new(stdout: StringIO.new, stderr: err).run(["get", private_url, "key-3"])
+    assert_includes err.string, "401"
+    out = StringIO.new
+    assert_equal 0, Hashfile::CLI.new(stdout: out, stderr: StringIO.new).run(["get", private_url, "key-3", "key-4", "--header", "Authorization: Bearer let-me-in", "--timeout", "5"])
+    assert_equal [3, 4], out.string.lines.map { |l| JSON.parse(l)["i"] }
+    out = StringIO.new
+    assert_equal 0, Hashfile::CLI.new(stdout: out, stderr: StringIO.new).run(["info", private_url, "--header", "Authorization: Bearer let-me-in"])
+    assert_match(/cache round_trips +\d+/, out.string)
+  end
+end
+
+# s3:// stores from Ruby against MinIO on loopback: credentials and
+# endpoint from the standard AWS environment variables.
+class RemoteS3Test < HashfileTest
+  def setup
+    skip "network waits, not object lifetimes" if ENV["HASHFILE_GC_STRESS"] == "1"
+    super
+    @minio = Hashfile::TestServers::Minio.new
+    @saved = ENV.to_h.slice("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION", "AWS_ENDPOINT_URL")
+    ENV["AWS_ACCESS_KEY_ID"] = Hashfile::TestServers::Minio::USER
+    ENV["AWS_SECRET_ACCESS_KEY"] = Hashfile::TestServers::Minio::PASSWORD
+    ENV["AWS_REGION"] = Hashfile::TestServers::Minio::REGION
+    ENV["AWS_ENDPOINT_URL"] = @minio.endpoint
+  end
+
+  def teardown
+    %w[AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_REGION AWS_ENDPOINT_URL].each { |k| @saved&.key?(k) ? ENV[k] = @saved[k] : ENV.delete(k) }
+    @minio&.stop
+    super
+  end
+
+  def test_s3_stores_read_with_credentials_from_the_environment
+    data = (0...5000).to_h { |i| ["k#{i}", [i, "v#{i}"]] }
+    Hashfile.build(path("s.hf"), data)
+    @minio.put("/stores")
+    @minio.put("/stores/x/s.hf", File.binread(path("s.hf")))
+    Hashfile.open("s3://stores/x/s.hf") do |db|
+      assert db.remote?
+      assert_equal 5000, db.size
+      (0...5000).step(37) { |i| assert_equal [i, "v#{i}"], db["k#{i}"] }
+      assert_equal [[1, "v1"], nil], db.values_at("k1", "nope")
+      assert db.verify
+    end
+    error = assert_raises(Hashfile::RemoteNotFoundError) { Hashfile.open("s3://stores/x/none.hf") }
+    assert_equal "s3://stores/x/none.hf", error.url
+    ENV["AWS_SECRET_ACCESS_KEY"] = "wrong"
+    assert_raises(Hashfile::RemoteAccessError) { Hashfile.open("s3://stores/x/s.hf") }
   end
 end

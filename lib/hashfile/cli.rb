@@ -216,13 +216,32 @@ module Hashfile
       end
     end
 
+    # --header and --timeout, for a store given as a URL; the options go
+    # into +remote+.
+    def remote_options(o, remote)
+      o.separator ""
+      o.separator "FILE may be an http://, https:// or s3:// URL (s3: credentials from AWS_* variables)."
+      o.on("--header 'NAME: VALUE'", "send this header with every HTTP request (repeatable)") do |v|
+        name, value = v.split(":", 2)
+        raise UsageError, "--header takes 'NAME: VALUE', not #{v.inspect}" unless value
+
+        (remote[:headers] ||= {})[name.strip] = value.strip
+      end
+      o.on("--timeout SECONDS", Float, "longest a request may take") { |v| remote[:timeout] = v }
+    end
+
     def cmd_get(argv)
       catch(:done) do
         json = false
-        parser("get") { |o| o.on("--json", "print one JSON object, null for absent keys") { json = true } }.parse!(argv)
+        remote = {}
+        parser("get") do |o|
+          o.on("--json", "print one JSON object, null for absent keys") { json = true }
+          remote_options(o, remote)
+        end.parse!(argv)
         raise UsageError, "get needs FILE and at least one KEY" if argv.size < 2
 
-        found = Hashfile.open(argv.shift) { |db| argv.to_h { |key| [key, db.fetch(key, MISSING)] } }
+        # One batch: a remote store fetches every key's pieces level by level.
+        found = Hashfile.open(argv.shift, **remote) { |db| argv.zip(db._get_many(argv, MISSING)).to_h }
         missing = found.select { |_, v| MISSING.equal?(v) }.keys
         if json
           @out.puts JSON.generate(found.to_h { |k, v| [k, MISSING.equal?(v) ? nil : json_value(k, v)] })
@@ -243,14 +262,16 @@ module Hashfile
     def cmd_dump(argv)
       catch(:done) do
         format = "jsonl"
+        remote = {}
         parser("dump") do |o|
           o.separator ""
           o.separator "The output builds back into an identical store (hashfile build --format F)."
           o.on("--format F", DUMP_FORMATS, "jsonl (default): [key, value] per line; json: one object; tsv: key and value columns") { |v| format = v }
+          remote_options(o, remote)
         end.parse!(argv)
         raise UsageError, "dump needs exactly one FILE" unless argv.size == 1
 
-        Hashfile.open(argv[0]) { |db| dump(db, format) }
+        Hashfile.open(argv[0], **remote) { |db| dump(db, format) }
         0
       end
     end
@@ -258,10 +279,14 @@ module Hashfile
     def cmd_info(argv)
       catch(:done) do
         json = false
-        parser("info") { |o| o.on("--json", "print one JSON object") { json = true } }.parse!(argv)
+        remote = {}
+        parser("info") do |o|
+          o.on("--json", "print one JSON object") { json = true }
+          remote_options(o, remote)
+        end.parse!(argv)
         raise UsageError, "info needs exactly one FILE" unless argv.size == 1
 
-        info = Hashfile.open(argv[0], &:info)
+        info = Hashfile.open(argv[0], **remote, &:info)
         if json
           @out.puts JSON.generate(info)
         else
@@ -273,10 +298,11 @@ module Hashfile
 
     def cmd_verify(argv)
       catch(:done) do
-        parser("verify").parse!(argv)
+        remote = {}
+        parser("verify") { |o| remote_options(o, remote) }.parse!(argv)
         raise UsageError, "verify needs exactly one FILE" unless argv.size == 1
 
-        entries = Hashfile.open(argv[0]) { |db| db.verify && db.size }
+        entries = Hashfile.open(argv[0], **remote) { |db| db.verify && db.size }
         @out.puts "#{argv[0]}: OK, #{entries} entries"
         0
       end
@@ -414,6 +440,10 @@ module Hashfile
       @out.puts format("  mphf bits/key      %.3f (seeds and their index alone: %.3f)", info[:mphf_bits_per_key], info[:seed_bits_per_key])
       info[:sections].each { |name, bytes| @out.puts format("  section %-10s %d bytes", name, bytes) }
       info[:parameters].each { |name, value| @out.puts format("  %-18s %s", name, value) }
+      return unless info[:cache]
+
+      @out.puts format("  %-18s %s", "etag", info[:etag] || "none")
+      info[:cache].each { |name, value| @out.puts format("  cache %-12s %s", name, value) }
     end
 
     def json_type(value)

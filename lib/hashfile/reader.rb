@@ -10,6 +10,21 @@ module Hashfile
     MISSING = Object.new.freeze
     private_constant :MISSING
 
+    # Hashfile.open(url, on_change: :reopen): a lookup that finds the
+    # remote object replaced reopens it and looks up again, once, in the
+    # new object. The new reader starts with an empty cache, so nothing of
+    # the old object is read after the reopen.
+    module ReopenOnChange
+      %i[[] _get _dig key? _get_many].each do |name|
+        define_method(name) do |*args|
+          super(*args)
+        rescue StaleError
+          reopen
+          super(*args)
+        end
+      end
+    end
+
     # @!method [](key)
     #   @return [Object, nil] the value, decoded with the options given to
     #     Hashfile.open, or nil if +key+ is absent

@@ -70,6 +70,10 @@ module Hashfile
                   location /forbidden/ { return 403; }
                   location /broken/ { return 500; }
                   location /moved/ { return 302 /files/elsewhere.hf; }
+                  location /private/ {
+                      if ($http_authorization != "Bearer let-me-in") { return 401; }
+                      alias #{@root}/files/;
+                  }
               }
           }
         CONF
@@ -113,6 +117,80 @@ module Hashfile
         FileUtils.rm_rf(@dir)
       rescue Errno::ESRCH, Errno::ECHILD
         nil
+      end
+    end
+
+    # MinIO on a free port with a temporary data directory (the binary
+    # bin/setup builds into ~/.cache/hashfile/bin), and signed PUTs to make
+    # buckets and objects: nothing else here speaks S3.
+    class Minio
+      USER = "hashfile-test"
+      PASSWORD = "hashfile-test-secret"
+      REGION = "us-east-1"
+
+      attr_reader :endpoint
+
+      def self.binary
+        ENV.fetch("HASHFILE_MINIO") { File.join(Dir.home, ".cache/hashfile/bin/minio") }
+      end
+
+      def initialize
+        @dir = Dir.mktmpdir("hashfile-minio")
+        port = TestServers.free_port
+        env = { "MINIO_ROOT_USER" => USER, "MINIO_ROOT_PASSWORD" => PASSWORD, "MINIO_BROWSER" => "off", "MINIO_UPDATE" => "off" }
+        @pid = spawn(env, Minio.binary, "server", File.join(@dir, "data"), "--address", "127.0.0.1:#{port}",
+                     "--console-address", "127.0.0.1:#{TestServers.free_port}", "--quiet", out: File::NULL, err: File::NULL)
+        TestServers.wait_for(port, "minio", @pid)
+        @endpoint = "http://127.0.0.1:#{port}"
+        require "net/http"
+        Timeout.timeout(60) do
+          sleep 0.1 until Net::HTTP.get_response(URI("#{@endpoint}/minio/health/live")).code == "200"
+        end
+      end
+
+      # A signed PUT of +body+ at +path+ ("/bucket" makes a bucket), retried
+      # while MinIO warms up.
+      def put(path, body = "")
+        require "openssl"
+        response = nil
+        50.times do
+          response = Net::HTTP.start("127.0.0.1", URI(@endpoint).port) { |http| http.request(signed_put(path, body)) }
+          return response if response.is_a?(Net::HTTPSuccess)
+
+          sleep 0.1
+        end
+        raise "PUT #{path}: #{response.code} #{response.body}"
+      end
+
+      def stop
+        Process.kill("TERM", @pid)
+        Process.wait(@pid)
+        FileUtils.rm_rf(@dir)
+      rescue Errno::ESRCH, Errno::ECHILD
+        nil
+      end
+
+      private
+
+      # AWS Signature Version 4 for a PUT, as S3 documents it.
+      def signed_put(path, body)
+        now = Time.now.utc
+        date = now.strftime("%Y%m%d")
+        stamp = now.strftime("%Y%m%dT%H%M%SZ")
+        host = URI(@endpoint).host + ":#{URI(@endpoint).port}"
+        hash = OpenSSL::Digest::SHA256.hexdigest(body)
+        signed = "host;x-amz-content-sha256;x-amz-date"
+        canonical = ["PUT", path, "", "host:#{host}", "x-amz-content-sha256:#{hash}", "x-amz-date:#{stamp}", "", signed, hash].join("\n")
+        scope = "#{date}/#{REGION}/s3/aws4_request"
+        to_sign = ["AWS4-HMAC-SHA256", stamp, scope, OpenSSL::Digest::SHA256.hexdigest(canonical)].join("\n")
+        key = ["AWS4#{PASSWORD}", date, REGION, "s3", "aws4_request"].reduce { |k, part| OpenSSL::HMAC.digest("SHA256", k, part) }
+        signature = OpenSSL::HMAC.hexdigest("SHA256", key, to_sign)
+        request = Net::HTTP::Put.new(path)
+        request["x-amz-date"] = stamp
+        request["x-amz-content-sha256"] = hash
+        request["Authorization"] = "AWS4-HMAC-SHA256 Credential=#{USER}/#{scope}, SignedHeaders=#{signed}, Signature=#{signature}"
+        request.body = body
+        request
       end
     end
 
