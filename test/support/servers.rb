@@ -31,9 +31,22 @@ module Hashfile
       end
     end
 
+    # A server process (@pid) with a temporary directory (@dir).
+    module ServerProcess
+      def stop
+        Process.kill("TERM", @pid)
+        Process.wait(@pid)
+        FileUtils.rm_rf(@dir)
+      rescue Errno::ESRCH, Errno::ECHILD
+        nil
+      end
+    end
+
     # nginx serving #root at /files/, plus /missing/ (404), /forbidden/
     # (403), /broken/ (500), /moved/ (302) and /whole/ (Range ignored).
     class Nginx
+      include ServerProcess
+
       attr_reader :port, :root, :dir
 
       def initialize
@@ -110,20 +123,14 @@ module Hashfile
           [c.to_i, n.to_i, status.to_i, uri.delete('"'), bytes.to_i]
         end
       end
-
-      def stop
-        Process.kill("TERM", @pid)
-        Process.wait(@pid)
-        FileUtils.rm_rf(@dir)
-      rescue Errno::ESRCH, Errno::ECHILD
-        nil
-      end
     end
 
     # MinIO on a free port with a temporary data directory (the binary
     # bin/setup builds into ~/.cache/hashfile/bin), and signed PUTs to make
     # buckets and objects: nothing else here speaks S3.
     class Minio
+      include ServerProcess
+
       USER = "hashfile-test"
       PASSWORD = "hashfile-test-secret"
       REGION = "us-east-1"
@@ -160,14 +167,6 @@ module Hashfile
           sleep 0.1
         end
         raise "PUT #{path}: #{response.code} #{response.body}"
-      end
-
-      def stop
-        Process.kill("TERM", @pid)
-        Process.wait(@pid)
-        FileUtils.rm_rf(@dir)
-      rescue Errno::ESRCH, Errno::ECHILD
-        nil
       end
 
       private
