@@ -205,6 +205,25 @@ class RemoteTest < HashfileTest
     slow&.stop
   end
 
+  # Ctrl-C in a process waiting on a slow server: Interrupt is raised
+  # within the poll interval, not after the server answers.
+  def test_ctrl_c_stops_a_waiting_process_promptly
+    slow = Hashfile::TestServers::SlowProxy.new(@nginx.port, 10.0)
+    lib = File.expand_path("../lib", __dir__)
+    script = "$stdout.sync = true; require 'hashfile'; puts :ready; " \
+             "begin; Hashfile.open(#{slow.url("/files/s.hf").inspect}); puts :answered; rescue Interrupt; puts :interrupted; end"
+    IO.popen([RbConfig.ruby, "-I", lib, "-e", script], err: File::NULL) do |child|
+      assert_equal "ready", child.gets&.chomp
+      sleep 0.5 # inside the open's first request by now
+      started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+      Process.kill("INT", child.pid)
+      assert_equal "interrupted", child.gets&.chomp
+      assert_operator Process.clock_gettime(Process::CLOCK_MONOTONIC) - started, :<, 2.0
+    end
+  ensure
+    slow&.stop
+  end
+
   # After fork the child makes its own connection; the parent keeps its.
   def test_a_forked_child_reads_over_its_own_connection
     db = Hashfile.open(@url)
