@@ -201,6 +201,12 @@ module Hashfile
       end
     end
 
+    # Whether +location+ names a remote store (http://, https://, s3://)
+    # rather than a file.
+    def remote?(location)
+      location.to_s.match?(%r{\A(?:https?|s3)://}i)
+    end
+
     # [dump, load] callables from a serializer: argument, or nil.
     # @api private
     def serializer_pair(serializer)

@@ -48,8 +48,12 @@ class RailtieTest < HashfileTest
     File.write(File.join(root, "config/locales/en.yml"), "en:\n  hello: \"Hello %{name}\"\n")
     File.write(File.join(root, "config/locales/de.yml"), "de:\n  hello: \"Hallo %{name}\"\n")
     # The app's config/locales/*.yml are on its load path, as in any app.
+    require "support/servers"
+    @nginx = Hashfile::TestServers::Nginx.new
+    Hashfile.build(path("prices.hf"), { "sku-1" => 250 })
+    @nginx.publish("prices.hf", path("prices.hf"))
     config = <<~RUBY
-      config.hashfile.stores = { flags: "config/flags.hf" }
+      config.hashfile.stores = { flags: "config/flags.hf", prices: { location: #{@nginx.url("/files/prices.hf").inspect}, timeout: 5 } }
       config.hashfile.i18n = "config/locales.hf"
     RUBY
     # Missing store: the boot says what to run.
@@ -72,9 +76,12 @@ class RailtieTest < HashfileTest
       puts I18n.t("hello", name: "Ann", locale: :de)
       puts I18n.t("date.formats.default", locale: :en)
       puts Hashfile.stores[:flags].dig("checkout", "enabled")
+      puts Hashfile.stores[:prices]["sku-1"]
     RUBY
     assert status.success?, err
     # Chained: Active Support's en.rb (Ruby, not data) stays with Simple.
-    assert_equal ["I18n::Backend::Chain", "Hallo Ann", "%Y-%m-%d", "true"], out.lines.map(&:chomp)
+    assert_equal ["I18n::Backend::Chain", "Hallo Ann", "%Y-%m-%d", "true", "250"], out.lines.map(&:chomp)
+  ensure
+    @nginx&.stop
   end
 end

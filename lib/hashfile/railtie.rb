@@ -15,7 +15,8 @@ module Hashfile
   # Rails wiring, loaded when Rails is (lib/hashfile.rb requires it then):
   #
   #   # config/application.rb
-  #   config.hashfile.stores = { flags: "config/flags.hf", prices: "/srv/data/prices.hf" }
+  #   config.hashfile.stores = { flags: "config/flags.hf", prices: "/srv/data/prices.hf",
+  #                              tenants: { location: "https://cdn.example.com/tenants.hf", prefetch_index: true } }
   #   config.hashfile.i18n = "config/locales.hf"   # serve I18n from a store
   #   config.hashfile.reload = 10                  # seconds; nil keeps the files opened at boot
   #
@@ -34,8 +35,8 @@ module Hashfile
       options = app.config.hashfile
       Hashfile.stores.each_value(&:close)
       Hashfile.stores.clear
-      options.stores.each do |name, file|
-        Hashfile.stores[name.to_sym] = Hashfile.open(app.root.join(file).to_s, reload: options.reload)
+      options.stores.each do |name, store|
+        Hashfile.stores[name.to_sym] = Railtie.open_store(app, store, options.reload)
       end
     end
 
@@ -43,6 +44,25 @@ module Hashfile
       # True while `rake hashfile:i18n` boots the app to read its load
       # path: the store it builds is not there to serve yet.
       attr_accessor :building_i18n
+
+      # A store of config.hashfile.stores: a path (relative to the app's
+      # root), a URL, or a Hash of a +location+ and Hashfile.open's options
+      # (headers:, timeout:, prefetch_index:, ...). +reload+ applies to a
+      # local store as reload:, and makes a remote one reopen when replaced.
+      # @api private
+      def open_store(app, store, reload)
+        options = {}
+        if store.is_a?(Hash)
+          options = store.transform_keys(&:to_sym)
+          store = options.delete(:location) or raise ArgumentError, "config.hashfile.stores: a Hash needs location: (a path or URL), got #{options.keys}"
+        end
+        store = store.to_s
+        if Hashfile.remote?(store)
+          Hashfile.open(store, on_change: reload ? :reopen : :raise, **options)
+        else
+          Hashfile.open(app.root.join(store).to_s, reload: reload, **options)
+        end
+      end
     end
 
     # Ruby locale files (code, such as pluralization rules) from
