@@ -17,6 +17,7 @@ Gem::Specification.new do |spec|
     "Cargo.toml", "Cargo.lock",
     "crates/hashfile/Cargo.toml", "crates/hashfile/README.md", "crates/hashfile/src/**/*.rs", "crates/hashfile/benches/*.rs",
     "crates/hashfile/examples/support/*.rs",
+    "crates/hashfile-remote/Cargo.toml", "crates/hashfile-remote/README.md", "crates/hashfile-remote/src/**/*.rs",
     "ext/hashfile/Cargo.toml", "ext/hashfile/extconf.rb", "ext/hashfile/src/**/*.rs",
     # The patched YAML parser the workspace's [patch.crates-io] points at.
     "vendor/yaml-rust2/Cargo.toml", "vendor/yaml-rust2/src/**/*.rs", "vendor/yaml-rust2/*-LICENSE", "vendor/yaml-rust2/*.md"
