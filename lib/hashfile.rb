@@ -204,7 +204,7 @@ module Hashfile
     # Whether +location+ names a remote store (http://, https://, s3://)
     # rather than a file.
     def remote?(location)
-      location.to_s.match?(%r{\A(?:https?|s3)://}i)
+      Reader._remote_location?(location.to_s)
     end
 
     # [dump, load] callables from a serializer: argument, or nil.

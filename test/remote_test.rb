@@ -108,7 +108,11 @@ class RemoteTest < HashfileTest
     assert_includes assert_raises(Hashfile::RemoteProtocolError) { Hashfile.open(@nginx.url("/moved/s.hf")) }.message, "/files/elsewhere.hf"
     assert_raises(Hashfile::RemoteConnectionError) { Hashfile.open("http://127.0.0.1:#{Hashfile::TestServers.free_port}/s.hf", retries: 0) }
     assert_raises(ArgumentError) { Hashfile.open("s3://bucket-only") }
-    assert_match(/apply only to http/, assert_raises(ArgumentError) { Hashfile.open(path("s.hf"), timeout: 1) }.message)
+    assert Hashfile.remote?("HTTPS://host/x.hf")
+    assert Hashfile.remote?("s3://b/k")
+    refute Hashfile.remote?("config/http.hf")
+    refute Hashfile.remote?("ftp://host/x.hf")
+    assert_match(/the options timeout are for http/, assert_raises(ArgumentError) { Hashfile.open(path("s.hf"), timeout: 1) }.message)
     assert_match(/reload: is for local/, assert_raises(ArgumentError) { Hashfile.open(@url, reload: 1) }.message)
     assert_raises(ArgumentError) { Hashfile.open(@url, block_size: 10) }
     assert_raises(ArgumentError) { Hashfile.open(@url, no_such_option: 1) }

@@ -106,7 +106,7 @@ impl Reader {
             Some(seconds) => return Err(arg_error(ruby, format!("reload must be nil or a number of seconds, 0 or more, not {seconds}"))),
         };
         let remote = match remote {
-            Some(given) if !is_remote => return Err(arg_error(ruby, format!("{} apply only to http://, https:// and s3:// stores, not {path}", crate::options::names(given)?))),
+            Some(given) if !is_remote => return Err(arg_error(ruby, format!("the options {} are for http://, https:// and s3:// stores, not {path}", crate::options::names(given)?))),
             given => crate::options::remote_options(ruby, given)?,
         };
         let store = Store::open(ruby, &path, &remote)?.map_err(|e| to_ruby(ruby, e))?;
@@ -351,6 +351,12 @@ impl Reader {
         }
     }
 
+    /// `Reader._remote_location?(location)`: whether `location` names a
+    /// remote store; the one place that decides, for Ruby too.
+    fn is_remote_location(location: String) -> bool {
+        hashfile_remote::Location::is_remote(&location)
+    }
+
     /// `remote?`: whether the store is read over HTTP or from S3.
     fn is_remote(&self) -> bool {
         hashfile_remote::Location::is_remote(&self.path)
@@ -458,6 +464,7 @@ pub fn init(ruby: &Ruby, module: RModule) -> Result<(), Error> {
     class.define_method("_each_chunk", method!(Reader::each_chunk, 2))?;
     class.define_method("_get_many", method!(Reader::get_many, 2))?;
     class.define_method("remote?", method!(Reader::is_remote, 0))?;
+    class.define_singleton_method("_remote_location?", function!(Reader::is_remote_location, 1))?;
     class.define_method("_verify", method!(Reader::verify, 0))?;
     class.define_method("close", method!(Reader::close, 0))?;
     class.define_method("closed?", method!(Reader::is_closed, 0))?;
