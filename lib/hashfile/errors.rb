@@ -11,6 +11,7 @@ module Hashfile
   #     ParseError           an input file that cannot be imported (#input, #line, #column)
   #     LimitError           a build past a limit of the format or of one build
   #     ClosedError          use of a closed store or finished writer
+  #     UnsafeLinkError      a build's output is a symbolic link of another user (#path, #owner)
   #     StaleError           the store changed under an open reader (#path): a local file
   #                          truncated in place, or a remote object replaced
   #     RemoteError          a remote store that could not be read (#url, #status)
@@ -134,4 +135,20 @@ module Hashfile
 
   # Use of a closed store or a finished writer.
   class ClosedError < Error; end
+
+  # A build's output path is a symbolic link that neither the process's
+  # user nor root owns. Following it would let that user choose which file
+  # the build replaces (in /tmp, or a deploy directory others can write
+  # to), so nothing is written. Remove the link, or give the file it leads
+  # to as the output.
+  class UnsafeLinkError < Error
+    include WithPath
+    # @return [Integer, nil] the link's owner (uid)
+    attr_reader :owner
+
+    def initialize(message = nil, path: nil, owner: nil)
+      super(message, path: path)
+      @owner = owner
+    end
+  end
 end

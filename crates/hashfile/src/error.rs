@@ -146,6 +146,19 @@ pub enum Error {
         reason: String,
     },
 
+    /// A build's output path is a symbolic link that neither this
+    /// process's user nor root owns: following it would let that user
+    /// choose which file the build replaces.
+    #[error("{}: refusing to write through a symbolic link owned by uid {owner} (this process runs as uid {user}); only links of this user or root are followed. Remove the link, or give the file it leads to as the output", .link.display())]
+    UnsafeLink {
+        /// The link.
+        link: PathBuf,
+        /// The link's owner.
+        owner: u32,
+        /// The user the process runs as (effective uid).
+        user: u32,
+    },
+
     /// The build was cancelled (an interrupt, or a progress callback that
     /// raised) before it published anything.
     #[error("build cancelled")]

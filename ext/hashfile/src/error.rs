@@ -39,6 +39,8 @@ static REMOTE_TIMEOUT_ERROR: Lazy<ExceptionClass> = Lazy::new(|ruby| class(ruby,
 static REMOTE_CONNECTION_ERROR: Lazy<ExceptionClass> = Lazy::new(|ruby| class(ruby, "RemoteConnectionError"));
 static REMOTE_SERVER_ERROR: Lazy<ExceptionClass> = Lazy::new(|ruby| class(ruby, "RemoteServerError"));
 static REMOTE_PROTOCOL_ERROR: Lazy<ExceptionClass> = Lazy::new(|ruby| class(ruby, "RemoteProtocolError"));
+/// `Hashfile::UnsafeLinkError`: a build's output is another user's link.
+static UNSAFE_LINK_ERROR: Lazy<ExceptionClass> = Lazy::new(|ruby| class(ruby, "UnsafeLinkError"));
 /// `Hashfile::ClosedError`: use of a closed store or finished writer.
 pub static CLOSED_ERROR: Lazy<ExceptionClass> = Lazy::new(|ruby| class(ruby, "ClosedError"));
 
@@ -107,6 +109,7 @@ pub fn to_ruby(ruby: &Ruby, error: hashfile::Error) -> Error {
         }
         E::Limit { .. } => Error::new(ruby.get_inner(&LIMIT_ERROR), message),
         E::InvalidOption { .. } => arg_error(ruby, message),
+        E::UnsafeLink { ref link, owner, .. } => construct(ruby.get_inner(&UNSAFE_LINK_ERROR), message, kwargs!(ruby, "path" => link.display().to_string(), "owner" => owner)),
         _ => Error::new(ruby.get_inner(&ERROR), message),
     }
 }

@@ -17,6 +17,16 @@ use crate::parallel::*;
 /// the release file is replaced, as `>` in a shell writes through a link).
 /// A directory, a device, a FIFO or a socket is refused: renaming a file
 /// over one would replace something that is not a store.
+///
+/// A link is followed only if this process's user or root owns it: in a
+/// directory others can write to (`/tmp`, a shared deploy directory),
+/// another user's link could otherwise send a privileged build's output
+/// over any file that user cannot write. Such a link is refused with
+/// [`Error::UnsafeLink`], before anything is written. This is
+/// `fs.protected_symlinks` applied everywhere, not only in sticky
+/// directories: a build run as root in a directory a deploy user owns is
+/// exactly the case to stop. Links in the directories above the last
+/// component are resolved by the kernel, under its own rules.
 pub fn destination(path: &Path) -> Result<PathBuf> {
     use std::os::unix::fs::FileTypeExt;
     if path.as_os_str().as_encoded_bytes().ends_with(b"/") {
@@ -32,6 +42,7 @@ pub fn destination(path: &Path) -> Result<PathBuf> {
         };
         let kind = meta.file_type();
         let what = if kind.is_symlink() {
+            check_link_owner(&at, &meta)?;
             let target = fs::read_link(&at).map_err(|e| Error::io(Some(&at), e))?;
             at = match at.parent() {
                 Some(dir) if target.is_relative() => dir.join(target),
@@ -57,6 +68,18 @@ pub fn destination(path: &Path) -> Result<PathBuf> {
     Err(Error::InvalidOption { name: "output", reason: format!("{} is a chain of more than 40 symbolic links", path.display()) })
 }
 
+/// An error unless the link at `link` belongs to this process's user or to
+/// root (see [`destination`]).
+fn check_link_owner(link: &Path, meta: &fs::Metadata) -> Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let user = unsafe { libc::geteuid() };
+    if meta.uid() == user || meta.uid() == 0 {
+        return Ok(());
+    }
+    Err(Error::UnsafeLink { link: link.to_path_buf(), owner: meta.uid(), user })
+}
+
 /// A temporary file beside a destination, removed on drop unless published.
 #[derive(Debug)]
 pub(super) struct TempFile {
@@ -75,8 +98,10 @@ impl TempFile {
         };
         let mut options = fs::OpenOptions::new();
         options.read(true).write(true).create_new(true);
-        // A store is meant to be shared: world-readable (subject to umask).
-        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o644);
+        // Private until published: `publish` gives it the mode of the file
+        // it replaces (or a new file's) just before the rename, so no other
+        // user can open it while it is being written and read it later.
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
         for attempt in 0u32.. {
             let path = dir.join(format!(".{}.{}.{attempt}.tmp", name.to_string_lossy(), std::process::id()));
             match options.open(&path) {
@@ -134,6 +159,7 @@ pub(super) fn publish(temp: &mut TempFile, path: &Path, len: u64, cancel: &Cance
     let written = crate::read::FileSource::new(temp.file.try_clone().map_err(with_path)?).map_err(with_path)?;
     crate::read::Reader::new(written).map_err(|e| e.with_path(&temp.path))?;
     before_publish()?;
+    take_mode_of(&temp.file, path).map_err(with_path)?;
     // The point of no return: after the rename the store is published.
     cancel.check()?;
     fs::rename(&temp.path, path).map_err(with_path)?;
@@ -143,6 +169,59 @@ pub(super) fn publish(temp: &mut TempFile, path: &Path, len: u64, cancel: &Cance
         let _ = dir.sync_all();
     }
     Ok(len)
+}
+
+/// Gives the file about to replace `path` the permissions a rewrite in
+/// place would have kept: the mode of the file at `path` and its group
+/// (where this process may set it), or, for a new file, `0o666` less the
+/// umask, as `File.open` and `>` give. Set-user-ID and set-group-ID bits
+/// are kept only while the owner (and for set-group-ID, the group) is the
+/// same; group permissions are narrowed to what others have when the group
+/// cannot be kept, so they never pass to another group.
+fn take_mode_of(file: &fs::File, path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let new = file.metadata()?;
+    let mode = match fs::symlink_metadata(path) {
+        Ok(old) if old.is_file() => {
+            let mut mode = old.mode() & 0o7777;
+            let mut same_group = old.gid() == new.gid();
+            if !same_group {
+                same_group = std::os::unix::fs::fchown(file, None, Some(old.gid())).is_ok();
+            }
+            if !same_group {
+                mode = (mode & !0o070) | (mode & ((mode & 0o007) << 3));
+            }
+            if old.uid() != new.uid() {
+                mode &= !0o4000;
+            }
+            if !same_group || old.uid() != new.uid() {
+                mode &= !0o2000;
+            }
+            mode
+        }
+        Ok(_) => return Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => 0o666 & !umask(),
+        Err(e) => return Err(e),
+    };
+    file.set_permissions(fs::Permissions::from_mode(mode))
+}
+
+/// The process's file-creation mask, read without changing it where Linux
+/// shows it (`/proc/self/status`, since 4.7); elsewhere set and restored,
+/// which another thread creating a file at that instant could observe.
+fn umask() -> u32 {
+    let shown = fs::read_to_string("/proc/self/status").ok().and_then(|status| {
+        let line = status.lines().find(|l| l.starts_with("Umask:"))?;
+        u32::from_str_radix(line["Umask:".len()..].trim(), 8).ok()
+    });
+    shown.unwrap_or_else(|| {
+        // SAFETY: umask has no preconditions; the old mask is put back at once.
+        unsafe {
+            let old = libc::umask(0o077);
+            libc::umask(old);
+            old as u32
+        }
+    })
 }
 
 #[cfg(test)]
