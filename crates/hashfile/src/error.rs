@@ -184,6 +184,14 @@ impl Error {
         Error::Corrupt { path: None, section, what: what.into() }
     }
 
+    /// A parse error in `input` at `position`, its message cut to an
+    /// excerpt of at most [`MAX_PARSE_MESSAGE`] characters: what a message
+    /// quotes of the input (a string, a field name, a number) can be as
+    /// long as the input, and a message is for a terminal or a log line.
+    pub(crate) fn parse(input: &str, position: Position, what: impl Into<String>) -> Error {
+        Error::Parse { input: input.to_string(), position, what: excerpt(&what.into(), MAX_PARSE_MESSAGE) }
+    }
+
     /// An I/O error, about `path` if given.
     pub(crate) fn io(path: Option<&Path>, source: std::io::Error) -> Error {
         Error::Io { path: path.map(PathBuf::from), source }
@@ -196,6 +204,24 @@ impl Error {
         }
         self
     }
+}
+
+/// The longest message a parse error carries, in characters; longer ones
+/// keep their start and end (where the reason and what was expected are)
+/// and say how much was cut.
+pub const MAX_PARSE_MESSAGE: usize = 400;
+
+/// `text` if it has at most `max` characters, else its first and last
+/// characters with what was cut between them.
+fn excerpt(text: &str, max: usize) -> String {
+    let count = text.chars().count();
+    if count <= max {
+        return text.to_string();
+    }
+    let (head, tail) = (max * 2 / 3, max / 3);
+    let start: String = text.chars().take(head).collect();
+    let end: String = text.chars().skip(count - tail).collect();
+    format!("{start}... ({} characters cut) ...{end}", count - head - tail)
 }
 
 fn prefix(path: &Option<PathBuf>) -> String {

@@ -85,6 +85,6 @@ pub mod value;
 
 pub use build::{Batch, BuildOptions, Builder, OnDuplicate, DEFAULT_KEYS_PER_PART};
 pub use cancel::CancelFlag;
-pub use error::{DisplayBytes, Error, Location, Position, Result};
+pub use error::{DisplayBytes, Error, Location, Position, Result, MAX_PARSE_MESSAGE};
 pub use format::{Record, ValueKind};
 pub use read::{Info, Iter, Reader, RecordBuf};

@@ -136,7 +136,10 @@ impl<'de> Visitor<'de> for Descend<'_, '_> {
         let Descend { path, depth, entries } = self;
         let step = &path[depth];
         let mut entries = Some(entries);
+        // The first ten other fields, each cut short, and a count of the
+        // rest: what the error lists, whatever the input holds.
         let mut others = Vec::new();
+        let mut more = 0u64;
         while let Some(field) = map.next_key::<Text<'de>>()? {
             if field.0 == *step && entries.is_some() {
                 let entries = entries.take().expect("checked");
@@ -146,7 +149,11 @@ impl<'de> Visitor<'de> for Descend<'_, '_> {
                     map.next_value_seed(Descend { path, depth: depth + 1, entries })?;
                 }
             } else {
-                others.push(format!("{:?}", field.0));
+                if others.len() < 10 {
+                    others.push(DisplayBytes(field.0.as_bytes()).to_string());
+                } else {
+                    more += 1;
+                }
                 map.next_value::<IgnoredAny>()?;
             }
         }
@@ -154,8 +161,6 @@ impl<'de> Visitor<'de> for Descend<'_, '_> {
             return Ok(());
         }
         let at = if depth == 0 { "the top-level object".to_string() } else { format!("the object at {:?}", path[..depth].join(".")) };
-        let more = others.len().saturating_sub(10);
-        others.truncate(10);
         let listed = if others.is_empty() { "it has none".to_string() } else if more > 0 { format!("its fields are {} and {more} more", others.join(", ")) } else { format!("its fields are {}", others.join(", ")) };
         Err(de::Error::custom(format!("records_at: {at} has no field {step:?}; {listed}")))
     }

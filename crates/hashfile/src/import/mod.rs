@@ -218,7 +218,7 @@ impl ImportOptions {
 pub type Sink<'s> = dyn FnMut(Record<'_>, Position) -> Result<()> + 's;
 
 fn parse_error(input: &str, position: Position, what: impl Into<String>) -> Error {
-    Error::Parse { input: input.to_string(), position, what: what.into() }
+    Error::parse(input, position, what)
 }
 
 fn io_error(input: &str, error: std::io::Error) -> Error {

@@ -53,7 +53,7 @@ pub(crate) fn import(text: &str, source: &str, sink: &mut Sink<'_>) -> Result<()
 
 impl Importer<'_> {
     fn error(&self, mark: &Marker, message: impl Into<String>) -> Error {
-        Error::Parse { input: self.source.to_string(), position: position(mark), what: message.into() }
+        Error::parse(self.source, position(mark), message)
     }
 
     fn next(&mut self) -> Result<(Event, Marker)> {
