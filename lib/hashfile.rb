@@ -114,7 +114,7 @@ module Hashfile
       raise TypeError, "progress must respond to #call" if progress && !progress.respond_to?(:call)
 
       check_options(options, BUILD_DEFAULTS.keys + IMPORT_DEFAULTS.keys + [:format])
-      threads &&= Integer(threads)
+      raise TypeError, "threads must be an Integer, not #{threads.class}" unless threads.nil? || threads.is_a?(Integer)
       # Not Array(inputs): that would split an IO into its lines.
       with_input_paths(inputs.is_a?(Array) ? inputs : [inputs], options[:format]) do |paths|
         _build_from(paths, path_string(output), options.slice(*BUILD_DEFAULTS.keys), options.except(*BUILD_DEFAULTS.keys), threads, progress)

@@ -30,7 +30,7 @@ enum Message {
 /// `_build_from(inputs, output, build_options, import_options, threads,
 /// progress)`: options are Hashes of the options given (the core's
 /// defaults fill in the rest); threads and progress may be nil.
-fn build_from(ruby: &Ruby, inputs: Vec<String>, output: String, build_opts: RHash, import_opts: RHash, threads: Option<i64>, progress: Value) -> Result<RHash, Error> {
+fn build_from(ruby: &Ruby, inputs: Vec<String>, output: String, build_opts: RHash, import_opts: RHash, threads: Option<magnus::Integer>, progress: Value) -> Result<RHash, Error> {
     let options = crate::options::build_options(ruby, build_opts)?;
     let (format, import) = crate::options::import_options(ruby, import_opts)?;
     let inputs = inputs.iter().map(|name| Input::new(name, format, &import)).collect::<hashfile::Result<Vec<_>>>().map_err(|e| to_ruby(ruby, e))?;

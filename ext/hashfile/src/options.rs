@@ -97,6 +97,22 @@ fn seconds(ruby: &Ruby, name: &str, value: Value) -> Result<std::time::Duration,
     Ok(std::time::Duration::from_secs_f64(s))
 }
 
+/// Longest `reload:` interval: a day. Checking less often than that is
+/// not reloading; past it, `Instant` arithmetic could overflow.
+pub const MAX_RELOAD_SECONDS: f64 = 86_400.0;
+
+/// `reload: SECONDS` as a Duration: 0 (check on every access) up to
+/// [`MAX_RELOAD_SECONDS`]; NaN, infinities, negatives and anything larger
+/// are an ArgumentError naming the option.
+pub fn reload_interval(ruby: &Ruby, seconds: f64) -> Result<std::time::Duration, Error> {
+    match std::time::Duration::try_from_secs_f64(seconds) {
+        Ok(every) if seconds <= MAX_RELOAD_SECONDS => Ok(every),
+        // Large numbers as Ruby shows them (1.0e+300), not in full.
+        _ if seconds.abs() >= 1e16 => Err(arg_error(ruby, format!("reload must be nil or a number of seconds from 0 to {MAX_RELOAD_SECONDS:.0} (a day), not {seconds:e}"))),
+        _ => Err(arg_error(ruby, format!("reload must be nil or a number of seconds from 0 to {MAX_RELOAD_SECONDS:.0} (a day), not {seconds}"))),
+    }
+}
+
 fn boolean(ruby: &Ruby, name: &str, value: Value) -> Result<bool, Error> {
     match value {
         v if v.is_kind_of(ruby.class_true_class()) => Ok(true),

@@ -32,9 +32,11 @@ fn build(ruby: &Ruby, threads: Option<usize>) -> Result<rayon::ThreadPool, Error
 /// The pool a build runs on: with `threads`, a pool of that many for this
 /// build alone (from 1 to `max_threads()`); without, this process's pool of
 /// one thread per core.
-pub fn for_build(ruby: &Ruby, threads: Option<i64>) -> Result<Arc<rayon::ThreadPool>, Error> {
-    if let Some(n) = threads {
-        let n = usize::try_from(n).ok().filter(|n| (1..=max_threads()).contains(n)).ok_or_else(|| crate::error::arg_error(ruby, format!("threads must be from 1 to {} (4 per core, at least 16), got {n}", max_threads())))?;
+pub fn for_build(ruby: &Ruby, threads: Option<magnus::Integer>) -> Result<Arc<rayon::ThreadPool>, Error> {
+    if let Some(given) = threads {
+        // Any Integer, a Bignum too: out of range is the same ArgumentError.
+        let n = given.to_u64().ok().and_then(|n| usize::try_from(n).ok()).filter(|n| (1..=max_threads()).contains(n));
+        let n = n.ok_or_else(|| crate::error::arg_error(ruby, format!("threads must be from 1 to {} (4 per core, at least 16), got {given}", max_threads())))?;
         return Ok(Arc::new(build(ruby, Some(n))?));
     }
     let pid = std::process::id();

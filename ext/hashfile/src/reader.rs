@@ -99,11 +99,10 @@ impl Reader {
         let reload = match reload {
             None => None,
             Some(_) if is_remote => return Err(arg_error(ruby, format!("reload: is for local stores; a remote one raises StaleError when the object is replaced ({path})"))),
-            Some(seconds) if seconds.is_finite() && seconds >= 0.0 => {
-                let every = Duration::from_secs_f64(seconds);
+            Some(seconds) => {
+                let every = crate::options::reload_interval(ruby, seconds)?;
                 Some(Reload { every, next_check: Cell::new(Instant::now() + every), error: RefCell::new(None) })
             }
-            Some(seconds) => return Err(arg_error(ruby, format!("reload must be nil or a number of seconds, 0 or more, not {seconds}"))),
         };
         let remote = match remote {
             Some(given) if !is_remote => return Err(arg_error(ruby, format!("the options {} are for http://, https:// and s3:// stores, not {path}", crate::options::names(given)?))),
