@@ -228,23 +228,51 @@ impl FileId {
 /// Maps the file at `path`, with the identity of the file opened (taken
 /// from the open file, so a rename between the open and the check cannot
 /// mislabel it).
+///
+/// Only a regular file is opened for mapping. A FIFO would block the open
+/// until a writer came, which may be never, so the type is looked at first
+/// (a device or socket is never opened at all), and the open itself does
+/// not wait (`O_NONBLOCK`), in case a FIFO took the file's place in
+/// between; the open file's type is checked again.
 #[cfg(feature = "mmap")]
 fn map_file_with_id(path: &std::path::Path) -> Result<(memmap2::Mmap, FileId)> {
-    let file = std::fs::File::open(path).map_err(|e| Error::io(Some(path), e))?;
-    let metadata = file.metadata().map_err(|e| Error::io(Some(path), e))?;
-    // Mapping a directory fails with ENODEV ("No such device"): say
-    // what it is instead.
-    if metadata.is_dir() {
-        return Err(Error::io(Some(path), std::io::Error::from_raw_os_error(EISDIR)));
-    }
+    use std::os::unix::fs::OpenOptionsExt;
+    let io = |e| Error::io(Some(path), e);
+    check_regular_file(path, &std::fs::metadata(path).map_err(io)?)?;
+    let file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path).map_err(io)?;
+    let metadata = file.metadata().map_err(io)?;
+    check_regular_file(path, &metadata)?;
     // SAFETY: the map is read-only and private to this reader. Stores are
     // immutable by contract: they are published by rename and never
     // written in place, so the mapped bytes do not change under us. A
     // file truncated by another process raises SIGBUS, the same caveat
     // as every mmap-based reader (fst, LMDB, sparkey), unless the map
     // is guarded (`open_guarded`, `fault`).
-    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io(Some(path), e))?;
+    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io)?;
     Ok((map, FileId::of_metadata(&metadata)))
+}
+
+/// An error unless `metadata` is a regular file's: a directory is
+/// `EISDIR`, as `File.open` says; a FIFO, socket or device is not a store
+/// and is named as what it is.
+#[cfg(feature = "mmap")]
+fn check_regular_file(path: &std::path::Path, metadata: &std::fs::Metadata) -> Result<()> {
+    use std::os::unix::fs::FileTypeExt;
+    let kind = metadata.file_type();
+    let what = if kind.is_file() {
+        return Ok(());
+    } else if kind.is_dir() {
+        return Err(Error::io(Some(path), std::io::Error::from_raw_os_error(EISDIR)));
+    } else if kind.is_fifo() {
+        "a FIFO (named pipe)"
+    } else if kind.is_socket() {
+        "a socket"
+    } else if kind.is_char_device() || kind.is_block_device() {
+        "a device"
+    } else {
+        "not a regular file"
+    };
+    Err(Error::NotAStore { path: Some(path.to_path_buf()), reason: format!("{what}, not a regular file; a store is read from a regular file") })
 }
 
 /// The errno of "Is a directory" (the same on Linux, macOS and the BSDs).
