@@ -230,3 +230,126 @@ fn a_block_cache_fetches_a_batch_level_by_level_and_a_pinned_index_leaves_one_fe
         assert!(reader.source().stats().fetches - before <= 1, "key-{i}");
     }
 }
+
+/// A batch far larger than the block cache reads in pieces that fit it:
+/// fetched ranges grow with the blocks needed, not with keys times
+/// evictions, and every result is right.
+#[test]
+fn a_batch_larger_than_the_cache_fetches_each_block_about_once() {
+    use hashfile::read::{BlockCache, CacheOptions};
+    use support::MemoryFetch;
+    let n = 50_000u64;
+    let bytes = store(n, 20);
+    let options = CacheOptions { block_len: 4096, capacity: 64 * 4096 };
+    let reader = Reader::new(BlockCache::new(MemoryFetch::new(&bytes), options)).unwrap();
+    let keys: Vec<String> = (0..20_000u64).map(|i| format!("key-{}", i * 7919 % n)).collect();
+    let before = reader.source().stats();
+    let found = reader.get_many(&keys).unwrap();
+    let after = reader.source().stats();
+    for (key, record) in keys.iter().zip(&found) {
+        assert_eq!(record.as_ref().unwrap().key(), key.as_bytes());
+    }
+    let blocks = bytes.len() as u64 / 4096 + 1;
+    let misses = after.misses - before.misses;
+    // Each piece of 16 keys touches up to 4 blocks per key, and the index
+    // blocks are fetched again by later pieces: far fewer than 20,000 keys
+    // times 4, and bounded by pieces times the blocks one needs.
+    let pieces = 20_000u64.div_ceil(16);
+    assert!(misses <= pieces * 16 * 4, "{misses} blocks fetched for {blocks} blocks in the store");
+    assert!(after.fetches - before.fetches <= pieces * 5, "{} fetches", after.fetches - before.fetches);
+    assert!(after.resident_bytes <= 64 * 4096 + after.pinned_bytes, "the cache stayed in its bounds");
+}
+
+/// With the seed index read a piece at a time (as for a store whose index
+/// is too large to load at open), every key reads the same, alone and in a
+/// batch.
+#[test]
+fn a_seed_index_not_loaded_at_open_is_read_through_the_source() {
+    use hashfile::read::{BlockCache, CacheOptions};
+    use support::MemoryFetch;
+    let n = 30_000u64;
+    let bytes = store(n, 12);
+    let reader = Reader::with_seed_index_limit(BlockCache::new(MemoryFetch::new(&bytes), CacheOptions { block_len: 512, capacity: 32 * 512 }), 0).unwrap();
+    let local = Reader::new(&bytes[..]).unwrap();
+    for i in (0..n).step_by(7) {
+        let key = format!("key-{i}");
+        assert_eq!(reader.get(key.as_bytes()).unwrap(), local.get(key.as_bytes()).unwrap(), "{key}");
+    }
+    let keys: Vec<String> = (0..3000u64).map(|i| if i % 5 == 0 { format!("absent-{i}") } else { format!("key-{}", i * 13 % n) }).collect();
+    let many = reader.get_many(&keys).unwrap();
+    for (key, record) in keys.iter().zip(many) {
+        assert_eq!(record, local.get(key.as_bytes()).unwrap(), "{key}");
+    }
+}
+
+/// A self-consistent header claiming 2^40 keys in a 16 TiB object, from a
+/// source that says it is that long: open asks for no more than its
+/// stated bounds (the first read, and the seed index only when at most
+/// `LOAD_SEED_INDEX_UP_TO`), whatever the header claims.
+#[test]
+fn a_header_claiming_a_huge_index_makes_open_ask_for_little() {
+    use hashfile::format::{BuildParameters, Geometry, Header, Section, VERSION_MAJOR, VERSION_MINOR};
+    use hashfile::read::{BlockCache, CacheOptions, RangeFetch, LOAD_SEED_INDEX_UP_TO, OPEN_READ_LEN};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let n = 1u64 << 40;
+    let file_len = 16u64 << 40;
+    let geometry = Geometry { entry_count: n, bucket_count: n / 4, dense_bucket_count: 0, dense_hash_threshold: 0, slot_count: n, part_count: 1 };
+    let header_len = Header::encoded_len() as u64;
+    let seed_index_len = ((n / 4).div_ceil(128) + 1) * 4;
+    let records_len = file_len / 4;
+    let slots_len = hashfile::bits::packed_len(n, hashfile::bits::bits_for(records_len - 1)).unwrap();
+    let mut at = header_len;
+    let mut section = |length: u64| {
+        let s = Section { offset: at, length, checksum: 0 };
+        at += length;
+        s
+    };
+    let remap_len = hashfile::bits::packed_len(0, hashfile::bits::bits_for(n - 1)).unwrap();
+    let sections = [section(seed_index_len), section(0), section(remap_len), section(slots_len), section(records_len)];
+    let header = Header {
+        major: VERSION_MAJOR,
+        minor: VERSION_MINOR,
+        header_len: header_len as u32,
+        required_flags: 0,
+        file_len,
+        hash_seed: 0,
+        geometry,
+        seed_block_len: 128,
+        parameters: BuildParameters { keys_per_bucket: 4.0, load_factor: 1.0, dense_key_fraction: 0.0, dense_bucket_fraction: 0.0 },
+        sections,
+    };
+    let encoded = header.encode();
+    assert_eq!(Header::decode(&encoded, file_len).unwrap(), header, "the header is self-consistent");
+
+    struct Liar {
+        header: Vec<u8>,
+        size: u64,
+        asked: AtomicU64,
+    }
+    impl RangeFetch for Liar {
+        fn size(&self) -> u64 {
+            self.size
+        }
+        fn fetch(&self, ranges: &[std::ops::Range<u64>]) -> std::io::Result<Vec<Vec<u8>>> {
+            let total: u64 = ranges.iter().map(|r| r.end - r.start).sum();
+            self.asked.fetch_add(total, Ordering::Relaxed);
+            if total > 64 << 20 {
+                return Err(std::io::Error::other(format!("asked for {total} bytes")));
+            }
+            Ok(ranges.iter().map(|r| (r.start..r.end).map(|i| self.header.get(i as usize).copied().unwrap_or(0)).collect()).collect())
+        }
+    }
+    let liar = Liar { header: encoded, size: file_len, asked: AtomicU64::new(0) };
+    let cache = BlockCache::new(liar, CacheOptions::default());
+    let opened = Reader::new(cache);
+    let asked = match &opened {
+        Ok(reader) => reader.source().fetcher().asked.load(Ordering::Relaxed),
+        Err(error) => panic!("{error}"),
+    };
+    assert!(seed_index_len > LOAD_SEED_INDEX_UP_TO);
+    assert!(asked <= OPEN_READ_LEN as u64 + 2 * 16384, "open asked for {asked} bytes");
+    // A lookup reads zeros where the header promised an index: an error or
+    // nothing, never a panic.
+    let reader = opened.unwrap();
+    assert!(!matches!(reader.get(b"anything"), Ok(Some(_))));
+}

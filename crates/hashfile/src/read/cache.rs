@@ -379,8 +379,21 @@ impl<F: RangeFetch> Source for BlockCache<F> {
         Ok(self.assemble(range, &blocks))
     }
 
+    /// Fetches the missing blocks of `ranges`, as many as the cache holds:
+    /// blocks past that would evict the first ones before anything read
+    /// them, so they are left for the reads to fetch (a caller that wants
+    /// them all reads in pieces of [`Source::capacity_hint`]).
     fn prefetch(&self, ranges: &[Range<u64>]) -> io::Result<()> {
-        let ranges: Vec<Range<u64>> = ranges.iter().map(|r| r.start.min(self.size)..r.end.min(self.size)).filter(|r| !r.is_empty()).collect();
+        let mut budget = self.capacity_blocks as u64;
+        let ranges: Vec<Range<u64>> = ranges
+            .iter()
+            .map(|r| r.start.min(self.size)..r.end.min(self.size))
+            .filter(|r| !r.is_empty())
+            .take_while(|r| {
+                let blocks = self.blocks_of(r);
+                budget.checked_sub(blocks.end - blocks.start).map(|left| budget = left).is_some()
+            })
+            .collect();
         self.load(&ranges, false).map(drop)
     }
 
@@ -391,6 +404,10 @@ impl<F: RangeFetch> Source for BlockCache<F> {
 
     fn block_len_hint(&self) -> Option<usize> {
         Some(self.block_len)
+    }
+
+    fn capacity_hint(&self) -> Option<usize> {
+        Some(self.capacity_blocks * self.block_len)
     }
 }
 

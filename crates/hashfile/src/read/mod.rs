@@ -29,6 +29,13 @@ pub use verify::VERIFY_CHUNK;
 /// up to about 500 sections, in one read. A longer header takes a second.
 pub const OPEN_READ_LEN: usize = 16 << 10;
 
+/// The largest seed index a reader over a source that is not in memory
+/// reads whole at open (4 bytes per seed block: 8 MiB is the index of
+/// about 800 million keys). A larger one is read an entry at a time, by
+/// the lookups that need it, so that what a header claims cannot make
+/// opening fetch or allocate more than this.
+pub const LOAD_SEED_INDEX_UP_TO: u64 = 8 << 20;
+
 /// A record a lookup or an iteration found, holding the piece of the store
 /// it was read from (borrowed from a memory source, owned or shared
 /// otherwise).
@@ -53,6 +60,22 @@ impl<'a> RecordBuf<'a> {
         let (bytes, held) = unsafe { piece.into_parts() };
         let (key, value) = layout.split(bytes).expect("the caller checked the record's length");
         RecordBuf { key, value, key_utf8: layout.key_utf8, kind: layout.kind, _held: held }
+    }
+
+    /// The record holding only its own bytes: one read from a shared
+    /// block (a cache's) copies its key and value out, so that keeping it
+    /// does not keep the block (`get_many`'s results).
+    fn detached(self) -> RecordBuf<'a> {
+        if !matches!(self._held, Some(source::Held::Shared(_))) {
+            return self;
+        }
+        let mut bytes = Vec::with_capacity(self.key.len() + self.value.len());
+        bytes.extend_from_slice(self.key);
+        bytes.extend_from_slice(self.value);
+        // SAFETY: as in `new`: the slices are kept beside their holder.
+        let (all, held) = unsafe { Piece::owned(bytes).into_parts() };
+        let (key, value) = all.split_at(self.key.len());
+        RecordBuf { key, value, key_utf8: self.key_utf8, kind: self.kind, _held: held }
     }
 
     /// A record borrowed for `'a` from a source in memory.
@@ -300,8 +323,16 @@ fn io_error(error: std::io::Error) -> Error {
 impl<S: Source> Reader<S> {
     /// Wraps a source holding a store and checks its header (O(1)). Over a
     /// source that is not resident, also reads the seed index (4 bytes per
-    /// seed block, about 1 byte per 100 keys).
+    /// seed block, about 1 byte per 100 keys) when it is at most
+    /// [`LOAD_SEED_INDEX_UP_TO`] bytes.
     pub fn new(source: S) -> Result<Reader<S>> {
+        Self::with_seed_index_limit(source, LOAD_SEED_INDEX_UP_TO)
+    }
+
+    /// [`Reader::new`], reading the seed index whole at open only when it
+    /// is at most `limit` bytes (0: never; each lookup then reads its two
+    /// entries through the source, one piece more per cold lookup).
+    pub fn with_seed_index_limit(source: S, limit: u64) -> Result<Reader<S>> {
         let file_len = source.size();
         let head = source.read_exact_at(0, file_len.min(OPEN_READ_LEN as u64) as usize).map_err(io_error)?;
         let header_len = Header::len_from_prefix(&head[..head.len().min(HEADER_PREFIX_LEN)], file_len)?;
@@ -326,7 +357,7 @@ impl<S: Source> Reader<S> {
             header,
             source,
         };
-        if reader.source.as_slice().is_none() {
+        if reader.source.as_slice().is_none() && reader.seed_index.length <= limit {
             let bytes = reader.source.read_exact_at(reader.seed_index.offset, reader.seed_index.length as usize).map_err(io_error)?;
             reader.loaded_seed_index = Some(bytes.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes"))).collect());
         }
@@ -392,16 +423,21 @@ impl<S: Source> Reader<S> {
     /// Where seed block `block` starts and ends in the seeds section, in
     /// units of `layout.unit_bytes()`: entries `block` and `block + 1` of
     /// the seed index, read in place from a source in memory (the branch
-    /// folds away for one), else from the copy read at open.
+    /// folds away for one), else from the copy read at open, else (an
+    /// index too large to load) through the source.
     #[inline(always)]
     fn seed_block_bounds(&self, block: u64) -> Result<(u32, u32)> {
-        if self.source.as_slice().is_some() {
-            return self.with_bytes(&self.seed_index, SectionId::SeedIndex, block * 4, 8, "seed block out of range", |b| {
+        let in_source = || {
+            self.with_bytes(&self.seed_index, SectionId::SeedIndex, block.saturating_mul(4), 8, "seed block out of range", |b| {
                 let word = u64::from_le_bytes(b[..8].try_into().expect("8 bytes"));
                 (word as u32, (word >> 32) as u32)
-            });
+            })
+        };
+        if self.source.as_slice().is_some() {
+            return in_source();
         }
-        match self.loaded_seed_index.as_deref().and_then(|index| index.get(block as usize..block as usize + 2)) {
+        let Some(index) = self.loaded_seed_index.as_deref() else { return in_source() };
+        match usize::try_from(block).ok().and_then(|block| index.get(block..block.checked_add(2)?)) {
             Some(&[start, end]) => Ok((start, end)),
             _ => Err(corrupt(SectionId::SeedIndex, "seed block out of range")),
         }
@@ -472,9 +508,13 @@ impl<S: Source> Reader<S> {
     /// handed to the source as one [`Source::prefetch`]. A network source
     /// fetches a level in one round trip, so a batch costs about as many
     /// round trips as one key. Over a source in memory this is `get` for
-    /// each key. The results are in the order of `keys`. A cache too small
-    /// for a level's blocks still gives the right records, fetching again
-    /// what it evicted before the level was read.
+    /// each key. The results are in the order of `keys`.
+    ///
+    /// A batch larger than the source's cache ([`Source::capacity_hint`])
+    /// is read in pieces whose blocks fit it, so requests grow with the
+    /// blocks needed, not with keys times evictions, and memory stays
+    /// within the cache's; each record found holds its own bytes, not the
+    /// block it was read from.
     ///
     /// ```
     /// let mut builder = hashfile::Builder::new(Default::default())?;
@@ -490,8 +530,28 @@ impl<S: Source> Reader<S> {
         if self.source.as_slice().is_some() || self.is_empty() {
             return keys.iter().map(|key| self.get(key.as_ref())).collect();
         }
+        // A key's lookup touches at most about four blocks (seed index
+        // entry, seed block, slot, record, and rarely a remap entry; each
+        // level's blocks are read before the next level's are fetched), so
+        // a quarter of the cache in keys keeps a level's blocks resident
+        // until they are read, whatever CLOCK's hand does meanwhile.
+        let block_len = self.source.block_len_hint().unwrap_or(OPEN_READ_LEN);
+        let piece = self.source.capacity_hint().map_or(keys.len(), |capacity| capacity / block_len.max(1) / 4).max(1);
+        let mut found = Vec::with_capacity(keys.len());
+        for keys in keys.chunks(piece) {
+            found.extend(self.get_batch(keys)?);
+        }
+        Ok(found)
+    }
+
+    /// `get_many` for keys whose blocks fit the source's cache.
+    fn get_batch<K: AsRef<[u8]>>(&self, keys: &[K]) -> Result<Vec<Option<RecordBuf<'_>>>> {
         let prefetch = |ranges: Vec<Range<u64>>| self.source.prefetch(&ranges).map_err(io_error);
         let hashes: Vec<u64> = keys.iter().map(|key| chd::hash_key(key.as_ref(), self.hash_seed)).collect();
+        if self.loaded_seed_index.is_none() {
+            let block_len = self.layout.block_len() as u64;
+            prefetch(hashes.iter().map(|&hash| self.seed_index.offset + self.buckets.locate(hash).0 / block_len * 4).map(|at| at..at + 8).collect())?;
+        }
         prefetch(hashes.iter().filter_map(|&hash| self.seed_block_range(self.buckets.locate(hash).0)).collect())?;
         let mut remapped = Vec::new();
         for &hash in &hashes {
@@ -517,7 +577,7 @@ impl<S: Source> Reader<S> {
         keys.iter()
             .zip(offsets)
             .map(|(key, offset)| match self.record_at(offset)? {
-                Some((record, _)) if record.key() == key.as_ref() => Ok(Some(record)),
+                Some((record, _)) if record.key() == key.as_ref() => Ok(Some(record.detached())),
                 _ => Ok(None),
             })
             .collect()

@@ -196,6 +196,13 @@ pub trait Source {
     fn block_len_hint(&self) -> Option<usize> {
         None
     }
+
+    /// Bytes a caching source keeps of what it fetched (pinned bytes
+    /// aside): a batch whose blocks would not fit is read in pieces that
+    /// do, so that nothing it prefetched is evicted before it is read.
+    fn capacity_hint(&self) -> Option<usize> {
+        None
+    }
 }
 
 #[cold]
