@@ -4,8 +4,13 @@
 //!
 //! Every answer is checked before a byte of it is used: 206 with exactly
 //! the Content-Range asked for, the validators recorded at open, and a body
-//! as long as the range. Redirects are not followed: a store's location is
-//! configuration, and a silent move is better fixed there.
+//! as long as the range. Bodies are read as a stream and cut off past what
+//! was asked for, whatever Content-Length says. With the store's header
+//! bytes given, every request also asks for them, and an answer whose
+//! header differs is a replaced store even where the validators did not
+//! change (no ETag, or one made of the date and length). Redirects are not
+//! followed: a store's location is configuration, and a silent move is
+//! better fixed there.
 
 use std::ops::Range;
 
@@ -51,10 +56,17 @@ impl HttpTransport {
     /// and what identifies the object that sent them. Several ranges go in
     /// one Range header and come back as a multipart/byteranges body, or as
     /// one part covering them all if the server merged them. With `expect`,
-    /// the object must be that one. A range may end past the object's end
-    /// only when it is the only one: it is cut there (opening does that).
-    pub(crate) async fn get(&self, ranges: &[Range<u64>], expect: Option<&Identity>) -> Result<(Vec<Bytes>, Identity), RemoteError> {
-        let spec: Vec<String> = ranges.iter().map(|r| format!("{}-{}", r.start, r.end - 1)).collect();
+    /// the object must be that one; with `header`, its first bytes must be
+    /// these too (they are asked for in the same request). A range may end
+    /// past the object's end only when it is the only one: it is cut there
+    /// (opening does that).
+    pub(crate) async fn get(&self, ranges: &[Range<u64>], expect: Option<&Identity>, opened_header: Option<&[u8]>) -> Result<(Vec<Bytes>, Identity), RemoteError> {
+        let wire = match opened_header {
+            Some(header) => with_header(ranges, header.len() as u64),
+            None => ranges.to_vec(),
+        };
+        let limit = body_limit(&wire);
+        let spec: Vec<String> = wire.iter().map(|r| format!("{}-{}", r.start, r.end - 1)).collect();
         let mut request = self.client.get(self.url.clone()).header(RANGE, format!("bytes={}", spec.join(",")));
         if let Some(expect) = expect {
             match (&expect.etag, &expect.last_modified) {
@@ -67,7 +79,7 @@ impl HttpTransport {
             }
         }
         let what = describe(ranges);
-        let response = request.send().await.map_err(|e| send_error(&e, &what))?;
+        let mut response = request.send().await.map_err(|e| send_error(&e, &what))?;
         let status = response.status();
         if status != StatusCode::PARTIAL_CONTENT {
             return Err(status_error(status, response.headers(), &what, expect.is_some()));
@@ -83,10 +95,19 @@ impl HttpTransport {
             },
         };
         let (etag, last_modified) = (header(ETAG), header(LAST_MODIFIED));
-        let body = response.bytes().await.map_err(|e| {
+        if let Some((start, end, _)) = single {
+            if end - start > limit {
+                return Err(RemoteError::with_status(RemoteErrorKind::Protocol, 206, format!("asked for {what}, the server sends bytes {start}..{end}")));
+            }
+        }
+        let mut body = Body::new(limit, response.content_length(), &what)?;
+        while let Some(chunk) = response.chunk().await.map_err(|e| {
             let kind = if e.is_timeout() { RemoteErrorKind::Timeout } else { RemoteErrorKind::Connection };
             RemoteError::new(kind, format!("the body of {what} broke off: {}", chain(&e)))
-        })?;
+        })? {
+            body.push(&chunk)?;
+        }
+        let body = body.finish();
         // Each part as (start, end, size, bytes).
         let parts = match (single, boundary) {
             (Some((start, end, size)), _) => {
@@ -106,6 +127,14 @@ impl HttpTransport {
         if let Some(expect) = expect {
             expect.check(&identity)?;
         }
+        if let Some(opened) = opened_header {
+            let len = opened.len() as u64;
+            match parts.iter().find(|p| p.0 == 0 && p.1 >= len) {
+                Some(part) if part.3[..opened.len()] == *opened => {}
+                Some(_) => return Err(header_changed(&what)),
+                None => return Err(RemoteError::with_status(RemoteErrorKind::Protocol, 206, format!("asked for the header (bytes 0..{len}) with {what}, the server sent {}", describe_parts(&parts)))),
+            }
+        }
         let mut out = Vec::with_capacity(ranges.len());
         for range in ranges {
             let end = if ranges.len() == 1 { range.end.min(size) } else { range.end };
@@ -116,6 +145,76 @@ impl HttpTransport {
         }
         Ok((out, identity))
     }
+}
+
+/// The error for an answer whose store header is not the one opened.
+pub(crate) fn header_changed(what: &str) -> RemoteError {
+    RemoteError::new(
+        RemoteErrorKind::Changed,
+        format!("the object was replaced since it was opened: its header differs (reading {what}), though its length and validators did not change (a store rebuilt at the same size, with no ETag or one made of the date and length)"),
+    )
+}
+
+/// `ranges` with the header's bytes `0..len` asked for too: merged into
+/// the ranges that start inside it, or put first.
+fn with_header(ranges: &[Range<u64>], len: u64) -> Vec<Range<u64>> {
+    let mut end = len;
+    let mut inside = 0;
+    while let Some(range) = ranges.get(inside).filter(|r| r.start <= end) {
+        end = end.max(range.end);
+        inside += 1;
+    }
+    let mut wire = Vec::with_capacity(ranges.len() + 1);
+    wire.push(0..end);
+    wire.extend_from_slice(&ranges[inside..]);
+    wire
+}
+
+/// The most body bytes an answer to `ranges` may have: their bytes, and
+/// for each range room for a multipart part's headers (or a gap a server
+/// merged ranges across). Anything longer is not an answer to them.
+pub(crate) fn body_limit(ranges: &[Range<u64>]) -> u64 {
+    const PER_RANGE: u64 = 1024;
+    ranges.iter().map(|r| r.end - r.start).sum::<u64>().saturating_add(PER_RANGE * (ranges.len() as u64 + 1))
+}
+
+/// A response body read piece by piece, never past a limit: a server that
+/// claims or sends more than was asked for is cut off before the excess
+/// is held.
+pub(crate) struct Body<'a> {
+    bytes: bytes::BytesMut,
+    limit: u64,
+    what: &'a str,
+}
+
+impl<'a> Body<'a> {
+    /// A body of at most `limit` bytes; an error at once if the server
+    /// announces more.
+    pub(crate) fn new(limit: u64, announced: Option<u64>, what: &'a str) -> Result<Body<'a>, RemoteError> {
+        if let Some(announced) = announced.filter(|&n| n > limit) {
+            return Err(too_long(what, announced, limit));
+        }
+        // Room for what is announced, never more than the limit.
+        let room = announced.unwrap_or(0).min(limit).min(usize::MAX as u64) as usize;
+        Ok(Body { bytes: bytes::BytesMut::with_capacity(room), limit, what })
+    }
+
+    pub(crate) fn push(&mut self, chunk: &[u8]) -> Result<(), RemoteError> {
+        let len = self.bytes.len() as u64 + chunk.len() as u64;
+        if len > self.limit {
+            return Err(too_long(self.what, len, self.limit));
+        }
+        self.bytes.extend_from_slice(chunk);
+        Ok(())
+    }
+
+    pub(crate) fn finish(self) -> Bytes {
+        self.bytes.freeze()
+    }
+}
+
+fn too_long(what: &str, got: u64, limit: u64) -> RemoteError {
+    RemoteError::with_status(RemoteErrorKind::Protocol, 206, format!("the answer to {what} is {got} bytes or more, past the {limit} bytes it can be; nothing of it was used"))
 }
 
 /// Ranges in words, for messages: "bytes 0..16384", or "3 ranges (bytes
@@ -165,10 +264,9 @@ fn parse_multipart(body: &Bytes, boundary: &str) -> Result<Vec<(u64, u64, u64, B
             .and_then(parse_content_range)
             .ok_or("has a part without a usable Content-Range")?;
         let start = headers_end + 4;
-        let end = start + (range.1 - range.0) as usize;
-        if end > body.len() {
-            return Err(format!("ended inside the part for bytes {}..{}", range.0, range.1));
-        }
+        // The length comes from the server: checked, never trusted to fit.
+        let end = usize::try_from(range.1 - range.0).ok().and_then(|len| start.checked_add(len)).filter(|&end| end <= body.len());
+        let Some(end) = end else { return Err(format!("ended inside the part for bytes {}..{}", range.0, range.1)) };
         parts.push((range.0, range.1, range.2, body.slice(start..end)));
         at = find(end, delimiter.as_bytes()).ok_or("ends without its closing boundary")?;
     }
@@ -229,7 +327,7 @@ fn parse_content_range(value: &str) -> Option<(u64, u64, u64)> {
 
 #[cfg(test)]
 mod tests {
-    use super::{multipart_boundary, parse_content_range, parse_multipart};
+    use super::{body_limit, multipart_boundary, parse_content_range, parse_multipart, with_header, Body};
     use bytes::Bytes;
 
     #[test]
@@ -243,6 +341,42 @@ mod tests {
         let cut = body.slice(..body.len() - 20);
         assert!(parse_multipart(&cut, "XB").is_err());
         assert!(parse_multipart(&Bytes::from_static(b"--XB--\r\n"), "XB").is_err());
+    }
+
+    /// A part whose Content-Range claims nearly 2^64 bytes is an error,
+    /// not an overflow (it panicked in `Bytes::slice`).
+    #[test]
+    fn a_part_claiming_a_length_near_2_pow_64_is_an_error() {
+        for range in ["bytes 0-18446744073709551613/18446744073709551615", "bytes 18446744073709551000-18446744073709551613/18446744073709551615", "bytes 10-9223372036854775807/9223372036854775808"] {
+            let body = Bytes::from(format!("--XB\r\nContent-Range: {range}\r\n\r\nhi\r\n--XB--\r\n"));
+            assert_eq!(parse_multipart(&body, "XB").unwrap_err(), format!("ended inside the part for bytes {}", {
+                let (a, b, _) = parse_content_range(range).unwrap();
+                format!("{a}..{b}")
+            }));
+        }
+    }
+
+    #[test]
+    fn the_header_range_is_merged_into_ranges_that_start_inside_it_or_put_first() {
+        assert_eq!(with_header(&[16384..32768], 296), vec![0..296, 16384..32768]);
+        assert_eq!(with_header(&[0..16384, 32768..40000], 296), vec![0..16384, 32768..40000]);
+        assert_eq!(with_header(&[100..200, 290..400, 500..600], 296), vec![0..400, 500..600]);
+        assert_eq!(with_header(&[], 296), vec![0..296]);
+    }
+
+    /// A body longer than the ranges asked for is refused when announced,
+    /// and cut off when it is not, before the excess is held.
+    #[test]
+    fn bodies_stop_at_what_was_asked_for() {
+        let limit = body_limit(&[0..16384]);
+        assert_eq!(limit, 16384 + 2048);
+        assert!(Body::new(limit, Some(1_000_000_000_000), "bytes 0..16384").is_err());
+        let mut body = Body::new(limit, None, "bytes 0..16384").unwrap();
+        body.push(&[0; 16384]).unwrap();
+        let error = body.push(&[0; 4096]).unwrap_err();
+        assert_eq!(error.kind, crate::RemoteErrorKind::Protocol);
+        assert!(error.message.contains("past the 18432 bytes it can be"), "{}", error.message);
+        assert_eq!(body.finish().len(), 16384);
     }
 
     #[test]

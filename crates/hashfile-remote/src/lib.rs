@@ -28,7 +28,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use hashfile::format::{Header, SectionId};
-use hashfile::read::{BlockCache, CacheOptions, Source, OPEN_READ_LEN};
+use hashfile::read::{BlockCache, CacheOptions, Source, LOAD_SEED_INDEX_UP_TO, OPEN_READ_LEN};
 use hashfile::Reader;
 
 pub use error::{RemoteError, RemoteErrorKind};
@@ -149,8 +149,11 @@ pub const PIN_SEEDS_UP_TO: u64 = 1 << 20;
 ///
 /// One request fetches the first block (at least [`OPEN_READ_LEN`] bytes:
 /// the header and section table) and learns the object's length and ETag.
-/// A second fetches the seed index, with the seeds when they are at most
-/// [`PIN_SEEDS_UP_TO`] bytes (kept for the reader's life); with
+/// A second fetches the seed index when it is at most
+/// [`LOAD_SEED_INDEX_UP_TO`] bytes, with the seeds when they are at most
+/// [`PIN_SEEDS_UP_TO`] bytes (kept for the reader's life), so open never
+/// asks for more than those three bounds together, whatever a header
+/// claims; with
 /// `prefetch_index`, one more fetches the rest of the index. Errors carry
 /// the location as their path and a [`RemoteError`] inside (see
 /// [`RemoteError::find_in`]).
@@ -172,8 +175,12 @@ pub fn open(location: &str, options: RemoteOptions) -> hashfile::Result<RemoteRe
     // block skips this; the reader then reads what it needs itself.
     if let Ok(header) = Header::decode(&first, cache.size()) {
         let (index, seeds) = (header.section(SectionId::SeedIndex), header.section(SectionId::Seeds));
+        // Neither is asked for when larger than the reader would load: what
+        // open fetches is bounded whatever the header claims.
         let mut wanted = Vec::with_capacity(2);
-        wanted.push(index.offset..index.offset + index.length);
+        if index.length <= LOAD_SEED_INDEX_UP_TO {
+            wanted.push(index.offset..index.offset + index.length);
+        }
         if seeds.length <= PIN_SEEDS_UP_TO {
             wanted.push(seeds.offset..seeds.offset + seeds.length);
         }

@@ -94,10 +94,11 @@ impl Connection {
     }
 
     /// One request for `ranges`: several in one multi-range request over
-    /// HTTP, exactly one for S3 (which serves one range per request).
-    async fn get_once(&self, ranges: &[Range<u64>], expect: Option<&Identity>) -> Result<(Vec<Bytes>, Identity), RemoteError> {
+    /// HTTP (with the store's `header` bytes, when given, to compare),
+    /// exactly one for S3 (which serves one range per request).
+    async fn get_once(&self, ranges: &[Range<u64>], expect: Option<&Identity>, header: Option<&[u8]>) -> Result<(Vec<Bytes>, Identity), RemoteError> {
         match &self.transport {
-            Transport::Http(http) => http.get(ranges, expect).await,
+            Transport::Http(http) => http.get(ranges, expect, header).await,
             // `fetch` asks S3 for one range per request; were it more, they
             // would go one after another.
             Transport::S3(s3) => {
@@ -116,14 +117,14 @@ impl Connection {
     /// A request for `ranges`, retried after a broken connection or a
     /// server error (S3's client retries on its own), with exponential
     /// backoff.
-    async fn get(&self, ranges: &[Range<u64>], expect: Option<&Identity>, options: &RemoteOptions) -> Result<(Vec<Bytes>, Identity), RemoteError> {
+    async fn get(&self, ranges: &[Range<u64>], expect: Option<&Identity>, header: Option<&[u8]>, options: &RemoteOptions) -> Result<(Vec<Bytes>, Identity), RemoteError> {
         let retries = match self.transport {
             Transport::Http(_) => options.retries,
             Transport::S3(_) => 0,
         };
         let mut attempt = 0;
         loop {
-            match self.get_once(ranges, expect).await {
+            match self.get_once(ranges, expect, header).await {
                 Err(error) if error.is_retryable() && attempt < retries => {
                     tokio::time::sleep(options.backoff * 2u32.pow(attempt.min(10))).await;
                     attempt += 1;
@@ -159,6 +160,9 @@ pub struct RemoteObject {
     location: Location,
     options: RemoteOptions,
     identity: Identity,
+    /// The store's header as opened, when the validators cannot be trusted
+    /// to change with the content (see [`RemoteObject::open`]).
+    header: Option<Bytes>,
     connection: Mutex<Arc<Connection>>,
     requests: AtomicU64,
     /// Whether to ask for several ranges in one request: HTTP servers
@@ -170,12 +174,38 @@ pub struct RemoteObject {
 impl RemoteObject {
     /// Opens `location`: one ranged GET of its first `first_len` bytes,
     /// which also gives its length and identity. Returns those bytes too.
+    ///
+    /// How later answers are tied to this version of the store: over S3,
+    /// by the ETag (S3's is a hash of the content) with If-Match. Over
+    /// HTTP, validators alone cannot do it: a server may send none, or an
+    /// ETag made of the modification time and length (nginx's), and a store
+    /// rebuilt at the same length within the same second, or copied with
+    /// its time kept (`cp -p`, `rsync -a`), keeps both. So every request
+    /// also asks for the store's header, whose section checksums change
+    /// with any change of content, and an answer whose header differs is a
+    /// replaced store; a server that serves one range per request gets one
+    /// more request for the header after each batch. The same holds for an
+    /// S3 server that sends no ETag.
     pub(crate) fn open(location: Location, options: RemoteOptions, first_len: u64) -> Result<(RemoteObject, Bytes), RemoteError> {
         let connection = Connection::new(&location, &options)?;
-        let (mut first, identity) = connection.run(connection.get(std::slice::from_ref(&(0..first_len)), None, &options))?;
+        let (mut first, identity) = connection.run(connection.get(std::slice::from_ref(&(0..first_len)), None, None, &options))?;
+        let first = first.remove(0);
+        let content_etag = matches!(connection.transport, Transport::S3(_)) && identity.etag.is_some();
+        let header = match hashfile::format::Header::len_from_prefix(&first[..first.len().min(hashfile::format::HEADER_PREFIX_LEN)], identity.size) {
+            Ok(len) if !content_etag && len <= first.len() => Some(first.slice(..len)),
+            // Not a store (the reader says so next), or one whose header
+            // is longer than the first block: compared by validators only.
+            _ => None,
+        };
         let multi_range = matches!(connection.transport, Transport::Http(_));
-        let object = RemoteObject { location, options, identity, connection: Mutex::new(Arc::new(connection)), requests: AtomicU64::new(1), multi_range: AtomicBool::new(multi_range) };
-        Ok((object, first.remove(0)))
+        let object = RemoteObject { location, options, identity, header, connection: Mutex::new(Arc::new(connection)), requests: AtomicU64::new(1), multi_range: AtomicBool::new(multi_range) };
+        Ok((object, first))
+    }
+
+    /// Whether every answer's header is compared with the one opened (see
+    /// [`RemoteObject::open`]).
+    pub fn checks_header(&self) -> bool {
+        self.header.is_some()
     }
 
     /// What the object was when opened.
@@ -226,18 +256,20 @@ impl RangeFetch for RemoteObject {
         let connection = &connection;
         let group = |multi: bool| if multi { RANGES_PER_REQUEST } else { 1 };
         let multi = self.multi_range.load(Ordering::Relaxed);
+        // The header goes with each request only where several ranges may.
+        let header = if multi { self.header.as_deref() } else { None };
         let work = stream::iter(ranges.chunks(group(multi)))
             .map(|chunk| async move {
                 self.requests.fetch_add(1, Ordering::Relaxed);
-                match connection.get(chunk, Some(identity), options).await {
+                match connection.get(chunk, Some(identity), header, options).await {
                     // Multi-range refused: the ranges one by one, and so
                     // from now on.
-                    Err(error) if chunk.len() > 1 && error.kind == RemoteErrorKind::Protocol && matches!(error.status, Some(200 | 416)) => {
+                    Err(error) if multi && error.kind == RemoteErrorKind::Protocol && matches!(error.status, Some(200 | 416)) => {
                         self.multi_range.store(false, Ordering::Relaxed);
                         let mut out = Vec::with_capacity(chunk.len());
                         for range in chunk {
                             self.requests.fetch_add(1, Ordering::Relaxed);
-                            out.extend(connection.get(std::slice::from_ref(range), Some(identity), options).await?.0);
+                            out.extend(connection.get(std::slice::from_ref(range), Some(identity), None, options).await?.0);
                         }
                         Ok(out)
                     }
@@ -247,6 +279,16 @@ impl RangeFetch for RemoteObject {
             .buffered(options.concurrency.max(1))
             .try_collect::<Vec<Vec<Bytes>>>();
         let fetched = connection.run(work)?;
+        // Ranges fetched one per request carried no header: one request
+        // for it after them shows they all came from the store opened (a
+        // store replaced before any of them is replaced before this one).
+        if let Some(opened) = self.header.as_ref().filter(|_| !self.multi_range.load(Ordering::Relaxed)) {
+            self.requests.fetch_add(1, Ordering::Relaxed);
+            let (now, _) = connection.run(connection.get(std::slice::from_ref(&(0..opened.len() as u64)), Some(identity), None, options))?;
+            if now.first() != Some(opened) {
+                return Err(crate::http::header_changed(&format!("the header after {} ranges", ranges.len())).into());
+            }
+        }
         Ok(fetched.into_iter().flatten().map(|bytes| bytes.to_vec()).collect())
     }
 }

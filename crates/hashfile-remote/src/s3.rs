@@ -7,6 +7,7 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use bytes::Bytes;
+use futures_util::StreamExt;
 use object_store::aws::{AmazonS3, AmazonS3Builder};
 use object_store::{BackoffConfig, ClientOptions, GetOptions, GetRange, ObjectStore, RetryConfig};
 
@@ -64,7 +65,13 @@ impl S3Transport {
         if got != wanted {
             return Err(RemoteError::new(RemoteErrorKind::Protocol, format!("asked for {what}, the server sent bytes {}..{}", got.start, got.end)));
         }
-        let body = result.bytes().await.map_err(|e| RemoteError::new(RemoteErrorKind::Connection, format!("the body of {what} broke off: {e}")))?;
+        // Read as a stream, never past the range asked for.
+        let mut body = crate::http::Body::new(crate::http::body_limit(std::slice::from_ref(&wanted)), None, &what)?;
+        let mut stream = result.into_stream();
+        while let Some(chunk) = stream.next().await {
+            body.push(&chunk.map_err(|e| RemoteError::new(RemoteErrorKind::Connection, format!("the body of {what} broke off: {e}")))?)?;
+        }
+        let body = body.finish();
         if body.len() as u64 != wanted.end - wanted.start {
             return Err(RemoteError::new(RemoteErrorKind::Connection, format!("the body of {what} ended after {} of {} bytes", body.len(), wanted.end - wanted.start)));
         }

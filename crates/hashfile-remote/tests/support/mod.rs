@@ -94,6 +94,8 @@ http {{
         location /whole/ {{ max_ranges 0; alias {root}/files/; }}
         # One range per request: more and the whole file comes with 200.
         location /single/ {{ max_ranges 1; alias {root}/files/; }}
+        # No ETag: Last-Modified is the only validator.
+        location /no-etag/ {{ etag off; alias {root}/files/; }}
         location /missing/ {{ return 404; }}
         location /forbidden/ {{ return 403; }}
         location /broken/ {{ return 500; }}
@@ -118,6 +120,18 @@ http {{
     /// Where `/files/NAME` is read from.
     pub fn file(&self, name: &str) -> PathBuf {
         self.dir.path().join("root/files").join(name)
+    }
+
+    /// Publishes `bytes` as `/files/NAME` by rename, with the modification
+    /// time of the file it replaces (as `cp -p`, `rsync -a` or a build
+    /// within the same second leave it): nginx's ETag (time and length)
+    /// and Last-Modified stay the same when the length does.
+    pub fn publish_keeping_mtime(&self, name: &str, bytes: &[u8]) {
+        let mtime = std::fs::metadata(self.file(name)).unwrap().modified().unwrap();
+        let temp = self.dir.path().join("root").join(format!(".{name}.tmp"));
+        std::fs::write(&temp, bytes).unwrap();
+        std::fs::File::options().write(true).open(&temp).unwrap().set_modified(mtime).unwrap();
+        std::fs::rename(&temp, self.file(name)).unwrap();
     }
 
     /// Publishes `bytes` as `/files/NAME` by rename, as a build does.
@@ -369,5 +383,68 @@ impl Drop for Minio {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+/// A server on loopback that answers every request with `answer(request
+/// number)` and then `body_len` bytes of zeros (cut short when the client
+/// hangs up); counts the body bytes it managed to send.
+pub struct Liar {
+    pub port: u16,
+    pub sent: Arc<AtomicU64>,
+    stop: Arc<AtomicBool>,
+}
+
+impl Liar {
+    pub fn start(answer: impl Fn(usize) -> String + Send + Sync + 'static, body_len: u64) -> Liar {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let (sent, stop) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicBool::new(false)));
+        let (counter, stopping) = (Arc::clone(&sent), Arc::clone(&stop));
+        let answer = Arc::new(answer);
+        thread::spawn(move || {
+            let served = AtomicUsize::new(0);
+            for client in listener.incoming() {
+                if stopping.load(Ordering::Relaxed) {
+                    return;
+                }
+                let Ok(mut client) = client else { continue };
+                let (counter, answer) = (Arc::clone(&counter), Arc::clone(&answer));
+                let n = served.fetch_add(1, Ordering::Relaxed);
+                thread::spawn(move || {
+                    let mut request = [0u8; 8192];
+                    let _ = client.set_read_timeout(Some(Duration::from_secs(5)));
+                    let _ = client.read(&mut request);
+                    if client.write_all(answer(n).as_bytes()).is_err() {
+                        return;
+                    }
+                    let zeros = vec![0u8; 1 << 16];
+                    let mut left = body_len;
+                    while left > 0 {
+                        let take = left.min(zeros.len() as u64) as usize;
+                        match client.write(&zeros[..take]) {
+                            Ok(0) | Err(_) => break,
+                            Ok(written) => {
+                                counter.fetch_add(written as u64, Ordering::Relaxed);
+                                left -= written as u64;
+                            }
+                        }
+                    }
+                    let _ = client.shutdown(Shutdown::Both);
+                });
+            }
+        });
+        Liar { port, sent, stop }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/s.hf", self.port)
+    }
+}
+
+impl Drop for Liar {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        let _ = TcpStream::connect(("127.0.0.1", self.port));
     }
 }
