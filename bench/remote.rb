@@ -10,7 +10,9 @@
 # - with 20 ms added to every round trip (a relay that holds each request
 #   20 ms): open + first lookup, and 100 keys by values_at against 100
 #   sequential [];
-# - the cache's memory.
+# - the cache's memory;
+# - the bytes each request costs to carry the store's header (the version
+#   check), and batches far larger than the cache (requests, peak RSS).
 #
 #   ruby bench/remote.rb            # 1,000,000 entries
 #   QUICK=1 ruby bench/remote.rb    # a few seconds: checks it runs (CI)
@@ -125,6 +127,44 @@ log = nginx.log.drop(log_before)
 results[:sequential] = { lookups: SEQUENTIAL, requests: log.size, connections: log.map(&:first).uniq.size, resident: db.info[:cache][:resident_bytes] }
 db.close
 say format("%d sequential lookups: %d requests over %d TCP connection(s); cache holds %d bytes", SEQUENTIAL, log.size, results[:sequential][:connections], results[:sequential][:resident])
+
+# What tying every answer to the version opened costs (the hostile-inputs
+# issue): each request also asks for the store's header (296 bytes), so a
+# one-range answer becomes a two-part multipart body. Bytes on the wire per
+# request from nginx's log ($bytes_sent), cold lookups on a fresh reader.
+log_before = nginx.log.size
+db = Hashfile.open(url)
+(QUICK ? 50 : 500).times { db[key(rng.rand(ENTRIES))] }
+db.close
+sent = nginx.log.drop(log_before).drop(2) # open's two requests aside
+results[:version_check] = { requests: sent.size, bytes_per_request: sent.sum(&:last) / sent.size.to_f, block: Hashfile::REMOTE_DEFAULTS[:block_size] }
+say format("every request carries the header: %.0f bytes sent per request for a %d-byte block (%.1f%% more than the block)",
+           results[:version_check][:bytes_per_request], results[:version_check][:block], (results[:version_check][:bytes_per_request] / results[:version_check][:block] - 1) * 100)
+
+# Batches larger than the cache: in a child process each, so that the peak
+# RSS (VmHWM) is the batch's alone. Before, 20,000 keys took a request per
+# key and 1M keys with a 4 MiB cache reached 15 GB.
+def batch_in_child(url, count, entries, cache_size)
+  script = <<~RUBY
+    db = Hashfile.open(#{url.inspect}, cache_size: #{cache_size})
+    keys = Array.new(#{count}) { |i| format("tenant:%07d", (i * 7919) % #{entries}) }
+    started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+    found = db.values_at(*keys).count { |v| v }
+    seconds = Process.clock_gettime(Process::CLOCK_MONOTONIC) - started
+    peak = File.read("/proc/self/status")[/VmHWM:\s+(\d+)/, 1].to_i * 1024
+    c = db.info[:cache]
+    puts [found, c[:requests], c[:round_trips], c[:bytes_fetched], peak, seconds].join(" ")
+  RUBY
+  out = IO.popen([RbConfig.ruby, "-I#{File.expand_path("../lib", __dir__)}", "-rhashfile", "-e", script], &:read)
+  found, requests, trips, bytes, peak, seconds = out.split.map(&:to_f)
+  { keys: count, found: found.to_i, requests: requests.to_i, round_trips: trips.to_i, bytes_fetched: bytes.to_i, peak_rss: peak.to_i, seconds: seconds, cache_size: cache_size }
+end
+big_batches = [[QUICK ? 2_000 : 20_000, Hashfile::REMOTE_DEFAULTS[:cache_size]], [QUICK ? 20_000 : 1_000_000, 4 << 20]]
+results[:big_batches] = big_batches.map { |count, cache| batch_in_child(url, count, ENTRIES, cache) }
+results[:big_batches].each do |r|
+  say format("values_at of %d keys, %d MiB cache: %d found, %d requests (%d round trips), %.0f MB fetched, peak RSS %.0f MB, %.1f s",
+             r[:keys], r[:cache_size] >> 20, r[:found], r[:requests], r[:round_trips], r[:bytes_fetched] / 1e6, r[:peak_rss] / 1e6, r[:seconds])
+end
 
 # 20 ms more per round trip.
 proxy = Hashfile::TestServers::SlowProxy.new(nginx.port, LATENCY)

@@ -50,6 +50,7 @@ class BadInputCatalogueTest < HashfileTest
       ["a missing store", -> { Hashfile.open(path("nope.hf")) }, Errno::ENOENT, /No such file or directory/],
       ["a directory as a store", -> { Dir.mkdir(path("d")) unless Dir.exist?(path("d")); Hashfile.open(path("d")) }, Errno::EISDIR, /Is a directory/],
       ["a store truncated while open", -> { truncated_while_open }, Hashfile::StaleError, /the store file changed while open .*; reopen it/],
+      ["a FIFO as a store", -> { File.mkfifo(path("pipe.hf")) unless File.exist?(path("pipe.hf")); Hashfile.open(path("pipe.hf")) }, Hashfile::FormatError, /pipe.hf: a FIFO \(named pipe\), not a regular file; a store is read from a regular file/],
       # Importer inputs
       ["JSON that is not JSON", -> { Hashfile.build_from(input("a.json", "{\"a\": 1,\n \"b\" 2}"), path) }, Hashfile::ParseError, /a.json: line 2, column 6: expected `:`/],
       ["a JSON duplicate key", -> { Hashfile.build_from(input("d.json", "{\"a\": 1,\n \"b\": 2,\n \"a\": 3}"), path) }, Hashfile::DuplicateKeyError, /duplicate key "a" \(.*d.json: line 1 and .*d.json: line 3\)/],
@@ -77,6 +78,7 @@ class BadInputCatalogueTest < HashfileTest
       ["an unknown extension", -> { Hashfile.build_from(input("data.txt", "{}"), path) }, ArgumentError, /cannot tell the format of .*data.txt .*give the format \(--format, or format: in Ruby\)/],
       ["a directory as an input", -> { Dir.mkdir(path("in")) unless Dir.exist?(path("in")); Hashfile.build_from(path("in"), path) }, ArgumentError, /in is a directory; give the data files in it/],
       ["an IO without format:", -> { Hashfile.build_from(StringIO.new("{}"), path) }, ArgumentError, /an IO input \(StringIO\) needs format:/],
+      ["a 2 MB field name an error lists", -> { Hashfile.build_from(input("f.json", "{\"#{"x" * 2_000_000}\": []}"), path, records_at: "nope") }, Hashfile::ParseError, /f.json: line 1, column 2000008: records_at: the top-level object has no field "nope"; its fields are "x{200}"\.\.\. \(2000000 bytes\)\z/],
       # Ruby arguments
       ["an Integer key", -> { Hashfile.build(path, { 1 => 2 }) }, TypeError, /key must be a String or Symbol, not Integer/],
       ["a value of another class", -> { Hashfile.build(path, { "a" => Object.new }) }, TypeError, /value for key "a" is a Object; .*\(pass serializer: to store other objects\)/],
@@ -86,6 +88,7 @@ class BadInputCatalogueTest < HashfileTest
       ["options no table can satisfy", -> { Hashfile.build(path, (1..5000).to_h { |i| ["k#{i}", i] }, dense_key_fraction: 0.99, dense_bucket_fraction: 0.01) }, ArgumentError, /dense_key_fraction|dense_bucket_fraction/],
       ["threads: 0", -> { Hashfile.build_from(input("t.json", "{}"), path, threads: 0) }, ArgumentError, /threads must be from 1 to \d+ \(4 per core, at least 16\), got 0/],
       ["a nil path", -> { Hashfile.open(nil) }, TypeError, /expected a path \(String or Pathname\), not nil/],
+      ["reload: past a day", -> { Hashfile.open(path("good.hf").tap { good_store }, reload: 1e300) }, ArgumentError, /reload must be nil or a number of seconds from 0 to 86400 \(a day\), not 1e300/],
       ["an output that is a FIFO", -> { File.mkfifo(path("fifo")) unless File.exist?(path("fifo")); Hashfile.build(path("fifo"), { "a" => 1 }) }, ArgumentError, /fifo is a FIFO; a store replaces only a regular file: give a file path/],
       ["a col_sep that is a quote", -> { Hashfile.build_from(input("c2.csv", "k,v\n"), path, col_sep: "\"") }, ArgumentError, /invalid option col_sep: must be one ASCII character other than a quote or a line break/],
       ["a serializer without load", -> { Hashfile.open(path("good.hf").tap { good_store }, serializer: Object.new) }, ArgumentError, /serializer: expected an object with dump and load/],
