@@ -249,14 +249,16 @@ fn a_batch_larger_than_the_cache_fetches_each_block_about_once() {
     for (key, record) in keys.iter().zip(&found) {
         assert_eq!(record.as_ref().unwrap().key(), key.as_bytes());
     }
+    // Each level reads its blocks in file order, half a cache at a time:
+    // every block of the store is fetched about once (a record starting
+    // near a block's end brings the next one too), in fetches of up to 32
+    // blocks each, where 20,000 keys in random order through a cache of 64
+    // blocks used to fetch about 4 blocks per key.
     let blocks = bytes.len() as u64 / 4096 + 1;
-    let misses = after.misses - before.misses;
-    // Each piece of 16 keys touches up to 4 blocks per key, and the index
-    // blocks are fetched again by later pieces: far fewer than 20,000 keys
-    // times 4, and bounded by pieces times the blocks one needs.
-    let pieces = 20_000u64.div_ceil(16);
-    assert!(misses <= pieces * 16 * 4, "{misses} blocks fetched for {blocks} blocks in the store");
-    assert!(after.fetches - before.fetches <= pieces * 5, "{} fetches", after.fetches - before.fetches);
+    let (misses, fetches) = (after.misses - before.misses, after.fetches - before.fetches);
+    eprintln!("{misses} blocks in {fetches} fetches for a store of {blocks} blocks");
+    assert!(misses <= blocks + blocks / 4, "{misses} blocks fetched for {blocks} blocks in the store");
+    assert!(fetches <= blocks / 8, "{fetches} fetches");
     assert!(after.resident_bytes <= 64 * 4096 + after.pinned_bytes, "the cache stayed in its bounds");
 }
 

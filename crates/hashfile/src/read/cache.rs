@@ -85,6 +85,17 @@ pub struct CacheStats {
     pub pinned_bytes: u64,
 }
 
+/// How a load keeps the blocks it fetched.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Keep {
+    /// Read now: in the ring, unmarked.
+    Read,
+    /// Prefetched, to be read soon: in the ring, marked referenced.
+    Soon,
+    /// Outside the ring, for the cache's life.
+    Pinned,
+}
+
 /// A [`Source`] that reads through a bounded cache of aligned blocks.
 pub struct BlockCache<F> {
     fetcher: F,
@@ -130,7 +141,11 @@ impl Blocks {
         Some(Arc::clone(&slot.bytes))
     }
 
-    fn insert(&mut self, block: u64, bytes: Arc<[u8]>, capacity_blocks: usize) {
+    /// Puts `block` in the ring, marked referenced if it is to be read
+    /// soon (a prefetch): CLOCK's hand then has to pass it twice to evict
+    /// it, which takes more inserts than a batch's piece makes (half the
+    /// ring) before reading it. Blocks read on demand go in unmarked.
+    fn insert(&mut self, block: u64, bytes: Arc<[u8]>, capacity_blocks: usize, soon: bool) {
         if self.pinned.contains_key(&block) {
             return;
         }
@@ -139,7 +154,7 @@ impl Blocks {
             return;
         }
         let len = bytes.len() as u64;
-        let slot = Slot { block, bytes, referenced: false };
+        let slot = Slot { block, bytes, referenced: soon };
         if self.ring.len() < capacity_blocks {
             self.places.insert(block, self.ring.len());
             self.ring.push(slot);
@@ -205,7 +220,7 @@ impl<F: RangeFetch> BlockCache<F> {
                 break;
             }
             let piece = &bytes[(start - offset) as usize..(stop - offset) as usize];
-            state.insert(first, Arc::from(piece), self.capacity_blocks);
+            state.insert(first, Arc::from(piece), self.capacity_blocks, false);
             first += 1;
         }
     }
@@ -262,9 +277,10 @@ impl<F: RangeFetch> BlockCache<F> {
         }
     }
 
-    /// Every block of every range, from memory or fetched in one call;
-    /// pinned if `pin`.
-    fn load(&self, ranges: &[Range<u64>], pin: bool) -> io::Result<HashMap<u64, Arc<[u8]>>> {
+    /// Every block of every range, from memory or fetched in one call,
+    /// kept as `keep` says.
+    fn load(&self, ranges: &[Range<u64>], keep: Keep) -> io::Result<HashMap<u64, Arc<[u8]>>> {
+        let pin = keep == Keep::Pinned;
         let mut wanted: Vec<u64> = ranges.iter().flat_map(|range| self.blocks_of(range)).collect();
         wanted.sort_unstable();
         wanted.dedup();
@@ -309,7 +325,7 @@ impl<F: RangeFetch> BlockCache<F> {
                     let within = self.block_range(block);
                     let piece: Arc<[u8]> = Arc::from(&bytes[(within.start - range.start) as usize..(within.end - range.start) as usize]);
                     if !pin {
-                        state.insert(block, Arc::clone(&piece), self.capacity_blocks);
+                        state.insert(block, Arc::clone(&piece), self.capacity_blocks, keep == Keep::Soon);
                     }
                     found.insert(block, piece);
                 }
@@ -366,7 +382,7 @@ impl<F: RangeFetch> Source for BlockCache<F> {
             return Ok(Piece::shared(bytes, (offset - within.start) as usize..(end - within.start) as usize));
         }
         let end = range.end.min(offset + self.block_len as u64);
-        let blocks = self.load(std::slice::from_ref(&(offset..end)), false)?;
+        let blocks = self.load(std::slice::from_ref(&(offset..end)), Keep::Read)?;
         Ok(self.assemble(offset..end, &blocks))
     }
 
@@ -375,7 +391,7 @@ impl<F: RangeFetch> Source for BlockCache<F> {
         if range.is_empty() {
             return Ok(Piece::owned(Vec::new()));
         }
-        let blocks = self.load(std::slice::from_ref(&range), false)?;
+        let blocks = self.load(std::slice::from_ref(&range), Keep::Read)?;
         Ok(self.assemble(range, &blocks))
     }
 
@@ -384,22 +400,21 @@ impl<F: RangeFetch> Source for BlockCache<F> {
     /// them, so they are left for the reads to fetch (a caller that wants
     /// them all reads in pieces of [`Source::capacity_hint`]).
     fn prefetch(&self, ranges: &[Range<u64>]) -> io::Result<()> {
-        let mut budget = self.capacity_blocks as u64;
-        let ranges: Vec<Range<u64>> = ranges
-            .iter()
-            .map(|r| r.start.min(self.size)..r.end.min(self.size))
-            .filter(|r| !r.is_empty())
-            .take_while(|r| {
-                let blocks = self.blocks_of(r);
-                budget.checked_sub(blocks.end - blocks.start).map(|left| budget = left).is_some()
-            })
-            .collect();
-        self.load(&ranges, false).map(drop)
+        let ranges: Vec<Range<u64>> = ranges.iter().map(|r| r.start.min(self.size)..r.end.min(self.size)).filter(|r| !r.is_empty()).collect();
+        // Distinct blocks, in the order of the ranges given.
+        let mut seen = std::collections::HashSet::new();
+        let mut blocks: Vec<u64> = ranges.iter().flat_map(|r| self.blocks_of(r)).filter(|&b| seen.insert(b)).collect();
+        if blocks.len() <= self.capacity_blocks {
+            return self.load(&ranges, Keep::Soon).map(drop);
+        }
+        blocks.truncate(self.capacity_blocks);
+        let kept: Vec<Range<u64>> = blocks.into_iter().map(|b| self.block_range(b)).collect();
+        self.load(&kept, Keep::Soon).map(drop)
     }
 
     fn pin(&self, ranges: &[Range<u64>]) -> io::Result<()> {
         let ranges: Vec<Range<u64>> = ranges.iter().map(|r| r.start.min(self.size)..r.end.min(self.size)).filter(|r| !r.is_empty()).collect();
-        self.load(&ranges, true).map(drop)
+        self.load(&ranges, Keep::Pinned).map(drop)
     }
 
     fn block_len_hint(&self) -> Option<usize> {
@@ -502,6 +517,27 @@ mod tests {
         assert_eq!(c.stats().fetches, fetches, "blocks read twice were kept");
         c.read_exact_at(200, 1).unwrap();
         assert_eq!(c.stats().fetches, fetches + 1, "block 2, read once, was evicted");
+    }
+
+    /// A prefetch of half the ring is all still there when read, even
+    /// with the rest of the ring recently read: the hand, clearing those
+    /// bits, came back round to the first prefetched block and evicted it
+    /// before anything read it, when prefetched blocks went in unmarked.
+    #[test]
+    fn a_prefetch_of_half_the_ring_survives_until_read() {
+        let c = cache(100_000, 100, 8);
+        for block in 0..8 {
+            c.read_exact_at(block * 100, 1).unwrap();
+        }
+        for block in 2..8 {
+            c.read_exact_at(block * 100, 1).unwrap();
+        }
+        c.prefetch(&[800..1200]).unwrap();
+        let fetches = c.stats().fetches;
+        for block in 8..12 {
+            c.read_exact_at(block * 100, 1).unwrap();
+        }
+        assert_eq!(c.stats().fetches, fetches, "all four prefetched blocks were still there");
     }
 
     #[test]

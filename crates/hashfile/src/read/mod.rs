@@ -473,6 +473,12 @@ impl<S: Source> Reader<S> {
         if slot < self.entry_count {
             return Ok(slot);
         }
+        self.remapped(slot)
+    }
+
+    /// The final slot of a table slot at or past `len()`, from the remap
+    /// section.
+    fn remapped(&self, slot: u64) -> Result<u64> {
         match self.packed(&self.remap, SectionId::Remap, self.remap_bits, slot - self.entry_count, "remap entry past end of remap")? {
             s if s < self.entry_count => Ok(s),
             _ => Err(corrupt(SectionId::Remap, "remap entry out of range")),
@@ -510,11 +516,13 @@ impl<S: Source> Reader<S> {
     /// round trips as one key. Over a source in memory this is `get` for
     /// each key. The results are in the order of `keys`.
     ///
-    /// A batch larger than the source's cache ([`Source::capacity_hint`])
-    /// is read in pieces whose blocks fit it, so requests grow with the
-    /// blocks needed, not with keys times evictions, and memory stays
-    /// within the cache's; each record found holds its own bytes, not the
-    /// block it was read from.
+    /// Each level visits the keys in the order of where its bytes lie, and
+    /// a level whose blocks would not fit the source's cache
+    /// ([`Source::capacity_hint`]) is read in pieces of consecutive blocks
+    /// that do: every block a batch needs is fetched about once per level,
+    /// so requests grow with the distinct blocks needed (and the cache's
+    /// size bounds memory), never with keys times evictions. Each record
+    /// found holds its own bytes, not the block it was read from.
     ///
     /// ```
     /// let mut builder = hashfile::Builder::new(Default::default())?;
@@ -530,59 +538,112 @@ impl<S: Source> Reader<S> {
         if self.source.as_slice().is_some() || self.is_empty() {
             return keys.iter().map(|key| self.get(key.as_ref())).collect();
         }
-        // A key's lookup touches at most about four blocks (seed index
-        // entry, seed block, slot, record, and rarely a remap entry; each
-        // level's blocks are read before the next level's are fetched), so
-        // a quarter of the cache in keys keeps a level's blocks resident
-        // until they are read, whatever CLOCK's hand does meanwhile.
-        let block_len = self.source.block_len_hint().unwrap_or(OPEN_READ_LEN);
-        let piece = self.source.capacity_hint().map_or(keys.len(), |capacity| capacity / block_len.max(1) / 4).max(1);
-        let mut found = Vec::with_capacity(keys.len());
-        for keys in keys.chunks(piece) {
-            found.extend(self.get_batch(keys)?);
+        let hashes: Vec<u64> = keys.iter().map(|key| chd::hash_key(key.as_ref(), self.hash_seed)).collect();
+        let seed_block = |i: usize| self.buckets.locate(hashes[i]).0 / self.layout.block_len() as u64;
+        let mut order: Vec<usize> = (0..keys.len()).collect();
+        // Seed blocks (and their index entries, when not loaded at open),
+        // in the order of the seed blocks.
+        order.sort_unstable_by_key(|&i| seed_block(i));
+        let mut slots = vec![0u64; keys.len()];
+        self.in_pieces(&order, |i| {
+            let index = self.seed_index.offset + seed_block(i) * 4;
+            let block = self.seed_block_range(self.buckets.locate(hashes[i]).0);
+            [self.loaded_seed_index.is_none().then_some(index..index + 8), block]
+        }, |i| {
+            slots[i] = self.slot_before_remap(hashes[i])?;
+            Ok(())
+        })?;
+        // The rare remapped slots, then every slot, in slot order.
+        order.sort_unstable_by_key(|&i| slots[i]);
+        let remapped: Vec<usize> = order.iter().copied().filter(|&i| slots[i] >= self.entry_count).collect();
+        let mut moved = Vec::with_capacity(remapped.len());
+        self.in_pieces(&remapped, |i| [Self::packed_range(&self.remap, self.remap_bits, slots[i] - self.entry_count), None], |i| {
+            moved.push((i, self.remapped(slots[i])?));
+            Ok(())
+        })?;
+        for (i, slot) in moved {
+            slots[i] = slot;
         }
+        order.sort_unstable_by_key(|&i| slots[i]);
+        let mut offsets = vec![0u64; keys.len()];
+        self.in_pieces(&order, |i| [Self::packed_range(&self.slots, self.offset_bits, slots[i]), None], |i| {
+            offsets[i] = self.slot_offset(slots[i])?;
+            Ok(())
+        })?;
+        // Records, in file order. A record's length is in its first bytes:
+        // a block's worth from its start is prefetched (a longer record
+        // reads on, one round trip more).
+        order.sort_unstable_by_key(|&i| offsets[i]);
+        let guess = self.source.block_len_hint().unwrap_or(OPEN_READ_LEN) as u64;
+        let records_end = self.records.offset + self.records.length;
+        let mut found: Vec<Option<RecordBuf<'_>>> = (0..keys.len()).map(|_| None).collect();
+        self.in_pieces(&order, |i| {
+            let at = self.records.offset.saturating_add(offsets[i]);
+            [Some(at.min(records_end)..at.saturating_add(guess).min(records_end)), None]
+        }, |i| {
+            if let Some((record, _)) = self.record_at(offsets[i])? {
+                if record.key() == keys[i].as_ref() {
+                    found[i] = Some(record.detached());
+                }
+            }
+            Ok(())
+        })?;
         Ok(found)
     }
 
-    /// `get_many` for keys whose blocks fit the source's cache.
-    fn get_batch<K: AsRef<[u8]>>(&self, keys: &[K]) -> Result<Vec<Option<RecordBuf<'_>>>> {
-        let prefetch = |ranges: Vec<Range<u64>>| self.source.prefetch(&ranges).map_err(io_error);
-        let hashes: Vec<u64> = keys.iter().map(|key| chd::hash_key(key.as_ref(), self.hash_seed)).collect();
-        if self.loaded_seed_index.is_none() {
-            let block_len = self.layout.block_len() as u64;
-            prefetch(hashes.iter().map(|&hash| self.seed_index.offset + self.buckets.locate(hash).0 / block_len * 4).map(|at| at..at + 8).collect())?;
-        }
-        prefetch(hashes.iter().filter_map(|&hash| self.seed_block_range(self.buckets.locate(hash).0)).collect())?;
-        let mut remapped = Vec::new();
-        for &hash in &hashes {
-            let slot = self.slot_before_remap(hash)?;
-            if slot >= self.entry_count {
-                remapped.extend(Self::packed_range(&self.remap, self.remap_bits, slot - self.entry_count));
+    /// One level of a batch: `order` (sorted by where the level's bytes
+    /// are) cut into runs whose blocks fit half the source's cache; each
+    /// run's ranges (`ranges_of`, up to two per key) prefetched together,
+    /// then `read` called for each of its keys.
+    fn in_pieces(&self, order: &[usize], ranges_of: impl Fn(usize) -> [Option<Range<u64>>; 2], mut read: impl FnMut(usize) -> Result<()>) -> Result<()> {
+        let block_len = self.source.block_len_hint().unwrap_or(OPEN_READ_LEN).max(1) as u64;
+        // Half the cache: a piece's blocks, prefetched together, stay
+        // resident until read. A block cache marks prefetched blocks
+        // referenced, so CLOCK's hand must pass one twice to evict it: a
+        // ring and a half of moves at least, more than half a ring of
+        // inserts can make (each insert moves the hand once, plus once per
+        // bit it clears: at most the ring's bits and the new blocks').
+        let budget = self.source.capacity_hint().map_or(u64::MAX, |bytes| (bytes as u64 / block_len / 2).max(1));
+        let mut start = 0;
+        while start < order.len() {
+            let (mut blocks, mut end) = (0u64, start);
+            // The last block counted of each of the two range sequences:
+            // each comes in ascending order of position, so only that
+            // block can be counted again.
+            let mut last_block = [None::<u64>; 2];
+            let mut ranges = Vec::new();
+            while end < order.len() {
+                let wanted = ranges_of(order[end]);
+                let spans: [Option<(u64, u64)>; 2] = wanted.each_ref().map(|r| r.as_ref().map(|r| (r.start / block_len, r.end.saturating_sub(1) / block_len)));
+                let new: u64 = spans
+                    .iter()
+                    .zip(&last_block)
+                    .filter_map(|(span, seen)| {
+                        let (first, last) = (*span)?;
+                        let from = seen.map_or(first, |seen| first.max(seen + 1));
+                        Some(last.saturating_sub(from) + u64::from(last >= from))
+                    })
+                    .sum();
+                if end > start && blocks + new > budget {
+                    break;
+                }
+                blocks += new;
+                for (seen, span) in last_block.iter_mut().zip(spans) {
+                    if let Some((_, last)) = span {
+                        *seen = Some(seen.map_or(last, |seen| seen.max(last)));
+                    }
+                }
+                ranges.extend(wanted.into_iter().flatten());
+                end += 1;
             }
+            self.source.prefetch(&ranges).map_err(io_error)?;
+            for &i in &order[start..end] {
+                read(i)?;
+            }
+            start = end;
         }
-        if !remapped.is_empty() {
-            prefetch(remapped)?;
-        }
-        let slots = hashes.iter().map(|&hash| self.slot_of(hash)).collect::<Result<Vec<u64>>>()?;
-        prefetch(slots.iter().filter_map(|&slot| Self::packed_range(&self.slots, self.offset_bits, slot)).collect())?;
-        let offsets = slots.iter().map(|&slot| self.slot_offset(slot)).collect::<Result<Vec<u64>>>()?;
-        // A record's length is in its first bytes: prefetch a block's worth
-        // from its start (a longer record reads on, one round trip more).
-        let guess = self.source.block_len_hint().unwrap_or(OPEN_READ_LEN) as u64;
-        let records_end = self.records.offset + self.records.length;
-        prefetch(offsets.iter().map(|&offset| {
-            let at = self.records.offset.saturating_add(offset);
-            at.min(records_end)..at.saturating_add(guess).min(records_end)
-        }).collect())?;
-        keys.iter()
-            .zip(offsets)
-            .map(|(key, offset)| match self.record_at(offset)? {
-                Some((record, _)) if record.key() == key.as_ref() => Ok(Some(record.detached())),
-                _ => Ok(None),
-            })
-            .collect()
+        Ok(())
     }
-
     /// Reads the index (seeds, remap, slots) into the source's memory for
     /// good, where the source keeps bytes ([`Source::pin`]): every lookup
     /// after this is one read, of its record. The slots take most of it:
