@@ -109,6 +109,22 @@ class HostileTest < HashfileTest
     db&.close
   end
 
+  # A FIFO as a build input is a stream (process substitution gives one),
+  # read when its writer comes. Waiting for a writer that never comes used
+  # to block in open(2) on the build thread, and Timeout then hung the
+  # caller for ever; now the wait looks at the cancel flag every 50 ms.
+  def test_a_build_waiting_on_a_fifo_input_stops_on_timeout
+    File.mkfifo(path("in.jsonl"))
+    writer = Thread.new { sleep 0.2; File.write(path("in.jsonl"), "[\"a\", 1]\n") }
+    assert_equal 1, Hashfile.build_from(path("in.jsonl"), path("a.hf"))[:entries]
+    writer.join
+    started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+    assert_raises(Timeout::Error) { Timeout.timeout(0.5) { Hashfile.build_from(path("in.jsonl"), path("b.hf")) } }
+    assert_operator Process.clock_gettime(Process::CLOCK_MONOTONIC) - started, :<, 5
+    refute File.exist?(path("b.hf"))
+    assert_empty Dir.children(tmpdir).grep(/\.tmp\z/)
+  end
+
   # reload: 1e300, 2**64 and Float::INFINITY were a Rust panic ("cannot
   # convert float seconds to Duration") that even rescue Exception could
   # not catch. Every value out of range is an ArgumentError naming it.

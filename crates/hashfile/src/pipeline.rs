@@ -61,11 +61,87 @@ impl Input {
         }
     }
 
-    fn open(&self) -> Result<Box<dyn Read>> {
+    /// The input to read. A regular file is read as it is. A FIFO (or a
+    /// socket or device) is opened without waiting for a writer, and stdin
+    /// is read as it is, each through [`Polled`]: a read waits in `poll`
+    /// and looks at `cancel` between waits, so a cancelled build stops
+    /// even while its input's writer never comes or stalls (opening a FIFO
+    /// the usual way waits in `open(2)`, where nothing can stop it).
+    fn open(&self, cancel: &CancelFlag) -> Result<Box<dyn Read>> {
+        use std::os::unix::fs::OpenOptionsExt;
         Ok(match &self.source {
-            InputSource::Path(p) => Box::new(File::open(p).map_err(|e| Error::io(Some(p), e))?),
-            InputSource::Stdin => Box::new(std::io::stdin()),
+            InputSource::Path(p) if self.is_regular_file() => Box::new(File::open(p).map_err(|e| Error::io(Some(p), e))?),
+            InputSource::Path(p) => {
+                let file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(p).map_err(|e| Error::io(Some(p), e))?;
+                Box::new(Polled { inner: file, cancel: cancel.clone() })
+            }
+            InputSource::Stdin => {
+                // SAFETY: descriptor 0 stays open for the process's life, and
+                // ManuallyDrop never closes it. Read raw, not through
+                // std's buffered Stdin, so that poll sees every byte not yet
+                // read.
+                let stdin = RawStdin(std::mem::ManuallyDrop::new(unsafe { <File as std::os::fd::FromRawFd>::from_raw_fd(0) }));
+                Box::new(Polled { inner: stdin, cancel: cancel.clone() })
+            }
         })
+    }
+
+    /// Whether the input is a regular file (a path that does not exist is
+    /// taken as one: opening it says so), which can be read again.
+    fn is_regular_file(&self) -> bool {
+        match &self.source {
+            InputSource::Path(p) => std::fs::metadata(p).map_or(true, |m| m.is_file()),
+            InputSource::Stdin => false,
+        }
+    }
+}
+
+/// Longest a read from a pipe waits before looking at the cancel flag.
+const CANCEL_POLL_MS: i32 = 50;
+
+/// A pipe-like input read only when `poll` says it has data or has ended,
+/// looking at `cancel` in between.
+struct Polled<R> {
+    inner: R,
+    cancel: CancelFlag,
+}
+
+/// Descriptor 0, read without std's buffer and never closed.
+struct RawStdin(std::mem::ManuallyDrop<File>);
+
+impl Read for RawStdin {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.0.read(buf)
+    }
+}
+
+impl std::os::fd::AsRawFd for RawStdin {
+    fn as_raw_fd(&self) -> std::os::fd::RawFd {
+        self.0.as_raw_fd()
+    }
+}
+
+impl<R: Read + std::os::fd::AsRawFd> Read for Polled<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        loop {
+            let mut fd = libc::pollfd { fd: self.inner.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+            // SAFETY: one valid pollfd, borrowed for the call.
+            let ready = unsafe { libc::poll(&mut fd, 1, CANCEL_POLL_MS) };
+            if ready > 0 {
+                // Data, a hang-up (read returns 0: the end) or an error. A
+                // FIFO opened without waiting may still say "would block".
+                match self.inner.read(buf) {
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                    other => return other,
+                }
+            } else if ready < 0 && std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+                return Err(std::io::Error::last_os_error());
+            }
+            if self.cancel.is_cancelled() {
+                // Not ErrorKind::Interrupted, which readers retry.
+                return Err(std::io::Error::other("the build was cancelled while waiting for input"));
+            }
+        }
     }
 }
 
@@ -139,7 +215,7 @@ pub fn build_from(inputs: &[Input], output: &Path, options: BuildOptions, cancel
     progress(&report)?;
     let mut last = Instant::now();
     for input in inputs {
-        let reader = Counting { inner: input.open()?, count: Rc::clone(&read) };
+        let reader = Counting { inner: input.open(cancel)?, count: Rc::clone(&read) };
         #[cfg(feature = "parallel")]
         if input.options.format == InputFormat::JsonLines {
             // Parsed on every core; batches arrive in input order.
@@ -155,7 +231,8 @@ pub fn build_from(inputs: &[Input], output: &Path, options: BuildOptions, cancel
                     progress(&report)?;
                 }
                 Ok(())
-            })?;
+            })
+            .map_err(|e| cancelled_or(cancel, e))?;
             continue;
         }
         import::import(reader, &input.name(), &input.options, &mut |record, _| {
@@ -170,7 +247,8 @@ pub fn build_from(inputs: &[Input], output: &Path, options: BuildOptions, cancel
                 progress(&report)?;
             }
             Ok(())
-        })?;
+        })
+        .map_err(|e| cancelled_or(cancel, e))?;
     }
     report.bytes_read = read.get();
     report.phase = Phase::Building;
@@ -187,15 +265,25 @@ pub fn build_from(inputs: &[Input], output: &Path, options: BuildOptions, cancel
     }
 }
 
-/// Up to two places `key` occurs, reading the file inputs again (stdin
-/// cannot be read twice).
+/// `Error::Cancelled` if the build was cancelled (a read that stopped
+/// waiting for its input fails with an I/O error), else `error`.
+fn cancelled_or(cancel: &CancelFlag, error: Error) -> Error {
+    if cancel.is_cancelled() {
+        Error::Cancelled
+    } else {
+        error
+    }
+}
+
+/// Up to two places `key` occurs, reading the regular-file inputs again
+/// (stdin and FIFOs cannot be read twice).
 fn locate(inputs: &[Input], key: &[u8]) -> Vec<Location> {
     let mut found = Vec::new();
     for input in inputs {
-        if input.source == InputSource::Stdin {
+        if !input.is_regular_file() {
             continue;
         }
-        let Ok(reader) = input.open() else { continue };
+        let Ok(reader) = input.open(&CancelFlag::new()) else { continue };
         if let Ok(positions) = import::find_key(reader, &input.name(), &input.options, key) {
             found.extend(positions.into_iter().map(|position| Location { input: input.name(), position }));
         }

@@ -109,3 +109,60 @@ fn build_from_stops_in_every_phase() {
     let summary = build_from(&inputs, &out, BuildOptions::default(), &CancelFlag::new(), &mut |_| Ok(())).unwrap();
     assert_eq!(summary.entries, 50_000);
 }
+
+/// A FIFO as an input: read as a stream when a writer comes, and a build
+/// waiting for a writer that never comes (or stalls) stops when cancelled,
+/// where opening the FIFO used to wait in open(2) for ever. A duplicate key
+/// in it is reported without reading it again.
+#[test]
+fn a_fifo_input_is_read_and_a_build_waiting_on_it_can_be_cancelled() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("in.jsonl");
+    let made = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a valid C string; mkfifo only creates the node.
+    assert_eq!(unsafe { libc::mkfifo(made.as_ptr(), 0o600) }, 0);
+    let input = || Input::new(fifo.to_str().unwrap(), Some(InputFormat::JsonLines), &ImportOptions::new(InputFormat::JsonLines)).unwrap();
+    let out = dir.path().join("s.hf");
+
+    // A writer that comes late, writes in two pieces with a pause, and closes.
+    let writer = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            let mut w = std::fs::OpenOptions::new().write(true).open(&fifo).unwrap();
+            std::io::Write::write_all(&mut w, b"[\"a\", 1]\n").unwrap();
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            std::io::Write::write_all(&mut w, b"[\"b\", 2]\n").unwrap();
+        })
+    };
+    let summary = build_from(&[input()], &out, BuildOptions::default(), &CancelFlag::new(), &mut |_| Ok(())).unwrap();
+    writer.join().unwrap();
+    assert_eq!(summary.entries, 2);
+
+    // No writer ever: cancelled from another thread, it stops at once.
+    let cancel = CancelFlag::new();
+    let raise = {
+        let cancel = cancel.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            cancel.cancel();
+        })
+    };
+    let started = std::time::Instant::now();
+    let result = build_from(&[input()], &dir.path().join("t.hf"), BuildOptions::default(), &cancel, &mut |_| Ok(()));
+    raise.join().unwrap();
+    assert!(matches!(result, Err(Error::Cancelled)), "{:?}", result.map(|_| ()));
+    assert!(started.elapsed() < std::time::Duration::from_secs(5), "{:?}", started.elapsed());
+    assert!(!dir.path().join("t.hf").exists());
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2, "the FIFO and s.hf, no temporary file");
+
+    // A duplicate key: named, and the FIFO is not opened again (no writer
+    // would come, and that open would wait).
+    let writer = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::write(&fifo, b"[\"a\", 1]\n[\"a\", 2]\n").unwrap())
+    };
+    let result = build_from(&[input()], &dir.path().join("u.hf"), BuildOptions::default(), &CancelFlag::new(), &mut |_| Ok(()));
+    writer.join().unwrap();
+    assert!(matches!(result, Err(Error::DuplicateKey { ref key, first: None, .. }) if key == b"a"), "{:?}", result.map(|_| ()));
+}
