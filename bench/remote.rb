@@ -134,36 +134,51 @@ say format("%d sequential lookups: %d requests over %d TCP connection(s); cache 
 # request from nginx's log ($bytes_sent), cold lookups on a fresh reader.
 log_before = nginx.log.size
 db = Hashfile.open(url)
+fetched_before = db.info[:cache][:bytes_fetched]
 (QUICK ? 50 : 500).times { db[key(rng.rand(ENTRIES))] }
+fetched = db.info[:cache][:bytes_fetched] - fetched_before
 db.close
 sent = nginx.log.drop(log_before).drop(2) # open's two requests aside
-results[:version_check] = { requests: sent.size, bytes_per_request: sent.sum(&:last) / sent.size.to_f, block: Hashfile::REMOTE_DEFAULTS[:block_size] }
-say format("every request carries the header: %.0f bytes sent per request for a %d-byte block (%.1f%% more than the block)",
-           results[:version_check][:bytes_per_request], results[:version_check][:block], (results[:version_check][:bytes_per_request] / results[:version_check][:block] - 1) * 100)
+overhead = (sent.sum(&:last) - fetched) / sent.size.to_f
+# The same server's overhead for a plain one-range answer, for comparison.
+log_before = nginx.log.size
+Net::HTTP.start("127.0.0.1", nginx.port) do |h|
+  20.times { |i| h.request(Net::HTTP::Get.new("/files/store.hf", "Range" => "bytes=#{i * block}-#{(i + 1) * block - 1}")).body }
+end
+plain = nginx.log.drop(log_before).sum { |l| l.last - block } / 20.0
+results[:version_check] = { requests: sent.size, bytes_sent: sent.sum(&:last), bytes_fetched: fetched, overhead_per_request: overhead, plain_overhead: plain }
+say format("every request carries the header: %d requests sent %d bytes for %d bytes of blocks: %.0f bytes besides the blocks per request, against %.0f for a plain one-range answer: %.0f bytes (%.1f%% of the bytes sent) for the version check",
+           sent.size, sent.sum(&:last), fetched, overhead, plain, overhead - plain, (overhead - plain) * sent.size * 100.0 / sent.sum(&:last))
 
 # Batches larger than the cache: in a child process each, so that the peak
 # RSS (VmHWM) is the batch's alone. Before, 20,000 keys took a request per
 # key and 1M keys with a 4 MiB cache reached 15 GB.
 def batch_in_child(url, count, entries, cache_size)
   script = <<~RUBY
-    db = Hashfile.open(#{url.inspect}, cache_size: #{cache_size})
+    db = Hashfile.open(#{url.inspect}#{", cache_size: #{cache_size}" if cache_size})
     keys = Array.new(#{count}) { |i| format("tenant:%07d", (i * 7919) % #{entries}) }
+    before = File.read("/proc/self/status")[/VmRSS:[[:space:]]+([[:digit:]]+)/, 1].to_i * 1024
     started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
     found = db.values_at(*keys).count { |v| v }
     seconds = Process.clock_gettime(Process::CLOCK_MONOTONIC) - started
-    peak = File.read("/proc/self/status")[/VmHWM:\s+(\d+)/, 1].to_i * 1024
-    c = db.info[:cache]
-    puts [found, c[:requests], c[:round_trips], c[:bytes_fetched], peak, seconds].join(" ")
+    peak = File.read("/proc/self/status")[/VmHWM:[[:space:]]+([[:digit:]]+)/, 1].to_i * 1024
+    c = db.info[:cache] || {} # none for a local file
+    puts [found, c.fetch(:requests, 0), c.fetch(:round_trips, 0), c.fetch(:bytes_fetched, 0), before, peak, seconds].join(" ")
   RUBY
   out = IO.popen([RbConfig.ruby, "-I#{File.expand_path("../lib", __dir__)}", "-rhashfile", "-e", script], &:read)
-  found, requests, trips, bytes, peak, seconds = out.split.map(&:to_f)
-  { keys: count, found: found.to_i, requests: requests.to_i, round_trips: trips.to_i, bytes_fetched: bytes.to_i, peak_rss: peak.to_i, seconds: seconds, cache_size: cache_size }
+  found, requests, trips, bytes, before, peak, seconds = out.split.map(&:to_f)
+  { keys: count, found: found.to_i, requests: requests.to_i, round_trips: trips.to_i, bytes_fetched: bytes.to_i, rss_before: before.to_i, peak_rss: peak.to_i, seconds: seconds, cache_size: cache_size }
 end
+# The same batches on the local file (a memory map) show what the values
+# themselves take as Ruby objects.
 big_batches = [[QUICK ? 2_000 : 20_000, Hashfile::REMOTE_DEFAULTS[:cache_size]], [QUICK ? 20_000 : 1_000_000, 4 << 20]]
-results[:big_batches] = big_batches.map { |count, cache| batch_in_child(url, count, ENTRIES, cache) }
-results[:big_batches].each do |r|
-  say format("values_at of %d keys, %d MiB cache: %d found, %d requests (%d round trips), %.0f MB fetched, peak RSS %.0f MB, %.1f s",
-             r[:keys], r[:cache_size] >> 20, r[:found], r[:requests], r[:round_trips], r[:bytes_fetched] / 1e6, r[:peak_rss] / 1e6, r[:seconds])
+results[:big_batches] = big_batches.map do |count, cache|
+  { remote: batch_in_child(url, count, ENTRIES, cache), local: batch_in_child(store, count, ENTRIES, nil) }
+end
+results[:big_batches].each do |pair|
+  r = pair[:remote]
+  say format("values_at of %d keys, %d MiB cache: %d found, %d requests (%d round trips), %.0f MB fetched, RSS %.0f MB with the keys made, peak %.0f MB, %.1f s; the same on the local file: peak %.0f MB, %.1f s",
+             r[:keys], r[:cache_size] >> 20, r[:found], r[:requests], r[:round_trips], r[:bytes_fetched] / 1e6, r[:rss_before] / 1e6, r[:peak_rss] / 1e6, r[:seconds], pair[:local][:peak_rss] / 1e6, pair[:local][:seconds])
 end
 
 # 20 ms more per round trip.

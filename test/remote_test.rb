@@ -4,6 +4,7 @@ require "test_helper"
 require "support/servers"
 require "hashfile/cli"
 require "json"
+require "net/http"
 require "stringio"
 
 # Remote stores from Ruby, against a real nginx on loopback: the Reader
@@ -168,6 +169,42 @@ class RemoteTest < HashfileTest
     assert_raises(ArgumentError) { Hashfile.open(@url, on_change: :ignore) }
   ensure
     db&.close
+  end
+
+  # The red team's case: the store replaced by one of the same length with
+  # its modification time kept (cp -p, rsync -a, or a rebuild within the
+  # second), so nginx's ETag (mtime and length) and Last-Modified do not
+  # change. One values_at of 1,000 keys returned 389 old values and 611
+  # new ones; now it is all old (from the cache), all new (reopened), or a
+  # StaleError, with and without on_change: :reopen, with and without an
+  # ETag.
+  def test_a_same_length_replacement_with_its_time_kept_never_mixes_a_batch
+    keys = (0...1000).map { |i| "key-#{i * 19 % N}" }
+    old = @data.values_at(*keys)
+    new_data = @data.transform_values { |v| v.merge("name" => v["name"].tr("t", "T")) }
+    Hashfile.build(path("new.hf"), new_data)
+    assert_equal File.size(path("s.hf")), File.size(path("new.hf"))
+    fresh = new_data.values_at(*keys)
+    { "/files/s.hf" => :raise, "/no-etag/s.hf" => :raise, "/files/s.hf?reopen" => :reopen }.each do |location, on_change|
+      @nginx.publish("s.hf", path("s.hf"))
+      db = Hashfile.open(@nginx.url(location.sub("?reopen", "")), on_change: on_change, cache_size: 256 << 10, block_size: 4096)
+      assert_equal old.first(10), db.values_at(*keys.first(10))
+      mtime = File.mtime(@nginx.file("s.hf"))
+      validators = -> { Net::HTTP.start("127.0.0.1", @nginx.port) { |h| h.head("/files/s.hf").to_hash.values_at("etag", "last-modified") } }
+      before = validators.call
+      @nginx.publish("s.hf", path("new.hf"))
+      File.utime(mtime, mtime, @nginx.file("s.hf"))
+      assert_equal before, validators.call, "the validators do not tell the two stores apart"
+      begin
+        got = db.values_at(*keys)
+        assert_equal :reopen, on_change, "#{location}: only a reopening reader answers"
+        assert_equal fresh, got, "#{location}: the new store, whole"
+      rescue Hashfile::StaleError => e
+        assert_equal :raise, on_change, location
+        assert_match(/header differs/, e.message)
+      end
+      db.close
+    end
   end
 
   # A Ruby thread relays the answer: a lookup that kept the GVL while it

@@ -79,6 +79,8 @@ module Hashfile
                   root #{@root};
                   location /files/ { }
                   location /whole/ { max_ranges 0; alias #{@root}/files/; }
+                  # No ETag: Last-Modified is the only validator.
+                  location /no-etag/ { etag off; alias #{@root}/files/; }
                   location /missing/ { return 404; }
                   location /forbidden/ { return 403; }
                   location /broken/ { return 500; }
@@ -96,6 +98,11 @@ module Hashfile
 
       def url(path)
         "http://127.0.0.1:#{@port}#{path}"
+      end
+
+      # Where /files/NAME is served from.
+      def file(name)
+        File.join(@root, "files", name)
       end
 
       # Publishes +bytes+ (or the file at +from+) as /files/NAME, by rename.
