@@ -278,6 +278,14 @@ fn a_seed_index_not_loaded_at_open_is_read_through_the_source() {
         assert_eq!(reader.get(key.as_bytes()).unwrap(), local.get(key.as_bytes()).unwrap(), "{key}");
     }
     let keys: Vec<String> = (0..3000u64).map(|i| if i % 5 == 0 { format!("absent-{i}") } else { format!("key-{}", i * 13 % n) }).collect();
+    let fresh = Reader::with_seed_index_limit(BlockCache::new(MemoryFetch::new(&bytes), CacheOptions { block_len: 512, capacity: 32 * 512 }), 0).unwrap();
+    let before = fresh.source().stats().fetches;
+    assert_eq!(fresh.get_many(&keys).unwrap(), reader.get_many(&keys).unwrap());
+    // The index entries are a level of their own, fetched in pieces like
+    // the others: far fewer fetches than keys.
+    let fetches = fresh.source().stats().fetches - before;
+    let blocks = bytes.len() as u64 / 512 + 1;
+    assert!(fetches <= blocks / 8, "{fetches} fetches for 3,000 keys, {blocks} blocks");
     let many = reader.get_many(&keys).unwrap();
     for (key, record) in keys.iter().zip(many) {
         assert_eq!(record, local.get(key.as_bytes()).unwrap(), "{key}");

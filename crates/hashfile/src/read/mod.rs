@@ -539,17 +539,26 @@ impl<S: Source> Reader<S> {
             return keys.iter().map(|key| self.get(key.as_ref())).collect();
         }
         let hashes: Vec<u64> = keys.iter().map(|key| chd::hash_key(key.as_ref(), self.hash_seed)).collect();
-        let seed_block = |i: usize| self.buckets.locate(hashes[i]).0 / self.layout.block_len() as u64;
+        let bucket = |i: usize| self.buckets.locate(hashes[i]).0;
         let mut order: Vec<usize> = (0..keys.len()).collect();
-        // Seed blocks (and their index entries, when not loaded at open),
-        // in the order of the seed blocks.
-        order.sort_unstable_by_key(|&i| seed_block(i));
+        // Seed blocks, in the order of the seed blocks (and of their index
+        // entries, a level of their own when the index was too large to
+        // load at open).
+        order.sort_unstable_by_key(|&i| bucket(i));
+        let mut seed_blocks: Vec<Option<Range<u64>>> = vec![None; keys.len()];
+        if self.loaded_seed_index.is_some() {
+            for &i in &order {
+                seed_blocks[i] = self.seed_block_range(bucket(i));
+            }
+        } else {
+            let entry = |i: usize| self.seed_index.offset + bucket(i) / self.layout.block_len() as u64 * 4;
+            self.in_pieces(&order, |i| Some(entry(i)..entry(i) + 8), |i| {
+                seed_blocks[i] = self.seed_block_range(bucket(i));
+                Ok(())
+            })?;
+        }
         let mut slots = vec![0u64; keys.len()];
-        self.in_pieces(&order, |i| {
-            let index = self.seed_index.offset + seed_block(i) * 4;
-            let block = self.seed_block_range(self.buckets.locate(hashes[i]).0);
-            [self.loaded_seed_index.is_none().then_some(index..index + 8), block]
-        }, |i| {
+        self.in_pieces(&order, |i| seed_blocks[i].clone(), |i| {
             slots[i] = self.slot_before_remap(hashes[i])?;
             Ok(())
         })?;
@@ -557,7 +566,7 @@ impl<S: Source> Reader<S> {
         order.sort_unstable_by_key(|&i| slots[i]);
         let remapped: Vec<usize> = order.iter().copied().filter(|&i| slots[i] >= self.entry_count).collect();
         let mut moved = Vec::with_capacity(remapped.len());
-        self.in_pieces(&remapped, |i| [Self::packed_range(&self.remap, self.remap_bits, slots[i] - self.entry_count), None], |i| {
+        self.in_pieces(&remapped, |i| Self::packed_range(&self.remap, self.remap_bits, slots[i] - self.entry_count), |i| {
             moved.push((i, self.remapped(slots[i])?));
             Ok(())
         })?;
@@ -566,7 +575,7 @@ impl<S: Source> Reader<S> {
         }
         order.sort_unstable_by_key(|&i| slots[i]);
         let mut offsets = vec![0u64; keys.len()];
-        self.in_pieces(&order, |i| [Self::packed_range(&self.slots, self.offset_bits, slots[i]), None], |i| {
+        self.in_pieces(&order, |i| Self::packed_range(&self.slots, self.offset_bits, slots[i]), |i| {
             offsets[i] = self.slot_offset(slots[i])?;
             Ok(())
         })?;
@@ -579,7 +588,7 @@ impl<S: Source> Reader<S> {
         let mut found: Vec<Option<RecordBuf<'_>>> = (0..keys.len()).map(|_| None).collect();
         self.in_pieces(&order, |i| {
             let at = self.records.offset.saturating_add(offsets[i]);
-            [Some(at.min(records_end)..at.saturating_add(guess).min(records_end)), None]
+            Some(at.min(records_end)..at.saturating_add(guess).min(records_end))
         }, |i| {
             if let Some((record, _)) = self.record_at(offsets[i])? {
                 if record.key() == keys[i].as_ref() {
@@ -593,9 +602,9 @@ impl<S: Source> Reader<S> {
 
     /// One level of a batch: `order` (sorted by where the level's bytes
     /// are) cut into runs whose blocks fit half the source's cache; each
-    /// run's ranges (`ranges_of`, up to two per key) prefetched together,
-    /// then `read` called for each of its keys.
-    fn in_pieces(&self, order: &[usize], ranges_of: impl Fn(usize) -> [Option<Range<u64>>; 2], mut read: impl FnMut(usize) -> Result<()>) -> Result<()> {
+    /// run's ranges (`range_of` each key, `None` for one with nothing to
+    /// read) prefetched together, then `read` called for each of its keys.
+    fn in_pieces(&self, order: &[usize], range_of: impl Fn(usize) -> Option<Range<u64>>, mut read: impl FnMut(usize) -> Result<()>) -> Result<()> {
         let block_len = self.source.block_len_hint().unwrap_or(OPEN_READ_LEN).max(1) as u64;
         // Half the cache: a piece's blocks, prefetched together, stay
         // resident until read. A block cache marks prefetched blocks
@@ -606,34 +615,25 @@ impl<S: Source> Reader<S> {
         let budget = self.source.capacity_hint().map_or(u64::MAX, |bytes| (bytes as u64 / block_len / 2).max(1));
         let mut start = 0;
         while start < order.len() {
-            let (mut blocks, mut end) = (0u64, start);
-            // The last block counted of each of the two range sequences:
-            // each comes in ascending order of position, so only that
-            // block can be counted again.
-            let mut last_block = [None::<u64>; 2];
-            let mut ranges = Vec::new();
+            let (mut blocks, mut end, mut ranges) = (0u64, start, Vec::new());
+            // Ranges come in ascending order of position, so of the blocks
+            // counted only the last can be counted again.
+            let mut last_block = None::<u64>;
             while end < order.len() {
-                let wanted = ranges_of(order[end]);
-                let spans: [Option<(u64, u64)>; 2] = wanted.each_ref().map(|r| r.as_ref().map(|r| (r.start / block_len, r.end.saturating_sub(1) / block_len)));
-                let new: u64 = spans
-                    .iter()
-                    .zip(&last_block)
-                    .filter_map(|(span, seen)| {
-                        let (first, last) = (*span)?;
-                        let from = seen.map_or(first, |seen| first.max(seen + 1));
-                        Some(last.saturating_sub(from) + u64::from(last >= from))
-                    })
-                    .sum();
+                let range = range_of(order[end]);
+                let span = range.as_ref().map(|r| (r.start / block_len, r.end.saturating_sub(1) / block_len));
+                let new = span.map_or(0, |(first, last)| {
+                    let from = last_block.map_or(first, |seen| first.max(seen + 1));
+                    last.saturating_sub(from) + u64::from(last >= from)
+                });
                 if end > start && blocks + new > budget {
                     break;
                 }
                 blocks += new;
-                for (seen, span) in last_block.iter_mut().zip(spans) {
-                    if let Some((_, last)) = span {
-                        *seen = Some(seen.map_or(last, |seen| seen.max(last)));
-                    }
+                if let Some((_, last)) = span {
+                    last_block = Some(last_block.map_or(last, |seen| seen.max(last)));
                 }
-                ranges.extend(wanted.into_iter().flatten());
+                ranges.extend(range);
                 end += 1;
             }
             self.source.prefetch(&ranges).map_err(io_error)?;
@@ -644,6 +644,7 @@ impl<S: Source> Reader<S> {
         }
         Ok(())
     }
+
     /// Reads the index (seeds, remap, slots) into the source's memory for
     /// good, where the source keeps bytes ([`Source::pin`]): every lookup
     /// after this is one read, of its record. The slots take most of it:
