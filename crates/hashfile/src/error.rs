@@ -188,6 +188,7 @@ impl Error {
     /// excerpt of at most [`MAX_PARSE_MESSAGE`] characters: what a message
     /// quotes of the input (a string, a field name, a number) can be as
     /// long as the input, and a message is for a terminal or a log line.
+    #[cfg(feature = "import")]
     pub(crate) fn parse(input: &str, position: Position, what: impl Into<String>) -> Error {
         Error::Parse { input: input.to_string(), position, what: excerpt(&what.into(), MAX_PARSE_MESSAGE) }
     }
@@ -213,6 +214,7 @@ pub const MAX_PARSE_MESSAGE: usize = 400;
 
 /// `text` if it has at most `max` characters, else its first and last
 /// characters with what was cut between them.
+#[cfg(feature = "import")]
 fn excerpt(text: &str, max: usize) -> String {
     let count = text.chars().count();
     if count <= max {
