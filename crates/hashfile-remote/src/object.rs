@@ -262,9 +262,11 @@ impl RangeFetch for RemoteObject {
             .map(|chunk| async move {
                 self.requests.fetch_add(1, Ordering::Relaxed);
                 match connection.get(chunk, Some(identity), header, options).await {
-                    // Multi-range refused: the ranges one by one, and so
-                    // from now on.
-                    Err(error) if multi && error.kind == RemoteErrorKind::Protocol && matches!(error.status, Some(200 | 416)) => {
+                    // Multi-range refused or mishandled (the whole object,
+                    // 416, or a 206 that is no answer to the ranges asked:
+                    // one span coalescing them, longer than they are): the
+                    // ranges one by one, and so from now on.
+                    Err(error) if multi && error.kind == RemoteErrorKind::Protocol && matches!(error.status, Some(200 | 206 | 416)) => {
                         self.multi_range.store(false, Ordering::Relaxed);
                         let mut out = Vec::with_capacity(chunk.len());
                         for range in chunk {

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use hashfile_remote::{open, Interrupt, RemoteError, RemoteErrorKind, RemoteOptions};
 
 mod support;
-use support::{store, value, FaultProxy, Faults, Liar, Nginx};
+use support::{store, value, Coalescing, FaultProxy, Faults, Liar, Nginx};
 
 const N: u64 = 20_000;
 const VALUE_LEN: usize = 40;
@@ -360,4 +360,23 @@ fn a_multipart_part_near_2_pow_64_is_an_error() {
     let error = open(&liar.url(), quick()).map(|_| ()).unwrap_err();
     assert_eq!(kind_of(&error), RemoteErrorKind::Connection, "{error}");
     assert!(error.to_string().contains("ended inside the part"), "{error}");
+}
+
+/// A server that answers the multi-range requests (the header with the
+/// blocks) with one part spanning all of them: such an answer is longer
+/// than what was asked and is refused unread, and the reader goes on one
+/// range per request, with the header checked after each batch. Every
+/// value is right.
+#[test]
+fn a_server_that_coalesces_ranges_into_one_span_is_read_one_range_at_a_time() {
+    let n = 20_000;
+    let server = Coalescing::start(store(n, VALUE_LEN));
+    let remote = open(&server.url(), quick()).unwrap();
+    for i in (0..n).step_by(97) {
+        assert_eq!(remote.get(format!("key-{i}").as_bytes()).unwrap().unwrap().value(), value(i, VALUE_LEN), "key-{i}");
+    }
+    let keys: Vec<String> = (0..500u64).map(|i| format!("key-{}", i * 37 % n)).collect();
+    for (i, record) in (0..500u64).zip(remote.get_many(&keys).unwrap()) {
+        assert_eq!(record.unwrap().value(), value(i * 37 % n, VALUE_LEN));
+    }
 }

@@ -448,3 +448,64 @@ impl Drop for Liar {
         let _ = TcpStream::connect(("127.0.0.1", self.port));
     }
 }
+
+/// A server that serves `bytes` for GETs with a Range header, answering a
+/// multi-range request with one part spanning from the first range's
+/// start to the last one's end (RFC 9110 lets a server coalesce ranges;
+/// this one does it across any gap). Counts the requests it answered.
+pub struct Coalescing {
+    pub port: u16,
+    pub requests: Arc<AtomicUsize>,
+}
+
+impl Coalescing {
+    pub fn start(bytes: Vec<u8>) -> Coalescing {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let requests = Arc::new(AtomicUsize::new(0));
+        let (counter, bytes) = (Arc::clone(&requests), Arc::new(bytes));
+        thread::spawn(move || {
+            for client in listener.incoming() {
+                let Ok(client) = client else { continue };
+                let (counter, bytes) = (Arc::clone(&counter), Arc::clone(&bytes));
+                thread::spawn(move || serve_coalescing(client, &bytes, &counter));
+            }
+        });
+        Coalescing { port, requests }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/s.hf", self.port)
+    }
+}
+
+/// Keep-alive requests on one connection, each answered with one part.
+fn serve_coalescing(mut client: TcpStream, bytes: &[u8], counter: &AtomicUsize) {
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    loop {
+        head.clear();
+        while !head.ends_with(b"\r\n\r\n") {
+            match client.read(&mut byte) {
+                Ok(1) => head.push(byte[0]),
+                _ => return,
+            }
+        }
+        counter.fetch_add(1, Ordering::Relaxed);
+        let text = String::from_utf8_lossy(&head).to_ascii_lowercase();
+        let spec = text.lines().find_map(|l| l.strip_prefix("range: bytes=")).unwrap_or("0-0").trim().to_owned();
+        let ranges: Vec<(u64, u64)> = spec
+            .split(',')
+            .map(|r| {
+                let (a, b) = r.trim().split_once('-').unwrap();
+                (a.parse().unwrap(), b.parse::<u64>().unwrap().min(bytes.len() as u64 - 1))
+            })
+            .collect();
+        let (start, last) = (ranges[0].0, ranges.last().unwrap().1);
+        let body = &bytes[start as usize..=last as usize];
+        let answer = format!("HTTP/1.1 206 Partial Content\r\nContent-Range: bytes {start}-{last}/{}\r\nContent-Length: {}\r\nETag: \"fixed\"\r\n\r\n", bytes.len(), body.len());
+        if client.write_all(answer.as_bytes()).and_then(|_| client.write_all(body)).is_err() {
+            return;
+        }
+    }
+}
