@@ -9,11 +9,25 @@ use hashfile::{BuildOptions, Builder, Error, OnDuplicate, Reader};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let Some((&choice, rest)) = data.split_first() else { return };
+    let Some((&choice, rest)) = data.split_first() else {
+        return;
+    };
     // Pairs split at 0xFF bytes: key, value, key, value, ...
     let parts: Vec<&[u8]> = rest.split(|&b| b == 0xFF).collect();
-    let pairs: Vec<(&[u8], &[u8])> = parts.chunks(2).filter(|c| c.len() == 2).map(|c| (c[0], c[1])).collect();
-    let options = BuildOptions { on_duplicate: if choice & 1 == 0 { OnDuplicate::Error } else { OnDuplicate::Last }, keys_per_part: u64::from(choice >> 1).max(1) * 4, ..Default::default() };
+    let pairs: Vec<(&[u8], &[u8])> = parts
+        .chunks(2)
+        .filter(|c| c.len() == 2)
+        .map(|c| (c[0], c[1]))
+        .collect();
+    let options = BuildOptions {
+        on_duplicate: if choice & 1 == 0 {
+            OnDuplicate::Error
+        } else {
+            OnDuplicate::Last
+        },
+        keys_per_part: u64::from(choice >> 1).max(1) * 4,
+        ..Default::default()
+    };
     let mut builder = Builder::new(options.clone()).unwrap();
     let mut expected: HashMap<&[u8], &[u8]> = HashMap::new();
     for (k, v) in &pairs {
@@ -29,7 +43,9 @@ fuzz_target!(|data: &[u8]| {
                 assert_eq!(store.get(k).unwrap().unwrap().value(), *v);
             }
         }
-        Err(Error::DuplicateKey { .. }) => assert!(options.on_duplicate == OnDuplicate::Error && expected.len() < pairs.len()),
+        Err(Error::DuplicateKey { .. }) => {
+            assert!(options.on_duplicate == OnDuplicate::Error && expected.len() < pairs.len())
+        }
         Err(Error::InvalidOption { .. }) => {}
         Err(e) => panic!("build failed: {e}"),
     }

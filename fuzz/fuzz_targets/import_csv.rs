@@ -9,8 +9,14 @@ use libfuzzer_sys::fuzz_target;
 include!("import_common.rs");
 
 fuzz_target!(|data: &[u8]| {
-    let Some((&choice, input)) = data.split_first() else { return };
-    let mut options = ImportOptions::new(if choice & 1 == 0 { InputFormat::Csv } else { InputFormat::Tsv });
+    let Some((&choice, input)) = data.split_first() else {
+        return;
+    };
+    let mut options = ImportOptions::new(if choice & 1 == 0 {
+        InputFormat::Csv
+    } else {
+        InputFormat::Tsv
+    });
     options.quote = choice & 2 == 0;
     options.header = choice & 4 == 0;
     options.comment = (choice & 8 != 0).then_some(b'#');

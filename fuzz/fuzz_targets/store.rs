@@ -18,7 +18,9 @@ impl Source for Choppy<'_> {
     }
 
     fn read_at(&self, offset: u64, len: usize) -> std::io::Result<Piece<'_>> {
-        let start = usize::try_from(offset).unwrap_or(usize::MAX).min(self.0.len());
+        let start = usize::try_from(offset)
+            .unwrap_or(usize::MAX)
+            .min(self.0.len());
         let end = start + len.min(7).min(self.0.len() - start);
         Ok(Piece::owned(self.0[start..end].to_vec()))
     }
@@ -27,12 +29,21 @@ impl Source for Choppy<'_> {
 fn exercise<S: Source>(store: &Reader<S>, data: &[u8]) {
     // Keys the store may hold (from its own records) and a few that it
     // should not.
-    let mut keys: Vec<Vec<u8>> = store.iter().take(64).filter_map(|r| r.ok()).map(|r| r.key().to_vec()).collect();
+    let mut keys: Vec<Vec<u8>> = store
+        .iter()
+        .take(64)
+        .filter_map(|r| r.ok())
+        .map(|r| r.key().to_vec())
+        .collect();
     keys.push(b"".to_vec());
     keys.push(data.iter().take(16).copied().collect());
     for key in &keys {
         if let Ok(Some(record)) = store.get(key) {
-            assert_eq!(record.key(), key.as_slice(), "a lookup returned another key's record");
+            assert_eq!(
+                record.key(),
+                key.as_slice(),
+                "a lookup returned another key's record"
+            );
             let _ = record.decode();
         }
     }

@@ -10,7 +10,10 @@ fuzz_target!(|data: &[u8]| {
         // What decodes encodes again, and the encoding decodes to it.
         let mut again = Vec::new();
         if value.encode(&mut again).is_ok() {
-            assert!(Value::decode(&again).is_ok(), "a decoded value's encoding does not decode");
+            assert!(
+                Value::decode(&again).is_ok(),
+                "a decoded value's encoding does not decode"
+            );
         }
     }
     let mut cursor = Cursor::new(data);
@@ -25,7 +28,10 @@ fuzz_target!(|data: &[u8]| {
         .iter()
         .map(|&b| match b % 3 {
             0 => Probe::Int(i64::from(b as i8)),
-            1 => Probe::Str { bytes: &path_bytes[..usize::from(b) % (split + 1)], binary: b & 0x80 != 0 },
+            1 => Probe::Str {
+                bytes: &path_bytes[..usize::from(b) % (split + 1)],
+                binary: b & 0x80 != 0,
+            },
             _ => Probe::Symbol(&path_bytes[..usize::from(b) % (split + 1)]),
         })
         .collect();

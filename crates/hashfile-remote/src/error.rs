@@ -52,21 +52,38 @@ pub struct RemoteError {
 
 impl RemoteError {
     pub(crate) fn new(kind: RemoteErrorKind, message: impl Into<String>) -> RemoteError {
-        RemoteError { kind, status: None, message: message.into() }
+        RemoteError {
+            kind,
+            status: None,
+            message: message.into(),
+        }
     }
 
-    pub(crate) fn with_status(kind: RemoteErrorKind, status: u16, message: impl Into<String>) -> RemoteError {
-        RemoteError { kind, status: Some(status), message: message.into() }
+    pub(crate) fn with_status(
+        kind: RemoteErrorKind,
+        status: u16,
+        message: impl Into<String>,
+    ) -> RemoteError {
+        RemoteError {
+            kind,
+            status: Some(status),
+            message: message.into(),
+        }
     }
 
     /// Whether trying the same request again may succeed.
     pub(crate) fn is_retryable(&self) -> bool {
-        matches!(self.kind, RemoteErrorKind::Connection | RemoteErrorKind::Server)
+        matches!(
+            self.kind,
+            RemoteErrorKind::Connection | RemoteErrorKind::Server
+        )
     }
 
     /// The remote error inside an I/O error the reader passed on, if any.
     pub fn find(error: &io::Error) -> Option<&RemoteError> {
-        error.get_ref().and_then(|inner| inner.downcast_ref::<RemoteError>())
+        error
+            .get_ref()
+            .and_then(|inner| inner.downcast_ref::<RemoteError>())
     }
 
     /// The remote error inside a core error, if any.

@@ -15,7 +15,10 @@
 use std::ops::Range;
 
 use bytes::Bytes;
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_RANGE, CONTENT_TYPE, ETAG, IF_MATCH, IF_UNMODIFIED_SINCE, LAST_MODIFIED, LOCATION, RANGE};
+use reqwest::header::{
+    HeaderMap, HeaderName, HeaderValue, CONTENT_RANGE, CONTENT_TYPE, ETAG, IF_MATCH,
+    IF_UNMODIFIED_SINCE, LAST_MODIFIED, LOCATION, RANGE,
+};
 use reqwest::StatusCode;
 
 use crate::error::{RemoteError, RemoteErrorKind};
@@ -29,11 +32,24 @@ pub(crate) struct HttpTransport {
 }
 
 impl HttpTransport {
-    pub(crate) fn new(url: url::Url, options: &RemoteOptions) -> Result<HttpTransport, RemoteError> {
+    pub(crate) fn new(
+        url: url::Url,
+        options: &RemoteOptions,
+    ) -> Result<HttpTransport, RemoteError> {
         let mut headers = HeaderMap::new();
         for (name, value) in &options.headers {
-            let name = HeaderName::from_bytes(name.as_bytes()).map_err(|_| RemoteError::new(RemoteErrorKind::Invalid, format!("{name:?} is not an HTTP header name")))?;
-            let mut value = HeaderValue::from_str(value).map_err(|_| RemoteError::new(RemoteErrorKind::Invalid, format!("the value of header {name} is not a valid header value")))?;
+            let name = HeaderName::from_bytes(name.as_bytes()).map_err(|_| {
+                RemoteError::new(
+                    RemoteErrorKind::Invalid,
+                    format!("{name:?} is not an HTTP header name"),
+                )
+            })?;
+            let mut value = HeaderValue::from_str(value).map_err(|_| {
+                RemoteError::new(
+                    RemoteErrorKind::Invalid,
+                    format!("the value of header {name} is not a valid header value"),
+                )
+            })?;
             // Credentials stay out of debug output.
             value.set_sensitive(true);
             headers.insert(name, value);
@@ -48,7 +64,12 @@ impl HttpTransport {
         if options.http2_prior_knowledge {
             builder = builder.http2_prior_knowledge();
         }
-        let client = builder.build().map_err(|e| RemoteError::new(RemoteErrorKind::Invalid, format!("cannot make an HTTP client: {e}")))?;
+        let client = builder.build().map_err(|e| {
+            RemoteError::new(
+                RemoteErrorKind::Invalid,
+                format!("cannot make an HTTP client: {e}"),
+            )
+        })?;
         Ok(HttpTransport { client, url })
     }
 
@@ -60,20 +81,33 @@ impl HttpTransport {
     /// these too (they are asked for in the same request). A range may end
     /// past the object's end only when it is the only one: it is cut there
     /// (opening does that).
-    pub(crate) async fn get(&self, ranges: &[Range<u64>], expect: Option<&Identity>, opened_header: Option<&[u8]>) -> Result<(Vec<Bytes>, Identity), RemoteError> {
+    pub(crate) async fn get(
+        &self,
+        ranges: &[Range<u64>],
+        expect: Option<&Identity>,
+        opened_header: Option<&[u8]>,
+    ) -> Result<(Vec<Bytes>, Identity), RemoteError> {
         let wire = match opened_header {
             Some(header) => with_header(ranges, header.len() as u64),
             None => ranges.to_vec(),
         };
         let limit = body_limit(&wire);
-        let spec: Vec<String> = wire.iter().map(|r| format!("{}-{}", r.start, r.end - 1)).collect();
-        let mut request = self.client.get(self.url.clone()).header(RANGE, format!("bytes={}", spec.join(",")));
+        let spec: Vec<String> = wire
+            .iter()
+            .map(|r| format!("{}-{}", r.start, r.end - 1))
+            .collect();
+        let mut request = self
+            .client
+            .get(self.url.clone())
+            .header(RANGE, format!("bytes={}", spec.join(",")));
         if let Some(expect) = expect {
             match (&expect.etag, &expect.last_modified) {
                 // A weak ETag never matches If-Match (RFC 9110 13.1.1):
                 // for one, the date is the precondition and the ETag is
                 // compared after.
-                (Some(etag), _) if !etag.starts_with("W/") => request = request.header(IF_MATCH, etag),
+                (Some(etag), _) if !etag.starts_with("W/") => {
+                    request = request.header(IF_MATCH, etag)
+                }
                 (_, Some(date)) => request = request.header(IF_UNMODIFIED_SINCE, date),
                 _ => {}
             }
@@ -82,27 +116,57 @@ impl HttpTransport {
         let mut response = request.send().await.map_err(|e| send_error(&e, &what))?;
         let status = response.status();
         if status != StatusCode::PARTIAL_CONTENT {
-            return Err(status_error(status, response.headers(), &what, expect.is_some()));
+            return Err(status_error(
+                status,
+                response.headers(),
+                &what,
+                expect.is_some(),
+            ));
         }
         let headers = response.headers();
-        let header = |name| headers.get(name).and_then(|v: &HeaderValue| v.to_str().ok()).map(str::to_owned);
+        let header = |name| {
+            headers
+                .get(name)
+                .and_then(|v: &HeaderValue| v.to_str().ok())
+                .map(str::to_owned)
+        };
         let boundary = header(CONTENT_TYPE).as_deref().and_then(multipart_boundary);
         let single = match boundary {
             Some(_) => None,
-            None => match header(CONTENT_RANGE).as_deref().and_then(parse_content_range) {
+            None => match header(CONTENT_RANGE)
+                .as_deref()
+                .and_then(parse_content_range)
+            {
                 Some(parsed) => Some(parsed),
-                None => return Err(RemoteError::with_status(RemoteErrorKind::Protocol, 206, format!("the answer to a GET of {what} has no usable Content-Range ({:?})", header(CONTENT_RANGE)))),
+                None => {
+                    return Err(RemoteError::with_status(
+                        RemoteErrorKind::Protocol,
+                        206,
+                        format!(
+                            "the answer to a GET of {what} has no usable Content-Range ({:?})",
+                            header(CONTENT_RANGE)
+                        ),
+                    ))
+                }
             },
         };
         let (etag, last_modified) = (header(ETAG), header(LAST_MODIFIED));
         if let Some((start, end, _)) = single {
             if end - start > limit {
-                return Err(RemoteError::with_status(RemoteErrorKind::Protocol, 206, format!("asked for {what}, the server sends bytes {start}..{end}")));
+                return Err(RemoteError::with_status(
+                    RemoteErrorKind::Protocol,
+                    206,
+                    format!("asked for {what}, the server sends bytes {start}..{end}"),
+                ));
             }
         }
         let mut body = Body::new(limit, response.content_length(), &what)?;
         while let Some(chunk) = response.chunk().await.map_err(|e| {
-            let kind = if e.is_timeout() { RemoteErrorKind::Timeout } else { RemoteErrorKind::Connection };
+            let kind = if e.is_timeout() {
+                RemoteErrorKind::Timeout
+            } else {
+                RemoteErrorKind::Connection
+            };
             RemoteError::new(kind, format!("the body of {what} broke off: {}", chain(&e)))
         })? {
             body.push(&chunk)?;
@@ -112,18 +176,38 @@ impl HttpTransport {
         let parts = match (single, boundary) {
             (Some((start, end, size)), _) => {
                 if body.len() as u64 != end - start {
-                    return Err(RemoteError::new(RemoteErrorKind::Connection, format!("the body of {what} ended after {} of {} bytes", body.len(), end - start)));
+                    return Err(RemoteError::new(
+                        RemoteErrorKind::Connection,
+                        format!(
+                            "the body of {what} ended after {} of {} bytes",
+                            body.len(),
+                            end - start
+                        ),
+                    ));
                 }
                 vec![(start, end, size, body)]
             }
-            (None, Some(boundary)) => parse_multipart(&body, &boundary).map_err(|problem| RemoteError::new(RemoteErrorKind::Connection, format!("the multipart body of {what} {problem}")))?,
+            (None, Some(boundary)) => parse_multipart(&body, &boundary).map_err(|problem| {
+                RemoteError::new(
+                    RemoteErrorKind::Connection,
+                    format!("the multipart body of {what} {problem}"),
+                )
+            })?,
             (None, None) => unreachable!("one of the two is set above"),
         };
         let size = parts[0].2;
         if parts.iter().any(|p| p.2 != size) {
-            return Err(RemoteError::with_status(RemoteErrorKind::Protocol, 206, format!("the parts of the answer to {what} disagree on the object's length")));
+            return Err(RemoteError::with_status(
+                RemoteErrorKind::Protocol,
+                206,
+                format!("the parts of the answer to {what} disagree on the object's length"),
+            ));
         }
-        let identity = Identity { size, etag, last_modified };
+        let identity = Identity {
+            size,
+            etag,
+            last_modified,
+        };
         if let Some(expect) = expect {
             expect.check(&identity)?;
         }
@@ -132,15 +216,40 @@ impl HttpTransport {
             match parts.iter().find(|p| p.0 == 0 && p.1 >= len) {
                 Some(part) if part.3[..opened.len()] == *opened => {}
                 Some(_) => return Err(header_changed(&what)),
-                None => return Err(RemoteError::with_status(RemoteErrorKind::Protocol, 206, format!("asked for the header (bytes 0..{len}) with {what}, the server sent {}", describe_parts(&parts)))),
+                None => {
+                    return Err(RemoteError::with_status(
+                        RemoteErrorKind::Protocol,
+                        206,
+                        format!(
+                            "asked for the header (bytes 0..{len}) with {what}, the server sent {}",
+                            describe_parts(&parts)
+                        ),
+                    ))
+                }
             }
         }
         let mut out = Vec::with_capacity(ranges.len());
         for range in ranges {
-            let end = if ranges.len() == 1 { range.end.min(size) } else { range.end };
+            let end = if ranges.len() == 1 {
+                range.end.min(size)
+            } else {
+                range.end
+            };
             match parts.iter().find(|p| p.0 <= range.start && end <= p.1) {
-                Some((start, _, _, bytes)) => out.push(bytes.slice((range.start - start) as usize..(end - start) as usize)),
-                None => return Err(RemoteError::with_status(RemoteErrorKind::Protocol, 206, format!("asked for {what}, the server sent {} without bytes {}..{end}", describe_parts(&parts), range.start))),
+                Some((start, _, _, bytes)) => {
+                    out.push(bytes.slice((range.start - start) as usize..(end - start) as usize))
+                }
+                None => {
+                    return Err(RemoteError::with_status(
+                        RemoteErrorKind::Protocol,
+                        206,
+                        format!(
+                            "asked for {what}, the server sent {} without bytes {}..{end}",
+                            describe_parts(&parts),
+                            range.start
+                        ),
+                    ))
+                }
             }
         }
         Ok((out, identity))
@@ -175,7 +284,11 @@ fn with_header(ranges: &[Range<u64>], len: u64) -> Vec<Range<u64>> {
 /// merged ranges across). Anything longer is not an answer to them.
 pub(crate) fn body_limit(ranges: &[Range<u64>]) -> u64 {
     const PER_RANGE: u64 = 1024;
-    ranges.iter().map(|r| r.end - r.start).sum::<u64>().saturating_add(PER_RANGE * (ranges.len() as u64 + 1))
+    ranges
+        .iter()
+        .map(|r| r.end - r.start)
+        .sum::<u64>()
+        .saturating_add(PER_RANGE * (ranges.len() as u64 + 1))
 }
 
 /// A response body read piece by piece, never past a limit: a server that
@@ -190,13 +303,21 @@ pub(crate) struct Body<'a> {
 impl<'a> Body<'a> {
     /// A body of at most `limit` bytes; an error at once if the server
     /// announces more.
-    pub(crate) fn new(limit: u64, announced: Option<u64>, what: &'a str) -> Result<Body<'a>, RemoteError> {
+    pub(crate) fn new(
+        limit: u64,
+        announced: Option<u64>,
+        what: &'a str,
+    ) -> Result<Body<'a>, RemoteError> {
         if let Some(announced) = announced.filter(|&n| n > limit) {
             return Err(too_long(what, announced, limit));
         }
         // Room for what is announced, never more than the limit.
         let room = announced.unwrap_or(0).min(limit).min(usize::MAX as u64) as usize;
-        Ok(Body { bytes: bytes::BytesMut::with_capacity(room), limit, what })
+        Ok(Body {
+            bytes: bytes::BytesMut::with_capacity(room),
+            limit,
+            what,
+        })
     }
 
     pub(crate) fn push(&mut self, chunk: &[u8]) -> Result<(), RemoteError> {
@@ -222,13 +343,26 @@ fn too_long(what: &str, got: u64, limit: u64) -> RemoteError {
 fn describe(ranges: &[Range<u64>]) -> String {
     match ranges {
         [one] => format!("bytes {}..{}", one.start, one.end),
-        _ => format!("{} ranges (bytes {}..{}, ...)", ranges.len(), ranges[0].start, ranges[0].end),
+        _ => format!(
+            "{} ranges (bytes {}..{}, ...)",
+            ranges.len(),
+            ranges[0].start,
+            ranges[0].end
+        ),
     }
 }
 
 fn describe_parts(parts: &[(u64, u64, u64, Bytes)]) -> String {
-    let shown: Vec<String> = parts.iter().take(3).map(|p| format!("{}..{}", p.0, p.1)).collect();
-    format!("bytes {}{}", shown.join(", "), if parts.len() > 3 { ", ..." } else { "" })
+    let shown: Vec<String> = parts
+        .iter()
+        .take(3)
+        .map(|p| format!("{}..{}", p.0, p.1))
+        .collect();
+    format!(
+        "bytes {}{}",
+        shown.join(", "),
+        if parts.len() > 3 { ", ..." } else { "" }
+    )
 }
 
 /// The boundary of a `multipart/byteranges` Content-Type.
@@ -239,7 +373,9 @@ fn multipart_boundary(content_type: &str) -> Option<String> {
     }
     params.split(';').find_map(|p| {
         let (name, value) = p.split_once('=')?;
-        name.trim().eq_ignore_ascii_case("boundary").then(|| value.trim().trim_matches('"').to_owned())
+        name.trim()
+            .eq_ignore_ascii_case("boundary")
+            .then(|| value.trim().trim_matches('"').to_owned())
     })
 }
 
@@ -248,7 +384,12 @@ fn multipart_boundary(content_type: &str) -> Option<String> {
 /// so that no boundary is ever searched for inside binary data.
 fn parse_multipart(body: &Bytes, boundary: &str) -> Result<Vec<(u64, u64, u64, Bytes)>, String> {
     let delimiter = format!("--{boundary}");
-    let find = |from: usize, needle: &[u8]| body[from..].windows(needle.len()).position(|w| w == needle).map(|at| from + at);
+    let find = |from: usize, needle: &[u8]| {
+        body[from..]
+            .windows(needle.len())
+            .position(|w| w == needle)
+            .map(|at| from + at)
+    };
     let mut parts = Vec::new();
     let mut at = find(0, delimiter.as_bytes()).ok_or("has no boundary")?;
     loop {
@@ -257,16 +398,29 @@ fn parse_multipart(body: &Bytes, boundary: &str) -> Result<Vec<(u64, u64, u64, B
             break;
         }
         let headers_end = find(at, b"\r\n\r\n").ok_or("ends inside a part's headers")?;
-        let headers = std::str::from_utf8(&body[at..headers_end]).map_err(|_| "has part headers that are not text")?;
+        let headers = std::str::from_utf8(&body[at..headers_end])
+            .map_err(|_| "has part headers that are not text")?;
         let range = headers
             .split("\r\n")
-            .find_map(|line| line.split_once(':').filter(|(name, _)| name.trim().eq_ignore_ascii_case("content-range")).map(|(_, value)| value.trim()))
+            .find_map(|line| {
+                line.split_once(':')
+                    .filter(|(name, _)| name.trim().eq_ignore_ascii_case("content-range"))
+                    .map(|(_, value)| value.trim())
+            })
             .and_then(parse_content_range)
             .ok_or("has a part without a usable Content-Range")?;
         let start = headers_end + 4;
         // The length comes from the server: checked, never trusted to fit.
-        let end = usize::try_from(range.1 - range.0).ok().and_then(|len| start.checked_add(len)).filter(|&end| end <= body.len());
-        let Some(end) = end else { return Err(format!("ended inside the part for bytes {}..{}", range.0, range.1)) };
+        let end = usize::try_from(range.1 - range.0)
+            .ok()
+            .and_then(|len| start.checked_add(len))
+            .filter(|&end| end <= body.len());
+        let Some(end) = end else {
+            return Err(format!(
+                "ended inside the part for bytes {}..{}",
+                range.0, range.1
+            ));
+        };
         parts.push((range.0, range.1, range.2, body.slice(start..end)));
         at = find(end, delimiter.as_bytes()).ok_or("ends without its closing boundary")?;
     }
@@ -278,7 +432,11 @@ fn parse_multipart(body: &Bytes, boundary: &str) -> Result<Vec<(u64, u64, u64, B
 
 /// An error sending a request or reading its head.
 fn send_error(error: &reqwest::Error, what: &str) -> RemoteError {
-    let kind = if error.is_timeout() { RemoteErrorKind::Timeout } else { RemoteErrorKind::Connection };
+    let kind = if error.is_timeout() {
+        RemoteErrorKind::Timeout
+    } else {
+        RemoteErrorKind::Connection
+    };
     RemoteError::new(kind, format!("GET of {what} failed: {}", chain(error)))
 }
 
@@ -321,23 +479,41 @@ fn parse_content_range(value: &str) -> Option<(u64, u64, u64)> {
     let rest = value.trim().strip_prefix("bytes ")?;
     let (range, size) = rest.split_once('/')?;
     let (first, last) = range.split_once('-')?;
-    let (first, last, size): (u64, u64, u64) = (first.trim().parse().ok()?, last.trim().parse().ok()?, size.trim().parse().ok()?);
+    let (first, last, size): (u64, u64, u64) = (
+        first.trim().parse().ok()?,
+        last.trim().parse().ok()?,
+        size.trim().parse().ok()?,
+    );
     (first <= last && last < size).then_some((first, last + 1, size))
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{body_limit, multipart_boundary, parse_content_range, parse_multipart, with_header, Body};
+    use super::{
+        body_limit, multipart_boundary, parse_content_range, parse_multipart, with_header, Body,
+    };
     use bytes::Bytes;
 
     #[test]
     fn multipart_bodies_split_by_their_content_ranges_even_with_the_boundary_inside_a_part() {
-        assert_eq!(multipart_boundary("multipart/byteranges; boundary=00000000001").as_deref(), Some("00000000001"));
-        assert_eq!(multipart_boundary("multipart/byteranges; boundary=\"a b\"").as_deref(), Some("a b"));
+        assert_eq!(
+            multipart_boundary("multipart/byteranges; boundary=00000000001").as_deref(),
+            Some("00000000001")
+        );
+        assert_eq!(
+            multipart_boundary("multipart/byteranges; boundary=\"a b\"").as_deref(),
+            Some("a b")
+        );
         assert_eq!(multipart_boundary("application/octet-stream"), None);
         let body = Bytes::from_static(b"\r\n--XB\r\nContent-Type: application/octet-stream\r\nContent-Range: bytes 0-4/100\r\n\r\n--XB-\r\n--XB\r\nContent-Range: bytes 50-51/100\r\n\r\nhi\r\n--XB--\r\n");
         let parts = parse_multipart(&body, "XB").unwrap();
-        assert_eq!(parts.iter().map(|p| (p.0, p.1, p.2, &p.3[..])).collect::<Vec<_>>(), vec![(0, 5, 100, &b"--XB-"[..]), (50, 52, 100, &b"hi"[..])]);
+        assert_eq!(
+            parts
+                .iter()
+                .map(|p| (p.0, p.1, p.2, &p.3[..]))
+                .collect::<Vec<_>>(),
+            vec![(0, 5, 100, &b"--XB-"[..]), (50, 52, 100, &b"hi"[..])]
+        );
         let cut = body.slice(..body.len() - 20);
         assert!(parse_multipart(&cut, "XB").is_err());
         assert!(parse_multipart(&Bytes::from_static(b"--XB--\r\n"), "XB").is_err());
@@ -347,20 +523,38 @@ mod tests {
     /// not an overflow (it panicked in `Bytes::slice`).
     #[test]
     fn a_part_claiming_a_length_near_2_pow_64_is_an_error() {
-        for range in ["bytes 0-18446744073709551613/18446744073709551615", "bytes 18446744073709551000-18446744073709551613/18446744073709551615", "bytes 10-9223372036854775807/9223372036854775808"] {
-            let body = Bytes::from(format!("--XB\r\nContent-Range: {range}\r\n\r\nhi\r\n--XB--\r\n"));
-            assert_eq!(parse_multipart(&body, "XB").unwrap_err(), format!("ended inside the part for bytes {}", {
-                let (a, b, _) = parse_content_range(range).unwrap();
-                format!("{a}..{b}")
-            }));
+        for range in [
+            "bytes 0-18446744073709551613/18446744073709551615",
+            "bytes 18446744073709551000-18446744073709551613/18446744073709551615",
+            "bytes 10-9223372036854775807/9223372036854775808",
+        ] {
+            let body = Bytes::from(format!(
+                "--XB\r\nContent-Range: {range}\r\n\r\nhi\r\n--XB--\r\n"
+            ));
+            assert_eq!(
+                parse_multipart(&body, "XB").unwrap_err(),
+                format!("ended inside the part for bytes {}", {
+                    let (a, b, _) = parse_content_range(range).unwrap();
+                    format!("{a}..{b}")
+                })
+            );
         }
     }
 
     #[test]
     fn the_header_range_is_merged_into_ranges_that_start_inside_it_or_put_first() {
-        assert_eq!(with_header(&[16384..32768], 296), vec![0..296, 16384..32768]);
-        assert_eq!(with_header(&[0..16384, 32768..40000], 296), vec![0..16384, 32768..40000]);
-        assert_eq!(with_header(&[100..200, 290..400, 500..600], 296), vec![0..400, 500..600]);
+        assert_eq!(
+            with_header(&[16384..32768], 296),
+            vec![0..296, 16384..32768]
+        );
+        assert_eq!(
+            with_header(&[0..16384, 32768..40000], 296),
+            vec![0..16384, 32768..40000]
+        );
+        assert_eq!(
+            with_header(&[100..200, 290..400, 500..600], 296),
+            vec![0..400, 500..600]
+        );
         assert_eq!(with_header(&[], 296), vec![0..296]);
     }
 
@@ -375,15 +569,30 @@ mod tests {
         body.push(&[0; 16384]).unwrap();
         let error = body.push(&[0; 4096]).unwrap_err();
         assert_eq!(error.kind, crate::RemoteErrorKind::Protocol);
-        assert!(error.message.contains("past the 18432 bytes it can be"), "{}", error.message);
+        assert!(
+            error.message.contains("past the 18432 bytes it can be"),
+            "{}",
+            error.message
+        );
         assert_eq!(body.finish().len(), 16384);
     }
 
     #[test]
     fn content_ranges_parse_only_when_complete_and_consistent() {
         assert_eq!(parse_content_range("bytes 0-99/1000"), Some((0, 100, 1000)));
-        assert_eq!(parse_content_range("bytes 999-999/1000"), Some((999, 1000, 1000)));
-        for bad in ["bytes 0-99/*", "bytes */1000", "bytes 5-4/10", "bytes 0-10/10", "items 0-1/2", "bytes 0-1", ""] {
+        assert_eq!(
+            parse_content_range("bytes 999-999/1000"),
+            Some((999, 1000, 1000))
+        );
+        for bad in [
+            "bytes 0-99/*",
+            "bytes */1000",
+            "bytes 5-4/10",
+            "bytes 0-10/10",
+            "items 0-1/2",
+            "bytes 0-1",
+            "",
+        ] {
             assert_eq!(parse_content_range(bad), None, "{bad}");
         }
     }

@@ -58,10 +58,21 @@ impl Location {
     pub fn parse(text: &str) -> Option<Result<Location, RemoteError>> {
         let scheme = text.split_once("://")?.0.to_ascii_lowercase();
         Some(match scheme.as_str() {
-            "http" | "https" => url::Url::parse(text).map(Location::Http).map_err(|e| RemoteError::new(RemoteErrorKind::Invalid, format!("{text} is not a valid URL: {e}"))),
+            "http" | "https" => url::Url::parse(text).map(Location::Http).map_err(|e| {
+                RemoteError::new(
+                    RemoteErrorKind::Invalid,
+                    format!("{text} is not a valid URL: {e}"),
+                )
+            }),
             "s3" => match text[5..].split_once('/') {
-                Some((bucket, key)) if !bucket.is_empty() && !key.is_empty() => Ok(Location::S3 { bucket: bucket.to_owned(), key: key.to_owned() }),
-                _ => Err(RemoteError::new(RemoteErrorKind::Invalid, format!("{text} is not s3://BUCKET/KEY"))),
+                Some((bucket, key)) if !bucket.is_empty() && !key.is_empty() => Ok(Location::S3 {
+                    bucket: bucket.to_owned(),
+                    key: key.to_owned(),
+                }),
+                _ => Err(RemoteError::new(
+                    RemoteErrorKind::Invalid,
+                    format!("{text} is not s3://BUCKET/KEY"),
+                )),
             },
             _ => return None,
         })
@@ -158,10 +169,18 @@ pub const PIN_SEEDS_UP_TO: u64 = 1 << 20;
 /// the location as their path and a [`RemoteError`] inside (see
 /// [`RemoteError::find_in`]).
 pub fn open(location: &str, options: RemoteOptions) -> hashfile::Result<RemoteReader> {
-    let at = |error: RemoteError| hashfile::Error::Io { path: Some(Path::new(location).to_path_buf()), source: error.into() };
+    let at = |error: RemoteError| hashfile::Error::Io {
+        path: Some(Path::new(location).to_path_buf()),
+        source: error.into(),
+    };
     let parsed = match Location::parse(location) {
         Some(parsed) => parsed.map_err(at)?,
-        None => return Err(at(RemoteError::new(RemoteErrorKind::Invalid, "not an http://, https:// or s3:// location"))),
+        None => {
+            return Err(at(RemoteError::new(
+                RemoteErrorKind::Invalid,
+                "not an http://, https:// or s3:// location",
+            )))
+        }
     };
     let block_len = options.cache.block_len.max(1) as u64;
     let first_len = (OPEN_READ_LEN as u64).div_ceil(block_len) * block_len;
@@ -174,7 +193,10 @@ pub fn open(location: &str, options: RemoteOptions) -> hashfile::Result<RemoteRe
     // reader asks for the index alone. A header longer than the first
     // block skips this; the reader then reads what it needs itself.
     if let Ok(header) = Header::decode(&first, cache.size()) {
-        let (index, seeds) = (header.section(SectionId::SeedIndex), header.section(SectionId::Seeds));
+        let (index, seeds) = (
+            header.section(SectionId::SeedIndex),
+            header.section(SectionId::Seeds),
+        );
         // Neither is asked for when larger than the reader would load: what
         // open fetches is bounded whatever the header claims.
         let mut wanted = Vec::with_capacity(2);
@@ -184,11 +206,16 @@ pub fn open(location: &str, options: RemoteOptions) -> hashfile::Result<RemoteRe
         if seeds.length <= PIN_SEEDS_UP_TO {
             wanted.push(seeds.offset..seeds.offset + seeds.length);
         }
-        cache.pin(&wanted).map_err(|e| hashfile::Error::Io { path: Some(Path::new(location).to_path_buf()), source: e })?;
+        cache.pin(&wanted).map_err(|e| hashfile::Error::Io {
+            path: Some(Path::new(location).to_path_buf()),
+            source: e,
+        })?;
     }
     let reader = Reader::new(cache).map_err(|e| e.with_path(Path::new(location)))?;
     if prefetch_index {
-        reader.prefetch_index().map_err(|e| e.with_path(Path::new(location)))?;
+        reader
+            .prefetch_index()
+            .map_err(|e| e.with_path(Path::new(location)))?;
     }
     Ok(reader)
 }

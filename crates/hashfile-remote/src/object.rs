@@ -81,22 +81,38 @@ impl Connection {
             .enable_io()
             .enable_time()
             .build()
-            .map_err(|e| RemoteError::new(RemoteErrorKind::Other, format!("cannot start the I/O runtime: {e}")))?;
+            .map_err(|e| {
+                RemoteError::new(
+                    RemoteErrorKind::Other,
+                    format!("cannot start the I/O runtime: {e}"),
+                )
+            })?;
         // reqwest and object_store make their clients inside a runtime.
         let transport = {
             let _entered = runtime.enter();
             match location {
                 Location::Http(url) => Transport::Http(HttpTransport::new(url.clone(), options)?),
-                Location::S3 { bucket, key } => Transport::S3(S3Transport::new(bucket, key, options)?),
+                Location::S3 { bucket, key } => {
+                    Transport::S3(S3Transport::new(bucket, key, options)?)
+                }
             }
         };
-        Ok(Connection { pid: std::process::id(), runtime, transport })
+        Ok(Connection {
+            pid: std::process::id(),
+            runtime,
+            transport,
+        })
     }
 
     /// One request for `ranges`: several in one multi-range request over
     /// HTTP (with the store's `header` bytes, when given, to compare),
     /// exactly one for S3 (which serves one range per request).
-    async fn get_once(&self, ranges: &[Range<u64>], expect: Option<&Identity>, header: Option<&[u8]>) -> Result<(Vec<Bytes>, Identity), RemoteError> {
+    async fn get_once(
+        &self,
+        ranges: &[Range<u64>],
+        expect: Option<&Identity>,
+        header: Option<&[u8]>,
+    ) -> Result<(Vec<Bytes>, Identity), RemoteError> {
         match &self.transport {
             Transport::Http(http) => http.get(ranges, expect, header).await,
             // `fetch` asks S3 for one range per request; were it more, they
@@ -109,7 +125,9 @@ impl Connection {
                     out.push(bytes);
                     identity = Some(got);
                 }
-                identity.map(|identity| (out, identity)).ok_or_else(|| RemoteError::new(RemoteErrorKind::Invalid, "a fetch of no ranges"))
+                identity.map(|identity| (out, identity)).ok_or_else(|| {
+                    RemoteError::new(RemoteErrorKind::Invalid, "a fetch of no ranges")
+                })
             }
         }
     }
@@ -117,7 +135,13 @@ impl Connection {
     /// A request for `ranges`, retried after a broken connection or a
     /// server error (S3's client retries on its own), with exponential
     /// backoff.
-    async fn get(&self, ranges: &[Range<u64>], expect: Option<&Identity>, header: Option<&[u8]>, options: &RemoteOptions) -> Result<(Vec<Bytes>, Identity), RemoteError> {
+    async fn get(
+        &self,
+        ranges: &[Range<u64>],
+        expect: Option<&Identity>,
+        header: Option<&[u8]>,
+        options: &RemoteOptions,
+    ) -> Result<(Vec<Bytes>, Identity), RemoteError> {
         let retries = match self.transport {
             Transport::Http(_) => options.retries,
             Transport::S3(_) => 0,
@@ -140,7 +164,10 @@ impl Connection {
 
     /// Runs `work` to completion on this thread, or until the thread's
     /// interrupt fires.
-    fn run<T>(&self, work: impl std::future::Future<Output = Result<T, RemoteError>>) -> Result<T, RemoteError> {
+    fn run<T>(
+        &self,
+        work: impl std::future::Future<Output = Result<T, RemoteError>>,
+    ) -> Result<T, RemoteError> {
         match Interrupt::current() {
             None => self.runtime.block_on(work),
             Some(interrupt) => self.runtime.block_on(async {
@@ -186,19 +213,40 @@ impl RemoteObject {
     /// replaced store; a server that serves one range per request gets one
     /// more request for the header after each batch. The same holds for an
     /// S3 server that sends no ETag.
-    pub(crate) fn open(location: Location, options: RemoteOptions, first_len: u64) -> Result<(RemoteObject, Bytes), RemoteError> {
+    pub(crate) fn open(
+        location: Location,
+        options: RemoteOptions,
+        first_len: u64,
+    ) -> Result<(RemoteObject, Bytes), RemoteError> {
         let connection = Connection::new(&location, &options)?;
-        let (mut first, identity) = connection.run(connection.get(std::slice::from_ref(&(0..first_len)), None, None, &options))?;
+        let (mut first, identity) = connection.run(connection.get(
+            std::slice::from_ref(&(0..first_len)),
+            None,
+            None,
+            &options,
+        ))?;
         let first = first.remove(0);
-        let content_etag = matches!(connection.transport, Transport::S3(_)) && identity.etag.is_some();
-        let header = match hashfile::format::Header::len_from_prefix(&first[..first.len().min(hashfile::format::HEADER_PREFIX_LEN)], identity.size) {
+        let content_etag =
+            matches!(connection.transport, Transport::S3(_)) && identity.etag.is_some();
+        let header = match hashfile::format::Header::len_from_prefix(
+            &first[..first.len().min(hashfile::format::HEADER_PREFIX_LEN)],
+            identity.size,
+        ) {
             Ok(len) if !content_etag && len <= first.len() => Some(first.slice(..len)),
             // Not a store (the reader says so next), or one whose header
             // is longer than the first block: compared by validators only.
             _ => None,
         };
         let multi_range = matches!(connection.transport, Transport::Http(_));
-        let object = RemoteObject { location, options, identity, header, connection: Mutex::new(Arc::new(connection)), requests: AtomicU64::new(1), multi_range: AtomicBool::new(multi_range) };
+        let object = RemoteObject {
+            location,
+            options,
+            identity,
+            header,
+            connection: Mutex::new(Arc::new(connection)),
+            requests: AtomicU64::new(1),
+            multi_range: AtomicBool::new(multi_range),
+        };
         Ok((object, first))
     }
 
@@ -227,7 +275,10 @@ impl RemoteObject {
     /// This process's connection: the one made here, or, in a child after
     /// `fork`, a new one.
     fn connection(&self) -> Result<Arc<Connection>, RemoteError> {
-        let mut current = self.connection.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut current = self
+            .connection
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         if current.pid != std::process::id() {
             let fresh = Arc::new(Connection::new(&self.location, &self.options)?);
             let inherited = std::mem::replace(&mut *current, fresh);
@@ -266,12 +317,21 @@ impl RangeFetch for RemoteObject {
                     // 416, or a 206 that is no answer to the ranges asked:
                     // one span coalescing them, longer than they are): the
                     // ranges one by one, and so from now on.
-                    Err(error) if multi && error.kind == RemoteErrorKind::Protocol && matches!(error.status, Some(200 | 206 | 416)) => {
+                    Err(error)
+                        if multi
+                            && error.kind == RemoteErrorKind::Protocol
+                            && matches!(error.status, Some(200 | 206 | 416)) =>
+                    {
                         self.multi_range.store(false, Ordering::Relaxed);
                         let mut out = Vec::with_capacity(chunk.len());
                         for range in chunk {
                             self.requests.fetch_add(1, Ordering::Relaxed);
-                            out.extend(connection.get(std::slice::from_ref(range), Some(identity), None, options).await?.0);
+                            out.extend(
+                                connection
+                                    .get(std::slice::from_ref(range), Some(identity), None, options)
+                                    .await?
+                                    .0,
+                            );
                         }
                         Ok(out)
                     }
@@ -284,14 +344,31 @@ impl RangeFetch for RemoteObject {
         // Ranges fetched one per request carried no header: one request
         // for it after them shows they all came from the store opened (a
         // store replaced before any of them is replaced before this one).
-        if let Some(opened) = self.header.as_ref().filter(|_| !self.multi_range.load(Ordering::Relaxed)) {
+        if let Some(opened) = self
+            .header
+            .as_ref()
+            .filter(|_| !self.multi_range.load(Ordering::Relaxed))
+        {
             self.requests.fetch_add(1, Ordering::Relaxed);
-            let (now, _) = connection.run(connection.get(std::slice::from_ref(&(0..opened.len() as u64)), Some(identity), None, options))?;
+            let (now, _) = connection.run(connection.get(
+                std::slice::from_ref(&(0..opened.len() as u64)),
+                Some(identity),
+                None,
+                options,
+            ))?;
             if now.first() != Some(opened) {
-                return Err(crate::http::header_changed(&format!("the header after {} ranges", ranges.len())).into());
+                return Err(crate::http::header_changed(&format!(
+                    "the header after {} ranges",
+                    ranges.len()
+                ))
+                .into());
             }
         }
-        Ok(fetched.into_iter().flatten().map(|bytes| bytes.to_vec()).collect())
+        Ok(fetched
+            .into_iter()
+            .flatten()
+            .map(|bytes| bytes.to_vec())
+            .collect())
     }
 }
 

@@ -32,24 +32,48 @@ fn client(minio: &Minio, bucket: &str) -> object_store::aws::AmazonS3 {
 
 /// Uploads with object_store itself (MinIO's own client is not here).
 fn put(minio: &Minio, bucket: &str, key: &str, bytes: Vec<u8>) {
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    runtime.block_on(client(minio, bucket).put(&object_store::path::Path::from(key), PutPayload::from(bytes))).unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime
+        .block_on(client(minio, bucket).put(
+            &object_store::path::Path::from(key),
+            PutPayload::from(bytes),
+        ))
+        .unwrap();
 }
 
 /// Makes a bucket: a PUT of the bucket's path, presigned by object_store
 /// (which has no call for making buckets).
 fn make_bucket(minio: &Minio, bucket: &str) {
     use object_store::signer::Signer;
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     let store = client(minio, bucket);
     // MinIO may answer 503 for a moment after its health check passes.
     runtime.block_on(async {
         let mut last = String::new();
         for _ in 0..50 {
-            let url = store.signed_url(reqwest::Method::PUT, &object_store::path::Path::from(""), std::time::Duration::from_secs(60)).await.unwrap();
+            let url = store
+                .signed_url(
+                    reqwest::Method::PUT,
+                    &object_store::path::Path::from(""),
+                    std::time::Duration::from_secs(60),
+                )
+                .await
+                .unwrap();
             match reqwest::Client::new().put(url.clone()).send().await {
                 Ok(response) if response.status().is_success() => return,
-                Ok(response) => last = format!("PUT {url}: {}: {}", response.status(), response.text().await.unwrap_or_default()),
+                Ok(response) => {
+                    last = format!(
+                        "PUT {url}: {}: {}",
+                        response.status(),
+                        response.text().await.unwrap_or_default()
+                    )
+                }
                 Err(error) => last = format!("PUT {url}: {error}"),
             }
             tokio::time::sleep(std::time::Duration::from_millis(100)).await;
@@ -66,11 +90,24 @@ fn s3_reads_batches_and_faults_against_minio() {
     put(&minio, "stores", "a/tenants.hf", store(n, 40));
 
     // A cache of 4 blocks: most lookups reach the server.
-    let small_cache = RemoteOptions { cache: hashfile::read::CacheOptions { block_len: 16 << 10, capacity: 64 << 10 }, ..options(&minio) };
+    let small_cache = RemoteOptions {
+        cache: hashfile::read::CacheOptions {
+            block_len: 16 << 10,
+            capacity: 64 << 10,
+        },
+        ..options(&minio)
+    };
     let remote = open("s3://stores/a/tenants.hf", small_cache).unwrap();
     assert_eq!(remote.len(), n);
     for i in (0..n).step_by(97) {
-        assert_eq!(remote.get(format!("key-{i}").as_bytes()).unwrap().unwrap().value(), value(i, 40));
+        assert_eq!(
+            remote
+                .get(format!("key-{i}").as_bytes())
+                .unwrap()
+                .unwrap()
+                .value(),
+            value(i, 40)
+        );
     }
     assert!(remote.get(b"absent").unwrap().is_none());
     let keys: Vec<String> = (0..100u64).map(|i| format!("key-{}", i * 487)).collect();
@@ -80,17 +117,31 @@ fn s3_reads_batches_and_faults_against_minio() {
     let before = batched.source().stats().fetches;
     let found = batched.get_many(&keys).unwrap();
     assert!(batched.source().stats().fetches - before <= 4);
-    assert!(found.iter().zip(0..).all(|(r, i)| r.as_ref().unwrap().value() == value(i * 487, 40)));
+    assert!(found
+        .iter()
+        .zip(0..)
+        .all(|(r, i)| r.as_ref().unwrap().value() == value(i * 487, 40)));
 
     let kind = |location: &str, options: RemoteOptions| {
         let error = open(location, options).map(|_| ()).unwrap_err();
-        (RemoteError::find_in(&error).unwrap_or_else(|| panic!("{error}")).kind, error.to_string())
+        (
+            RemoteError::find_in(&error)
+                .unwrap_or_else(|| panic!("{error}"))
+                .kind,
+            error.to_string(),
+        )
     };
     let (missing, text) = kind("s3://stores/a/none.hf", options(&minio));
     assert_eq!(missing, RemoteErrorKind::NotFound, "{text}");
     assert!(text.contains("s3://stores/a/none.hf"), "{text}");
-    assert_eq!(kind("s3://no-such-bucket/x.hf", options(&minio)).0, RemoteErrorKind::NotFound);
-    let wrong = RemoteOptions { s3_credentials: Some((MINIO_USER.into(), "not-the-secret".into())), ..options(&minio) };
+    assert_eq!(
+        kind("s3://no-such-bucket/x.hf", options(&minio)).0,
+        RemoteErrorKind::NotFound
+    );
+    let wrong = RemoteOptions {
+        s3_credentials: Some((MINIO_USER.into(), "not-the-secret".into())),
+        ..options(&minio)
+    };
     let (denied, text) = kind("s3://stores/a/tenants.hf", wrong);
     assert_eq!(denied, RemoteErrorKind::Denied, "{text}");
 
@@ -102,12 +153,19 @@ fn s3_reads_batches_and_faults_against_minio() {
         match remote.get(format!("key-{}", i * 89).as_bytes()) {
             Ok(found) => assert_eq!(found.unwrap().value(), value(i * 89, 40)),
             Err(error) => {
-                assert_eq!(RemoteError::find_in(&error).map(|e| e.kind), Some(RemoteErrorKind::Changed), "{error}");
+                assert_eq!(
+                    RemoteError::find_in(&error).map(|e| e.kind),
+                    Some(RemoteErrorKind::Changed),
+                    "{error}"
+                );
                 changed += 1;
             }
         }
     }
     assert!(changed > 100, "{changed}");
     let reopened = open("s3://stores/a/tenants.hf", options(&minio)).unwrap();
-    assert_eq!(reopened.get(b"key-3").unwrap().unwrap().value(), value(3, 60));
+    assert_eq!(
+        reopened.get(b"key-3").unwrap().unwrap().value(),
+        value(3, 60)
+    );
 }

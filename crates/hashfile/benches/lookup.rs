@@ -33,13 +33,27 @@ fn lookup(c: &mut Criterion) {
         }
         let store = Reader::new(builder.to_bytes().unwrap()).unwrap();
         let map: HashMap<Vec<u8>, Vec<u8>> = entries.iter().cloned().collect();
-        let probes: Vec<&[u8]> = entries.iter().step_by(n / 4096).map(|(k, _)| k.as_slice()).collect();
+        let probes: Vec<&[u8]> = entries
+            .iter()
+            .step_by(n / 4096)
+            .map(|(k, _)| k.as_slice())
+            .collect();
         group.throughput(Throughput::Elements(probes.len() as u64));
         group.bench_with_input(BenchmarkId::new("hashfile", n), &probes, |b, probes| {
-            b.iter(|| probes.iter().map(|k| store.get(black_box(k)).unwrap().unwrap().value().len()).sum::<usize>())
+            b.iter(|| {
+                probes
+                    .iter()
+                    .map(|k| store.get(black_box(k)).unwrap().unwrap().value().len())
+                    .sum::<usize>()
+            })
         });
         group.bench_with_input(BenchmarkId::new("std_hashmap", n), &probes, |b, probes| {
-            b.iter(|| probes.iter().map(|k| map.get(black_box(*k)).unwrap().len()).sum::<usize>())
+            b.iter(|| {
+                probes
+                    .iter()
+                    .map(|k| map.get(black_box(*k)).unwrap().len())
+                    .sum::<usize>()
+            })
         });
     }
     group.finish();

@@ -27,10 +27,17 @@ fn main() {
         b.reserve(file.metadata().unwrap().len() as usize);
         let options = ImportOptions::new(InputFormat::from_extension(arg.as_ref()).unwrap());
         if options.format == InputFormat::JsonLines {
-            import::import_json_lines_parallel(file, &arg, &options, import::JSON_LINES_CHUNK, &hashfile::Batch::new(), &mut |batch, _| {
-                b.append(batch);
-                Ok(())
-            })
+            import::import_json_lines_parallel(
+                file,
+                &arg,
+                &options,
+                import::JSON_LINES_CHUNK,
+                &hashfile::Batch::new(),
+                &mut |batch, _| {
+                    b.append(batch);
+                    Ok(())
+                },
+            )
             .unwrap();
         } else {
             import::import(file, &arg, &options, &mut |entry, _| {
@@ -43,7 +50,15 @@ fn main() {
     println!("insert {}: {:.2} s", b.len(), t.elapsed().as_secs_f64());
     let t = Instant::now();
     let bytes = b.to_bytes().unwrap();
-    println!("build + write {} bytes: {:.2} s", bytes.len(), t.elapsed().as_secs_f64());
+    println!(
+        "build + write {} bytes: {:.2} s",
+        bytes.len(),
+        t.elapsed().as_secs_f64()
+    );
     let reader = hashfile::Reader::new(bytes).unwrap();
-    println!("{} parts, {:.3} bits/key for the perfect hash", reader.header().geometry.part_count, reader.info().mphf_bits_per_key);
+    println!(
+        "{} parts, {:.3} bits/key for the perfect hash",
+        reader.header().geometry.part_count,
+        reader.info().mphf_bits_per_key
+    );
 }

@@ -11,18 +11,31 @@ fn main() {
     let input = Input::new(&args[1], None, &ImportOptions::new(InputFormat::JsonLines)).unwrap();
     let t = Instant::now();
     let mut last = (Phase::Reading, 0.0);
-    let summary = build_from(&[input], args[2].as_ref(), BuildOptions::default(), &hashfile::CancelFlag::new(), &mut |p| {
-        if p.phase != last.0 {
-            let now = t.elapsed().as_secs_f64();
-            println!("{:?}: {:.3} s", last.0, now - last.1);
-            last = (p.phase, now);
-        }
-        Ok(())
-    })
+    let summary = build_from(
+        &[input],
+        args[2].as_ref(),
+        BuildOptions::default(),
+        &hashfile::CancelFlag::new(),
+        &mut |p| {
+            if p.phase != last.0 {
+                let now = t.elapsed().as_secs_f64();
+                println!("{:?}: {:.3} s", last.0, now - last.1);
+                last = (p.phase, now);
+            }
+            Ok(())
+        },
+    )
     .unwrap();
     let now = t.elapsed().as_secs_f64();
     println!("{:?}: {:.3} s", last.0, now - last.1);
-    println!("total {:.3} s for {} entries, {} bytes", now, summary.entries, summary.file_bytes);
+    println!(
+        "total {:.3} s for {} entries, {} bytes",
+        now, summary.entries, summary.file_bytes
+    );
     let store = hashfile::Reader::open(&args[2]).unwrap();
-    println!("{} parts, {:.3} bits/key for the perfect hash", store.header().geometry.part_count, store.info().mphf_bits_per_key);
+    println!(
+        "{} parts, {:.3} bits/key for the perfect hash",
+        store.header().geometry.part_count,
+        store.info().mphf_bits_per_key
+    );
 }

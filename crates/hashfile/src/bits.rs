@@ -28,7 +28,11 @@ pub fn packed_len(count: u64, width: u32) -> Option<u64> {
 
 /// Writes `values` as consecutive `width`-bit little-endian integers.
 pub fn pack(values: &[u64], width: u32) -> Vec<u8> {
-    pack_at(values.len() as u64, width, values.iter().enumerate().map(|(i, &v)| (i as u64, v)))
+    pack_at(
+        values.len() as u64,
+        width,
+        values.iter().enumerate().map(|(i, &v)| (i as u64, v)),
+    )
 }
 
 /// A packed array of `count` integers of `width` bits, with element `index`
@@ -55,7 +59,12 @@ fn or_bits(out: &mut [u8], bit: usize, value: u64, width: u32) {
         let merged = u64::from_le_bytes((&*word).try_into().unwrap()) | shifted;
         word.copy_from_slice(&merged.to_le_bytes());
     } else {
-        for (k, b) in shifted.to_le_bytes().iter().enumerate().take((bit % 8 + width as usize).div_ceil(8)) {
+        for (k, b) in shifted
+            .to_le_bytes()
+            .iter()
+            .enumerate()
+            .take((bit % 8 + width as usize).div_ceil(8))
+        {
             out[byte + k] |= b;
         }
     }
@@ -68,11 +77,21 @@ fn or_bits(out: &mut [u8], bit: usize, value: u64, width: u32) {
 /// value may cost a random read; the last few elements of a range are
 /// written byte by byte, so that no write reaches into the next range.
 /// Same bytes as `pack_at`.
-pub fn pack_at_parallel<T: Sync>(count: u64, width: u32, items: &[T], index: impl Fn(&T) -> u64 + Sync, value: impl Fn(&T) -> u64 + Sync) -> Vec<u8> {
+pub fn pack_at_parallel<T: Sync>(
+    count: u64,
+    width: u32,
+    items: &[T],
+    index: impl Fn(&T) -> u64 + Sync,
+    value: impl Fn(&T) -> u64 + Sync,
+) -> Vec<u8> {
     use crate::parallel::*;
     let threads = threads() as u64;
     if threads < 2 || count < 1 << 16 {
-        return pack_at(count, width, items.iter().map(|item| (index(item), value(item))));
+        return pack_at(
+            count,
+            width,
+            items.iter().map(|item| (index(item), value(item))),
+        );
     }
     assert!((1..=MAX_PACKED_BITS).contains(&width));
     let mut out = vec![0u8; packed_len(count, width).expect("packed length overflows") as usize];
@@ -82,7 +101,11 @@ pub fn pack_at_parallel<T: Sync>(count: u64, width: u32, items: &[T], index: imp
     for k in 0..threads {
         let (lo, hi) = ((k * per).min(count), ((k + 1) * per).min(count));
         // The last range also takes the padding.
-        let bytes = if hi == count { rest.len() } else { ((hi - lo) * width as u64 / 8) as usize };
+        let bytes = if hi == count {
+            rest.len()
+        } else {
+            ((hi - lo) * width as u64 / 8) as usize
+        };
         let (run, tail) = rest.split_at_mut(bytes);
         runs.push((lo, hi, run));
         rest = tail;
@@ -256,7 +279,10 @@ mod tests {
     fn block_get_on_short_bytes_is_none() {
         let block = vec![u32::MAX; 128];
         let (width, bytes) = BlockLayout::X4.compress(&block);
-        assert_eq!(BlockLayout::X4.get(&bytes[..bytes.len() - 1], width as u32, 127), None);
+        assert_eq!(
+            BlockLayout::X4.get(&bytes[..bytes.len() - 1], width as u32, 127),
+            None
+        );
     }
 
     #[test]
@@ -269,14 +295,25 @@ mod tests {
                     .filter(|i| i % 5 != 3)
                     .map(|i| {
                         let index = (i * 48_271) % count;
-                        (index, index.wrapping_mul(0x9E37_79B9_7F4A_7C15) & ((1u64 << width) - 1))
+                        (
+                            index,
+                            index.wrapping_mul(0x9E37_79B9_7F4A_7C15) & ((1u64 << width) - 1),
+                        )
                     })
                     .collect();
                 let serial = pack_at(count, width, items.iter().copied());
                 for threads in [2, 3, 8] {
-                    let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
-                    let parallel = pool.install(|| pack_at_parallel(count, width, &items, |&(i, _)| i, |&(_, v)| v));
-                    assert!(parallel == serial, "width {width}, count {count}, {threads} threads");
+                    let pool = rayon::ThreadPoolBuilder::new()
+                        .num_threads(threads)
+                        .build()
+                        .unwrap();
+                    let parallel = pool.install(|| {
+                        pack_at_parallel(count, width, &items, |&(i, _)| i, |&(_, v)| v)
+                    });
+                    assert!(
+                        parallel == serial,
+                        "width {width}, count {count}, {threads} threads"
+                    );
                 }
             }
         }

@@ -181,7 +181,11 @@ pub type Result<T> = std::result::Result<T, Error>;
 impl Error {
     /// Damage in `section` of a store.
     pub(crate) fn corrupt(section: &'static str, what: impl Into<String>) -> Error {
-        Error::Corrupt { path: None, section, what: what.into() }
+        Error::Corrupt {
+            path: None,
+            section,
+            what: what.into(),
+        }
     }
 
     /// A parse error in `input` at `position`, its message cut to an
@@ -190,17 +194,32 @@ impl Error {
     /// long as the input, and a message is for a terminal or a log line.
     #[cfg(feature = "import")]
     pub(crate) fn parse(input: &str, position: Position, what: impl Into<String>) -> Error {
-        Error::Parse { input: input.to_string(), position, what: excerpt(&what.into(), MAX_PARSE_MESSAGE) }
+        Error::Parse {
+            input: input.to_string(),
+            position,
+            what: excerpt(&what.into(), MAX_PARSE_MESSAGE),
+        }
     }
 
     /// An I/O error, about `path` if given.
     pub(crate) fn io(path: Option<&Path>, source: std::io::Error) -> Error {
-        Error::Io { path: path.map(PathBuf::from), source }
+        Error::Io {
+            path: path.map(PathBuf::from),
+            source,
+        }
     }
 
     /// Attaches a file's path to an error that concerns a file and has none.
     pub fn with_path(mut self, file: &Path) -> Self {
-        if let Error::Io { path, .. } | Error::Changed { path } | Error::NotAStore { path, .. } | Error::Version { path, .. } | Error::UnsupportedFeatures { path, .. } | Error::Truncated { path, .. } | Error::Corrupt { path, .. } | Error::Checksum { path, .. } = &mut self {
+        if let Error::Io { path, .. }
+        | Error::Changed { path }
+        | Error::NotAStore { path, .. }
+        | Error::Version { path, .. }
+        | Error::UnsupportedFeatures { path, .. }
+        | Error::Truncated { path, .. }
+        | Error::Corrupt { path, .. }
+        | Error::Checksum { path, .. } = &mut self
+        {
             path.get_or_insert_with(|| file.to_path_buf());
         }
         self
@@ -223,7 +242,10 @@ fn excerpt(text: &str, max: usize) -> String {
     let (head, tail) = (max * 2 / 3, max / 3);
     let start: String = text.chars().take(head).collect();
     let end: String = text.chars().skip(count - tail).collect();
-    format!("{start}... ({} characters cut) ...{end}", count - head - tail)
+    format!(
+        "{start}... ({} characters cut) ...{end}",
+        count - head - tail
+    )
 }
 
 fn prefix(path: &Option<PathBuf>) -> String {
@@ -275,7 +297,10 @@ impl Position {
 impl fmt::Display for Position {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Position::Line { line, column: Some(c) } => write!(f, "line {line}, column {c}"),
+            Position::Line {
+                line,
+                column: Some(c),
+            } => write!(f, "line {line}, column {c}"),
             Position::Line { line, column: None } => write!(f, "line {line}"),
             Position::Entry(n) => write!(f, "entry {n}"),
             Position::Unknown => f.write_str("input"),

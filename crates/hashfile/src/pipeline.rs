@@ -36,10 +36,20 @@ impl Input {
     /// An input named `name` (`-` for stdin). Without `format`, the format
     /// comes from the file's extension.
     pub fn new(name: &str, format: Option<InputFormat>, base: &ImportOptions) -> Result<Input> {
-        let source = if name == "-" { InputSource::Stdin } else { InputSource::Path(PathBuf::from(name)) };
+        let source = if name == "-" {
+            InputSource::Stdin
+        } else {
+            InputSource::Path(PathBuf::from(name))
+        };
         if let InputSource::Path(p) = &source {
             if p.is_dir() {
-                return Err(Error::InvalidOption { name: "inputs", reason: format!("{name} is a directory; give the data files in it (say {}/*.json)", name.trim_end_matches('/')) });
+                return Err(Error::InvalidOption {
+                    name: "inputs",
+                    reason: format!(
+                        "{name} is a directory; give the data files in it (say {}/*.json)",
+                        name.trim_end_matches('/')
+                    ),
+                });
             }
         }
         let format = match (format, &source) {
@@ -50,7 +60,13 @@ impl Input {
             })?,
             (None, InputSource::Stdin) => return Err(Error::InvalidOption { name: "format", reason: format!("cannot tell the format of standard input; give the format (--format, or format: in Ruby), one of: {}", InputFormat::names_list()) }),
         };
-        Ok(Input { source, options: ImportOptions { format, ..base.clone() } })
+        Ok(Input {
+            source,
+            options: ImportOptions {
+                format,
+                ..base.clone()
+            },
+        })
     }
 
     /// The name used in messages.
@@ -70,18 +86,32 @@ impl Input {
     fn open(&self, cancel: &CancelFlag) -> Result<Box<dyn Read>> {
         use std::os::unix::fs::OpenOptionsExt;
         Ok(match &self.source {
-            InputSource::Path(p) if self.is_regular_file() => Box::new(File::open(p).map_err(|e| Error::io(Some(p), e))?),
+            InputSource::Path(p) if self.is_regular_file() => {
+                Box::new(File::open(p).map_err(|e| Error::io(Some(p), e))?)
+            }
             InputSource::Path(p) => {
-                let file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(p).map_err(|e| Error::io(Some(p), e))?;
-                Box::new(Polled { inner: file, cancel: cancel.clone() })
+                let file = std::fs::OpenOptions::new()
+                    .read(true)
+                    .custom_flags(libc::O_NONBLOCK)
+                    .open(p)
+                    .map_err(|e| Error::io(Some(p), e))?;
+                Box::new(Polled {
+                    inner: file,
+                    cancel: cancel.clone(),
+                })
             }
             InputSource::Stdin => {
                 // SAFETY: descriptor 0 stays open for the process's life, and
                 // ManuallyDrop never closes it. Read raw, not through
                 // std's buffered Stdin, so that poll sees every byte not yet
                 // read.
-                let stdin = RawStdin(std::mem::ManuallyDrop::new(unsafe { <File as std::os::fd::FromRawFd>::from_raw_fd(0) }));
-                Box::new(Polled { inner: stdin, cancel: cancel.clone() })
+                let stdin = RawStdin(std::mem::ManuallyDrop::new(unsafe {
+                    <File as std::os::fd::FromRawFd>::from_raw_fd(0)
+                }));
+                Box::new(Polled {
+                    inner: stdin,
+                    cancel: cancel.clone(),
+                })
             }
         })
     }
@@ -124,7 +154,11 @@ impl std::os::fd::AsRawFd for RawStdin {
 impl<R: Read + std::os::fd::AsRawFd> Read for Polled<R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         loop {
-            let mut fd = libc::pollfd { fd: self.inner.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+            let mut fd = libc::pollfd {
+                fd: self.inner.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            };
             // SAFETY: one valid pollfd, borrowed for the call.
             let ready = unsafe { libc::poll(&mut fd, 1, CANCEL_POLL_MS) };
             if ready > 0 {
@@ -134,12 +168,16 @@ impl<R: Read + std::os::fd::AsRawFd> Read for Polled<R> {
                     Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
                     other => return other,
                 }
-            } else if ready < 0 && std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+            } else if ready < 0
+                && std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted
+            {
                 return Err(std::io::Error::last_os_error());
             }
             if self.cancel.is_cancelled() {
                 // Not ErrorKind::Interrupted, which readers retry.
-                return Err(std::io::Error::other("the build was cancelled while waiting for input"));
+                return Err(std::io::Error::other(
+                    "the build was cancelled while waiting for input",
+                ));
             }
         }
     }
@@ -202,36 +240,59 @@ impl<R: Read> Read for Counting<R> {
 /// published. Raising `cancel`, from any thread, stops it too, soon, in any
 /// phase (`CancelFlag` says where it is looked at). A duplicate key error
 /// names where the key occurs, by reading the file inputs again.
-pub fn build_from(inputs: &[Input], output: &Path, options: BuildOptions, cancel: &CancelFlag, progress: &mut dyn FnMut(&Progress) -> Result<()>) -> Result<Summary> {
+pub fn build_from(
+    inputs: &[Input],
+    output: &Path,
+    options: BuildOptions,
+    cancel: &CancelFlag,
+    progress: &mut dyn FnMut(&Progress) -> Result<()>,
+) -> Result<Summary> {
     // Records go straight into the temporary file beside `output`.
     let mut builder = Builder::streaming(options, output)?;
     builder.set_cancel(cancel.clone());
-    let bytes_total = inputs.iter().try_fold(0u64, |sum, input| match &input.source {
-        InputSource::Path(p) => std::fs::metadata(p).ok().map(|m| sum + m.len()),
-        InputSource::Stdin => None,
-    });
+    let bytes_total = inputs
+        .iter()
+        .try_fold(0u64, |sum, input| match &input.source {
+            InputSource::Path(p) => std::fs::metadata(p).ok().map(|m| sum + m.len()),
+            InputSource::Stdin => None,
+        });
     let read = Rc::new(Cell::new(0u64));
-    let mut report = Progress { phase: Phase::Reading, entries: 0, bytes_read: 0, bytes_total };
+    let mut report = Progress {
+        phase: Phase::Reading,
+        entries: 0,
+        bytes_read: 0,
+        bytes_total,
+    };
     progress(&report)?;
     let mut last = Instant::now();
     for input in inputs {
-        let reader = Counting { inner: input.open(cancel)?, count: Rc::clone(&read) };
+        let reader = Counting {
+            inner: input.open(cancel)?,
+            count: Rc::clone(&read),
+        };
         #[cfg(feature = "parallel")]
         if input.options.format == InputFormat::JsonLines {
             // Parsed on every core; batches arrive in input order.
             let done_before = read.get();
             let empty = builder.new_batch();
-            import::import_json_lines_parallel(reader, &input.name(), &input.options, import::JSON_LINES_CHUNK, &empty, &mut |batch, bytes| {
-                cancel.check()?;
-                report.entries += batch.len() as u64;
-                builder.append(batch);
-                if last.elapsed() >= PROGRESS_INTERVAL {
-                    last = Instant::now();
-                    report.bytes_read = done_before + bytes;
-                    progress(&report)?;
-                }
-                Ok(())
-            })
+            import::import_json_lines_parallel(
+                reader,
+                &input.name(),
+                &input.options,
+                import::JSON_LINES_CHUNK,
+                &empty,
+                &mut |batch, bytes| {
+                    cancel.check()?;
+                    report.entries += batch.len() as u64;
+                    builder.append(batch);
+                    if last.elapsed() >= PROGRESS_INTERVAL {
+                        last = Instant::now();
+                        report.bytes_read = done_before + bytes;
+                        progress(&report)?;
+                    }
+                    Ok(())
+                },
+            )
             .map_err(|e| cancelled_or(cancel, e))?;
             continue;
         }
@@ -254,12 +315,26 @@ pub fn build_from(inputs: &[Input], output: &Path, options: BuildOptions, cancel
     report.phase = Phase::Building;
     progress(&report)?;
     let entries = report.entries;
-    let mut publishing = || progress(&Progress { phase: Phase::Publishing, entries, ..report });
+    let mut publishing = || {
+        progress(&Progress {
+            phase: Phase::Publishing,
+            entries,
+            ..report
+        })
+    };
     match builder.write_file_checked(output, &mut publishing) {
-        Ok(file_bytes) => Ok(Summary { entries: builder.len() as u64, file_bytes }),
+        Ok(file_bytes) => Ok(Summary {
+            entries: builder.len() as u64,
+            file_bytes,
+        }),
         Err(Error::DuplicateKey { key, others, .. }) => {
             let mut found = locate(inputs, &key).into_iter();
-            Err(Error::DuplicateKey { first: found.next(), second: found.next(), key, others })
+            Err(Error::DuplicateKey {
+                first: found.next(),
+                second: found.next(),
+                key,
+                others,
+            })
         }
         Err(e) => Err(e),
     }
@@ -283,9 +358,14 @@ fn locate(inputs: &[Input], key: &[u8]) -> Vec<Location> {
         if !input.is_regular_file() {
             continue;
         }
-        let Ok(reader) = input.open(&CancelFlag::new()) else { continue };
+        let Ok(reader) = input.open(&CancelFlag::new()) else {
+            continue;
+        };
         if let Ok(positions) = import::find_key(reader, &input.name(), &input.options, key) {
-            found.extend(positions.into_iter().map(|position| Location { input: input.name(), position }));
+            found.extend(positions.into_iter().map(|position| Location {
+                input: input.name(),
+                position,
+            }));
         }
         if found.len() >= 2 {
             break;

@@ -45,7 +45,9 @@ fn open_error(bytes: Vec<u8>) -> Error {
 /// A check that an error is damage in `section` whose description
 /// contains `what`.
 fn corrupt(section: &'static str, what: &'static str) -> Box<dyn Fn(&Error) -> bool> {
-    Box::new(move |e| matches!(e, Error::Corrupt { section: s, what: w, .. } if *s == section && w.contains(what)))
+    Box::new(
+        move |e| matches!(e, Error::Corrupt { section: s, what: w, .. } if *s == section && w.contains(what)),
+    )
 }
 
 const SEEDS: usize = 1; // index of the seeds section in SectionId::ALL
@@ -56,24 +58,130 @@ fn damaged_headers_name_what_is_wrong() {
     let len = good.len() as u64;
     type Check = Box<dyn Fn(&Error) -> bool>;
     let cases: Vec<(&str, Vec<u8>, Check)> = vec![
-        ("empty file", vec![], Box::new(|e| matches!(e, Error::NotAStore { reason, .. } if reason == "file is 0 bytes, too short for a header"))),
-        ("bad magic", { let mut b = good.clone(); b[0] = b'X'; b }, Box::new(|e| matches!(e, Error::NotAStore { reason, .. } if reason.starts_with("bad magic")))),
-        ("future version", { let mut b = good.clone(); b[8] = 9; b }, Box::new(|e| matches!(e, Error::Version { expected: 1, got: 9, .. }))),
-        ("truncated", good[..good.len() - 1].to_vec(), Box::new(move |e| matches!(e, Error::Truncated { expected_len, actual_len, .. } if (*expected_len, *actual_len) == (len, len - 1)))),
-        ("appended to", { let mut b = good.clone(); b.push(0); b }, Box::new(move |e| matches!(e, Error::Truncated { expected_len, actual_len, .. } if (*expected_len, *actual_len) == (len, len + 1)))),
-        ("header cut short", good[..100].to_vec(), corrupt("header", "header length 296 is invalid for a file of 100 bytes")),
-        ("unknown required feature", with_header(&good, |h| h.required_flags = 4), Box::new(|e| matches!(e, Error::UnsupportedFeatures { bits: 4, .. }))),
-        ("section past end", with_header(&good, |h| h.sections[SEEDS].length = 1 << 40), corrupt("seeds", "extends past end of file")),
-        ("section offset overflow", with_header(&good, |h| h.sections[SEEDS].offset = u64::MAX), corrupt("seeds", "extends past end of file")),
-        ("section inside header", with_header(&good, |h| h.sections[SEEDS].offset = 0), corrupt("seeds", "extends past end of file")),
-        ("bad block length", with_header(&good, |h| h.seed_block_len = 64), corrupt("header", "seed block length 64")),
-        ("slots length", with_header(&good, |h| h.sections[3].length -= 1), corrupt("slots", "section is")),
-        ("remap length", with_header(&good, |h| h.sections[2].length += 1), corrupt("remap", "section is")),
-        ("seed index length", with_header(&good, |h| h.sections[0].length -= 4), corrupt("seed_index", "section is")),
-        ("too few buckets", with_header(&good, |h| h.geometry.bucket_count = 0), corrupt("header", "bucket count 0")),
-        ("too few slots", with_header(&good, |h| h.geometry.slot_count = 10), corrupt("header", "slot count 10")),
-        ("dense buckets", with_header(&good, |h| h.geometry.dense_bucket_count = h.geometry.bucket_count + 1), corrupt("header", "dense bucket count")),
-        ("entries beyond slots", with_header(&good, |h| h.geometry.entry_count = u64::MAX / 2), corrupt("header", "is invalid for 9223372036854775807 entries")),
+        (
+            "empty file",
+            vec![],
+            Box::new(
+                |e| matches!(e, Error::NotAStore { reason, .. } if reason == "file is 0 bytes, too short for a header"),
+            ),
+        ),
+        (
+            "bad magic",
+            {
+                let mut b = good.clone();
+                b[0] = b'X';
+                b
+            },
+            Box::new(
+                |e| matches!(e, Error::NotAStore { reason, .. } if reason.starts_with("bad magic")),
+            ),
+        ),
+        (
+            "future version",
+            {
+                let mut b = good.clone();
+                b[8] = 9;
+                b
+            },
+            Box::new(|e| {
+                matches!(
+                    e,
+                    Error::Version {
+                        expected: 1,
+                        got: 9,
+                        ..
+                    }
+                )
+            }),
+        ),
+        (
+            "truncated",
+            good[..good.len() - 1].to_vec(),
+            Box::new(
+                move |e| matches!(e, Error::Truncated { expected_len, actual_len, .. } if (*expected_len, *actual_len) == (len, len - 1)),
+            ),
+        ),
+        (
+            "appended to",
+            {
+                let mut b = good.clone();
+                b.push(0);
+                b
+            },
+            Box::new(
+                move |e| matches!(e, Error::Truncated { expected_len, actual_len, .. } if (*expected_len, *actual_len) == (len, len + 1)),
+            ),
+        ),
+        (
+            "header cut short",
+            good[..100].to_vec(),
+            corrupt(
+                "header",
+                "header length 296 is invalid for a file of 100 bytes",
+            ),
+        ),
+        (
+            "unknown required feature",
+            with_header(&good, |h| h.required_flags = 4),
+            Box::new(|e| matches!(e, Error::UnsupportedFeatures { bits: 4, .. })),
+        ),
+        (
+            "section past end",
+            with_header(&good, |h| h.sections[SEEDS].length = 1 << 40),
+            corrupt("seeds", "extends past end of file"),
+        ),
+        (
+            "section offset overflow",
+            with_header(&good, |h| h.sections[SEEDS].offset = u64::MAX),
+            corrupt("seeds", "extends past end of file"),
+        ),
+        (
+            "section inside header",
+            with_header(&good, |h| h.sections[SEEDS].offset = 0),
+            corrupt("seeds", "extends past end of file"),
+        ),
+        (
+            "bad block length",
+            with_header(&good, |h| h.seed_block_len = 64),
+            corrupt("header", "seed block length 64"),
+        ),
+        (
+            "slots length",
+            with_header(&good, |h| h.sections[3].length -= 1),
+            corrupt("slots", "section is"),
+        ),
+        (
+            "remap length",
+            with_header(&good, |h| h.sections[2].length += 1),
+            corrupt("remap", "section is"),
+        ),
+        (
+            "seed index length",
+            with_header(&good, |h| h.sections[0].length -= 4),
+            corrupt("seed_index", "section is"),
+        ),
+        (
+            "too few buckets",
+            with_header(&good, |h| h.geometry.bucket_count = 0),
+            corrupt("header", "bucket count 0"),
+        ),
+        (
+            "too few slots",
+            with_header(&good, |h| h.geometry.slot_count = 10),
+            corrupt("header", "slot count 10"),
+        ),
+        (
+            "dense buckets",
+            with_header(&good, |h| {
+                h.geometry.dense_bucket_count = h.geometry.bucket_count + 1
+            }),
+            corrupt("header", "dense bucket count"),
+        ),
+        (
+            "entries beyond slots",
+            with_header(&good, |h| h.geometry.entry_count = u64::MAX / 2),
+            corrupt("header", "is invalid for 9223372036854775807 entries"),
+        ),
     ];
     for (name, bytes, check) in cases {
         let error = open_error(bytes);
@@ -84,26 +192,69 @@ fn damaged_headers_name_what_is_wrong() {
 #[test]
 fn damaged_part_counts_are_named() {
     // 1,000 keys in 10 parts of 25 buckets each.
-    let parted = store_bytes_with(1_000, BuildOptions { keys_per_part: 100, keys_per_bucket: 4.0, ..Default::default() });
+    let parted = store_bytes_with(
+        1_000,
+        BuildOptions {
+            keys_per_part: 100,
+            keys_per_bucket: 4.0,
+            ..Default::default()
+        },
+    );
     let header = Header::decode(&parted, parted.len() as u64).unwrap();
-    assert_eq!((header.geometry.part_count, header.geometry.bucket_count), (10, 250));
+    assert_eq!(
+        (header.geometry.part_count, header.geometry.bucket_count),
+        (10, 250)
+    );
     let cases: Vec<(&str, Vec<u8>, &str)> = vec![
-        ("one part with the flag", with_header(&parted, |h| h.geometry.part_count = 1), "part count 1 is invalid for 1000 entries"),
-        ("no parts with the flag", with_header(&parted, |h| h.geometry.part_count = 0), "part count 0 is invalid"),
-        ("more parts than entries", with_header(&parted, |h| h.geometry.part_count = 1_001), "part count 1001 is invalid"),
-        ("parts not dividing buckets", with_header(&parted, |h| h.geometry.part_count = 3), "bucket count 250 is invalid for 1000 entries in 3 parts"),
-        ("parts not dividing slots", with_header(&parted, |h| h.geometry.slot_count += 1), "for 1000 entries in 10 parts"),
-        ("dense buckets past a part", with_header(&parted, |h| h.geometry.dense_bucket_count = 26), "dense bucket count 26"),
+        (
+            "one part with the flag",
+            with_header(&parted, |h| h.geometry.part_count = 1),
+            "part count 1 is invalid for 1000 entries",
+        ),
+        (
+            "no parts with the flag",
+            with_header(&parted, |h| h.geometry.part_count = 0),
+            "part count 0 is invalid",
+        ),
+        (
+            "more parts than entries",
+            with_header(&parted, |h| h.geometry.part_count = 1_001),
+            "part count 1001 is invalid",
+        ),
+        (
+            "parts not dividing buckets",
+            with_header(&parted, |h| h.geometry.part_count = 3),
+            "bucket count 250 is invalid for 1000 entries in 3 parts",
+        ),
+        (
+            "parts not dividing slots",
+            with_header(&parted, |h| h.geometry.slot_count += 1),
+            "for 1000 entries in 10 parts",
+        ),
+        (
+            "dense buckets past a part",
+            with_header(&parted, |h| h.geometry.dense_bucket_count = 26),
+            "dense bucket count 26",
+        ),
     ];
     for (name, bytes, expected) in cases {
         let error = open_error(bytes);
-        assert!(corrupt("header", expected)(&error), "{name}: unexpected {error:?}");
+        assert!(
+            corrupt("header", expected)(&error),
+            "{name}: unexpected {error:?}"
+        );
     }
     // A part count in the header of a store without the flag.
     let mut bytes = store_bytes(1_000);
     bytes[120] = 4;
     let error = open_error(reseal(bytes));
-    assert!(corrupt("header", "part count 4 is set but the partitioned-store flag is not")(&error), "{error:?}");
+    assert!(
+        corrupt(
+            "header",
+            "part count 4 is set but the partitioned-store flag is not"
+        )(&error),
+        "{error:?}"
+    );
 }
 
 #[test]
@@ -113,7 +264,10 @@ fn a_header_byte_flip_is_a_checksum_error() {
     bytes[40] ^= 1; // hash seed
     match Reader::new(bytes) {
         Err(Error::Checksum { section, .. }) => assert_eq!(section, "header"),
-        other => panic!("expected a header checksum error, got {:?}", other.map(|_| ())),
+        other => panic!(
+            "expected a header checksum error, got {:?}",
+            other.map(|_| ())
+        ),
     }
 }
 
@@ -125,7 +279,10 @@ fn missing_and_repeated_sections_are_named() {
     let table = hashfile::format::FIXED_HEADER_LEN;
     bytes[table + 2 * 32] = 99;
     let error = open_error(reseal(bytes));
-    assert!(corrupt("remap", "missing from the section table")(&error), "{error:?}");
+    assert!(
+        corrupt("remap", "missing from the section table")(&error),
+        "{error:?}"
+    );
     let mut bytes = good.clone();
     bytes[table + 2 * 32] = SectionId::Seeds as u8;
     let error = open_error(reseal(bytes));
@@ -158,7 +315,10 @@ fn verify_names_the_damaged_section() {
         for (source, store) in every_source(&bytes) {
             match store.verify() {
                 Err(Error::Checksum { section, .. }) => assert_eq!(section, id.name(), "{source}"),
-                other => panic!("{source}: {}: expected a checksum error, got {other:?}", id.name()),
+                other => panic!(
+                    "{source}: {}: expected a checksum error, got {other:?}",
+                    id.name()
+                ),
             }
         }
     }
@@ -179,32 +339,53 @@ fn no_single_bit_flip_yields_a_wrong_value() {
 /// The same over a store of four parts.
 #[test]
 fn no_single_bit_flip_in_a_partitioned_store_yields_a_wrong_value() {
-    no_flip_yields_a_wrong_value(BuildOptions { keys_per_part: 16, ..Default::default() });
+    no_flip_yields_a_wrong_value(BuildOptions {
+        keys_per_part: 16,
+        ..Default::default()
+    });
 }
 
 fn no_flip_yields_a_wrong_value(options: BuildOptions) {
     let n = 60u64;
     let good = store_bytes_with(n, options);
-    let records = Header::decode(&good, good.len() as u64).unwrap().section(SectionId::Records);
-    let in_records = |byte: usize| (records.offset..records.offset + records.length).contains(&(byte as u64));
-    let expected: Vec<(Vec<u8>, Vec<u8>)> = (0..n).map(|i| (format!("k{i}").into_bytes(), format!("v{i}").into_bytes())).collect();
+    let records = Header::decode(&good, good.len() as u64)
+        .unwrap()
+        .section(SectionId::Records);
+    let in_records =
+        |byte: usize| (records.offset..records.offset + records.length).contains(&(byte as u64));
+    let expected: Vec<(Vec<u8>, Vec<u8>)> = (0..n)
+        .map(|i| (format!("k{i}").into_bytes(), format!("v{i}").into_bytes()))
+        .collect();
     let mut opened = 0;
     for bit in 0..good.len() * 8 {
         let mut bytes = good.clone();
         bytes[bit / 8] ^= 1 << (bit % 8);
         for kind in KINDS {
-            let Ok(store) = support::open(&bytes, kind) else { continue };
+            let Ok(store) = support::open(&bytes, kind) else {
+                continue;
+            };
             opened += 1;
             for (k, v) in &expected {
                 if let Ok(Some(record)) = store.get(k) {
-                    assert_eq!(record.key(), k.as_slice(), "{kind}: bit {bit}: lookup of {k:?} returned another key's record");
+                    assert_eq!(
+                        record.key(),
+                        k.as_slice(),
+                        "{kind}: bit {bit}: lookup of {k:?} returned another key's record"
+                    );
                     if !in_records(bit / 8) {
-                        assert_eq!(record.value(), v.as_slice(), "{kind}: bit {bit}: key {k:?} gave a wrong value");
+                        assert_eq!(
+                            record.value(),
+                            v.as_slice(),
+                            "{kind}: bit {bit}: key {k:?} gave a wrong value"
+                        );
                     }
                 }
             }
             let _ = store.iter().count();
-            assert!(store.verify().is_err(), "{kind}: bit {bit}: verify missed a flipped bit");
+            assert!(
+                store.verify().is_err(),
+                "{kind}: bit {bit}: verify missed a flipped bit"
+            );
         }
     }
     assert!(opened > 0);
@@ -234,15 +415,23 @@ fn index_damage_returns_a_wrong_value_only_from_a_record_planted_in_a_value() {
     use hashfile::format::Record;
     let mut planted = Vec::new();
     Record::binary(b"k3", b"EVIL").write(&mut planted);
-    let mut entries: Vec<(Vec<u8>, Vec<u8>)> = (0..10).map(|i| (format!("k{i}").into_bytes(), format!("v{i}").into_bytes())).collect();
-    entries.push((b"planted".to_vec(), [b"xx".as_slice(), &planted, b"yy"].concat()));
+    let mut entries: Vec<(Vec<u8>, Vec<u8>)> = (0..10)
+        .map(|i| (format!("k{i}").into_bytes(), format!("v{i}").into_bytes()))
+        .collect();
+    entries.push((
+        b"planted".to_vec(),
+        [b"xx".as_slice(), &planted, b"yy"].concat(),
+    ));
     let mut builder = Builder::new(BuildOptions::default()).unwrap();
     for (k, v) in &entries {
         builder.insert(k, v);
     }
     let good = builder.to_bytes().unwrap();
     let header = Header::decode(&good, good.len() as u64).unwrap();
-    let (records, slots) = (header.section(SectionId::Records), header.section(SectionId::Slots));
+    let (records, slots) = (
+        header.section(SectionId::Records),
+        header.section(SectionId::Slots),
+    );
     let width = hashfile::bits::bits_for(records.length - 1);
     // Offsets of each record, in input order, and where the planted one is.
     let mut offsets = Vec::new();
@@ -251,22 +440,38 @@ fn index_damage_returns_a_wrong_value_only_from_a_record_planted_in_a_value() {
         offsets.push(at);
         at += Record::binary(k, v).encoded_len() as u64;
     }
-    let planted_at = offsets[10] + Record::binary(b"planted", &entries[10].1).encoded_len() as u64 - (planted.len() + 2) as u64;
+    let planted_at = offsets[10] + Record::binary(b"planted", &entries[10].1).encoded_len() as u64
+        - (planted.len() + 2) as u64;
     let real = offsets[3];
-    let slot_of_k3 = (0..header.geometry.entry_count).find(|&i| hashfile::bits::unpack_one(&good[slots.offset as usize..slots.end() as usize], width, i) == Some(real)).unwrap();
+    let slot_of_k3 = (0..header.geometry.entry_count)
+        .find(|&i| {
+            hashfile::bits::unpack_one(&good[slots.offset as usize..slots.end() as usize], width, i)
+                == Some(real)
+        })
+        .unwrap();
     for offset in 0..records.length {
         let mut bytes = good.clone();
-        set_packed(&mut bytes[slots.offset as usize..slots.end() as usize], width, slot_of_k3, offset);
+        set_packed(
+            &mut bytes[slots.offset as usize..slots.end() as usize],
+            width,
+            slot_of_k3,
+            offset,
+        );
         for kind in KINDS {
             let store = support::open(&bytes, kind).unwrap();
             match store.get(b"k3") {
                 Ok(Some(record)) if offset == real => assert_eq!(record.value(), b"v3"),
-                Ok(Some(record)) if offset == planted_at => assert_eq!(record.value(), b"EVIL", "{kind}"),
+                Ok(Some(record)) if offset == planted_at => {
+                    assert_eq!(record.value(), b"EVIL", "{kind}")
+                }
                 Ok(Some(record)) => panic!("{kind}: slot pointed at {offset} returned {record:?}"),
                 Ok(None) | Err(_) => assert_ne!(offset, real),
             }
             if offset != real {
-                assert!(matches!(store.verify(), Err(Error::Checksum { .. })), "{kind}: verify missed slot damage at {offset}");
+                assert!(
+                    matches!(store.verify(), Err(Error::Checksum { .. })),
+                    "{kind}: verify missed slot damage at {offset}"
+                );
             }
         }
     }
@@ -278,7 +483,9 @@ fn index_damage_returns_a_wrong_value_only_from_a_record_planted_in_a_value() {
 #[test]
 fn iteration_checks_the_record_count_against_the_header() {
     let good = store_bytes(100);
-    let records = Header::decode(&good, good.len() as u64).unwrap().section(SectionId::Records);
+    let records = Header::decode(&good, good.len() as u64)
+        .unwrap()
+        .section(SectionId::Records);
     let mut zeroed = good.clone();
     zeroed[records.offset as usize..records.end() as usize].fill(0);
     // 100 empty records, then the error.
@@ -299,7 +506,11 @@ fn iteration_checks_the_record_count_against_the_header() {
     assert_eq!(end, records.length);
     let at = (records.offset + second_last) as usize + 1;
     short[at] += (end - last) as u8;
-    assert_iteration_fails(&short, 100, "the records end after 99 of the header's 100 entries");
+    assert_iteration_fails(
+        &short,
+        100,
+        "the records end after 99 of the header's 100 entries",
+    );
 }
 
 /// Iterating `bytes` through every source yields `items` items, the last
@@ -309,7 +520,11 @@ fn assert_iteration_fails(bytes: &[u8], items: usize, what: &str) {
         let got: Vec<_> = store.iter().collect();
         assert_eq!(got.len(), items, "{source}");
         match got.last().unwrap() {
-            Err(Error::Corrupt { section: "records", what: found, .. }) => assert!(found.starts_with(what), "{source}: {found}"),
+            Err(Error::Corrupt {
+                section: "records",
+                what: found,
+                ..
+            }) => assert!(found.starts_with(what), "{source}: {found}"),
             other => panic!("{source}: expected damage in records, got {other:?}"),
         }
     }

@@ -13,16 +13,27 @@ fn a_store_truncated_under_a_guarded_map_reports_the_change() {
     let path = dir.path().join("s.hf");
     let mut builder = Builder::new(BuildOptions::default()).unwrap();
     for i in 0..100_000 {
-        builder.insert(format!("key{i}").as_bytes(), format!("value {i} {}", "x".repeat(20)).as_bytes());
+        builder.insert(
+            format!("key{i}").as_bytes(),
+            format!("value {i} {}", "x".repeat(20)).as_bytes(),
+        );
     }
     builder.write_file(&path).unwrap();
 
     let store = Reader::open_guarded(&path).unwrap();
     assert!(store.source().is_guarded());
-    assert_eq!(store.get(b"key7").unwrap().unwrap().value(), format!("value 7 {}", "x".repeat(20)).as_bytes());
+    assert_eq!(
+        store.get(b"key7").unwrap().unwrap().value(),
+        format!("value 7 {}", "x".repeat(20)).as_bytes()
+    );
     store.check_faults().unwrap();
 
-    std::fs::OpenOptions::new().write(true).open(&path).unwrap().set_len(4096).unwrap();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_len(4096)
+        .unwrap();
     // Every lookup completes: wrong-looking or absent on zeros, or an
     // error, but never a crash; the fault count then condemns the result.
     for i in (0..100_000).step_by(997) {
@@ -42,7 +53,10 @@ fn a_store_truncated_under_a_guarded_map_reports_the_change() {
     let fine = Reader::open_guarded(&other).unwrap();
     assert_eq!(fine.get(b"a").unwrap().unwrap().value(), b"1");
     fine.check_faults().unwrap();
-    assert!(matches!(Reader::open_guarded(&path), Err(Error::Truncated { .. })));
+    assert!(matches!(
+        Reader::open_guarded(&path),
+        Err(Error::Truncated { .. })
+    ));
 }
 
 /// A reader knows which file it mapped: publishing a new store over the
@@ -63,7 +77,11 @@ fn a_reader_is_stale_once_another_file_is_published_at_its_path() {
     assert!(!first.is_stale(&path));
     build(b"2");
     assert!(first.is_stale(&path), "a rename published another file");
-    assert_eq!(first.get(b"k").unwrap().unwrap().value(), b"1", "the stale reader still reads its own file");
+    assert_eq!(
+        first.get(b"k").unwrap().unwrap().value(),
+        b"1",
+        "the stale reader still reads its own file"
+    );
     let second = Reader::open_guarded(&path).unwrap();
     assert!(!second.is_stale(&path));
     assert_eq!(second.get(b"k").unwrap().unwrap().value(), b"2");

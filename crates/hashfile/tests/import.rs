@@ -21,7 +21,15 @@ fn read_with(options: ImportOptions, input: &[u8]) -> hashfile::Result<Entries> 
 }
 
 fn pairs(entries: &[(Vec<u8>, Vec<u8>, ValueKind)]) -> Vec<(&str, &str)> {
-    entries.iter().map(|(k, v, _)| (std::str::from_utf8(k).unwrap(), std::str::from_utf8(v).unwrap())).collect()
+    entries
+        .iter()
+        .map(|(k, v, _)| {
+            (
+                std::str::from_utf8(k).unwrap(),
+                std::str::from_utf8(v).unwrap(),
+            )
+        })
+        .collect()
 }
 
 fn msgpack_map(entries: &[(&[u8], &[u8], bool)]) -> Vec<u8> {
@@ -57,7 +65,10 @@ fn every_format_reads_unicode_and_empty_strings() {
     for (format, input) in inputs {
         let got = read(format, &input).unwrap_or_else(|e| panic!("{format:?}: {e}"));
         assert_eq!(pairs(&got), EXPECTED, "{format:?}");
-        assert!(got.iter().all(|(_, _, kind)| *kind == ValueKind::Utf8), "{format:?}");
+        assert!(
+            got.iter().all(|(_, _, kind)| *kind == ValueKind::Utf8),
+            "{format:?}"
+        );
     }
 }
 
@@ -65,10 +76,19 @@ fn every_format_reads_unicode_and_empty_strings() {
 fn a_10_mb_value() {
     let big = "x".repeat(10 << 20);
     for (format, input) in [
-        (InputFormat::JsonObject, format!("{{\"big\": \"{big}\"}}").into_bytes()),
-        (InputFormat::JsonLines, format!("[\"big\", \"{big}\"]\n").into_bytes()),
+        (
+            InputFormat::JsonObject,
+            format!("{{\"big\": \"{big}\"}}").into_bytes(),
+        ),
+        (
+            InputFormat::JsonLines,
+            format!("[\"big\", \"{big}\"]\n").into_bytes(),
+        ),
         (InputFormat::Csv, format!("big,{big}\n").into_bytes()),
-        (InputFormat::MessagePack, msgpack_map(&[(b"big", big.as_bytes(), false)])),
+        (
+            InputFormat::MessagePack,
+            msgpack_map(&[(b"big", big.as_bytes(), false)]),
+        ),
     ] {
         let mut options = ImportOptions::new(format);
         options.header = false;
@@ -80,9 +100,20 @@ fn a_10_mb_value() {
 
 #[test]
 fn binary_values_are_kept_as_binary() {
-    let got = read(InputFormat::MessagePack, &msgpack_map(&[(b"k", b"\xff\x00", true), (b"t", b"text", true)])).unwrap();
-    assert_eq!(got[0], (b"k".to_vec(), b"\xff\x00".to_vec(), ValueKind::Binary));
-    assert_eq!(got[1].2, ValueKind::Binary, "MessagePack bin stays binary even if it is valid UTF-8");
+    let got = read(
+        InputFormat::MessagePack,
+        &msgpack_map(&[(b"k", b"\xff\x00", true), (b"t", b"text", true)]),
+    )
+    .unwrap();
+    assert_eq!(
+        got[0],
+        (b"k".to_vec(), b"\xff\x00".to_vec(), ValueKind::Binary)
+    );
+    assert_eq!(
+        got[1].2,
+        ValueKind::Binary,
+        "MessagePack bin stays binary even if it is valid UTF-8"
+    );
     let mut options = ImportOptions::new(InputFormat::Csv);
     options.header = false;
     let got = read_with(options, b"k,\xff\xfe\n").unwrap();
@@ -95,7 +126,10 @@ fn csv_columns_by_name_and_index() {
     let mut options = ImportOptions::new(InputFormat::Csv);
     options.key_column = Column::parse("name");
     options.value_column = Column::parse("2");
-    assert_eq!(pairs(&read_with(options.clone(), input).unwrap()), [("apple", "red"), ("banana, ripe", "yel\"low")]);
+    assert_eq!(
+        pairs(&read_with(options.clone(), input).unwrap()),
+        [("apple", "red"), ("banana, ripe", "yel\"low")]
+    );
     options.value_column = Column::parse("weight");
     match read_with(options, input).unwrap_err() {
         Error::Parse { position, what, .. } => assert_eq!((position, what.as_str()), (Position::line(1), "no value column named \"weight\"; the header row names \"id\", \"name\", \"colour\"")),
@@ -108,12 +142,18 @@ fn jsonl_field_names_are_selectable() {
     let mut options = ImportOptions::new(InputFormat::JsonLines);
     options.key_field = "id".into();
     options.value_field = "name".into();
-    assert_eq!(pairs(&read_with(options, b"{\"id\": \"1\", \"name\": \"one\"}\n").unwrap()), [("1", "one")]);
+    assert_eq!(
+        pairs(&read_with(options, b"{\"id\": \"1\", \"name\": \"one\"}\n").unwrap()),
+        [("1", "one")]
+    );
 }
 
 #[test]
 fn malformed_input_names_its_position() {
-    let at = |line, column| Position::Line { line, column: Some(column) };
+    let at = |line, column| Position::Line {
+        line,
+        column: Some(column),
+    };
     let cases: Vec<(InputFormat, &[u8], Position, &str)> = vec![
         (InputFormat::JsonObject, b"{\"a\": \"1\",\n \"b\": [1, 2}", at(2, 12), "expected `,` or `]`"),
         (InputFormat::JsonObject, b"{\"a\": \"1\",\n \"b\" \"2\"}", at(2, 6), "expected `:`"),
@@ -153,9 +193,20 @@ fn malformed_input_names_its_position() {
     ];
     for (format, input, expected_position, expected_what) in cases {
         match read(format, input).unwrap_err() {
-            Error::Parse { input, position, what } => {
-                assert_eq!((input.as_str(), position), ("input", expected_position), "{format:?}: {what}");
-                assert!(what.starts_with(expected_what), "{format:?}: got {what:?}, want {expected_what:?}");
+            Error::Parse {
+                input,
+                position,
+                what,
+            } => {
+                assert_eq!(
+                    (input.as_str(), position),
+                    ("input", expected_position),
+                    "{format:?}: {what}"
+                );
+                assert!(
+                    what.starts_with(expected_what),
+                    "{format:?}: got {what:?}, want {expected_what:?}"
+                );
             }
             other => panic!("{format:?}: expected a parse error, got {other:?}"),
         }
@@ -164,10 +215,15 @@ fn malformed_input_names_its_position() {
 
 fn build(options: BuildOptions, input: &[u8]) -> hashfile::Result<Reader<Vec<u8>>> {
     let mut builder = Builder::new(options)?;
-    import(input, "input", &ImportOptions::new(InputFormat::JsonLines), &mut |e, _| {
-        builder.insert_record(e);
-        Ok(())
-    })?;
+    import(
+        input,
+        "input",
+        &ImportOptions::new(InputFormat::JsonLines),
+        &mut |e, _| {
+            builder.insert_record(e);
+            Ok(())
+        },
+    )?;
     Reader::new(builder.to_bytes()?)
 }
 
@@ -176,14 +232,59 @@ fn duplicate_policies() {
     let input = b"[\"a\", \"1\"]\n[\"b\", \"2\"]\n[\"a\", \"3\"]\n[\"c\", \"4\"]\n[\"a\", \"5\"]\n";
     let err = build(BuildOptions::default(), input).expect_err("default policy is error");
     assert!(matches!(err, Error::DuplicateKey { ref key, .. } if key == b"a"));
-    let positions = find_key(&input[..], "input", &ImportOptions::new(InputFormat::JsonLines), b"a").unwrap();
+    let positions = find_key(
+        &input[..],
+        "input",
+        &ImportOptions::new(InputFormat::JsonLines),
+        b"a",
+    )
+    .unwrap();
     assert_eq!(positions, [Position::line(1), Position::line(3)]);
 
-    let listed = |store: &Reader<Vec<u8>>| store.iter().map(|r| { let r = r.unwrap(); (String::from_utf8(r.key().to_vec()).unwrap(), String::from_utf8(r.value().to_vec()).unwrap()) }).collect::<Vec<_>>();
-    let first = build(BuildOptions { on_duplicate: OnDuplicate::First, ..Default::default() }, input).unwrap();
-    assert_eq!(listed(&first), [("a".into(), "1".into()), ("b".into(), "2".into()), ("c".into(), "4".into())]);
-    let last = build(BuildOptions { on_duplicate: OnDuplicate::Last, ..Default::default() }, input).unwrap();
-    assert_eq!(listed(&last), [("b".into(), "2".into()), ("c".into(), "4".into()), ("a".into(), "5".into())]);
+    let listed = |store: &Reader<Vec<u8>>| {
+        store
+            .iter()
+            .map(|r| {
+                let r = r.unwrap();
+                (
+                    String::from_utf8(r.key().to_vec()).unwrap(),
+                    String::from_utf8(r.value().to_vec()).unwrap(),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    let first = build(
+        BuildOptions {
+            on_duplicate: OnDuplicate::First,
+            ..Default::default()
+        },
+        input,
+    )
+    .unwrap();
+    assert_eq!(
+        listed(&first),
+        [
+            ("a".into(), "1".into()),
+            ("b".into(), "2".into()),
+            ("c".into(), "4".into())
+        ]
+    );
+    let last = build(
+        BuildOptions {
+            on_duplicate: OnDuplicate::Last,
+            ..Default::default()
+        },
+        input,
+    )
+    .unwrap();
+    assert_eq!(
+        listed(&last),
+        [
+            ("b".into(), "2".into()),
+            ("c".into(), "4".into()),
+            ("a".into(), "5".into())
+        ]
+    );
     last.verify().unwrap();
     assert_eq!(last.get(b"a").unwrap().unwrap().value(), b"5");
 }
@@ -198,12 +299,21 @@ fn merge_policy_deep_merges_maps_in_input_order() {
         b"en:\n  date:\n    formats:\n      long: '%B %d, %Y'\n    order: replaced\n  bye: ciao\nplain: two\n",
         b"solo: 1\nplain: {now: a map}\nen:\n  greeting: hello\nfr:\n",
     ];
-    let mut builder = Builder::new(BuildOptions { on_duplicate: OnDuplicate::Merge, ..Default::default() }).unwrap();
+    let mut builder = Builder::new(BuildOptions {
+        on_duplicate: OnDuplicate::Merge,
+        ..Default::default()
+    })
+    .unwrap();
     for file in files {
-        import(file, "input", &ImportOptions::new(InputFormat::Yaml), &mut |record, _| {
-            builder.insert_record(record);
-            Ok(())
-        })
+        import(
+            file,
+            "input",
+            &ImportOptions::new(InputFormat::Yaml),
+            &mut |record, _| {
+                builder.insert_record(record);
+                Ok(())
+            },
+        )
         .unwrap();
     }
     let store = Reader::new(builder.to_bytes().unwrap()).unwrap();
@@ -212,15 +322,31 @@ fn merge_policy_deep_merges_maps_in_input_order() {
     assert_eq!(keys, [&b"en"[..], b"fr", b"plain", b"solo"]);
     let value = |key: &[u8]| {
         let record = store.get(key).unwrap().unwrap();
-        Value::of_record(&hashfile::Record { key, key_utf8: true, value: record.value(), kind: record.kind() }).unwrap()
+        Value::of_record(&hashfile::Record {
+            key,
+            key_utf8: true,
+            value: record.value(),
+            kind: record.kind(),
+        })
+        .unwrap()
     };
     let s = Value::str;
-    let map = |pairs: Vec<(&str, Value)>| Value::Map(pairs.into_iter().map(|(k, v)| (s(k), v)).collect());
+    let map =
+        |pairs: Vec<(&str, Value)>| Value::Map(pairs.into_iter().map(|(k, v)| (s(k), v)).collect());
     assert_eq!(
         value(b"en"),
         map(vec![
             ("greeting", s("hello")),
-            ("date", map(vec![("formats", map(vec![("short", s("%b %d")), ("long", s("%B %d, %Y"))])), ("order", s("replaced"))])),
+            (
+                "date",
+                map(vec![
+                    (
+                        "formats",
+                        map(vec![("short", s("%b %d")), ("long", s("%B %d, %Y"))])
+                    ),
+                    ("order", s("replaced"))
+                ])
+            ),
             ("bye", s("ciao")),
         ])
     );
@@ -237,22 +363,45 @@ fn formats_by_name_and_extension() {
         assert_eq!(InputFormat::from_name(name), Some(format));
         assert_eq!(format.name(), name);
     }
-    for (path, format) in [("a.json", InputFormat::JsonObject), ("a.JSONL", InputFormat::JsonLines), ("a.ndjson", InputFormat::JsonLines), ("a.csv", InputFormat::Csv), ("a.tsv", InputFormat::Tsv), ("a.msgpack", InputFormat::MessagePack), ("a.yml", InputFormat::Yaml)] {
-        assert_eq!(InputFormat::from_extension(std::path::Path::new(path)), Some(format), "{path}");
+    for (path, format) in [
+        ("a.json", InputFormat::JsonObject),
+        ("a.JSONL", InputFormat::JsonLines),
+        ("a.ndjson", InputFormat::JsonLines),
+        ("a.csv", InputFormat::Csv),
+        ("a.tsv", InputFormat::Tsv),
+        ("a.msgpack", InputFormat::MessagePack),
+        ("a.yml", InputFormat::Yaml),
+    ] {
+        assert_eq!(
+            InputFormat::from_extension(std::path::Path::new(path)),
+            Some(format),
+            "{path}"
+        );
     }
-    assert_eq!(InputFormat::from_extension(std::path::Path::new("a.txt")), None);
+    assert_eq!(
+        InputFormat::from_extension(std::path::Path::new("a.txt")),
+        None
+    );
 }
 
 #[test]
 fn output_is_identical_whatever_the_thread_count() {
     let build = |threads: usize| {
-        rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap().install(|| {
-            let mut builder = Builder::new(BuildOptions { on_duplicate: OnDuplicate::Last, ..Default::default() }).unwrap();
-            for i in 0..200_000u32 {
-                builder.insert(format!("key{}", i % 150_000).as_bytes(), &i.to_le_bytes());
-            }
-            builder.to_bytes().unwrap()
-        })
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap()
+            .install(|| {
+                let mut builder = Builder::new(BuildOptions {
+                    on_duplicate: OnDuplicate::Last,
+                    ..Default::default()
+                })
+                .unwrap();
+                for i in 0..200_000u32 {
+                    builder.insert(format!("key{}", i % 150_000).as_bytes(), &i.to_le_bytes());
+                }
+                builder.to_bytes().unwrap()
+            })
     };
     let one = build(1);
     assert_eq!(one, build(2));
@@ -269,8 +418,12 @@ fn mixed_json_lines() -> Vec<u8> {
             0 => text.push_str(&format!("[\"k{i}\",\"v{i}\"]\n")),
             1 => text.push_str(&format!("[\"k{i} \\\"q\\\" \\u00e9\",\"tab\\tv\"]\r\n")),
             2 => text.push_str(&format!("[\"clé{i}\",\"välue ✓\"]\n\n")),
-            3 => text.push_str(&format!("{{\"key\": \"k{i}\", \"value\": \"\", \"other\": [1]}}\n")),
-            4 => text.push_str(&format!("  [\"k{i}\", {{\"n\": {i}, \"f\": 1.5, \"a\": [null, true]}}]  \n")),
+            3 => text.push_str(&format!(
+                "{{\"key\": \"k{i}\", \"value\": \"\", \"other\": [1]}}\n"
+            )),
+            4 => text.push_str(&format!(
+                "  [\"k{i}\", {{\"n\": {i}, \"f\": 1.5, \"a\": [null, true]}}]  \n"
+            )),
             5 => text.push_str(&format!("[\"k{i}\",\"{}\"]\n", "x".repeat(5_000))),
             6 if i == 6 => text.push_str("[\"\",\"empty key\"]\n"),
             6 => text.push_str(&format!("[\"k{i}\",\"\"]\n")),
@@ -282,54 +435,103 @@ fn mixed_json_lines() -> Vec<u8> {
 }
 
 fn parallel_build(text: &[u8], chunk: usize, threads: usize) -> hashfile::Result<Vec<u8>> {
-    rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap().install(|| {
-        let mut builder = Builder::new(BuildOptions::default()).unwrap();
-        let mut last_read = 0;
-        hashfile::import::import_json_lines_parallel(text, "input", &ImportOptions::new(InputFormat::JsonLines), chunk, &hashfile::Batch::new(), &mut |batch, read| {
-            assert!(read >= last_read && read <= text.len() as u64);
-            last_read = read;
-            builder.append(batch);
-            Ok(())
-        })?;
-        assert_eq!(last_read, text.len() as u64);
-        builder.to_bytes()
-    })
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .unwrap()
+        .install(|| {
+            let mut builder = Builder::new(BuildOptions::default()).unwrap();
+            let mut last_read = 0;
+            hashfile::import::import_json_lines_parallel(
+                text,
+                "input",
+                &ImportOptions::new(InputFormat::JsonLines),
+                chunk,
+                &hashfile::Batch::new(),
+                &mut |batch, read| {
+                    assert!(read >= last_read && read <= text.len() as u64);
+                    last_read = read;
+                    builder.append(batch);
+                    Ok(())
+                },
+            )?;
+            assert_eq!(last_read, text.len() as u64);
+            builder.to_bytes()
+        })
 }
 
 #[test]
 fn parallel_json_lines_build_what_the_serial_importer_builds() {
     let text = mixed_json_lines();
     let mut serial = Builder::new(BuildOptions::default()).unwrap();
-    import(&text[..], "input", &ImportOptions::new(InputFormat::JsonLines), &mut |e, _| {
-        serial.insert_record(e);
-        Ok(())
-    })
+    import(
+        &text[..],
+        "input",
+        &ImportOptions::new(InputFormat::JsonLines),
+        &mut |e, _| {
+            serial.insert_record(e);
+            Ok(())
+        },
+    )
     .unwrap();
     assert_eq!(serial.len(), 301);
     let serial = serial.to_bytes().unwrap();
     for chunk in [1, 7, 64, 4_096, 1 << 20] {
         for threads in [1, 3] {
-            assert_eq!(parallel_build(&text, chunk, threads).unwrap(), serial, "chunk {chunk}, {threads} threads");
+            assert_eq!(
+                parallel_build(&text, chunk, threads).unwrap(),
+                serial,
+                "chunk {chunk}, {threads} threads"
+            );
         }
     }
-    assert_eq!(parallel_build(b"", 64, 2).unwrap(), Builder::new(BuildOptions::default()).unwrap().to_bytes().unwrap());
+    assert_eq!(
+        parallel_build(b"", 64, 2).unwrap(),
+        Builder::new(BuildOptions::default())
+            .unwrap()
+            .to_bytes()
+            .unwrap()
+    );
 }
 
 #[test]
 fn parallel_json_lines_report_the_first_bad_line() {
     let good = mixed_json_lines();
     let good = &good[..good.iter().rposition(|&b| b == b'\n').unwrap() + 1]; // drop the last line: 330 lines
-    for bad in ["[\"a\", tru]", "[\"a\tb\",\"raw tab\"]", "[\"\u{1}\",\"x\"]", "[\"k\",\"v\",\"extra\"]", "{\"value\": \"x\"}", "[\"unterminated\",\"x]"] {
+    for bad in [
+        "[\"a\", tru]",
+        "[\"a\tb\",\"raw tab\"]",
+        "[\"\u{1}\",\"x\"]",
+        "[\"k\",\"v\",\"extra\"]",
+        "{\"value\": \"x\"}",
+        "[\"unterminated\",\"x]",
+    ] {
         for bad_bytes in [bad.as_bytes().to_vec(), b"[\"\xff\",\"x\"]".to_vec()] {
             let mut text = good.to_vec();
             text.extend_from_slice(&bad_bytes);
             text.extend_from_slice(b"\n[\"after\",\"1\"]\n");
             text.extend_from_slice(&bad_bytes); // a second bad line, never reported
             let serial = read(InputFormat::JsonLines, &text).unwrap_err();
-            assert!(matches!(serial, Error::Parse { position: Position::Line { line: 331, column: Some(_) }, .. }), "{serial:?}");
+            assert!(
+                matches!(
+                    serial,
+                    Error::Parse {
+                        position: Position::Line {
+                            line: 331,
+                            column: Some(_)
+                        },
+                        ..
+                    }
+                ),
+                "{serial:?}"
+            );
             for chunk in [1, 100, 1 << 20] {
                 let parallel = parallel_build(&text, chunk, 2).unwrap_err();
-                assert_eq!(format!("{parallel:?}"), format!("{serial:?}"), "chunk {chunk}");
+                assert_eq!(
+                    format!("{parallel:?}"),
+                    format!("{serial:?}"),
+                    "chunk {chunk}"
+                );
             }
         }
     }
@@ -347,7 +549,10 @@ impl std::io::Read for FailAfter<'_> {
         if self.at >= self.fail_at {
             return Err(std::io::Error::other("the disk went away"));
         }
-        let n = buf.len().min(self.fail_at - self.at).min(self.data.len() - self.at);
+        let n = buf
+            .len()
+            .min(self.fail_at - self.at)
+            .min(self.data.len() - self.at);
         buf[..n].copy_from_slice(&self.data[self.at..self.at + n]);
         self.at += n;
         Ok(n)
@@ -361,31 +566,89 @@ fn parallel_json_lines_report_a_read_error_after_the_lines_before_it() {
     for chunk in [64, 100, 1 << 20] {
         // Every line before the failure is handed on, then the error comes.
         let mut entries = 0;
-        let input = FailAfter { data: &good, at: 0, fail_at: cut };
-        let error = rayon::ThreadPoolBuilder::new().num_threads(3).build().unwrap().install(|| {
-            hashfile::import::import_json_lines_parallel(input, "input", &ImportOptions::new(InputFormat::JsonLines), chunk, &hashfile::Batch::new(), &mut |batch, _| {
-                entries += batch.len();
-                Ok(())
-            })
-            .unwrap_err()
-        });
-        assert!(matches!(&error, Error::Io { source, .. } if source.to_string() == "the disk went away"), "chunk {chunk}: {error:?}");
+        let input = FailAfter {
+            data: &good,
+            at: 0,
+            fail_at: cut,
+        };
+        let error = rayon::ThreadPoolBuilder::new()
+            .num_threads(3)
+            .build()
+            .unwrap()
+            .install(|| {
+                hashfile::import::import_json_lines_parallel(
+                    input,
+                    "input",
+                    &ImportOptions::new(InputFormat::JsonLines),
+                    chunk,
+                    &hashfile::Batch::new(),
+                    &mut |batch, _| {
+                        entries += batch.len();
+                        Ok(())
+                    },
+                )
+                .unwrap_err()
+            });
+        assert!(
+            matches!(&error, Error::Io { source, .. } if source.to_string() == "the disk went away"),
+            "chunk {chunk}: {error:?}"
+        );
         // At most the entries of the whole lines before the failure; with
         // small runs, all but those of the last run or so (a run is cut at
         // a line end, and some lines are 5,000 bytes long).
-        let entries_before = |end: usize| read(InputFormat::JsonLines, &good[..good[..end].iter().rposition(|&b| b == b'\n').unwrap() + 1]).unwrap().len();
-        assert!(entries <= entries_before(cut), "chunk {chunk}: {entries} of {}", entries_before(cut));
+        let entries_before = |end: usize| {
+            read(
+                InputFormat::JsonLines,
+                &good[..good[..end].iter().rposition(|&b| b == b'\n').unwrap() + 1],
+            )
+            .unwrap()
+            .len()
+        };
+        assert!(
+            entries <= entries_before(cut),
+            "chunk {chunk}: {entries} of {}",
+            entries_before(cut)
+        );
         if chunk < 200 {
-            assert!(entries >= entries_before(cut - 2 * 5_100), "chunk {chunk}: {entries} of {}", entries_before(cut));
+            assert!(
+                entries >= entries_before(cut - 2 * 5_100),
+                "chunk {chunk}: {entries} of {}",
+                entries_before(cut)
+            );
         }
         // A bad line well before the failure is the error reported.
         let mut text = b"[\"a\", tru]\n".to_vec();
         text.extend_from_slice(&good);
-        let input = FailAfter { data: &text, at: 0, fail_at: cut };
-        let error = rayon::ThreadPoolBuilder::new().num_threads(3).build().unwrap().install(|| {
-            hashfile::import::import_json_lines_parallel(input, "input", &ImportOptions::new(InputFormat::JsonLines), 64, &hashfile::Batch::new(), &mut |_, _| Ok(())).unwrap_err()
-        });
-        assert!(matches!(error, Error::Parse { position: Position::Line { line: 1, .. }, .. }), "{error:?}");
+        let input = FailAfter {
+            data: &text,
+            at: 0,
+            fail_at: cut,
+        };
+        let error = rayon::ThreadPoolBuilder::new()
+            .num_threads(3)
+            .build()
+            .unwrap()
+            .install(|| {
+                hashfile::import::import_json_lines_parallel(
+                    input,
+                    "input",
+                    &ImportOptions::new(InputFormat::JsonLines),
+                    64,
+                    &hashfile::Batch::new(),
+                    &mut |_, _| Ok(()),
+                )
+                .unwrap_err()
+            });
+        assert!(
+            matches!(
+                error,
+                Error::Parse {
+                    position: Position::Line { line: 1, .. },
+                    ..
+                }
+            ),
+            "{error:?}"
+        );
     }
 }
 
@@ -402,18 +665,37 @@ mod pipeline {
         std::fs::write(&csv, "k,v\none,1\ntwo,2\n").unwrap();
         std::fs::write(&jsonl, "[\"three\", \"3\"]\n").unwrap();
         let base = ImportOptions::new(InputFormat::Csv);
-        let inputs = [Input::new(csv.to_str().unwrap(), None, &base).unwrap(), Input::new(jsonl.to_str().unwrap(), None, &base).unwrap()];
+        let inputs = [
+            Input::new(csv.to_str().unwrap(), None, &base).unwrap(),
+            Input::new(jsonl.to_str().unwrap(), None, &base).unwrap(),
+        ];
         assert_eq!(inputs[1].options.format, InputFormat::JsonLines);
         let out = dir.path().join("out.hf");
         let mut phases = Vec::new();
-        let summary = build_from(&inputs, &out, BuildOptions::default(), &hashfile::CancelFlag::new(), &mut |p| {
-            phases.push((p.phase, p.entries, p.bytes_read, p.bytes_total));
-            Ok(())
-        })
+        let summary = build_from(
+            &inputs,
+            &out,
+            BuildOptions::default(),
+            &hashfile::CancelFlag::new(),
+            &mut |p| {
+                phases.push((p.phase, p.entries, p.bytes_read, p.bytes_total));
+                Ok(())
+            },
+        )
         .unwrap();
-        assert_eq!((summary.entries, summary.file_bytes), (3, std::fs::metadata(&out).unwrap().len()));
+        assert_eq!(
+            (summary.entries, summary.file_bytes),
+            (3, std::fs::metadata(&out).unwrap().len())
+        );
         let total = Some(16 + 15);
-        assert_eq!(phases, [(Phase::Reading, 0, 0, total), (Phase::Building, 3, 31, total), (Phase::Publishing, 3, 31, total)]);
+        assert_eq!(
+            phases,
+            [
+                (Phase::Reading, 0, 0, total),
+                (Phase::Building, 3, 31, total),
+                (Phase::Publishing, 3, 31, total)
+            ]
+        );
         let store = Reader::open(&out).unwrap();
         assert_eq!(store.get(b"three").unwrap().unwrap().value(), b"3");
     }
@@ -426,20 +708,64 @@ mod pipeline {
         std::fs::write(&a, "[\"x\", \"1\"]\n[\"dup\", \"2\"]\n").unwrap();
         std::fs::write(&b, "[\"y\", \"3\"]\n\n[\"dup\", \"4\"]\n").unwrap();
         let base = ImportOptions::new(InputFormat::JsonLines);
-        let inputs = [Input::new(a.to_str().unwrap(), None, &base).unwrap(), Input::new(b.to_str().unwrap(), None, &base).unwrap()];
+        let inputs = [
+            Input::new(a.to_str().unwrap(), None, &base).unwrap(),
+            Input::new(b.to_str().unwrap(), None, &base).unwrap(),
+        ];
         let out = dir.path().join("out.hf");
-        let err = build_from(&inputs, &out, BuildOptions::default(), &hashfile::CancelFlag::new(), &mut |_| Ok(())).unwrap_err();
-        let place = |path: &std::path::Path, line| Some(hashfile::Location { input: path.display().to_string(), position: hashfile::Position::line(line) });
+        let err = build_from(
+            &inputs,
+            &out,
+            BuildOptions::default(),
+            &hashfile::CancelFlag::new(),
+            &mut |_| Ok(()),
+        )
+        .unwrap_err();
+        let place = |path: &std::path::Path, line| {
+            Some(hashfile::Location {
+                input: path.display().to_string(),
+                position: hashfile::Position::line(line),
+            })
+        };
         match &err {
-            Error::DuplicateKey { key, first, second, .. } => assert_eq!((key.as_slice(), first, second), (&b"dup"[..], &place(&a, 2), &place(&b, 3))),
+            Error::DuplicateKey {
+                key, first, second, ..
+            } => assert_eq!(
+                (key.as_slice(), first, second),
+                (&b"dup"[..], &place(&a, 2), &place(&b, 3))
+            ),
             other => panic!("expected a duplicate key error, got {other:?}"),
         }
-        assert_eq!(err.to_string(), format!("duplicate key \"dup\" ({}: line 2 and {}: line 3)", a.display(), b.display()));
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "duplicate key \"dup\" ({}: line 2 and {}: line 3)",
+                a.display(),
+                b.display()
+            )
+        );
         for cancel_at in [Phase::Reading, Phase::Building, Phase::Publishing] {
-            let err = build_from(&inputs[..1], &out, BuildOptions::default(), &hashfile::CancelFlag::new(), &mut |p| if p.phase == cancel_at { Err(Error::Cancelled) } else { Ok(()) }).unwrap_err();
+            let err = build_from(
+                &inputs[..1],
+                &out,
+                BuildOptions::default(),
+                &hashfile::CancelFlag::new(),
+                &mut |p| {
+                    if p.phase == cancel_at {
+                        Err(Error::Cancelled)
+                    } else {
+                        Ok(())
+                    }
+                },
+            )
+            .unwrap_err();
             assert!(matches!(err, Error::Cancelled), "{cancel_at:?}");
         }
-        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2, "no output and no temporary file");
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            2,
+            "no output and no temporary file"
+        );
         match Input::new("data.txt", None, &base).unwrap_err() {
             Error::InvalidOption { name: "format", reason } => assert!(reason.starts_with("cannot tell the format of data.txt from its extension (.txt is not one hashfile knows); give the format (--format, or format: in Ruby), one of: json, json-pairs"), "{reason}"),
             other => panic!("expected an invalid format option, got {other:?}"),
@@ -450,7 +776,10 @@ mod pipeline {
 fn typed(format: InputFormat, input: &[u8]) -> Vec<(String, Value)> {
     let mut out = Vec::new();
     import(input, "input", &ImportOptions::new(format), &mut |e, _| {
-        out.push((String::from_utf8(e.key.to_vec()).unwrap(), Value::of_record(&e).unwrap()));
+        out.push((
+            String::from_utf8(e.key.to_vec()).unwrap(),
+            Value::of_record(&e).unwrap(),
+        ));
         Ok(())
     })
     .unwrap_or_else(|e| panic!("{format:?}: {e}"));
@@ -472,7 +801,10 @@ fn big(negative: bool, decimal: &str) -> Value {
             carry >>= 8;
         }
     }
-    Value::BigInt { negative, magnitude: m }
+    Value::BigInt {
+        negative,
+        magnitude: m,
+    }
 }
 
 #[test]
@@ -494,18 +826,46 @@ fn json_keeps_types() {
         ("negzero", Value::Float(-0.0)),
         ("intzero", Value::Int(0)),
         ("tiny", Value::Float(5e-324)),
-        ("nested", Value::Map(vec![
-            (Value::str("regions"), Value::Array(vec![Value::str("eu"), Value::str("us")])),
-            (Value::str("limits"), Value::Map(vec![(Value::str("api"), Value::Map(vec![(Value::str("burst"), Value::Int(100))]))])),
-        ])),
+        (
+            "nested",
+            Value::Map(vec![
+                (
+                    Value::str("regions"),
+                    Value::Array(vec![Value::str("eu"), Value::str("us")]),
+                ),
+                (
+                    Value::str("limits"),
+                    Value::Map(vec![(
+                        Value::str("api"),
+                        Value::Map(vec![(Value::str("burst"), Value::Int(100))]),
+                    )]),
+                ),
+            ]),
+        ),
         ("s", Value::str("text")),
     ];
-    assert_eq!(got, expected.into_iter().map(|(k, v)| (k.to_string(), v)).collect::<Vec<_>>());
+    assert_eq!(
+        got,
+        expected
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect::<Vec<_>>()
+    );
     // The same values through JSON Lines, both line shapes.
     let lines = b"[\"n\", 50]\n{\"key\": \"l\", \"value\": [1, {\"a\": null}]}\n{\"value\": 1.5, \"key\": \"v\"}\n";
     assert_eq!(
         typed(InputFormat::JsonLines, lines),
-        vec![("n".to_string(), Value::Int(50)), ("l".into(), Value::Array(vec![Value::Int(1), Value::Map(vec![(Value::str("a"), Value::Nil)])])), ("v".into(), Value::Float(1.5))]
+        vec![
+            ("n".to_string(), Value::Int(50)),
+            (
+                "l".into(),
+                Value::Array(vec![
+                    Value::Int(1),
+                    Value::Map(vec![(Value::str("a"), Value::Nil)])
+                ])
+            ),
+            ("v".into(), Value::Float(1.5))
+        ]
     );
 }
 
@@ -513,9 +873,15 @@ fn json_keeps_types() {
 fn json_depth_limit_is_an_error_naming_the_key() {
     let deep = format!("{{\"d\": {}1{}}}", "[".repeat(101), "]".repeat(101));
     let err = read(InputFormat::JsonObject, deep.as_bytes()).unwrap_err();
-    assert!(matches!(&err, Error::Parse { what, .. } if what.starts_with("value for key \"d\" nests deeper than 100 levels")), "{err:?}");
+    assert!(
+        matches!(&err, Error::Parse { what, .. } if what.starts_with("value for key \"d\" nests deeper than 100 levels")),
+        "{err:?}"
+    );
     let ok = format!("{{\"d\": {}1{}}}", "[".repeat(100), "]".repeat(100));
-    assert_eq!(read(InputFormat::JsonObject, ok.as_bytes()).unwrap().len(), 1);
+    assert_eq!(
+        read(InputFormat::JsonObject, ok.as_bytes()).unwrap().len(),
+        1
+    );
 }
 
 #[test]
@@ -549,10 +915,36 @@ fn msgpack_types_map_across() {
     write_str_len(&mut input, 1).unwrap();
     input.push(0xff);
     let got = typed(InputFormat::MessagePack, &input);
-    assert_eq!(got[0].1, Value::Array(vec![Value::BigInt { negative: false, magnitude: vec![0xff; 8] }, Value::Int(i64::MIN), Value::Int(200), Value::Int(-5)]));
-    assert_eq!(got[1].1, Value::Array(vec![Value::Float(0.5), Value::Float(f64::NEG_INFINITY)]));
-    assert_eq!(got[2].1, Value::Map(vec![(Value::Int(1), Value::Nil), (Value::Str(vec![0xff], Some("ASCII-8BIT".into())), Value::Bool(true))]));
-    assert_eq!(got[3].1, Value::Str(b"raw".to_vec(), Some("ASCII-8BIT".into())));
+    assert_eq!(
+        got[0].1,
+        Value::Array(vec![
+            Value::BigInt {
+                negative: false,
+                magnitude: vec![0xff; 8]
+            },
+            Value::Int(i64::MIN),
+            Value::Int(200),
+            Value::Int(-5)
+        ])
+    );
+    assert_eq!(
+        got[1].1,
+        Value::Array(vec![Value::Float(0.5), Value::Float(f64::NEG_INFINITY)])
+    );
+    assert_eq!(
+        got[2].1,
+        Value::Map(vec![
+            (Value::Int(1), Value::Nil),
+            (
+                Value::Str(vec![0xff], Some("ASCII-8BIT".into())),
+                Value::Bool(true)
+            )
+        ])
+    );
+    assert_eq!(
+        got[3].1,
+        Value::Str(b"raw".to_vec(), Some("ASCII-8BIT".into()))
+    );
     // str stays UTF-8, byte for byte, even when invalid (as msgpack-ruby).
     assert_eq!(got[4].1, Value::Str(b"\xff\xfe".to_vec(), None));
     assert_eq!(got[5].1, Value::Array(vec![Value::Str(vec![0xff], None)]));
@@ -596,7 +988,13 @@ seq: [1, two, 3.0]
 map: {a: 1}
 ";
     let got = typed(InputFormat::Yaml, input.as_bytes());
-    let get = |k: &str| got.iter().find(|(key, _)| key == k).unwrap_or_else(|| panic!("{k}")).1.clone();
+    let get = |k: &str| {
+        got.iter()
+            .find(|(key, _)| key == k)
+            .unwrap_or_else(|| panic!("{k}"))
+            .1
+            .clone()
+    };
     assert_eq!(get("plain"), Value::str("hello"));
     assert_eq!(get("quoted"), Value::str("yes"));
     assert_eq!(get("dquoted"), Value::str("1"));
@@ -627,9 +1025,18 @@ map: {a: 1}
     assert_eq!(get("ver"), Value::str("1.2.3"));
     assert_eq!(get("str_tag"), Value::str("42"));
     assert_eq!(get("float_tag"), Value::Float(3.0));
-    assert_eq!(get("binary"), Value::Str(b"hello".to_vec(), Some("ASCII-8BIT".into())));
-    assert_eq!(get("seq"), Value::Array(vec![Value::Int(1), Value::str("two"), Value::Float(3.0)]));
-    assert_eq!(get("map"), Value::Map(vec![(Value::str("a"), Value::Int(1))]));
+    assert_eq!(
+        get("binary"),
+        Value::Str(b"hello".to_vec(), Some("ASCII-8BIT".into()))
+    );
+    assert_eq!(
+        get("seq"),
+        Value::Array(vec![Value::Int(1), Value::str("two"), Value::Float(3.0)])
+    );
+    assert_eq!(
+        get("map"),
+        Value::Map(vec![(Value::str("a"), Value::Int(1))])
+    );
 }
 
 #[test]
@@ -648,17 +1055,44 @@ again: *l
 ";
     let got = typed(InputFormat::Yaml, input.as_bytes());
     // Pairs are stored in order; decoding (last wins) gives Psych's Hash.
-    assert_eq!(got[1].1, Value::Map(vec![(Value::str("adapter"), Value::str("postgres")), (Value::str("pool"), Value::Int(5)), (Value::str("pool"), Value::Int(10))]));
-    assert_eq!(got[2].1, Value::Map(vec![(Value::str("b"), Value::Int(2)), (Value::str("c"), Value::Int(2)), (Value::str("a"), Value::Int(1)), (Value::str("b"), Value::Int(1))]));
+    assert_eq!(
+        got[1].1,
+        Value::Map(vec![
+            (Value::str("adapter"), Value::str("postgres")),
+            (Value::str("pool"), Value::Int(5)),
+            (Value::str("pool"), Value::Int(10))
+        ])
+    );
+    assert_eq!(
+        got[2].1,
+        Value::Map(vec![
+            (Value::str("b"), Value::Int(2)),
+            (Value::str("c"), Value::Int(2)),
+            (Value::str("a"), Value::Int(1)),
+            (Value::str("b"), Value::Int(1))
+        ])
+    );
     assert_eq!(got[4].1, got[3].1);
     // A billion-laughs input is cut off.
-    let mut laughs = String::from("a: &a [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n");
+    let mut laughs = String::from(
+        "a: &a [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n",
+    );
     for i in 0..12 {
-        let prev = if i == 0 { "a".to_string() } else { format!("l{}", i - 1) };
-        laughs.push_str(&format!("l{i}: &l{i} [{}]\n", vec![format!("*{prev}"); 9].join(",")));
+        let prev = if i == 0 {
+            "a".to_string()
+        } else {
+            format!("l{}", i - 1)
+        };
+        laughs.push_str(&format!(
+            "l{i}: &l{i} [{}]\n",
+            vec![format!("*{prev}"); 9].join(",")
+        ));
     }
     let err = read(InputFormat::Yaml, laughs.as_bytes()).unwrap_err();
-    assert!(matches!(&err, Error::Parse { what, .. } if what.contains("aliases expand to more than 256 MiB")), "{err:?}");
+    assert!(
+        matches!(&err, Error::Parse { what, .. } if what.contains("aliases expand to more than 256 MiB")),
+        "{err:?}"
+    );
 }
 
 mod fast_path {
@@ -666,7 +1100,14 @@ mod fast_path {
     use proptest::prelude::*;
 
     fn text() -> impl Strategy<Value = String> {
-        prop::collection::vec(prop::sample::select(vec!['a', 'z', '0', ' ', '"', '\\', ',', ']', '[', '\t', '\n', '\u{1}', '\u{7f}', 'é', '✓', '😀']), 0..12).prop_map(|c| c.into_iter().collect())
+        prop::collection::vec(
+            prop::sample::select(vec![
+                'a', 'z', '0', ' ', '"', '\\', ',', ']', '[', '\t', '\n', '\u{1}', '\u{7f}', 'é',
+                '✓', '😀',
+            ]),
+            0..12,
+        )
+        .prop_map(|c| c.into_iter().collect())
     }
 
     proptest! {
@@ -705,8 +1146,18 @@ fn csv_reads_rfc_4180_and_the_explicit_relaxations() {
     let strict = ImportOptions::new(InputFormat::Csv);
     // Quoted separators, doubled quotes, line breaks inside quotes, CR LF,
     // blank lines, an empty last field and no final line break.
-    let input = b"k,v\r\n\"a,b\",\"say \"\"hi\"\"\"\r\n\r\nc,\"two\r\nlines\"\n\nd,\ne,\"\"\nf,last";
-    assert_eq!(pairs(&read_with(strict.clone(), input).unwrap()), [("a,b", "say \"hi\""), ("c", "two\r\nlines"), ("d", ""), ("e", ""), ("f", "last")]);
+    let input =
+        b"k,v\r\n\"a,b\",\"say \"\"hi\"\"\"\r\n\r\nc,\"two\r\nlines\"\n\nd,\ne,\"\"\nf,last";
+    assert_eq!(
+        pairs(&read_with(strict.clone(), input).unwrap()),
+        [
+            ("a,b", "say \"hi\""),
+            ("c", "two\r\nlines"),
+            ("d", ""),
+            ("e", ""),
+            ("f", "last")
+        ]
+    );
     // Each row's position is the line it starts on, counted as an editor does.
     let mut lines = Vec::new();
     import(&input[..], "input", &strict, &mut |_, position| {
@@ -720,22 +1171,52 @@ fn csv_reads_rfc_4180_and_the_explicit_relaxations() {
     // that never quote.
     let mut plain = ImportOptions::new(InputFormat::Tsv);
     plain.quote = false;
-    assert_eq!(pairs(&read_with(plain, b"k\tv\r\na\t\"unbalanced\r\nb\t6\" screen\n").unwrap()), [("a", "\"unbalanced"), ("b", "6\" screen")]);
+    assert_eq!(
+        pairs(&read_with(plain, b"k\tv\r\na\t\"unbalanced\r\nb\t6\" screen\n").unwrap()),
+        [("a", "\"unbalanced"), ("b", "6\" screen")]
+    );
 
     // col_sep and comment lines.
     let mut semicolons = ImportOptions::new(InputFormat::Csv);
     semicolons.col_sep = Some(b';');
     semicolons.comment = Some(b'#');
-    assert_eq!(pairs(&read_with(semicolons.clone(), b"# exported\nk;v\n#a;0\na;1\n\nb;\"2;#3\"\n").unwrap()), [("a", "1"), ("b", "2;#3")]);
+    assert_eq!(
+        pairs(
+            &read_with(
+                semicolons.clone(),
+                b"# exported\nk;v\n#a;0\na;1\n\nb;\"2;#3\"\n"
+            )
+            .unwrap()
+        ),
+        [("a", "1"), ("b", "2;#3")]
+    );
     // Without comment, a # line is a row like any other.
-    assert_eq!(pairs(&read_with(ImportOptions::new(InputFormat::Csv), b"k,v\n#a,0\n").unwrap()), [("#a", "0")]);
+    assert_eq!(
+        pairs(&read_with(ImportOptions::new(InputFormat::Csv), b"k,v\n#a,0\n").unwrap()),
+        [("#a", "0")]
+    );
 
-    for (col_sep, comment, want) in [(Some(b'"'), None, "invalid option col_sep: must be one ASCII character other than a quote"), (None, Some(b'\n'), "invalid option comment: must be one"), (Some(b';'), Some(b';'), "invalid option col_sep: and comment are both ';'")] {
+    for (col_sep, comment, want) in [
+        (
+            Some(b'"'),
+            None,
+            "invalid option col_sep: must be one ASCII character other than a quote",
+        ),
+        (None, Some(b'\n'), "invalid option comment: must be one"),
+        (
+            Some(b';'),
+            Some(b';'),
+            "invalid option col_sep: and comment are both ';'",
+        ),
+    ] {
         let mut options = ImportOptions::new(InputFormat::Csv);
         options.col_sep = col_sep;
         options.comment = comment;
         let error = read_with(options, b"k,v\n").unwrap_err();
-        assert!(matches!(error, Error::InvalidOption { .. }) && error.to_string().starts_with(want), "{error}");
+        assert!(
+            matches!(error, Error::InvalidOption { .. }) && error.to_string().starts_with(want),
+            "{error}"
+        );
     }
 }
 
@@ -752,7 +1233,11 @@ fn a_utf8_byte_order_mark_is_not_part_of_the_first_key() {
     ] {
         let mut options = ImportOptions::new(format);
         options.header = false;
-        assert_eq!(pairs(&read_with(options, &bom(text)).unwrap()), [("en", "1")], "{format:?}");
+        assert_eq!(
+            pairs(&read_with(options, &bom(text)).unwrap()),
+            [("en", "1")],
+            "{format:?}"
+        );
     }
 }
 
@@ -761,12 +1246,36 @@ fn integers_convert_in_bounded_time_up_to_a_documented_limit() {
     use hashfile::import::MAX_INTEGER_DIGITS;
     use hashfile::value::Value;
     let digits = "7".repeat(MAX_INTEGER_DIGITS);
-    for (format, text) in [(InputFormat::JsonObject, format!("{{\"n\": {digits}}}")), (InputFormat::Yaml, format!("n: {digits}\n")), (InputFormat::Yaml, format!("n: 0b{}\n", "1".repeat(MAX_INTEGER_DIGITS)))] {
+    for (format, text) in [
+        (InputFormat::JsonObject, format!("{{\"n\": {digits}}}")),
+        (InputFormat::Yaml, format!("n: {digits}\n")),
+        (
+            InputFormat::Yaml,
+            format!("n: 0b{}\n", "1".repeat(MAX_INTEGER_DIGITS)),
+        ),
+    ] {
         let got = read(format, text.as_bytes()).unwrap();
-        assert!(matches!(Value::decode(&got[0].1).unwrap(), Value::BigInt { negative: false, .. }), "{format:?}");
+        assert!(
+            matches!(
+                Value::decode(&got[0].1).unwrap(),
+                Value::BigInt {
+                    negative: false,
+                    ..
+                }
+            ),
+            "{format:?}"
+        );
         let over = text.replacen("7", "77", 1).replacen("0b1", "0b11", 1);
-        let Err(Error::Parse { what, .. }) = read(format, over.as_bytes()) else { panic!("{format:?}: expected a parse error") };
-        assert!(what.contains(&format!("is an integer of {} digits, over the limit of {MAX_INTEGER_DIGITS}", MAX_INTEGER_DIGITS + 1)), "{what}");
+        let Err(Error::Parse { what, .. }) = read(format, over.as_bytes()) else {
+            panic!("{format:?}: expected a parse error")
+        };
+        assert!(
+            what.contains(&format!(
+                "is an integer of {} digits, over the limit of {MAX_INTEGER_DIGITS}",
+                MAX_INTEGER_DIGITS + 1
+            )),
+            "{what}"
+        );
     }
 }
 
@@ -778,19 +1287,50 @@ fn hostile_inputs_fail_fast_in_bounded_memory() {
     let cases: Vec<(InputFormat, Vec<u8>, &str)> = vec![
         // A str32 and a bin32 of 4 GiB, a map32 and an array32 of 4 billion
         // entries, each with a few bytes behind it.
-        (InputFormat::MessagePack, vec![0x81, 0xDB, 0xFF, 0xFF, 0xFF, 0xFF, b'a'], "unexpected end of input"),
-        (InputFormat::MessagePack, vec![0x81, 0xA1, b'a', 0xC6, 0xFF, 0xFF, 0xFF, 0xFF, 1, 2], "unexpected end of input"),
-        (InputFormat::MessagePack, vec![0xDF, 0xFF, 0xFF, 0xFF, 0xFF, 0xA1, b'a', 0x01], "unexpected end of input"),
-        (InputFormat::MessagePack, vec![0x81, 0xA1, b'a', 0xDD, 0xFF, 0xFF, 0xFF, 0xFF, 0x01], "unexpected end of input"),
-        (InputFormat::JsonObject, format!("{{\"a\": {}{}}}", "[".repeat(100_000), "]".repeat(100_000)).into_bytes(), "nests deeper than 100 levels"),
-        (InputFormat::Yaml, format!("a: {}{}\n", "[".repeat(100_000), "]".repeat(100_000)).into_bytes(), "recursion limit exceeded"),
-        (InputFormat::Yaml, {
-            let mut text = format!("a0: &a0 [{}]\n", vec!["\"xxxxxxxxxx\""; 100].join(", "));
-            for i in 1..20 {
-                text += &format!("a{i}: &a{i} [{}]\n", vec![format!("*a{}", i - 1); 10].join(", "));
-            }
-            text.into_bytes()
-        }, "aliases expand to more than 256 MiB"),
+        (
+            InputFormat::MessagePack,
+            vec![0x81, 0xDB, 0xFF, 0xFF, 0xFF, 0xFF, b'a'],
+            "unexpected end of input",
+        ),
+        (
+            InputFormat::MessagePack,
+            vec![0x81, 0xA1, b'a', 0xC6, 0xFF, 0xFF, 0xFF, 0xFF, 1, 2],
+            "unexpected end of input",
+        ),
+        (
+            InputFormat::MessagePack,
+            vec![0xDF, 0xFF, 0xFF, 0xFF, 0xFF, 0xA1, b'a', 0x01],
+            "unexpected end of input",
+        ),
+        (
+            InputFormat::MessagePack,
+            vec![0x81, 0xA1, b'a', 0xDD, 0xFF, 0xFF, 0xFF, 0xFF, 0x01],
+            "unexpected end of input",
+        ),
+        (
+            InputFormat::JsonObject,
+            format!("{{\"a\": {}{}}}", "[".repeat(100_000), "]".repeat(100_000)).into_bytes(),
+            "nests deeper than 100 levels",
+        ),
+        (
+            InputFormat::Yaml,
+            format!("a: {}{}\n", "[".repeat(100_000), "]".repeat(100_000)).into_bytes(),
+            "recursion limit exceeded",
+        ),
+        (
+            InputFormat::Yaml,
+            {
+                let mut text = format!("a0: &a0 [{}]\n", vec!["\"xxxxxxxxxx\""; 100].join(", "));
+                for i in 1..20 {
+                    text += &format!(
+                        "a{i}: &a{i} [{}]\n",
+                        vec![format!("*a{}", i - 1); 10].join(", ")
+                    );
+                }
+                text.into_bytes()
+            },
+            "aliases expand to more than 256 MiB",
+        ),
     ];
     for (format, input, want) in cases {
         let started = std::time::Instant::now();
@@ -800,25 +1340,41 @@ fn hostile_inputs_fail_fast_in_bounded_memory() {
             Ok(_) => panic!("{format:?}: a hostile input was accepted"),
         }
         // Generous: each takes milliseconds; minutes would mean a blow-up.
-        assert!(started.elapsed().as_secs() < 20, "{format:?} took {:?}", started.elapsed());
+        assert!(
+            started.elapsed().as_secs() < 20,
+            "{format:?} took {:?}",
+            started.elapsed()
+        );
     }
 }
 
 fn typed_with(options: ImportOptions, input: &[u8]) -> hashfile::Result<Vec<(String, Value)>> {
     let mut out = Vec::new();
     import(input, "input", &options, &mut |e, _| {
-        out.push((String::from_utf8(e.key.to_vec()).unwrap(), Value::of_record(&e).unwrap()));
+        out.push((
+            String::from_utf8(e.key.to_vec()).unwrap(),
+            Value::of_record(&e).unwrap(),
+        ));
         Ok(())
     })?;
     Ok(out)
 }
 
 fn options(format: InputFormat, key_field: &str, value_field: &str) -> ImportOptions {
-    ImportOptions { key_field: key_field.into(), value_field: value_field.into(), ..ImportOptions::new(format) }
+    ImportOptions {
+        key_field: key_field.into(),
+        value_field: value_field.into(),
+        ..ImportOptions::new(format)
+    }
 }
 
 fn object(pairs: &[(&str, Value)]) -> Value {
-    Value::Map(pairs.iter().map(|(k, v)| (Value::str(k), v.clone())).collect())
+    Value::Map(
+        pairs
+            .iter()
+            .map(|(k, v)| (Value::str(k), v.clone()))
+            .collect(),
+    )
 }
 
 /// Deliverable 3 of issue 14: objects keyed by a field, in JSON arrays and
@@ -830,16 +1386,41 @@ fn objects_are_keyed_by_a_field_and_can_be_the_whole_value() {
         {"alpha_2": "AD", "name": "Andorra", "meta": {"id": 20, "tags": ["small"]}},
         {"name": "France", "alpha_2": "FR", "meta": {"id": 250, "tags": []}}
     ], "after": null}"#;
-    let at = |key_field: &str, value_field: &str| ImportOptions { records_at: Some("3166-1".into()), ..options(InputFormat::JsonObject, key_field, value_field) };
+    let at = |key_field: &str, value_field: &str| ImportOptions {
+        records_at: Some("3166-1".into()),
+        ..options(InputFormat::JsonObject, key_field, value_field)
+    };
     let whole = typed_with(at("alpha_2", "*"), doc).unwrap();
     assert_eq!(whole[0].0, "AD");
-    assert_eq!(whole[0].1, object(&[("alpha_2", Value::str("AD")), ("name", Value::str("Andorra")), ("meta", object(&[("id", Value::Int(20)), ("tags", Value::Array(vec![Value::str("small")]))]))]));
+    assert_eq!(
+        whole[0].1,
+        object(&[
+            ("alpha_2", Value::str("AD")),
+            ("name", Value::str("Andorra")),
+            (
+                "meta",
+                object(&[
+                    ("id", Value::Int(20)),
+                    ("tags", Value::Array(vec![Value::str("small")]))
+                ])
+            )
+        ])
+    );
     assert_eq!(whole[1].0, "FR");
     let names = typed_with(at("alpha_2", "name"), doc).unwrap();
-    assert_eq!(names, [("AD".to_string(), Value::str("Andorra")), ("FR".to_string(), Value::str("France"))]);
+    assert_eq!(
+        names,
+        [
+            ("AD".to_string(), Value::str("Andorra")),
+            ("FR".to_string(), Value::str("France"))
+        ]
+    );
     // A dotted path into a nested object, whose integer is keyed by its digits.
     let by_id = typed_with(at("meta.id", "*"), doc).unwrap();
-    assert_eq!(by_id.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>(), ["20", "250"]);
+    assert_eq!(
+        by_id.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>(),
+        ["20", "250"]
+    );
     assert_eq!(by_id[1].1, whole[1].1);
     let by_id_names = typed_with(at("meta.id", "name"), doc).unwrap();
     assert_eq!(by_id_names[0], ("20".to_string(), Value::str("Andorra")));
@@ -847,38 +1428,106 @@ fn objects_are_keyed_by_a_field_and_can_be_the_whole_value() {
     // The same objects as a top-level array, and as JSON Lines.
     let array = br#"[{"k": "a", "v": 1}, ["b", 2], {"v": 3, "k": "c", "x": {"deep": [1]}}]"#;
     let read = typed_with(options(InputFormat::JsonObject, "k", "v"), array).unwrap();
-    assert_eq!(read, [("a".to_string(), Value::Int(1)), ("b".to_string(), Value::Int(2)), ("c".to_string(), Value::Int(3))]);
-    let lines = b"{\"k\": \"a\", \"v\": 1}\n[\"b\", 2]\n{\"v\": 3, \"k\": \"c\", \"x\": {\"deep\": [1]}}\n";
-    assert_eq!(typed_with(options(InputFormat::JsonLines, "k", "v"), lines).unwrap(), read);
+    assert_eq!(
+        read,
+        [
+            ("a".to_string(), Value::Int(1)),
+            ("b".to_string(), Value::Int(2)),
+            ("c".to_string(), Value::Int(3))
+        ]
+    );
+    let lines =
+        b"{\"k\": \"a\", \"v\": 1}\n[\"b\", 2]\n{\"v\": 3, \"k\": \"c\", \"x\": {\"deep\": [1]}}\n";
+    assert_eq!(
+        typed_with(options(InputFormat::JsonLines, "k", "v"), lines).unwrap(),
+        read
+    );
     let whole_lines = typed_with(options(InputFormat::JsonLines, "k", "*"), lines).unwrap();
-    assert_eq!(whole_lines[2].1, object(&[("v", Value::Int(3)), ("k", Value::str("c")), ("x", object(&[("deep", Value::Array(vec![Value::Int(1)]))]))]));
+    assert_eq!(
+        whole_lines[2].1,
+        object(&[
+            ("v", Value::Int(3)),
+            ("k", Value::str("c")),
+            ("x", object(&[("deep", Value::Array(vec![Value::Int(1)]))]))
+        ])
+    );
     // A dot inside a field name.
-    let dotted = typed_with(options(InputFormat::JsonLines, r"a\.b", "v"), b"{\"a.b\": \"x\", \"v\": 1}\n").unwrap();
+    let dotted = typed_with(
+        options(InputFormat::JsonLines, r"a\.b", "v"),
+        b"{\"a.b\": \"x\", \"v\": 1}\n",
+    )
+    .unwrap();
     assert_eq!(dotted, [("x".to_string(), Value::Int(1))]);
 }
 
 #[test]
 fn keyed_objects_refuse_what_cannot_be_a_key_naming_the_field() {
-    let message = |options: ImportOptions, input: &[u8]| typed_with(options, input).unwrap_err().to_string();
-    let m = message(options(InputFormat::JsonLines, "id", "*"), b"{\"id\": \"a\"}\n{\"name\": \"b\"}\n");
-    assert!(m.contains("line 2") && m.contains("missing field \"id\""), "{m}");
-    let m = message(options(InputFormat::JsonLines, "id", "*"), b"{\"id\": 1.5}\n");
-    assert!(m.contains("not a 64-bit integer") && m.contains("key field \"id\""), "{m}");
-    let m = message(options(InputFormat::JsonLines, "id", "v"), b"{\"id\": [1], \"v\": 1}\n");
-    assert!(m.contains("invalid type: sequence") && m.contains("key field \"id\""), "{m}");
-    let m = message(options(InputFormat::JsonLines, "meta.id", "v"), b"{\"meta\": {\"other\": 1}, \"v\": 1}\n");
+    let message =
+        |options: ImportOptions, input: &[u8]| typed_with(options, input).unwrap_err().to_string();
+    let m = message(
+        options(InputFormat::JsonLines, "id", "*"),
+        b"{\"id\": \"a\"}\n{\"name\": \"b\"}\n",
+    );
+    assert!(
+        m.contains("line 2") && m.contains("missing field \"id\""),
+        "{m}"
+    );
+    let m = message(
+        options(InputFormat::JsonLines, "id", "*"),
+        b"{\"id\": 1.5}\n",
+    );
+    assert!(
+        m.contains("not a 64-bit integer") && m.contains("key field \"id\""),
+        "{m}"
+    );
+    let m = message(
+        options(InputFormat::JsonLines, "id", "v"),
+        b"{\"id\": [1], \"v\": 1}\n",
+    );
+    assert!(
+        m.contains("invalid type: sequence") && m.contains("key field \"id\""),
+        "{m}"
+    );
+    let m = message(
+        options(InputFormat::JsonLines, "meta.id", "v"),
+        b"{\"meta\": {\"other\": 1}, \"v\": 1}\n",
+    );
     assert!(m.contains("missing field \"meta.id\""), "{m}");
-    let m = message(ImportOptions { records_at: Some("3166-2".into()), ..options(InputFormat::JsonObject, "alpha_2", "*") }, br#"{"3166-1": [], "x": 1}"#);
+    let m = message(
+        ImportOptions {
+            records_at: Some("3166-2".into()),
+            ..options(InputFormat::JsonObject, "alpha_2", "*")
+        },
+        br#"{"3166-1": [], "x": 1}"#,
+    );
     assert!(m.contains("records_at: the top-level object has no field \"3166-2\"; its fields are \"3166-1\", \"x\""), "{m}");
-    let m = message(ImportOptions { records_at: Some("a.b".into()), ..options(InputFormat::JsonObject, "k", "v") }, br#"{"a": {"c": []}}"#);
+    let m = message(
+        ImportOptions {
+            records_at: Some("a.b".into()),
+            ..options(InputFormat::JsonObject, "k", "v")
+        },
+        br#"{"a": {"c": []}}"#,
+    );
     assert!(m.contains("the object at \"a\" has no field \"b\""), "{m}");
     // Options that contradict each other.
     for (bad, name) in [
         (options(InputFormat::JsonLines, "*", "v"), "key_field"),
         (options(InputFormat::JsonLines, "a..b", "v"), "key_field"),
         (options(InputFormat::JsonLines, "v", "v"), "value_field"),
-        (ImportOptions { records_at: Some("x".into()), ..ImportOptions::new(InputFormat::Csv) }, "records_at"),
-        (ImportOptions { key_column: Column::Row, ..ImportOptions::new(InputFormat::Csv) }, "key_column"),
+        (
+            ImportOptions {
+                records_at: Some("x".into()),
+                ..ImportOptions::new(InputFormat::Csv)
+            },
+            "records_at",
+        ),
+        (
+            ImportOptions {
+                key_column: Column::Row,
+                ..ImportOptions::new(InputFormat::Csv)
+            },
+            "key_column",
+        ),
     ] {
         match typed_with(bad, b"") {
             Err(Error::InvalidOption { name: n, .. }) => assert_eq!(n, name),
@@ -893,15 +1542,69 @@ fn keyed_objects_refuse_what_cannot_be_a_key_naming_the_field() {
 /// unquoted field is nil and `""` the empty String.
 #[test]
 fn csv_rows_can_be_the_whole_value() {
-    let row = |format, header: bool, input: &[u8]| typed_with(ImportOptions { value_column: Column::parse("*"), header, ..ImportOptions::new(format) }, input).unwrap();
-    let got = row(InputFormat::Csv, true, b"k,name,k,x\n1,,\"\",\n2\n3,a,b,c,d,e\n");
+    let row = |format, header: bool, input: &[u8]| {
+        typed_with(
+            ImportOptions {
+                value_column: Column::parse("*"),
+                header,
+                ..ImportOptions::new(format)
+            },
+            input,
+        )
+        .unwrap()
+    };
+    let got = row(
+        InputFormat::Csv,
+        true,
+        b"k,name,k,x\n1,,\"\",\n2\n3,a,b,c,d,e\n",
+    );
     let s = Value::str;
     let map = |pairs: Vec<(Value, Value)>| Value::Map(pairs);
-    assert_eq!(got[0], ("1".to_string(), map(vec![(s("k"), s("1")), (s("name"), Value::Nil), (s("x"), Value::Nil)])));
-    assert_eq!(got[1], ("2".to_string(), map(vec![(s("k"), s("2")), (s("name"), Value::Nil), (s("x"), Value::Nil)])));
-    assert_eq!(got[2], ("3".to_string(), map(vec![(s("k"), s("3")), (s("name"), s("a")), (s("x"), s("c")), (Value::Nil, s("d"))])));
+    assert_eq!(
+        got[0],
+        (
+            "1".to_string(),
+            map(vec![
+                (s("k"), s("1")),
+                (s("name"), Value::Nil),
+                (s("x"), Value::Nil)
+            ])
+        )
+    );
+    assert_eq!(
+        got[1],
+        (
+            "2".to_string(),
+            map(vec![
+                (s("k"), s("2")),
+                (s("name"), Value::Nil),
+                (s("x"), Value::Nil)
+            ])
+        )
+    );
+    assert_eq!(
+        got[2],
+        (
+            "3".to_string(),
+            map(vec![
+                (s("k"), s("3")),
+                (s("name"), s("a")),
+                (s("x"), s("c")),
+                (Value::Nil, s("d"))
+            ])
+        )
+    );
     let got = row(InputFormat::Tsv, false, b"a\t\t\"\"\nb\n");
-    assert_eq!(got, [("a".to_string(), Value::Array(vec![s("a"), Value::Nil, s("")])), ("b".to_string(), Value::Array(vec![s("b")]))]);
+    assert_eq!(
+        got,
+        [
+            (
+                "a".to_string(),
+                Value::Array(vec![s("a"), Value::Nil, s("")])
+            ),
+            ("b".to_string(), Value::Array(vec![s("b")]))
+        ]
+    );
     // A header that is itself empty takes the nil key; extra fields then have none.
     let got = row(InputFormat::Csv, true, b"k,\n1,2,3\n");
     assert_eq!(got[0].1, map(vec![(s("k"), s("1")), (Value::Nil, s("2"))]));
@@ -913,15 +1616,39 @@ fn csv_rows_can_be_the_whole_value() {
 #[test]
 fn json_entries_are_placed_by_line() {
     let object = b"{\n  \"a\": 1,\n  \"b\": {\n    \"a\": 2\n  },\n\n  \"a\": [\n 3]\n}\n";
-    let positions = find_key(&object[..], "input", &ImportOptions::new(InputFormat::JsonObject), b"a").unwrap();
+    let positions = find_key(
+        &object[..],
+        "input",
+        &ImportOptions::new(InputFormat::JsonObject),
+        b"a",
+    )
+    .unwrap();
     assert_eq!(positions, [Position::line(2), Position::line(7)]);
     let array = b"[\n  [\"x\", 1],\n  {\n    \"key\": \"y\",\n    \"value\": 2\n  },\n  {\"key\": \"x\", \"value\": 3}\n]";
-    let positions = find_key(&array[..], "input", &ImportOptions::new(InputFormat::JsonObject), b"x").unwrap();
+    let positions = find_key(
+        &array[..],
+        "input",
+        &ImportOptions::new(InputFormat::JsonObject),
+        b"x",
+    )
+    .unwrap();
     assert_eq!(positions, [Position::line(2), Position::line(7)]);
-    let positions = find_key(&array[..], "input", &ImportOptions::new(InputFormat::JsonObject), b"y").unwrap();
+    let positions = find_key(
+        &array[..],
+        "input",
+        &ImportOptions::new(InputFormat::JsonObject),
+        b"y",
+    )
+    .unwrap();
     assert_eq!(positions, [Position::line(3)]);
     // Escaped line breaks inside strings are not line ends.
     let escaped = b"{\"s\\n\\n\": \"v\\n\", \"k\": 1,\n\"k\": 2}";
-    let positions = find_key(&escaped[..], "input", &ImportOptions::new(InputFormat::JsonObject), b"k").unwrap();
+    let positions = find_key(
+        &escaped[..],
+        "input",
+        &ImportOptions::new(InputFormat::JsonObject),
+        b"k",
+    )
+    .unwrap();
     assert_eq!(positions, [Position::line(1), Position::line(2)]);
 }

@@ -15,15 +15,26 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("value", &["error", "format"]),
     ("chd", &["error", "format", "cancel", "parallel"]),
     ("read", &["error", "bits", "format", "chd", "value"]),
-    ("build", &["error", "bits", "format", "chd", "value", "read", "cancel", "parallel"]),
-    ("import", &["error", "format", "value", "build", "cancel", "parallel"]),
+    (
+        "build",
+        &[
+            "error", "bits", "format", "chd", "value", "read", "cancel", "parallel",
+        ],
+    ),
+    (
+        "import",
+        &["error", "format", "value", "build", "cancel", "parallel"],
+    ),
     ("pipeline", &["error", "build", "import", "cancel"]),
 ];
 
 /// Source text without comments (`//` to the end of a line), which may
 /// mention modules without depending on them.
 fn code(text: &str) -> String {
-    text.lines().map(|line| line.find("//").map_or(line, |at| &line[..at])).collect::<Vec<_>>().join("\n")
+    text.lines()
+        .map(|line| line.find("//").map_or(line, |at| &line[..at]))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// The top-level modules `text` uses: `crate::name`, and the names in
@@ -36,13 +47,21 @@ fn uses(text: &str) -> BTreeSet<String> {
         if let Some(group) = rest.strip_prefix('{') {
             let end = group.find('}').unwrap_or(group.len());
             for item in group[..end].split(',') {
-                let name: String = item.trim().chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+                let name: String = item
+                    .trim()
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
                 if !name.is_empty() {
                     found.insert(name);
                 }
             }
         } else {
-            found.insert(rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect());
+            found.insert(
+                rest.chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect(),
+            );
         }
     }
     found
@@ -72,15 +91,26 @@ fn files(src: &Path, module: &str) -> Vec<std::path::PathBuf> {
 #[test]
 fn modules_depend_one_way() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let allowed: BTreeMap<&str, BTreeSet<&str>> = ALLOWED.iter().map(|(m, deps)| (*m, deps.iter().copied().collect())).collect();
+    let allowed: BTreeMap<&str, BTreeSet<&str>> = ALLOWED
+        .iter()
+        .map(|(m, deps)| (*m, deps.iter().copied().collect()))
+        .collect();
 
     // Every top-level module is in the table.
     let declared: BTreeSet<String> = code(&std::fs::read_to_string(src.join("lib.rs")).unwrap())
         .lines()
-        .filter_map(|line| line.trim().trim_start_matches("pub ").strip_prefix("mod ").map(|m| m.trim_end_matches(';').to_string()))
+        .filter_map(|line| {
+            line.trim()
+                .trim_start_matches("pub ")
+                .strip_prefix("mod ")
+                .map(|m| m.trim_end_matches(';').to_string())
+        })
         .collect();
     let listed: BTreeSet<String> = allowed.keys().map(|m| m.to_string()).collect();
-    assert_eq!(declared, listed, "lib.rs declares these modules; ALLOWED must list exactly them");
+    assert_eq!(
+        declared, listed,
+        "lib.rs declares these modules; ALLOWED must list exactly them"
+    );
 
     let mut edges: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
     let mut wrong = Vec::new();
@@ -91,16 +121,28 @@ fn modules_depend_one_way() {
                     continue;
                 }
                 if !may.contains(used.as_str()) {
-                    wrong.push(format!("{} uses crate::{used}, which {module} may not", file.strip_prefix(&src).unwrap().display()));
+                    wrong.push(format!(
+                        "{} uses crate::{used}, which {module} may not",
+                        file.strip_prefix(&src).unwrap().display()
+                    ));
                 }
                 edges.entry(module).or_default().insert(used);
             }
         }
     }
-    assert!(wrong.is_empty(), "dependencies against the layers:\n{}", wrong.join("\n"));
+    assert!(
+        wrong.is_empty(),
+        "dependencies against the layers:\n{}",
+        wrong.join("\n")
+    );
 
     // No cycle, in what the sources use and in the table itself.
-    fn visit<'a>(module: &'a str, graph: &BTreeMap<&'a str, BTreeSet<&'a str>>, path: &mut Vec<&'a str>, done: &mut BTreeSet<&'a str>) {
+    fn visit<'a>(
+        module: &'a str,
+        graph: &BTreeMap<&'a str, BTreeSet<&'a str>>,
+        path: &mut Vec<&'a str>,
+        done: &mut BTreeSet<&'a str>,
+    ) {
         if let Some(at) = path.iter().position(|m| *m == module) {
             panic!("module cycle: {} -> {module}", path[at..].join(" -> "));
         }
@@ -113,7 +155,10 @@ fn modules_depend_one_way() {
         }
         path.pop();
     }
-    let used: BTreeMap<&str, BTreeSet<&str>> = edges.iter().map(|(m, deps)| (*m, deps.iter().map(String::as_str).collect())).collect();
+    let used: BTreeMap<&str, BTreeSet<&str>> = edges
+        .iter()
+        .map(|(m, deps)| (*m, deps.iter().map(String::as_str).collect()))
+        .collect();
     for graph in [&allowed, &used] {
         let mut done = BTreeSet::new();
         for module in graph.keys() {
@@ -126,5 +171,11 @@ fn modules_depend_one_way() {
 #[test]
 fn the_scanner_sees_every_form_of_use() {
     let text = code("use crate::error::{Error, Result};\nuse crate::{bits, format::Record};\nlet x = crate::chd::hash_key(k, 0); // crate::build is only mentioned\n/// see crate::read\n");
-    assert_eq!(uses(&text), ["bits", "chd", "error", "format"].into_iter().map(String::from).collect());
+    assert_eq!(
+        uses(&text),
+        ["bits", "chd", "error", "format"]
+            .into_iter()
+            .map(String::from)
+            .collect()
+    );
 }

@@ -36,9 +36,22 @@ fn a_link_of_another_user_is_never_written_through() {
 
     // Owned by this user: followed (the deploy-link case).
     build(&link).unwrap();
-    assert!(fs::symlink_metadata(&link).unwrap().file_type().is_symlink(), "the link stays");
-    assert!(hashfile::Reader::open(&victim).is_ok(), "the target was replaced");
-    assert_eq!(fs::metadata(&victim).unwrap().mode() & 0o7777, 0o600, "with the target's mode");
+    assert!(
+        fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink(),
+        "the link stays"
+    );
+    assert!(
+        hashfile::Reader::open(&victim).is_ok(),
+        "the target was replaced"
+    );
+    assert_eq!(
+        fs::metadata(&victim).unwrap().mode() & 0o7777,
+        0o600,
+        "with the target's mode"
+    );
 
     if !is_root() {
         eprintln!("skipped the other user's link: needs root to plant it");
@@ -48,17 +61,35 @@ fn a_link_of_another_user_is_never_written_through() {
     std::os::unix::fs::lchown(&link, Some(65534), Some(65534)).unwrap();
     let error = build(&link).unwrap_err();
     match &error {
-        Error::UnsafeLink { link: at, owner: 65534, user: 0 } => assert_eq!(at, &link),
+        Error::UnsafeLink {
+            link: at,
+            owner: 65534,
+            user: 0,
+        } => assert_eq!(at, &link),
         other => panic!("expected UnsafeLink, got {other:?}"),
     }
     let text = error.to_string();
-    assert!(text.contains(&link.display().to_string()) && text.contains("uid 65534"), "{text}");
-    assert_eq!(fs::read(&victim).unwrap(), b"secret", "the target is untouched");
-    assert_eq!(fs::read_dir(&shared).unwrap().count(), 1, "no temporary file left");
+    assert!(
+        text.contains(&link.display().to_string()) && text.contains("uid 65534"),
+        "{text}"
+    );
+    assert_eq!(
+        fs::read(&victim).unwrap(),
+        b"secret",
+        "the target is untouched"
+    );
+    assert_eq!(
+        fs::read_dir(&shared).unwrap().count(),
+        1,
+        "no temporary file left"
+    );
     // A chain: our link to their link is refused at theirs.
     let ours = dir.path().join("ours.hf");
     std::os::unix::fs::symlink(&link, &ours).unwrap();
-    assert!(matches!(build(&ours), Err(Error::UnsafeLink { owner: 65534, .. })));
+    assert!(matches!(
+        build(&ours),
+        Err(Error::UnsafeLink { owner: 65534, .. })
+    ));
     // Root's links are trusted like one's own.
     std::os::unix::fs::lchown(&link, Some(0), Some(0)).unwrap();
     build(&link).unwrap();
@@ -78,11 +109,19 @@ fn a_rebuild_keeps_the_mode_and_group_of_the_file_it_replaces() {
         libc::umask(old);
         old
     };
-    assert_eq!(fs::metadata(&path).unwrap().mode() & 0o7777, 0o666 & !umask as u32, "a new file");
+    assert_eq!(
+        fs::metadata(&path).unwrap().mode() & 0o7777,
+        0o666 & !umask as u32,
+        "a new file"
+    );
     for mode in [0o600, 0o640, 0o644, 0o4755, 0o400] {
         fs::set_permissions(&path, fs::Permissions::from_mode(mode)).unwrap();
         build(&path).unwrap();
-        assert_eq!(fs::metadata(&path).unwrap().mode() & 0o7777, mode, "{mode:o}");
+        assert_eq!(
+            fs::metadata(&path).unwrap().mode() & 0o7777,
+            mode,
+            "{mode:o}"
+        );
     }
     if is_root() {
         // A group the file had is kept (root may set any).

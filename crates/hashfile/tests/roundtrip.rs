@@ -27,14 +27,26 @@ fn round_trips_at_several_sizes() {
         let bytes = build_bytes(n);
         // Every source at the sizes where short reads are cheap; memory
         // (the mapped case) at every size.
-        let stores: Vec<_> = if n <= 100_000 { every_source(&bytes).collect() } else { vec![("memory", support::open(&bytes, "memory").unwrap())] };
+        let stores: Vec<_> = if n <= 100_000 {
+            every_source(&bytes).collect()
+        } else {
+            vec![("memory", support::open(&bytes, "memory").unwrap())]
+        };
         for (source, store) in stores {
             assert_eq!(store.len(), n);
             for i in 0..n {
-                assert_eq!(store.get(&key(i)).unwrap().unwrap().value(), value(i), "{source}: n={n} i={i}");
+                assert_eq!(
+                    store.get(&key(i)).unwrap().unwrap().value(),
+                    value(i),
+                    "{source}: n={n} i={i}"
+                );
             }
             for i in n..n + 1_000 {
-                assert_eq!(store.get(&key(i)).unwrap(), None, "{source}: absent key {i} at n={n}");
+                assert_eq!(
+                    store.get(&key(i)).unwrap(),
+                    None,
+                    "{source}: absent key {i} at n={n}"
+                );
             }
             // Iteration gives the records in insertion order.
             let mut count = 0;
@@ -56,7 +68,11 @@ fn round_trips_at_several_sizes() {
             _ => 3.0,
         };
         let info = store.info();
-        assert!(info.mphf_bits_per_key < limit, "mphf {} bits/key at n={n}", info.mphf_bits_per_key);
+        assert!(
+            info.mphf_bits_per_key < limit,
+            "mphf {} bits/key at n={n}",
+            info.mphf_bits_per_key
+        );
     }
 }
 
@@ -71,17 +87,36 @@ fn build_with(n: u64, options: BuildOptions) -> Vec<u8> {
 #[test]
 fn partitioned_stores_round_trip() {
     use hashfile::format::REQUIRED_PARTS;
-    for (n, keys_per_part, parts) in [(2u64, 1u64, 2u64), (1_000, 64, 16), (50_000, 4_096, 13), (300_000, hashfile::DEFAULT_KEYS_PER_PART, 3)] {
-        let bytes = build_with(n, BuildOptions { keys_per_part, ..Default::default() });
+    for (n, keys_per_part, parts) in [
+        (2u64, 1u64, 2u64),
+        (1_000, 64, 16),
+        (50_000, 4_096, 13),
+        (300_000, hashfile::DEFAULT_KEYS_PER_PART, 3),
+    ] {
+        let bytes = build_with(
+            n,
+            BuildOptions {
+                keys_per_part,
+                ..Default::default()
+            },
+        );
         for (source, store) in every_source(&bytes) {
             let header = store.header();
             assert_eq!(header.geometry.part_count, parts, "n={n}");
             assert_eq!(header.required_flags, REQUIRED_PARTS, "n={n}");
             for i in 0..n {
-                assert_eq!(store.get(&key(i)).unwrap().unwrap().value(), value(i), "{source}: n={n} i={i}");
+                assert_eq!(
+                    store.get(&key(i)).unwrap().unwrap().value(),
+                    value(i),
+                    "{source}: n={n} i={i}"
+                );
             }
             for i in n..n + 1_000 {
-                assert_eq!(store.get(&key(i)).unwrap(), None, "{source}: absent key {i} at n={n}");
+                assert_eq!(
+                    store.get(&key(i)).unwrap(),
+                    None,
+                    "{source}: absent key {i} at n={n}"
+                );
             }
             store.verify().unwrap_or_else(|e| panic!("{source}: {e}"));
         }
@@ -90,7 +125,11 @@ fn partitioned_stores_round_trip() {
         // gets for the largest one add about 0.1 bits/key of remap.
         if keys_per_part == hashfile::DEFAULT_KEYS_PER_PART {
             let info = store.info();
-            assert!(info.mphf_bits_per_key < 3.0, "mphf {} bits/key at n={n}", info.mphf_bits_per_key);
+            assert!(
+                info.mphf_bits_per_key < 3.0,
+                "mphf {} bits/key at n={n}",
+                info.mphf_bits_per_key
+            );
         }
     }
 }
@@ -99,20 +138,59 @@ fn partitioned_stores_round_trip() {
 fn a_store_of_one_part_keeps_the_unpartitioned_layout() {
     // Up to keys_per_part keys: one part, no flag, and the same bytes as a
     // build that could never partition.
-    let one = build_with(1_000, BuildOptions { keys_per_part: 1_000, ..Default::default() });
-    assert_eq!(one, build_with(1_000, BuildOptions { keys_per_part: u64::MAX, ..Default::default() }));
+    let one = build_with(
+        1_000,
+        BuildOptions {
+            keys_per_part: 1_000,
+            ..Default::default()
+        },
+    );
+    assert_eq!(
+        one,
+        build_with(
+            1_000,
+            BuildOptions {
+                keys_per_part: u64::MAX,
+                ..Default::default()
+            }
+        )
+    );
     let store = Reader::new(one).unwrap();
-    assert_eq!((store.header().required_flags, store.header().geometry.part_count), (0, 1));
+    assert_eq!(
+        (
+            store.header().required_flags,
+            store.header().geometry.part_count
+        ),
+        (0, 1)
+    );
     assert_eq!(store.source()[120..128], [0; 8]);
-    let parted = Reader::new(build_with(1_001, BuildOptions { keys_per_part: 1_000, ..Default::default() })).unwrap();
+    let parted = Reader::new(build_with(
+        1_001,
+        BuildOptions {
+            keys_per_part: 1_000,
+            ..Default::default()
+        },
+    ))
+    .unwrap();
     assert_eq!(parted.header().geometry.part_count, 2);
 }
 
 #[test]
 fn output_does_not_depend_on_the_thread_count() {
     let build_on = |threads: usize| {
-        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
-        pool.install(|| build_with(200_000, BuildOptions { keys_per_part: 8_192, ..Default::default() }))
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        pool.install(|| {
+            build_with(
+                200_000,
+                BuildOptions {
+                    keys_per_part: 8_192,
+                    ..Default::default()
+                },
+            )
+        })
     };
     let one = build_on(1);
     assert_eq!(one, build_on(2));
@@ -123,18 +201,43 @@ fn output_does_not_depend_on_the_thread_count() {
 fn a_streaming_build_writes_what_an_in_memory_build_writes() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s.hf");
-    for (n, options) in [(0u64, BuildOptions::default()), (3_000, BuildOptions { hash_seed: 7, ..Default::default() }), (20_000, BuildOptions { keys_per_part: 4_096, ..Default::default() })] {
+    for (n, options) in [
+        (0u64, BuildOptions::default()),
+        (
+            3_000,
+            BuildOptions {
+                hash_seed: 7,
+                ..Default::default()
+            },
+        ),
+        (
+            20_000,
+            BuildOptions {
+                keys_per_part: 4_096,
+                ..Default::default()
+            },
+        ),
+    ] {
         let mut memory = Builder::new(options.clone()).unwrap();
         let mut streaming = Builder::streaming(options.clone(), &path).unwrap();
         // Batches that hash their keys as they fill, and plain ones.
-        let mut batch = if n == 3_000 { hashfile::Batch::new() } else { streaming.new_batch() };
+        let mut batch = if n == 3_000 {
+            hashfile::Batch::new()
+        } else {
+            streaming.new_batch()
+        };
         for i in 0..n {
             memory.insert(&key(i), &value(i));
             // Half one at a time, half in batches.
             if i % 2 == 0 {
                 streaming.insert(&key(i), &value(i));
             } else {
-                batch.insert_record(hashfile::Record { key: &key(i), key_utf8: false, value: &value(i), kind: ValueKind::Binary });
+                batch.insert_record(hashfile::Record {
+                    key: &key(i),
+                    key_utf8: false,
+                    value: &value(i),
+                    kind: ValueKind::Binary,
+                });
                 streaming.append(&batch);
                 batch.clear();
             }
@@ -148,11 +251,22 @@ fn a_streaming_build_writes_what_an_in_memory_build_writes() {
         assert_eq!(streaming.write_file(&path).unwrap(), len);
         assert_eq!(std::fs::read(&path).unwrap(), written);
         use std::os::unix::fs::MetadataExt;
-        assert_ne!(std::fs::metadata(&path).unwrap().ino(), before.ino(), "a new file was renamed into place");
-        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "the temporary file was renamed");
+        assert_ne!(
+            std::fs::metadata(&path).unwrap().ino(),
+            before.ino(),
+            "a new file was renamed into place"
+        );
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            1,
+            "the temporary file was renamed"
+        );
     }
     // Dropping duplicates moves the records to memory; the bytes agree.
-    let options = BuildOptions { on_duplicate: hashfile::OnDuplicate::Last, ..Default::default() };
+    let options = BuildOptions {
+        on_duplicate: hashfile::OnDuplicate::Last,
+        ..Default::default()
+    };
     let mut memory = Builder::new(options.clone()).unwrap();
     let mut streaming = Builder::streaming(options, &path).unwrap();
     for i in 0..1_000 {
@@ -165,12 +279,18 @@ fn a_streaming_build_writes_what_an_in_memory_build_writes() {
     let other = dir.path().join("other.hf");
     let mut dropped = Builder::streaming(BuildOptions::default(), &other).unwrap();
     dropped.insert(b"k", b"v");
-    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2, "the temporary file exists while building");
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        2,
+        "the temporary file exists while building"
+    );
     drop(dropped);
     assert!(!other.exists());
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
     // A destination in a missing directory fails at once, naming it.
-    let err = Builder::streaming(BuildOptions::default(), &dir.path().join("no/such.hf")).unwrap_err().to_string();
+    let err = Builder::streaming(BuildOptions::default(), &dir.path().join("no/such.hf"))
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("no/such.hf"), "{err}");
 }
 
@@ -208,12 +328,48 @@ fn duplicate_key_is_named() {
 #[test]
 fn invalid_options_are_rejected() {
     for (options, name) in [
-        (BuildOptions { keys_per_bucket: 0.5, ..Default::default() }, "keys_per_bucket"),
-        (BuildOptions { load_factor: 1.5, ..Default::default() }, "load_factor"),
-        (BuildOptions { load_factor: f64::NAN, ..Default::default() }, "load_factor"),
-        (BuildOptions { seed_block_len: 64, ..Default::default() }, "seed_block_len"),
-        (BuildOptions { keys_per_part: 0, ..Default::default() }, "keys_per_part"),
-        (BuildOptions { dense_bucket_fraction: 0.0, ..Default::default() }, "dense_bucket_fraction"),
+        (
+            BuildOptions {
+                keys_per_bucket: 0.5,
+                ..Default::default()
+            },
+            "keys_per_bucket",
+        ),
+        (
+            BuildOptions {
+                load_factor: 1.5,
+                ..Default::default()
+            },
+            "load_factor",
+        ),
+        (
+            BuildOptions {
+                load_factor: f64::NAN,
+                ..Default::default()
+            },
+            "load_factor",
+        ),
+        (
+            BuildOptions {
+                seed_block_len: 64,
+                ..Default::default()
+            },
+            "seed_block_len",
+        ),
+        (
+            BuildOptions {
+                keys_per_part: 0,
+                ..Default::default()
+            },
+            "keys_per_part",
+        ),
+        (
+            BuildOptions {
+                dense_bucket_fraction: 0.0,
+                ..Default::default()
+            },
+            "dense_bucket_fraction",
+        ),
     ] {
         match Builder::new(options) {
             Err(Error::InvalidOption { name: got, .. }) => assert_eq!(got, name),
@@ -225,7 +381,12 @@ fn invalid_options_are_rejected() {
 #[test]
 fn every_block_layout_and_option_grid_round_trips() {
     for seed_block_len in [32, 128, 256] {
-        for (keys_per_bucket, load_factor, dense) in [(1.0, 1.0, 0.0), (4.0, 0.99, 0.6), (10.0, 0.5, 1.0), (3.0, 1.0, 0.6)] {
+        for (keys_per_bucket, load_factor, dense) in [
+            (1.0, 1.0, 0.0),
+            (4.0, 0.99, 0.6),
+            (10.0, 0.5, 1.0),
+            (3.0, 1.0, 0.6),
+        ] {
             let options = BuildOptions {
                 keys_per_bucket,
                 load_factor,
@@ -237,7 +398,11 @@ fn every_block_layout_and_option_grid_round_trips() {
             let bytes = build_with(3_000, options.clone());
             for (source, store) in every_source(&bytes) {
                 for i in 0..3_000 {
-                    assert_eq!(store.get(&key(i)).unwrap().unwrap().value(), value(i), "{source}: {options:?}");
+                    assert_eq!(
+                        store.get(&key(i)).unwrap().unwrap().value(),
+                        value(i),
+                        "{source}: {options:?}"
+                    );
                 }
                 store.verify().unwrap_or_else(|e| panic!("{source}: {e}"));
             }
@@ -248,17 +413,49 @@ fn every_block_layout_and_option_grid_round_trips() {
 #[test]
 fn value_kinds_and_key_encodings_are_kept() {
     let mut b = Builder::new(BuildOptions::default()).unwrap();
-    b.insert_record(hashfile::Record { key: "ключ".as_bytes(), key_utf8: true, value: "значение".as_bytes(), kind: ValueKind::Utf8 });
-    b.insert_record(hashfile::Record { key: b"\x00\xff", key_utf8: false, value: b"\x01\x02", kind: ValueKind::Binary });
-    b.insert_record(hashfile::Record { key: b"ascii", key_utf8: false, value: b"plain", kind: ValueKind::Ascii });
-    b.insert_record(hashfile::Record { key: b"", key_utf8: false, value: b"", kind: ValueKind::Binary });
+    b.insert_record(hashfile::Record {
+        key: "ключ".as_bytes(),
+        key_utf8: true,
+        value: "значение".as_bytes(),
+        kind: ValueKind::Utf8,
+    });
+    b.insert_record(hashfile::Record {
+        key: b"\x00\xff",
+        key_utf8: false,
+        value: b"\x01\x02",
+        kind: ValueKind::Binary,
+    });
+    b.insert_record(hashfile::Record {
+        key: b"ascii",
+        key_utf8: false,
+        value: b"plain",
+        kind: ValueKind::Ascii,
+    });
+    b.insert_record(hashfile::Record {
+        key: b"",
+        key_utf8: false,
+        value: b"",
+        kind: ValueKind::Binary,
+    });
     let bytes = b.to_bytes().unwrap();
     for (source, store) in every_source(&bytes) {
         let r = store.get("ключ".as_bytes()).unwrap().unwrap();
-        assert_eq!((r.key_utf8(), r.kind(), r.value()), (true, ValueKind::Utf8, "значение".as_bytes()), "{source}");
+        assert_eq!(
+            (r.key_utf8(), r.kind(), r.value()),
+            (true, ValueKind::Utf8, "значение".as_bytes()),
+            "{source}"
+        );
         let r = store.get(b"\x00\xff").unwrap().unwrap();
-        assert_eq!((r.key_utf8(), r.kind(), r.value()), (false, ValueKind::Binary, &b"\x01\x02"[..]), "{source}");
-        assert_eq!(store.get(b"ascii").unwrap().unwrap().kind(), ValueKind::Ascii, "{source}");
+        assert_eq!(
+            (r.key_utf8(), r.kind(), r.value()),
+            (false, ValueKind::Binary, &b"\x01\x02"[..]),
+            "{source}"
+        );
+        assert_eq!(
+            store.get(b"ascii").unwrap().unwrap().kind(),
+            ValueKind::Ascii,
+            "{source}"
+        );
         assert_eq!(store.get(b"").unwrap().unwrap().value(), b"", "{source}");
     }
 }
@@ -277,8 +474,14 @@ fn write_file_publishes_atomically() {
     let mut dup = Builder::new(BuildOptions::default()).unwrap();
     dup.insert(b"x", b"1");
     dup.insert(b"x", b"2");
-    assert!(matches!(dup.write_file(&path), Err(Error::DuplicateKey { .. })));
-    let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert!(matches!(
+        dup.write_file(&path),
+        Err(Error::DuplicateKey { .. })
+    ));
+    let names: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
     assert_eq!(names, vec![std::ffi::OsString::from("store.hf")]);
 
     // Replacing it leaves open readers on the old bytes.
@@ -286,14 +489,27 @@ fn write_file_publishes_atomically() {
     b.insert(b"a", b"2");
     b.write_file(&path).unwrap();
     assert_eq!(old.get(b"a").unwrap().unwrap().value(), b"1");
-    assert_eq!(Reader::open(&path).unwrap().get(b"a").unwrap().unwrap().value(), b"2");
+    assert_eq!(
+        Reader::open(&path)
+            .unwrap()
+            .get(b"a")
+            .unwrap()
+            .unwrap()
+            .value(),
+        b"2"
+    );
 }
 
 #[test]
 fn missing_file_is_an_io_error_naming_the_path() {
     let err = Reader::open("/nonexistent/dir/x.hf").unwrap_err();
-    assert!(matches!(&err, Error::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound));
-    assert!(err.to_string().starts_with("/nonexistent/dir/x.hf: "), "{err}");
+    assert!(
+        matches!(&err, Error::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound)
+    );
+    assert!(
+        err.to_string().starts_with("/nonexistent/dir/x.hf: "),
+        "{err}"
+    );
 }
 
 proptest! {

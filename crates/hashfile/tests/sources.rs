@@ -38,7 +38,11 @@ fn reads_per_open_and_per_lookup() {
         per_lookup[(reader.source().reads() - before) as usize] += 1;
     }
     assert_eq!(per_lookup[0..3], [0, 0, 0]);
-    assert_eq!(per_lookup[5..], [0, 0, 0], "no lookup takes more than 4 reads: {per_lookup:?}");
+    assert_eq!(
+        per_lookup[5..],
+        [0, 0, 0],
+        "no lookup takes more than 4 reads: {per_lookup:?}"
+    );
     // About 1 - load_factor of the keys go through the remap.
     let remapped = per_lookup[4] as f64 / (2 * n) as f64;
     assert!(remapped > 0.0 && remapped < 0.05, "{per_lookup:?}");
@@ -58,10 +62,20 @@ fn records_longer_than_a_block_are_read_on() {
     for block in [1, 2, 3, 64, 4096] {
         let reader = Reader::new(PieceSource::new(&bytes, block)).unwrap();
         let before = reader.source().reads();
-        assert_eq!(reader.get(b"big").unwrap().unwrap().value(), big.as_slice(), "block {block}");
-        assert!(reader.source().reads() - before > 2, "block {block}: the record took more than one read");
+        assert_eq!(
+            reader.get(b"big").unwrap().unwrap().value(),
+            big.as_slice(),
+            "block {block}"
+        );
+        assert!(
+            reader.source().reads() - before > 2,
+            "block {block}: the record took more than one read"
+        );
         assert_eq!(reader.get(b"small").unwrap().unwrap().value(), b"s");
-        assert_eq!(reader.get(&[b'k'; 300]).unwrap().unwrap().value(), b"long key");
+        assert_eq!(
+            reader.get(&[b'k'; 300]).unwrap().unwrap().value(),
+            b"long key"
+        );
         reader.verify().unwrap();
     }
 }
@@ -96,14 +110,26 @@ impl Source for Capped {
 fn verify_hashes_sections_in_chunks() {
     let bytes = store(200_000, 20);
     assert!(bytes.len() > 3 * hashfile::read::VERIFY_CHUNK);
-    let reader = Reader::new(Capped { bytes, cap: hashfile::read::VERIFY_CHUNK }).unwrap();
+    let reader = Reader::new(Capped {
+        bytes,
+        cap: hashfile::read::VERIFY_CHUNK,
+    })
+    .unwrap();
     reader.verify().unwrap();
-    assert_eq!(reader.get(b"key-199999").unwrap().unwrap().value(), [b'v'; 20]);
+    assert_eq!(
+        reader.get(b"key-199999").unwrap().unwrap().value(),
+        [b'v'; 20]
+    );
     // The same store through a source that gives less than a chunk fails
     // verify with the source's error, as an I/O error.
-    let small = Capped { bytes: reader.source().bytes.clone(), cap: 64 << 10 };
+    let small = Capped {
+        bytes: reader.source().bytes.clone(),
+        cap: 64 << 10,
+    };
     match Reader::new(small).unwrap().verify() {
-        Err(Error::Io { source, .. }) => assert!(source.to_string().starts_with("asked for"), "{source}"),
+        Err(Error::Io { source, .. }) => {
+            assert!(source.to_string().starts_with("asked for"), "{source}")
+        }
         other => panic!("expected the source's error, got {other:?}"),
     }
 }
@@ -122,7 +148,10 @@ impl Source for Failing {
 
     fn read_at(&self, offset: u64, len: usize) -> io::Result<Piece<'_>> {
         if self.reads.fetch_add(1, Ordering::Relaxed) >= self.good {
-            return Err(io::Error::new(io::ErrorKind::ConnectionReset, "the network went away"));
+            return Err(io::Error::new(
+                io::ErrorKind::ConnectionReset,
+                "the network went away",
+            ));
         }
         let start = offset as usize;
         Ok(Piece::owned(self.bytes[start..start + len].to_vec()))
@@ -133,11 +162,21 @@ impl Source for Failing {
 fn read_errors_are_io_errors_not_corruption() {
     let bytes = store(1_000, 8);
     for good in 0..6 {
-        let source = Failing { bytes: bytes.clone(), good, reads: AtomicU64::new(0) };
-        let result = Reader::new(source).and_then(|reader| reader.get(b"key-1").map(|found| found.map(|r| r.value().to_vec())));
+        let source = Failing {
+            bytes: bytes.clone(),
+            good,
+            reads: AtomicU64::new(0),
+        };
+        let result = Reader::new(source).and_then(|reader| {
+            reader
+                .get(b"key-1")
+                .map(|found| found.map(|r| r.value().to_vec()))
+        });
         match result {
             Ok(Some(value)) => assert!(good >= 5, "{good}: {value:?}"),
-            Err(Error::Io { source, .. }) => assert_eq!(source.kind(), io::ErrorKind::ConnectionReset, "{good}"),
+            Err(Error::Io { source, .. }) => {
+                assert_eq!(source.kind(), io::ErrorKind::ConnectionReset, "{good}")
+            }
             other => panic!("{good}: expected the read error, got {other:?}"),
         }
     }
@@ -153,13 +192,25 @@ fn a_file_source_reads_what_a_map_reads() {
     }
     b.write_file(&path).unwrap();
     let mapped = Reader::open(&path).unwrap();
-    let file = Reader::new(hashfile::read::FileSource::new(std::fs::File::open(&path).unwrap()).unwrap()).unwrap();
+    let file =
+        Reader::new(hashfile::read::FileSource::new(std::fs::File::open(&path).unwrap()).unwrap())
+            .unwrap();
     assert!(file.source().as_slice().is_none());
-    assert_eq!(mapped.source().as_slice().map(<[u8]>::len), Some(std::fs::metadata(&path).unwrap().len() as usize));
+    assert_eq!(
+        mapped.source().as_slice().map(<[u8]>::len),
+        Some(std::fs::metadata(&path).unwrap().len() as usize)
+    );
     for i in 0..5_000u32 {
-        assert_eq!(file.get(&i.to_le_bytes()).unwrap(), mapped.get(&i.to_le_bytes()).unwrap(), "{i}");
+        assert_eq!(
+            file.get(&i.to_le_bytes()).unwrap(),
+            mapped.get(&i.to_le_bytes()).unwrap(),
+            "{i}"
+        );
     }
-    assert!(file.iter().map(Result::unwrap).eq(mapped.iter().map(Result::unwrap)));
+    assert!(file
+        .iter()
+        .map(Result::unwrap)
+        .eq(mapped.iter().map(Result::unwrap)));
     file.verify().unwrap();
 }
 
@@ -177,8 +228,18 @@ fn pieces_narrow_without_copying() {
     let source = PieceSource::new(b"0123456789", 3);
     assert_eq!(&*source.read_exact_at(1, 8).unwrap(), b"12345678");
     assert!(source.read_exact_at(5, 6).is_err());
-    assert_eq!(b"abc".as_slice().read_exact_at(3, 1).unwrap_err().kind(), io::ErrorKind::UnexpectedEof);
-    assert_eq!(b"abc".as_slice().read_exact_at(u64::MAX, 2).unwrap_err().kind(), io::ErrorKind::UnexpectedEof);
+    assert_eq!(
+        b"abc".as_slice().read_exact_at(3, 1).unwrap_err().kind(),
+        io::ErrorKind::UnexpectedEof
+    );
+    assert_eq!(
+        b"abc"
+            .as_slice()
+            .read_exact_at(u64::MAX, 2)
+            .unwrap_err()
+            .kind(),
+        io::ErrorKind::UnexpectedEof
+    );
 }
 
 /// Round trips through a block cache: open is two fetches (the first
@@ -191,39 +252,80 @@ fn a_block_cache_fetches_a_batch_level_by_level_and_a_pinned_index_leaves_one_fe
     use support::MemoryFetch;
     let n = 100_000u64;
     let bytes = store(n, 20);
-    let options = CacheOptions { block_len: 4096, capacity: 64 << 20 };
+    let options = CacheOptions {
+        block_len: 4096,
+        capacity: 64 << 20,
+    };
     let open = || Reader::new(BlockCache::new(MemoryFetch::new(&bytes), options)).unwrap();
 
     let reader = open();
-    assert_eq!(reader.source().stats().fetches, 2, "the first block, then the seed index");
+    assert_eq!(
+        reader.source().stats().fetches,
+        2,
+        "the first block, then the seed index"
+    );
     let mut most = 0;
     for i in (0..n).step_by(997) {
         let before = reader.source().stats().fetches;
-        assert_eq!(reader.get(format!("key-{i}").as_bytes()).unwrap().unwrap().value(), &[b'v'; 20]);
+        assert_eq!(
+            reader
+                .get(format!("key-{i}").as_bytes())
+                .unwrap()
+                .unwrap()
+                .value(),
+            &[b'v'; 20]
+        );
         most = most.max(reader.source().stats().fetches - before);
     }
     assert!((2..=4).contains(&most), "a cold lookup took {most} fetches");
 
     let reader = open();
-    let keys: Vec<String> = (0..200u64).map(|i| if i % 10 == 9 { format!("absent-{i}") } else { format!("key-{}", i * 499 % n) }).collect();
+    let keys: Vec<String> = (0..200u64)
+        .map(|i| {
+            if i % 10 == 9 {
+                format!("absent-{i}")
+            } else {
+                format!("key-{}", i * 499 % n)
+            }
+        })
+        .collect();
     let before = reader.source().stats();
     let found = reader.get_many(&keys).unwrap();
     let after = reader.source().stats();
-    assert!(after.fetches - before.fetches <= 4, "200 keys took {} fetches", after.fetches - before.fetches);
+    assert!(
+        after.fetches - before.fetches <= 4,
+        "200 keys took {} fetches",
+        after.fetches - before.fetches
+    );
     let (fetches, ranges) = (after.fetches - before.fetches, after.ranges - before.ranges);
-    assert!(ranges > 20 * fetches, "the blocks of a level are many ranges of one fetch: {ranges} ranges in {fetches} fetches");
+    assert!(
+        ranges > 20 * fetches,
+        "the blocks of a level are many ranges of one fetch: {ranges} ranges in {fetches} fetches"
+    );
     for (key, record) in keys.iter().zip(&found) {
-        assert_eq!(record.as_ref().map(|r| r.key()), key.starts_with("key-").then_some(key.as_bytes()), "{key}");
+        assert_eq!(
+            record.as_ref().map(|r| r.key()),
+            key.starts_with("key-").then_some(key.as_bytes()),
+            "{key}"
+        );
     }
     let fetches = reader.source().stats().fetches;
     let again = reader.get_many(&keys).unwrap();
-    assert_eq!(reader.source().stats().fetches, fetches, "all from the cache the second time");
+    assert_eq!(
+        reader.source().stats().fetches,
+        fetches,
+        "all from the cache the second time"
+    );
     assert_eq!(again, found);
 
     let reader = open();
     reader.prefetch_index().unwrap();
     let pinned = reader.source().stats();
-    assert!(pinned.pinned_bytes > 2 * n && pinned.pinned_bytes < 4 * n, "the index is {} bytes for {n} keys", pinned.pinned_bytes);
+    assert!(
+        pinned.pinned_bytes > 2 * n && pinned.pinned_bytes < 4 * n,
+        "the index is {} bytes for {n} keys",
+        pinned.pinned_bytes
+    );
     for i in (0..n).step_by(4999) {
         let before = reader.source().stats().fetches;
         reader.get(format!("key-{i}").as_bytes()).unwrap().unwrap();
@@ -240,9 +342,14 @@ fn a_batch_larger_than_the_cache_fetches_each_block_about_once() {
     use support::MemoryFetch;
     let n = 50_000u64;
     let bytes = store(n, 20);
-    let options = CacheOptions { block_len: 4096, capacity: 64 * 4096 };
+    let options = CacheOptions {
+        block_len: 4096,
+        capacity: 64 * 4096,
+    };
     let reader = Reader::new(BlockCache::new(MemoryFetch::new(&bytes), options)).unwrap();
-    let keys: Vec<String> = (0..20_000u64).map(|i| format!("key-{}", i * 7919 % n)).collect();
+    let keys: Vec<String> = (0..20_000u64)
+        .map(|i| format!("key-{}", i * 7919 % n))
+        .collect();
     let before = reader.source().stats();
     let found = reader.get_many(&keys).unwrap();
     let after = reader.source().stats();
@@ -257,9 +364,15 @@ fn a_batch_larger_than_the_cache_fetches_each_block_about_once() {
     let blocks = bytes.len() as u64 / 4096 + 1;
     let (misses, fetches) = (after.misses - before.misses, after.fetches - before.fetches);
     eprintln!("{misses} blocks in {fetches} fetches for a store of {blocks} blocks");
-    assert!(misses <= blocks + blocks / 4, "{misses} blocks fetched for {blocks} blocks in the store");
+    assert!(
+        misses <= blocks + blocks / 4,
+        "{misses} blocks fetched for {blocks} blocks in the store"
+    );
     assert!(fetches <= blocks / 8, "{fetches} fetches");
-    assert!(after.resident_bytes <= 64 * 4096 + after.pinned_bytes, "the cache stayed in its bounds");
+    assert!(
+        after.resident_bytes <= 64 * 4096 + after.pinned_bytes,
+        "the cache stayed in its bounds"
+    );
 }
 
 /// With the seed index read a piece at a time (as for a store whose index
@@ -271,21 +384,59 @@ fn a_seed_index_not_loaded_at_open_is_read_through_the_source() {
     use support::MemoryFetch;
     let n = 30_000u64;
     let bytes = store(n, 12);
-    let reader = Reader::with_seed_index_limit(BlockCache::new(MemoryFetch::new(&bytes), CacheOptions { block_len: 512, capacity: 32 * 512 }), 0).unwrap();
+    let reader = Reader::with_seed_index_limit(
+        BlockCache::new(
+            MemoryFetch::new(&bytes),
+            CacheOptions {
+                block_len: 512,
+                capacity: 32 * 512,
+            },
+        ),
+        0,
+    )
+    .unwrap();
     let local = Reader::new(&bytes[..]).unwrap();
     for i in (0..n).step_by(7) {
         let key = format!("key-{i}");
-        assert_eq!(reader.get(key.as_bytes()).unwrap(), local.get(key.as_bytes()).unwrap(), "{key}");
+        assert_eq!(
+            reader.get(key.as_bytes()).unwrap(),
+            local.get(key.as_bytes()).unwrap(),
+            "{key}"
+        );
     }
-    let keys: Vec<String> = (0..3000u64).map(|i| if i % 5 == 0 { format!("absent-{i}") } else { format!("key-{}", i * 13 % n) }).collect();
-    let fresh = Reader::with_seed_index_limit(BlockCache::new(MemoryFetch::new(&bytes), CacheOptions { block_len: 512, capacity: 32 * 512 }), 0).unwrap();
+    let keys: Vec<String> = (0..3000u64)
+        .map(|i| {
+            if i % 5 == 0 {
+                format!("absent-{i}")
+            } else {
+                format!("key-{}", i * 13 % n)
+            }
+        })
+        .collect();
+    let fresh = Reader::with_seed_index_limit(
+        BlockCache::new(
+            MemoryFetch::new(&bytes),
+            CacheOptions {
+                block_len: 512,
+                capacity: 32 * 512,
+            },
+        ),
+        0,
+    )
+    .unwrap();
     let before = fresh.source().stats().fetches;
-    assert_eq!(fresh.get_many(&keys).unwrap(), reader.get_many(&keys).unwrap());
+    assert_eq!(
+        fresh.get_many(&keys).unwrap(),
+        reader.get_many(&keys).unwrap()
+    );
     // The index entries are a level of their own, fetched in pieces like
     // the others: far fewer fetches than keys.
     let fetches = fresh.source().stats().fetches - before;
     let blocks = bytes.len() as u64 / 512 + 1;
-    assert!(fetches <= blocks / 8, "{fetches} fetches for 3,000 keys, {blocks} blocks");
+    assert!(
+        fetches <= blocks / 8,
+        "{fetches} fetches for 3,000 keys, {blocks} blocks"
+    );
     let many = reader.get_many(&keys).unwrap();
     for (key, record) in keys.iter().zip(many) {
         assert_eq!(record, local.get(key.as_bytes()).unwrap(), "{key}");
@@ -298,24 +449,46 @@ fn a_seed_index_not_loaded_at_open_is_read_through_the_source() {
 /// `LOAD_SEED_INDEX_UP_TO`), whatever the header claims.
 #[test]
 fn a_header_claiming_a_huge_index_makes_open_ask_for_little() {
-    use hashfile::format::{BuildParameters, Geometry, Header, Section, VERSION_MAJOR, VERSION_MINOR};
-    use hashfile::read::{BlockCache, CacheOptions, RangeFetch, LOAD_SEED_INDEX_UP_TO, OPEN_READ_LEN};
+    use hashfile::format::{
+        BuildParameters, Geometry, Header, Section, VERSION_MAJOR, VERSION_MINOR,
+    };
+    use hashfile::read::{
+        BlockCache, CacheOptions, RangeFetch, LOAD_SEED_INDEX_UP_TO, OPEN_READ_LEN,
+    };
     use std::sync::atomic::{AtomicU64, Ordering};
     let n = 1u64 << 40;
     let file_len = 16u64 << 40;
-    let geometry = Geometry { entry_count: n, bucket_count: n / 4, dense_bucket_count: 0, dense_hash_threshold: 0, slot_count: n, part_count: 1 };
+    let geometry = Geometry {
+        entry_count: n,
+        bucket_count: n / 4,
+        dense_bucket_count: 0,
+        dense_hash_threshold: 0,
+        slot_count: n,
+        part_count: 1,
+    };
     let header_len = Header::encoded_len() as u64;
     let seed_index_len = ((n / 4).div_ceil(128) + 1) * 4;
     let records_len = file_len / 4;
-    let slots_len = hashfile::bits::packed_len(n, hashfile::bits::bits_for(records_len - 1)).unwrap();
+    let slots_len =
+        hashfile::bits::packed_len(n, hashfile::bits::bits_for(records_len - 1)).unwrap();
     let mut at = header_len;
     let mut section = |length: u64| {
-        let s = Section { offset: at, length, checksum: 0 };
+        let s = Section {
+            offset: at,
+            length,
+            checksum: 0,
+        };
         at += length;
         s
     };
     let remap_len = hashfile::bits::packed_len(0, hashfile::bits::bits_for(n - 1)).unwrap();
-    let sections = [section(seed_index_len), section(0), section(remap_len), section(slots_len), section(records_len)];
+    let sections = [
+        section(seed_index_len),
+        section(0),
+        section(remap_len),
+        section(slots_len),
+        section(records_len),
+    ];
     let header = Header {
         major: VERSION_MAJOR,
         minor: VERSION_MINOR,
@@ -325,11 +498,20 @@ fn a_header_claiming_a_huge_index_makes_open_ask_for_little() {
         hash_seed: 0,
         geometry,
         seed_block_len: 128,
-        parameters: BuildParameters { keys_per_bucket: 4.0, load_factor: 1.0, dense_key_fraction: 0.0, dense_bucket_fraction: 0.0 },
+        parameters: BuildParameters {
+            keys_per_bucket: 4.0,
+            load_factor: 1.0,
+            dense_key_fraction: 0.0,
+            dense_bucket_fraction: 0.0,
+        },
         sections,
     };
     let encoded = header.encode();
-    assert_eq!(Header::decode(&encoded, file_len).unwrap(), header, "the header is self-consistent");
+    assert_eq!(
+        Header::decode(&encoded, file_len).unwrap(),
+        header,
+        "the header is self-consistent"
+    );
 
     struct Liar {
         header: Vec<u8>,
@@ -346,10 +528,21 @@ fn a_header_claiming_a_huge_index_makes_open_ask_for_little() {
             if total > 64 << 20 {
                 return Err(std::io::Error::other(format!("asked for {total} bytes")));
             }
-            Ok(ranges.iter().map(|r| (r.start..r.end).map(|i| self.header.get(i as usize).copied().unwrap_or(0)).collect()).collect())
+            Ok(ranges
+                .iter()
+                .map(|r| {
+                    (r.start..r.end)
+                        .map(|i| self.header.get(i as usize).copied().unwrap_or(0))
+                        .collect()
+                })
+                .collect())
         }
     }
-    let liar = Liar { header: encoded, size: file_len, asked: AtomicU64::new(0) };
+    let liar = Liar {
+        header: encoded,
+        size: file_len,
+        asked: AtomicU64::new(0),
+    };
     let cache = BlockCache::new(liar, CacheOptions::default());
     let opened = Reader::new(cache);
     let asked = match &opened {
@@ -357,7 +550,10 @@ fn a_header_claiming_a_huge_index_makes_open_ask_for_little() {
         Err(error) => panic!("{error}"),
     };
     assert!(seed_index_len > LOAD_SEED_INDEX_UP_TO);
-    assert!(asked <= OPEN_READ_LEN as u64 + 2 * 16384, "open asked for {asked} bytes");
+    assert!(
+        asked <= OPEN_READ_LEN as u64 + 2 * 16384,
+        "open asked for {asked} bytes"
+    );
     // A lookup reads zeros where the header promised an index: an error or
     // nothing, never a panic.
     let reader = opened.unwrap();

@@ -17,13 +17,34 @@ fn scalar() -> impl Strategy<Value = Value> {
         any::<bool>().prop_map(Value::Bool),
         any::<i64>().prop_map(Value::Int),
         (-300i64..300).prop_map(Value::Int),
-        (any::<bool>(), proptest::collection::vec(any::<u8>(), 9..24)).prop_map(|(negative, mut magnitude)| {
-            *magnitude.last_mut().unwrap() |= 1; // past i64, no trailing zero
-            Value::BigInt { negative, magnitude }
-        }),
+        (any::<bool>(), proptest::collection::vec(any::<u8>(), 9..24)).prop_map(
+            |(negative, mut magnitude)| {
+                *magnitude.last_mut().unwrap() |= 1; // past i64, no trailing zero
+                Value::BigInt {
+                    negative,
+                    magnitude,
+                }
+            }
+        ),
         any::<u64>().prop_map(|bits| Value::Float(f64::from_bits(bits))),
-        prop_oneof![Just(f64::NAN), Just(f64::INFINITY), Just(f64::NEG_INFINITY), Just(-0.0), Just(0.0)].prop_map(Value::Float),
-        (proptest::collection::vec(any::<u8>(), 0..40), prop_oneof![Just(None), Just(Some("ASCII-8BIT".to_string())), Just(Some("US-ASCII".to_string())), Just(Some("Shift_JIS".to_string())), Just(Some("UTF-16LE".to_string()))])
+        prop_oneof![
+            Just(f64::NAN),
+            Just(f64::INFINITY),
+            Just(f64::NEG_INFINITY),
+            Just(-0.0),
+            Just(0.0)
+        ]
+        .prop_map(Value::Float),
+        (
+            proptest::collection::vec(any::<u8>(), 0..40),
+            prop_oneof![
+                Just(None),
+                Just(Some("ASCII-8BIT".to_string())),
+                Just(Some("US-ASCII".to_string())),
+                Just(Some("Shift_JIS".to_string())),
+                Just(Some("UTF-16LE".to_string()))
+            ]
+        )
             .prop_map(|(b, e)| Value::Str(b, e)),
         "[a-z_]{0,12}".prop_map(|s| Value::Symbol(s.into_bytes(), None)),
         proptest::collection::vec(any::<u8>(), 0..20).prop_map(Value::Custom),
@@ -79,7 +100,12 @@ fn integers_take_their_shortest_form() {
         (-1, &[0xff]),
         (-32, &[0xe0]),
         (-33, &[0xc4, 0x41]),
-        (i64::MIN, &[0xc4, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01]),
+        (
+            i64::MIN,
+            &[
+                0xc4, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01,
+            ],
+        ),
     ];
     for (n, bytes) in cases {
         assert_eq!(encoded(&Value::Int(*n)), *bytes, "{n}");
@@ -93,14 +119,35 @@ fn big_integers_that_fit_are_written_as_integers() {
     value::write_bigint(&mut out, true, &(1u64 << 63).to_le_bytes());
     assert_eq!(Value::decode(&out).unwrap(), Value::Int(i64::MIN));
     out.clear();
-    value::write_bigint(&mut out, false, &[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x00, 0x00]);
+    value::write_bigint(
+        &mut out,
+        false,
+        &[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x00, 0x00],
+    );
     assert_eq!(out[0], value::tag::BIGINT_POSITIVE);
-    assert_eq!(Value::decode(&out).unwrap(), Value::BigInt { negative: false, magnitude: vec![0xff; 8] });
+    assert_eq!(
+        Value::decode(&out).unwrap(),
+        Value::BigInt {
+            negative: false,
+            magnitude: vec![0xff; 8]
+        }
+    );
 }
 
 #[test]
 fn floats_are_bit_exact() {
-    for f in [f64::NAN, -f64::NAN, f64::from_bits(0x7ff0_0000_0000_0001), f64::INFINITY, f64::NEG_INFINITY, -0.0, 0.0, f64::MIN_POSITIVE, 5e-324, 0.1] {
+    for f in [
+        f64::NAN,
+        -f64::NAN,
+        f64::from_bits(0x7ff0_0000_0000_0001),
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        -0.0,
+        0.0,
+        f64::MIN_POSITIVE,
+        5e-324,
+        0.1,
+    ] {
         match Value::decode(&encoded(&Value::Float(f))).unwrap() {
             Value::Float(g) => assert_eq!(g.to_bits(), f.to_bits()),
             other => panic!("{other:?}"),
@@ -117,36 +164,79 @@ fn depth_limit_is_enforced_both_ways() {
     let ok = encoded(&nest(MAX_DEPTH));
     assert_eq!(Value::decode(&ok).unwrap(), nest(MAX_DEPTH));
     let err = nest(MAX_DEPTH + 1).encode(&mut Vec::new()).unwrap_err();
-    assert!(matches!(err, hashfile::Error::Limit { what: "nesting depth of a value", max: 100 }), "{err:?}");
+    assert!(
+        matches!(
+            err,
+            hashfile::Error::Limit {
+                what: "nesting depth of a value",
+                max: 100
+            }
+        ),
+        "{err:?}"
+    );
     // Hand-made bytes nested one level deeper are refused by the reader.
     let mut deep = ok.clone();
     let start = value::ContainerStart::begin(&[]);
     start.end_array(&mut deep, 1);
     let err = Value::decode(&deep).unwrap_err();
-    assert!(matches!(&err, hashfile::Error::Corrupt { section: "records", what, .. } if what.contains("nested deeper than 100")), "{err:?}");
+    assert!(
+        matches!(&err, hashfile::Error::Corrupt { section: "records", what, .. } if what.contains("nested deeper than 100")),
+        "{err:?}"
+    );
 }
 
 #[test]
 fn skipping_a_container_is_one_step() {
-    let v = Value::Array(vec![Value::Map(vec![(Value::str("a"), nest(50))]), Value::str("after")]);
+    let v = Value::Array(vec![
+        Value::Map(vec![(Value::str("a"), nest(50))]),
+        Value::str("after"),
+    ]);
     let bytes = encoded(&v);
-    let Item::Array(outer) = Cursor::new(&bytes).next_item().unwrap() else { panic!() };
+    let Item::Array(outer) = Cursor::new(&bytes).next_item().unwrap() else {
+        panic!()
+    };
     let mut c = outer.cursor();
     c.skip().unwrap();
-    assert_eq!(c.next_item().unwrap(), Item::Str(b"after", value::Encoding::Utf8));
+    assert_eq!(
+        c.next_item().unwrap(),
+        Item::Str(b"after", value::Encoding::Utf8)
+    );
     assert!(c.is_at_end());
 }
 
 #[test]
 fn damaged_counts_are_refused_before_allocation() {
     // An array claiming 2^60 elements in a 1-byte body.
-    let bytes = [value::tag::ARRAY, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x10, 0x01, 0xc0];
+    let bytes = [
+        value::tag::ARRAY,
+        0x80,
+        0x80,
+        0x80,
+        0x80,
+        0x80,
+        0x80,
+        0x80,
+        0x80,
+        0x10,
+        0x01,
+        0xc0,
+    ];
     let corrupt = |err: hashfile::Error| match err {
-        hashfile::Error::Corrupt { section: "records", what, .. } => what,
+        hashfile::Error::Corrupt {
+            section: "records",
+            what,
+            ..
+        } => what,
         other => panic!("expected a corrupt value, got {other:?}"),
     };
-    assert_eq!(corrupt(Value::decode(&bytes).unwrap_err()), "malformed value: count larger than its body at byte 10");
-    assert_eq!(corrupt(Value::decode(&[0xd5]).unwrap_err()), "malformed value: unknown tag 0xd5 at byte 0");
+    assert_eq!(
+        corrupt(Value::decode(&bytes).unwrap_err()),
+        "malformed value: count larger than its body at byte 10"
+    );
+    assert_eq!(
+        corrupt(Value::decode(&[0xd5]).unwrap_err()),
+        "malformed value: unknown tag 0xd5 at byte 0"
+    );
 }
 
 #[test]
@@ -154,18 +244,36 @@ fn typed_records_set_the_required_flag_and_verify_checks_them() {
     let mut b = Builder::new(BuildOptions::default()).unwrap();
     b.insert_value(b"plain", true, &Value::str("text")).unwrap();
     let strings_only = b.to_bytes().unwrap();
-    assert_eq!(Reader::new(strings_only.as_slice()).unwrap().header().required_flags, 0);
+    assert_eq!(
+        Reader::new(strings_only.as_slice())
+            .unwrap()
+            .header()
+            .required_flags,
+        0
+    );
 
-    let config = Value::Map(vec![(Value::str("burst"), Value::Int(100)), (Value::str("regions"), Value::Array(vec![Value::str("eu"), Value::str("us")]))]);
+    let config = Value::Map(vec![
+        (Value::str("burst"), Value::Int(100)),
+        (
+            Value::str("regions"),
+            Value::Array(vec![Value::str("eu"), Value::str("us")]),
+        ),
+    ]);
     b.insert_value(b"limits", true, &config).unwrap();
     let bytes = b.to_bytes().unwrap();
     let store = Reader::new(bytes.as_slice()).unwrap();
-    assert_eq!(store.header().required_flags, hashfile::format::REQUIRED_TYPED_VALUES);
+    assert_eq!(
+        store.header().required_flags,
+        hashfile::format::REQUIRED_TYPED_VALUES
+    );
     store.verify().unwrap();
     let record = store.get(b"limits").unwrap().unwrap();
     assert_eq!(record.kind(), ValueKind::Typed);
     assert_eq!(record.decode().unwrap(), config);
-    assert_eq!(store.get(b"plain").unwrap().unwrap().kind(), ValueKind::Utf8);
+    assert_eq!(
+        store.get(b"plain").unwrap().unwrap().kind(),
+        ValueKind::Utf8
+    );
 
     // A typed value whose bytes are damaged fails to decode, and verify
     // (checksums first) refuses the file.
@@ -174,7 +282,10 @@ fn typed_records_set_the_required_flag_and_verify_checks_them() {
     damaged[at - 1] = 0xd7;
     let store = Reader::new(damaged.as_slice()).unwrap();
     let err = store.get(b"limits").unwrap().unwrap().decode().unwrap_err();
-    assert!(matches!(&err, hashfile::Error::Corrupt { section: "records", what, .. } if what.starts_with("malformed value: unknown tag 0xd7")), "{err:?}");
+    assert!(
+        matches!(&err, hashfile::Error::Corrupt { section: "records", what, .. } if what.starts_with("malformed value: unknown tag 0xd7")),
+        "{err:?}"
+    );
     assert!(store.verify().is_err());
 }
 
@@ -186,51 +297,127 @@ fn typed_records_set_the_required_flag_and_verify_checks_them() {
 fn dig_walks_paths_as_hash_dig_does() {
     use hashfile::value::{dig, Dig, Encoding, Probe};
     let v = Value::Map(vec![
-        (Value::str("limits"), Value::Map(vec![(Value::str("api"), Value::Int(1)), (Value::str("api"), Value::Int(2))])),
-        (Value::str("list"), Value::Array(vec![Value::Int(10), Value::Nil, Value::str("x")])),
+        (
+            Value::str("limits"),
+            Value::Map(vec![
+                (Value::str("api"), Value::Int(1)),
+                (Value::str("api"), Value::Int(2)),
+            ]),
+        ),
+        (
+            Value::str("list"),
+            Value::Array(vec![Value::Int(10), Value::Nil, Value::str("x")]),
+        ),
         (Value::Symbol(b"sym".to_vec(), None), Value::Int(3)),
         (Value::Int(7), Value::str("seven")),
-        (Value::Str(b"\xff".to_vec(), Some("ASCII-8BIT".into())), Value::Int(4)),
+        (
+            Value::Str(b"\xff".to_vec(), Some("ASCII-8BIT".into())),
+            Value::Int(4),
+        ),
         (Value::str(&"k".repeat(40)), Value::Int(5)),
-        (Value::Str(b"sjis".to_vec(), Some("Shift_JIS".into())), Value::Int(6)),
+        (
+            Value::Str(b"sjis".to_vec(), Some("Shift_JIS".into())),
+            Value::Int(6),
+        ),
     ]);
     let bytes = encoded(&v);
-    let s = |b: &'static [u8]| Probe::Str { bytes: b, binary: false };
-    let bin = |b: &'static [u8]| Probe::Str { bytes: b, binary: true };
+    let s = |b: &'static [u8]| Probe::Str {
+        bytes: b,
+        binary: false,
+    };
+    let bin = |b: &'static [u8]| Probe::Str {
+        bytes: b,
+        binary: true,
+    };
     let long = "k".repeat(40);
     let cases: Vec<(Vec<Probe>, bool, Dig)> = vec![
-        (vec![s(b"limits"), s(b"api")], false, Dig::Found(Item::Int(2))),
-        (vec![s(b"list"), Probe::Int(0)], false, Dig::Found(Item::Int(10))),
-        (vec![s(b"list"), Probe::Int(-1)], false, Dig::Found(Item::Str(b"x", Encoding::Utf8))),
+        (
+            vec![s(b"limits"), s(b"api")],
+            false,
+            Dig::Found(Item::Int(2)),
+        ),
+        (
+            vec![s(b"list"), Probe::Int(0)],
+            false,
+            Dig::Found(Item::Int(10)),
+        ),
+        (
+            vec![s(b"list"), Probe::Int(-1)],
+            false,
+            Dig::Found(Item::Str(b"x", Encoding::Utf8)),
+        ),
         (vec![s(b"list"), Probe::Int(3)], false, Dig::Absent),
         (vec![s(b"list"), Probe::Int(-4)], false, Dig::Absent),
-        (vec![s(b"list"), Probe::Int(1), s(b"deeper")], false, Dig::Absent),
+        (
+            vec![s(b"list"), Probe::Int(1), s(b"deeper")],
+            false,
+            Dig::Absent,
+        ),
         (vec![Probe::Symbol(b"sym")], false, Dig::Found(Item::Int(3))),
         (vec![s(b"sym")], false, Dig::Absent),
-        (vec![Probe::Int(7)], false, Dig::Found(Item::Str(b"seven", Encoding::Utf8))),
+        (
+            vec![Probe::Int(7)],
+            false,
+            Dig::Found(Item::Str(b"seven", Encoding::Utf8)),
+        ),
         (vec![bin(b"\xff")], false, Dig::Found(Item::Int(4))),
         (vec![s(b"\xff")], false, Dig::Absent),
-        (vec![bin(b"limits"), bin(b"api")], false, Dig::Found(Item::Int(2))),
-        (vec![Probe::Str { bytes: long.as_bytes(), binary: false }], false, Dig::Found(Item::Int(5))),
+        (
+            vec![bin(b"limits"), bin(b"api")],
+            false,
+            Dig::Found(Item::Int(2)),
+        ),
+        (
+            vec![Probe::Str {
+                bytes: long.as_bytes(),
+                binary: false,
+            }],
+            false,
+            Dig::Found(Item::Int(5)),
+        ),
         (vec![s(b"sjis")], false, Dig::Absent),
         (vec![s(b"missing")], false, Dig::Absent),
         // With symbolize_names, string keys are symbols.
-        (vec![Probe::Symbol(b"limits"), Probe::Symbol(b"api")], true, Dig::Found(Item::Int(2))),
+        (
+            vec![Probe::Symbol(b"limits"), Probe::Symbol(b"api")],
+            true,
+            Dig::Found(Item::Int(2)),
+        ),
         (vec![s(b"limits")], true, Dig::Absent),
-        (vec![], false, Dig::Found(Cursor::new(&bytes).next_item().unwrap())),
+        (
+            vec![],
+            false,
+            Dig::Found(Cursor::new(&bytes).next_item().unwrap()),
+        ),
     ];
     for (path, symbolize, expected) in cases {
-        assert_eq!(dig(&bytes, &path, symbolize).unwrap(), expected, "{path:?} symbolize={symbolize}");
+        assert_eq!(
+            dig(&bytes, &path, symbolize).unwrap(),
+            expected,
+            "{path:?} symbolize={symbolize}"
+        );
     }
     // Steps the bytes cannot take are handed back with the item.
     match dig(&bytes, &[s(b"list"), s(b"name")], false).unwrap() {
-        Dig::Stuck { step: 1, item: Item::Array(c) } => assert_eq!(c.len, 3),
+        Dig::Stuck {
+            step: 1,
+            item: Item::Array(c),
+        } => assert_eq!(c.len, 3),
         other => panic!("expected to be stuck on the array, got {other:?}"),
     }
-    assert_eq!(dig(&bytes, &[Probe::Int(7), Probe::Int(0)], false).unwrap(), Dig::Stuck { step: 1, item: Item::Str(b"seven", Encoding::Utf8) });
+    assert_eq!(
+        dig(&bytes, &[Probe::Int(7), Probe::Int(0)], false).unwrap(),
+        Dig::Stuck {
+            step: 1,
+            item: Item::Str(b"seven", Encoding::Utf8)
+        }
+    );
     // Damage under the path is an error, not a wrong answer.
     let mut damaged = bytes.clone();
     let at = damaged.windows(5).position(|w| w == b"seven").unwrap();
     damaged[at - 1] = 0xd9;
-    assert!(matches!(dig(&damaged, &[Probe::Int(7)], false), Err(hashfile::Error::Corrupt { .. })));
+    assert!(matches!(
+        dig(&damaged, &[Probe::Int(7)], false),
+        Err(hashfile::Error::Corrupt { .. })
+    ));
 }

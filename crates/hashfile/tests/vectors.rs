@@ -10,16 +10,50 @@ mod support;
 /// bucket 4.0, dense fractions 0.6 and 0.3), written out, so that a change
 /// of defaults does not change the vectors.
 pub fn vector_options() -> BuildOptions {
-    BuildOptions { keys_per_bucket: 4.0, load_factor: 0.99, dense_key_fraction: 0.6, dense_bucket_fraction: 0.3, hash_seed: 0, seed_block_len: 128, keys_per_part: 131_072, ..Default::default() }
+    BuildOptions {
+        keys_per_bucket: 4.0,
+        load_factor: 0.99,
+        dense_key_fraction: 0.6,
+        dense_bucket_fraction: 0.3,
+        hash_seed: 0,
+        seed_block_len: 128,
+        keys_per_part: 131_072,
+        ..Default::default()
+    }
 }
 
 pub fn small_vector() -> Builder {
     let mut b = Builder::new(vector_options()).unwrap();
-    b.insert_record(hashfile::Record { key: b"apple", key_utf8: true, value: b"red", kind: ValueKind::Utf8 });
-    b.insert_record(hashfile::Record { key: b"banana", key_utf8: true, value: b"yellow", kind: ValueKind::Utf8 });
-    b.insert_record(hashfile::Record { key: "caf\u{e9}".as_bytes(), key_utf8: true, value: "cr\u{e8}me".as_bytes(), kind: ValueKind::Utf8 });
-    b.insert_record(hashfile::Record { key: b"bytes\x00\xff", key_utf8: false, value: b"\x00\x01\x02\xff", kind: ValueKind::Binary });
-    b.insert_record(hashfile::Record { key: b"empty", key_utf8: true, value: b"", kind: ValueKind::Ascii });
+    b.insert_record(hashfile::Record {
+        key: b"apple",
+        key_utf8: true,
+        value: b"red",
+        kind: ValueKind::Utf8,
+    });
+    b.insert_record(hashfile::Record {
+        key: b"banana",
+        key_utf8: true,
+        value: b"yellow",
+        kind: ValueKind::Utf8,
+    });
+    b.insert_record(hashfile::Record {
+        key: "caf\u{e9}".as_bytes(),
+        key_utf8: true,
+        value: "cr\u{e8}me".as_bytes(),
+        kind: ValueKind::Utf8,
+    });
+    b.insert_record(hashfile::Record {
+        key: b"bytes\x00\xff",
+        key_utf8: false,
+        value: b"\x00\x01\x02\xff",
+        kind: ValueKind::Binary,
+    });
+    b.insert_record(hashfile::Record {
+        key: b"empty",
+        key_utf8: true,
+        value: b"",
+        kind: ValueKind::Ascii,
+    });
     b
 }
 
@@ -32,19 +66,30 @@ fn check_vector(mut builder: Builder, path: &str) -> Reader<memmap2::Mmap> {
     if std::env::var_os("HASHFILE_WRITE_VECTORS").is_some() {
         std::fs::write(path, &built).unwrap();
     }
-    let checked_in = std::fs::read(path).unwrap_or_else(|_| panic!("{path} (regenerate with HASHFILE_WRITE_VECTORS=1)"));
-    assert_eq!(built, checked_in, "the builder's output changed: that is a format change");
+    let checked_in = std::fs::read(path)
+        .unwrap_or_else(|_| panic!("{path} (regenerate with HASHFILE_WRITE_VECTORS=1)"));
+    assert_eq!(
+        built, checked_in,
+        "the builder's output changed: that is a format change"
+    );
     let store = Reader::open(path).unwrap();
     store.verify().unwrap();
     // Every source reads the same records, and finds each by its key.
     for (source, other) in support::every_source(&checked_in) {
         other.verify().unwrap_or_else(|e| panic!("{source}: {e}"));
-        let listed: Vec<_> = other.iter().map(|r| r.unwrap().record().value.to_vec()).collect();
+        let listed: Vec<_> = other
+            .iter()
+            .map(|r| r.unwrap().record().value.to_vec())
+            .collect();
         let expected: Vec<_> = store.iter().map(|r| r.unwrap().value().to_vec()).collect();
         assert_eq!(listed, expected, "{source}");
         for record in store.iter() {
             let record = record.unwrap();
-            assert_eq!(other.get(record.key()).unwrap().as_ref(), Some(&record), "{source}");
+            assert_eq!(
+                other.get(record.key()).unwrap().as_ref(),
+                Some(&record),
+                "{source}"
+            );
         }
     }
     store
@@ -61,8 +106,14 @@ fn reads_the_test_vector() {
     store.verify().unwrap();
     assert_eq!(store.len(), 5);
     assert_eq!(store.get(b"banana").unwrap().unwrap().value(), b"yellow");
-    assert_eq!(store.get("caf\u{e9}".as_bytes()).unwrap().unwrap().value(), "cr\u{e8}me".as_bytes());
-    assert_eq!(store.get(b"bytes\x00\xff").unwrap().unwrap().kind(), ValueKind::Binary);
+    assert_eq!(
+        store.get("caf\u{e9}".as_bytes()).unwrap().unwrap().value(),
+        "cr\u{e8}me".as_bytes()
+    );
+    assert_eq!(
+        store.get(b"bytes\x00\xff").unwrap().unwrap().kind(),
+        ValueKind::Binary
+    );
     assert_eq!(store.get(b"cherry").unwrap(), None);
     assert_eq!(store.header().hash_seed, 0);
 }
@@ -72,12 +123,30 @@ fn reads_the_test_vector() {
 /// the section table, so it reads and verifies the same.
 #[test]
 fn reads_the_index_first_layout() {
-    let store = Reader::open(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/vectors/small-index-first.hf")).unwrap();
+    let store = Reader::open(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/vectors/small-index-first.hf"
+    ))
+    .unwrap();
     store.verify().unwrap();
     let header = store.header();
-    assert!(header.section(hashfile::format::SectionId::SeedIndex).offset < header.section(hashfile::format::SectionId::Records).offset);
+    assert!(
+        header
+            .section(hashfile::format::SectionId::SeedIndex)
+            .offset
+            < header.section(hashfile::format::SectionId::Records).offset
+    );
     let current = Reader::open(PATH).unwrap();
-    assert!(current.header().section(hashfile::format::SectionId::Records).offset < current.header().section(hashfile::format::SectionId::SeedIndex).offset);
+    assert!(
+        current
+            .header()
+            .section(hashfile::format::SectionId::Records)
+            .offset
+            < current
+                .header()
+                .section(hashfile::format::SectionId::SeedIndex)
+                .offset
+    );
     for record in current.iter() {
         let record = record.unwrap();
         let old = store.get(record.key()).unwrap().unwrap();
@@ -98,11 +167,62 @@ pub fn typed_vector() -> Builder {
 
 fn typed_values() -> Vec<(&'static str, Value)> {
     vec![
-        ("ints", Value::Array(vec![Value::Int(0), Value::Int(127), Value::Int(200), Value::Int(-1), Value::Int(-33), Value::Int(1 << 40), Value::BigInt { negative: true, magnitude: vec![0, 0, 0, 0, 0, 0, 0, 0, 1] }])),
-        ("floats", Value::Array(vec![Value::Float(0.75), Value::Float(-0.0), Value::Float(f64::INFINITY)])),
-        ("scalars", Value::Array(vec![Value::Nil, Value::Bool(true), Value::Bool(false), Value::Symbol(b"sym".to_vec(), None), Value::Custom(b"\x04\x08".to_vec())])),
-        ("strings", Value::Array(vec![Value::str("short"), Value::str(&"long ".repeat(8)), Value::Str(b"\xff".to_vec(), Some("ASCII-8BIT".into())), Value::Str(b"ascii".to_vec(), Some("US-ASCII".into())), Value::Str(b"\x93\xfa".to_vec(), Some("Shift_JIS".into()))])),
-        ("limits", Value::Map(vec![(Value::str("api"), Value::Map(vec![(Value::str("burst"), Value::Int(100))])), (Value::Int(1), Value::Array((0..16).map(Value::Int).collect()))])),
+        (
+            "ints",
+            Value::Array(vec![
+                Value::Int(0),
+                Value::Int(127),
+                Value::Int(200),
+                Value::Int(-1),
+                Value::Int(-33),
+                Value::Int(1 << 40),
+                Value::BigInt {
+                    negative: true,
+                    magnitude: vec![0, 0, 0, 0, 0, 0, 0, 0, 1],
+                },
+            ]),
+        ),
+        (
+            "floats",
+            Value::Array(vec![
+                Value::Float(0.75),
+                Value::Float(-0.0),
+                Value::Float(f64::INFINITY),
+            ]),
+        ),
+        (
+            "scalars",
+            Value::Array(vec![
+                Value::Nil,
+                Value::Bool(true),
+                Value::Bool(false),
+                Value::Symbol(b"sym".to_vec(), None),
+                Value::Custom(b"\x04\x08".to_vec()),
+            ]),
+        ),
+        (
+            "strings",
+            Value::Array(vec![
+                Value::str("short"),
+                Value::str(&"long ".repeat(8)),
+                Value::Str(b"\xff".to_vec(), Some("ASCII-8BIT".into())),
+                Value::Str(b"ascii".to_vec(), Some("US-ASCII".into())),
+                Value::Str(b"\x93\xfa".to_vec(), Some("Shift_JIS".into())),
+            ]),
+        ),
+        (
+            "limits",
+            Value::Map(vec![
+                (
+                    Value::str("api"),
+                    Value::Map(vec![(Value::str("burst"), Value::Int(100))]),
+                ),
+                (
+                    Value::Int(1),
+                    Value::Array((0..16).map(Value::Int).collect()),
+                ),
+            ]),
+        ),
         ("text", Value::str("plain string record")),
     ]
 }
@@ -112,18 +232,34 @@ const TYPED_PATH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/vectors/typ
 #[test]
 fn rebuilds_the_typed_vector_byte_for_byte() {
     let store = check_vector(typed_vector(), TYPED_PATH);
-    assert_eq!(store.header().required_flags, hashfile::format::REQUIRED_TYPED_VALUES);
+    assert_eq!(
+        store.header().required_flags,
+        hashfile::format::REQUIRED_TYPED_VALUES
+    );
     for (k, v) in typed_values() {
-        assert_eq!(store.get(k.as_bytes()).unwrap().unwrap().decode().unwrap(), v, "{k}");
+        assert_eq!(
+            store.get(k.as_bytes()).unwrap().unwrap().decode().unwrap(),
+            v,
+            "{k}"
+        );
     }
     assert_eq!(store.get(b"text").unwrap().unwrap().kind(), ValueKind::Utf8);
 }
 
 /// The partitioned-store vector: 40 keys in three parts.
 pub fn parts_vector() -> Builder {
-    let mut b = Builder::new(BuildOptions { keys_per_part: 16, ..vector_options() }).unwrap();
+    let mut b = Builder::new(BuildOptions {
+        keys_per_part: 16,
+        ..vector_options()
+    })
+    .unwrap();
     for i in 0..40 {
-        b.insert_record(hashfile::Record { key: format!("key-{i}").as_bytes(), key_utf8: true, value: format!("value-{i}").as_bytes(), kind: ValueKind::Utf8 });
+        b.insert_record(hashfile::Record {
+            key: format!("key-{i}").as_bytes(),
+            key_utf8: true,
+            value: format!("value-{i}").as_bytes(),
+            kind: ValueKind::Utf8,
+        });
     }
     b
 }
@@ -133,10 +269,20 @@ const PARTS_PATH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/vectors/par
 #[test]
 fn rebuilds_the_partitioned_vector_byte_for_byte() {
     let store = check_vector(parts_vector(), PARTS_PATH);
-    assert_eq!(store.header().required_flags, hashfile::format::REQUIRED_PARTS);
+    assert_eq!(
+        store.header().required_flags,
+        hashfile::format::REQUIRED_PARTS
+    );
     assert_eq!(store.header().geometry.part_count, 3);
     for i in 0..40 {
-        assert_eq!(store.get(format!("key-{i}").as_bytes()).unwrap().unwrap().value(), format!("value-{i}").as_bytes());
+        assert_eq!(
+            store
+                .get(format!("key-{i}").as_bytes())
+                .unwrap()
+                .unwrap()
+                .value(),
+            format!("value-{i}").as_bytes()
+        );
     }
     assert_eq!(store.get(b"key-40").unwrap(), None);
 }

@@ -30,10 +30,22 @@ enum Message {
 /// `_build_from(inputs, output, build_options, import_options, threads,
 /// progress)`: options are Hashes of the options given (the core's
 /// defaults fill in the rest); threads and progress may be nil.
-fn build_from(ruby: &Ruby, inputs: Vec<String>, output: String, build_opts: RHash, import_opts: RHash, threads: Option<magnus::Integer>, progress: Value) -> Result<RHash, Error> {
+fn build_from(
+    ruby: &Ruby,
+    inputs: Vec<String>,
+    output: String,
+    build_opts: RHash,
+    import_opts: RHash,
+    threads: Option<magnus::Integer>,
+    progress: Value,
+) -> Result<RHash, Error> {
     let options = crate::options::build_options(ruby, build_opts)?;
     let (format, import) = crate::options::import_options(ruby, import_opts)?;
-    let inputs = inputs.iter().map(|name| Input::new(name, format, &import)).collect::<hashfile::Result<Vec<_>>>().map_err(|e| to_ruby(ruby, e))?;
+    let inputs = inputs
+        .iter()
+        .map(|name| Input::new(name, format, &import))
+        .collect::<hashfile::Result<Vec<_>>>()
+        .map_err(|e| to_ruby(ruby, e))?;
     let pool = crate::pool::for_build(ruby, threads)?;
 
     // Raised once Ruby has an exception to raise here (an interrupt, a
@@ -55,7 +67,8 @@ fn build_from(ruby: &Ruby, inputs: Vec<String>, output: String, build_opts: RHas
                 let progress_tx = tx.clone();
                 let run = move || {
                     pipeline::build_from(&inputs, &output, options, &cancel, &mut |p| {
-                        let go_on = progress_tx.send(Message::Progress(*p)).is_ok() && ack_rx.recv().unwrap_or(false);
+                        let go_on = progress_tx.send(Message::Progress(*p)).is_ok()
+                            && ack_rx.recv().unwrap_or(false);
                         if go_on {
                             cancel.check()
                         } else {
@@ -66,7 +79,12 @@ fn build_from(ruby: &Ruby, inputs: Vec<String>, output: String, build_opts: RHas
                 let result = pool.install(run);
                 let _ = tx.send(Message::Done(result));
             })
-            .map_err(|e| Error::new(ruby.get_inner(&crate::error::ERROR), format!("cannot start the build thread: {e}")))?
+            .map_err(|e| {
+                Error::new(
+                    ruby.get_inner(&crate::error::ERROR),
+                    format!("cannot start the build thread: {e}"),
+                )
+            })?
     };
 
     // Ruby's unblock function only wakes this thread (`wake`); it then asks
@@ -84,7 +102,9 @@ fn build_from(ruby: &Ruby, inputs: Vec<String>, output: String, build_opts: RHas
                 match lent.0.recv_timeout(WAKE_EVERY) {
                     Ok(message) => return Some(Ok(message)),
                     Err(RecvTimeoutError::Disconnected) => return Some(Err(())),
-                    Err(RecvTimeoutError::Timeout) if woken.swap(false, Ordering::SeqCst) => return None,
+                    Err(RecvTimeoutError::Timeout) if woken.swap(false, Ordering::SeqCst) => {
+                        return None
+                    }
                     Err(RecvTimeoutError::Timeout) => {}
                 }
             }
@@ -124,7 +144,10 @@ fn build_from(ruby: &Ruby, inputs: Vec<String>, output: String, build_opts: RHas
                         Phase::Building => "building",
                         Phase::Publishing => "publishing",
                     });
-                    if let Err(e) = progress.funcall::<_, _, Value>("call", (p.entries, p.bytes_read, p.bytes_total, phase)) {
+                    if let Err(e) = progress.funcall::<_, _, Value>(
+                        "call",
+                        (p.entries, p.bytes_read, p.bytes_total, phase),
+                    ) {
                         cancel.cancel();
                         raised = Some(e);
                     }
@@ -146,7 +169,10 @@ fn build_from(ruby: &Ruby, inputs: Vec<String>, output: String, build_opts: RHas
                 // The worker ended without a result: it panicked.
                 let error = match worker.join() {
                     Err(panic) => crate::error::internal_error(ruby, &*panic),
-                    Ok(()) => Error::new(ruby.get_inner(&crate::error::ERROR), "internal error: the build thread ended without a result"),
+                    Ok(()) => Error::new(
+                        ruby.get_inner(&crate::error::ERROR),
+                        "internal error: the build thread ended without a result",
+                    ),
                 };
                 return Err(raised.unwrap_or(error));
             }
@@ -161,7 +187,9 @@ const WAKE_EVERY: std::time::Duration = std::time::Duration::from_millis(20);
 /// symbolic link's target), or the error a build would raise for it (a
 /// directory, device, FIFO or socket). For `hashfile build --check`.
 fn check_output(ruby: &Ruby, path: String) -> Result<String, Error> {
-    hashfile::build::destination(std::path::Path::new(&path)).map(|p| p.display().to_string()).map_err(|e| to_ruby(ruby, e))
+    hashfile::build::destination(std::path::Path::new(&path))
+        .map(|p| p.display().to_string())
+        .map_err(|e| to_ruby(ruby, e))
 }
 
 pub fn init(module: RModule) -> Result<(), Error> {

@@ -5,13 +5,20 @@
 
 use std::any::Any;
 
-use magnus::{kwargs, prelude::*, value::Lazy, Error, ExceptionClass, RClass, RModule, Ruby, Value};
+use magnus::{
+    kwargs, prelude::*, value::Lazy, Error, ExceptionClass, RClass, RModule, Ruby, Value,
+};
 
 fn class(ruby: &Ruby, name: &str) -> ExceptionClass {
-    let module: RModule = ruby.class_object().const_get("Hashfile").expect("Hashfile is defined at init");
+    let module: RModule = ruby
+        .class_object()
+        .const_get("Hashfile")
+        .expect("Hashfile is defined at init");
     // lib/hashfile/native.rb requires errors.rb before it loads this
     // extension, so the classes exist whenever a method can raise.
-    module.const_get(name).expect("lib/hashfile/errors.rb defines the error classes")
+    module
+        .const_get(name)
+        .expect("lib/hashfile/errors.rb defines the error classes")
 }
 
 /// `Hashfile::Error`, the base of every error this library raises itself.
@@ -23,7 +30,8 @@ static UNSUPPORTED_ERROR: Lazy<ExceptionClass> = Lazy::new(|ruby| class(ruby, "U
 /// `Hashfile::ChecksumError < FormatError`: from `verify`.
 static CHECKSUM_ERROR: Lazy<ExceptionClass> = Lazy::new(|ruby| class(ruby, "ChecksumError"));
 /// `Hashfile::DuplicateKeyError`: the same key twice in a build.
-static DUPLICATE_KEY_ERROR: Lazy<ExceptionClass> = Lazy::new(|ruby| class(ruby, "DuplicateKeyError"));
+static DUPLICATE_KEY_ERROR: Lazy<ExceptionClass> =
+    Lazy::new(|ruby| class(ruby, "DuplicateKeyError"));
 /// `Hashfile::ParseError`: an input file that cannot be imported.
 static PARSE_ERROR: Lazy<ExceptionClass> = Lazy::new(|ruby| class(ruby, "ParseError"));
 /// `Hashfile::LimitError`: a build past a limit of the format or of one build.
@@ -33,12 +41,18 @@ static STALE_ERROR: Lazy<ExceptionClass> = Lazy::new(|ruby| class(ruby, "StaleEr
 /// `Hashfile::RemoteError` and its subclasses: a remote store that could
 /// not be read.
 static REMOTE_ERROR: Lazy<ExceptionClass> = Lazy::new(|ruby| class(ruby, "RemoteError"));
-static REMOTE_NOT_FOUND_ERROR: Lazy<ExceptionClass> = Lazy::new(|ruby| class(ruby, "RemoteNotFoundError"));
-static REMOTE_ACCESS_ERROR: Lazy<ExceptionClass> = Lazy::new(|ruby| class(ruby, "RemoteAccessError"));
-static REMOTE_TIMEOUT_ERROR: Lazy<ExceptionClass> = Lazy::new(|ruby| class(ruby, "RemoteTimeoutError"));
-static REMOTE_CONNECTION_ERROR: Lazy<ExceptionClass> = Lazy::new(|ruby| class(ruby, "RemoteConnectionError"));
-static REMOTE_SERVER_ERROR: Lazy<ExceptionClass> = Lazy::new(|ruby| class(ruby, "RemoteServerError"));
-static REMOTE_PROTOCOL_ERROR: Lazy<ExceptionClass> = Lazy::new(|ruby| class(ruby, "RemoteProtocolError"));
+static REMOTE_NOT_FOUND_ERROR: Lazy<ExceptionClass> =
+    Lazy::new(|ruby| class(ruby, "RemoteNotFoundError"));
+static REMOTE_ACCESS_ERROR: Lazy<ExceptionClass> =
+    Lazy::new(|ruby| class(ruby, "RemoteAccessError"));
+static REMOTE_TIMEOUT_ERROR: Lazy<ExceptionClass> =
+    Lazy::new(|ruby| class(ruby, "RemoteTimeoutError"));
+static REMOTE_CONNECTION_ERROR: Lazy<ExceptionClass> =
+    Lazy::new(|ruby| class(ruby, "RemoteConnectionError"));
+static REMOTE_SERVER_ERROR: Lazy<ExceptionClass> =
+    Lazy::new(|ruby| class(ruby, "RemoteServerError"));
+static REMOTE_PROTOCOL_ERROR: Lazy<ExceptionClass> =
+    Lazy::new(|ruby| class(ruby, "RemoteProtocolError"));
 /// `Hashfile::UnsafeLinkError`: a build's output is another user's link.
 static UNSAFE_LINK_ERROR: Lazy<ExceptionClass> = Lazy::new(|ruby| class(ruby, "UnsafeLinkError"));
 /// `Hashfile::ClosedError`: use of a closed store or finished writer.
@@ -58,9 +72,13 @@ fn construct(class: ExceptionClass, message: String, attributes: magnus::KwArgs)
 pub fn to_ruby(ruby: &Ruby, error: hashfile::Error) -> Error {
     use hashfile::Error as E;
     let message = error.to_string();
-    let path_of = |path: &Option<std::path::PathBuf>| path.as_ref().map(|p| p.display().to_string());
+    let path_of =
+        |path: &Option<std::path::PathBuf>| path.as_ref().map(|p| p.display().to_string());
     match error {
-        E::Io { ref path, ref source } if hashfile_remote::RemoteError::find(source).is_some() => {
+        E::Io {
+            ref path,
+            ref source,
+        } if hashfile_remote::RemoteError::find(source).is_some() => {
             use hashfile_remote::RemoteErrorKind as K;
             let remote = hashfile_remote::RemoteError::find(source).expect("checked by the guard");
             let class = match remote.kind {
@@ -77,14 +95,30 @@ pub fn to_ruby(ruby: &Ruby, error: hashfile::Error) -> Error {
             if remote.kind == K::Changed {
                 return construct(class, message, kwargs!(ruby, "path" => path_of(path)));
             }
-            construct(class, message, kwargs!(ruby, "url" => path_of(path), "status" => remote.status))
+            construct(
+                class,
+                message,
+                kwargs!(ruby, "url" => path_of(path), "status" => remote.status),
+            )
         }
-        E::Io { ref path, ref source } => {
-            let path = path.as_ref().map(|p| p.display().to_string()).unwrap_or_default();
+        E::Io {
+            ref path,
+            ref source,
+        } => {
+            let path = path
+                .as_ref()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default();
             match source.raw_os_error() {
                 Some(errno) => {
-                    let class: RClass = ruby.class_object().const_get("SystemCallError").expect("core class");
-                    match class.new_instance((path, errno)).map(magnus::Exception::from_value) {
+                    let class: RClass = ruby
+                        .class_object()
+                        .const_get("SystemCallError")
+                        .expect("core class");
+                    match class
+                        .new_instance((path, errno))
+                        .map(magnus::Exception::from_value)
+                    {
                         Ok(Some(exception)) => Error::from(exception),
                         Ok(None) => Error::new(ruby.exception_io_error(), message),
                         Err(e) => e,
@@ -93,23 +127,61 @@ pub fn to_ruby(ruby: &Ruby, error: hashfile::Error) -> Error {
                 None => Error::new(ruby.exception_io_error(), message),
             }
         }
-        E::Changed { ref path } => construct(ruby.get_inner(&STALE_ERROR), message, kwargs!(ruby, "path" => path_of(path))),
-        E::NotAStore { ref path, .. } | E::Truncated { ref path, .. } | E::Corrupt { ref path, .. } => {
-            construct(ruby.get_inner(&FORMAT_ERROR), message, kwargs!(ruby, "path" => path_of(path)))
-        }
-        E::Version { ref path, .. } | E::UnsupportedFeatures { ref path, .. } => construct(ruby.get_inner(&UNSUPPORTED_ERROR), message, kwargs!(ruby, "path" => path_of(path))),
-        E::Checksum { ref path, section, .. } => construct(ruby.get_inner(&CHECKSUM_ERROR), message, kwargs!(ruby, "path" => path_of(path), "section" => section)),
-        E::DuplicateKey { ref key, others, .. } => construct(ruby.get_inner(&DUPLICATE_KEY_ERROR), message, kwargs!(ruby, "key" => ruby.str_from_slice(key), "others" => others)),
-        E::Parse { ref input, position, .. } => {
+        E::Changed { ref path } => construct(
+            ruby.get_inner(&STALE_ERROR),
+            message,
+            kwargs!(ruby, "path" => path_of(path)),
+        ),
+        E::NotAStore { ref path, .. }
+        | E::Truncated { ref path, .. }
+        | E::Corrupt { ref path, .. } => construct(
+            ruby.get_inner(&FORMAT_ERROR),
+            message,
+            kwargs!(ruby, "path" => path_of(path)),
+        ),
+        E::Version { ref path, .. } | E::UnsupportedFeatures { ref path, .. } => construct(
+            ruby.get_inner(&UNSUPPORTED_ERROR),
+            message,
+            kwargs!(ruby, "path" => path_of(path)),
+        ),
+        E::Checksum {
+            ref path, section, ..
+        } => construct(
+            ruby.get_inner(&CHECKSUM_ERROR),
+            message,
+            kwargs!(ruby, "path" => path_of(path), "section" => section),
+        ),
+        E::DuplicateKey {
+            ref key, others, ..
+        } => construct(
+            ruby.get_inner(&DUPLICATE_KEY_ERROR),
+            message,
+            kwargs!(ruby, "key" => ruby.str_from_slice(key), "others" => others),
+        ),
+        E::Parse {
+            ref input,
+            position,
+            ..
+        } => {
             let (line, column) = match position {
                 hashfile::Position::Line { line, column } => (Some(line), column),
                 _ => (None, None),
             };
-            construct(ruby.get_inner(&PARSE_ERROR), message, kwargs!(ruby, "input" => input.as_str(), "line" => line, "column" => column))
+            construct(
+                ruby.get_inner(&PARSE_ERROR),
+                message,
+                kwargs!(ruby, "input" => input.as_str(), "line" => line, "column" => column),
+            )
         }
         E::Limit { .. } => Error::new(ruby.get_inner(&LIMIT_ERROR), message),
         E::InvalidOption { .. } => arg_error(ruby, message),
-        E::UnsafeLink { ref link, owner, .. } => construct(ruby.get_inner(&UNSAFE_LINK_ERROR), message, kwargs!(ruby, "path" => link.display().to_string(), "owner" => owner)),
+        E::UnsafeLink {
+            ref link, owner, ..
+        } => construct(
+            ruby.get_inner(&UNSAFE_LINK_ERROR),
+            message,
+            kwargs!(ruby, "path" => link.display().to_string(), "owner" => owner),
+        ),
         _ => Error::new(ruby.get_inner(&ERROR), message),
     }
 }
@@ -132,10 +204,17 @@ pub fn class_name(value: Value) -> String {
 
 /// The message a panic carried, if it was a string.
 pub fn panic_message(panic: &(dyn Any + Send)) -> String {
-    panic.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| panic.downcast_ref::<String>().cloned()).unwrap_or_else(|| "unknown panic".into())
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into())
 }
 
 /// `Hashfile::Error` for a panic caught before it reached Ruby.
 pub fn internal_error(ruby: &Ruby, panic: &(dyn Any + Send)) -> Error {
-    Error::new(ruby.get_inner(&ERROR), format!("internal error: {}", panic_message(panic)))
+    Error::new(
+        ruby.get_inner(&ERROR),
+        format!("internal error: {}", panic_message(panic)),
+    )
 }

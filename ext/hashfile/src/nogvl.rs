@@ -60,7 +60,13 @@ fn run<F: FnOnce() -> R + Send, R: Send>(call: &mut Call<F, R>, cancel: Option<&
     // unblocking function and its flag, a store to an atomic, which is
     // async-signal-safe as UBF_ASYNC_SAFE promises.
     unsafe {
-        rb_sys::rb_nogvl(Some(trampoline::<F, R>), call as *mut Call<F, R> as *mut c_void, ubf, ubf_data, flags);
+        rb_sys::rb_nogvl(
+            Some(trampoline::<F, R>),
+            call as *mut Call<F, R> as *mut c_void,
+            ubf,
+            ubf_data,
+            flags,
+        );
     }
 }
 
@@ -75,7 +81,10 @@ where
     F: FnOnce() -> R + Send,
     R: Send,
 {
-    let mut call = Call { func: Some(func), result: None };
+    let mut call = Call {
+        func: Some(func),
+        result: None,
+    };
     loop {
         run(&mut call, cancel);
         match call.result.take() {

@@ -5,7 +5,10 @@
 
 use hashfile::import::{Column, ImportOptions, InputFormat};
 use hashfile::{BuildOptions, OnDuplicate};
-use magnus::{prelude::*, r_hash::ForEach, Error, Float, Integer, RHash, RModule, RString, Ruby, Symbol, TryConvert, Value};
+use magnus::{
+    prelude::*, r_hash::ForEach, Error, Float, Integer, RHash, RModule, RString, Ruby, Symbol,
+    TryConvert, Value,
+};
 
 use crate::error::{arg_error, class_name, type_error};
 
@@ -14,11 +17,23 @@ fn option_name(ruby: &Ruby, key: Value) -> Result<String, Error> {
     if let Some(sym) = Symbol::from_value(key) {
         return Ok(sym.name()?.into_owned());
     }
-    RString::from_value(key).map(|s| s.to_string()).transpose()?.ok_or_else(|| type_error(ruby, format!("option names are Symbols, not {}", class_name(key))))
+    RString::from_value(key)
+        .map(|s| s.to_string())
+        .transpose()?
+        .ok_or_else(|| {
+            type_error(
+                ruby,
+                format!("option names are Symbols, not {}", class_name(key)),
+            )
+        })
 }
 
 /// Calls `f` with each option's name and value.
-fn each_option(ruby: &Ruby, opts: RHash, mut f: impl FnMut(&str, Value) -> Result<(), Error>) -> Result<(), Error> {
+fn each_option(
+    ruby: &Ruby,
+    opts: RHash,
+    mut f: impl FnMut(&str, Value) -> Result<(), Error>,
+) -> Result<(), Error> {
     opts.foreach(|key: Value, value: Value| {
         f(&option_name(ruby, key)?, value)?;
         Ok(ForEach::Continue)
@@ -32,16 +47,25 @@ fn number(ruby: &Ruby, name: &str, value: Value) -> Result<f64, Error> {
     if Integer::from_value(value).is_some() {
         return f64::try_convert(value);
     }
-    Err(type_error(ruby, format!("{name} must be a number, not {}", class_name(value))))
+    Err(type_error(
+        ruby,
+        format!("{name} must be a number, not {}", class_name(value)),
+    ))
 }
 
 fn unsigned(ruby: &Ruby, name: &str, value: Value, max: u64) -> Result<u64, Error> {
     let Some(i) = Integer::from_value(value) else {
-        return Err(type_error(ruby, format!("{name} must be an Integer, not {}", class_name(value))));
+        return Err(type_error(
+            ruby,
+            format!("{name} must be an Integer, not {}", class_name(value)),
+        ));
     };
     match i.to_u64() {
         Ok(v) if v <= max => Ok(v),
-        _ => Err(arg_error(ruby, format!("{name} must be an Integer from 0 to {max}, got {i}"))),
+        _ => Err(arg_error(
+            ruby,
+            format!("{name} must be an Integer from 0 to {max}, got {i}"),
+        )),
     }
 }
 
@@ -52,7 +76,13 @@ fn name_value(ruby: &Ruby, name: &str, value: Value) -> Result<String, Error> {
     }
     match RString::from_value(value) {
         Some(s) => Ok(s.to_string()?),
-        None => Err(type_error(ruby, format!("{name} must be a Symbol or String, not {}", class_name(value)))),
+        None => Err(type_error(
+            ruby,
+            format!(
+                "{name} must be a Symbol or String, not {}",
+                class_name(value)
+            ),
+        )),
     }
 }
 
@@ -66,11 +96,21 @@ pub fn build_options(ruby: &Ruby, opts: RHash) -> Result<BuildOptions, Error> {
             "dense_key_fraction" => o.dense_key_fraction = number(ruby, name, value)?,
             "dense_bucket_fraction" => o.dense_bucket_fraction = number(ruby, name, value)?,
             "hash_seed" => o.hash_seed = unsigned(ruby, name, value, u64::MAX)?,
-            "seed_block_len" => o.seed_block_len = unsigned(ruby, name, value, u32::MAX as u64)? as u32,
+            "seed_block_len" => {
+                o.seed_block_len = unsigned(ruby, name, value, u32::MAX as u64)? as u32
+            }
             "keys_per_part" => o.keys_per_part = unsigned(ruby, name, value, u64::MAX)?,
             "on_duplicate" => {
                 let policy = name_value(ruby, name, value)?;
-                o.on_duplicate = OnDuplicate::from_name(&policy).ok_or_else(|| arg_error(ruby, format!("on_duplicate must be one of {}, not {policy:?}", policy_names())))?;
+                o.on_duplicate = OnDuplicate::from_name(&policy).ok_or_else(|| {
+                    arg_error(
+                        ruby,
+                        format!(
+                            "on_duplicate must be one of {}, not {policy:?}",
+                            policy_names()
+                        ),
+                    )
+                })?;
             }
             other => return Err(arg_error(ruby, format!("unknown build option {other}"))),
         }
@@ -83,7 +123,10 @@ pub fn build_options(ruby: &Ruby, opts: RHash) -> Result<BuildOptions, Error> {
 pub fn names(opts: RHash) -> Result<String, Error> {
     let mut names = Vec::new();
     opts.foreach(|key: Value, _: Value| {
-        names.push(Symbol::from_value(key).map_or_else(|| key.to_string(), |s| s.name().map(|n| n.into_owned()).unwrap_or_default()));
+        names.push(Symbol::from_value(key).map_or_else(
+            || key.to_string(),
+            |s| s.name().map(|n| n.into_owned()).unwrap_or_default(),
+        ));
         Ok(ForEach::Continue)
     })?;
     Ok(names.join(", "))
@@ -92,7 +135,10 @@ pub fn names(opts: RHash) -> Result<String, Error> {
 fn seconds(ruby: &Ruby, name: &str, value: Value) -> Result<std::time::Duration, Error> {
     let s = number(ruby, name, value)?;
     if !(s.is_finite() && s > 0.0 && s <= 86_400.0) {
-        return Err(arg_error(ruby, format!("{name} must be a number of seconds above 0 and at most a day, not {s}")));
+        return Err(arg_error(
+            ruby,
+            format!("{name} must be a number of seconds above 0 and at most a day, not {s}"),
+        ));
     }
     Ok(std::time::Duration::from_secs_f64(s))
 }
@@ -117,21 +163,35 @@ fn boolean(ruby: &Ruby, name: &str, value: Value) -> Result<bool, Error> {
     match value {
         v if v.is_kind_of(ruby.class_true_class()) => Ok(true),
         v if v.is_kind_of(ruby.class_false_class()) => Ok(false),
-        v => Err(type_error(ruby, format!("{name} must be true or false, not {}", class_name(v)))),
+        v => Err(type_error(
+            ruby,
+            format!("{name} must be true or false, not {}", class_name(v)),
+        )),
     }
 }
 
 /// Options of a remote store (`Hashfile.open("https://...", headers:,
 /// timeout:, ...)`): the defaults, with each option given replaced.
-pub fn remote_options(ruby: &Ruby, opts: Option<RHash>) -> Result<hashfile_remote::RemoteOptions, Error> {
+pub fn remote_options(
+    ruby: &Ruby,
+    opts: Option<RHash>,
+) -> Result<hashfile_remote::RemoteOptions, Error> {
     let mut o = hashfile_remote::RemoteOptions::default();
     let Some(opts) = opts else { return Ok(o) };
     each_option(ruby, opts, |name, value| {
         match name {
             "headers" => {
-                let headers = RHash::from_value(value).ok_or_else(|| type_error(ruby, format!("headers must be a Hash, not {}", class_name(value))))?;
+                let headers = RHash::from_value(value).ok_or_else(|| {
+                    type_error(
+                        ruby,
+                        format!("headers must be a Hash, not {}", class_name(value)),
+                    )
+                })?;
                 headers.foreach(|k: Value, v: Value| {
-                    o.headers.push((name_value(ruby, "a header name", k)?, name_value(ruby, "a header value", v)?));
+                    o.headers.push((
+                        name_value(ruby, "a header name", k)?,
+                        name_value(ruby, "a header value", v)?,
+                    ));
                     Ok(ForEach::Continue)
                 })?;
             }
@@ -143,7 +203,10 @@ pub fn remote_options(ruby: &Ruby, opts: Option<RHash>) -> Result<hashfile_remot
             "block_size" => {
                 let len = unsigned(ruby, name, value, 64 << 20)? as usize;
                 if len < 512 {
-                    return Err(arg_error(ruby, format!("block_size must be at least 512 bytes, not {len}")));
+                    return Err(arg_error(
+                        ruby,
+                        format!("block_size must be at least 512 bytes, not {len}"),
+                    ));
                 }
                 o.cache.block_len = len;
             }
@@ -159,14 +222,21 @@ pub fn remote_options(ruby: &Ruby, opts: Option<RHash>) -> Result<hashfile_remot
 }
 
 fn policy_names() -> String {
-    OnDuplicate::NAMES.iter().map(|(n, _)| format!(":{n}")).collect::<Vec<_>>().join(", ")
+    OnDuplicate::NAMES
+        .iter()
+        .map(|(n, _)| format!(":{n}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn column(ruby: &Ruby, name: &str, value: Value) -> Result<Column, Error> {
     if let Some(i) = Integer::from_value(value) {
         return match i.to_u64().ok().and_then(|i| usize::try_from(i).ok()) {
             Some(i) => Ok(Column::Index(i)),
-            None => Err(arg_error(ruby, format!("{name} must be a column name or a 0-based index, got {i}"))),
+            None => Err(arg_error(
+                ruby,
+                format!("{name} must be a column name or a 0-based index, got {i}"),
+            )),
         };
     }
     if let Some(sym) = Symbol::from_value(value) {
@@ -174,7 +244,13 @@ fn column(ruby: &Ruby, name: &str, value: Value) -> Result<Column, Error> {
     }
     match RString::from_value(value) {
         Some(s) => Ok(Column::parse(&s.to_string()?)),
-        None => Err(type_error(ruby, format!("{name} must be a column name or a 0-based index, not {}", class_name(value)))),
+        None => Err(type_error(
+            ruby,
+            format!(
+                "{name} must be a column name or a 0-based index, not {}",
+                class_name(value)
+            ),
+        )),
     }
 }
 
@@ -185,18 +261,33 @@ fn character(ruby: &Ruby, name: &str, value: Value) -> Result<Option<u8>, Error>
         return Ok(None);
     }
     let Some(s) = RString::from_value(value) else {
-        return Err(type_error(ruby, format!("{name} must be a one-character String, not {}", class_name(value))));
+        return Err(type_error(
+            ruby,
+            format!(
+                "{name} must be a one-character String, not {}",
+                class_name(value)
+            ),
+        ));
     };
     // SAFETY: the bytes are copied out before any other Ruby call.
     match unsafe { s.as_slice() } {
         [c] if c.is_ascii() => Ok(Some(*c)),
-        other => Err(arg_error(ruby, format!("{name} must be one ASCII character, got {:?}", String::from_utf8_lossy(other)))),
+        other => Err(arg_error(
+            ruby,
+            format!(
+                "{name} must be one ASCII character, got {:?}",
+                String::from_utf8_lossy(other)
+            ),
+        )),
     }
 }
 
 /// `format:` (nil: from each file's extension) and the importer options:
 /// the defaults, with each option given replaced.
-pub fn import_options(ruby: &Ruby, opts: RHash) -> Result<(Option<InputFormat>, ImportOptions), Error> {
+pub fn import_options(
+    ruby: &Ruby,
+    opts: RHash,
+) -> Result<(Option<InputFormat>, ImportOptions), Error> {
     let mut format = None;
     let mut o = ImportOptions::new(InputFormat::JsonObject);
     each_option(ruby, opts, |name, value| {
@@ -204,7 +295,15 @@ pub fn import_options(ruby: &Ruby, opts: RHash) -> Result<(Option<InputFormat>, 
             "format" if value.is_nil() => {}
             "format" => {
                 let given = name_value(ruby, name, value)?;
-                format = Some(InputFormat::from_name(&given).ok_or_else(|| arg_error(ruby, format!("unknown format {given:?}; expected one of: {}", InputFormat::names_list())))?);
+                format = Some(InputFormat::from_name(&given).ok_or_else(|| {
+                    arg_error(
+                        ruby,
+                        format!(
+                            "unknown format {given:?}; expected one of: {}",
+                            InputFormat::names_list()
+                        ),
+                    )
+                })?);
             }
             "key_column" => o.key_column = column(ruby, name, value)?,
             "value_column" => o.value_column = column(ruby, name, value)?,
@@ -224,7 +323,10 @@ pub fn import_options(ruby: &Ruby, opts: RHash) -> Result<(Option<InputFormat>, 
 }
 
 /// A frozen Hash of Symbol keys.
-fn frozen_hash(ruby: &Ruby, pairs: impl IntoIterator<Item = (&'static str, Value)>) -> Result<RHash, Error> {
+fn frozen_hash(
+    ruby: &Ruby,
+    pairs: impl IntoIterator<Item = (&'static str, Value)>,
+) -> Result<RHash, Error> {
     let hash = ruby.hash_new();
     for (k, v) in pairs {
         hash.aset(ruby.to_symbol(k), v)?;
@@ -244,11 +346,17 @@ pub fn init(ruby: &Ruby, module: RModule) -> Result<(), Error> {
             ("keys_per_bucket", ruby.into_value(d.keys_per_bucket)),
             ("load_factor", ruby.into_value(d.load_factor)),
             ("dense_key_fraction", ruby.into_value(d.dense_key_fraction)),
-            ("dense_bucket_fraction", ruby.into_value(d.dense_bucket_fraction)),
+            (
+                "dense_bucket_fraction",
+                ruby.into_value(d.dense_bucket_fraction),
+            ),
             ("hash_seed", ruby.into_value(d.hash_seed)),
             ("seed_block_len", ruby.into_value(d.seed_block_len)),
             ("keys_per_part", ruby.into_value(d.keys_per_part)),
-            ("on_duplicate", ruby.to_symbol(d.on_duplicate.name()).as_value()),
+            (
+                "on_duplicate",
+                ruby.to_symbol(d.on_duplicate.name()).as_value(),
+            ),
         ],
     )?;
     module.const_set("BUILD_DEFAULTS", build)?;
@@ -271,11 +379,28 @@ pub fn init(ruby: &Ruby, module: RModule) -> Result<(), Error> {
             ("value_column", index(&i.value_column)),
             ("header", ruby.into_value(i.header)),
             ("quote", ruby.into_value(i.quote)),
-            ("col_sep", i.col_sep.map_or_else(|| ruby.qnil().as_value(), |c| frozen_str(&(c as char).to_string()))),
-            ("comment", i.comment.map_or_else(|| ruby.qnil().as_value(), |c| frozen_str(&(c as char).to_string()))),
+            (
+                "col_sep",
+                i.col_sep.map_or_else(
+                    || ruby.qnil().as_value(),
+                    |c| frozen_str(&(c as char).to_string()),
+                ),
+            ),
+            (
+                "comment",
+                i.comment.map_or_else(
+                    || ruby.qnil().as_value(),
+                    |c| frozen_str(&(c as char).to_string()),
+                ),
+            ),
             ("key_field", frozen_str(&i.key_field)),
             ("value_field", frozen_str(&i.value_field)),
-            ("records_at", i.records_at.as_deref().map_or_else(|| ruby.qnil().as_value(), frozen_str)),
+            (
+                "records_at",
+                i.records_at
+                    .as_deref()
+                    .map_or_else(|| ruby.qnil().as_value(), frozen_str),
+            ),
         ],
     )?;
     module.const_set("IMPORT_DEFAULTS", import)?;
@@ -297,7 +422,10 @@ pub fn init(ruby: &Ruby, module: RModule) -> Result<(), Error> {
         ruby,
         [
             ("timeout", ruby.into_value(r.timeout.as_secs_f64())),
-            ("connect_timeout", ruby.into_value(r.connect_timeout.as_secs_f64())),
+            (
+                "connect_timeout",
+                ruby.into_value(r.connect_timeout.as_secs_f64()),
+            ),
             ("retries", ruby.into_value(r.retries)),
             ("concurrency", ruby.into_value(r.concurrency)),
             ("cache_size", ruby.into_value(r.cache.capacity)),

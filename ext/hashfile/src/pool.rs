@@ -18,7 +18,10 @@ static POOL: Mutex<Option<(u32, Arc<rayon::ThreadPool>)>> = Mutex::new(None);
 /// Most threads a build may ask for: a few per core is all a build can use,
 /// and far more stalls the machine (each is an OS thread with its own stack).
 pub fn max_threads() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get()).saturating_mul(4).max(16)
+    std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .saturating_mul(4)
+        .max(16)
 }
 
 fn build(ruby: &Ruby, threads: Option<usize>) -> Result<rayon::ThreadPool, Error> {
@@ -26,17 +29,37 @@ fn build(ruby: &Ruby, threads: Option<usize>) -> Result<rayon::ThreadPool, Error
     if let Some(n) = threads {
         builder = builder.num_threads(n);
     }
-    builder.build().map_err(|e| Error::new(ruby.get_inner(&crate::error::ERROR), format!("cannot start the build's threads: {e}")))
+    builder.build().map_err(|e| {
+        Error::new(
+            ruby.get_inner(&crate::error::ERROR),
+            format!("cannot start the build's threads: {e}"),
+        )
+    })
 }
 
 /// The pool a build runs on: with `threads`, a pool of that many for this
 /// build alone (from 1 to `max_threads()`); without, this process's pool of
 /// one thread per core.
-pub fn for_build(ruby: &Ruby, threads: Option<magnus::Integer>) -> Result<Arc<rayon::ThreadPool>, Error> {
+pub fn for_build(
+    ruby: &Ruby,
+    threads: Option<magnus::Integer>,
+) -> Result<Arc<rayon::ThreadPool>, Error> {
     if let Some(given) = threads {
         // Any Integer, a Bignum too: out of range is the same ArgumentError.
-        let n = given.to_u64().ok().and_then(|n| usize::try_from(n).ok()).filter(|n| (1..=max_threads()).contains(n));
-        let n = n.ok_or_else(|| crate::error::arg_error(ruby, format!("threads must be from 1 to {} (4 per core, at least 16), got {given}", max_threads())))?;
+        let n = given
+            .to_u64()
+            .ok()
+            .and_then(|n| usize::try_from(n).ok())
+            .filter(|n| (1..=max_threads()).contains(n));
+        let n = n.ok_or_else(|| {
+            crate::error::arg_error(
+                ruby,
+                format!(
+                    "threads must be from 1 to {} (4 per core, at least 16), got {given}",
+                    max_threads()
+                ),
+            )
+        })?;
         return Ok(Arc::new(build(ruby, Some(n))?));
     }
     let pid = std::process::id();

@@ -7,7 +7,10 @@ use std::time::{Duration, Instant};
 
 use hashfile::RecordBuf;
 use hashfile_remote::RemoteOptions;
-use magnus::{function, gc::Marker, method, prelude::*, value::Opaque, DataTypeFunctions, Error, RArray, RHash, RModule, RString, Ruby, TypedData, Value};
+use magnus::{
+    function, gc::Marker, method, prelude::*, value::Opaque, DataTypeFunctions, Error, RArray,
+    RHash, RModule, RString, Ruby, TypedData, Value,
+};
 
 use crate::error::{arg_error, to_ruby, CLOSED_ERROR};
 use crate::store::Store;
@@ -82,7 +85,12 @@ const CHUNK: usize = 1024;
 
 /// A new frozen Ruby String holding the key, as Hash keys are.
 fn key_string(ruby: &Ruby, record: &RecordBuf<'_>) -> Result<RString, Error> {
-    let key = strings::new(ruby, record.key(), strings::key_encoding(record.key_utf8()), false)?;
+    let key = strings::new(
+        ruby,
+        record.key(),
+        strings::key_encoding(record.key_utf8()),
+        false,
+    )?;
     key.freeze();
     Ok(key)
 }
@@ -93,7 +101,14 @@ impl Reader {
     /// lookup; `reload` is nil or the seconds between checks for a new
     /// store; `remote` (a Hash or nil) says how to reach an http://,
     /// https:// or s3:// store.
-    fn open(ruby: &Ruby, path: String, options: Option<RHash>, load: Value, reload: Option<f64>, remote: Option<RHash>) -> Result<Reader, Error> {
+    fn open(
+        ruby: &Ruby,
+        path: String,
+        options: Option<RHash>,
+        load: Value,
+        reload: Option<f64>,
+        remote: Option<RHash>,
+    ) -> Result<Reader, Error> {
         let flags = DecodeFlags::default().with_options(ruby, options)?;
         let is_remote = hashfile_remote::Location::is_remote(&path);
         let reload = match reload {
@@ -105,16 +120,48 @@ impl Reader {
             }
         };
         let remote = match remote {
-            Some(given) if !is_remote => return Err(arg_error(ruby, format!("the options {} are for http://, https:// and s3:// stores, not {path}", crate::options::names(given)?))),
+            Some(given) if !is_remote => {
+                return Err(arg_error(
+                    ruby,
+                    format!(
+                        "the options {} are for http://, https:// and s3:// stores, not {path}",
+                        crate::options::names(given)?
+                    ),
+                ))
+            }
             given => crate::options::remote_options(ruby, given)?,
         };
         let store = Store::open(ruby, &path, &remote)?.map_err(|e| to_ruby(ruby, e))?;
         let load = (!load.is_nil()).then(|| Opaque::from(load));
-        Ok(Reader::on(Arc::new(store), path, remote, flags, load, reload))
+        Ok(Reader::on(
+            Arc::new(store),
+            path,
+            remote,
+            flags,
+            load,
+            reload,
+        ))
     }
 
-    fn on(store: Arc<Store>, path: String, remote: RemoteOptions, flags: DecodeFlags, load: Option<Opaque<Value>>, reload: Option<Reload>) -> Reader {
-        Reader { store: RefCell::new(Some(store)), closed: Cell::new(false), in_flight: Cell::new(0), pending: RefCell::new(None), reload, path, remote, flags, load }
+    fn on(
+        store: Arc<Store>,
+        path: String,
+        remote: RemoteOptions,
+        flags: DecodeFlags,
+        load: Option<Opaque<Value>>,
+        reload: Option<Reload>,
+    ) -> Reader {
+        Reader {
+            store: RefCell::new(Some(store)),
+            closed: Cell::new(false),
+            in_flight: Cell::new(0),
+            pending: RefCell::new(None),
+            reload,
+            path,
+            remote,
+            flags,
+            load,
+        }
     }
 
     /// Makes `store` the one every later lookup reads: now if no lookup is
@@ -170,7 +217,8 @@ impl Reader {
         if rb_self.closed.get() {
             return Err(rb_self.closed(ruby));
         }
-        let store = Store::open(ruby, &rb_self.path, &rb_self.remote)?.map_err(|e| to_ruby(ruby, e))?;
+        let store =
+            Store::open(ruby, &rb_self.path, &rb_self.remote)?.map_err(|e| to_ruby(ruby, e))?;
         rb_self.install(Arc::new(store));
         if let Some(reload) = &rb_self.reload {
             reload.error.borrow_mut().take();
@@ -188,17 +236,31 @@ impl Reader {
     /// reload swaps: `each` iterates one mapping from start to end.
     fn pin(ruby: &Ruby, rb_self: &Self) -> Result<Reader, Error> {
         let store = rb_self.shared(ruby)?;
-        Ok(Reader::on(store, rb_self.path.clone(), rb_self.remote.clone(), rb_self.flags, rb_self.load, None))
+        Ok(Reader::on(
+            store,
+            rb_self.path.clone(),
+            rb_self.remote.clone(),
+            rb_self.flags,
+            rb_self.load,
+            None,
+        ))
     }
 
     fn closed(&self, ruby: &Ruby) -> Error {
-        Error::new(ruby.get_inner(&CLOSED_ERROR), format!("closed store {}", self.path))
+        Error::new(
+            ruby.get_inner(&CLOSED_ERROR),
+            format!("closed store {}", self.path),
+        )
     }
 
     /// Runs `f` on the open store, counted in `in_flight` so that a `close`
     /// meanwhile leaves the mapping in place until `f` returns.
     #[inline]
-    fn with_store<R>(&self, ruby: &Ruby, f: impl FnOnce(&Store) -> Result<R, Error>) -> Result<R, Error> {
+    fn with_store<R>(
+        &self,
+        ruby: &Ruby,
+        f: impl FnOnce(&Store) -> Result<R, Error>,
+    ) -> Result<R, Error> {
         if self.closed.get() {
             return Err(self.closed(ruby));
         }
@@ -219,7 +281,9 @@ impl Reader {
         let store = unsafe { &*store };
         let result = f(store);
         // Whatever `f` read, a page that faulted meanwhile makes it untrustworthy.
-        store.check_faults().map_err(|e| to_ruby(ruby, e.with_path(self.path.as_ref())))?;
+        store
+            .check_faults()
+            .map_err(|e| to_ruby(ruby, e.with_path(self.path.as_ref())))?;
         result
     }
 
@@ -233,16 +297,31 @@ impl Reader {
 
     #[inline]
     fn decoder<'r>(&self, ruby: &'r Ruby, flags: DecodeFlags) -> Decoder<'r> {
-        Decoder { ruby, flags, load: self.load.map_or_else(|| ruby.qnil().as_value(), |load| ruby.get_inner(load)) }
+        Decoder {
+            ruby,
+            flags,
+            load: self
+                .load
+                .map_or_else(|| ruby.qnil().as_value(), |load| ruby.get_inner(load)),
+        }
     }
 
     /// `db[key]`: the value, or `if_missing` when the key is absent.
     #[inline]
-    fn lookup(&self, ruby: &Ruby, key: Value, if_missing: Value, flags: DecodeFlags) -> Result<Value, Error> {
+    fn lookup(
+        &self,
+        ruby: &Ruby,
+        key: Value,
+        if_missing: Value,
+        flags: DecodeFlags,
+    ) -> Result<Value, Error> {
         self.with_store(ruby, |store| match store.find(ruby, key)? {
             // The record borrows the mapping, not the key, whose borrow ended
             // inside `find` before anything is allocated.
-            Some(Ok(Some(record))) => self.decoder(ruby, flags).record(&record.record()).map_err(|e| self.locate(ruby, e, record.key())),
+            Some(Ok(Some(record))) => self
+                .decoder(ruby, flags)
+                .record(&record.record())
+                .map_err(|e| self.locate(ruby, e, record.key())),
             Some(Ok(None)) | None => Ok(if_missing),
             Some(Err(e)) => Err(to_ruby(ruby, e.with_path(self.path.as_ref()))),
         })
@@ -251,9 +330,20 @@ impl Reader {
     /// Adds the path and key to a decoding error's message.
     fn locate(&self, ruby: &Ruby, error: Error, key: &[u8]) -> Error {
         match error.value() {
-            Some(exception) if exception.is_kind_of(ruby.get_inner(&crate::error::FORMAT_ERROR)) => {
-                let message = exception.funcall::<_, _, String>("message", ()).unwrap_or_default();
-                Error::new(ruby.get_inner(&crate::error::FORMAT_ERROR), format!("{}: value of key {}: {message}", self.path, hashfile::DisplayBytes(key)))
+            Some(exception)
+                if exception.is_kind_of(ruby.get_inner(&crate::error::FORMAT_ERROR)) =>
+            {
+                let message = exception
+                    .funcall::<_, _, String>("message", ())
+                    .unwrap_or_default();
+                Error::new(
+                    ruby.get_inner(&crate::error::FORMAT_ERROR),
+                    format!(
+                        "{}: value of key {}: {message}",
+                        self.path,
+                        hashfile::DisplayBytes(key)
+                    ),
+                )
             }
             _ => error,
         }
@@ -270,16 +360,36 @@ impl Reader {
 
     /// `_get(key, if_missing, options)`: options (a Hash or nil) override
     /// the open-time decode options for this call.
-    fn get(ruby: &Ruby, rb_self: Value, key: Value, if_missing: Value, options: Option<RHash>) -> Result<Value, Error> {
+    fn get(
+        ruby: &Ruby,
+        rb_self: Value,
+        key: Value,
+        if_missing: Value,
+        options: Option<RHash>,
+    ) -> Result<Value, Error> {
         let reader = unwrap_self::<Self>(ruby, rb_self, "Hashfile::Reader")?;
-        reader.lookup(ruby, key, if_missing, reader.flags.with_options(ruby, options)?)
+        reader.lookup(
+            ruby,
+            key,
+            if_missing,
+            reader.flags.with_options(ruby, options)?,
+        )
     }
 
-    fn dig(ruby: &Ruby, rb_self: Value, key: Value, path: RArray, options: Option<RHash>) -> Result<Value, Error> {
+    fn dig(
+        ruby: &Ruby,
+        rb_self: Value,
+        key: Value,
+        path: RArray,
+        options: Option<RHash>,
+    ) -> Result<Value, Error> {
         let reader = unwrap_self::<Self>(ruby, rb_self, "Hashfile::Reader")?;
         let flags = reader.flags.with_options(ruby, options)?;
         reader.with_store(ruby, |store| match store.find(ruby, key)? {
-            Some(Ok(Some(record))) => reader.decoder(ruby, flags).dig(&record.record(), path).map_err(|e| reader.locate(ruby, e, record.key())),
+            Some(Ok(Some(record))) => reader
+                .decoder(ruby, flags)
+                .dig(&record.record(), path)
+                .map_err(|e| reader.locate(ruby, e, record.key())),
             Some(Ok(None)) | None => Ok(ruby.qnil().as_value()),
             Some(Err(e)) => Err(to_ruby(ruby, e.with_path(reader.path.as_ref()))),
         })
@@ -301,14 +411,25 @@ impl Reader {
     /// `_get_many(keys, if_missing)`: the values of `keys` in order,
     /// `if_missing` for absent ones. A remote store fetches them as one
     /// batch (level by level, each level's requests together).
-    fn get_many(ruby: &Ruby, rb_self: &Self, keys: RArray, if_missing: Value) -> Result<RArray, Error> {
+    fn get_many(
+        ruby: &Ruby,
+        rb_self: &Self,
+        keys: RArray,
+        if_missing: Value,
+    ) -> Result<RArray, Error> {
         let decoder = rb_self.decoder(ruby, rb_self.flags);
         rb_self.with_store(ruby, |store| {
-            let found = store.find_many(ruby, keys)?.map_err(|e| to_ruby(ruby, e.with_path(rb_self.path.as_ref())))?;
+            let found = store
+                .find_many(ruby, keys)?
+                .map_err(|e| to_ruby(ruby, e.with_path(rb_self.path.as_ref())))?;
             let out = ruby.ary_new_capa(found.len());
             for record in &found {
                 match record {
-                    Some(record) => out.push(decoder.record(&record.record()).map_err(|e| rb_self.locate(ruby, e, record.key()))?)?,
+                    Some(record) => out.push(
+                        decoder
+                            .record(&record.record())
+                            .map_err(|e| rb_self.locate(ruby, e, record.key()))?,
+                    )?,
                     None => out.push(if_missing)?,
                 }
             }
@@ -322,12 +443,18 @@ impl Reader {
     fn each_chunk(ruby: &Ruby, rb_self: &Self, offset: u64, index: u64) -> Result<RArray, Error> {
         let decoder = rb_self.decoder(ruby, rb_self.flags);
         rb_self.with_store(ruby, |store| {
-            let (records, next) = store.chunk(ruby, offset, index, CHUNK)?.map_err(|e| to_ruby(ruby, e.with_path(rb_self.path.as_ref())))?;
+            let (records, next) = store
+                .chunk(ruby, offset, index, CHUNK)?
+                .map_err(|e| to_ruby(ruby, e.with_path(rb_self.path.as_ref())))?;
             let out = ruby.ary_new_capa(1 + 2 * records.len());
             out.push(next)?;
             for record in &records {
                 out.push(key_string(ruby, record)?)?;
-                out.push(decoder.record(&record.record()).map_err(|e| rb_self.locate(ruby, e, record.key()))?)?;
+                out.push(
+                    decoder
+                        .record(&record.record())
+                        .map_err(|e| rb_self.locate(ruby, e, record.key()))?,
+                )?;
             }
             Ok(out)
         })
@@ -336,7 +463,10 @@ impl Reader {
     fn verify(ruby: &Ruby, rb_self: &Self) -> Result<bool, Error> {
         let store = rb_self.shared(ruby)?;
         let result = store.verify(ruby)?;
-        store.check_faults().and(result).map_err(|e| to_ruby(ruby, e.with_path(rb_self.path.as_ref())))?;
+        store
+            .check_faults()
+            .and(result)
+            .map_err(|e| to_ruby(ruby, e.with_path(rb_self.path.as_ref())))?;
         Ok(true)
     }
 
@@ -375,7 +505,10 @@ impl Reader {
             let header = store.header();
             let sym = |s: &str| ruby.to_symbol(s);
             let out = ruby.hash_new();
-            out.aset(sym("format_version"), format!("{}.{}", header.major, header.minor))?;
+            out.aset(
+                sym("format_version"),
+                format!("{}.{}", header.major, header.minor),
+            )?;
             out.aset(sym("entries"), info.entries)?;
             out.aset(sym("file_bytes"), info.file_bytes)?;
             out.aset(sym("mphf_bits_per_key"), info.mphf_bits_per_key)?;
@@ -412,7 +545,10 @@ impl Reader {
                 cache.aset(sym("pinned_bytes"), stats.pinned_bytes)?;
                 out.aset(sym("cache"), cache)?;
                 out.aset(sym("etag"), object.identity().etag.clone())?;
-                out.aset(sym("last_modified"), object.identity().last_modified.clone())?;
+                out.aset(
+                    sym("last_modified"),
+                    object.identity().last_modified.clone(),
+                )?;
             }
             Ok(out)
         })
@@ -463,7 +599,10 @@ pub fn init(ruby: &Ruby, module: RModule) -> Result<(), Error> {
     class.define_method("_each_chunk", method!(Reader::each_chunk, 2))?;
     class.define_method("_get_many", method!(Reader::get_many, 2))?;
     class.define_method("remote?", method!(Reader::is_remote, 0))?;
-    class.define_singleton_method("_remote_location?", function!(Reader::is_remote_location, 1))?;
+    class.define_singleton_method(
+        "_remote_location?",
+        function!(Reader::is_remote_location, 1),
+    )?;
     class.define_method("_verify", method!(Reader::verify, 0))?;
     class.define_method("close", method!(Reader::close, 0))?;
     class.define_method("closed?", method!(Reader::is_closed, 0))?;

@@ -34,10 +34,15 @@ impl Store {
     /// Opens `location`: a URL this library reads remotely, else a path.
     /// `remote` holds the options for a URL; the caller refuses them for a
     /// path.
-    pub fn open(ruby: &Ruby, location: &str, remote: &RemoteOptions) -> Result<hashfile::Result<Store>, Error> {
+    pub fn open(
+        ruby: &Ruby,
+        location: &str,
+        remote: &RemoteOptions,
+    ) -> Result<hashfile::Result<Store>, Error> {
         if Location::is_remote(location) {
             let (location, options) = (location.to_owned(), remote.clone());
-            return remote_call(ruby, move || hashfile_remote::open(&location, options)).map(|r| r.map(|reader| Store::Remote(Box::new(reader))));
+            return remote_call(ruby, move || hashfile_remote::open(&location, options))
+                .map(|r| r.map(|reader| Store::Remote(Box::new(reader))));
         }
         Ok(hashfile::Reader::open_guarded(location).map(Store::Local))
     }
@@ -45,7 +50,11 @@ impl Store {
     /// The record of the String or Symbol `key`; `None` for any other
     /// object, which can never be a key.
     #[inline]
-    pub fn find<'s>(&'s self, ruby: &Ruby, key: Value) -> Result<Option<hashfile::Result<Option<RecordBuf<'s>>>>, Error> {
+    pub fn find<'s>(
+        &'s self,
+        ruby: &Ruby,
+        key: Value,
+    ) -> Result<Option<hashfile::Result<Option<RecordBuf<'s>>>>, Error> {
         match self {
             Store::Local(store) => with_key(key, |k| store.get(k)),
             Store::Remote(store) => match with_key(key, <[u8]>::to_vec)? {
@@ -58,7 +67,11 @@ impl Store {
     /// The records of `keys`, in order (`None` for absent keys and for
     /// objects that cannot be keys). Remotely, one batch: level by level,
     /// each level's requests together.
-    pub fn find_many<'s>(&'s self, ruby: &Ruby, keys: RArray) -> Result<hashfile::Result<Vec<Option<RecordBuf<'s>>>>, Error> {
+    pub fn find_many<'s>(
+        &'s self,
+        ruby: &Ruby,
+        keys: RArray,
+    ) -> Result<hashfile::Result<Vec<Option<RecordBuf<'s>>>>, Error> {
         match self {
             Store::Local(store) => {
                 let mut found = Vec::with_capacity(keys.len());
@@ -82,7 +95,10 @@ impl Store {
                 let found = remote_call(ruby, || store.get_many(&asked))?;
                 Ok(found.map(|found| {
                     let mut found = found.into_iter();
-                    copied.iter().map(|key| key.as_ref().and_then(|_| found.next().flatten())).collect()
+                    copied
+                        .iter()
+                        .map(|key| key.as_ref().and_then(|_| found.next().flatten()))
+                        .collect()
                 }))
             }
         }
@@ -90,8 +106,19 @@ impl Store {
 
     /// Up to `max` records from byte `offset` of the records section, the
     /// first being entry `index`.
-    pub fn chunk(&self, ruby: &Ruby, offset: u64, index: u64, max: usize) -> Result<hashfile::Result<Chunk<'_>>, Error> {
-        fn read<S: hashfile::read::Source>(store: &hashfile::Reader<S>, offset: u64, index: u64, max: usize) -> hashfile::Result<Chunk<'_>> {
+    pub fn chunk(
+        &self,
+        ruby: &Ruby,
+        offset: u64,
+        index: u64,
+        max: usize,
+    ) -> Result<hashfile::Result<Chunk<'_>>, Error> {
+        fn read<S: hashfile::read::Source>(
+            store: &hashfile::Reader<S>,
+            offset: u64,
+            index: u64,
+            max: usize,
+        ) -> hashfile::Result<Chunk<'_>> {
             let mut records = Vec::with_capacity(max.min(1024));
             let mut at = offset;
             for k in 0..max as u64 {
@@ -174,7 +201,9 @@ pub fn with_key<R>(key: Value, f: impl FnOnce(&[u8]) -> R) -> Result<Option<R>, 
         // By its name's bytes, as the writer stores a Symbol key, whatever
         // the name's encoding.
         // SAFETY: as above; the name String lives as long as the Symbol.
-        return Ok(Some(f(unsafe { strings::bytes(strings::symbol_name(sym)) })));
+        return Ok(Some(f(unsafe {
+            strings::bytes(strings::symbol_name(sym))
+        })));
     }
     Ok(None)
 }
@@ -182,7 +211,10 @@ pub fn with_key<R>(key: Value, f: impl FnOnce(&[u8]) -> R) -> Result<Option<R>, 
 /// Runs `f`, which may wait on the network, without the GVL and under an
 /// interrupt that Ruby's unblocking function fires. If it fired, the
 /// pending Ruby exception (Interrupt, a `Thread#raise`) is raised.
-pub fn remote_call<R: Send>(ruby: &Ruby, f: impl FnOnce() -> hashfile::Result<R> + Send) -> Result<hashfile::Result<R>, Error> {
+pub fn remote_call<R: Send>(
+    ruby: &Ruby,
+    f: impl FnOnce() -> hashfile::Result<R> + Send,
+) -> Result<hashfile::Result<R>, Error> {
     let interrupt = Interrupt::new();
     let result = crate::nogvl::without_gvl(ruby, || interrupt.during(f), Some(interrupt.flag()))?;
     if interrupt.is_fired() {

@@ -51,12 +51,22 @@ pub unsafe fn bytes<'a>(s: RString) -> &'a [u8] {
     let api = rb_sys::stable_api::get_default();
     let raw = s.as_raw();
     // SAFETY: `raw` is a live String; the caller bounds the slice's life.
-    unsafe { std::slice::from_raw_parts(api.rstring_ptr(raw) as *const u8, api.rstring_len(raw) as usize) }
+    unsafe {
+        std::slice::from_raw_parts(
+            api.rstring_ptr(raw) as *const u8,
+            api.rstring_len(raw) as usize,
+        )
+    }
 }
 
 /// The index of the Ruby encoding named `name`.
 fn encoding_index(ruby: &Ruby, name: &str) -> Result<i32, Error> {
-    let unknown = || Error::new(ruby.get_inner(&crate::error::ERROR), format!("a stored string is in encoding {name:?}, which this Ruby does not know"));
+    let unknown = || {
+        Error::new(
+            ruby.get_inner(&crate::error::ERROR),
+            format!("a stored string is in encoding {name:?}, which this Ruby does not know"),
+        )
+    };
     let c_name = CString::new(name).map_err(|_| unknown())?;
     // SAFETY: a NUL-terminated name; returns -1 for unknown encodings.
     let index = unsafe { rb_sys::rb_enc_find_index(c_name.as_ptr()) };
@@ -75,7 +85,12 @@ fn encoding_index(ruby: &Ruby, name: &str) -> Result<i32, Error> {
 /// takes ASCII-only bytes alone: a US-ASCII String with high bytes (stored
 /// as it was, invalid) must come back invalid, not claim to be ASCII.
 #[inline]
-pub fn new_raw(ruby: &Ruby, bytes: &[u8], encoding: Encoding<'_>, interned: bool) -> Result<VALUE, Error> {
+pub fn new_raw(
+    ruby: &Ruby,
+    bytes: &[u8],
+    encoding: Encoding<'_>,
+    interned: bool,
+) -> Result<VALUE, Error> {
     let (ptr, len) = (bytes.as_ptr() as *const c_char, bytes.len() as c_long);
     // SAFETY: ptr/len describe a live slice that Ruby copies before
     // returning; each function returns a new (or interned) String.
@@ -84,10 +99,18 @@ pub fn new_raw(ruby: &Ruby, bytes: &[u8], encoding: Encoding<'_>, interned: bool
             (Encoding::Utf8, false) => rb_sys::rb_utf8_str_new(ptr, len),
             (Encoding::Binary, false) => rb_sys::rb_str_new(ptr, len),
             (Encoding::Ascii, false) if bytes.is_ascii() => rb_sys::rb_usascii_str_new(ptr, len),
-            (Encoding::Ascii, false) => rb_sys::rb_enc_str_new(ptr, len, rb_sys::rb_usascii_encoding()),
-            (Encoding::Utf8, true) => rb_sys::rb_enc_interned_str(ptr, len, rb_sys::rb_utf8_encoding()),
-            (Encoding::Binary, true) => rb_sys::rb_enc_interned_str(ptr, len, rb_sys::rb_ascii8bit_encoding()),
-            (Encoding::Ascii, true) => rb_sys::rb_enc_interned_str(ptr, len, rb_sys::rb_usascii_encoding()),
+            (Encoding::Ascii, false) => {
+                rb_sys::rb_enc_str_new(ptr, len, rb_sys::rb_usascii_encoding())
+            }
+            (Encoding::Utf8, true) => {
+                rb_sys::rb_enc_interned_str(ptr, len, rb_sys::rb_utf8_encoding())
+            }
+            (Encoding::Binary, true) => {
+                rb_sys::rb_enc_interned_str(ptr, len, rb_sys::rb_ascii8bit_encoding())
+            }
+            (Encoding::Ascii, true) => {
+                rb_sys::rb_enc_interned_str(ptr, len, rb_sys::rb_usascii_encoding())
+            }
             (Encoding::Named(name), interned) => {
                 let enc = rb_sys::rb_enc_from_index(encoding_index(ruby, name)?);
                 if interned {
@@ -102,10 +125,16 @@ pub fn new_raw(ruby: &Ruby, bytes: &[u8], encoding: Encoding<'_>, interned: bool
 
 /// `new_raw` as an `RString`.
 #[inline]
-pub fn new(ruby: &Ruby, bytes: &[u8], encoding: Encoding<'_>, interned: bool) -> Result<RString, Error> {
+pub fn new(
+    ruby: &Ruby,
+    bytes: &[u8],
+    encoding: Encoding<'_>,
+    interned: bool,
+) -> Result<RString, Error> {
     let raw = new_raw(ruby, bytes, encoding, interned)?;
     // SAFETY: every constructor above returns a live String VALUE.
-    Ok(RString::from_value(unsafe { Value::from_raw(raw) }).expect("Ruby's String constructors return Strings"))
+    Ok(RString::from_value(unsafe { Value::from_raw(raw) })
+        .expect("Ruby's String constructors return Strings"))
 }
 
 /// The encoding of a store's key: UTF-8 text, else binary.

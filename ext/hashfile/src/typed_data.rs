@@ -12,7 +12,11 @@ use rb_sys::StableApiDefinition;
 /// The `T` inside `value`, which must be typed data wrapped by magnus with
 /// exactly `T`'s data type; a `TypeError` naming `what` otherwise.
 #[inline]
-pub fn unwrap_self<'a, T: TypedData>(ruby: &Ruby, value: Value, what: &str) -> Result<&'a T, Error> {
+pub fn unwrap_self<'a, T: TypedData>(
+    ruby: &Ruby,
+    value: Value,
+    what: &str,
+) -> Result<&'a T, Error> {
     if RTypedData::from_value(value).is_some() {
         let api = rb_sys::stable_api::get_default();
         let expected = T::data_type() as *const DataType as *const rb_sys::rb_data_type_t;
@@ -29,7 +33,10 @@ pub fn unwrap_self<'a, T: TypedData>(ruby: &Ruby, value: Value, what: &str) -> R
             }
         }
     }
-    Err(crate::error::type_error(ruby, format!("expected a {what}, got {}", crate::error::class_name(value))))
+    Err(crate::error::type_error(
+        ruby,
+        format!("expected a {what}, got {}", crate::error::class_name(value)),
+    ))
 }
 
 #[cfg(test)]
@@ -51,15 +58,25 @@ mod tests {
         // SAFETY: the only Ruby VM of this test process, started once here.
         let _cleanup = unsafe { magnus::embed::init() };
         let ruby = Ruby::get().unwrap();
-        ruby.define_class("UnwrapTestA", ruby.class_object()).unwrap();
-        ruby.define_class("UnwrapTestB", ruby.class_object()).unwrap();
+        ruby.define_class("UnwrapTestA", ruby.class_object())
+            .unwrap();
+        ruby.define_class("UnwrapTestB", ruby.class_object())
+            .unwrap();
         let a = A(42).into_value_with(&ruby);
         let b = B(7).into_value_with(&ruby);
         assert_eq!(unwrap_self::<A>(&ruby, a, "A").unwrap().0, 42);
-        for (other, class) in [(b, "UnwrapTestB"), (ruby.str_new("not data").as_value(), "String"), (ruby.qnil().as_value(), "NilClass"), (ruby.integer_from_i64(1).as_value(), "Integer")] {
+        for (other, class) in [
+            (b, "UnwrapTestB"),
+            (ruby.str_new("not data").as_value(), "String"),
+            (ruby.qnil().as_value(), "NilClass"),
+            (ruby.integer_from_i64(1).as_value(), "Integer"),
+        ] {
             let error = unwrap_self::<A>(&ruby, other, "A").map(|_| ()).unwrap_err();
             assert!(error.is_kind_of(ruby.exception_type_error()), "{error}");
-            assert_eq!(error.to_string(), format!("TypeError: expected a A, got {class}"));
+            assert_eq!(
+                error.to_string(),
+                format!("TypeError: expected a A, got {class}")
+            );
         }
     }
 }

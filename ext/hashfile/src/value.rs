@@ -11,9 +11,16 @@
 
 use std::ffi::c_long;
 
-use hashfile::value::{self as codec, ContainerStart, Cursor, Dig, Encoding, Item, Probe, MAX_DEPTH};
+use hashfile::value::{
+    self as codec, ContainerStart, Cursor, Dig, Encoding, Item, Probe, MAX_DEPTH,
+};
 use hashfile::{DisplayBytes, Record, ValueKind};
-use magnus::{prelude::*, r_hash::ForEach, rb_sys::{AsRawValue, FromRawValue}, Error, RArray, RHash, RString, Ruby, Value};
+use magnus::{
+    prelude::*,
+    r_hash::ForEach,
+    rb_sys::{AsRawValue, FromRawValue},
+    Error, RArray, RHash, RString, Ruby, Value,
+};
 use rb_sys::{StableApiDefinition, VALUE};
 
 use crate::error::{arg_error, class_name, FORMAT_ERROR};
@@ -32,7 +39,11 @@ impl DecodeFlags {
     /// The stored bytes as a binary String, not decoded.
     const RAW: u8 = 4;
     /// The options by name.
-    const NAMES: [(&'static str, u8); 3] = [("symbolize_names", Self::SYMBOLIZE_NAMES), ("freeze", Self::FREEZE), ("raw", Self::RAW)];
+    const NAMES: [(&'static str, u8); 3] = [
+        ("symbolize_names", Self::SYMBOLIZE_NAMES),
+        ("freeze", Self::FREEZE),
+        ("raw", Self::RAW),
+    ];
 
     fn has(self, bit: u8) -> bool {
         self.0 & bit != 0
@@ -42,7 +53,9 @@ impl DecodeFlags {
     /// `freeze:`, `raw:`, each true or false) set or cleared; nil changes
     /// nothing.
     pub fn with_options(self, ruby: &Ruby, options: Option<RHash>) -> Result<DecodeFlags, Error> {
-        let Some(options) = options else { return Ok(self) };
+        let Some(options) = options else {
+            return Ok(self);
+        };
         let mut flags = self.0;
         options.foreach(|key: magnus::Symbol, value: Value| {
             let name = key.name()?;
@@ -75,7 +88,9 @@ pub enum EncodeError {
 impl EncodeError {
     fn at(mut self, segment: impl FnOnce() -> String) -> EncodeError {
         match &mut self {
-            EncodeError::Unsupported { path, .. } | EncodeError::TooDeep { path } => path.push(segment()),
+            EncodeError::Unsupported { path, .. } | EncodeError::TooDeep { path } => {
+                path.push(segment())
+            }
             EncodeError::Ruby(_) => {}
         }
         self
@@ -88,7 +103,11 @@ impl EncodeError {
                 format!("value for key {}", DisplayBytes(key))
             } else {
                 let inner: Vec<&str> = path.iter().rev().map(String::as_str).collect();
-                format!("value for key {} at [{}]", DisplayBytes(key), inner.join(", "))
+                format!(
+                    "value for key {} at [{}]",
+                    DisplayBytes(key),
+                    inner.join(", ")
+                )
             }
         };
         match self {
@@ -122,7 +141,14 @@ impl From<Error> for EncodeError {
 fn segment(key: Value) -> String {
     let text = key.inspect();
     if text.len() > 40 {
-        format!("{}...", &text[..text.char_indices().take_while(|(i, _)| *i < 37).last().map_or(0, |(i, c)| i + c.len_utf8())])
+        format!(
+            "{}...",
+            &text[..text
+                .char_indices()
+                .take_while(|(i, _)| *i < 37)
+                .last()
+                .map_or(0, |(i, c)| i + c.len_utf8())]
+        )
     } else {
         text
     }
@@ -150,7 +176,13 @@ fn write_string(ruby: &Ruby, out: &mut Vec<u8>, raw: VALUE, symbol: bool) {
 
 /// Appends the encoding of `value`. `dump` is the user's serializer for
 /// other objects, or nil.
-pub fn encode(ruby: &Ruby, value: Value, dump: Value, out: &mut Vec<u8>, depth_left: usize) -> Result<(), EncodeError> {
+pub fn encode(
+    ruby: &Ruby,
+    value: Value,
+    dump: Value,
+    out: &mut Vec<u8>,
+    depth_left: usize,
+) -> Result<(), EncodeError> {
     use rb_sys::ruby_value_type::*;
     let api = rb_sys::stable_api::get_default();
     let raw = value.as_raw();
@@ -181,7 +213,10 @@ pub fn encode(ruby: &Ruby, value: Value, dump: Value, out: &mut Vec<u8>, depth_l
         return Ok(());
     }
     if api.special_const_p(raw) {
-        return Err(EncodeError::Unsupported { class: class_name(value), path: Vec::new() });
+        return Err(EncodeError::Unsupported {
+            class: class_name(value),
+            path: Vec::new(),
+        });
     }
     // SAFETY: not a special constant, so it is a heap object with a type.
     match unsafe { api.builtin_type(raw) } {
@@ -195,13 +230,17 @@ pub fn encode(ruby: &Ruby, value: Value, dump: Value, out: &mut Vec<u8>, depth_l
             unsafe {
                 let len = rb_sys::rb_absint_size(raw, std::ptr::null_mut());
                 let mut magnitude = vec![0u8; len as usize];
-                let flags = (rb_sys::INTEGER_PACK_LSWORD_FIRST | rb_sys::INTEGER_PACK_LSBYTE_FIRST) as i32;
-                let sign = rb_sys::rb_integer_pack(raw, magnitude.as_mut_ptr().cast(), len, 1, 0, flags);
+                let flags =
+                    (rb_sys::INTEGER_PACK_LSWORD_FIRST | rb_sys::INTEGER_PACK_LSBYTE_FIRST) as i32;
+                let sign =
+                    rb_sys::rb_integer_pack(raw, magnitude.as_mut_ptr().cast(), len, 1, 0, flags);
                 codec::write_bigint(out, sign < 0, &magnitude);
             }
         }
         RUBY_T_ARRAY => {
-            let depth = depth_left.checked_sub(1).ok_or(EncodeError::TooDeep { path: Vec::new() })?;
+            let depth = depth_left
+                .checked_sub(1)
+                .ok_or(EncodeError::TooDeep { path: Vec::new() })?;
             let array = RArray::from_value(value).expect("T_ARRAY is an Array");
             let start = ContainerStart::begin(out);
             let mut i = 0;
@@ -214,13 +253,19 @@ pub fn encode(ruby: &Ruby, value: Value, dump: Value, out: &mut Vec<u8>, depth_l
             start.end_array(out, i as u64);
         }
         RUBY_T_HASH => {
-            let depth = depth_left.checked_sub(1).ok_or(EncodeError::TooDeep { path: Vec::new() })?;
+            let depth = depth_left
+                .checked_sub(1)
+                .ok_or(EncodeError::TooDeep { path: Vec::new() })?;
             let hash = RHash::from_value(value).expect("T_HASH is a Hash");
             let start = ContainerStart::begin(out);
             let mut count = 0u64;
             let mut failure = None;
             hash.foreach(|k: Value, v: Value| {
-                let result = encode(ruby, k, dump, out, depth).map_err(|e| e.at(|| format!("key {}", segment(k)))).and_then(|_| encode(ruby, v, dump, out, depth).map_err(|e| e.at(|| segment(k))));
+                let result = encode(ruby, k, dump, out, depth)
+                    .map_err(|e| e.at(|| format!("key {}", segment(k))))
+                    .and_then(|_| {
+                        encode(ruby, v, dump, out, depth).map_err(|e| e.at(|| segment(k)))
+                    });
                 match result {
                     Ok(()) => {
                         count += 1;
@@ -239,11 +284,20 @@ pub fn encode(ruby: &Ruby, value: Value, dump: Value, out: &mut Vec<u8>, depth_l
         }
         _ => {
             if dump.is_nil() {
-                return Err(EncodeError::Unsupported { class: class_name(value), path: Vec::new() });
+                return Err(EncodeError::Unsupported {
+                    class: class_name(value),
+                    path: Vec::new(),
+                });
             }
             let bytes: Value = dump.funcall("call", (value,))?;
             let Some(bytes) = RString::from_value(bytes) else {
-                return Err(EncodeError::Ruby(Error::new(ruby.exception_type_error(), format!("serializer's dump returned a {}, not a String", class_name(bytes)))));
+                return Err(EncodeError::Ruby(Error::new(
+                    ruby.exception_type_error(),
+                    format!(
+                        "serializer's dump returned a {}, not a String",
+                        class_name(bytes)
+                    ),
+                )));
             };
             // SAFETY: copied at once.
             codec::write_custom(out, unsafe { bytes.as_slice() });
@@ -254,7 +308,12 @@ pub fn encode(ruby: &Ruby, value: Value, dump: Value, out: &mut Vec<u8>, depth_l
 
 /// How a top-level value is stored: plain strings of the three common
 /// encodings as string records, everything else typed.
-pub fn store_value(ruby: &Ruby, value: Value, dump: Value, scratch: &mut Vec<u8>) -> Result<ValueKind, EncodeError> {
+pub fn store_value(
+    ruby: &Ruby,
+    value: Value,
+    dump: Value,
+    scratch: &mut Vec<u8>,
+) -> Result<ValueKind, EncodeError> {
     if let Some(s) = RString::from_value(value) {
         if let Stored::Tagged(encoding) = strings::stored_encoding(ruby, s) {
             scratch.clear();
@@ -290,7 +349,10 @@ fn malformed(ruby: &Ruby, e: hashfile::Error) -> Error {
 
 #[inline]
 fn ptr_len(bytes: &[u8]) -> (*const std::ffi::c_char, c_long) {
-    (bytes.as_ptr() as *const std::ffi::c_char, bytes.len() as c_long)
+    (
+        bytes.as_ptr() as *const std::ffi::c_char,
+        bytes.len() as c_long,
+    )
 }
 
 impl Decoder<'_> {
@@ -307,12 +369,15 @@ impl Decoder<'_> {
         // encoding, which only a damaged file can hold. Names that are valid
         // UTF-8 or US-ASCII, and binary names, cannot raise and take the
         // direct path; anything else goes through a protected `to_sym`.
-        let direct: Option<unsafe extern "C" fn() -> *mut rb_sys::OnigEncodingTypeST> = match encoding {
-            Encoding::Utf8 if std::str::from_utf8(bytes).is_ok() => Some(rb_sys::rb_utf8_encoding),
-            Encoding::Ascii if bytes.is_ascii() => Some(rb_sys::rb_usascii_encoding),
-            Encoding::Binary => Some(rb_sys::rb_ascii8bit_encoding),
-            _ => None,
-        };
+        let direct: Option<unsafe extern "C" fn() -> *mut rb_sys::OnigEncodingTypeST> =
+            match encoding {
+                Encoding::Utf8 if std::str::from_utf8(bytes).is_ok() => {
+                    Some(rb_sys::rb_utf8_encoding)
+                }
+                Encoding::Ascii if bytes.is_ascii() => Some(rb_sys::rb_usascii_encoding),
+                Encoding::Binary => Some(rb_sys::rb_ascii8bit_encoding),
+                _ => None,
+            };
         if let Some(enc) = direct {
             // SAFETY: rb_intern3 copies a name that is valid in its
             // encoding (checked above); rb_id2sym returns its Symbol.
@@ -321,7 +386,12 @@ impl Decoder<'_> {
         let name = self.string(bytes, encoding, false)?;
         // SAFETY: a live String VALUE.
         let name = unsafe { Value::from_raw(name) };
-        let symbol: Value = name.funcall("to_sym", ()).map_err(|e| Error::new(self.ruby.get_inner(&FORMAT_ERROR), format!("malformed value: a symbol name is not valid in its encoding ({e})")))?;
+        let symbol: Value = name.funcall("to_sym", ()).map_err(|e| {
+            Error::new(
+                self.ruby.get_inner(&FORMAT_ERROR),
+                format!("malformed value: a symbol name is not valid in its encoding ({e})"),
+            )
+        })?;
         Ok(symbol.as_raw())
     }
 
@@ -333,16 +403,29 @@ impl Decoder<'_> {
             self.string(record.value, Encoding::Binary, freeze)?
         } else {
             match record.kind {
-                ValueKind::Utf8 | ValueKind::Ascii | ValueKind::Binary => self.string(record.value, strings::value_encoding(record.kind), freeze)?,
+                ValueKind::Utf8 | ValueKind::Ascii | ValueKind::Binary => {
+                    self.string(record.value, strings::value_encoding(record.kind), freeze)?
+                }
                 ValueKind::Typed => {
                     let mut cursor = Cursor::new(record.value);
                     let value = self.item(&mut cursor, MAX_DEPTH)?;
                     if !cursor.is_at_end() {
-                        return Err(Error::new(self.ruby.get_inner(&FORMAT_ERROR), format!("malformed value for key {}: trailing bytes", DisplayBytes(record.key))));
+                        return Err(Error::new(
+                            self.ruby.get_inner(&FORMAT_ERROR),
+                            format!(
+                                "malformed value for key {}: trailing bytes",
+                                DisplayBytes(record.key)
+                            ),
+                        ));
                     }
                     value
                 }
-                _ => return Err(Error::new(self.ruby.get_inner(&FORMAT_ERROR), "unknown value type")),
+                _ => {
+                    return Err(Error::new(
+                        self.ruby.get_inner(&FORMAT_ERROR),
+                        "unknown value type",
+                    ))
+                }
             }
         };
         // SAFETY: every branch returned a live VALUE.
@@ -364,12 +447,22 @@ impl Decoder<'_> {
             Item::Bool(true) => rb_sys::Qtrue as VALUE,
             Item::Bool(false) => rb_sys::Qfalse as VALUE,
             Item::Int(i) => unsafe { rb_sys::rb_ll2inum(i) },
-            Item::BigInt { negative, magnitude } => unsafe {
-                let mut flags = (rb_sys::INTEGER_PACK_LSWORD_FIRST | rb_sys::INTEGER_PACK_LSBYTE_FIRST) as i32;
+            Item::BigInt {
+                negative,
+                magnitude,
+            } => unsafe {
+                let mut flags =
+                    (rb_sys::INTEGER_PACK_LSWORD_FIRST | rb_sys::INTEGER_PACK_LSBYTE_FIRST) as i32;
                 if negative {
                     flags |= rb_sys::INTEGER_PACK_NEGATIVE as i32;
                 }
-                rb_sys::rb_integer_unpack(magnitude.as_ptr().cast(), magnitude.len() as _, 1, 0, flags)
+                rb_sys::rb_integer_unpack(
+                    magnitude.as_ptr().cast(),
+                    magnitude.len() as _,
+                    1,
+                    0,
+                    flags,
+                )
             },
             Item::Float(f) => unsafe { rb_sys::rb_float_new(f) },
             Item::Str(bytes, encoding) => self.string(bytes, encoding, freeze)?,
@@ -418,8 +511,18 @@ impl Decoder<'_> {
                         // protected and an exception comes back as an Err
                         // that unwinds these frames normally.
                         // SAFETY: live VALUEs.
-                        let (hash_value, key, value) = unsafe { (Value::from_raw(hash), Value::from_raw(key), Value::from_raw(value)) };
-                        RHash::from_value(hash_value).ok_or_else(|| Error::new(self.ruby.exception_type_error(), "not a Hash"))?.aset(key, value)?;
+                        let (hash_value, key, value) = unsafe {
+                            (
+                                Value::from_raw(hash),
+                                Value::from_raw(key),
+                                Value::from_raw(value),
+                            )
+                        };
+                        RHash::from_value(hash_value)
+                            .ok_or_else(|| {
+                                Error::new(self.ruby.exception_type_error(), "not a Hash")
+                            })?
+                            .aset(key, value)?;
                     }
                 }
                 self.finish(&inner, hash)?
@@ -431,19 +534,29 @@ impl Decoder<'_> {
     /// Symbols under SYMBOLIZE_NAMES.
     fn key(&self, cursor: &mut Cursor<'_>, depth_left: usize) -> Result<VALUE, Error> {
         match cursor.next_item().map_err(|e| malformed(self.ruby, e))? {
-            Item::Str(bytes, encoding) if self.flags.has(DecodeFlags::SYMBOLIZE_NAMES) => self.symbol(bytes, encoding),
+            Item::Str(bytes, encoding) if self.flags.has(DecodeFlags::SYMBOLIZE_NAMES) => {
+                self.symbol(bytes, encoding)
+            }
             Item::Str(bytes, encoding) => self.string(bytes, encoding, true),
             other => self.decode_item(other, depth_left),
         }
     }
 
     fn deeper(&self, depth_left: usize) -> Result<usize, Error> {
-        depth_left.checked_sub(1).ok_or_else(|| Error::new(self.ruby.get_inner(&FORMAT_ERROR), format!("malformed value: nested deeper than {MAX_DEPTH} levels")))
+        depth_left.checked_sub(1).ok_or_else(|| {
+            Error::new(
+                self.ruby.get_inner(&FORMAT_ERROR),
+                format!("malformed value: nested deeper than {MAX_DEPTH} levels"),
+            )
+        })
     }
 
     fn finish(&self, inner: &Cursor<'_>, container: VALUE) -> Result<VALUE, Error> {
         if !inner.is_at_end() {
-            return Err(Error::new(self.ruby.get_inner(&FORMAT_ERROR), "malformed value: container body longer than its items"));
+            return Err(Error::new(
+                self.ruby.get_inner(&FORMAT_ERROR),
+                "malformed value: container body longer than its items",
+            ));
         }
         if self.flags.has(DecodeFlags::FREEZE) {
             // SAFETY: a live Array or Hash.
@@ -477,10 +590,22 @@ impl Decoder<'_> {
         }
         let probes: Vec<Probe<'_>> = owned.iter().map(OwnedProbe::probe).collect();
         let depth_after = |steps: usize| MAX_DEPTH.saturating_sub(steps);
-        match codec::dig(record.value, &probes, self.flags.has(DecodeFlags::SYMBOLIZE_NAMES)).map_err(|e| malformed(self.ruby, e))? {
+        match codec::dig(
+            record.value,
+            &probes,
+            self.flags.has(DecodeFlags::SYMBOLIZE_NAMES),
+        )
+        .map_err(|e| malformed(self.ruby, e))?
+        {
             Dig::Absent => Ok(self.ruby.qnil().as_value()),
-            Dig::Stuck { step, item } => self.fallback(self.decode_item(item, depth_after(step))?, path, step),
-            Dig::Found(item) => self.fallback(self.decode_item(item, depth_after(probes.len()))?, path, probes.len()),
+            Dig::Stuck { step, item } => {
+                self.fallback(self.decode_item(item, depth_after(step))?, path, step)
+            }
+            Dig::Found(item) => self.fallback(
+                self.decode_item(item, depth_after(probes.len()))?,
+                path,
+                probes.len(),
+            ),
         }
     }
 
@@ -521,7 +646,10 @@ enum OwnedProbe {
 impl OwnedProbe {
     fn probe(&self) -> Probe<'_> {
         match self {
-            OwnedProbe::Str(bytes, binary) => Probe::Str { bytes, binary: *binary },
+            OwnedProbe::Str(bytes, binary) => Probe::Str {
+                bytes,
+                binary: *binary,
+            },
             OwnedProbe::Symbol(name) => Probe::Symbol(name),
             OwnedProbe::Int(i) => Probe::Int(*i),
         }
@@ -543,14 +671,23 @@ fn probe_of(ruby: &Ruby, step: Value) -> Result<Option<OwnedProbe>, Error> {
         let name = strings::symbol_name(sym);
         return Ok(match strings::stored_encoding(ruby, name) {
             // SAFETY: copied at once.
-            Stored::Tagged(Encoding::Utf8 | Encoding::Ascii) if unsafe { std::str::from_utf8(strings::bytes(name)).is_ok() } => Some(OwnedProbe::Symbol(unsafe { strings::bytes(name) }.to_vec())),
+            Stored::Tagged(Encoding::Utf8 | Encoding::Ascii)
+                if unsafe { std::str::from_utf8(strings::bytes(name)).is_ok() } =>
+            {
+                Some(OwnedProbe::Symbol(unsafe { strings::bytes(name) }.to_vec()))
+            }
             _ => None,
         });
     }
     if let Some(s) = RString::from_value(step) {
-        let Stored::Tagged(encoding) = strings::stored_encoding(ruby, s) else { return Ok(None) };
+        let Stored::Tagged(encoding) = strings::stored_encoding(ruby, s) else {
+            return Ok(None);
+        };
         // SAFETY: copied at once.
-        return Ok(Some(OwnedProbe::Str(unsafe { strings::bytes(s) }.to_vec(), encoding == Encoding::Binary)));
+        return Ok(Some(OwnedProbe::Str(
+            unsafe { strings::bytes(s) }.to_vec(),
+            encoding == Encoding::Binary,
+        )));
     }
     Ok(None)
 }
@@ -562,5 +699,9 @@ fn hashes_in_c(key: VALUE) -> bool {
     let api = rb_sys::stable_api::get_default();
     // SAFETY: `key` is a live VALUE, and builtin_type is asked only of a
     // heap object (not a special constant).
-    api.special_const_p(key) || matches!(unsafe { api.builtin_type(key) }, RUBY_T_STRING | RUBY_T_SYMBOL | RUBY_T_FLOAT | RUBY_T_BIGNUM)
+    api.special_const_p(key)
+        || matches!(
+            unsafe { api.builtin_type(key) },
+            RUBY_T_STRING | RUBY_T_SYMBOL | RUBY_T_FLOAT | RUBY_T_BIGNUM
+        )
 }

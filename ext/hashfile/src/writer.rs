@@ -5,7 +5,10 @@ use std::cell::RefCell;
 use std::path::PathBuf;
 
 use hashfile::{Builder, CancelFlag, Record};
-use magnus::{function, gc::Marker, method, prelude::*, r_hash::ForEach, value::Opaque, DataTypeFunctions, Error, RHash, RModule, RString, Ruby, Symbol, TypedData, Value};
+use magnus::{
+    function, gc::Marker, method, prelude::*, r_hash::ForEach, value::Opaque, DataTypeFunctions,
+    Error, RHash, RModule, RString, Ruby, Symbol, TypedData, Value,
+};
 
 use crate::error::{class_name, to_ruby, type_error, CLOSED_ERROR};
 use crate::strings::{self, Stored};
@@ -34,7 +37,11 @@ impl Writer {
     fn new(ruby: &Ruby, opts: RHash, dump: Value) -> Result<Writer, Error> {
         let options = crate::options::build_options(ruby, opts)?;
         let builder = Builder::new(options).map_err(|e| to_ruby(ruby, e))?;
-        Ok(Writer { builder: RefCell::new(Some(builder)), scratch: RefCell::new(Vec::new()), dump: (!dump.is_nil()).then(|| Opaque::from(dump)) })
+        Ok(Writer {
+            builder: RefCell::new(Some(builder)),
+            scratch: RefCell::new(Vec::new()),
+            dump: (!dump.is_nil()).then(|| Opaque::from(dump)),
+        })
     }
 
     fn busy(ruby: &Ruby) -> Error {
@@ -42,27 +49,53 @@ impl Writer {
     }
 
     fn add_entry(&self, ruby: &Ruby, key: Value, value: Value) -> Result<(), Error> {
-        let mut slot = self.builder.try_borrow_mut().map_err(|_| Self::busy(ruby))?;
-        let builder = slot.as_mut().ok_or_else(|| Error::new(ruby.get_inner(&CLOSED_ERROR), "writer is finished"))?;
+        let mut slot = self
+            .builder
+            .try_borrow_mut()
+            .map_err(|_| Self::busy(ruby))?;
+        let builder = slot
+            .as_mut()
+            .ok_or_else(|| Error::new(ruby.get_inner(&CLOSED_ERROR), "writer is finished"))?;
         // A Symbol is stored by its name, in the name's encoding.
-        let key_string = RString::from_value(key).or_else(|| Symbol::from_value(key).map(strings::symbol_name));
+        let key_string =
+            RString::from_value(key).or_else(|| Symbol::from_value(key).map(strings::symbol_name));
         let (key_bytes, key_utf8): (Vec<u8>, bool) = if let Some(s) = key_string {
             let utf8 = match strings::stored_encoding(ruby, s) {
                 Stored::Tagged(hashfile::value::Encoding::Binary) => false,
                 Stored::Tagged(_) => true,
-                Stored::Named(name) => return Err(crate::error::arg_error(ruby, format!("key {} has encoding {name}; keys must be UTF-8, US-ASCII or ASCII-8BIT", s.inspect()))),
+                Stored::Named(name) => return Err(crate::error::arg_error(
+                    ruby,
+                    format!(
+                        "key {} has encoding {name}; keys must be UTF-8, US-ASCII or ASCII-8BIT",
+                        s.inspect()
+                    ),
+                )),
             };
             // SAFETY: copied at once, before any Ruby code runs.
             (unsafe { strings::bytes(s) }.to_vec(), utf8)
         } else {
-            return Err(type_error(ruby, format!("key must be a String or Symbol, not {}", class_name(key))));
+            return Err(type_error(
+                ruby,
+                format!("key must be a String or Symbol, not {}", class_name(key)),
+            ));
         };
-        let dump = self.dump.map_or_else(|| ruby.qnil().as_value(), |dump| ruby.get_inner(dump));
+        let dump = self
+            .dump
+            .map_or_else(|| ruby.qnil().as_value(), |dump| ruby.get_inner(dump));
         // The builder stays borrowed while a serializer's dump runs: a
         // dump that adds to this writer gets "writer is busy".
-        let mut scratch = self.scratch.try_borrow_mut().map_err(|_| Self::busy(ruby))?;
-        let kind = crate::value::store_value(ruby, value, dump, &mut scratch).map_err(|e| e.into_ruby(ruby, &key_bytes))?;
-        builder.insert_record(Record { key: &key_bytes, key_utf8, value: &scratch, kind });
+        let mut scratch = self
+            .scratch
+            .try_borrow_mut()
+            .map_err(|_| Self::busy(ruby))?;
+        let kind = crate::value::store_value(ruby, value, dump, &mut scratch)
+            .map_err(|e| e.into_ruby(ruby, &key_bytes))?;
+        builder.insert_record(Record {
+            key: &key_bytes,
+            key_utf8,
+            value: &scratch,
+            kind,
+        });
         Ok(())
     }
 
@@ -103,12 +136,21 @@ impl Writer {
     /// An interrupt (Ctrl-C, `Thread#raise`, a signal) cancels the build,
     /// which publishes nothing, and is raised once the build has stopped.
     fn finish(ruby: &Ruby, rb_self: &Self, path: String) -> Result<u64, Error> {
-        let mut builder = rb_self.builder.try_borrow_mut().map_err(|_| Self::busy(ruby))?.take().ok_or_else(|| Error::new(ruby.get_inner(&CLOSED_ERROR), "writer is finished"))?;
+        let mut builder = rb_self
+            .builder
+            .try_borrow_mut()
+            .map_err(|_| Self::busy(ruby))?
+            .take()
+            .ok_or_else(|| Error::new(ruby.get_inner(&CLOSED_ERROR), "writer is finished"))?;
         let path = PathBuf::from(path);
         let pool = crate::pool::for_build(ruby, None)?;
         let cancel = CancelFlag::new();
         builder.set_cancel(cancel.clone());
-        let result = crate::nogvl::without_gvl(ruby, move || pool.install(|| builder.write_file(&path)), Some(cancel.as_atomic()))?;
+        let result = crate::nogvl::without_gvl(
+            ruby,
+            move || pool.install(|| builder.write_file(&path)),
+            Some(cancel.as_atomic()),
+        )?;
         if let Err(hashfile::Error::Cancelled) = result {
             ruby.thread_check_ints()?;
         }

@@ -17,16 +17,26 @@ use hashfile::{BuildOptions, Builder};
 
 /// A free port on 127.0.0.1 (the listener is closed again at once).
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 fn wait_until_listening(port: u16, what: &str, child: &mut Child, log: &Path) {
     let start = Instant::now();
     while TcpStream::connect(("127.0.0.1", port)).is_err() {
         if let Ok(Some(status)) = child.try_wait() {
-            panic!("{what} exited with {status}: {}", std::fs::read_to_string(log).unwrap_or_default());
+            panic!(
+                "{what} exited with {status}: {}",
+                std::fs::read_to_string(log).unwrap_or_default()
+            );
         }
-        assert!(start.elapsed() < Duration::from_secs(60), "{what} did not listen on {port}");
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "{what} did not listen on {port}"
+        );
         thread::sleep(Duration::from_millis(20));
     }
 }
@@ -108,13 +118,23 @@ http {{
         std::fs::write(dir.path().join("nginx.conf"), config).unwrap();
         let log = dir.path().join("error.log");
         let mut child = Command::new("nginx")
-            .args(["-p", &dir.path().display().to_string(), "-c", &dir.path().join("nginx.conf").display().to_string()])
+            .args([
+                "-p",
+                &dir.path().display().to_string(),
+                "-c",
+                &dir.path().join("nginx.conf").display().to_string(),
+            ])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .expect("nginx (Debian package nginx-light; bin/setup installs it)");
         wait_until_listening(port, "nginx", &mut child, &log);
-        Nginx { child, dir, port, h2_port }
+        Nginx {
+            child,
+            dir,
+            port,
+            h2_port,
+        }
     }
 
     /// Where `/files/NAME` is read from.
@@ -127,10 +147,18 @@ http {{
     /// within the same second leave it): nginx's ETag (time and length)
     /// and Last-Modified stay the same when the length does.
     pub fn publish_keeping_mtime(&self, name: &str, bytes: &[u8]) {
-        let mtime = std::fs::metadata(self.file(name)).unwrap().modified().unwrap();
+        let mtime = std::fs::metadata(self.file(name))
+            .unwrap()
+            .modified()
+            .unwrap();
         let temp = self.dir.path().join("root").join(format!(".{name}.tmp"));
         std::fs::write(&temp, bytes).unwrap();
-        std::fs::File::options().write(true).open(&temp).unwrap().set_modified(mtime).unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(&temp)
+            .unwrap()
+            .set_modified(mtime)
+            .unwrap();
         std::fs::rename(&temp, self.file(name)).unwrap();
     }
 
@@ -171,7 +199,13 @@ http {{
                 let status = parts.next().unwrap().parse().unwrap();
                 let rest = parts.next().unwrap();
                 let quoted: Vec<&str> = rest.split('"').collect();
-                (connection, number, status, quoted[1].to_owned(), quoted[3].to_owned())
+                (
+                    connection,
+                    number,
+                    status,
+                    quoted[1].to_owned(),
+                    quoted[3].to_owned(),
+                )
             })
             .collect()
     }
@@ -228,7 +262,11 @@ impl FaultProxy {
         let stop = Arc::new(AtomicBool::new(false));
         let connections = Arc::new(AtomicUsize::new(0));
         let latency_ms = Arc::new(AtomicU64::new(faults.latency.as_millis() as u64));
-        let (stop_accepting, counted, latency) = (Arc::clone(&stop), Arc::clone(&connections), Arc::clone(&latency_ms));
+        let (stop_accepting, counted, latency) = (
+            Arc::clone(&stop),
+            Arc::clone(&connections),
+            Arc::clone(&latency_ms),
+        );
         thread::spawn(move || {
             while !stop_accepting.load(Ordering::Relaxed) {
                 match listener.accept() {
@@ -236,18 +274,30 @@ impl FaultProxy {
                         client.set_nonblocking(false).unwrap();
                         let number = counted.fetch_add(1, Ordering::SeqCst);
                         let server = TcpStream::connect(("127.0.0.1", upstream)).unwrap();
-                        relay(client, server, faults, number < faults.reset_connections, Arc::clone(&latency));
+                        relay(
+                            client,
+                            server,
+                            faults,
+                            number < faults.reset_connections,
+                            Arc::clone(&latency),
+                        );
                     }
                     Err(_) => thread::sleep(Duration::from_millis(2)),
                 }
             }
         });
-        FaultProxy { port, stop, connections, latency_ms }
+        FaultProxy {
+            port,
+            stop,
+            connections,
+            latency_ms,
+        }
     }
 
     /// Holds each request this long from now on.
     pub fn set_latency(&self, latency: Duration) {
-        self.latency_ms.store(latency.as_millis() as u64, Ordering::SeqCst);
+        self.latency_ms
+            .store(latency.as_millis() as u64, Ordering::SeqCst);
     }
 
     pub fn url(&self, path: &str) -> String {
@@ -261,8 +311,15 @@ impl Drop for FaultProxy {
     }
 }
 
-fn relay(client: TcpStream, server: TcpStream, faults: Faults, reset: bool, latency: Arc<AtomicU64>) {
-    let (mut client_in, mut server_out) = (client.try_clone().unwrap(), server.try_clone().unwrap());
+fn relay(
+    client: TcpStream,
+    server: TcpStream,
+    faults: Faults,
+    reset: bool,
+    latency: Arc<AtomicU64>,
+) {
+    let (mut client_in, mut server_out) =
+        (client.try_clone().unwrap(), server.try_clone().unwrap());
     thread::spawn(move || {
         let mut buf = [0u8; 16 << 10];
         loop {
@@ -282,7 +339,11 @@ fn relay(client: TcpStream, server: TcpStream, faults: Faults, reset: bool, late
     thread::spawn(move || {
         let mut buf = [0u8; 16 << 10];
         let mut sent = 0usize;
-        let limit = if reset { Some(faults.reset_after) } else { faults.truncate_after };
+        let limit = if reset {
+            Some(faults.reset_after)
+        } else {
+            faults.truncate_after
+        };
         loop {
             let n = match server_in.read(&mut buf) {
                 Ok(0) | Err(_) => break,
@@ -313,17 +374,29 @@ fn relay(client: TcpStream, server: TcpStream, faults: Faults, reset: bool, late
 fn set_linger_zero(stream: &TcpStream) {
     use std::os::fd::AsRawFd;
     let linger = [1i32, 0i32]; // struct linger { l_onoff = 1, l_linger = 0 }
-    // SAFETY: setsockopt reads `size_of_val(&linger)` bytes from a live
-    // array of two c_ints, which is struct linger's layout; the descriptor
-    // belongs to `stream`, which outlives the call.
+                               // SAFETY: setsockopt reads `size_of_val(&linger)` bytes from a live
+                               // array of two c_ints, which is struct linger's layout; the descriptor
+                               // belongs to `stream`, which outlives the call.
     unsafe {
-        libc_setsockopt(stream.as_raw_fd(), 1 /* SOL_SOCKET */, 13 /* SO_LINGER */, linger.as_ptr().cast(), std::mem::size_of_val(&linger) as u32);
+        libc_setsockopt(
+            stream.as_raw_fd(),
+            1,  /* SOL_SOCKET */
+            13, /* SO_LINGER */
+            linger.as_ptr().cast(),
+            std::mem::size_of_val(&linger) as u32,
+        );
     }
 }
 
 extern "C" {
     #[link_name = "setsockopt"]
-    fn libc_setsockopt(fd: i32, level: i32, name: i32, value: *const std::ffi::c_void, len: u32) -> i32;
+    fn libc_setsockopt(
+        fd: i32,
+        level: i32,
+        name: i32,
+        value: *const std::ffi::c_void,
+        len: u32,
+    ) -> i32;
 }
 
 /// MinIO, a real S3-compatible server, on a free port with a temporary
@@ -340,7 +413,11 @@ pub const MINIO_PASSWORD: &str = "hashfile-test-secret";
 
 impl Minio {
     pub fn binary() -> PathBuf {
-        std::env::var_os("HASHFILE_MINIO").map(PathBuf::from).unwrap_or_else(|| PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/hashfile/bin/minio"))
+        std::env::var_os("HASHFILE_MINIO")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| {
+                PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/hashfile/bin/minio")
+            })
     }
 
     pub fn start() -> Minio {
@@ -349,9 +426,21 @@ impl Minio {
         let console = free_port();
         let log = dir.path().join("minio.log");
         let binary = Minio::binary();
-        assert!(binary.exists(), "MinIO is not at {} (bin/setup builds it with go install)", binary.display());
+        assert!(
+            binary.exists(),
+            "MinIO is not at {} (bin/setup builds it with go install)",
+            binary.display()
+        );
         let mut child = Command::new(&binary)
-            .args(["server", &dir.path().join("data").display().to_string(), "--address", &format!("127.0.0.1:{port}"), "--console-address", &format!("127.0.0.1:{console}"), "--quiet"])
+            .args([
+                "server",
+                &dir.path().join("data").display().to_string(),
+                "--address",
+                &format!("127.0.0.1:{port}"),
+                "--console-address",
+                &format!("127.0.0.1:{console}"),
+                "--quiet",
+            ])
             .env("MINIO_ROOT_USER", MINIO_USER)
             .env("MINIO_ROOT_PASSWORD", MINIO_PASSWORD)
             .env("MINIO_BROWSER", "off")
@@ -372,10 +461,17 @@ impl Minio {
             if answer.starts_with("HTTP/1.1 200") {
                 break;
             }
-            assert!(start.elapsed() < Duration::from_secs(60), "minio is not healthy: {answer}");
+            assert!(
+                start.elapsed() < Duration::from_secs(60),
+                "minio is not healthy: {answer}"
+            );
             thread::sleep(Duration::from_millis(100));
         }
-        Minio { child, _dir: dir, endpoint }
+        Minio {
+            child,
+            _dir: dir,
+            endpoint,
+        }
     }
 }
 
@@ -399,7 +495,10 @@ impl Liar {
     pub fn start(answer: impl Fn(usize) -> String + Send + Sync + 'static, body_len: u64) -> Liar {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
-        let (sent, stop) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicBool::new(false)));
+        let (sent, stop) = (
+            Arc::new(AtomicU64::new(0)),
+            Arc::new(AtomicBool::new(false)),
+        );
         let (counter, stopping) = (Arc::clone(&sent), Arc::clone(&stop));
         let answer = Arc::new(answer);
         thread::spawn(move || {
@@ -493,18 +592,30 @@ fn serve_coalescing(mut client: TcpStream, bytes: &[u8], counter: &AtomicUsize) 
         }
         counter.fetch_add(1, Ordering::Relaxed);
         let text = String::from_utf8_lossy(&head).to_ascii_lowercase();
-        let spec = text.lines().find_map(|l| l.strip_prefix("range: bytes=")).unwrap_or("0-0").trim().to_owned();
+        let spec = text
+            .lines()
+            .find_map(|l| l.strip_prefix("range: bytes="))
+            .unwrap_or("0-0")
+            .trim()
+            .to_owned();
         let ranges: Vec<(u64, u64)> = spec
             .split(',')
             .map(|r| {
                 let (a, b) = r.trim().split_once('-').unwrap();
-                (a.parse().unwrap(), b.parse::<u64>().unwrap().min(bytes.len() as u64 - 1))
+                (
+                    a.parse().unwrap(),
+                    b.parse::<u64>().unwrap().min(bytes.len() as u64 - 1),
+                )
             })
             .collect();
         let (start, last) = (ranges[0].0, ranges.last().unwrap().1);
         let body = &bytes[start as usize..=last as usize];
         let answer = format!("HTTP/1.1 206 Partial Content\r\nContent-Range: bytes {start}-{last}/{}\r\nContent-Length: {}\r\nETag: \"fixed\"\r\n\r\n", bytes.len(), body.len());
-        if client.write_all(answer.as_bytes()).and_then(|_| client.write_all(body)).is_err() {
+        if client
+            .write_all(answer.as_bytes())
+            .and_then(|_| client.write_all(body))
+            .is_err()
+        {
             return;
         }
     }

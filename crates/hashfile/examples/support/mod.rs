@@ -24,6 +24,8 @@ impl XorShift {
 
     /// `len` random base-36 characters.
     pub fn word(&mut self, len: usize) -> Vec<u8> {
-        (0..len).map(|_| b"0123456789abcdefghijklmnopqrstuvwxyz"[(self.next_u64() % 36) as usize]).collect()
+        (0..len)
+            .map(|_| b"0123456789abcdefghijklmnopqrstuvwxyz"[(self.next_u64() % 36) as usize])
+            .collect()
     }
 }

@@ -24,7 +24,10 @@ impl Batch {
 
     /// An empty batch of the same kind (hashing with the same seed).
     pub fn empty_like(&self) -> Batch {
-        Batch { seed: self.seed, ..Batch::default() }
+        Batch {
+            seed: self.seed,
+            ..Batch::default()
+        }
     }
 
     /// Empties the batch, keeping its memory.

@@ -38,12 +38,23 @@ pub(super) struct RecordsSection<'a> {
 }
 
 /// Builds the perfect hash over the records' keys and lays out the file.
-pub(super) fn prepare(records: &RecordsSection<'_>, options: &BuildOptions, cancel: &CancelFlag) -> Result<Prepared> {
+pub(super) fn prepare(
+    records: &RecordsSection<'_>,
+    options: &BuildOptions,
+    cancel: &CancelFlag,
+) -> Result<Prepared> {
     let n = records.offsets.len();
     let (bytes, offsets) = (records.bytes, records.offsets);
     // Where offsets fit 32 bits, keys go by their offsets, and the build
     // hands back each slot's offset.
-    let built = chd::build::build(n, |id| key_at(bytes, offsets.of_id(id as u32) as usize), offsets.ids(), records.hashes, &options.chd_params(), cancel)?;
+    let built = chd::build::build(
+        n,
+        |id| key_at(bytes, offsets.of_id(id as u32) as usize),
+        offsets.ids(),
+        records.hashes,
+        &options.chd_params(),
+        cancel,
+    )?;
     cancel.check()?;
     let layout = BlockLayout::from_block_len(options.seed_block_len).expect("validated");
 
@@ -57,17 +68,29 @@ pub(super) fn prepare(records: &RecordsSection<'_>, options: &BuildOptions, canc
         block[..chunk.len()].copy_from_slice(chunk);
         let (width, packed) = layout.compress(&block);
         seeds.extend_from_slice(&packed);
-        units = units.checked_add(width as u32).ok_or(Error::Limit { what: "bit widths of the seed blocks", max: u32::MAX as u64 })?;
+        units = units.checked_add(width as u32).ok_or(Error::Limit {
+            what: "bit widths of the seed blocks",
+            max: u32::MAX as u64,
+        })?;
         seed_index.extend_from_slice(&units.to_le_bytes());
     }
 
     let records_len = bytes.len() as u64;
     let offset_bits = bits::bits_for(records_len.saturating_sub(1));
     if offset_bits > bits::MAX_PACKED_BITS {
-        return Err(Error::Limit { what: "bytes of records", max: 1 << bits::MAX_PACKED_BITS });
+        return Err(Error::Limit {
+            what: "bytes of records",
+            max: 1 << bits::MAX_PACKED_BITS,
+        });
     }
     let remap = bits::pack(&built.remap, bits::bits_for((n as u64).saturating_sub(1)));
-    let slots = bits::pack_at_parallel(n as u64, offset_bits, &built.slots, |e| e.hash, |e| offsets.of_id(e.index));
+    let slots = bits::pack_at_parallel(
+        n as u64,
+        offset_bits,
+        &built.slots,
+        |e| e.hash,
+        |e| offsets.of_id(e.index),
+    );
     drop(built.slots);
 
     let index = [seed_index, seeds, remap, slots];
@@ -76,9 +99,17 @@ pub(super) fn prepare(records: &RecordsSection<'_>, options: &BuildOptions, canc
     let mut sections = [Section::default(); 5];
     let mut at = header_len as u64;
     for i in FILE_ORDER {
-        let (length, checksum) = if i == RECORDS { (records_len, records.checksum) } else { (index[i].len() as u64, xxhash_rust::xxh3::xxh3_64(&index[i])) };
+        let (length, checksum) = if i == RECORDS {
+            (records_len, records.checksum)
+        } else {
+            (index[i].len() as u64, xxhash_rust::xxh3::xxh3_64(&index[i]))
+        };
         at = at.next_multiple_of(8);
-        sections[i] = Section { offset: at, length, checksum };
+        sections[i] = Section {
+            offset: at,
+            length,
+            checksum,
+        };
         at += length;
     }
     debug_assert_eq!(SectionId::ALL[RECORDS], SectionId::Records);
@@ -87,12 +118,25 @@ pub(super) fn prepare(records: &RecordsSection<'_>, options: &BuildOptions, canc
         major: format::VERSION_MAJOR,
         minor: format::VERSION_MINOR,
         header_len: header_len as u32,
-        required_flags: if records.typed { format::REQUIRED_TYPED_VALUES } else { 0 } | if built.geometry.part_count > 1 { format::REQUIRED_PARTS } else { 0 },
+        required_flags: if records.typed {
+            format::REQUIRED_TYPED_VALUES
+        } else {
+            0
+        } | if built.geometry.part_count > 1 {
+            format::REQUIRED_PARTS
+        } else {
+            0
+        },
         file_len: at,
         hash_seed: built.seed,
         geometry: built.geometry,
         seed_block_len: o.seed_block_len,
-        parameters: BuildParameters { keys_per_bucket: o.keys_per_bucket, load_factor: o.load_factor, dense_key_fraction: o.dense_key_fraction, dense_bucket_fraction: o.dense_bucket_fraction },
+        parameters: BuildParameters {
+            keys_per_bucket: o.keys_per_bucket,
+            load_factor: o.load_factor,
+            dense_key_fraction: o.dense_key_fraction,
+            dense_bucket_fraction: o.dense_bucket_fraction,
+        },
         sections,
     };
     Ok(Prepared { header, index })

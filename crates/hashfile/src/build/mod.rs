@@ -22,8 +22,10 @@ use crate::error::{Error, Result};
 use crate::format::{Header, Record, ValueKind};
 
 pub use batch::Batch;
+pub use options::{
+    BuildOptions, OnDuplicate, DEFAULT_KEYS_PER_PART, KEYS_PER_BUCKET_RANGE, LOAD_FACTOR_RANGE,
+};
 pub use publish::destination;
-pub use options::{BuildOptions, OnDuplicate, DEFAULT_KEYS_PER_PART, KEYS_PER_BUCKET_RANGE, LOAD_FACTOR_RANGE};
 
 use index::{Prepared, RecordsSection, FILE_ORDER, RECORDS};
 use publish::TempFile;
@@ -44,7 +46,9 @@ enum Holds {
 /// The outermost item of a record's typed value (`None` for the string
 /// kinds): what a merge looks at to tell maps and nil from the rest.
 fn typed_item<'a>(record: &Record<'a>) -> Option<value::Item<'a>> {
-    (record.kind == ValueKind::Typed).then(|| value::Cursor::new(record.value).next_item().ok()).flatten()
+    (record.kind == ValueKind::Typed)
+        .then(|| value::Cursor::new(record.value).next_item().ok())
+        .flatten()
 }
 
 /// True if the record's value is a typed map: the only values a merge
@@ -88,7 +92,13 @@ impl Builder {
     /// A builder with these options, checked.
     pub fn new(options: BuildOptions) -> Result<Builder> {
         options.validate()?;
-        Ok(Builder { options, records: Records::Memory(Vec::new()), offsets: Offsets::Narrow(Vec::new()), typed: false, cancel: CancelFlag::new() })
+        Ok(Builder {
+            options,
+            records: Records::Memory(Vec::new()),
+            offsets: Offsets::Narrow(Vec::new()),
+            typed: false,
+            cancel: CancelFlag::new(),
+        })
     }
 
     /// A builder that writes records straight into a temporary file beside
@@ -102,9 +112,17 @@ impl Builder {
         let with_path = |e: std::io::Error| Error::io(Some(destination), e);
         let mut temp = TempFile::create_beside(destination).map_err(with_path)?;
         // Room for the header, written last.
-        temp.file.write_all(&vec![0u8; Header::encoded_len()]).map_err(with_path)?;
+        temp.file
+            .write_all(&vec![0u8; Header::encoded_len()])
+            .map_err(with_path)?;
         let spill = Spill::new(temp, destination.to_path_buf());
-        Ok(Builder { options, records: Records::File(Box::new(spill)), offsets: Offsets::Narrow(Vec::new()), typed: false, cancel: CancelFlag::new() })
+        Ok(Builder {
+            options,
+            records: Records::File(Box::new(spill)),
+            offsets: Offsets::Narrow(Vec::new()),
+            typed: false,
+            cancel: CancelFlag::new(),
+        })
     }
 
     /// Stops writing the store (`write_to`, `write_file`) with
@@ -118,7 +136,10 @@ impl Builder {
     /// An empty batch for this builder: for a streaming build, one that
     /// hashes its keys as they are added, on whatever thread fills it.
     pub fn new_batch(&self) -> Batch {
-        Batch { seed: matches!(self.records, Records::File(_)).then_some(self.options.hash_seed), ..Batch::default() }
+        Batch {
+            seed: matches!(self.records, Records::File(_)).then_some(self.options.hash_seed),
+            ..Batch::default()
+        }
     }
 
     fn records_len(&self) -> u64 {
@@ -135,7 +156,8 @@ impl Builder {
             Records::Memory(v) => v,
             Records::File(spill) => {
                 let start = Header::encoded_len();
-                &spill.sealed.as_ref().expect("sealed before use")[start..start + spill.len as usize]
+                &spill.sealed.as_ref().expect("sealed before use")
+                    [start..start + spill.len as usize]
             }
         }
     }
@@ -143,7 +165,9 @@ impl Builder {
     /// Ends adding to a streaming build: writes what is buffered and makes
     /// the records readable for the build.
     fn seal(&mut self) -> Result<()> {
-        let Records::File(spill) = &mut self.records else { return Ok(()) };
+        let Records::File(spill) = &mut self.records else {
+            return Ok(());
+        };
         if spill.sealed.is_some() {
             return Ok(());
         }
@@ -151,7 +175,9 @@ impl Builder {
         if let Some(e) = spill.error.take() {
             return Err(Error::io(Some(&spill.destination), e));
         }
-        spill.seal().map_err(|e| Error::io(Some(&spill.destination), e))
+        spill
+            .seal()
+            .map_err(|e| Error::io(Some(&spill.destination), e))
     }
 
     /// Number of entries added so far.
@@ -182,7 +208,9 @@ impl Builder {
         match &mut self.records {
             Records::Memory(v) => record.write(v),
             Records::File(spill) => {
-                spill.hashes.push(chd::hash_key(record.key, self.options.hash_seed));
+                spill
+                    .hashes
+                    .push(chd::hash_key(record.key, self.options.hash_seed));
                 spill.push_record(record);
             }
         }
@@ -211,7 +239,12 @@ impl Builder {
                 if batch.seed == Some(seed) {
                     spill.hashes.extend_from_slice(&batch.hashes);
                 } else {
-                    spill.hashes.extend(batch.starts.iter().map(|&start| chd::hash_key(key_at(&batch.records, start), seed)));
+                    spill.hashes.extend(
+                        batch
+                            .starts
+                            .iter()
+                            .map(|&start| chd::hash_key(key_at(&batch.records, start), seed)),
+                    );
                 }
                 spill.write(&batch.records);
             }
@@ -221,7 +254,12 @@ impl Builder {
     /// Adds a typed value. Strings in UTF-8, US-ASCII or binary are stored
     /// as plain string records, so a store of strings only needs no typed-
     /// values support to read.
-    pub fn insert_value(&mut self, key: &[u8], key_utf8: bool, value: &crate::value::Value) -> Result<()> {
+    pub fn insert_value(
+        &mut self,
+        key: &[u8],
+        key_utf8: bool,
+        value: &crate::value::Value,
+    ) -> Result<()> {
         use crate::value::Value;
         let encoded;
         let (value, kind): (&[u8], ValueKind) = match value {
@@ -236,7 +274,12 @@ impl Builder {
                 (&encoded, ValueKind::Typed)
             }
         };
-        self.insert_record(Record { key, key_utf8, value, kind });
+        self.insert_record(Record {
+            key,
+            key_utf8,
+            value,
+            kind,
+        });
         Ok(())
     }
 
@@ -265,7 +308,9 @@ impl Builder {
         // another occurrence's record, or a merged value. A key's survivor
         // sits at its first occurrence's position, except with `Last`, at
         // its last's (as when the later entry alone had been given).
-        let mut holds: Vec<Option<Holds>> = (0..count).map(|i| (first_of[i] == i).then_some(Holds::Record(i))).collect();
+        let mut holds: Vec<Option<Holds>> = (0..count)
+            .map(|i| (first_of[i] == i).then_some(Holds::Record(i)))
+            .collect();
         let mut survivor_at: Vec<usize> = (0..count).collect();
         for j in 0..count {
             let first = first_of[j];
@@ -273,7 +318,9 @@ impl Builder {
                 continue;
             }
             let at = survivor_at[first];
-            let held = holds[at].take().expect("a key's survivor is held somewhere");
+            let held = holds[at]
+                .take()
+                .expect("a key's survivor is held somewhere");
             let (at, held) = match policy {
                 OnDuplicate::First | OnDuplicate::Error => (at, held),
                 OnDuplicate::Last => (j, Holds::Record(j)),
@@ -293,14 +340,23 @@ impl Builder {
             match held {
                 Holds::Record(i) => {
                     let start = self.offsets.get(*i) as usize;
-                    let end = if i + 1 < count { self.offsets.get(i + 1) as usize } else { old.len() };
+                    let end = if i + 1 < count {
+                        self.offsets.get(i + 1) as usize
+                    } else {
+                        old.len()
+                    };
                     records.extend_from_slice(&old[start..end]);
                 }
                 Holds::Merged { key_of, value } => {
                     let record = self.record(*key_of);
                     let mut bytes = Vec::new();
                     value.encode(&mut bytes)?;
-                    Record { value: &bytes, kind: ValueKind::Typed, ..record }.write(&mut records);
+                    Record {
+                        value: &bytes,
+                        kind: ValueKind::Typed,
+                        ..record
+                    }
+                    .write(&mut records);
                 }
             }
         }
@@ -332,7 +388,8 @@ impl Builder {
 
     /// Entry `index`'s record.
     fn record(&self, index: usize) -> Record<'_> {
-        record::read(&self.records()[self.offsets.get(index) as usize..]).expect("a builder's own records are well formed")
+        record::read(&self.records()[self.offsets.get(index) as usize..])
+            .expect("a builder's own records are well formed")
     }
 
     /// Calls `f(i, j)` for every pair of entries `i < j` with equal keys:
@@ -375,7 +432,12 @@ impl Builder {
             }
         });
         let keys = (0..n).filter(|&i| repeated[i] && !repeats[i]).count() as u64;
-        Error::DuplicateKey { key: self.key(first_of_earliest).to_vec(), first: None, second: None, others: keys.saturating_sub(1) }
+        Error::DuplicateKey {
+            key: self.key(first_of_earliest).to_vec(),
+            first: None,
+            second: None,
+            others: keys.saturating_sub(1),
+        }
     }
 
     fn key(&self, index: usize) -> &[u8] {
@@ -387,7 +449,10 @@ impl Builder {
     fn finish(&mut self) -> Result<Prepared> {
         let n = self.offsets.len();
         if n > chd::MAX_BUILD_ENTRIES {
-            return Err(Error::Limit { what: "entries in one build", max: chd::MAX_BUILD_ENTRIES as u64 });
+            return Err(Error::Limit {
+                what: "entries in one build",
+                max: chd::MAX_BUILD_ENTRIES as u64,
+            });
         }
         self.cancel.check()?;
         self.seal()?;
@@ -398,7 +463,13 @@ impl Builder {
             Records::File(spill) => (spill.checksum.digest(), Some(spill.hashes.as_slice())),
             Records::Memory(v) => (xxhash_rust::xxh3::xxh3_64(v), None),
         };
-        let records = RecordsSection { bytes: self.records(), offsets: &self.offsets, checksum, hashes, typed: self.typed };
+        let records = RecordsSection {
+            bytes: self.records(),
+            offsets: &self.offsets,
+            checksum,
+            hashes,
+            typed: self.typed,
+        };
         let prepared = match index::prepare(&records, &self.options, &self.cancel) {
             Err(Error::DuplicateKey { .. }) => return Err(self.duplicate_error()),
             other => other?,
@@ -418,8 +489,13 @@ impl Builder {
         let mut at = header.len() as u64;
         for i in FILE_ORDER {
             let section = prepared.header.sections[i];
-            let bytes = if i == RECORDS { self.records() } else { &prepared.index[i] };
-            out.write_all(&[0u8; 8][..(section.offset - at) as usize]).map_err(io)?;
+            let bytes = if i == RECORDS {
+                self.records()
+            } else {
+                &prepared.index[i]
+            };
+            out.write_all(&[0u8; 8][..(section.offset - at) as usize])
+                .map_err(io)?;
             out.write_all(bytes).map_err(io)?;
             at = section.end();
         }
@@ -450,13 +526,18 @@ impl Builder {
     /// `write_file`, calling `before_publish` once the file is written and
     /// synced, just before the rename: an error from it (a cancelled build)
     /// removes the temporary file and leaves `path` untouched.
-    pub fn write_file_checked(&mut self, path: &Path, before_publish: &mut dyn FnMut() -> Result<()>) -> Result<u64> {
+    pub fn write_file_checked(
+        &mut self,
+        path: &Path,
+        before_publish: &mut dyn FnMut() -> Result<()>,
+    ) -> Result<u64> {
         let resolved = publish::destination(path)?;
         let path = resolved.as_path();
         let with_path = |e: std::io::Error| Error::io(Some(path), e);
         // Once published, the file is never written again: a second
         // write_file goes through a new temporary file like any other.
-        if matches!(&self.records, Records::File(spill) if spill.destination == path && !spill.temp.published) {
+        if matches!(&self.records, Records::File(spill) if spill.destination == path && !spill.temp.published)
+        {
             let prepared = self.finish().map_err(|e| e.with_path(path))?;
             // Dropping duplicates may have moved the records to memory;
             // if not, the index goes into the file that holds them.
@@ -466,7 +547,9 @@ impl Builder {
             }
         }
         let mut temp = TempFile::create_beside(path).map_err(with_path)?;
-        let len = self.write_to(&mut temp.file).map_err(|e| e.with_path(path))?;
+        let len = self
+            .write_to(&mut temp.file)
+            .map_err(|e| e.with_path(path))?;
         publish::publish(&mut temp, path, len, &self.cancel, before_publish)
     }
 }

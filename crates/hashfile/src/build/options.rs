@@ -61,16 +61,27 @@ pub enum OnDuplicate {
 
 impl OnDuplicate {
     /// Every policy with its name, as bindings and the CLI take them.
-    pub const NAMES: [(&'static str, OnDuplicate); 4] = [("error", OnDuplicate::Error), ("first", OnDuplicate::First), ("last", OnDuplicate::Last), ("merge", OnDuplicate::Merge)];
+    pub const NAMES: [(&'static str, OnDuplicate); 4] = [
+        ("error", OnDuplicate::Error),
+        ("first", OnDuplicate::First),
+        ("last", OnDuplicate::Last),
+        ("merge", OnDuplicate::Merge),
+    ];
 
     /// The policy named `name` (see `NAMES`).
     pub fn from_name(name: &str) -> Option<OnDuplicate> {
-        Self::NAMES.iter().find(|(n, _)| *n == name).map(|(_, p)| *p)
+        Self::NAMES
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, p)| *p)
     }
 
     /// The policy's name.
     pub fn name(self) -> &'static str {
-        Self::NAMES.iter().find(|(_, p)| *p == self).map_or("error", |(n, _)| n)
+        Self::NAMES
+            .iter()
+            .find(|(_, p)| *p == self)
+            .map_or("error", |(n, _)| n)
     }
 }
 
@@ -84,7 +95,16 @@ pub const LOAD_FACTOR_RANGE: (f64, f64) = (0.5, 1.0);
 
 impl Default for BuildOptions {
     fn default() -> Self {
-        BuildOptions { keys_per_bucket: 3.5, load_factor: 0.99, dense_key_fraction: 0.5, dense_bucket_fraction: 0.2, hash_seed: 0, seed_block_len: 128, on_duplicate: OnDuplicate::Error, keys_per_part: DEFAULT_KEYS_PER_PART }
+        BuildOptions {
+            keys_per_bucket: 3.5,
+            load_factor: 0.99,
+            dense_key_fraction: 0.5,
+            dense_bucket_fraction: 0.2,
+            hash_seed: 0,
+            seed_block_len: 128,
+            on_duplicate: OnDuplicate::Error,
+            keys_per_part: DEFAULT_KEYS_PER_PART,
+        }
     }
 }
 
@@ -95,21 +115,43 @@ impl BuildOptions {
             if v.is_finite() && (lo..=hi).contains(&v) {
                 Ok(())
             } else {
-                Err(Error::InvalidOption { name, reason: format!("{v} is outside {lo}..={hi}") })
+                Err(Error::InvalidOption {
+                    name,
+                    reason: format!("{v} is outside {lo}..={hi}"),
+                })
             }
         };
-        range("keys_per_bucket", self.keys_per_bucket, KEYS_PER_BUCKET_RANGE)?;
+        range(
+            "keys_per_bucket",
+            self.keys_per_bucket,
+            KEYS_PER_BUCKET_RANGE,
+        )?;
         range("load_factor", self.load_factor, LOAD_FACTOR_RANGE)?;
         range("dense_key_fraction", self.dense_key_fraction, (0.0, 1.0))?;
-        range("dense_bucket_fraction", self.dense_bucket_fraction, (0.0, 1.0))?;
-        if (self.dense_bucket_fraction == 0.0) != (self.dense_key_fraction == 0.0) || (self.dense_bucket_fraction == 1.0) != (self.dense_key_fraction == 1.0) {
-            return Err(Error::InvalidOption { name: "dense_bucket_fraction", reason: "must be 0 or 1 exactly when dense_key_fraction is".into() });
+        range(
+            "dense_bucket_fraction",
+            self.dense_bucket_fraction,
+            (0.0, 1.0),
+        )?;
+        if (self.dense_bucket_fraction == 0.0) != (self.dense_key_fraction == 0.0)
+            || (self.dense_bucket_fraction == 1.0) != (self.dense_key_fraction == 1.0)
+        {
+            return Err(Error::InvalidOption {
+                name: "dense_bucket_fraction",
+                reason: "must be 0 or 1 exactly when dense_key_fraction is".into(),
+            });
         }
         if self.keys_per_part == 0 {
-            return Err(Error::InvalidOption { name: "keys_per_part", reason: "must be at least 1".into() });
+            return Err(Error::InvalidOption {
+                name: "keys_per_part",
+                reason: "must be at least 1".into(),
+            });
         }
         if BlockLayout::from_block_len(self.seed_block_len).is_none() {
-            return Err(Error::InvalidOption { name: "seed_block_len", reason: format!("{} is not 32, 128 or 256", self.seed_block_len) });
+            return Err(Error::InvalidOption {
+                name: "seed_block_len",
+                reason: format!("{} is not 32, 128 or 256", self.seed_block_len),
+            });
         }
         Ok(())
     }

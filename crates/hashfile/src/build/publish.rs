@@ -30,7 +30,13 @@ use crate::parallel::*;
 pub fn destination(path: &Path) -> Result<PathBuf> {
     use std::os::unix::fs::FileTypeExt;
     if path.as_os_str().as_encoded_bytes().ends_with(b"/") {
-        return Err(Error::InvalidOption { name: "output", reason: format!("{} ends with /, so it names a directory; give a file path", path.display()) });
+        return Err(Error::InvalidOption {
+            name: "output",
+            reason: format!(
+                "{} ends with /, so it names a directory; give a file path",
+                path.display()
+            ),
+        });
     }
     let mut at = path.to_path_buf();
     // Links followed, as many as the kernel follows (Linux's MAXSYMLINKS).
@@ -62,10 +68,26 @@ pub fn destination(path: &Path) -> Result<PathBuf> {
         } else {
             "not a regular file"
         };
-        let through = if at == path { String::new() } else { format!(" (where the link {} leads)", path.display()) };
-        return Err(Error::InvalidOption { name: "output", reason: format!("{}{through} is {what}; a store replaces only a regular file: give a file path", at.display()) });
+        let through = if at == path {
+            String::new()
+        } else {
+            format!(" (where the link {} leads)", path.display())
+        };
+        return Err(Error::InvalidOption {
+            name: "output",
+            reason: format!(
+                "{}{through} is {what}; a store replaces only a regular file: give a file path",
+                at.display()
+            ),
+        });
     }
-    Err(Error::InvalidOption { name: "output", reason: format!("{} is a chain of more than 40 symbolic links", path.display()) })
+    Err(Error::InvalidOption {
+        name: "output",
+        reason: format!(
+            "{} is a chain of more than 40 symbolic links",
+            path.display()
+        ),
+    })
 }
 
 /// An error unless the link at `link` belongs to this process's user or to
@@ -77,7 +99,11 @@ fn check_link_owner(link: &Path, meta: &fs::Metadata) -> Result<()> {
     if meta.uid() == user || meta.uid() == 0 {
         return Ok(());
     }
-    Err(Error::UnsafeLink { link: link.to_path_buf(), owner: meta.uid(), user })
+    Err(Error::UnsafeLink {
+        link: link.to_path_buf(),
+        owner: meta.uid(),
+        user,
+    })
 }
 
 /// A temporary file beside a destination, removed on drop unless published.
@@ -91,7 +117,9 @@ pub(super) struct TempFile {
 impl TempFile {
     /// Creates `.NAME.PID.N.tmp` in the destination's directory.
     pub(super) fn create_beside(destination: &Path) -> std::io::Result<TempFile> {
-        let name = destination.file_name().ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a file path"))?;
+        let name = destination.file_name().ok_or_else(|| {
+            std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a file path")
+        })?;
         let dir = match destination.parent() {
             Some(d) if !d.as_os_str().is_empty() => d,
             _ => Path::new("."),
@@ -103,10 +131,22 @@ impl TempFile {
         // user can open it while it is being written and read it later.
         std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
         for attempt in 0u32.. {
-            let path = dir.join(format!(".{}.{}.{attempt}.tmp", name.to_string_lossy(), std::process::id()));
+            let path = dir.join(format!(
+                ".{}.{}.{attempt}.tmp",
+                name.to_string_lossy(),
+                std::process::id()
+            ));
             match options.open(&path) {
-                Ok(file) => return Ok(TempFile { file, path, published: false }),
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && attempt < 1000 => continue,
+                Ok(file) => {
+                    return Ok(TempFile {
+                        file,
+                        path,
+                        published: false,
+                    })
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && attempt < 1000 => {
+                    continue
+                }
                 Err(e) => return Err(e),
             }
         }
@@ -139,12 +179,19 @@ pub(super) fn write_in_place(spill: &Spill, prepared: &Prepared) -> Result<u64> 
         .filter(|&&i| i != RECORDS)
         .flat_map(|&i| {
             let at = prepared.header.sections[i].offset;
-            prepared.index[i].chunks(WRITE_PIECE).enumerate().map(move |(k, piece)| (at + (k * WRITE_PIECE) as u64, piece))
+            prepared.index[i]
+                .chunks(WRITE_PIECE)
+                .enumerate()
+                .map(move |(k, piece)| (at + (k * WRITE_PIECE) as u64, piece))
         })
         .collect();
-    pieces.par_iter().try_for_each(|&(at, piece)| file.write_all_at(piece, at)).map_err(io)?;
+    pieces
+        .par_iter()
+        .try_for_each(|&(at, piece)| file.write_all_at(piece, at))
+        .map_err(io)?;
     file.set_len(prepared.header.file_len).map_err(io)?;
-    file.write_all_at(&prepared.header.encode(), 0).map_err(io)?;
+    file.write_all_at(&prepared.header.encode(), 0)
+        .map_err(io)?;
     Ok(prepared.header.file_len)
 }
 
@@ -153,10 +200,17 @@ pub(super) fn write_in_place(spill: &Spill, prepared: &Prepared) -> Result<u64> 
 /// `path`. A build never replaces a file with one its own reader refuses:
 /// if the new store does not open, the error names the temporary file,
 /// which is removed, and `path` stays.
-pub(super) fn publish(temp: &mut TempFile, path: &Path, len: u64, cancel: &CancelFlag, before_publish: &mut dyn FnMut() -> Result<()>) -> Result<u64> {
+pub(super) fn publish(
+    temp: &mut TempFile,
+    path: &Path,
+    len: u64,
+    cancel: &CancelFlag,
+    before_publish: &mut dyn FnMut() -> Result<()>,
+) -> Result<u64> {
     let with_path = |e: std::io::Error| Error::io(Some(path), e);
     temp.file.sync_all().map_err(with_path)?;
-    let written = crate::read::FileSource::new(temp.file.try_clone().map_err(with_path)?).map_err(with_path)?;
+    let written = crate::read::FileSource::new(temp.file.try_clone().map_err(with_path)?)
+        .map_err(with_path)?;
     crate::read::Reader::new(written).map_err(|e| e.with_path(&temp.path))?;
     before_publish()?;
     take_mode_of(&temp.file, path).map_err(with_path)?;
@@ -210,10 +264,12 @@ fn take_mode_of(file: &fs::File, path: &Path) -> std::io::Result<()> {
 /// shows it (`/proc/self/status`, since 4.7); elsewhere set and restored,
 /// which another thread creating a file at that instant could observe.
 fn umask() -> u32 {
-    let shown = fs::read_to_string("/proc/self/status").ok().and_then(|status| {
-        let line = status.lines().find(|l| l.starts_with("Umask:"))?;
-        u32::from_str_radix(line["Umask:".len()..].trim(), 8).ok()
-    });
+    let shown = fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            let line = status.lines().find(|l| l.starts_with("Umask:"))?;
+            u32::from_str_radix(line["Umask:".len()..].trim(), 8).ok()
+        });
     shown.unwrap_or_else(|| {
         // SAFETY: umask has no preconditions; the old mask is put back at once.
         unsafe {
@@ -242,10 +298,24 @@ mod tests {
         // A store that lost its last byte on the way to the disk.
         let mut temp = TempFile::create_beside(&path).unwrap();
         temp.file.write_all(&store[..store.len() - 1]).unwrap();
-        let error = publish(&mut temp, &path, store.len() as u64, &CancelFlag::new(), &mut || Ok(())).unwrap_err();
-        assert!(matches!(&error, Error::Truncated { path: Some(p), .. } if *p == temp.path), "{error:?}");
+        let error = publish(
+            &mut temp,
+            &path,
+            store.len() as u64,
+            &CancelFlag::new(),
+            &mut || Ok(()),
+        )
+        .unwrap_err();
+        assert!(
+            matches!(&error, Error::Truncated { path: Some(p), .. } if *p == temp.path),
+            "{error:?}"
+        );
         drop(temp);
         assert_eq!(std::fs::read(&path).unwrap(), b"the old file");
-        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "the temporary file is gone");
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            1,
+            "the temporary file is gone"
+        );
     }
 }

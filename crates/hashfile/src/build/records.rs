@@ -48,7 +48,11 @@ pub(super) struct Spill {
 
 impl std::fmt::Debug for Spill {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Spill").field("temp", &self.temp.path).field("len", &self.len).field("error", &self.error).finish_non_exhaustive()
+        f.debug_struct("Spill")
+            .field("temp", &self.temp.path)
+            .field("len", &self.len)
+            .field("error", &self.error)
+            .finish_non_exhaustive()
     }
 }
 
@@ -57,7 +61,16 @@ const SPILL_BUFFER: usize = 1 << 20;
 
 impl Spill {
     pub(super) fn new(temp: TempFile, destination: PathBuf) -> Spill {
-        Spill { temp, destination, buffer: Vec::with_capacity(SPILL_BUFFER), checksum: xxhash_rust::xxh3::Xxh3::new(), hashes: Vec::new(), len: 0, error: None, sealed: None }
+        Spill {
+            temp,
+            destination,
+            buffer: Vec::with_capacity(SPILL_BUFFER),
+            checksum: xxhash_rust::xxh3::Xxh3::new(),
+            hashes: Vec::new(),
+            len: 0,
+            error: None,
+            sealed: None,
+        }
     }
 
     pub(super) fn flush(&mut self) {

@@ -69,7 +69,13 @@ where
     K: Fn(usize) -> &'a [u8] + Sync,
 {
     assert!(n <= MAX_BUILD_ENTRIES, "checked by Builder");
-    let mut hashed: Vec<Hashed> = (0..n).into_par_iter().map(|i| Hashed { hash: hash_key(keys(i), seed), index: i as u32 }).collect();
+    let mut hashed: Vec<Hashed> = (0..n)
+        .into_par_iter()
+        .map(|i| Hashed {
+            hash: hash_key(keys(i), seed),
+            index: i as u32,
+        })
+        .collect();
     hashed.par_sort_unstable();
     hashed
 }
@@ -90,7 +96,14 @@ where
 /// `cancel` stops the build with `Error::Cancelled`; a build whose parts
 /// need more than `MAX_WORK_PER_KEY` stops with `Error::InvalidOption`
 /// naming the option to change.
-pub(crate) fn build<'a, K>(n: usize, keys: K, ids: Option<&[u32]>, hashes: Option<&[u64]>, params: &Params, cancel: &CancelFlag) -> Result<Built>
+pub(crate) fn build<'a, K>(
+    n: usize,
+    keys: K,
+    ids: Option<&[u32]>,
+    hashes: Option<&[u64]>,
+    params: &Params,
+    cancel: &CancelFlag,
+) -> Result<Built>
 where
     K: Fn(usize) -> &'a [u8] + Sync,
 {
@@ -103,10 +116,21 @@ where
             return Ok(built);
         }
     }
-    Err(Error::BuildFailed { entries: n as u64, attempts: MAX_SEED_ATTEMPTS })
+    Err(Error::BuildFailed {
+        entries: n as u64,
+        attempts: MAX_SEED_ATTEMPTS,
+    })
 }
 
-fn try_seed<'a, K, I>(keys: &K, id: &I, hashes: Option<&[u64]>, n: usize, seed: u64, params: &Params, cancel: &CancelFlag) -> Result<Option<Built>>
+fn try_seed<'a, K, I>(
+    keys: &K,
+    id: &I,
+    hashes: Option<&[u64]>,
+    n: usize,
+    seed: u64,
+    params: &Params,
+    cancel: &CancelFlag,
+) -> Result<Option<Built>>
 where
     K: Fn(usize) -> &'a [u8] + Sync,
     I: Fn(usize) -> u32 + Sync,
@@ -117,10 +141,20 @@ where
         Some(hashes) => hash_by_part(&|i| hashes[i], id, n, parts),
         None => hash_by_part(&|i| hash_key(keys(id(i) as usize), seed), id, n, parts),
     };
-    let max_part = part_starts.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0);
+    let max_part = part_starts
+        .windows(2)
+        .map(|w| w[1] - w[0])
+        .max()
+        .unwrap_or(0);
     let geometry = geometry(n64, parts, max_part as u64, params)?;
     if n == 0 {
-        return Ok(Some(Built { seed, geometry, pilots: Vec::new(), remap: Vec::new(), slots: Vec::new() }));
+        return Ok(Some(Built {
+            seed,
+            geometry,
+            pilots: Vec::new(),
+            remap: Vec::new(),
+            slots: Vec::new(),
+        }));
     }
     let map = BucketMap::new(&geometry);
     let per_part = geometry.buckets_per_part() as usize;
@@ -139,17 +173,30 @@ where
     }
     // A part that gives up stops the others at their next look.
     let gave_up = AtomicBool::new(false);
-    let stop = Stop { cancel, gave_up: &gave_up };
+    let stop = Stop {
+        cancel,
+        gave_up: &gave_up,
+    };
     let outcomes: Vec<Placement> = chunks
         .into_par_iter()
         .zip(pilots.par_chunks_mut(per_part))
         .enumerate()
-        .map(|(part, (members, pilots))| place_part(members, pilots, &map, part as u64 * spp, keys, &stop))
+        .map(|(part, (members, pilots))| {
+            place_part(members, pilots, &map, part as u64 * spp, keys, &stop)
+        })
         .collect();
     // The first part that failed, in part order, whatever the threads did;
     // a duplicate (found before any placing) first, then a part that gave up.
-    if let Some(Placement::Duplicate(id)) = outcomes.iter().find(|o| matches!(o, Placement::Duplicate(_))) {
-        return Err(Error::DuplicateKey { key: keys(*id as usize).to_vec(), first: None, second: None, others: 0 });
+    if let Some(Placement::Duplicate(id)) = outcomes
+        .iter()
+        .find(|o| matches!(o, Placement::Duplicate(_)))
+    {
+        return Err(Error::DuplicateKey {
+            key: keys(*id as usize).to_vec(),
+            first: None,
+            second: None,
+            others: 0,
+        });
     }
     if outcomes.contains(&Placement::TooHard) {
         return Err(too_hard(params));
@@ -171,7 +218,9 @@ where
     let mut free = (0..n64).filter(|&s| !is_taken(s));
     for s in n64..m {
         if is_taken(s) {
-            remap[(s - n64) as usize] = free.next().expect("as many free slots below n as used slots past it");
+            remap[(s - n64) as usize] = free
+                .next()
+                .expect("as many free slots below n as used slots past it");
         }
     }
     drop(taken);
@@ -180,7 +229,13 @@ where
             e.hash = remap[(e.hash - n64) as usize];
         }
     });
-    Ok(Some(Built { seed, geometry, pilots, remap, slots: hashed }))
+    Ok(Some(Built {
+        seed,
+        geometry,
+        pilots,
+        remap,
+        slots: hashed,
+    }))
 }
 
 /// `(hash, id)` of every key, grouped by part, in index order within a
@@ -197,7 +252,10 @@ where
     assert!(n <= MAX_BUILD_ENTRIES, "checked by Builder");
     let part_of = |i: usize| mul_high(hash_of(i), parts) as usize;
     let chunk = n.div_ceil(threads() * 4).max(1 << 14);
-    let ranges: Vec<std::ops::Range<usize>> = (0..n).step_by(chunk).map(|start| start..(start + chunk).min(n)).collect();
+    let ranges: Vec<std::ops::Range<usize>> = (0..n)
+        .step_by(chunk)
+        .map(|start| start..(start + chunk).min(n))
+        .collect();
     let counts: Vec<Vec<usize>> = ranges
         .par_iter()
         .map(|range| {
@@ -251,7 +309,11 @@ where
 
 /// A stable counting sort: `items` ordered by `key(item)`, which is below
 /// `keys`, and where each key's run starts (`keys + 1` entries).
-fn counting_sort<T: Copy>(items: &[T], keys: usize, key: impl Fn(&T) -> usize) -> (Vec<T>, Vec<u32>) {
+fn counting_sort<T: Copy>(
+    items: &[T],
+    keys: usize,
+    key: impl Fn(&T) -> usize,
+) -> (Vec<T>, Vec<u32>) {
     // Each item's key, worked out once: it may cost a branch that
     // mispredicts half the time (the bucket map's dense or sparse half).
     let item_keys: Vec<u32> = items.iter().map(|item| key(item) as u32).collect();
@@ -310,12 +372,28 @@ impl Stop<'_> {
 /// The error for a build that tried too many pilots, naming the option
 /// most to blame: buckets too big, or a table with no room left.
 fn too_hard(params: &Params) -> Error {
-    let dense = params.keys_per_bucket * if params.dense_bucket_fraction > 0.0 { params.dense_key_fraction / params.dense_bucket_fraction } else { 1.0 };
-    let sparse = params.keys_per_bucket * if params.dense_bucket_fraction < 1.0 { (1.0 - params.dense_key_fraction) / (1.0 - params.dense_bucket_fraction) } else { 1.0 };
+    let dense = params.keys_per_bucket
+        * if params.dense_bucket_fraction > 0.0 {
+            params.dense_key_fraction / params.dense_bucket_fraction
+        } else {
+            1.0
+        };
+    let sparse = params.keys_per_bucket
+        * if params.dense_bucket_fraction < 1.0 {
+            (1.0 - params.dense_key_fraction) / (1.0 - params.dense_bucket_fraction)
+        } else {
+            1.0
+        };
     let biggest = dense.max(sparse);
-    let tried = "placing the keys took over 150 times the work the default options take, and was stopped";
+    let tried =
+        "placing the keys took over 150 times the work the default options take, and was stopped";
     if biggest > 12.0 {
-        let name = if dense > 2.0 * params.keys_per_bucket || sparse > 2.0 * params.keys_per_bucket { "dense_key_fraction" } else { "keys_per_bucket" };
+        let name = if dense > 2.0 * params.keys_per_bucket || sparse > 2.0 * params.keys_per_bucket
+        {
+            "dense_key_fraction"
+        } else {
+            "keys_per_bucket"
+        };
         Error::InvalidOption {
             name,
             reason: format!("{tried}: buckets hold {biggest:.0} keys on average (keys_per_bucket {}, dense_key_fraction {} into dense_bucket_fraction {}); lower keys_per_bucket, or bring the two fractions closer", params.keys_per_bucket, params.dense_key_fraction, params.dense_bucket_fraction),
@@ -330,11 +408,20 @@ fn too_hard(params: &Params) -> Error {
 /// sends all of its keys to free slots of the part, largest buckets first,
 /// and writes the pilots. As each bucket is placed, its keys' hashes give
 /// way to their slots, `first_slot` plus the slot in the part.
-fn place_part<'a, K>(members: &mut [Hashed], pilots: &mut [u32], map: &BucketMap, first_slot: u64, keys: &K, stop: &Stop<'_>) -> Placement
+fn place_part<'a, K>(
+    members: &mut [Hashed],
+    pilots: &mut [u32],
+    map: &BucketMap,
+    first_slot: u64,
+    keys: &K,
+    stop: &Stop<'_>,
+) -> Placement
 where
     K: Fn(usize) -> &'a [u8] + Sync,
 {
-    let mut budget = (members.len() as u64).saturating_mul(MAX_WORK_PER_KEY).max(MIN_WORK_PER_PART);
+    let mut budget = (members.len() as u64)
+        .saturating_mul(MAX_WORK_PER_KEY)
+        .max(MIN_WORK_PER_PART);
     let r = pilots.len();
     let m = map.slots_per_part();
     let bucket_of = |hash: u64| map.bucket_in_part(map.split(hash).1) as usize;
@@ -350,7 +437,11 @@ where
             for b in &bucket[i + 1..] {
                 if a.hash == b.hash {
                     let (ia, ib) = (a.index, b.index);
-                    return if keys(ia as usize) == keys(ib as usize) { Placement::Duplicate(ia.min(ib)) } else { Placement::Retry };
+                    return if keys(ia as usize) == keys(ib as usize) {
+                        Placement::Duplicate(ia.min(ib))
+                    } else {
+                        Placement::Retry
+                    };
                 }
             }
         }
@@ -359,7 +450,9 @@ where
 
     // Largest buckets first; ties in bucket order.
     let max_size = (0..r).map(size).max().unwrap_or(0);
-    let (order, _) = counting_sort(&(0..r as u32).collect::<Vec<_>>(), max_size + 1, |&b| max_size - size(b as usize));
+    let (order, _) = counting_sort(&(0..r as u32).collect::<Vec<_>>(), max_size + 1, |&b| {
+        max_size - size(b as usize)
+    });
 
     let mut taken = vec![0u64; (m as usize).div_ceil(64)];
     let mut bucket_slots: Vec<u64> = Vec::with_capacity(max_size);
@@ -414,7 +507,10 @@ where
         };
         pilots[b] = pilot as u32;
         // The hashes have served: each key's slot takes its place.
-        for (e, &s) in members[starts[b] as usize..starts[b + 1] as usize].iter_mut().zip(&bucket_slots) {
+        for (e, &s) in members[starts[b] as usize..starts[b + 1] as usize]
+            .iter_mut()
+            .zip(&bucket_slots)
+        {
             e.hash = first_slot + s;
         }
     }
@@ -442,7 +538,14 @@ enum Search {
 /// which changes no answer. Slots come from `slot_of_word`, the formula
 /// lookups use; pilots are walked as words. Looks at `stop` every
 /// `TRIALS_PER_CHECK` pilots.
-fn free_pilot(hashes: &mut Vec<u64>, from: u64, until: u64, taken: &[u64], m: u64, stop: &Stop<'_>) -> Search {
+fn free_pilot(
+    hashes: &mut Vec<u64>,
+    from: u64,
+    until: u64,
+    taken: &[u64],
+    m: u64,
+    stop: &Stop<'_>,
+) -> Search {
     #[inline(always)]
     fn hit<const K: usize>(hashes: &[u64; K], word: PilotWord, taken: &[u64], m: u64) -> u64 {
         let mut hit = 0;
@@ -483,7 +586,9 @@ fn free_pilot(hashes: &mut Vec<u64>, from: u64, until: u64, taken: &[u64], m: u6
         [.., last] => {
             hashes.resize(hashes.len().next_multiple_of(4), last);
             let groups = hashes.chunks_exact(4).map(|g| [g[0], g[1], g[2], g[3]]);
-            search(from, until, stop, |w| groups.clone().any(|g| hit(&g, w, taken, m) != 0))
+            search(from, until, stop, |w| {
+                groups.clone().any(|g| hit(&g, w, taken, m) != 0)
+            })
         }
     }
 }
@@ -493,7 +598,14 @@ mod tests {
     use super::*;
 
     fn params() -> Params {
-        Params { keys_per_bucket: 3.5, load_factor: 0.99, dense_key_fraction: 0.5, dense_bucket_fraction: 0.2, hash_seed: 0, keys_per_part: 1 << 17 }
+        Params {
+            keys_per_bucket: 3.5,
+            load_factor: 0.99,
+            dense_key_fraction: 0.5,
+            dense_bucket_fraction: 0.2,
+            hash_seed: 0,
+            keys_per_part: 1 << 17,
+        }
     }
 
     /// The search's stepped words and four-at-a-time tests find the pilot
@@ -509,12 +621,23 @@ mod tests {
         let is_free = |s: u64| taken[(s / 64) as usize] >> (s % 64) & 1 == 0;
         for size in 1..=9 {
             for seed in 0..20u64 {
-                let hashes: Vec<u64> = (0..size).map(|k| hash_key(&[seed as u8, k as u8], 7)).collect();
+                let hashes: Vec<u64> = (0..size)
+                    .map(|k| hash_key(&[seed as u8, k as u8], 7))
+                    .collect();
                 let from = seed * 3;
-                let expected = (from..MAX_PILOT).find(|&p| hashes.iter().all(|&h| is_free(super::super::slot(h, p, m)))).map_or(Search::Exhausted, Search::Found);
+                let expected = (from..MAX_PILOT)
+                    .find(|&p| hashes.iter().all(|&h| is_free(super::super::slot(h, p, m))))
+                    .map_or(Search::Exhausted, Search::Found);
                 let never = CancelFlag::new();
-                let stop = Stop { cancel: &never, gave_up: &AtomicBool::new(false) };
-                assert_eq!(free_pilot(&mut hashes.clone(), from, MAX_PILOT, &taken, m, &stop), expected, "size {size}, seed {seed}");
+                let stop = Stop {
+                    cancel: &never,
+                    gave_up: &AtomicBool::new(false),
+                };
+                assert_eq!(
+                    free_pilot(&mut hashes.clone(), from, MAX_PILOT, &taken, m, &stop),
+                    expected,
+                    "size {size}, seed {seed}"
+                );
             }
         }
     }
@@ -524,28 +647,79 @@ mod tests {
     /// and the same first key of a duplicate pair.
     #[test]
     fn ids_stand_in_for_indices() {
-        let keys: Vec<Vec<u8>> = (0..5_000).map(|i| format!("key-{i}").into_bytes()).collect();
+        let keys: Vec<Vec<u8>> = (0..5_000)
+            .map(|i| format!("key-{i}").into_bytes())
+            .collect();
         let ids: Vec<u32> = (0..keys.len() as u32).map(|i| 7 + 3 * i).collect();
-        let params = Params { keys_per_part: 1_000, ..params() };
+        let params = Params {
+            keys_per_part: 1_000,
+            ..params()
+        };
         let never = CancelFlag::new();
-        let by_index = build(keys.len(), |i| keys[i].as_slice(), None, None, &params, &never).unwrap();
-        let by_id = build(keys.len(), |id| keys[(id - 7) / 3].as_slice(), Some(&ids), None, &params, &never).unwrap();
+        let by_index = build(
+            keys.len(),
+            |i| keys[i].as_slice(),
+            None,
+            None,
+            &params,
+            &never,
+        )
+        .unwrap();
+        let by_id = build(
+            keys.len(),
+            |id| keys[(id - 7) / 3].as_slice(),
+            Some(&ids),
+            None,
+            &params,
+            &never,
+        )
+        .unwrap();
         assert_eq!(by_index.geometry.part_count, 5);
-        assert_eq!((by_index.pilots, by_index.remap), (by_id.pilots, by_id.remap));
+        assert_eq!(
+            (by_index.pilots, by_index.remap),
+            (by_id.pilots, by_id.remap)
+        );
         let slots = |built: &[Hashed], to_index: &dyn Fn(u32) -> u32| {
-            let mut slots: Vec<(u64, u32)> = built.iter().map(|e| (e.hash, to_index(e.index))).collect();
+            let mut slots: Vec<(u64, u32)> =
+                built.iter().map(|e| (e.hash, to_index(e.index))).collect();
             slots.sort_unstable();
             slots
         };
-        assert_eq!(slots(&by_index.slots, &|i| i), slots(&by_id.slots, &|id| (id - 7) / 3));
+        assert_eq!(
+            slots(&by_index.slots, &|i| i),
+            slots(&by_id.slots, &|id| (id - 7) / 3)
+        );
 
         let mut repeated = keys.clone();
         repeated[4_000] = repeated[1_234].clone();
         let duplicate = |result: Result<Built>| match result {
             Err(Error::DuplicateKey { key, .. }) => key,
-            other => panic!("expected a duplicate key error, got {:?}", other.map(|_| ())),
+            other => panic!(
+                "expected a duplicate key error, got {:?}",
+                other.map(|_| ())
+            ),
         };
-        assert_eq!(duplicate(build(keys.len(), |i| repeated[i].as_slice(), None, None, &params, &never)), b"key-1234");
-        assert_eq!(duplicate(build(keys.len(), |id| repeated[(id - 7) / 3].as_slice(), Some(&ids), None, &params, &never)), b"key-1234");
+        assert_eq!(
+            duplicate(build(
+                keys.len(),
+                |i| repeated[i].as_slice(),
+                None,
+                None,
+                &params,
+                &never
+            )),
+            b"key-1234"
+        );
+        assert_eq!(
+            duplicate(build(
+                keys.len(),
+                |id| repeated[(id - 7) / 3].as_slice(),
+                Some(&ids),
+                None,
+                &params,
+                &never
+            )),
+            b"key-1234"
+        );
     }
 }

@@ -113,13 +113,26 @@ pub fn part_count(n: u64, keys_per_part: u64) -> u64 {
 /// pass `2n + 1` slots in all, the most a reader accepts (docs/FORMAT.md):
 /// with a low load factor and uneven parts the table is fuller than asked.
 /// An error, naming `keys_per_part`, if even the largest part does not fit.
-pub fn geometry(entries: u64, part_count: u64, max_part_entries: u64, params: &Params) -> Result<Geometry, crate::error::Error> {
+pub fn geometry(
+    entries: u64,
+    part_count: u64,
+    max_part_entries: u64,
+    params: &Params,
+) -> Result<Geometry, crate::error::Error> {
     if entries == 0 {
-        return Ok(Geometry { entry_count: 0, bucket_count: 0, dense_bucket_count: 0, dense_hash_threshold: 0, slot_count: 0, part_count: 1 });
+        return Ok(Geometry {
+            entry_count: 0,
+            bucket_count: 0,
+            dense_bucket_count: 0,
+            dense_hash_threshold: 0,
+            slot_count: 0,
+            part_count: 1,
+        });
     }
     let per_part = entries as f64 / part_count as f64;
     let buckets_per_part = ((per_part / params.keys_per_bucket).ceil() as u64).max(1);
-    let dense_bucket_count = ((buckets_per_part as f64 * params.dense_bucket_fraction) as u64).min(buckets_per_part);
+    let dense_bucket_count =
+        ((buckets_per_part as f64 * params.dense_bucket_fraction) as u64).min(buckets_per_part);
     let dense_hash_threshold = if dense_bucket_count == 0 {
         0
     } else {
@@ -132,8 +145,16 @@ pub fn geometry(entries: u64, part_count: u64, max_part_entries: u64, params: &P
             reason: format!("{} is too small for {entries} keys: they fall into {part_count} parts of up to {max_part_entries} keys, and a store has room for {most_per_part} per part; use a larger keys_per_part", params.keys_per_part),
         });
     }
-    let slots_per_part = ((max_part_entries as f64 / params.load_factor).ceil() as u64).clamp(max_part_entries, most_per_part);
-    Ok(Geometry { entry_count: entries, bucket_count: buckets_per_part * part_count, dense_bucket_count, dense_hash_threshold, slot_count: slots_per_part * part_count, part_count })
+    let slots_per_part = ((max_part_entries as f64 / params.load_factor).ceil() as u64)
+        .clamp(max_part_entries, most_per_part);
+    Ok(Geometry {
+        entry_count: entries,
+        bucket_count: buckets_per_part * part_count,
+        dense_bucket_count,
+        dense_hash_threshold,
+        slot_count: slots_per_part * part_count,
+        part_count,
+    })
 }
 
 /// Maps a hash to its part, bucket and slots. The map is monotone in the
@@ -157,10 +178,27 @@ impl BucketMap {
         let dense = geometry.dense_bucket_count;
         let sparse = per_part - dense;
         let threshold = geometry.dense_hash_threshold;
-        let dense_multiplier = if threshold == 0 { 0 } else { ((dense as u128) << 64).div_ceil(threshold as u128).min(u64::MAX as u128) as u64 };
+        let dense_multiplier = if threshold == 0 {
+            0
+        } else {
+            ((dense as u128) << 64)
+                .div_ceil(threshold as u128)
+                .min(u64::MAX as u128) as u64
+        };
         let sparse_range = (u64::MAX - threshold) as u128 + 1;
-        let sparse_multiplier = ((sparse as u128) << 64).div_ceil(sparse_range).min(u64::MAX as u128) as u64;
-        BucketMap { dense, sparse, threshold, dense_multiplier, sparse_multiplier, part_count: geometry.part_count.max(1), buckets_per_part: per_part, slots_per_part: geometry.slots_per_part() }
+        let sparse_multiplier = ((sparse as u128) << 64)
+            .div_ceil(sparse_range)
+            .min(u64::MAX as u128) as u64;
+        BucketMap {
+            dense,
+            sparse,
+            threshold,
+            dense_multiplier,
+            sparse_multiplier,
+            part_count: geometry.part_count.max(1),
+            buckets_per_part: per_part,
+            slots_per_part: geometry.slots_per_part(),
+        }
     }
 
     /// The part of a key hash, and the hash's position within the part
@@ -178,7 +216,9 @@ impl BucketMap {
         if within < self.threshold {
             mul_high(within, self.dense_multiplier).min(self.dense - 1)
         } else {
-            self.dense + mul_high(within - self.threshold, self.sparse_multiplier).min(self.sparse.saturating_sub(1))
+            self.dense
+                + mul_high(within - self.threshold, self.sparse_multiplier)
+                    .min(self.sparse.saturating_sub(1))
         }
     }
 
@@ -186,7 +226,10 @@ impl BucketMap {
     #[inline]
     pub fn locate(&self, hash: u64) -> (u64, u64) {
         let (part, within) = self.split(hash);
-        (part * self.buckets_per_part + self.bucket_in_part(within), part * self.slots_per_part)
+        (
+            part * self.buckets_per_part + self.bucket_in_part(within),
+            part * self.slots_per_part,
+        )
     }
 
     /// Slots in each part: the `slot_count` to give `slot`.
@@ -203,7 +246,11 @@ mod tests {
     #[test]
     fn pilot_words_step_as_they_multiply() {
         for pilot in [0u64, 1, 2, 1_000, (1 << 24) - 2, u64::MAX - 1] {
-            assert_eq!(PilotWord::of(pilot).next(), PilotWord::of(pilot.wrapping_add(1)), "pilot {pilot}");
+            assert_eq!(
+                PilotWord::of(pilot).next(),
+                PilotWord::of(pilot.wrapping_add(1)),
+                "pilot {pilot}"
+            );
         }
     }
 }
@@ -213,7 +260,14 @@ mod geometry_tests {
     use super::*;
 
     fn params(load_factor: f64, keys_per_part: u64) -> Params {
-        Params { keys_per_bucket: 3.5, load_factor, dense_key_fraction: 0.5, dense_bucket_fraction: 0.2, hash_seed: 0, keys_per_part }
+        Params {
+            keys_per_bucket: 3.5,
+            load_factor,
+            dense_key_fraction: 0.5,
+            dense_bucket_fraction: 0.2,
+            hash_seed: 0,
+            keys_per_part,
+        }
     }
 
     /// A low load factor with uneven parts is held to the 2n + 1 slots a
@@ -227,7 +281,13 @@ mod geometry_tests {
         let g = geometry(140_000, 2, 70_400, &params(0.99, 70_000)).unwrap();
         assert_eq!(g.slots_per_part(), (70_400f64 / 0.99).ceil() as u64);
         match geometry(1_000, 250, 12, &params(0.99, 4)) {
-            Err(crate::error::Error::InvalidOption { name: "keys_per_part", reason }) => assert!(reason.starts_with("4 is too small for 1000 keys"), "{reason}"),
+            Err(crate::error::Error::InvalidOption {
+                name: "keys_per_part",
+                reason,
+            }) => assert!(
+                reason.starts_with("4 is too small for 1000 keys"),
+                "{reason}"
+            ),
             other => panic!("expected keys_per_part to be refused, got {other:?}"),
         }
     }

@@ -1,7 +1,10 @@
 //! The header: fixed fields, the section table and the header checksum
 //! (docs/FORMAT.md, "Header").
 
-use super::{FIXED_HEADER_LEN, HEADER_PREFIX_LEN, KNOWN_REQUIRED_FLAGS, MAGIC, REQUIRED_PARTS, SECTION_ENTRY_LEN, VERSION_MAJOR};
+use super::{
+    FIXED_HEADER_LEN, HEADER_PREFIX_LEN, KNOWN_REQUIRED_FLAGS, MAGIC, REQUIRED_PARTS,
+    SECTION_ENTRY_LEN, VERSION_MAJOR,
+};
 use crate::bits::{self, BlockLayout};
 use crate::error::{Error, Result};
 
@@ -24,7 +27,13 @@ pub enum SectionId {
 impl SectionId {
     /// Every section a version-1 file has, in section-table order (the
     /// order of `Header::sections`).
-    pub const ALL: [SectionId; 5] = [SectionId::SeedIndex, SectionId::Seeds, SectionId::Remap, SectionId::Slots, SectionId::Records];
+    pub const ALL: [SectionId; 5] = [
+        SectionId::SeedIndex,
+        SectionId::Seeds,
+        SectionId::Remap,
+        SectionId::Slots,
+        SectionId::Records,
+    ];
 
     /// The section's name in messages and in `info`.
     pub fn name(self) -> &'static str {
@@ -146,14 +155,24 @@ struct Fields<'a>(&'a [u8], usize);
 
 impl Fields<'_> {
     fn take<const N: usize>(&mut self) -> [u8; N] {
-        let out = self.0[self.1..self.1 + N].try_into().expect("the caller checked the length");
+        let out = self.0[self.1..self.1 + N]
+            .try_into()
+            .expect("the caller checked the length");
         self.1 += N;
         out
     }
-    fn u16(&mut self) -> u16 { u16::from_le_bytes(self.take()) }
-    fn u32(&mut self) -> u32 { u32::from_le_bytes(self.take()) }
-    fn u64(&mut self) -> u64 { u64::from_le_bytes(self.take()) }
-    fn f64(&mut self) -> f64 { f64::from_le_bytes(self.take()) }
+    fn u16(&mut self) -> u16 {
+        u16::from_le_bytes(self.take())
+    }
+    fn u32(&mut self) -> u32 {
+        u32::from_le_bytes(self.take())
+    }
+    fn u64(&mut self) -> u64 {
+        u64::from_le_bytes(self.take())
+    }
+    fn f64(&mut self) -> f64 {
+        f64::from_le_bytes(self.take())
+    }
 }
 
 fn corrupt(what: String) -> Error {
@@ -169,7 +188,9 @@ impl Header {
 
     /// Number of seed blocks.
     pub fn seed_block_count(&self) -> u64 {
-        self.geometry.bucket_count.div_ceil(self.seed_block_len as u64)
+        self.geometry
+            .bucket_count
+            .div_ceil(self.seed_block_len as u64)
     }
 
     /// Width in bits of a record offset in the slots section.
@@ -195,16 +216,34 @@ impl Header {
         out.extend_from_slice(&self.minor.to_le_bytes());
         out.extend_from_slice(&self.header_len.to_le_bytes());
         let g = &self.geometry;
-        for v in [self.required_flags, self.file_len, g.entry_count, self.hash_seed, g.bucket_count, g.dense_bucket_count, g.dense_hash_threshold, g.slot_count] {
+        for v in [
+            self.required_flags,
+            self.file_len,
+            g.entry_count,
+            self.hash_seed,
+            g.bucket_count,
+            g.dense_bucket_count,
+            g.dense_hash_threshold,
+            g.slot_count,
+        ] {
             out.extend_from_slice(&v.to_le_bytes());
         }
         out.extend_from_slice(&self.seed_block_len.to_le_bytes());
         out.extend_from_slice(&(self.sections.len() as u32).to_le_bytes());
         let p = &self.parameters;
-        for v in [p.keys_per_bucket, p.load_factor, p.dense_key_fraction, p.dense_bucket_fraction] {
+        for v in [
+            p.keys_per_bucket,
+            p.load_factor,
+            p.dense_key_fraction,
+            p.dense_bucket_fraction,
+        ] {
             out.extend_from_slice(&v.to_le_bytes());
         }
-        let parts = if self.required_flags & REQUIRED_PARTS != 0 { g.part_count } else { 0 };
+        let parts = if self.required_flags & REQUIRED_PARTS != 0 {
+            g.part_count
+        } else {
+            0
+        };
         out.extend_from_slice(&parts.to_le_bytes());
         debug_assert_eq!(out.len(), FIXED_HEADER_LEN);
         for (id, s) in SectionId::ALL.iter().zip(&self.sections) {
@@ -225,20 +264,35 @@ impl Header {
     /// `HEADER_PREFIX_LEN` bytes, or the whole file if it is shorter.
     pub fn len_from_prefix(prefix: &[u8], file_len: u64) -> Result<usize> {
         if prefix.len() < HEADER_PREFIX_LEN {
-            return Err(Error::NotAStore { path: None, reason: format!("file is {file_len} bytes, too short for a header") });
+            return Err(Error::NotAStore {
+                path: None,
+                reason: format!("file is {file_len} bytes, too short for a header"),
+            });
         }
         if prefix[..8] != MAGIC {
-            return Err(Error::NotAStore { path: None, reason: "bad magic: not a hashfile store".into() });
+            return Err(Error::NotAStore {
+                path: None,
+                reason: "bad magic: not a hashfile store".into(),
+            });
         }
         let mut fields = Fields(prefix, 8);
         let major = fields.u16();
         let _minor = fields.u16();
         if major != VERSION_MAJOR {
-            return Err(Error::Version { path: None, expected: VERSION_MAJOR, got: major });
+            return Err(Error::Version {
+                path: None,
+                expected: VERSION_MAJOR,
+                got: major,
+            });
         }
         let header_len = fields.u32() as usize;
-        if header_len < FIXED_HEADER_LEN + 8 || header_len as u64 > file_len || (header_len - FIXED_HEADER_LEN - 8) % SECTION_ENTRY_LEN != 0 {
-            return Err(corrupt(format!("header length {header_len} is invalid for a file of {file_len} bytes")));
+        if header_len < FIXED_HEADER_LEN + 8
+            || header_len as u64 > file_len
+            || (header_len - FIXED_HEADER_LEN - 8) % SECTION_ENTRY_LEN != 0
+        {
+            return Err(corrupt(format!(
+                "header length {header_len} is invalid for a file of {file_len} bytes"
+            )));
         }
         Ok(header_len)
     }
@@ -249,67 +303,124 @@ impl Header {
     pub fn decode(bytes: &[u8], file_len: u64) -> Result<Header> {
         let header_len = Self::len_from_prefix(bytes, file_len)?;
         if bytes.len() < header_len {
-            return Err(corrupt(format!("header length {header_len} is past the {} bytes given", bytes.len())));
+            return Err(corrupt(format!(
+                "header length {header_len} is past the {} bytes given",
+                bytes.len()
+            )));
         }
         let mut fields = Fields(bytes, 8);
         let major = fields.u16();
         let minor = fields.u16();
         let _ = fields.u32();
         let body = &bytes[..header_len - 8];
-        let stored = u64::from_le_bytes(bytes[header_len - 8..header_len].try_into().expect("8 bytes"));
+        let stored = u64::from_le_bytes(
+            bytes[header_len - 8..header_len]
+                .try_into()
+                .expect("8 bytes"),
+        );
         let actual = xxhash_rust::xxh3::xxh3_64(body);
         if stored != actual {
-            return Err(Error::Checksum { path: None, section: "header", expected: stored, actual });
+            return Err(Error::Checksum {
+                path: None,
+                section: "header",
+                expected: stored,
+                actual,
+            });
         }
         let required_flags = fields.u64();
         if required_flags & !KNOWN_REQUIRED_FLAGS != 0 {
-            return Err(Error::UnsupportedFeatures { path: None, bits: required_flags & !KNOWN_REQUIRED_FLAGS });
+            return Err(Error::UnsupportedFeatures {
+                path: None,
+                bits: required_flags & !KNOWN_REQUIRED_FLAGS,
+            });
         }
         let stated_len = fields.u64();
         let entry_count = fields.u64();
         let hash_seed = fields.u64();
-        let mut geometry = Geometry { entry_count, bucket_count: fields.u64(), dense_bucket_count: fields.u64(), dense_hash_threshold: fields.u64(), slot_count: fields.u64(), part_count: 1 };
+        let mut geometry = Geometry {
+            entry_count,
+            bucket_count: fields.u64(),
+            dense_bucket_count: fields.u64(),
+            dense_hash_threshold: fields.u64(),
+            slot_count: fields.u64(),
+            part_count: 1,
+        };
         let seed_block_len = fields.u32();
         let section_count = fields.u32();
-        let parameters = BuildParameters { keys_per_bucket: fields.f64(), load_factor: fields.f64(), dense_key_fraction: fields.f64(), dense_bucket_fraction: fields.f64() };
+        let parameters = BuildParameters {
+            keys_per_bucket: fields.f64(),
+            load_factor: fields.f64(),
+            dense_key_fraction: fields.f64(),
+            dense_bucket_fraction: fields.f64(),
+        };
         let parts = fields.u64();
         if required_flags & REQUIRED_PARTS == 0 {
             if parts != 0 {
-                return Err(corrupt(format!("part count {parts} is set but the partitioned-store flag is not")));
+                return Err(corrupt(format!(
+                    "part count {parts} is set but the partitioned-store flag is not"
+                )));
             }
         } else {
             geometry.part_count = parts;
         }
 
         if stated_len != file_len {
-            return Err(Error::Truncated { path: None, expected_len: stated_len, actual_len: file_len });
+            return Err(Error::Truncated {
+                path: None,
+                expected_len: stated_len,
+                actual_len: file_len,
+            });
         }
         if section_count as usize != (header_len - FIXED_HEADER_LEN - 8) / SECTION_ENTRY_LEN {
-            return Err(corrupt(format!("section count {section_count} does not match header length {header_len}")));
+            return Err(corrupt(format!(
+                "section count {section_count} does not match header length {header_len}"
+            )));
         }
         let mut found: [Option<Section>; 5] = [None; 5];
         let mut fields = Fields(bytes, FIXED_HEADER_LEN);
         for _ in 0..section_count {
             let id = fields.u32();
             let _flags = fields.u32();
-            let section = Section { offset: fields.u64(), length: fields.u64(), checksum: fields.u64() };
+            let section = Section {
+                offset: fields.u64(),
+                length: fields.u64(),
+                checksum: fields.u64(),
+            };
             // Unknown ids are sections added by a later minor version: skip them.
-            let Some(known) = SectionId::from_u32(id) else { continue };
+            let Some(known) = SectionId::from_u32(id) else {
+                continue;
+            };
             let end = section.offset.checked_add(section.length);
             if section.offset < header_len as u64 || end.is_none_or(|end| end > file_len) {
                 return Err(Error::corrupt(known.name(), format!("section (offset {}, length {}) extends past end of file ({file_len} bytes)", section.offset, section.length)));
             }
             let slot = &mut found[known.index()];
             if slot.is_some() {
-                return Err(Error::corrupt(known.name(), "section appears twice in the section table"));
+                return Err(Error::corrupt(
+                    known.name(),
+                    "section appears twice in the section table",
+                ));
             }
             *slot = Some(section);
         }
         let mut sections = [Section::default(); 5];
         for (id, s) in SectionId::ALL.iter().zip(found) {
-            sections[id.index()] = s.ok_or_else(|| Error::corrupt(id.name(), "section is missing from the section table"))?;
+            sections[id.index()] = s.ok_or_else(|| {
+                Error::corrupt(id.name(), "section is missing from the section table")
+            })?;
         }
-        let header = Header { major, minor, header_len: header_len as u32, required_flags, file_len, hash_seed, geometry, seed_block_len, parameters, sections };
+        let header = Header {
+            major,
+            minor,
+            header_len: header_len as u32,
+            required_flags,
+            file_len,
+            hash_seed,
+            geometry,
+            seed_block_len,
+            parameters,
+            sections,
+        };
         header.check_geometry()?;
         Ok(header)
     }
@@ -319,47 +430,97 @@ impl Header {
     fn check_geometry(&self) -> Result<()> {
         let g = &self.geometry;
         if BlockLayout::from_block_len(self.seed_block_len).is_none() {
-            return Err(corrupt(format!("seed block length {} is not 32, 128 or 256", self.seed_block_len)));
+            return Err(corrupt(format!(
+                "seed block length {} is not 32, 128 or 256",
+                self.seed_block_len
+            )));
         }
         let parts = g.part_count;
         if self.required_flags & REQUIRED_PARTS != 0 && (parts < 2 || parts > g.entry_count) {
-            return Err(corrupt(format!("part count {parts} is invalid for {} entries", g.entry_count)));
+            return Err(corrupt(format!(
+                "part count {parts} is invalid for {} entries",
+                g.entry_count
+            )));
         }
         if g.entry_count == 0 {
             if g.bucket_count != 0 || g.slot_count != 0 {
-                return Err(corrupt("an empty store must have no buckets and no slots".into()));
+                return Err(corrupt(
+                    "an empty store must have no buckets and no slots".into(),
+                ));
             }
         } else {
-            if g.bucket_count == 0 || g.bucket_count > g.entry_count || g.bucket_count % parts != 0 {
-                return Err(corrupt(format!("bucket count {} is invalid for {} entries in {parts} parts", g.bucket_count, g.entry_count)));
+            if g.bucket_count == 0 || g.bucket_count > g.entry_count || g.bucket_count % parts != 0
+            {
+                return Err(corrupt(format!(
+                    "bucket count {} is invalid for {} entries in {parts} parts",
+                    g.bucket_count, g.entry_count
+                )));
             }
-            if g.slot_count < g.entry_count || g.slot_count / 2 > g.entry_count || g.slot_count % parts != 0 {
-                return Err(corrupt(format!("slot count {} is invalid for {} entries in {parts} parts", g.slot_count, g.entry_count)));
+            if g.slot_count < g.entry_count
+                || g.slot_count / 2 > g.entry_count
+                || g.slot_count % parts != 0
+            {
+                return Err(corrupt(format!(
+                    "slot count {} is invalid for {} entries in {parts} parts",
+                    g.slot_count, g.entry_count
+                )));
             }
             let per_part = g.buckets_per_part();
-            if g.dense_bucket_count > per_part || (g.dense_bucket_count == 0) != (g.dense_hash_threshold == 0) || (g.dense_bucket_count == per_part && g.dense_hash_threshold != u64::MAX) {
-                return Err(corrupt(format!("dense bucket count {} and threshold {:#x} are inconsistent", g.dense_bucket_count, g.dense_hash_threshold)));
+            if g.dense_bucket_count > per_part
+                || (g.dense_bucket_count == 0) != (g.dense_hash_threshold == 0)
+                || (g.dense_bucket_count == per_part && g.dense_hash_threshold != u64::MAX)
+            {
+                return Err(corrupt(format!(
+                    "dense bucket count {} and threshold {:#x} are inconsistent",
+                    g.dense_bucket_count, g.dense_hash_threshold
+                )));
             }
         }
         let records = self.section(SectionId::Records).length;
         // Every record takes at least MIN_RECORD_LEN bytes, so this also
         // bounds entry_count.
         if records < g.entry_count.saturating_mul(super::record::MIN_RECORD_LEN) {
-            return Err(Error::corrupt("records", format!("section is {records} bytes, too short for {} entries", g.entry_count)));
+            return Err(Error::corrupt(
+                "records",
+                format!(
+                    "section is {records} bytes, too short for {} entries",
+                    g.entry_count
+                ),
+            ));
         }
         if self.offset_bits() > bits::MAX_PACKED_BITS {
-            return Err(Error::corrupt("records", format!("section is {records} bytes, more than this format addresses")));
+            return Err(Error::corrupt(
+                "records",
+                format!("section is {records} bytes, more than this format addresses"),
+            ));
         }
         let expect = |id: SectionId, len: Option<u64>| -> Result<()> {
             let actual = self.section(id).length;
             match len {
                 Some(len) if len == actual => Ok(()),
-                _ => Err(Error::corrupt(id.name(), format!("section is {actual} bytes, expected {}", len.map_or("an impossible size".into(), |l| l.to_string())))),
+                _ => Err(Error::corrupt(
+                    id.name(),
+                    format!(
+                        "section is {actual} bytes, expected {}",
+                        len.map_or("an impossible size".into(), |l| l.to_string())
+                    ),
+                )),
             }
         };
-        expect(SectionId::SeedIndex, self.seed_block_count().checked_add(1).and_then(|b| b.checked_mul(4)))?;
-        expect(SectionId::Remap, bits::packed_len(g.slot_count - g.entry_count, self.remap_bits()))?;
-        expect(SectionId::Slots, bits::packed_len(g.entry_count, self.offset_bits()))?;
+        expect(
+            SectionId::SeedIndex,
+            self.seed_block_count()
+                .checked_add(1)
+                .and_then(|b| b.checked_mul(4)),
+        )?;
+        expect(
+            SectionId::Remap,
+            bits::packed_len(g.slot_count - g.entry_count, self.remap_bits()),
+        )?;
+        expect(
+            SectionId::Slots,
+            bits::packed_len(g.entry_count, self.offset_bits()),
+        )?;
         // The seeds section's length is checked against the seed index's
         // last entry at open, which needs the section's bytes.
         Ok(())

@@ -40,17 +40,30 @@ pub struct Record<'a> {
 impl<'a> Record<'a> {
     /// A record with a binary key and a binary value.
     pub fn binary(key: &'a [u8], value: &'a [u8]) -> Record<'a> {
-        Record { key, key_utf8: false, value, kind: ValueKind::Binary }
+        Record {
+            key,
+            key_utf8: false,
+            value,
+            kind: ValueKind::Binary,
+        }
     }
 
     /// A record with a UTF-8 key and a UTF-8 string value.
     pub fn text(key: &'a str, value: &'a str) -> Record<'a> {
-        Record { key: key.as_bytes(), key_utf8: true, value: value.as_bytes(), kind: ValueKind::Utf8 }
+        Record {
+            key: key.as_bytes(),
+            key_utf8: true,
+            value: value.as_bytes(),
+            kind: ValueKind::Utf8,
+        }
     }
 
     /// Bytes `write` appends.
     pub fn encoded_len(&self) -> usize {
-        1 + varint_len(self.key.len() as u64) + varint_len(self.value.len() as u64) + self.key.len() + self.value.len()
+        1 + varint_len(self.key.len() as u64)
+            + varint_len(self.value.len() as u64)
+            + self.key.len()
+            + self.value.len()
     }
 
     /// Appends the record as docs/FORMAT.md lays it out.
@@ -87,7 +100,12 @@ impl Layout {
     #[inline]
     pub fn record<'a>(&self, bytes: &'a [u8]) -> Option<Record<'a>> {
         let (key, value) = self.split(bytes)?;
-        Some(Record { key, key_utf8: self.key_utf8, value, kind: self.kind })
+        Some(Record {
+            key,
+            key_utf8: self.key_utf8,
+            value,
+            kind: self.kind,
+        })
     }
 
     /// The key and the value in `bytes`, which must hold at least `len`
@@ -95,7 +113,10 @@ impl Layout {
     #[inline(always)]
     pub fn split<'a>(&self, bytes: &'a [u8]) -> Option<(&'a [u8], &'a [u8])> {
         let record = bytes.get(..self.len)?;
-        Some((record.get(self.key_start..self.value_start)?, record.get(self.value_start..)?))
+        Some((
+            record.get(self.key_start..self.value_start)?,
+            record.get(self.value_start..)?,
+        ))
     }
 }
 
@@ -125,12 +146,18 @@ impl fmt::Display for Damage {
 /// the record reads on); an error if the header is damaged.
 #[inline]
 pub fn parse(bytes: &[u8]) -> Result<Option<Layout>, Damage> {
-    let Some(&flags) = bytes.first() else { return Ok(None) };
+    let Some(&flags) = bytes.first() else {
+        return Ok(None);
+    };
     // One test for the reserved bit and every kind past the last known
     // (kinds are 0..=3); which it was is worked out only for a damaged file.
     const NOT_KNOWN: u8 = RESERVED | (KIND_MASK & !3);
     if flags & NOT_KNOWN != 0 {
-        return Err(if flags & RESERVED != 0 { Damage::ReservedFlag } else { Damage::UnknownKind(flags & KIND_MASK) });
+        return Err(if flags & RESERVED != 0 {
+            Damage::ReservedFlag
+        } else {
+            Damage::UnknownKind(flags & KIND_MASK)
+        });
     }
     let kind = match flags & 3 {
         0 => ValueKind::Binary,
@@ -139,14 +166,32 @@ pub fn parse(bytes: &[u8]) -> Result<Option<Layout>, Damage> {
         _ => ValueKind::Typed,
     };
     let mut pos = 1;
-    let (Some(key_len), Some(value_len)) = (read_varint(bytes, &mut pos), read_varint(bytes, &mut pos)) else {
+    let (Some(key_len), Some(value_len)) =
+        (read_varint(bytes, &mut pos), read_varint(bytes, &mut pos))
+    else {
         // Short bytes may yet hold a good header; a full one does not.
-        return if bytes.len() < MAX_HEADER_LEN { Ok(None) } else { Err(Damage::BadLength) };
+        return if bytes.len() < MAX_HEADER_LEN {
+            Ok(None)
+        } else {
+            Err(Damage::BadLength)
+        };
     };
     // Computed in usize, so that the compiler, too, sees the parts in order.
-    let value_start = usize::try_from(key_len).ok().and_then(|key_len| pos.checked_add(key_len)).ok_or(Damage::BadLength)?;
-    let len = usize::try_from(value_len).ok().and_then(|value_len| value_start.checked_add(value_len)).ok_or(Damage::BadLength)?;
-    Ok(Some(Layout { kind, key_utf8: flags & KEY_UTF8 != 0, key_start: pos, value_start, len }))
+    let value_start = usize::try_from(key_len)
+        .ok()
+        .and_then(|key_len| pos.checked_add(key_len))
+        .ok_or(Damage::BadLength)?;
+    let len = usize::try_from(value_len)
+        .ok()
+        .and_then(|value_len| value_start.checked_add(value_len))
+        .ok_or(Damage::BadLength)?;
+    Ok(Some(Layout {
+        kind,
+        key_utf8: flags & KEY_UTF8 != 0,
+        key_start: pos,
+        value_start,
+        len,
+    }))
 }
 
 /// The key of the record at the start of `bytes`, a record this library
@@ -174,7 +219,16 @@ mod tests {
     #[test]
     fn written_records_parse_back() {
         let long = vec![7u8; 300];
-        for record in [Record::text("k", "v"), Record::binary(b"", b""), Record { key: b"\xff", key_utf8: false, value: &long, kind: ValueKind::Typed }] {
+        for record in [
+            Record::text("k", "v"),
+            Record::binary(b"", b""),
+            Record {
+                key: b"\xff",
+                key_utf8: false,
+                value: &long,
+                kind: ValueKind::Typed,
+            },
+        ] {
             let mut out = Vec::new();
             record.write(&mut out);
             assert_eq!(out.len(), record.encoded_len());
@@ -196,6 +250,15 @@ mod tests {
     fn damaged_headers_are_named() {
         assert_eq!(parse(&[0x80, 0, 0]), Err(Damage::ReservedFlag));
         assert_eq!(parse(&[0x05, 0, 0]), Err(Damage::UnknownKind(5)));
-        assert_eq!(parse(&[0x01; 1].iter().chain(&[0xff; 30]).copied().collect::<Vec<_>>()), Err(Damage::BadLength));
+        assert_eq!(
+            parse(
+                &[0x01; 1]
+                    .iter()
+                    .chain(&[0xff; 30])
+                    .copied()
+                    .collect::<Vec<_>>()
+            ),
+            Err(Damage::BadLength)
+        );
     }
 }

@@ -28,9 +28,22 @@ use crate::error::{DisplayBytes, Position, Result};
 use crate::format::{Record, ValueKind};
 use crate::value;
 
-pub(super) fn import<R: BufRead>(mut input: R, source: &str, options: &ImportOptions, default_separator: u8, sink: &mut Sink<'_>) -> Result<()> {
+pub(super) fn import<R: BufRead>(
+    mut input: R,
+    source: &str,
+    options: &ImportOptions,
+    default_separator: u8,
+    sink: &mut Sink<'_>,
+) -> Result<()> {
     let separator = options.col_sep.unwrap_or(default_separator);
-    let mut rows = Rows { separator, quote: options.quote, comment: options.comment, line: 1, column: 1, source };
+    let mut rows = Rows {
+        separator,
+        quote: options.quote,
+        comment: options.comment,
+        line: 1,
+        column: 1,
+        source,
+    };
     let mut row = Row::default();
     let headers = if options.header {
         if !rows.next_row(&mut input, &mut row)? {
@@ -50,14 +63,26 @@ pub(super) fn import<R: BufRead>(mut input: R, source: &str, options: &ImportOpt
             };
             typed.clear();
             shape.encode(&row, &mut typed);
-            sink(Record { key: k, key_utf8: std::str::from_utf8(k).is_ok(), value: &typed, kind: ValueKind::Typed }, Position::line(row.line))?;
+            sink(
+                Record {
+                    key: k,
+                    key_utf8: std::str::from_utf8(k).is_ok(),
+                    value: &typed,
+                    kind: ValueKind::Typed,
+                },
+                Position::line(row.line),
+            )?;
         }
         return Ok(());
     }
     let value = resolve(&options.value_column, "value", headers.as_ref(), source)?;
     while rows.next_row(&mut input, &mut row)? {
         let (Some(k), Some(v)) = (row.field(key.index), row.field(value.index)) else {
-            let missing = if row.field(key.index).is_none() { &key } else { &value };
+            let missing = if row.field(key.index).is_none() {
+                &key
+            } else {
+                &value
+            };
             return Err(too_few(&row, missing, source));
         };
         sink(bytes_record(k, v), Position::line(row.line))?;
@@ -93,11 +118,23 @@ struct RowShape<'h> {
 
 impl<'h> RowShape<'h> {
     fn new(headers: Option<&'h Row>) -> RowShape<'h> {
-        let Some(h) = headers else { return RowShape { headers, kept: Vec::new(), extra_under_nil: false } };
+        let Some(h) = headers else {
+            return RowShape {
+                headers,
+                kept: Vec::new(),
+                extra_under_nil: false,
+            };
+        };
         let name = |i: usize| h.field_or_nil(i);
-        let kept: Vec<usize> = (0..h.len()).filter(|&i| (0..i).all(|j| name(j) != name(i))).collect();
+        let kept: Vec<usize> = (0..h.len())
+            .filter(|&i| (0..i).all(|j| name(j) != name(i)))
+            .collect();
         let extra_under_nil = (0..h.len()).all(|i| name(i).is_some());
-        RowShape { headers, kept, extra_under_nil }
+        RowShape {
+            headers,
+            kept,
+            extra_under_nil,
+        }
     }
 
     fn encode(&self, row: &Row, out: &mut Vec<u8>) {
@@ -125,7 +162,15 @@ impl<'h> RowShape<'h> {
 fn write_field(out: &mut Vec<u8>, field: Option<&[u8]>) {
     match field {
         None => value::write_nil(out),
-        Some(bytes) => value::write_str(out, bytes, if std::str::from_utf8(bytes).is_ok() { value::Encoding::Utf8 } else { value::Encoding::Binary }),
+        Some(bytes) => value::write_str(
+            out,
+            bytes,
+            if std::str::from_utf8(bytes).is_ok() {
+                value::Encoding::Utf8
+            } else {
+                value::Encoding::Binary
+            },
+        ),
     }
 }
 
@@ -136,19 +181,47 @@ struct Resolved {
     name: String,
 }
 
-fn resolve(column: &Column, what: &'static str, headers: Option<&Row>, source: &str) -> Result<Resolved> {
+fn resolve(
+    column: &Column,
+    what: &'static str,
+    headers: Option<&Row>,
+    source: &str,
+) -> Result<Resolved> {
     match column {
-        Column::Row => Err(parse_error(source, Position::line(1), format!("the {what} column cannot be \"*\" (the whole row); only the value column can"))),
-        Column::Index(i) => Ok(Resolved { index: *i, what, name: format!("{i} (0-based)") }),
+        Column::Row => Err(parse_error(
+            source,
+            Position::line(1),
+            format!("the {what} column cannot be \"*\" (the whole row); only the value column can"),
+        )),
+        Column::Index(i) => Ok(Resolved {
+            index: *i,
+            what,
+            name: format!("{i} (0-based)"),
+        }),
         Column::Name(name) => {
             let Some(headers) = headers else {
                 return Err(parse_error(source, Position::line(1), format!("the {what} column {name:?} is named, but the input has no header row (header: false); give its 0-based index instead")));
             };
             let index = (0..headers.len()).find(|&i| headers.field(i) == Some(name.as_bytes()));
-            index.map(|index| Resolved { index, what, name: format!("{name:?}") }).ok_or_else(|| {
-                let names: Vec<String> = (0..headers.len()).map(|i| DisplayBytes(headers.field(i).unwrap_or_default()).to_string()).collect();
-                parse_error(source, Position::line(headers.line), format!("no {what} column named {name:?}; the header row names {}", names.join(", ")))
-            })
+            index
+                .map(|index| Resolved {
+                    index,
+                    what,
+                    name: format!("{name:?}"),
+                })
+                .ok_or_else(|| {
+                    let names: Vec<String> = (0..headers.len())
+                        .map(|i| DisplayBytes(headers.field(i).unwrap_or_default()).to_string())
+                        .collect();
+                    parse_error(
+                        source,
+                        Position::line(headers.line),
+                        format!(
+                            "no {what} column named {name:?}; the header row names {}",
+                            names.join(", ")
+                        ),
+                    )
+                })
         }
     }
 }
@@ -219,7 +292,14 @@ struct Rows<'s> {
 
 impl Rows<'_> {
     fn error(&self, line: u64, column: u64, what: impl Into<String>) -> crate::error::Error {
-        parse_error(self.source, Position::Line { line, column: Some(column) }, what)
+        parse_error(
+            self.source,
+            Position::Line {
+                line,
+                column: Some(column),
+            },
+            what,
+        )
     }
 
     /// Reads the next row into `row`; false at the end of the input.
@@ -258,7 +338,10 @@ impl Rows<'_> {
                 // Bulk-copy the ordinary bytes of a field.
                 if matches!(state, State::Unquoted | State::Quoted { .. }) {
                     let quoted = matches!(state, State::Quoted { .. });
-                    let run = buf[used..].iter().position(|&b| self.special(b, quoted)).unwrap_or(buf.len() - used);
+                    let run = buf[used..]
+                        .iter()
+                        .position(|&b| self.special(b, quoted))
+                        .unwrap_or(buf.len() - used);
                     if run > 0 {
                         let bytes = &buf[used..used + run];
                         row.bytes.extend_from_slice(bytes);
@@ -278,7 +361,9 @@ impl Rows<'_> {
                 state = match state {
                     State::Comment if byte == b'\n' => State::LineStart,
                     State::Comment => State::Comment,
-                    State::Quoted { line, column } if byte == b'"' => State::QuoteInQuoted { line, column },
+                    State::Quoted { line, column } if byte == b'"' => {
+                        State::QuoteInQuoted { line, column }
+                    }
                     State::Quoted { .. } => {
                         row.bytes.push(byte);
                         state
@@ -353,7 +438,12 @@ impl Rows<'_> {
     }
 
     /// The end of the input in `state`: the last row, if it has no line end.
-    fn finish(&self, state: State, carriage_return: Option<(u64, u64)>, row: &mut Row) -> Result<bool> {
+    fn finish(
+        &self,
+        state: State,
+        carriage_return: Option<(u64, u64)>,
+        row: &mut Row,
+    ) -> Result<bool> {
         match state {
             State::LineStart | State::Comment => Ok(false),
             State::Quoted { line, column } => Err(self.error(

@@ -3,8 +3,8 @@
 //! JSON Lines (`json_lines`) reads its lines with the same visitors.
 
 use std::borrow::Cow;
-use std::fmt;
 use std::cell::Cell;
+use std::fmt;
 use std::io::{BufRead, Read};
 
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
@@ -21,7 +21,10 @@ macro_rules! seed_reads_any {
     ($ty:ty => $value:ty) => {
         impl<'de> DeserializeSeed<'de> for $ty {
             type Value = $value;
-            fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> std::result::Result<$value, D::Error> {
+            fn deserialize<D: de::Deserializer<'de>>(
+                self,
+                d: D,
+            ) -> std::result::Result<$value, D::Error> {
                 d.deserialize_any(self)
             }
         }
@@ -31,7 +34,12 @@ macro_rules! seed_reads_any {
 /// Turns a serde result into ours: a sink failure (already positioned)
 /// wins over the serde error it caused; otherwise the serde error is
 /// positioned by `position`.
-fn finish_serde<E: fmt::Display>(result: std::result::Result<(), E>, failure: Option<Error>, source: &str, position: impl Fn(&E) -> Position) -> Result<()> {
+fn finish_serde<E: fmt::Display>(
+    result: std::result::Result<(), E>,
+    failure: Option<Error>,
+    source: &str,
+    position: impl Fn(&E) -> Position,
+) -> Result<()> {
     match (result, failure) {
         (_, Some(failure)) => Err(failure),
         (Ok(()), None) => Ok(()),
@@ -46,16 +54,49 @@ fn finish_serde<E: fmt::Display>(result: std::result::Result<(), E>, failure: Op
     }
 }
 
-pub(super) fn import<R: BufRead>(input: &mut R, source: &str, options: &ImportOptions, sink: &mut Sink<'_>) -> Result<()> {
+pub(super) fn import<R: BufRead>(
+    input: &mut R,
+    source: &str,
+    options: &ImportOptions,
+    sink: &mut Sink<'_>,
+) -> Result<()> {
     let fields = Fields::of(options);
-    let records_at = options.records_at.as_deref().map(field_path).unwrap_or_default();
+    let records_at = options
+        .records_at
+        .as_deref()
+        .map(field_path)
+        .unwrap_or_default();
     let lines = Lines::default();
-    let mut de = serde_json::Deserializer::from_reader(CountingLines { inner: input, lines: &lines });
+    let mut de = serde_json::Deserializer::from_reader(CountingLines {
+        inner: input,
+        lines: &lines,
+    });
     let mut failure = None;
-    let entries = Entries { fields: &fields, lines: &lines, sink, failure: &mut failure };
-    let result = if records_at.is_empty() { de::Deserializer::deserialize_any(&mut de, entries) } else { de::Deserializer::deserialize_any(&mut de, Descend { path: &records_at, depth: 0, entries }) };
+    let entries = Entries {
+        fields: &fields,
+        lines: &lines,
+        sink,
+        failure: &mut failure,
+    };
+    let result = if records_at.is_empty() {
+        de::Deserializer::deserialize_any(&mut de, entries)
+    } else {
+        de::Deserializer::deserialize_any(
+            &mut de,
+            Descend {
+                path: &records_at,
+                depth: 0,
+                entries,
+            },
+        )
+    };
     let result = result.and_then(|_| de.end());
-    finish_serde(result, failure, source, |e: &serde_json::Error| Position::Line { line: e.line() as u64, column: Some(e.column() as u64) })
+    finish_serde(result, failure, source, |e: &serde_json::Error| {
+        Position::Line {
+            line: e.line() as u64,
+            column: Some(e.column() as u64),
+        }
+    })
 }
 
 /// Where the parse is, in lines: serde_json counts lines for its errors but
@@ -109,7 +150,11 @@ pub(super) struct Fields {
 
 impl Fields {
     pub(super) fn of(options: &ImportOptions) -> Fields {
-        Fields { key: field_path(&options.key_field), value: options.value_field.clone(), whole: options.value_field == WHOLE }
+        Fields {
+            key: field_path(&options.key_field),
+            value: options.value_field.clone(),
+            whole: options.value_field == WHOLE,
+        }
     }
 
     fn key_name(&self) -> String {
@@ -130,10 +175,19 @@ seed_reads_any!(Descend<'_, '_> => ());
 impl<'de> Visitor<'de> for Descend<'_, '_> {
     type Value = ();
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        write!(f, "an object with the field {:?} (records_at {:?})", self.path[self.depth], self.path.join("."))
+        write!(
+            f,
+            "an object with the field {:?} (records_at {:?})",
+            self.path[self.depth],
+            self.path.join(".")
+        )
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<(), A::Error> {
-        let Descend { path, depth, entries } = self;
+        let Descend {
+            path,
+            depth,
+            entries,
+        } = self;
         let step = &path[depth];
         let mut entries = Some(entries);
         // The first ten other fields, each cut short, and a count of the
@@ -146,7 +200,11 @@ impl<'de> Visitor<'de> for Descend<'_, '_> {
                 if depth + 1 == path.len() {
                     map.next_value_seed(entries)?;
                 } else {
-                    map.next_value_seed(Descend { path, depth: depth + 1, entries })?;
+                    map.next_value_seed(Descend {
+                        path,
+                        depth: depth + 1,
+                        entries,
+                    })?;
                 }
             } else {
                 if others.len() < 10 {
@@ -160,9 +218,21 @@ impl<'de> Visitor<'de> for Descend<'_, '_> {
         if entries.is_none() {
             return Ok(());
         }
-        let at = if depth == 0 { "the top-level object".to_string() } else { format!("the object at {:?}", path[..depth].join(".")) };
-        let listed = if others.is_empty() { "it has none".to_string() } else if more > 0 { format!("its fields are {} and {more} more", others.join(", ")) } else { format!("its fields are {}", others.join(", ")) };
-        Err(de::Error::custom(format!("records_at: {at} has no field {step:?}; {listed}")))
+        let at = if depth == 0 {
+            "the top-level object".to_string()
+        } else {
+            format!("the object at {:?}", path[..depth].join("."))
+        };
+        let listed = if others.is_empty() {
+            "it has none".to_string()
+        } else if more > 0 {
+            format!("its fields are {} and {more} more", others.join(", "))
+        } else {
+            format!("its fields are {}", others.join(", "))
+        };
+        Err(de::Error::custom(format!(
+            "records_at: {at} has no field {step:?}; {listed}"
+        )))
     }
 }
 
@@ -210,7 +280,12 @@ impl<'de> Top<'de> {
     pub(super) fn record<'a>(&'a self, key: &'a str, typed: &'a [u8]) -> Record<'a> {
         match self {
             Top::Text(text) => Record::text(key, text),
-            Top::Typed => Record { key: key.as_bytes(), key_utf8: true, value: typed, kind: ValueKind::Typed },
+            Top::Typed => Record {
+                key: key.as_bytes(),
+                key_utf8: true,
+                value: typed,
+                kind: ValueKind::Typed,
+            },
         }
     }
 }
@@ -259,12 +334,22 @@ impl<'de> Visitor<'de> for TopValue<'_, '_> {
     }
     fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> std::result::Result<Top<'de>, A::Error> {
         self.out.clear();
-        Encode { key: self.key, out: self.out, depth_left: value::MAX_DEPTH }.visit_seq(seq)?;
+        Encode {
+            key: self.key,
+            out: self.out,
+            depth_left: value::MAX_DEPTH,
+        }
+        .visit_seq(seq)?;
         Ok(Top::Typed)
     }
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> std::result::Result<Top<'de>, A::Error> {
         self.out.clear();
-        Encode { key: self.key, out: self.out, depth_left: value::MAX_DEPTH }.visit_map(map)?;
+        Encode {
+            key: self.key,
+            out: self.out,
+            depth_left: value::MAX_DEPTH,
+        }
+        .visit_map(map)?;
         Ok(Top::Typed)
     }
 }
@@ -278,7 +363,13 @@ struct Encode<'k, 'o> {
 
 impl Encode<'_, '_> {
     fn deeper<E: de::Error>(&self) -> std::result::Result<usize, E> {
-        self.depth_left.checked_sub(1).ok_or_else(|| E::custom(format!("value for key {} nests deeper than {} levels", DisplayBytes(self.key.as_bytes()), value::MAX_DEPTH)))
+        self.depth_left.checked_sub(1).ok_or_else(|| {
+            E::custom(format!(
+                "value for key {} nests deeper than {} levels",
+                DisplayBytes(self.key.as_bytes()),
+                value::MAX_DEPTH
+            ))
+        })
     }
 }
 
@@ -329,14 +420,28 @@ impl<'de> Visitor<'de> for KeyOrNumber<'_, '_, '_> {
             return Ok(MapKey::Number);
         }
         value::write_str(self.out, v.as_bytes(), value::Encoding::Utf8);
-        Ok(MapKey::Key { wanted: self.wanted == Some(v) })
+        Ok(MapKey::Key {
+            wanted: self.wanted == Some(v),
+        })
     }
     encode_visits!(MapKey, MapKey::Key { wanted: false }; visit_bool(v: bool), visit_i64(v: i64), visit_u64(v: u64), visit_f64(v: f64), visit_bytes(v: &[u8]), visit_unit());
     fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> std::result::Result<MapKey, A::Error> {
-        Encode { key: self.key, out: self.out, depth_left: self.depth_left }.visit_seq(seq).map(|_| MapKey::Key { wanted: false })
+        Encode {
+            key: self.key,
+            out: self.out,
+            depth_left: self.depth_left,
+        }
+        .visit_seq(seq)
+        .map(|_| MapKey::Key { wanted: false })
     }
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> std::result::Result<MapKey, A::Error> {
-        Encode { key: self.key, out: self.out, depth_left: self.depth_left }.visit_map(map).map(|_| MapKey::Key { wanted: false })
+        Encode {
+            key: self.key,
+            out: self.out,
+            depth_left: self.depth_left,
+        }
+        .visit_map(map)
+        .map(|_| MapKey::Key { wanted: false })
     }
 }
 
@@ -391,7 +496,14 @@ impl<'de> Visitor<'de> for Encode<'_, '_> {
         let depth_left = self.deeper()?;
         let start = value::ContainerStart::begin(self.out);
         let mut n = 0u64;
-        while seq.next_element_seed(Encode { key: self.key, out: &mut *self.out, depth_left })?.is_some() {
+        while seq
+            .next_element_seed(Encode {
+                key: self.key,
+                out: &mut *self.out,
+                depth_left,
+            })?
+            .is_some()
+        {
             n += 1;
         }
         start.end_array(self.out, n);
@@ -401,7 +513,12 @@ impl<'de> Visitor<'de> for Encode<'_, '_> {
         let start = value::ContainerStart::begin(self.out);
         let depth_left = self.depth_left;
         let mut n = 0u64;
-        while let Some(read) = map.next_key_seed(KeyOrNumber { key: self.key, out: &mut *self.out, depth_left: depth_left.saturating_sub(1), wanted: None })? {
+        while let Some(read) = map.next_key_seed(KeyOrNumber {
+            key: self.key,
+            out: &mut *self.out,
+            depth_left: depth_left.saturating_sub(1),
+            wanted: None,
+        })? {
             if read == MapKey::Number && n == 0 {
                 let text: String = map.next_value()?;
                 return write_json_number(self.out, &text).map_err(de::Error::custom);
@@ -409,7 +526,11 @@ impl<'de> Visitor<'de> for Encode<'_, '_> {
             if n == 0 && depth_left == 0 {
                 return Err(self.deeper::<A::Error>().unwrap_err());
             }
-            map.next_value_seed(Encode { key: self.key, out: &mut *self.out, depth_left: depth_left - 1 })?;
+            map.next_value_seed(Encode {
+                key: self.key,
+                out: &mut *self.out,
+                depth_left: depth_left - 1,
+            })?;
             n += 1;
         }
         if n == 0 && depth_left == 0 {
@@ -442,7 +563,10 @@ impl<'de> Visitor<'de> for Entries<'_, '_> {
         while let Some(key) = map.next_key::<Text<'de>>()? {
             self.lines.mark();
             let line = self.lines.entry.get();
-            let value = map.next_value_seed(TopValue { key: &key.0, out: &mut typed })?;
+            let value = map.next_value_seed(TopValue {
+                key: &key.0,
+                out: &mut typed,
+            })?;
             if let Err(e) = (self.sink)(value.record(&key.0, &typed), Position::line(line)) {
                 *self.failure = Some(e);
                 return Err(de::Error::custom("stopped"));
@@ -452,8 +576,15 @@ impl<'de> Visitor<'de> for Entries<'_, '_> {
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<(), A::Error> {
         let mut typed = Vec::new();
-        while let Some(Pair(key, value)) = seq.next_element_seed(RecordVisitor { fields: self.fields, lines: Some(self.lines), out: &mut typed })? {
-            if let Err(e) = (self.sink)(value.record(&key.0, &typed), Position::line(self.lines.entry.get())) {
+        while let Some(Pair(key, value)) = seq.next_element_seed(RecordVisitor {
+            fields: self.fields,
+            lines: Some(self.lines),
+            out: &mut typed,
+        })? {
+            if let Err(e) = (self.sink)(
+                value.record(&key.0, &typed),
+                Position::line(self.lines.entry.get()),
+            ) {
                 *self.failure = Some(e);
                 return Err(de::Error::custom("stopped"));
             }
@@ -481,16 +612,32 @@ impl<'de> Visitor<'de> for RecordVisitor<'_, '_> {
     type Value = Pair<'de>;
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         if self.fields.whole {
-            write!(f, "a [key, value] pair or an object with the key field {:?}", self.fields.key_name())
+            write!(
+                f,
+                "a [key, value] pair or an object with the key field {:?}",
+                self.fields.key_name()
+            )
         } else {
-            write!(f, "a [key, value] pair or an object with {:?} and {:?}", self.fields.key_name(), self.fields.value)
+            write!(
+                f,
+                "a [key, value] pair or an object with {:?} and {:?}",
+                self.fields.key_name(),
+                self.fields.value
+            )
         }
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<Pair<'de>, A::Error> {
         self.lines.map(Lines::mark);
         let expected = "a [key, value] pair or an object";
-        let key: Text = seq.next_element()?.ok_or_else(|| de::Error::invalid_length(0, &expected))?;
-        let value = seq.next_element_seed(TopValue { key: &key.0, out: self.out })?.ok_or_else(|| de::Error::invalid_length(1, &expected))?;
+        let key: Text = seq
+            .next_element()?
+            .ok_or_else(|| de::Error::invalid_length(0, &expected))?;
+        let value = seq
+            .next_element_seed(TopValue {
+                key: &key.0,
+                out: self.out,
+            })?
+            .ok_or_else(|| de::Error::invalid_length(1, &expected))?;
         if seq.next_element::<IgnoredAny>()?.is_some() {
             return Err(de::Error::invalid_length(3, &expected));
         }
@@ -499,11 +646,20 @@ impl<'de> Visitor<'de> for RecordVisitor<'_, '_> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<Pair<'de>, A::Error> {
         self.lines.map(Lines::mark);
         let fields = self.fields;
-        let missing = |name: &str| <A::Error as de::Error>::custom(format!("missing field {name:?}"));
+        let missing =
+            |name: &str| <A::Error as de::Error>::custom(format!("missing field {name:?}"));
         if fields.whole {
             self.out.clear();
             let mut key = None;
-            Capture { key: WHOLE_RECORD, path: &fields.key, field: fields, out: &mut *self.out, depth_left: value::MAX_DEPTH, found: &mut key }.visit_map(map)?;
+            Capture {
+                key: WHOLE_RECORD,
+                path: &fields.key,
+                field: fields,
+                out: &mut *self.out,
+                depth_left: value::MAX_DEPTH,
+                found: &mut key,
+            }
+            .visit_map(map)?;
             let key = key.ok_or_else(|| missing(&fields.key_name()))?;
             return Ok(Pair(key, Top::Typed));
         }
@@ -512,17 +668,30 @@ impl<'de> Visitor<'de> for RecordVisitor<'_, '_> {
         while let Some(field) = map.next_key::<Text>()? {
             if field.0 == fields.key[0] {
                 if fields.key.len() == 1 {
-                    key = Some(map.next_value_seed(KeyLeaf { field: fields, out: None })?);
+                    key = Some(map.next_value_seed(KeyLeaf {
+                        field: fields,
+                        out: None,
+                    })?);
                 } else {
                     // The path goes on into this field's object.
                     scratch.clear();
                     let mut found = None;
-                    map.next_value_seed(Capture { key: WHOLE_RECORD, path: &fields.key[1..], field: fields, out: &mut scratch, depth_left: value::MAX_DEPTH, found: &mut found })?;
+                    map.next_value_seed(Capture {
+                        key: WHOLE_RECORD,
+                        path: &fields.key[1..],
+                        field: fields,
+                        out: &mut scratch,
+                        depth_left: value::MAX_DEPTH,
+                        found: &mut found,
+                    })?;
                     key = found.or(key);
                 }
             } else if field.0 == fields.value {
                 let name = key.as_ref().map_or(fields.value.as_str(), |k| &k.0);
-                value = Some(map.next_value_seed(TopValue { key: name, out: &mut *self.out })?);
+                value = Some(map.next_value_seed(TopValue {
+                    key: name,
+                    out: &mut *self.out,
+                })?);
             } else {
                 map.next_value::<IgnoredAny>()?;
             }
@@ -560,9 +729,19 @@ impl<'de> Visitor<'de> for Capture<'_, '_, '_, 'de> {
         let key = self.key;
         let start = value::ContainerStart::begin(self.out);
         let depth_left = self.depth_left;
-        let too_deep = || <A::Error as de::Error>::custom(format!("an object nests deeper than {} levels", value::MAX_DEPTH));
+        let too_deep = || {
+            <A::Error as de::Error>::custom(format!(
+                "an object nests deeper than {} levels",
+                value::MAX_DEPTH
+            ))
+        };
         let mut n = 0u64;
-        while let Some(read) = map.next_key_seed(KeyOrNumber { key, out: &mut *self.out, depth_left: depth_left.saturating_sub(1), wanted: Some(&self.path[0]) })? {
+        while let Some(read) = map.next_key_seed(KeyOrNumber {
+            key,
+            out: &mut *self.out,
+            depth_left: depth_left.saturating_sub(1),
+            wanted: Some(&self.path[0]),
+        })? {
             if read == MapKey::Number && n == 0 {
                 let text: String = map.next_value()?;
                 return write_json_number(self.out, &text).map_err(de::Error::custom);
@@ -572,9 +751,25 @@ impl<'de> Visitor<'de> for Capture<'_, '_, '_, 'de> {
             }
             let out = &mut *self.out;
             match read {
-                MapKey::Key { wanted: true } if self.path.len() == 1 => *self.found = Some(map.next_value_seed(KeyLeaf { field: self.field, out: Some(out) })?),
-                MapKey::Key { wanted: true } => map.next_value_seed(Capture { key: WHOLE_RECORD, path: &self.path[1..], field: self.field, out, depth_left: depth_left - 1, found: &mut *self.found })?,
-                _ => map.next_value_seed(Encode { key, out, depth_left: depth_left - 1 })?,
+                MapKey::Key { wanted: true } if self.path.len() == 1 => {
+                    *self.found = Some(map.next_value_seed(KeyLeaf {
+                        field: self.field,
+                        out: Some(out),
+                    })?)
+                }
+                MapKey::Key { wanted: true } => map.next_value_seed(Capture {
+                    key: WHOLE_RECORD,
+                    path: &self.path[1..],
+                    field: self.field,
+                    out,
+                    depth_left: depth_left - 1,
+                    found: &mut *self.found,
+                })?,
+                _ => map.next_value_seed(Encode {
+                    key,
+                    out,
+                    depth_left: depth_left - 1,
+                })?,
             }
             n += 1;
         }
@@ -588,10 +783,20 @@ impl<'de> Visitor<'de> for Capture<'_, '_, '_, 'de> {
         d.deserialize_any(self)
     }
     fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> std::result::Result<(), A::Error> {
-        Encode { key: self.key, out: self.out, depth_left: self.depth_left }.visit_seq(seq)
+        Encode {
+            key: self.key,
+            out: self.out,
+            depth_left: self.depth_left,
+        }
+        .visit_seq(seq)
     }
     fn visit_str<E: de::Error>(self, v: &str) -> std::result::Result<(), E> {
-        Encode { key: self.key, out: self.out, depth_left: self.depth_left }.visit_str(v)
+        Encode {
+            key: self.key,
+            out: self.out,
+            depth_left: self.depth_left,
+        }
+        .visit_str(v)
     }
     encode_visits!((), (); visit_bool(v: bool), visit_i64(v: i64), visit_u64(v: u64), visit_i128(v: i128), visit_u128(v: u128), visit_f64(v: f64), visit_bytes(v: &[u8]), visit_unit(), visit_none());
 }
@@ -609,7 +814,11 @@ seed_reads_any!(KeyLeaf<'_, '_> => Text<'de>);
 impl<'de> Visitor<'de> for KeyLeaf<'_, '_> {
     type Value = Text<'de>;
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        write!(f, "a string or an integer in the key field {:?}", self.field.key_name())
+        write!(
+            f,
+            "a string or an integer in the key field {:?}",
+            self.field.key_name()
+        )
     }
     fn visit_borrowed_str<E>(self, v: &'de str) -> std::result::Result<Text<'de>, E> {
         if let Some(out) = self.out {
@@ -639,7 +848,9 @@ impl<'de> Visitor<'de> for KeyLeaf<'_, '_> {
         // serde_json hands over floats and integers past 64 bits as a map
         // with one marker key.
         let what = match map.next_key::<Text>()? {
-            Some(k) if k.0 == JSON_NUMBER_TOKEN => de::Unexpected::Other("a number that is not a 64-bit integer"),
+            Some(k) if k.0 == JSON_NUMBER_TOKEN => {
+                de::Unexpected::Other("a number that is not a 64-bit integer")
+            }
             _ => de::Unexpected::Map,
         };
         Err(de::Error::invalid_type(what, &self))

@@ -15,9 +15,21 @@ use crate::error::Error;
 use crate::error::{Position, Result};
 use crate::format::Record;
 
-pub(super) fn import<R: Read>(input: &mut R, source: &str, options: &ImportOptions, sink: &mut Sink<'_>) -> Result<()> {
+pub(super) fn import<R: Read>(
+    input: &mut R,
+    source: &str,
+    options: &ImportOptions,
+    sink: &mut Sink<'_>,
+) -> Result<()> {
     let (mut run, mut carry, mut read, mut first_line) = (Vec::new(), Vec::new(), 0u64, 1u64);
-    while next_chunk(input, &mut run, &mut carry, JSON_LINES_CHUNK, &mut read, source)? {
+    while next_chunk(
+        input,
+        &mut run,
+        &mut carry,
+        JSON_LINES_CHUNK,
+        &mut read,
+        source,
+    )? {
         first_line += json_lines_in(&run, first_line, source, options, sink)?;
     }
     Ok(())
@@ -25,25 +37,58 @@ pub(super) fn import<R: Read>(input: &mut R, source: &str, options: &ImportOptio
 
 /// One JSON Lines line (its line end included or not), numbered `number`,
 /// to `sink`; a blank line is skipped.
-fn json_line(line: &[u8], number: u64, source: &str, fields: &Fields, typed: &mut Vec<u8>, sink: &mut Sink<'_>) -> Result<()> {
+fn json_line(
+    line: &[u8],
+    number: u64,
+    source: &str,
+    fields: &Fields,
+    typed: &mut Vec<u8>,
+    sink: &mut Sink<'_>,
+) -> Result<()> {
     let mut line = line;
     while let [rest @ .., b'\n' | b'\r'] = line {
         line = rest;
     }
     if let Some((key, value)) = simple_pair(line) {
-        return sink(Record { key, key_utf8: true, value, kind: crate::format::ValueKind::Utf8 }, Position::line(number));
+        return sink(
+            Record {
+                key,
+                key_utf8: true,
+                value,
+                kind: crate::format::ValueKind::Utf8,
+            },
+            Position::line(number),
+        );
     }
     if line.iter().all(u8::is_ascii_whitespace) {
         return Ok(());
     }
     let mut de = serde_json::Deserializer::from_slice(line);
-    let visitor = RecordVisitor { fields, lines: None, out: typed };
-    match visitor.deserialize(&mut de).and_then(|p| de.end().map(|_| p)) {
+    let visitor = RecordVisitor {
+        fields,
+        lines: None,
+        out: typed,
+    };
+    match visitor
+        .deserialize(&mut de)
+        .and_then(|p| de.end().map(|_| p))
+    {
         Ok(Pair(key, value)) => sink(value.record(&key.0, typed), Position::line(number)),
         Err(e) => {
             let message = e.to_string();
-            let message = message.split(" at line ").next().unwrap_or(&message).to_string();
-            Err(parse_error(source, Position::Line { line: number, column: Some(e.column() as u64) }, message))
+            let message = message
+                .split(" at line ")
+                .next()
+                .unwrap_or(&message)
+                .to_string();
+            Err(parse_error(
+                source,
+                Position::Line {
+                    line: number,
+                    column: Some(e.column() as u64),
+                },
+                message,
+            ))
         }
     }
 }
@@ -54,7 +99,9 @@ fn json_line(line: &[u8], number: u64, source: &str, fields: &Fields, typed: &mu
 /// entry is the one serde's path makes of the same line.
 fn simple_pair(line: &[u8]) -> Option<(&[u8], &[u8])> {
     fn string(bytes: &[u8]) -> Option<(&[u8], &[u8])> {
-        let end = bytes.iter().position(|&b| b == b'"' || b == b'\\' || b < 0x20)?;
+        let end = bytes
+            .iter()
+            .position(|&b| b == b'"' || b == b'\\' || b < 0x20)?;
         if bytes[end] != b'"' {
             return None;
         }
@@ -72,7 +119,13 @@ fn simple_pair(line: &[u8]) -> Option<(&[u8], &[u8])> {
 
 /// The lines of `text`, the first numbered `first_line`, to `sink`.
 /// Returns the number of line ends in `text`.
-fn json_lines_in(text: &[u8], first_line: u64, source: &str, options: &ImportOptions, sink: &mut Sink<'_>) -> Result<u64> {
+fn json_lines_in(
+    text: &[u8],
+    first_line: u64,
+    source: &str,
+    options: &ImportOptions,
+    sink: &mut Sink<'_>,
+) -> Result<u64> {
     let fields = Fields::of(options);
     let mut typed = Vec::new();
     let mut start = 0;
@@ -93,12 +146,23 @@ pub const JSON_LINES_CHUNK: usize = 4 << 20;
 /// Reads the next run of whole lines of about `chunk_bytes` (the rest of the
 /// input at its end) into `buf`, reusing its memory. False at the end.
 /// `carry` holds the start of a line that the previous run cut.
-fn next_chunk<R: Read>(input: &mut R, buf: &mut Vec<u8>, carry: &mut Vec<u8>, chunk_bytes: usize, read: &mut u64, source: &str) -> Result<bool> {
+fn next_chunk<R: Read>(
+    input: &mut R,
+    buf: &mut Vec<u8>,
+    carry: &mut Vec<u8>,
+    chunk_bytes: usize,
+    read: &mut u64,
+    source: &str,
+) -> Result<bool> {
     buf.clear();
     buf.append(carry);
     loop {
         let start = buf.len();
-        let got = input.by_ref().take(chunk_bytes as u64).read_to_end(buf).map_err(|e| io_error(source, e))?;
+        let got = input
+            .by_ref()
+            .take(chunk_bytes as u64)
+            .read_to_end(buf)
+            .map_err(|e| io_error(source, e))?;
         *read += got as u64;
         if got == 0 {
             return Ok(!buf.is_empty());
@@ -121,18 +185,35 @@ fn next_chunk<R: Read>(input: &mut R, buf: &mut Vec<u8>, carry: &mut Vec<u8>, ch
 /// first bad line of the input is the one reported, by its line number,
 /// and an error reading the input comes after every line before it.
 #[cfg(feature = "parallel")]
-pub fn import_json_lines_parallel<R: Read>(input: R, source: &str, options: &ImportOptions, chunk_bytes: usize, batch: &Batch, deliver: &mut dyn FnMut(&Batch, u64) -> Result<()>) -> Result<()> {
+pub fn import_json_lines_parallel<R: Read>(
+    input: R,
+    source: &str,
+    options: &ImportOptions,
+    chunk_bytes: usize,
+    batch: &Batch,
+    deliver: &mut dyn FnMut(&Batch, u64) -> Result<()>,
+) -> Result<()> {
     use rayon::prelude::*;
     options.check()?;
     let mut input = std::io::BufReader::with_capacity(1 << 16, input);
     super::skip_byte_order_mark(&mut input, source)?;
     let group = rayon::current_num_threads().max(1);
-    let new_runs = || -> Vec<Run> { (0..group).map(|_| (Vec::new(), batch.empty_like(), None)).collect() };
+    let new_runs = || -> Vec<Run> {
+        (0..group)
+            .map(|_| (Vec::new(), batch.empty_like(), None))
+            .collect()
+    };
     // Three sets of runs, each `group` long: while the pool parses `ready`,
     // this thread hands on the batches of `parsed`, then reads the next
     // runs into `free`.
     let (mut ready, mut parsed, mut free) = (new_runs(), new_runs(), new_runs());
-    let mut reading = Reading { carry: Vec::new(), read: 0, error: None, chunk_bytes, source };
+    let mut reading = Reading {
+        carry: Vec::new(),
+        read: 0,
+        error: None,
+        chunk_bytes,
+        source,
+    };
     let mut ready_count = reading.fill(&mut input, &mut ready);
     let mut ready_read = reading.read;
     let (mut parsed_count, mut parsed_read, mut first_line) = (0, 0u64, 1u64);
@@ -155,7 +236,8 @@ pub fn import_json_lines_parallel<R: Read>(input: R, source: &str, options: &Imp
             let mut result = Ok(());
             for (text, batch, lines) in &parsed[..parsed_count] {
                 let Some(lines) = *lines else {
-                    result = json_lines_in(text, first_line, source, options, &mut |_, _| Ok(())).map(|_| unreachable!("a run that failed to parse fails again"));
+                    result = json_lines_in(text, first_line, source, options, &mut |_, _| Ok(()))
+                        .map(|_| unreachable!("a run that failed to parse fails again"));
                     break;
                 };
                 if let Err(e) = deliver(batch, parsed_read) {
@@ -164,7 +246,11 @@ pub fn import_json_lines_parallel<R: Read>(input: R, source: &str, options: &Imp
                 }
                 first_line += lines;
             }
-            let free_count = if result.is_ok() { reading.fill(&mut input, &mut free) } else { 0 };
+            let free_count = if result.is_ok() {
+                reading.fill(&mut input, &mut free)
+            } else {
+                0
+            };
             if let Err(panic) = workers.join() {
                 std::panic::resume_unwind(panic);
             }
@@ -208,7 +294,14 @@ impl Reading<'_> {
             return 0;
         }
         for (filled, run) in runs.iter_mut().enumerate() {
-            match next_chunk(input, &mut run.0, &mut self.carry, self.chunk_bytes, &mut self.read, self.source) {
+            match next_chunk(
+                input,
+                &mut run.0,
+                &mut self.carry,
+                self.chunk_bytes,
+                &mut self.read,
+                self.source,
+            ) {
                 Ok(true) => {}
                 Ok(false) => return filled,
                 Err(e) => {
@@ -220,4 +313,3 @@ impl Reading<'_> {
         runs.len()
     }
 }
-

@@ -79,23 +79,36 @@ impl InputFormat {
 
     /// The format named `name` (see `NAMES`).
     pub fn from_name(name: &str) -> Option<InputFormat> {
-        Self::NAMES.iter().find(|(n, _)| *n == name).map(|(_, f)| *f)
+        Self::NAMES
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, f)| *f)
     }
 
     /// The format's name.
     pub fn name(self) -> &'static str {
-        Self::NAMES.iter().find(|(_, f)| *f == self).map_or("?", |(n, _)| n)
+        Self::NAMES
+            .iter()
+            .find(|(_, f)| *f == self)
+            .map_or("?", |(n, _)| n)
     }
 
     /// The format a file's extension implies (see `EXTENSIONS`).
     pub fn from_extension(path: &Path) -> Option<InputFormat> {
         let ext = path.extension()?.to_str()?.to_ascii_lowercase();
-        Self::EXTENSIONS.iter().find(|(e, _)| *e == ext).map(|(_, f)| *f)
+        Self::EXTENSIONS
+            .iter()
+            .find(|(e, _)| *e == ext)
+            .map(|(_, f)| *f)
     }
 
     /// The names of every format, comma-separated, for messages.
     pub fn names_list() -> String {
-        Self::NAMES.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
+        Self::NAMES
+            .iter()
+            .map(|(n, _)| *n)
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 }
 
@@ -118,7 +131,9 @@ impl Column {
         if text == WHOLE {
             return Column::Row;
         }
-        text.parse().map(Column::Index).unwrap_or_else(|_| Column::Name(text.to_string()))
+        text.parse()
+            .map(Column::Index)
+            .unwrap_or_else(|_| Column::Name(text.to_string()))
     }
 }
 
@@ -129,7 +144,10 @@ pub fn field_path(text: &str) -> Vec<String> {
     let mut chars = text.chars();
     while let Some(c) = chars.next() {
         match c {
-            '\\' => steps.last_mut().expect("never empty").push(chars.next().unwrap_or('\\')),
+            '\\' => steps
+                .last_mut()
+                .expect("never empty")
+                .push(chars.next().unwrap_or('\\')),
             '.' => steps.push(String::new()),
             c => steps.last_mut().expect("never empty").push(c),
         }
@@ -177,7 +195,18 @@ pub struct ImportOptions {
 impl ImportOptions {
     /// Default options for `format`.
     pub fn new(format: InputFormat) -> ImportOptions {
-        ImportOptions { format, key_column: Column::Index(0), value_column: Column::Index(1), header: true, quote: true, col_sep: None, comment: None, key_field: "key".into(), value_field: "value".into(), records_at: None }
+        ImportOptions {
+            format,
+            key_column: Column::Index(0),
+            value_column: Column::Index(1),
+            header: true,
+            quote: true,
+            col_sep: None,
+            comment: None,
+            key_field: "key".into(),
+            value_field: "value".into(),
+            records_at: None,
+        }
     }
 
     /// Checks the options that can contradict each other or the format:
@@ -192,22 +221,55 @@ impl ImportOptions {
             }
         }
         let key_path = field_path(&self.key_field);
-        for (name, path) in [("key_field", Some(&self.key_field)), ("records_at", self.records_at.as_ref())] {
+        for (name, path) in [
+            ("key_field", Some(&self.key_field)),
+            ("records_at", self.records_at.as_ref()),
+        ] {
             if let Some(path) = path.filter(|p| field_path(p).iter().any(String::is_empty)) {
                 return Err(Error::InvalidOption { name, reason: format!("{path:?} has an empty field name; give field names separated by dots (meta.id), with \\. for a dot inside a name") });
             }
         }
         if self.key_field == WHOLE || self.key_column == Column::Row {
-            return Err(Error::InvalidOption { name: if self.key_field == WHOLE { "key_field" } else { "key_column" }, reason: "cannot be \"*\" (the whole row or object); only the value can".into() });
+            return Err(Error::InvalidOption {
+                name: if self.key_field == WHOLE {
+                    "key_field"
+                } else {
+                    "key_column"
+                },
+                reason: "cannot be \"*\" (the whole row or object); only the value can".into(),
+            });
         }
         if key_path.len() == 1 && key_path[0] == self.value_field {
-            return Err(Error::InvalidOption { name: "value_field", reason: format!("is the key field {:?} too; give another field, or \"*\" for the whole object", self.value_field) });
+            return Err(Error::InvalidOption {
+                name: "value_field",
+                reason: format!(
+                    "is the key field {:?} too; give another field, or \"*\" for the whole object",
+                    self.value_field
+                ),
+            });
         }
-        if self.records_at.is_some() && !matches!(self.format, InputFormat::JsonObject | InputFormat::JsonPairs) {
-            return Err(Error::InvalidOption { name: "records_at", reason: format!("is for JSON documents, and the input is {}", self.format.name()) });
+        if self.records_at.is_some()
+            && !matches!(
+                self.format,
+                InputFormat::JsonObject | InputFormat::JsonPairs
+            )
+        {
+            return Err(Error::InvalidOption {
+                name: "records_at",
+                reason: format!(
+                    "is for JSON documents, and the input is {}",
+                    self.format.name()
+                ),
+            });
         }
         if self.col_sep.is_some() && self.col_sep == self.comment {
-            return Err(Error::InvalidOption { name: "col_sep", reason: format!("and comment are both {:?}; they must differ", self.comment.unwrap_or_default() as char) });
+            return Err(Error::InvalidOption {
+                name: "col_sep",
+                reason: format!(
+                    "and comment are both {:?}; they must differ",
+                    self.comment.unwrap_or_default() as char
+                ),
+            });
         }
         Ok(())
     }
@@ -229,30 +291,56 @@ fn io_error(input: &str, error: std::io::Error) -> Error {
 /// valid UTF-8, else binary.
 fn bytes_record<'a>(key: &'a [u8], value: &'a [u8]) -> Record<'a> {
     let key_utf8 = std::str::from_utf8(key).is_ok();
-    let kind = if std::str::from_utf8(value).is_ok() { ValueKind::Utf8 } else { ValueKind::Binary };
-    Record { key, key_utf8, value, kind }
+    let kind = if std::str::from_utf8(value).is_ok() {
+        ValueKind::Utf8
+    } else {
+        ValueKind::Binary
+    };
+    Record {
+        key,
+        key_utf8,
+        value,
+        kind,
+    }
 }
 
 /// Reads every entry of `input` into `sink`. `source` names the input in
 /// errors (a path, or `-` for stdin).
-pub fn import<R: Read>(input: R, source: &str, options: &ImportOptions, sink: &mut Sink<'_>) -> Result<()> {
+pub fn import<R: Read>(
+    input: R,
+    source: &str,
+    options: &ImportOptions,
+    sink: &mut Sink<'_>,
+) -> Result<()> {
     options.check()?;
     let mut input = BufReader::with_capacity(1 << 16, input);
     if options.format != InputFormat::MessagePack {
         skip_byte_order_mark(&mut input, source)?;
     }
     match options.format {
-        InputFormat::JsonObject | InputFormat::JsonPairs => json::import(&mut input, source, options, sink),
+        InputFormat::JsonObject | InputFormat::JsonPairs => {
+            json::import(&mut input, source, options, sink)
+        }
         InputFormat::JsonLines => json_lines::import(&mut input, source, options, sink),
         InputFormat::Csv => csv::import(input, source, options, b',', sink),
         InputFormat::Tsv => csv::import(input, source, options, b'\t', sink),
         InputFormat::MessagePack => msgpack::import(&mut input, source, sink),
         InputFormat::Yaml => {
             let mut bytes = Vec::new();
-            input.read_to_end(&mut bytes).map_err(|e| io_error(source, e))?;
+            input
+                .read_to_end(&mut bytes)
+                .map_err(|e| io_error(source, e))?;
             let text = String::from_utf8(bytes).map_err(|e| {
-                let line = e.as_bytes()[..e.utf8_error().valid_up_to()].iter().filter(|b| **b == b'\n').count() as u64 + 1;
-                parse_error(source, Position::line(line), "YAML input is not valid UTF-8")
+                let line = e.as_bytes()[..e.utf8_error().valid_up_to()]
+                    .iter()
+                    .filter(|b| **b == b'\n')
+                    .count() as u64
+                    + 1;
+                parse_error(
+                    source,
+                    Position::line(line),
+                    "YAML input is not valid UTF-8",
+                )
             })?;
             yaml::import(&text, source, sink)
         }
@@ -292,7 +380,12 @@ pub(crate) fn skip_byte_order_mark<R: BufRead>(input: &mut R, source: &str) -> R
 /// Where `key` occurs in an input, at most twice: the error path of a build
 /// that found a duplicate reads the input again to say where, instead of
 /// keeping a position for every entry in memory.
-pub fn find_key<R: Read>(input: R, source: &str, options: &ImportOptions, key: &[u8]) -> Result<Vec<Position>> {
+pub fn find_key<R: Read>(
+    input: R,
+    source: &str,
+    options: &ImportOptions,
+    key: &[u8],
+) -> Result<Vec<Position>> {
     let mut found = Vec::new();
     let result = import(input, source, options, &mut |record, position| {
         if record.key == key {

@@ -10,14 +10,31 @@ use crate::format::{Record, ValueKind};
 use crate::value;
 
 pub(super) fn import<R: BufRead>(input: &mut R, source: &str, sink: &mut Sink<'_>) -> Result<()> {
-    let bad = |n: u64, message: String| parse_error(source, if n == 0 { Position::Unknown } else { Position::Entry(n) }, message);
-    let len = rmp::decode::read_map_len(input).map_err(|e| bad(0, format!("expected a map at the top level: {e}")))?;
+    let bad = |n: u64, message: String| {
+        parse_error(
+            source,
+            if n == 0 {
+                Position::Unknown
+            } else {
+                Position::Entry(n)
+            },
+            message,
+        )
+    };
+    let len = rmp::decode::read_map_len(input)
+        .map_err(|e| bad(0, format!("expected a map at the top level: {e}")))?;
     let mut key = Vec::new();
     let mut value = Vec::new();
     for n in 1..=len as u64 {
         let marker = decode::marker(input).map_err(|e| bad(n, e))?;
         if !decode::read_string(input, marker, &mut key).map_err(|e| bad(n, e))? {
-            return Err(bad(n, format!("key is {}; keys must be strings", decode::marker_name(marker))));
+            return Err(bad(
+                n,
+                format!(
+                    "key is {}; keys must be strings",
+                    decode::marker_name(marker)
+                ),
+            ));
         }
         let key_utf8 = std::str::from_utf8(&key).is_ok();
         let marker = decode::marker(input).map_err(|e| bad(n, e))?;
@@ -25,12 +42,25 @@ pub(super) fn import<R: BufRead>(input: &mut R, source: &str, sink: &mut Sink<'_
         // Strings at the top level stay string records: str as UTF-8 (byte
         // for byte, as msgpack-ruby gives it), bin as binary.
         let kind = if decode::read_string(input, marker, &mut value).map_err(|e| bad(n, e))? {
-            if decode::is_bin(marker) { ValueKind::Binary } else { ValueKind::Utf8 }
+            if decode::is_bin(marker) {
+                ValueKind::Binary
+            } else {
+                ValueKind::Utf8
+            }
         } else {
-            decode::encode(input, marker, &mut value, value::MAX_DEPTH).map_err(|e| bad(n, format!("value for key {}: {e}", DisplayBytes(&key))))?;
+            decode::encode(input, marker, &mut value, value::MAX_DEPTH)
+                .map_err(|e| bad(n, format!("value for key {}: {e}", DisplayBytes(&key))))?;
             ValueKind::Typed
         };
-        sink(Record { key: &key, key_utf8, value: &value, kind }, Position::Entry(n))?;
+        sink(
+            Record {
+                key: &key,
+                key_utf8,
+                value: &value,
+                kind,
+            },
+            Position::Entry(n),
+        )?;
     }
     // msgpack-ruby's unpack refuses "extra bytes" too: a second map
     // concatenated after the first is not merged, and is not dropped.
@@ -57,20 +87,27 @@ mod decode {
 
     pub fn marker<R: Read>(input: &mut R) -> Result<Marker, String> {
         rmp::decode::read_marker(input).map_err(|e| match e.0 {
-            ref io if io.kind() == std::io::ErrorKind::UnexpectedEof => "unexpected end of input".to_string(),
+            ref io if io.kind() == std::io::ErrorKind::UnexpectedEof => {
+                "unexpected end of input".to_string()
+            }
             io => io.to_string(),
         })
     }
 
     fn be<R: Read>(input: &mut R, n: usize) -> Result<u64, String> {
         let mut buf = [0u8; 8];
-        input.read_exact(&mut buf[8 - n..]).map_err(|_| "unexpected end of input".to_string())?;
+        input
+            .read_exact(&mut buf[8 - n..])
+            .map_err(|_| "unexpected end of input".to_string())?;
         Ok(u64::from_be_bytes(buf))
     }
 
     fn bytes<R: Read>(input: &mut R, len: u64, out: &mut Vec<u8>) -> Result<(), String> {
         let before = out.len();
-        input.take(len).read_to_end(out).map_err(|e| e.to_string())?;
+        input
+            .take(len)
+            .read_to_end(out)
+            .map_err(|e| e.to_string())?;
         if ((out.len() - before) as u64) < len {
             return Err("unexpected end of input".into());
         }
@@ -93,7 +130,11 @@ mod decode {
 
     /// Appends a str or bin's bytes to `out`; false (reading nothing) for
     /// any other marker.
-    pub fn read_string<R: Read>(input: &mut R, m: Marker, out: &mut Vec<u8>) -> Result<bool, String> {
+    pub fn read_string<R: Read>(
+        input: &mut R,
+        m: Marker,
+        out: &mut Vec<u8>,
+    ) -> Result<bool, String> {
         out.clear();
         match string_len(input, m)? {
             Some(len) => bytes(input, len, out).map(|_| true),
@@ -105,7 +146,18 @@ mod decode {
         match m {
             Marker::Null => "nil",
             Marker::True | Marker::False => "a boolean",
-            Marker::FixPos(_) | Marker::FixNeg(_) | Marker::U8 | Marker::U16 | Marker::U32 | Marker::U64 | Marker::I8 | Marker::I16 | Marker::I32 | Marker::I64 | Marker::F32 | Marker::F64 => "a number",
+            Marker::FixPos(_)
+            | Marker::FixNeg(_)
+            | Marker::U8
+            | Marker::U16
+            | Marker::U32
+            | Marker::U64
+            | Marker::I8
+            | Marker::I16
+            | Marker::I32
+            | Marker::I64
+            | Marker::F32
+            | Marker::F64 => "a number",
             Marker::FixArray(_) | Marker::Array16 | Marker::Array32 => "an array",
             Marker::FixMap(_) | Marker::Map16 | Marker::Map32 => "a map",
             _ => "an extension type",
@@ -113,8 +165,17 @@ mod decode {
     }
 
     /// Encodes the value that starts with marker `m` into `out`.
-    pub fn encode<R: Read>(input: &mut R, m: Marker, out: &mut Vec<u8>, depth_left: usize) -> Result<(), String> {
-        let deeper = || depth_left.checked_sub(1).ok_or_else(|| format!("nests deeper than {} levels", value::MAX_DEPTH));
+    pub fn encode<R: Read>(
+        input: &mut R,
+        m: Marker,
+        out: &mut Vec<u8>,
+        depth_left: usize,
+    ) -> Result<(), String> {
+        let deeper = || {
+            depth_left
+                .checked_sub(1)
+                .ok_or_else(|| format!("nests deeper than {} levels", value::MAX_DEPTH))
+        };
         match m {
             Marker::Null => value::write_nil(out),
             Marker::True => value::write_bool(out, true),
@@ -131,13 +192,32 @@ mod decode {
             Marker::I64 => value::write_int(out, be(input, 8)? as i64),
             Marker::F32 => value::write_float(out, f32::from_bits(be(input, 4)? as u32) as f64),
             Marker::F64 => value::write_float(out, f64::from_bits(be(input, 8)?)),
-            Marker::FixStr(_) | Marker::Str8 | Marker::Str16 | Marker::Str32 | Marker::Bin8 | Marker::Bin16 | Marker::Bin32 => {
+            Marker::FixStr(_)
+            | Marker::Str8
+            | Marker::Str16
+            | Marker::Str32
+            | Marker::Bin8
+            | Marker::Bin16
+            | Marker::Bin32 => {
                 let len = string_len(input, m)?.expect("a string marker");
                 let mut buf = Vec::new();
                 bytes(input, len, &mut buf)?;
-                value::write_str(out, &buf, if is_bin(m) { Encoding::Binary } else { Encoding::Utf8 });
+                value::write_str(
+                    out,
+                    &buf,
+                    if is_bin(m) {
+                        Encoding::Binary
+                    } else {
+                        Encoding::Utf8
+                    },
+                );
             }
-            Marker::FixArray(_) | Marker::Array16 | Marker::Array32 | Marker::FixMap(_) | Marker::Map16 | Marker::Map32 => {
+            Marker::FixArray(_)
+            | Marker::Array16
+            | Marker::Array32
+            | Marker::FixMap(_)
+            | Marker::Map16
+            | Marker::Map32 => {
                 let (len, pairs) = match m {
                     Marker::FixArray(n) => (n as u64, false),
                     Marker::Array16 => (be(input, 2)?, false),
@@ -158,7 +238,14 @@ mod decode {
                     start.end_array(out, len);
                 }
             }
-            Marker::FixExt1 | Marker::FixExt2 | Marker::FixExt4 | Marker::FixExt8 | Marker::FixExt16 | Marker::Ext8 | Marker::Ext16 | Marker::Ext32 => {
+            Marker::FixExt1
+            | Marker::FixExt2
+            | Marker::FixExt4
+            | Marker::FixExt8
+            | Marker::FixExt16
+            | Marker::Ext8
+            | Marker::Ext16
+            | Marker::Ext32 => {
                 // The length comes before the type for the variable-size forms.
                 match m {
                     Marker::Ext8 => be(input, 1)?,
@@ -175,4 +262,3 @@ mod decode {
         Ok(())
     }
 }
-

@@ -70,7 +70,9 @@ pub(super) fn digits_to_magnitude(digits: &str, radix: u32) -> Result<Vec<u8>, D
         let mut value: u64 = 0;
         let mut scale: u64 = 1;
         for &c in chunk {
-            let d = (c as char).to_digit(radix as u32).ok_or(DigitsError::NotDigits)?;
+            let d = (c as char)
+                .to_digit(radix as u32)
+                .ok_or(DigitsError::NotDigits)?;
             value = value * radix + u64::from(d);
             scale *= radix;
         }
@@ -101,9 +103,28 @@ mod tests {
 
     #[test]
     fn converts_every_radix_across_chunk_boundaries() {
-        for n in [0u128, 1, 7, 255, 1 << 63, u64::MAX as u128, u64::MAX as u128 + 1, 12345678901234567890123456789, u128::MAX] {
-            for (radix, text) in [(2, format!("{n:b}")), (8, format!("{n:o}")), (10, n.to_string()), (16, format!("{n:x}"))] {
-                assert_eq!(to_u128(&digits_to_magnitude(&text, radix).unwrap()), n, "{text} in radix {radix}");
+        for n in [
+            0u128,
+            1,
+            7,
+            255,
+            1 << 63,
+            u64::MAX as u128,
+            u64::MAX as u128 + 1,
+            12345678901234567890123456789,
+            u128::MAX,
+        ] {
+            for (radix, text) in [
+                (2, format!("{n:b}")),
+                (8, format!("{n:o}")),
+                (10, n.to_string()),
+                (16, format!("{n:x}")),
+            ] {
+                assert_eq!(
+                    to_u128(&digits_to_magnitude(&text, radix).unwrap()),
+                    n,
+                    "{text} in radix {radix}"
+                );
             }
         }
     }
@@ -114,6 +135,9 @@ mod tests {
         assert_eq!(digits_to_magnitude("12a", 10), Err(DigitsError::NotDigits));
         assert_eq!(digits_to_magnitude("102", 2), Err(DigitsError::NotDigits));
         assert!(digits_to_magnitude(&"9".repeat(MAX_INTEGER_DIGITS), 10).is_ok());
-        assert_eq!(digits_to_magnitude(&"9".repeat(MAX_INTEGER_DIGITS + 1), 10), Err(DigitsError::TooLong(MAX_INTEGER_DIGITS + 1)));
+        assert_eq!(
+            digits_to_magnitude(&"9".repeat(MAX_INTEGER_DIGITS + 1), 10),
+            Err(DigitsError::TooLong(MAX_INTEGER_DIGITS + 1))
+        );
     }
 }

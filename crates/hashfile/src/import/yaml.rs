@@ -43,11 +43,19 @@ struct Importer<'a> {
 }
 
 fn position(mark: &Marker) -> Position {
-    Position::Line { line: mark.line() as u64, column: Some(mark.col() as u64 + 1) }
+    Position::Line {
+        line: mark.line() as u64,
+        column: Some(mark.col() as u64 + 1),
+    }
 }
 
 pub(crate) fn import(text: &str, source: &str, sink: &mut Sink<'_>) -> Result<()> {
-    let mut importer = Importer { parser: Parser::new_from_str(text), source, anchors: HashMap::new(), alias_bytes: 0 };
+    let mut importer = Importer {
+        parser: Parser::new_from_str(text),
+        source,
+        anchors: HashMap::new(),
+        alias_bytes: 0,
+    };
     importer.run(sink)
 }
 
@@ -81,7 +89,8 @@ impl Importer<'_> {
                     return Err(self.error(&mark, "the top-level mapping cannot have an anchor"));
                 }
                 if let Some(tag) = &tag {
-                    container_tag(tag, true).map_err(|m| self.error(&mark, format!("the top-level mapping {m}")))?;
+                    container_tag(tag, true)
+                        .map_err(|m| self.error(&mark, format!("the top-level mapping {m}")))?;
                 }
                 self.top_mapping(sink)?;
             }
@@ -96,7 +105,10 @@ impl Importer<'_> {
         let (event, mark) = self.next()?;
         match event {
             Event::StreamEnd => Ok(()),
-            _ => Err(self.error(&mark, "more than one YAML document; a store is built from one mapping")),
+            _ => Err(self.error(
+                &mark,
+                "more than one YAML document; a store is built from one mapping",
+            )),
         }
     }
 
@@ -116,8 +128,17 @@ impl Importer<'_> {
             // such below rather than as too deep.
             self.node(event, &mark, &mut key_bytes, value::MAX_DEPTH, "")?;
             let key = match Cursor::new(&key_bytes).next_item() {
-                Ok(Item::Str(bytes, Encoding::Utf8 | Encoding::Binary)) | Ok(Item::Symbol(bytes, _)) => bytes.to_vec(),
-                Ok(other) => return Err(self.error(&mark, format!("key is {}; store keys must be strings (quote it)", describe(&other)))),
+                Ok(Item::Str(bytes, Encoding::Utf8 | Encoding::Binary))
+                | Ok(Item::Symbol(bytes, _)) => bytes.to_vec(),
+                Ok(other) => {
+                    return Err(self.error(
+                        &mark,
+                        format!(
+                            "key is {}; store keys must be strings (quote it)",
+                            describe(&other)
+                        ),
+                    ))
+                }
                 Err(e) => return Err(self.error(&mark, e.to_string())),
             };
             let key_text = String::from_utf8_lossy(&key).into_owned();
@@ -125,39 +146,71 @@ impl Importer<'_> {
             typed.clear();
             self.node(event, &value_mark, &mut typed, value::MAX_DEPTH, &key_text)?;
             let entry = match plain_utf8(&typed) {
-                Some(text) => Record { key: &key, key_utf8: true, value: text, kind: ValueKind::Utf8 },
-                None => Record { key: &key, key_utf8: true, value: &typed, kind: ValueKind::Typed },
+                Some(text) => Record {
+                    key: &key,
+                    key_utf8: true,
+                    value: text,
+                    kind: ValueKind::Utf8,
+                },
+                None => Record {
+                    key: &key,
+                    key_utf8: true,
+                    value: &typed,
+                    kind: ValueKind::Typed,
+                },
             };
             sink(entry, position(&mark))?;
         }
     }
 
     /// Encodes the node that starts with `event` into `out`.
-    fn node(&mut self, event: Event, mark: &Marker, out: &mut Vec<u8>, depth_left: usize, key: &str) -> Result<()> {
+    fn node(
+        &mut self,
+        event: Event,
+        mark: &Marker,
+        out: &mut Vec<u8>,
+        depth_left: usize,
+        key: &str,
+    ) -> Result<()> {
         let start = out.len();
         let is_map = matches!(event, Event::MappingStart(..));
         let anchor = match event {
             Event::Scalar(text, style, anchor, tag) => {
-                self.scalar(&text, style, tag.as_ref(), out).map_err(|m| self.error(mark, value_message(key, &text, m)))?;
+                self.scalar(&text, style, tag.as_ref(), out)
+                    .map_err(|m| self.error(mark, value_message(key, &text, m)))?;
                 anchor
             }
             Event::Alias(id) => {
-                let bytes = self.anchors.get(&id).ok_or_else(|| self.error(mark, "alias to an unknown anchor"))?;
+                let bytes = self
+                    .anchors
+                    .get(&id)
+                    .ok_or_else(|| self.error(mark, "alias to an unknown anchor"))?;
                 self.alias_bytes += bytes.len();
                 if self.alias_bytes > MAX_ALIAS_BYTES {
-                    return Err(self.error(mark, format!("aliases expand to more than {} MiB", MAX_ALIAS_BYTES >> 20)));
+                    return Err(self.error(
+                        mark,
+                        format!("aliases expand to more than {} MiB", MAX_ALIAS_BYTES >> 20),
+                    ));
                 }
                 out.extend_from_slice(bytes);
                 return Ok(());
             }
             Event::SequenceStart(anchor, tag) | Event::MappingStart(anchor, tag) => {
-                let omap = !is_map && tag.as_ref().is_some_and(|t| matches!(full_tag(t).as_str(), "tag:yaml.org,2002:omap" | "!omap"));
+                let omap = !is_map
+                    && tag.as_ref().is_some_and(|t| {
+                        matches!(full_tag(t).as_str(), "tag:yaml.org,2002:omap" | "!omap")
+                    });
                 if let Some(tag) = &tag {
-                    container_tag(tag, is_map).map_err(|m| self.error(mark, value_message(key, "", m)))?;
+                    container_tag(tag, is_map)
+                        .map_err(|m| self.error(mark, value_message(key, "", m)))?;
                 }
                 let depth = self.deeper(mark, depth_left, key)?;
                 let container = ContainerStart::begin(out);
-                let end = if is_map { Event::MappingEnd } else { Event::SequenceEnd };
+                let end = if is_map {
+                    Event::MappingEnd
+                } else {
+                    Event::SequenceEnd
+                };
                 let mut n = 0u64;
                 loop {
                     let (event, item_mark) = self.next()?;
@@ -175,7 +228,11 @@ impl Importer<'_> {
                     let value_start = out.len();
                     let (event, value_mark) = self.next()?;
                     self.node(event, &value_mark, out, depth, key)?;
-                    n += if merge { merge_into(out, key_start, value_start) } else { 1 };
+                    n += if merge {
+                        merge_into(out, key_start, value_start)
+                    } else {
+                        1
+                    };
                 }
                 if is_map {
                     container.end_map(out, n);
@@ -183,7 +240,8 @@ impl Importer<'_> {
                     container.end_array(out, n);
                 }
                 if omap {
-                    omap_to_map(out, start).map_err(|m| self.error(mark, value_message(key, "", m)))?;
+                    omap_to_map(out, start)
+                        .map_err(|m| self.error(mark, value_message(key, "", m)))?;
                 }
                 anchor
             }
@@ -196,11 +254,26 @@ impl Importer<'_> {
     }
 
     fn deeper(&self, mark: &Marker, depth_left: usize, key: &str) -> Result<usize> {
-        depth_left.checked_sub(1).ok_or_else(|| self.error(mark, format!("value for key {} nests deeper than {} levels", DisplayBytes(key.as_bytes()), value::MAX_DEPTH)))
+        depth_left.checked_sub(1).ok_or_else(|| {
+            self.error(
+                mark,
+                format!(
+                    "value for key {} nests deeper than {} levels",
+                    DisplayBytes(key.as_bytes()),
+                    value::MAX_DEPTH
+                ),
+            )
+        })
     }
 
     /// A scalar, typed as Psych's ToRuby#deserialize does under safe_load.
-    fn scalar(&self, text: &str, style: TScalarStyle, tag: Option<&Tag>, out: &mut Vec<u8>) -> std::result::Result<(), String> {
+    fn scalar(
+        &self,
+        text: &str,
+        style: TScalarStyle,
+        tag: Option<&Tag>,
+        out: &mut Vec<u8>,
+    ) -> std::result::Result<(), String> {
         let Some(tag) = tag else {
             if style != TScalarStyle::Plain {
                 value::write_str(out, text.as_bytes(), Encoding::Utf8);
@@ -245,7 +318,8 @@ fn full_tag(tag: &Tag) -> String {
 
 /// A tag as people write it: `!!set`, not `tag:yaml.org,2002:set`.
 fn shown_tag(full: &str) -> String {
-    full.strip_prefix(YAML_TAG).map_or_else(|| full.to_string(), |name| format!("!!{name}"))
+    full.strip_prefix(YAML_TAG)
+        .map_or_else(|| full.to_string(), |name| format!("!!{name}"))
 }
 
 /// Whether a sequence or mapping may carry `tag`. Psych's safe_load reads a
@@ -254,7 +328,9 @@ fn shown_tag(full: &str) -> String {
 fn container_tag(tag: &Tag, is_map: bool) -> std::result::Result<(), String> {
     let full = full_tag(tag);
     if full.starts_with("!ruby/") {
-        return Err(format!("has tag {full}, a Ruby object, which YAML.safe_load refuses"));
+        return Err(format!(
+            "has tag {full}, a Ruby object, which YAML.safe_load refuses"
+        ));
     }
     if is_map && matches!(full.as_str(), "tag:yaml.org,2002:set" | "!set") {
         return Err(format!("has tag {}, a Psych::Set, which YAML.safe_load refuses; drop the tag to keep it as a mapping", shown_tag(&full)));
@@ -294,7 +370,10 @@ fn value_message(key: &str, text: &str, message: String) -> String {
     } else if key.is_empty() {
         format!("{shown:?} {message}")
     } else {
-        format!("value for key {}: {shown:?} {message}", DisplayBytes(key.as_bytes()))
+        format!(
+            "value for key {}: {shown:?} {message}",
+            DisplayBytes(key.as_bytes())
+        )
     }
 }
 
@@ -404,7 +483,10 @@ fn tokenize(s: &str, out: &mut Vec<u8>) -> std::result::Result<(), String> {
     if s.is_empty() {
         value::write_nil(out);
     } else if p.stringish.is_match(s) || s.contains('\n') {
-        let starts_special = s.chars().next().is_some_and(|c| "ytonf~".contains(c.to_ascii_lowercase()));
+        let starts_special = s
+            .chars()
+            .next()
+            .is_some_and(|c| "ytonf~".contains(c.to_ascii_lowercase()));
         if s.chars().count() > 5 || !starts_special {
             value::write_str(out, s.as_bytes(), Encoding::Utf8);
         } else if s == "~" || lower == "null" {
@@ -417,9 +499,13 @@ fn tokenize(s: &str, out: &mut Vec<u8>) -> std::result::Result<(), String> {
             value::write_str(out, s.as_bytes(), Encoding::Utf8);
         }
     } else if p.time.is_match(s) {
-        return Err("is a time, which YAML.safe_load refuses; quote it to keep it as a string".into());
+        return Err(
+            "is a time, which YAML.safe_load refuses; quote it to keep it as a string".into(),
+        );
     } else if p.date.is_match(s) {
-        return Err("is a date, which YAML.safe_load refuses; quote it to keep it as a string".into());
+        return Err(
+            "is a date, which YAML.safe_load refuses; quote it to keep it as a string".into(),
+        );
     } else if lower == ".inf" || lower == "+.inf" {
         value::write_float(out, f64::INFINITY);
     } else if lower == "-.inf" {
@@ -428,7 +514,9 @@ fn tokenize(s: &str, out: &mut Vec<u8>) -> std::result::Result<(), String> {
         value::write_float(out, f64::NAN);
     } else if s.len() > 1 && s.starts_with(':') {
         let name = &s[1..];
-        let quoted = name.len() >= 2 && (name.starts_with('"') || name.starts_with('\'')) && name[1..].contains(&name[..1]);
+        let quoted = name.len() >= 2
+            && (name.starts_with('"') || name.starts_with('\''))
+            && name[1..].contains(&name[..1]);
         let name = if quoted {
             // /^:(["'])(.*)\1/: the text between the first quote and its
             // last repeat.
@@ -437,13 +525,20 @@ fn tokenize(s: &str, out: &mut Vec<u8>) -> std::result::Result<(), String> {
         } else {
             name
         };
-        value::write_symbol(out, name.strip_prefix(':').unwrap_or(name).as_bytes(), Encoding::Utf8);
+        value::write_symbol(
+            out,
+            name.strip_prefix(':').unwrap_or(name).as_bytes(),
+            Encoding::Utf8,
+        );
     } else if p.sexagesimal_int.is_match(s) {
         // Psych multiplies part e by 60 ** |e - 2|, so "1:30" is 5400.
         let mut total: i128 = 0;
         for (e, part) in s.split(':').enumerate() {
-            let term = ruby_to_i(part).and_then(|n| n.checked_mul(60i128.pow((e as i32 - 2).unsigned_abs())));
-            total = term.and_then(|t| total.checked_add(t)).ok_or("is a sexagesimal number too large to convert")?;
+            let term = ruby_to_i(part)
+                .and_then(|n| n.checked_mul(60i128.pow((e as i32 - 2).unsigned_abs())));
+            total = term
+                .and_then(|t| total.checked_add(t))
+                .ok_or("is a sexagesimal number too large to convert")?;
         }
         value::write_bigint(out, total < 0, &total.unsigned_abs().to_le_bytes());
     } else if p.sexagesimal_float.is_match(s) {
@@ -462,7 +557,10 @@ fn tokenize(s: &str, out: &mut Vec<u8>) -> std::result::Result<(), String> {
         let cleaned: String = s.chars().filter(|c| *c != ',' && *c != '_').collect();
         let (negative, body) = match cleaned.strip_prefix('-') {
             Some(rest) => (true, rest.to_string()),
-            None => (false, cleaned.strip_prefix('+').unwrap_or(&cleaned).to_string()),
+            None => (
+                false,
+                cleaned.strip_prefix('+').unwrap_or(&cleaned).to_string(),
+            ),
         };
         let (radix, digits) = if let Some(d) = body.strip_prefix("0b") {
             (2, d)
@@ -496,7 +594,11 @@ fn ruby_to_i(s: &str) -> Option<i128> {
         Some(r) => (-1, r),
         None => (1, s.strip_prefix('+').unwrap_or(s)),
     };
-    let digits: String = rest.chars().take_while(|c| c.is_ascii_digit() || *c == '_').filter(|c| *c != '_').collect();
+    let digits: String = rest
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == '_')
+        .filter(|c| *c != '_')
+        .collect();
     if digits.is_empty() {
         return Some(0);
     }

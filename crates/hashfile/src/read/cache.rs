@@ -60,7 +60,10 @@ impl CacheOptions {
 
 impl Default for CacheOptions {
     fn default() -> Self {
-        CacheOptions { block_len: Self::DEFAULT_BLOCK_LEN, capacity: Self::DEFAULT_CAPACITY }
+        CacheOptions {
+            block_len: Self::DEFAULT_BLOCK_LEN,
+            capacity: Self::DEFAULT_CAPACITY,
+        }
     }
 }
 
@@ -154,7 +157,11 @@ impl Blocks {
             return;
         }
         let len = bytes.len() as u64;
-        let slot = Slot { block, bytes, referenced: soon };
+        let slot = Slot {
+            block,
+            bytes,
+            referenced: soon,
+        };
         if self.ring.len() < capacity_blocks {
             self.places.insert(block, self.ring.len());
             self.ring.push(slot);
@@ -255,7 +262,9 @@ impl<F: RangeFetch> BlockCache<F> {
     fn lock(&self) -> MutexGuard<'_, Blocks> {
         // The state is consistent between statements: a panic in another
         // thread (none is expected) leaves nothing half-done to refuse.
-        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// The blocks covering `range`, a block number past the last for an
@@ -273,7 +282,13 @@ impl<F: RangeFetch> BlockCache<F> {
     fn check(&self, offset: u64, len: usize) -> io::Result<Range<u64>> {
         match offset.checked_add(len as u64) {
             Some(end) if end <= self.size => Ok(offset..end),
-            _ => Err(io::Error::new(io::ErrorKind::UnexpectedEof, format!("read of {len} bytes at {offset} is past the end of {} bytes", self.size))),
+            _ => Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                format!(
+                    "read of {len} bytes at {offset} is past the end of {} bytes",
+                    self.size
+                ),
+            )),
         }
     }
 
@@ -281,7 +296,10 @@ impl<F: RangeFetch> BlockCache<F> {
     /// kept as `keep` says.
     fn load(&self, ranges: &[Range<u64>], keep: Keep) -> io::Result<HashMap<u64, Arc<[u8]>>> {
         let pin = keep == Keep::Pinned;
-        let mut wanted: Vec<u64> = ranges.iter().flat_map(|range| self.blocks_of(range)).collect();
+        let mut wanted: Vec<u64> = ranges
+            .iter()
+            .flat_map(|range| self.blocks_of(range))
+            .collect();
         wanted.sort_unstable();
         wanted.dedup();
         let mut found = HashMap::with_capacity(wanted.len());
@@ -307,25 +325,51 @@ impl<F: RangeFetch> BlockCache<F> {
                     _ => runs.push(block..block + 1),
                 }
             }
-            let byte_ranges: Vec<Range<u64>> = runs.iter().map(|run| self.block_range(run.start).start..self.block_range(run.end - 1).end).collect();
+            let byte_ranges: Vec<Range<u64>> = runs
+                .iter()
+                .map(|run| self.block_range(run.start).start..self.block_range(run.end - 1).end)
+                .collect();
             let fetched = self.fetcher.fetch(&byte_ranges)?;
             if fetched.len() != byte_ranges.len() {
-                return Err(io::Error::other(format!("asked for {} ranges, the fetcher returned {}", byte_ranges.len(), fetched.len())));
+                return Err(io::Error::other(format!(
+                    "asked for {} ranges, the fetcher returned {}",
+                    byte_ranges.len(),
+                    fetched.len()
+                )));
             }
             self.fetches.fetch_add(1, Ordering::Relaxed);
-            self.ranges.fetch_add(byte_ranges.len() as u64, Ordering::Relaxed);
-            self.misses.fetch_add(missing.len() as u64, Ordering::Relaxed);
+            self.ranges
+                .fetch_add(byte_ranges.len() as u64, Ordering::Relaxed);
+            self.misses
+                .fetch_add(missing.len() as u64, Ordering::Relaxed);
             let mut state = self.lock();
             for ((run, range), bytes) in runs.iter().zip(&byte_ranges).zip(fetched) {
                 if bytes.len() as u64 != range.end - range.start {
-                    return Err(io::Error::new(io::ErrorKind::UnexpectedEof, format!("asked for bytes {}..{}, got {} bytes", range.start, range.end, bytes.len())));
+                    return Err(io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        format!(
+                            "asked for bytes {}..{}, got {} bytes",
+                            range.start,
+                            range.end,
+                            bytes.len()
+                        ),
+                    ));
                 }
-                self.bytes_fetched.fetch_add(bytes.len() as u64, Ordering::Relaxed);
+                self.bytes_fetched
+                    .fetch_add(bytes.len() as u64, Ordering::Relaxed);
                 for block in run.clone() {
                     let within = self.block_range(block);
-                    let piece: Arc<[u8]> = Arc::from(&bytes[(within.start - range.start) as usize..(within.end - range.start) as usize]);
+                    let piece: Arc<[u8]> = Arc::from(
+                        &bytes[(within.start - range.start) as usize
+                            ..(within.end - range.start) as usize],
+                    );
                     if !pin {
-                        state.insert(block, Arc::clone(&piece), self.capacity_blocks, keep == Keep::Soon);
+                        state.insert(
+                            block,
+                            Arc::clone(&piece),
+                            self.capacity_blocks,
+                            keep == Keep::Soon,
+                        );
                     }
                     found.insert(block, piece);
                 }
@@ -347,14 +391,19 @@ impl<F: RangeFetch> BlockCache<F> {
         if span.end - span.start == 1 {
             let start = span.start * block_len;
             let block = Arc::clone(&blocks[&span.start]);
-            return Piece::shared(block, (range.start - start) as usize..(range.end - start) as usize);
+            return Piece::shared(
+                block,
+                (range.start - start) as usize..(range.end - start) as usize,
+            );
         }
         let mut bytes = Vec::with_capacity((range.end - range.start) as usize);
         for block in span {
             let within = self.block_range(block);
             let from = range.start.max(within.start);
             let to = range.end.min(within.end);
-            bytes.extend_from_slice(&blocks[&block][(from - within.start) as usize..(to - within.start) as usize]);
+            bytes.extend_from_slice(
+                &blocks[&block][(from - within.start) as usize..(to - within.start) as usize],
+            );
         }
         Piece::owned(bytes)
     }
@@ -379,7 +428,10 @@ impl<F: RangeFetch> Source for BlockCache<F> {
             self.hits.fetch_add(1, Ordering::Relaxed);
             let within = self.block_range(block);
             let end = range.end.min(within.end);
-            return Ok(Piece::shared(bytes, (offset - within.start) as usize..(end - within.start) as usize));
+            return Ok(Piece::shared(
+                bytes,
+                (offset - within.start) as usize..(end - within.start) as usize,
+            ));
         }
         let end = range.end.min(offset + self.block_len as u64);
         let blocks = self.load(std::slice::from_ref(&(offset..end)), Keep::Read)?;
@@ -400,10 +452,18 @@ impl<F: RangeFetch> Source for BlockCache<F> {
     /// them, so they are left for the reads to fetch (a caller that wants
     /// them all reads in pieces of [`Source::capacity_hint`]).
     fn prefetch(&self, ranges: &[Range<u64>]) -> io::Result<()> {
-        let ranges: Vec<Range<u64>> = ranges.iter().map(|r| r.start.min(self.size)..r.end.min(self.size)).filter(|r| !r.is_empty()).collect();
+        let ranges: Vec<Range<u64>> = ranges
+            .iter()
+            .map(|r| r.start.min(self.size)..r.end.min(self.size))
+            .filter(|r| !r.is_empty())
+            .collect();
         // Distinct blocks, in the order of the ranges given.
         let mut seen = std::collections::HashSet::new();
-        let mut blocks: Vec<u64> = ranges.iter().flat_map(|r| self.blocks_of(r)).filter(|&b| seen.insert(b)).collect();
+        let mut blocks: Vec<u64> = ranges
+            .iter()
+            .flat_map(|r| self.blocks_of(r))
+            .filter(|&b| seen.insert(b))
+            .collect();
         if blocks.len() <= self.capacity_blocks {
             return self.load(&ranges, Keep::Soon).map(drop);
         }
@@ -413,7 +473,11 @@ impl<F: RangeFetch> Source for BlockCache<F> {
     }
 
     fn pin(&self, ranges: &[Range<u64>]) -> io::Result<()> {
-        let ranges: Vec<Range<u64>> = ranges.iter().map(|r| r.start.min(self.size)..r.end.min(self.size)).filter(|r| !r.is_empty()).collect();
+        let ranges: Vec<Range<u64>> = ranges
+            .iter()
+            .map(|r| r.start.min(self.size)..r.end.min(self.size))
+            .filter(|r| !r.is_empty())
+            .collect();
         self.load(&ranges, Keep::Pinned).map(drop)
     }
 
@@ -439,7 +503,10 @@ mod tests {
 
     impl Recorded {
         fn new(len: usize) -> Recorded {
-            Recorded { bytes: (0..len).map(|i| (i * 7 % 251) as u8).collect(), calls: StdMutex::new(Vec::new()) }
+            Recorded {
+                bytes: (0..len).map(|i| (i * 7 % 251) as u8).collect(),
+                calls: StdMutex::new(Vec::new()),
+            }
         }
     }
 
@@ -450,20 +517,41 @@ mod tests {
 
         fn fetch(&self, ranges: &[Range<u64>]) -> io::Result<Vec<Vec<u8>>> {
             self.calls.lock().unwrap().push(ranges.to_vec());
-            Ok(ranges.iter().map(|r| self.bytes[r.start as usize..r.end as usize].to_vec()).collect())
+            Ok(ranges
+                .iter()
+                .map(|r| self.bytes[r.start as usize..r.end as usize].to_vec())
+                .collect())
         }
     }
 
     fn cache(len: usize, block_len: usize, blocks: usize) -> BlockCache<Recorded> {
-        BlockCache::new(Recorded::new(len), CacheOptions { block_len, capacity: block_len * blocks })
+        BlockCache::new(
+            Recorded::new(len),
+            CacheOptions {
+                block_len,
+                capacity: block_len * blocks,
+            },
+        )
     }
 
     #[test]
     fn reads_return_the_objects_bytes_across_block_edges_and_at_the_end() {
         let c = cache(1000, 64, 4);
         let all = c.fetcher().bytes.clone();
-        for (offset, len) in [(0, 1), (60, 10), (0, 1000), (999, 1), (128, 64), (990, 10), (1, 998)] {
-            assert_eq!(&*c.read_exact_at(offset, len).unwrap(), &all[offset as usize..offset as usize + len], "{offset}+{len}");
+        for (offset, len) in [
+            (0, 1),
+            (60, 10),
+            (0, 1000),
+            (999, 1),
+            (128, 64),
+            (990, 10),
+            (1, 998),
+        ] {
+            assert_eq!(
+                &*c.read_exact_at(offset, len).unwrap(),
+                &all[offset as usize..offset as usize + len],
+                "{offset}+{len}"
+            );
         }
         assert!(c.read_exact_at(995, 10).is_err());
         assert!(c.read_exact_at(u64::MAX, 2).is_err());
@@ -475,7 +563,10 @@ mod tests {
         let c = cache(1000, 64, 8);
         let piece = c.read_at(100, 900).unwrap();
         assert_eq!(piece.len(), 64, "64 bytes from 100, over two blocks");
-        assert_eq!(c.fetcher().calls.lock().unwrap().as_slice(), &[vec![64..192]]);
+        assert_eq!(
+            c.fetcher().calls.lock().unwrap().as_slice(),
+            &[vec![64..192]]
+        );
         let piece = c.read_at(130, 870).unwrap();
         assert_eq!(piece.len(), 62, "the rest of block 2, from memory");
         assert_eq!(c.stats().fetches, 1);
@@ -485,15 +576,23 @@ mod tests {
     fn missing_blocks_of_many_ranges_come_in_one_call_with_adjacent_ones_merged() {
         let c = cache(10_000, 100, 50);
         c.read_exact_at(250, 10).unwrap(); // block 2
-        c.prefetch(&[200..210, 300..420, 405..410, 900..901, 9_990..20_000]).unwrap();
+        c.prefetch(&[200..210, 300..420, 405..410, 900..901, 9_990..20_000])
+            .unwrap();
         let calls = c.fetcher().calls.lock().unwrap().clone();
-        assert_eq!(calls, vec![vec![200..300], vec![300..500, 900..1000, 9_900..10_000]]);
+        assert_eq!(
+            calls,
+            vec![vec![200..300], vec![300..500, 900..1000, 9_900..10_000]]
+        );
         let before = c.stats();
         for (offset, len) in [(300, 200), (900, 100), (9_950, 50)] {
             c.read_exact_at(offset, len).unwrap();
         }
         let after = c.stats();
-        assert_eq!((after.fetches, after.misses), (before.fetches, before.misses), "all from memory");
+        assert_eq!(
+            (after.fetches, after.misses),
+            (before.fetches, before.misses),
+            "all from memory"
+        );
         assert_eq!(after.bytes_fetched, 500);
     }
 
@@ -516,7 +615,11 @@ mod tests {
         c.read_exact_at(100, 1).unwrap();
         assert_eq!(c.stats().fetches, fetches, "blocks read twice were kept");
         c.read_exact_at(200, 1).unwrap();
-        assert_eq!(c.stats().fetches, fetches + 1, "block 2, read once, was evicted");
+        assert_eq!(
+            c.stats().fetches,
+            fetches + 1,
+            "block 2, read once, was evicted"
+        );
     }
 
     /// A prefetch of half the ring is all still there when read, even
@@ -537,7 +640,11 @@ mod tests {
         for block in 8..12 {
             c.read_exact_at(block * 100, 1).unwrap();
         }
-        assert_eq!(c.stats().fetches, fetches, "all four prefetched blocks were still there");
+        assert_eq!(
+            c.stats().fetches,
+            fetches,
+            "all four prefetched blocks were still there"
+        );
     }
 
     #[test]
@@ -548,9 +655,15 @@ mod tests {
             c.read_exact_at(block * 100, 1).unwrap();
         }
         let fetches = c.stats().fetches;
-        assert_eq!(&*c.read_exact_at(0, 500).unwrap(), &c.fetcher().bytes[..500]);
+        assert_eq!(
+            &*c.read_exact_at(0, 500).unwrap(),
+            &c.fetcher().bytes[..500]
+        );
         assert_eq!(c.stats().fetches, fetches);
-        assert_eq!((c.stats().pinned_bytes, c.stats().resident_bytes), (500, 700));
+        assert_eq!(
+            (c.stats().pinned_bytes, c.stats().resident_bytes),
+            (500, 700)
+        );
     }
 
     #[test]
@@ -576,10 +689,19 @@ mod tests {
                 1000
             }
             fn fetch(&self, ranges: &[Range<u64>]) -> io::Result<Vec<Vec<u8>>> {
-                Ok(ranges.iter().map(|r| vec![0; (r.end - r.start - 1) as usize]).collect())
+                Ok(ranges
+                    .iter()
+                    .map(|r| vec![0; (r.end - r.start - 1) as usize])
+                    .collect())
             }
         }
-        let c = BlockCache::new(Short, CacheOptions { block_len: 64, capacity: 640 });
+        let c = BlockCache::new(
+            Short,
+            CacheOptions {
+                block_len: 64,
+                capacity: 640,
+            },
+        );
         let error = c.read_exact_at(10, 10).unwrap_err();
         assert_eq!(error.kind(), io::ErrorKind::UnexpectedEof);
         assert_eq!(c.stats().resident_bytes, 0);

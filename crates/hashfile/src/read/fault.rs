@@ -58,7 +58,13 @@ struct Slot {
 }
 
 #[allow(clippy::declare_interior_mutable_const)]
-const EMPTY: Slot = Slot { seq: AtomicU64::new(0), start: AtomicUsize::new(0), len: AtomicUsize::new(0), faults: AtomicU64::new(0), taken: AtomicBool::new(false) };
+const EMPTY: Slot = Slot {
+    seq: AtomicU64::new(0),
+    start: AtomicUsize::new(0),
+    len: AtomicUsize::new(0),
+    faults: AtomicU64::new(0),
+    taken: AtomicBool::new(false),
+};
 
 static SLOTS: [Slot; MAX_GUARDED_MAPPINGS] = [EMPTY; MAX_GUARDED_MAPPINGS];
 static INSTALLED: AtomicBool = AtomicBool::new(false);
@@ -105,7 +111,11 @@ pub fn installed() -> bool {
     INSTALLED.load(Ordering::Acquire)
 }
 
-extern "C" fn on_sigbus(signal: libc::c_int, info: *mut libc::siginfo_t, context: *mut libc::c_void) {
+extern "C" fn on_sigbus(
+    signal: libc::c_int,
+    info: *mut libc::siginfo_t,
+    context: *mut libc::c_void,
+) {
     // SAFETY: the kernel passes a valid siginfo_t for SA_SIGINFO handlers.
     let (code, address) = unsafe { ((*info).si_code, (*info).si_addr() as usize) };
     // A positive code is a fault the kernel raised (BUS_ADRERR for a page
@@ -116,7 +126,16 @@ extern "C" fn on_sigbus(signal: libc::c_int, info: *mut libc::siginfo_t, context
         // SAFETY: the page lies inside a live, registered store mapping
         // (see the module docs); replacing it with a private page of zeros
         // changes only what that mapping reads.
-        let mapped = unsafe { libc::mmap(page_start as *mut libc::c_void, page, libc::PROT_READ, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED, -1, 0) };
+        let mapped = unsafe {
+            libc::mmap(
+                page_start as *mut libc::c_void,
+                page,
+                libc::PROT_READ,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED,
+                -1,
+                0,
+            )
+        };
         if mapped != libc::MAP_FAILED {
             slot.faults.fetch_add(1, Ordering::SeqCst);
             return;
@@ -126,7 +145,8 @@ extern "C" fn on_sigbus(signal: libc::c_int, info: *mut libc::siginfo_t, context
     let previous = unsafe { (*std::ptr::addr_of!(PREVIOUS)).assume_init_ref() };
     if previous.sa_flags & libc::SA_SIGINFO != 0 {
         // SAFETY: a handler installed with SA_SIGINFO has this signature.
-        let handler: extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void) = unsafe { std::mem::transmute(previous.sa_sigaction) };
+        let handler: extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void) =
+            unsafe { std::mem::transmute(previous.sa_sigaction) };
         handler(signal, info, context);
     } else if previous.sa_sigaction == libc::SIG_DFL || previous.sa_sigaction == libc::SIG_IGN {
         // Back to the default action; returning runs the faulting load
@@ -135,7 +155,8 @@ extern "C" fn on_sigbus(signal: libc::c_int, info: *mut libc::siginfo_t, context
         unsafe { libc::signal(libc::SIGBUS, libc::SIG_DFL) };
     } else {
         // SAFETY: a plain handler has this signature.
-        let handler: extern "C" fn(libc::c_int) = unsafe { std::mem::transmute(previous.sa_sigaction) };
+        let handler: extern "C" fn(libc::c_int) =
+            unsafe { std::mem::transmute(previous.sa_sigaction) };
         handler(signal);
     }
 }
@@ -152,7 +173,10 @@ fn slot_holding(address: usize) -> Option<&'static Slot> {
                 std::hint::spin_loop();
                 continue;
             }
-            let (start, len) = (slot.start.load(Ordering::Acquire), slot.len.load(Ordering::Acquire));
+            let (start, len) = (
+                slot.start.load(Ordering::Acquire),
+                slot.len.load(Ordering::Acquire),
+            );
             if slot.seq.load(Ordering::Acquire) == before {
                 return start != 0 && address >= start && address - start < len;
             }
@@ -174,8 +198,16 @@ pub struct GuardedMap {
 impl GuardedMap {
     /// Registers `map` (if [`install`] was called and a slot is free).
     pub fn new(map: Mmap) -> GuardedMap {
-        let slot = if installed() && !map.is_empty() { register(map.as_ptr() as usize, map.len()) } else { None };
-        GuardedMap { map, slot, file_id: None }
+        let slot = if installed() && !map.is_empty() {
+            register(map.as_ptr() as usize, map.len())
+        } else {
+            None
+        };
+        GuardedMap {
+            map,
+            slot,
+            file_id: None,
+        }
     }
 
     /// The same map, knowing which file it maps.
@@ -194,7 +226,8 @@ impl GuardedMap {
     /// can be trusted.
     #[inline]
     pub fn faults(&self) -> u64 {
-        self.slot.map_or(0, |i| SLOTS[i].faults.load(Ordering::SeqCst))
+        self.slot
+            .map_or(0, |i| SLOTS[i].faults.load(Ordering::SeqCst))
     }
 
     /// Whether faults in this mapping are caught.
@@ -225,7 +258,11 @@ impl Drop for GuardedMap {
 }
 
 fn register(start: usize, len: usize) -> Option<usize> {
-    let i = SLOTS.iter().position(|slot| slot.taken.compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire).is_ok())?;
+    let i = SLOTS.iter().position(|slot| {
+        slot.taken
+            .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+    })?;
     let slot = &SLOTS[i];
     slot.seq.fetch_add(1, Ordering::AcqRel);
     slot.faults.store(0, Ordering::SeqCst);

@@ -14,7 +14,12 @@ pub struct Iter<'a, S> {
 
 impl<'a, S: Source> Iter<'a, S> {
     pub(super) fn new(reader: &'a Reader<S>) -> Iter<'a, S> {
-        Iter { reader, offset: 0, index: 0, failed: false }
+        Iter {
+            reader,
+            offset: 0,
+            index: 0,
+            failed: false,
+        }
     }
 
     /// The offset in the records section of the next record: where

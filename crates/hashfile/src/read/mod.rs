@@ -58,8 +58,16 @@ impl<'a> RecordBuf<'a> {
         // they may point into, and every accessor hands them out borrowed
         // from `&self`, so none outlives the holder.
         let (bytes, held) = unsafe { piece.into_parts() };
-        let (key, value) = layout.split(bytes).expect("the caller checked the record's length");
-        RecordBuf { key, value, key_utf8: layout.key_utf8, kind: layout.kind, _held: held }
+        let (key, value) = layout
+            .split(bytes)
+            .expect("the caller checked the record's length");
+        RecordBuf {
+            key,
+            value,
+            key_utf8: layout.key_utf8,
+            kind: layout.kind,
+            _held: held,
+        }
     }
 
     /// The record holding only its own bytes: one read from a shared
@@ -75,19 +83,36 @@ impl<'a> RecordBuf<'a> {
         // SAFETY: as in `new`: the slices are kept beside their holder.
         let (all, held) = unsafe { Piece::owned(bytes).into_parts() };
         let (key, value) = all.split_at(self.key.len());
-        RecordBuf { key, value, key_utf8: self.key_utf8, kind: self.kind, _held: held }
+        RecordBuf {
+            key,
+            value,
+            key_utf8: self.key_utf8,
+            kind: self.kind,
+            _held: held,
+        }
     }
 
     /// A record borrowed for `'a` from a source in memory.
     #[inline(always)]
     fn borrowed(key: &'a [u8], value: &'a [u8], layout: Layout) -> RecordBuf<'a> {
-        RecordBuf { key, value, key_utf8: layout.key_utf8, kind: layout.kind, _held: None }
+        RecordBuf {
+            key,
+            value,
+            key_utf8: layout.key_utf8,
+            kind: layout.kind,
+            _held: None,
+        }
     }
 
     /// The record, borrowed from this holder.
     #[inline]
     pub fn record(&self) -> Record<'_> {
-        Record { key: self.key, key_utf8: self.key_utf8, value: self.value, kind: self.kind }
+        Record {
+            key: self.key,
+            key_utf8: self.key_utf8,
+            value: self.value,
+            kind: self.kind,
+        }
     }
 
     /// The key's bytes.
@@ -189,7 +214,8 @@ impl Reader<fault::GuardedMap> {
     pub fn open_guarded(path: impl AsRef<std::path::Path>) -> Result<Reader<fault::GuardedMap>> {
         let path = path.as_ref();
         let (map, file_id) = map_file_with_id(path)?;
-        Reader::new(fault::GuardedMap::new(map).with_file_id(file_id)).map_err(|e| e.with_path(path))
+        Reader::new(fault::GuardedMap::new(map).with_file_id(file_id))
+            .map_err(|e| e.with_path(path))
     }
 
     /// Whether `path` now names another file than the one this reader
@@ -244,7 +270,10 @@ impl FileId {
 
     fn of_metadata(metadata: &std::fs::Metadata) -> FileId {
         use std::os::unix::fs::MetadataExt;
-        FileId { device: metadata.dev(), inode: metadata.ino() }
+        FileId {
+            device: metadata.dev(),
+            inode: metadata.ino(),
+        }
     }
 }
 
@@ -262,7 +291,11 @@ fn map_file_with_id(path: &std::path::Path) -> Result<(memmap2::Mmap, FileId)> {
     use std::os::unix::fs::OpenOptionsExt;
     let io = |e| Error::io(Some(path), e);
     check_regular_file(path, &std::fs::metadata(path).map_err(io)?)?;
-    let file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path).map_err(io)?;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(io)?;
     let metadata = file.metadata().map_err(io)?;
     check_regular_file(path, &metadata)?;
     // SAFETY: the map is read-only and private to this reader. Stores are
@@ -285,7 +318,10 @@ fn check_regular_file(path: &std::path::Path, metadata: &std::fs::Metadata) -> R
     let what = if kind.is_file() {
         return Ok(());
     } else if kind.is_dir() {
-        return Err(Error::io(Some(path), std::io::Error::from_raw_os_error(EISDIR)));
+        return Err(Error::io(
+            Some(path),
+            std::io::Error::from_raw_os_error(EISDIR),
+        ));
     } else if kind.is_fifo() {
         "a FIFO (named pipe)"
     } else if kind.is_socket() {
@@ -295,7 +331,10 @@ fn check_regular_file(path: &std::path::Path, metadata: &std::fs::Metadata) -> R
     } else {
         "not a regular file"
     };
-    Err(Error::NotAStore { path: Some(path.to_path_buf()), reason: format!("{what}, not a regular file; a store is read from a regular file") })
+    Err(Error::NotAStore {
+        path: Some(path.to_path_buf()),
+        reason: format!("{what}, not a regular file; a store is read from a regular file"),
+    })
 }
 
 /// The errno of "Is a directory" (the same on Linux, macOS and the BSDs).
@@ -334,9 +373,16 @@ impl<S: Source> Reader<S> {
     /// entries through the source, one piece more per cold lookup).
     pub fn with_seed_index_limit(source: S, limit: u64) -> Result<Reader<S>> {
         let file_len = source.size();
-        let head = source.read_exact_at(0, file_len.min(OPEN_READ_LEN as u64) as usize).map_err(io_error)?;
-        let header_len = Header::len_from_prefix(&head[..head.len().min(HEADER_PREFIX_LEN)], file_len)?;
-        let head = if head.len() < header_len { source.read_exact_at(0, header_len).map_err(io_error)? } else { head };
+        let head = source
+            .read_exact_at(0, file_len.min(OPEN_READ_LEN as u64) as usize)
+            .map_err(io_error)?;
+        let header_len =
+            Header::len_from_prefix(&head[..head.len().min(HEADER_PREFIX_LEN)], file_len)?;
+        let head = if head.len() < header_len {
+            source.read_exact_at(0, header_len).map_err(io_error)?
+        } else {
+            head
+        };
         let header = Header::decode(&head, file_len)?;
         drop(head);
         let layout = BlockLayout::from_block_len(header.seed_block_len).expect("checked by decode");
@@ -358,14 +404,28 @@ impl<S: Source> Reader<S> {
             source,
         };
         if reader.source.as_slice().is_none() && reader.seed_index.length <= limit {
-            let bytes = reader.source.read_exact_at(reader.seed_index.offset, reader.seed_index.length as usize).map_err(io_error)?;
-            reader.loaded_seed_index = Some(bytes.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes"))).collect());
+            let bytes = reader
+                .source
+                .read_exact_at(reader.seed_index.offset, reader.seed_index.length as usize)
+                .map_err(io_error)?;
+            reader.loaded_seed_index = Some(
+                bytes
+                    .chunks_exact(4)
+                    .map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes")))
+                    .collect(),
+            );
         }
         // The seed index's last entry gives the seeds section's length.
         let last = reader.seed_index_entry(reader.header.seed_block_count())?;
         let expected = last as u64 * layout.unit_bytes() as u64;
         if expected != reader.seeds.length {
-            return Err(Error::corrupt("seeds", format!("section is {} bytes, but the seed index says {expected}", reader.seeds.length)));
+            return Err(Error::corrupt(
+                "seeds",
+                format!(
+                    "section is {} bytes, but the seed index says {expected}",
+                    reader.seeds.length
+                ),
+            ));
         }
         Ok(reader)
     }
@@ -394,19 +454,36 @@ impl<S: Source> Reader<S> {
     /// against its bounds: in place over a source held in memory, else
     /// through the piece the source hands out.
     #[inline(always)]
-    fn with_bytes<R>(&self, section: &Section, id: SectionId, at: u64, len: usize, what: &str, f: impl FnOnce(&[u8]) -> R) -> Result<R> {
+    fn with_bytes<R>(
+        &self,
+        section: &Section,
+        id: SectionId,
+        at: u64,
+        len: usize,
+        what: &str,
+        f: impl FnOnce(&[u8]) -> R,
+    ) -> Result<R> {
         match self.source.as_slice() {
             // The section's slice does not change from lookup to lookup, so
             // its bounds check leaves the loop of a caller that looks up many.
-            Some(bytes) => match section_slice(bytes, section).and_then(|s| s.get(usize::try_from(at).ok()?..).and_then(|s| s.get(..len))) {
+            Some(bytes) => match section_slice(bytes, section).and_then(|s| {
+                s.get(usize::try_from(at).ok()?..)
+                    .and_then(|s| s.get(..len))
+            }) {
                 Some(bytes) => Ok(f(bytes)),
                 None => Err(corrupt(id, what)),
             },
             None => {
-                if at.checked_add(len as u64).is_none_or(|end| end > section.length) {
+                if at
+                    .checked_add(len as u64)
+                    .is_none_or(|end| end > section.length)
+                {
                     return Err(corrupt(id, what));
                 }
-                let piece = self.source.read_exact_at(section.offset + at, len).map_err(io_error)?;
+                let piece = self
+                    .source
+                    .read_exact_at(section.offset + at, len)
+                    .map_err(io_error)?;
                 Ok(f(&piece))
             }
         }
@@ -415,8 +492,18 @@ impl<S: Source> Reader<S> {
     /// Entry `k` of the seed index.
     fn seed_index_entry(&self, k: u64) -> Result<u32> {
         match &self.loaded_seed_index {
-            Some(index) => index.get(k as usize).copied().ok_or_else(|| corrupt(SectionId::SeedIndex, "seed block out of range")),
-            None => self.with_bytes(&self.seed_index, SectionId::SeedIndex, k * 4, 4, "seed block out of range", |b| u32::from_le_bytes(b[..4].try_into().expect("4 bytes"))),
+            Some(index) => index
+                .get(k as usize)
+                .copied()
+                .ok_or_else(|| corrupt(SectionId::SeedIndex, "seed block out of range")),
+            None => self.with_bytes(
+                &self.seed_index,
+                SectionId::SeedIndex,
+                k * 4,
+                4,
+                "seed block out of range",
+                |b| u32::from_le_bytes(b[..4].try_into().expect("4 bytes")),
+            ),
         }
     }
 
@@ -428,16 +515,28 @@ impl<S: Source> Reader<S> {
     #[inline(always)]
     fn seed_block_bounds(&self, block: u64) -> Result<(u32, u32)> {
         let in_source = || {
-            self.with_bytes(&self.seed_index, SectionId::SeedIndex, block.saturating_mul(4), 8, "seed block out of range", |b| {
-                let word = u64::from_le_bytes(b[..8].try_into().expect("8 bytes"));
-                (word as u32, (word >> 32) as u32)
-            })
+            self.with_bytes(
+                &self.seed_index,
+                SectionId::SeedIndex,
+                block.saturating_mul(4),
+                8,
+                "seed block out of range",
+                |b| {
+                    let word = u64::from_le_bytes(b[..8].try_into().expect("8 bytes"));
+                    (word as u32, (word >> 32) as u32)
+                },
+            )
         };
         if self.source.as_slice().is_some() {
             return in_source();
         }
-        let Some(index) = self.loaded_seed_index.as_deref() else { return in_source() };
-        match usize::try_from(block).ok().and_then(|block| index.get(block..block.checked_add(2)?)) {
+        let Some(index) = self.loaded_seed_index.as_deref() else {
+            return in_source();
+        };
+        match usize::try_from(block)
+            .ok()
+            .and_then(|block| index.get(block..block.checked_add(2)?))
+        {
             Some(&[start, end]) => Ok((start, end)),
             _ => Err(corrupt(SectionId::SeedIndex, "seed block out of range")),
         }
@@ -451,19 +550,40 @@ impl<S: Source> Reader<S> {
         let (start, end) = self.seed_block_bounds(bucket / block_len)?;
         let width = end.wrapping_sub(start);
         if width > 32 || end < start {
-            return Err(corrupt(SectionId::SeedIndex, "seed block width over 32 bits"));
+            return Err(corrupt(
+                SectionId::SeedIndex,
+                "seed block width over 32 bits",
+            ));
         }
         let unit = self.layout.unit_bytes();
         let index = (bucket % block_len) as usize;
-        let pilot = self.with_bytes(&self.seeds, SectionId::Seeds, start as u64 * unit as u64, width as usize * unit, "seed block past end of seeds", |block| self.layout.get(block, width, index))?;
-        pilot.map(u64::from).ok_or_else(|| corrupt(SectionId::Seeds, "seed block too short"))
+        let pilot = self.with_bytes(
+            &self.seeds,
+            SectionId::Seeds,
+            start as u64 * unit as u64,
+            width as usize * unit,
+            "seed block past end of seeds",
+            |block| self.layout.get(block, width, index),
+        )?;
+        pilot
+            .map(u64::from)
+            .ok_or_else(|| corrupt(SectionId::Seeds, "seed block too short"))
     }
 
     /// Element `index` of a packed-integer section.
     #[inline(always)]
-    fn packed(&self, section: &Section, id: SectionId, width: u32, index: u64, what: &str) -> Result<u64> {
+    fn packed(
+        &self,
+        section: &Section,
+        id: SectionId,
+        width: u32,
+        index: u64,
+        what: &str,
+    ) -> Result<u64> {
         let (byte, shift) = bits::packed_position(index, width).ok_or_else(|| corrupt(id, what))?;
-        self.with_bytes(section, id, byte, 8, what, |word| bits::packed_element(word[..8].try_into().expect("8 bytes"), shift, width))
+        self.with_bytes(section, id, byte, 8, what, |word| {
+            bits::packed_element(word[..8].try_into().expect("8 bytes"), shift, width)
+        })
     }
 
     /// The slot of a key hash, in `0..len()`.
@@ -479,7 +599,13 @@ impl<S: Source> Reader<S> {
     /// The final slot of a table slot at or past `len()`, from the remap
     /// section.
     fn remapped(&self, slot: u64) -> Result<u64> {
-        match self.packed(&self.remap, SectionId::Remap, self.remap_bits, slot - self.entry_count, "remap entry past end of remap")? {
+        match self.packed(
+            &self.remap,
+            SectionId::Remap,
+            self.remap_bits,
+            slot - self.entry_count,
+            "remap entry past end of remap",
+        )? {
             s if s < self.entry_count => Ok(s),
             _ => Err(corrupt(SectionId::Remap, "remap entry out of range")),
         }
@@ -497,7 +623,9 @@ impl<S: Source> Reader<S> {
     /// Where in the source the seed block holding `bucket`'s pilot is
     /// (`None` if the index says nothing sensible: the read reports it).
     fn seed_block_range(&self, bucket: u64) -> Option<Range<u64>> {
-        let (start, end) = self.seed_block_bounds(bucket / self.layout.block_len() as u64).ok()?;
+        let (start, end) = self
+            .seed_block_bounds(bucket / self.layout.block_len() as u64)
+            .ok()?;
         let unit = self.layout.unit_bytes() as u64;
         let at = self.seeds.offset + start as u64 * unit;
         Some(at..at + end.checked_sub(start)? as u64 * unit)
@@ -538,7 +666,10 @@ impl<S: Source> Reader<S> {
         if self.source.as_slice().is_some() || self.is_empty() {
             return keys.iter().map(|key| self.get(key.as_ref())).collect();
         }
-        let hashes: Vec<u64> = keys.iter().map(|key| chd::hash_key(key.as_ref(), self.hash_seed)).collect();
+        let hashes: Vec<u64> = keys
+            .iter()
+            .map(|key| chd::hash_key(key.as_ref(), self.hash_seed))
+            .collect();
         let bucket = |i: usize| self.buckets.locate(hashes[i]).0;
         let mut order: Vec<usize> = (0..keys.len()).collect();
         // Seed blocks, in the order of the seed blocks (and of their index
@@ -551,34 +682,55 @@ impl<S: Source> Reader<S> {
                 seed_blocks[i] = self.seed_block_range(bucket(i));
             }
         } else {
-            let entry = |i: usize| self.seed_index.offset + bucket(i) / self.layout.block_len() as u64 * 4;
-            self.in_pieces(&order, |i| Some(entry(i)..entry(i) + 8), |i| {
-                seed_blocks[i] = self.seed_block_range(bucket(i));
-                Ok(())
-            })?;
+            let entry =
+                |i: usize| self.seed_index.offset + bucket(i) / self.layout.block_len() as u64 * 4;
+            self.in_pieces(
+                &order,
+                |i| Some(entry(i)..entry(i) + 8),
+                |i| {
+                    seed_blocks[i] = self.seed_block_range(bucket(i));
+                    Ok(())
+                },
+            )?;
         }
         let mut slots = vec![0u64; keys.len()];
-        self.in_pieces(&order, |i| seed_blocks[i].clone(), |i| {
-            slots[i] = self.slot_before_remap(hashes[i])?;
-            Ok(())
-        })?;
+        self.in_pieces(
+            &order,
+            |i| seed_blocks[i].clone(),
+            |i| {
+                slots[i] = self.slot_before_remap(hashes[i])?;
+                Ok(())
+            },
+        )?;
         // The rare remapped slots, then every slot, in slot order.
         order.sort_unstable_by_key(|&i| slots[i]);
-        let remapped: Vec<usize> = order.iter().copied().filter(|&i| slots[i] >= self.entry_count).collect();
+        let remapped: Vec<usize> = order
+            .iter()
+            .copied()
+            .filter(|&i| slots[i] >= self.entry_count)
+            .collect();
         let mut moved = Vec::with_capacity(remapped.len());
-        self.in_pieces(&remapped, |i| Self::packed_range(&self.remap, self.remap_bits, slots[i] - self.entry_count), |i| {
-            moved.push((i, self.remapped(slots[i])?));
-            Ok(())
-        })?;
+        self.in_pieces(
+            &remapped,
+            |i| Self::packed_range(&self.remap, self.remap_bits, slots[i] - self.entry_count),
+            |i| {
+                moved.push((i, self.remapped(slots[i])?));
+                Ok(())
+            },
+        )?;
         for (i, slot) in moved {
             slots[i] = slot;
         }
         order.sort_unstable_by_key(|&i| slots[i]);
         let mut offsets = vec![0u64; keys.len()];
-        self.in_pieces(&order, |i| Self::packed_range(&self.slots, self.offset_bits, slots[i]), |i| {
-            offsets[i] = self.slot_offset(slots[i])?;
-            Ok(())
-        })?;
+        self.in_pieces(
+            &order,
+            |i| Self::packed_range(&self.slots, self.offset_bits, slots[i]),
+            |i| {
+                offsets[i] = self.slot_offset(slots[i])?;
+                Ok(())
+            },
+        )?;
         // Records, in file order. A record's length is in its first bytes:
         // a block's worth from its start is prefetched (a longer record
         // reads on, one round trip more).
@@ -586,17 +738,21 @@ impl<S: Source> Reader<S> {
         let guess = self.source.block_len_hint().unwrap_or(OPEN_READ_LEN) as u64;
         let records_end = self.records.offset + self.records.length;
         let mut found: Vec<Option<RecordBuf<'_>>> = (0..keys.len()).map(|_| None).collect();
-        self.in_pieces(&order, |i| {
-            let at = self.records.offset.saturating_add(offsets[i]);
-            Some(at.min(records_end)..at.saturating_add(guess).min(records_end))
-        }, |i| {
-            if let Some((record, _)) = self.record_at(offsets[i])? {
-                if record.key() == keys[i].as_ref() {
-                    found[i] = Some(record.detached());
+        self.in_pieces(
+            &order,
+            |i| {
+                let at = self.records.offset.saturating_add(offsets[i]);
+                Some(at.min(records_end)..at.saturating_add(guess).min(records_end))
+            },
+            |i| {
+                if let Some((record, _)) = self.record_at(offsets[i])? {
+                    if record.key() == keys[i].as_ref() {
+                        found[i] = Some(record.detached());
+                    }
                 }
-            }
-            Ok(())
-        })?;
+                Ok(())
+            },
+        )?;
         Ok(found)
     }
 
@@ -604,7 +760,12 @@ impl<S: Source> Reader<S> {
     /// are) cut into runs whose blocks fit half the source's cache; each
     /// run's ranges (`range_of` each key, `None` for one with nothing to
     /// read) prefetched together, then `read` called for each of its keys.
-    fn in_pieces(&self, order: &[usize], range_of: impl Fn(usize) -> Option<Range<u64>>, mut read: impl FnMut(usize) -> Result<()>) -> Result<()> {
+    fn in_pieces(
+        &self,
+        order: &[usize],
+        range_of: impl Fn(usize) -> Option<Range<u64>>,
+        mut read: impl FnMut(usize) -> Result<()>,
+    ) -> Result<()> {
         let block_len = self.source.block_len_hint().unwrap_or(OPEN_READ_LEN).max(1) as u64;
         // Half the cache: a piece's blocks, prefetched together, stay
         // resident until read. A block cache marks prefetched blocks
@@ -612,7 +773,10 @@ impl<S: Source> Reader<S> {
         // ring and a half of moves at least, more than half a ring of
         // inserts can make (each insert moves the hand once, plus once per
         // bit it clears: at most the ring's bits and the new blocks').
-        let budget = self.source.capacity_hint().map_or(u64::MAX, |bytes| (bytes as u64 / block_len / 2).max(1));
+        let budget = self
+            .source
+            .capacity_hint()
+            .map_or(u64::MAX, |bytes| (bytes as u64 / block_len / 2).max(1));
         let mut start = 0;
         while start < order.len() {
             let (mut blocks, mut end, mut ranges) = (0u64, start, Vec::new());
@@ -621,7 +785,9 @@ impl<S: Source> Reader<S> {
             let mut last_block = None::<u64>;
             while end < order.len() {
                 let range = range_of(order[end]);
-                let span = range.as_ref().map(|r| (r.start / block_len, r.end.saturating_sub(1) / block_len));
+                let span = range
+                    .as_ref()
+                    .map(|r| (r.start / block_len, r.end.saturating_sub(1) / block_len));
                 let new = span.map_or(0, |(first, last)| {
                     let from = last_block.map_or(first, |seen| first.max(seen + 1));
                     last.saturating_sub(from) + u64::from(last >= from)
@@ -655,14 +821,24 @@ impl<S: Source> Reader<S> {
         if self.source.as_slice().is_some() {
             return Ok(());
         }
-        let ranges: Vec<Range<u64>> = [&self.seeds, &self.remap, &self.slots].iter().map(|s| s.offset..s.offset + s.length).filter(|r| !r.is_empty()).collect();
+        let ranges: Vec<Range<u64>> = [&self.seeds, &self.remap, &self.slots]
+            .iter()
+            .map(|s| s.offset..s.offset + s.length)
+            .filter(|r| !r.is_empty())
+            .collect();
         self.source.pin(&ranges).map_err(io_error)
     }
 
     /// The record offset in slot `slot`.
     #[inline(always)]
     fn slot_offset(&self, slot: u64) -> Result<u64> {
-        self.packed(&self.slots, SectionId::Slots, self.offset_bits, slot, "slot past end of slots")
+        self.packed(
+            &self.slots,
+            SectionId::Slots,
+            self.offset_bits,
+            slot,
+            "slot past end of slots",
+        )
     }
 
     /// The record at `offset` as the `index`-th (0-based) of an iteration
@@ -671,8 +847,20 @@ impl<S: Source> Reader<S> {
     /// of empty records) is an error rather than extra or missing entries.
     pub fn next_record(&self, offset: u64, index: u64) -> Result<Option<(RecordBuf<'_>, u64)>> {
         match self.record_at(offset)? {
-            Some(_) if index >= self.entry_count => Err(corrupt(SectionId::Records, &format!("more records than the header's {} entries", self.entry_count))),
-            None if index < self.entry_count => Err(corrupt(SectionId::Records, &format!("the records end after {index} of the header's {} entries", self.entry_count))),
+            Some(_) if index >= self.entry_count => Err(corrupt(
+                SectionId::Records,
+                &format!(
+                    "more records than the header's {} entries",
+                    self.entry_count
+                ),
+            )),
+            None if index < self.entry_count => Err(corrupt(
+                SectionId::Records,
+                &format!(
+                    "the records end after {index} of the header's {} entries",
+                    self.entry_count
+                ),
+            )),
             found => Ok(found),
         }
     }
@@ -686,54 +874,104 @@ impl<S: Source> Reader<S> {
     #[inline]
     pub fn record_at(&self, offset: u64) -> Result<Option<(RecordBuf<'_>, u64)>> {
         let records = &self.records;
-        let Some(remaining) = records.length.checked_sub(offset) else { return Err(corrupt(SectionId::Records, "record offset past end of records")) };
+        let Some(remaining) = records.length.checked_sub(offset) else {
+            return Err(corrupt(
+                SectionId::Records,
+                "record offset past end of records",
+            ));
+        };
         if remaining == 0 {
             return Ok(None);
         }
         let at = records.offset + offset;
         if let Some(bytes) = self.source.as_slice() {
             let (layout, key, value) = self.record_in_place(bytes, offset)?;
-            return Ok(Some((RecordBuf::borrowed(key, value, layout), offset + layout.len as u64)));
+            return Ok(Some((
+                RecordBuf::borrowed(key, value, layout),
+                offset + layout.len as u64,
+            )));
         }
-        let mut piece = self.source.read_at(at, usize::try_from(remaining).unwrap_or(usize::MAX)).map_err(io_error)?;
+        let mut piece = self
+            .source
+            .read_at(at, usize::try_from(remaining).unwrap_or(usize::MAX))
+            .map_err(io_error)?;
         let layout = match record::parse(&piece) {
             Ok(Some(layout)) => layout,
             Ok(None) if (piece.len() as u64) < remaining => {
                 // The source stopped inside the record's header.
-                piece = self.source.read_exact_at(at, remaining.min(record::MAX_HEADER_LEN as u64) as usize).map_err(io_error)?;
+                piece = self
+                    .source
+                    .read_exact_at(at, remaining.min(record::MAX_HEADER_LEN as u64) as usize)
+                    .map_err(io_error)?;
                 match record::parse(&piece) {
                     Ok(Some(layout)) => layout,
-                    Ok(None) => return Err(corrupt(SectionId::Records, "record header runs past end of records")),
+                    Ok(None) => {
+                        return Err(corrupt(
+                            SectionId::Records,
+                            "record header runs past end of records",
+                        ))
+                    }
                     Err(damage) => return Err(corrupt(SectionId::Records, &damage.to_string())),
                 }
             }
-            Ok(None) => return Err(corrupt(SectionId::Records, "record header runs past end of records")),
+            Ok(None) => {
+                return Err(corrupt(
+                    SectionId::Records,
+                    "record header runs past end of records",
+                ))
+            }
             Err(damage) => return Err(corrupt(SectionId::Records, &damage.to_string())),
         };
         if layout.len as u64 > remaining {
-            return Err(corrupt(SectionId::Records, "record extends past end of records"));
+            return Err(corrupt(
+                SectionId::Records,
+                "record extends past end of records",
+            ));
         }
         if piece.len() < layout.len {
-            piece = self.source.read_exact_at(at, layout.len).map_err(io_error)?;
+            piece = self
+                .source
+                .read_exact_at(at, layout.len)
+                .map_err(io_error)?;
         }
-        Ok(Some((RecordBuf::new(piece, layout), offset + layout.len as u64)))
+        Ok(Some((
+            RecordBuf::new(piece, layout),
+            offset + layout.len as u64,
+        )))
     }
 
     /// The layout, key and value of the record at byte `offset` of the
     /// records of a store held in memory.
     #[inline(always)]
-    fn record_in_place<'b>(&self, bytes: &'b [u8], offset: u64) -> Result<(Layout, &'b [u8], &'b [u8])> {
-        let Some(rest) = section_slice(bytes, &self.records).and_then(|records| records.get(usize::try_from(offset).ok()?..)) else {
-            return Err(corrupt(SectionId::Records, "record offset past end of records"));
+    fn record_in_place<'b>(
+        &self,
+        bytes: &'b [u8],
+        offset: u64,
+    ) -> Result<(Layout, &'b [u8], &'b [u8])> {
+        let Some(rest) = section_slice(bytes, &self.records)
+            .and_then(|records| records.get(usize::try_from(offset).ok()?..))
+        else {
+            return Err(corrupt(
+                SectionId::Records,
+                "record offset past end of records",
+            ));
         };
         let layout = match record::parse(rest) {
             Ok(Some(layout)) => layout,
-            Ok(None) => return Err(corrupt(SectionId::Records, "record header runs past end of records")),
+            Ok(None) => {
+                return Err(corrupt(
+                    SectionId::Records,
+                    "record header runs past end of records",
+                ))
+            }
             Err(damage) => return Err(corrupt(SectionId::Records, &damage.to_string())),
         };
         match layout.split(rest) {
             Some((key, value)) => Ok((layout, key, value)),
-            None => Err(corrupt(SectionId::Records, "record extends past end of records")),
+            None => Err(corrupt(
+                SectionId::Records,
+                "record extends past end of records",
+            )),
         }
     }
 
@@ -776,15 +1014,30 @@ impl<S: Source> Reader<S> {
     /// Sizes and parameters, for `hashfile info`.
     pub fn info(&self) -> Info {
         let h = &self.header;
-        let sizes: Vec<(&'static str, u64)> = SectionId::ALL.iter().zip(&h.sections).map(|(id, s)| (id.name(), s.length)).collect();
-        let mphf_bytes = [SectionId::SeedIndex, SectionId::Seeds, SectionId::Remap].iter().map(|&id| h.section(id).length).sum::<u64>();
-        let per_key = |bytes: u64| if h.geometry.entry_count == 0 { 0.0 } else { bytes as f64 * 8.0 / h.geometry.entry_count as f64 };
+        let sizes: Vec<(&'static str, u64)> = SectionId::ALL
+            .iter()
+            .zip(&h.sections)
+            .map(|(id, s)| (id.name(), s.length))
+            .collect();
+        let mphf_bytes = [SectionId::SeedIndex, SectionId::Seeds, SectionId::Remap]
+            .iter()
+            .map(|&id| h.section(id).length)
+            .sum::<u64>();
+        let per_key = |bytes: u64| {
+            if h.geometry.entry_count == 0 {
+                0.0
+            } else {
+                bytes as f64 * 8.0 / h.geometry.entry_count as f64
+            }
+        };
         Info {
             entries: h.geometry.entry_count,
             file_bytes: h.file_len,
             section_bytes: sizes,
             mphf_bits_per_key: per_key(mphf_bytes),
-            seed_bits_per_key: per_key(h.section(SectionId::SeedIndex).length + h.section(SectionId::Seeds).length),
+            seed_bits_per_key: per_key(
+                h.section(SectionId::SeedIndex).length + h.section(SectionId::Seeds).length,
+            ),
         }
     }
 }

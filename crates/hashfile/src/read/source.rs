@@ -41,25 +41,43 @@ impl<'a> Piece<'a> {
     /// Bytes borrowed from the source.
     #[inline]
     pub fn borrowed(bytes: &'a [u8]) -> Piece<'a> {
-        Piece { ptr: bytes.as_ptr(), len: bytes.len(), held: None, borrowed: PhantomData }
+        Piece {
+            ptr: bytes.as_ptr(),
+            len: bytes.len(),
+            held: None,
+            borrowed: PhantomData,
+        }
     }
 
     /// Bytes read or made for this piece alone.
     pub fn owned(bytes: Vec<u8>) -> Piece<'a> {
-        Piece { ptr: bytes.as_ptr(), len: bytes.len(), held: Some(Held::Owned(bytes)), borrowed: PhantomData }
+        Piece {
+            ptr: bytes.as_ptr(),
+            len: bytes.len(),
+            held: Some(Held::Owned(bytes)),
+            borrowed: PhantomData,
+        }
     }
 
     /// `range` of a shared block. Panics if `range` is outside `block`.
     pub fn shared(block: Arc<[u8]>, range: Range<usize>) -> Piece<'a> {
         let bytes = &block[range];
-        Piece { ptr: bytes.as_ptr(), len: bytes.len(), held: Some(Held::Shared(block)), borrowed: PhantomData }
+        Piece {
+            ptr: bytes.as_ptr(),
+            len: bytes.len(),
+            held: Some(Held::Shared(block)),
+            borrowed: PhantomData,
+        }
     }
 
     /// The first `len` bytes of the piece (all of it if shorter), without
     /// copying.
     #[inline]
     pub fn truncated(self, len: usize) -> Piece<'a> {
-        Piece { len: self.len.min(len), ..self }
+        Piece {
+            len: self.len.min(len),
+            ..self
+        }
     }
 
     /// The bytes and what holds them, for a holder of its own
@@ -73,7 +91,10 @@ impl<'a> Piece<'a> {
     pub(crate) unsafe fn into_parts(self) -> (&'a [u8], Option<Held>) {
         // SAFETY: `ptr` and `len` describe the piece's bytes (see `deref`);
         // the caller keeps the holder alive for as long as it uses them.
-        (unsafe { std::slice::from_raw_parts(self.ptr, self.len) }, self.held)
+        (
+            unsafe { std::slice::from_raw_parts(self.ptr, self.len) },
+            self.held,
+        )
     }
 }
 
@@ -94,9 +115,19 @@ impl Deref for Piece<'_> {
 impl Clone for Piece<'_> {
     fn clone(&self) -> Self {
         match &self.held {
-            None => Piece { ptr: self.ptr, len: self.len, held: None, borrowed: PhantomData },
+            None => Piece {
+                ptr: self.ptr,
+                len: self.len,
+                held: None,
+                borrowed: PhantomData,
+            },
             Some(Held::Owned(_)) => Piece::owned(self.to_vec()),
-            Some(Held::Shared(block)) => Piece { ptr: self.ptr, len: self.len, held: Some(Held::Shared(Arc::clone(block))), borrowed: PhantomData },
+            Some(Held::Shared(block)) => Piece {
+                ptr: self.ptr,
+                len: self.len,
+                held: Some(Held::Shared(Arc::clone(block))),
+                borrowed: PhantomData,
+            },
         }
     }
 }
@@ -108,7 +139,10 @@ impl std::fmt::Debug for Piece<'_> {
             Some(Held::Owned(_)) => "owned",
             Some(Held::Shared(_)) => "shared",
         };
-        f.debug_struct("Piece").field("held", &held).field("len", &self.len).finish()
+        f.debug_struct("Piece")
+            .field("held", &held)
+            .field("len", &self.len)
+            .finish()
     }
 }
 
@@ -157,7 +191,10 @@ pub trait Source {
         while bytes.len() < len {
             let piece = self.read_at(offset + bytes.len() as u64, len - bytes.len())?;
             if piece.is_empty() {
-                return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "the source returned no bytes"));
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "the source returned no bytes",
+                ));
             }
             let take = piece.len().min(len - bytes.len());
             bytes.extend_from_slice(&piece[..take]);
@@ -207,7 +244,10 @@ pub trait Source {
 
 #[cold]
 fn past_end(offset: u64, len: usize, total: u64) -> io::Error {
-    io::Error::new(io::ErrorKind::UnexpectedEof, format!("read of {len} bytes at {offset} is past the end of {total} bytes"))
+    io::Error::new(
+        io::ErrorKind::UnexpectedEof,
+        format!("read of {len} bytes at {offset} is past the end of {total} bytes"),
+    )
 }
 
 /// Bytes in memory: a read is a slice of them.
@@ -225,7 +265,9 @@ impl<T: AsRef<[u8]> + ?Sized> Source for T {
     #[inline]
     fn read_exact_at(&self, offset: u64, len: usize) -> io::Result<Piece<'_>> {
         let bytes = self.as_ref();
-        let range = usize::try_from(offset).ok().and_then(|start| Some(start..start.checked_add(len)?));
+        let range = usize::try_from(offset)
+            .ok()
+            .and_then(|start| Some(start..start.checked_add(len)?));
         match range.and_then(|range| bytes.get(range)) {
             Some(piece) => Ok(Piece::borrowed(piece)),
             None => Err(past_end(offset, len, bytes.len() as u64)),
@@ -256,13 +298,20 @@ impl FileSource {
     /// Reads `file`, whose length is taken now.
     pub fn new(file: std::fs::File) -> io::Result<FileSource> {
         let len = file.metadata()?.len();
-        Ok(FileSource { file, len, block_len: Self::DEFAULT_BLOCK_LEN })
+        Ok(FileSource {
+            file,
+            len,
+            block_len: Self::DEFAULT_BLOCK_LEN,
+        })
     }
 
     /// The same source, returning up to `block_len` bytes (at least 1) for
     /// reads that take a prefix.
     pub fn with_block_len(self, block_len: usize) -> FileSource {
-        FileSource { block_len: block_len.max(1), ..self }
+        FileSource {
+            block_len: block_len.max(1),
+            ..self
+        }
     }
 }
 
@@ -276,7 +325,10 @@ impl Source for FileSource {
     }
 
     fn read_exact_at(&self, offset: u64, len: usize) -> io::Result<Piece<'_>> {
-        if offset.checked_add(len as u64).is_none_or(|end| end > self.len) {
+        if offset
+            .checked_add(len as u64)
+            .is_none_or(|end| end > self.len)
+        {
             return Err(past_end(offset, len, self.len));
         }
         let mut bytes = vec![0u8; len];

@@ -24,7 +24,12 @@ impl<S: Source> Reader<S> {
             })?;
             let actual = hasher.digest();
             if actual != section.checksum {
-                return Err(Error::Checksum { path: None, section: id.name(), expected: section.checksum, actual });
+                return Err(Error::Checksum {
+                    path: None,
+                    section: id.name(),
+                    expected: section.checksum,
+                    actual,
+                });
             }
         }
         self.verify_seed_index()?;
@@ -32,11 +37,19 @@ impl<S: Source> Reader<S> {
     }
 
     /// Calls `f` with the bytes of `offset..offset + length`, in chunks.
-    fn for_each_chunk(&self, offset: u64, length: u64, mut f: impl FnMut(&[u8]) -> Result<()>) -> Result<()> {
+    fn for_each_chunk(
+        &self,
+        offset: u64,
+        length: u64,
+        mut f: impl FnMut(&[u8]) -> Result<()>,
+    ) -> Result<()> {
         let mut at = 0;
         while at < length {
             let len = (length - at).min(VERIFY_CHUNK as u64) as usize;
-            let chunk = self.source.read_exact_at(offset + at, len).map_err(super::io_error)?;
+            let chunk = self
+                .source
+                .read_exact_at(offset + at, len)
+                .map_err(super::io_error)?;
             f(&chunk)?;
             at += len as u64;
         }
@@ -46,19 +59,35 @@ impl<S: Source> Reader<S> {
     /// Bytes outside the header and the sections (alignment padding) are
     /// covered by no checksum; they must be zero.
     fn verify_padding(&self) -> Result<()> {
-        let mut spans: Vec<(u64, u64)> = self.header.sections.iter().map(|s| (s.offset, s.end())).collect();
+        let mut spans: Vec<(u64, u64)> = self
+            .header
+            .sections
+            .iter()
+            .map(|s| (s.offset, s.end()))
+            .collect();
         spans.sort_unstable();
         let mut at = self.header.header_len as u64;
-        for (start, end) in spans.into_iter().chain([(self.header.file_len, self.header.file_len)]) {
+        for (start, end) in spans
+            .into_iter()
+            .chain([(self.header.file_len, self.header.file_len)])
+        {
             if start < at {
-                return Err(Error::corrupt("header", format!("sections overlap at byte {start}")));
+                return Err(Error::corrupt(
+                    "header",
+                    format!("sections overlap at byte {start}"),
+                ));
             }
             let mut gap_at = at;
-            self.for_each_chunk(at, start - at, |chunk| match chunk.iter().position(|&b| b != 0) {
-                Some(i) => Err(Error::corrupt("header", format!("padding byte {} is not zero", gap_at + i as u64))),
-                None => {
-                    gap_at += chunk.len() as u64;
-                    Ok(())
+            self.for_each_chunk(at, start - at, |chunk| {
+                match chunk.iter().position(|&b| b != 0) {
+                    Some(i) => Err(Error::corrupt(
+                        "header",
+                        format!("padding byte {} is not zero", gap_at + i as u64),
+                    )),
+                    None => {
+                        gap_at += chunk.len() as u64;
+                        Ok(())
+                    }
                 }
             })?;
             at = end;
@@ -75,7 +104,10 @@ impl<S: Source> Reader<S> {
             for entry in chunk.chunks_exact(4) {
                 let v = u32::from_le_bytes(entry.try_into().expect("4 bytes"));
                 if (k == 0 && v != 0) || v < previous || v - previous > 32 {
-                    return Err(Error::corrupt("seed_index", format!("seed index entry {k} is inconsistent")));
+                    return Err(Error::corrupt(
+                        "seed_index",
+                        format!("seed index entry {k} is inconsistent"),
+                    ));
                 }
                 previous = v;
                 k += 1;
@@ -97,19 +129,33 @@ impl<S: Source> Reader<S> {
                     return Err(Error::corrupt("records", format!("record {count} (key {}) holds a typed value, but the header does not require typed values", key())));
                 }
                 crate::value::check(record.value).map_err(|e| match e {
-                    Error::Corrupt { what, .. } => Error::corrupt("records", format!("record {count} (key {}): {what}", key())),
+                    Error::Corrupt { what, .. } => {
+                        Error::corrupt("records", format!("record {count} (key {}): {what}", key()))
+                    }
                     other => other,
                 })?;
             }
             let slot = self.slot_of(chd::hash_key(record.key, self.hash_seed))?;
             if self.slot_offset(slot)? != offset {
-                return Err(Error::corrupt("records", format!("record {count} (key {}) is not found by its own lookup", key())));
+                return Err(Error::corrupt(
+                    "records",
+                    format!(
+                        "record {count} (key {}) is not found by its own lookup",
+                        key()
+                    ),
+                ));
             }
             count += 1;
             offset = next;
         }
         if count != self.len() {
-            return Err(Error::corrupt("records", format!("section holds {count} records, the header says {}", self.len())));
+            return Err(Error::corrupt(
+                "records",
+                format!(
+                    "section holds {count} records, the header says {}",
+                    self.len()
+                ),
+            ));
         }
         Ok(())
     }

@@ -81,13 +81,19 @@ pub fn dig<'a>(value: &'a [u8], path: &[Probe<'_>], symbolize_names: bool) -> Re
 
 /// The value under `probe` in a map, or `None`. The last of repeated keys
 /// wins, as in a Hash built from the same pairs.
-pub fn find_in_map<'a>(map: Container<'a>, probe: &Probe<'_>, symbolize_names: bool) -> Result<Option<Item<'a>>> {
+pub fn find_in_map<'a>(
+    map: Container<'a>,
+    probe: &Probe<'_>,
+    symbolize_names: bool,
+) -> Result<Option<Item<'a>>> {
     let mut cursor = map.cursor();
     let mut found = None;
     for _ in 0..map.len {
         let hit = match (probe, cursor.short_str()) {
             // The common case, a short UTF-8 key, compared in place.
-            (Probe::Str { bytes, binary }, Some(key)) if !symbolize_names => *bytes == key && (!*binary || key.is_ascii()),
+            (Probe::Str { bytes, binary }, Some(key)) if !symbolize_names => {
+                *bytes == key && (!*binary || key.is_ascii())
+            }
             (Probe::Symbol(name), Some(key)) if symbolize_names => *name == key,
             (_, Some(_)) => false,
             (_, None) => matches(probe, cursor.next_item()?, symbolize_names),
@@ -105,7 +111,9 @@ pub fn find_in_map<'a>(map: Container<'a>, probe: &Probe<'_>, symbolize_names: b
 fn matches(probe: &Probe<'_>, key: Item<'_>, symbolize_names: bool) -> bool {
     match (probe, key) {
         (Probe::Int(i), Item::Int(k)) => *i == k,
-        (Probe::Str { bytes, binary }, Item::Str(k, encoding)) if !symbolize_names => *bytes == k && compatible(k, *binary, encoding),
+        (Probe::Str { bytes, binary }, Item::Str(k, encoding)) if !symbolize_names => {
+            *bytes == k && compatible(k, *binary, encoding)
+        }
         (Probe::Symbol(name), Item::Symbol(k, _)) => *name == k,
         (Probe::Symbol(name), Item::Str(k, _)) if symbolize_names => *name == k,
         _ => false,

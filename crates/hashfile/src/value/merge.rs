@@ -56,17 +56,52 @@ mod tests {
     use super::*;
 
     fn map(pairs: &[(&str, Value)]) -> Value {
-        Value::Map(pairs.iter().map(|(k, v)| (Value::str(k), v.clone())).collect())
+        Value::Map(
+            pairs
+                .iter()
+                .map(|(k, v)| (Value::str(k), v.clone()))
+                .collect(),
+        )
     }
 
     #[test]
     fn maps_merge_recursively_and_later_scalars_win() {
-        let mut a = map(&[("greeting", Value::str("hi")), ("date", map(&[("formats", map(&[("short", Value::str("%b %d"))])), ("order", Value::Int(1))]))]);
-        let b = map(&[("date", map(&[("formats", map(&[("long", Value::str("%B %d, %Y"))])), ("order", map(&[("x", Value::Nil)]))])), ("bye", Value::str("ciao"))]);
+        let mut a = map(&[
+            ("greeting", Value::str("hi")),
+            (
+                "date",
+                map(&[
+                    ("formats", map(&[("short", Value::str("%b %d"))])),
+                    ("order", Value::Int(1)),
+                ]),
+            ),
+        ]);
+        let b = map(&[
+            (
+                "date",
+                map(&[
+                    ("formats", map(&[("long", Value::str("%B %d, %Y"))])),
+                    ("order", map(&[("x", Value::Nil)])),
+                ]),
+            ),
+            ("bye", Value::str("ciao")),
+        ]);
         deep_merge(&mut a, b).unwrap();
         let want = map(&[
             ("greeting", Value::str("hi")),
-            ("date", map(&[("formats", map(&[("short", Value::str("%b %d")), ("long", Value::str("%B %d, %Y"))])), ("order", map(&[("x", Value::Nil)]))])),
+            (
+                "date",
+                map(&[
+                    (
+                        "formats",
+                        map(&[
+                            ("short", Value::str("%b %d")),
+                            ("long", Value::str("%B %d, %Y")),
+                        ]),
+                    ),
+                    ("order", map(&[("x", Value::Nil)])),
+                ]),
+            ),
             ("bye", Value::str("ciao")),
         ]);
         assert_eq!(a, want);
@@ -78,7 +113,17 @@ mod tests {
         deep_merge(&mut a, map(&[("a", Value::str("flat"))])).unwrap();
         assert_eq!(a, map(&[("a", Value::str("flat"))]));
         let mut s = map(&[("k", Value::Int(1))]);
-        deep_merge(&mut s, Value::Map(vec![(Value::Symbol(b"k".to_vec(), None), Value::Int(2))])).unwrap();
-        assert_eq!(s, Value::Map(vec![(Value::str("k"), Value::Int(1)), (Value::Symbol(b"k".to_vec(), None), Value::Int(2))]));
+        deep_merge(
+            &mut s,
+            Value::Map(vec![(Value::Symbol(b"k".to_vec(), None), Value::Int(2))]),
+        )
+        .unwrap();
+        assert_eq!(
+            s,
+            Value::Map(vec![
+                (Value::str("k"), Value::Int(1)),
+                (Value::Symbol(b"k".to_vec(), None), Value::Int(2))
+            ])
+        );
     }
 }

@@ -177,7 +177,10 @@ impl<'a> Cursor<'a> {
 
     #[inline]
     fn byte(&mut self) -> Result<u8> {
-        let b = *self.bytes.get(self.pos).ok_or_else(|| malformed("unexpected end", self.pos))?;
+        let b = *self
+            .bytes
+            .get(self.pos)
+            .ok_or_else(|| malformed("unexpected end", self.pos))?;
         self.pos += 1;
         Ok(b)
     }
@@ -217,7 +220,8 @@ impl<'a> Cursor<'a> {
             tag::NAMED => {
                 let at = self.pos;
                 let n = self.varint()?;
-                let name = std::str::from_utf8(self.take(n)?).map_err(|_| malformed("encoding name is not text", at))?;
+                let name = std::str::from_utf8(self.take(n)?)
+                    .map_err(|_| malformed("encoding name is not text", at))?;
                 let n = self.varint()?;
                 (self.take(n)?, Encoding::Named(name))
             }
@@ -245,7 +249,9 @@ impl<'a> Cursor<'a> {
         Ok(match tag {
             0..=tag::POSITIVE_FIXINT_MAX => Item::Int(tag as i64),
             tag::FIXMAP..=0x8f => Item::Map(self.container((tag - tag::FIXMAP) as u64, true)?),
-            tag::FIXARRAY..=0x9f => Item::Array(self.container((tag - tag::FIXARRAY) as u64, false)?),
+            tag::FIXARRAY..=0x9f => {
+                Item::Array(self.container((tag - tag::FIXARRAY) as u64, false)?)
+            }
             tag::FIXSTR..=0xbf | tag::UTF8 | tag::BINARY | tag::ASCII | tag::NAMED => {
                 let (bytes, encoding) = self.string(tag)?;
                 Item::Str(bytes, encoding)
@@ -261,7 +267,10 @@ impl<'a> Cursor<'a> {
             tag::UINT8 => Item::Int(self.byte()? as i64),
             tag::BIGINT_POSITIVE | tag::BIGINT_NEGATIVE => {
                 let n = self.varint()?;
-                Item::BigInt { negative: tag == tag::BIGINT_NEGATIVE, magnitude: self.take(n)? }
+                Item::BigInt {
+                    negative: tag == tag::BIGINT_NEGATIVE,
+                    magnitude: self.take(n)?,
+                }
             }
             tag::SYMBOL => {
                 let t = self.byte()?;
@@ -303,7 +312,11 @@ impl<'a> Cursor<'a> {
     #[inline]
     pub fn skip(&mut self) -> Result<()> {
         match self.bytes.get(self.pos) {
-            Some(&tag) if tag <= tag::POSITIVE_FIXINT_MAX || tag >= tag::NEGATIVE_FIXINT_MIN || matches!(tag, tag::NIL | tag::FALSE | tag::TRUE) => {
+            Some(&tag)
+                if tag <= tag::POSITIVE_FIXINT_MAX
+                    || tag >= tag::NEGATIVE_FIXINT_MIN
+                    || matches!(tag, tag::NIL | tag::FALSE | tag::TRUE) =>
+            {
                 self.pos += 1;
                 Ok(())
             }
@@ -332,7 +345,9 @@ impl<'a> Cursor<'a> {
             return None;
         }
         let start = self.pos + 1;
-        let out = self.bytes.get(start..start + (tag - tag::FIXSTR) as usize)?;
+        let out = self
+            .bytes
+            .get(start..start + (tag - tag::FIXSTR) as usize)?;
         self.pos = start + out.len();
         Some(out)
     }
@@ -340,12 +355,18 @@ impl<'a> Cursor<'a> {
 
 fn check_body(c: Container<'_>, items: u64, depth_left: usize) -> Result<()> {
     if depth_left == 0 {
-        return Err(Error::corrupt("records", format!("malformed value: nested deeper than {MAX_DEPTH} levels")));
+        return Err(Error::corrupt(
+            "records",
+            format!("malformed value: nested deeper than {MAX_DEPTH} levels"),
+        ));
     }
     let mut inner = c.cursor();
     inner.check(items, depth_left - 1)?;
     if !inner.is_at_end() {
-        return Err(malformed("container body longer than its items", inner.position()));
+        return Err(malformed(
+            "container body longer than its items",
+            inner.position(),
+        ));
     }
     Ok(())
 }
@@ -405,7 +426,11 @@ pub fn write_bigint(out: &mut Vec<u8>, negative: bool, magnitude: &[u8]) {
             return write_int(out, (m as i64).wrapping_neg());
         }
     }
-    out.push(if negative { tag::BIGINT_NEGATIVE } else { tag::BIGINT_POSITIVE });
+    out.push(if negative {
+        tag::BIGINT_NEGATIVE
+    } else {
+        tag::BIGINT_POSITIVE
+    });
     write_varint(out, magnitude.len() as u64);
     out.extend_from_slice(magnitude);
 }
@@ -533,7 +558,16 @@ impl PartialEq for Value {
             (Nil, Nil) => true,
             (Bool(a), Bool(b)) => a == b,
             (Int(a), Int(b)) => a == b,
-            (BigInt { negative: a, magnitude: m }, BigInt { negative: b, magnitude: n }) => a == b && m == n,
+            (
+                BigInt {
+                    negative: a,
+                    magnitude: m,
+                },
+                BigInt {
+                    negative: b,
+                    magnitude: n,
+                },
+            ) => a == b && m == n,
             (Float(a), Float(b)) => a.to_bits() == b.to_bits(),
             (Str(a, e), Str(b, f)) | (Symbol(a, e), Symbol(b, f)) => a == b && e == f,
             (Array(a), Array(b)) => a == b,
@@ -579,12 +613,20 @@ impl Value {
     }
 
     fn encode_at(&self, out: &mut Vec<u8>, depth_left: usize) -> Result<()> {
-        let deeper = || depth_left.checked_sub(1).ok_or(Error::Limit { what: "nesting depth of a value", max: MAX_DEPTH as u64 });
+        let deeper = || {
+            depth_left.checked_sub(1).ok_or(Error::Limit {
+                what: "nesting depth of a value",
+                max: MAX_DEPTH as u64,
+            })
+        };
         match self {
             Value::Nil => write_nil(out),
             Value::Bool(b) => write_bool(out, *b),
             Value::Int(i) => write_int(out, *i),
-            Value::BigInt { negative, magnitude } => write_bigint(out, *negative, magnitude),
+            Value::BigInt {
+                negative,
+                magnitude,
+            } => write_bigint(out, *negative, magnitude),
             Value::Float(f) => write_float(out, *f),
             Value::Str(bytes, enc) => write_str(out, bytes, encoding_of(enc)),
             Value::Symbol(bytes, enc) => write_symbol(out, bytes, encoding_of(enc)),
@@ -632,18 +674,32 @@ impl Value {
             Item::Nil => Value::Nil,
             Item::Bool(b) => Value::Bool(b),
             Item::Int(i) => Value::Int(i),
-            Item::BigInt { negative, magnitude } => Value::BigInt { negative, magnitude: magnitude.to_vec() },
+            Item::BigInt {
+                negative,
+                magnitude,
+            } => Value::BigInt {
+                negative,
+                magnitude: magnitude.to_vec(),
+            },
             Item::Float(f) => Value::Float(f),
             Item::Str(bytes, enc) => Value::Str(bytes.to_vec(), encoding_name(enc)),
             Item::Symbol(bytes, enc) => Value::Symbol(bytes.to_vec(), encoding_name(enc)),
             Item::Custom(bytes) => Value::Custom(bytes.to_vec()),
             Item::Array(c) => {
                 let mut inner = c.cursor();
-                Value::Array((0..c.len).map(|_| Value::read(&mut inner)).collect::<Result<_>>()?)
+                Value::Array(
+                    (0..c.len)
+                        .map(|_| Value::read(&mut inner))
+                        .collect::<Result<_>>()?,
+                )
             }
             Item::Map(c) => {
                 let mut inner = c.cursor();
-                Value::Map((0..c.len).map(|_| Ok((Value::read(&mut inner)?, Value::read(&mut inner)?))).collect::<Result<_>>()?)
+                Value::Map(
+                    (0..c.len)
+                        .map(|_| Ok((Value::read(&mut inner)?, Value::read(&mut inner)?)))
+                        .collect::<Result<_>>()?,
+                )
             }
         })
     }

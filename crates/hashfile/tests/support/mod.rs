@@ -23,7 +23,12 @@ pub struct PieceSource {
 impl PieceSource {
     pub fn new(bytes: &[u8], block_len: usize) -> PieceSource {
         let blocks = bytes.chunks(block_len).map(Arc::from).collect();
-        PieceSource { blocks, block_len, size: bytes.len() as u64, reads: AtomicU64::new(0) }
+        PieceSource {
+            blocks,
+            block_len,
+            size: bytes.len() as u64,
+            reads: AtomicU64::new(0),
+        }
     }
 
     /// Reads served so far.
@@ -39,7 +44,10 @@ impl Source for PieceSource {
 
     fn read_at(&self, offset: u64, len: usize) -> io::Result<Piece<'_>> {
         self.reads.fetch_add(1, Ordering::Relaxed);
-        if offset.checked_add(len as u64).is_none_or(|end| end > self.size) {
+        if offset
+            .checked_add(len as u64)
+            .is_none_or(|end| end > self.size)
+        {
             return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "past the end"));
         }
         if len == 0 {
@@ -62,7 +70,10 @@ pub struct MemoryFetch {
 
 impl MemoryFetch {
     pub fn new(bytes: &[u8]) -> MemoryFetch {
-        MemoryFetch { bytes: bytes.to_vec(), ranges: AtomicU64::new(0) }
+        MemoryFetch {
+            bytes: bytes.to_vec(),
+            ranges: AtomicU64::new(0),
+        }
     }
 }
 
@@ -72,8 +83,12 @@ impl RangeFetch for MemoryFetch {
     }
 
     fn fetch(&self, ranges: &[std::ops::Range<u64>]) -> io::Result<Vec<Vec<u8>>> {
-        self.ranges.fetch_add(ranges.len() as u64, Ordering::Relaxed);
-        Ok(ranges.iter().map(|r| self.bytes[r.start as usize..r.end as usize].to_vec()).collect())
+        self.ranges
+            .fetch_add(ranges.len() as u64, Ordering::Relaxed);
+        Ok(ranges
+            .iter()
+            .map(|r| self.bytes[r.start as usize..r.end as usize].to_vec())
+            .collect())
     }
 }
 
@@ -90,7 +105,14 @@ pub enum TestSource {
 }
 
 /// The sources every reader test is run over, by name.
-pub const KINDS: [&str; 6] = ["memory", "pieces of 1 byte", "pieces of 7 bytes", "pieces of 4 KiB", "file", "block cache"];
+pub const KINDS: [&str; 6] = [
+    "memory",
+    "pieces of 1 byte",
+    "pieces of 7 bytes",
+    "pieces of 4 KiB",
+    "file",
+    "block cache",
+];
 
 impl TestSource {
     pub fn new(bytes: &[u8], kind: &str) -> TestSource {
@@ -105,7 +127,13 @@ impl TestSource {
                 let (file, path) = file.into_parts();
                 TestSource::File(FileSource::new(file).unwrap().with_block_len(64), path)
             }
-            "block cache" => TestSource::Cached(BlockCache::new(MemoryFetch::new(bytes), CacheOptions { block_len: 256, capacity: 8 * 256 })),
+            "block cache" => TestSource::Cached(BlockCache::new(
+                MemoryFetch::new(bytes),
+                CacheOptions {
+                    block_len: 256,
+                    capacity: 8 * 256,
+                },
+            )),
             other => panic!("unknown source {other}"),
         }
     }
@@ -175,5 +203,10 @@ pub fn open(bytes: &[u8], kind: &str) -> hashfile::Result<Reader<TestSource>> {
 
 /// A reader over `bytes` through every source, with its name.
 pub fn every_source(bytes: &[u8]) -> impl Iterator<Item = (&'static str, Reader<TestSource>)> + '_ {
-    KINDS.into_iter().map(move |kind| (kind, open(bytes, kind).unwrap_or_else(|e| panic!("{kind}: {e}"))))
+    KINDS.into_iter().map(move |kind| {
+        (
+            kind,
+            open(bytes, kind).unwrap_or_else(|e| panic!("{kind}: {e}")),
+        )
+    })
 }
