@@ -328,7 +328,7 @@ pub fn build_from(
             file_bytes,
         }),
         Err(Error::DuplicateKey { key, others, .. }) => {
-            let mut found = locate(inputs, &key).into_iter();
+            let mut found = locate(inputs, &key).into_iter().map(Box::new);
             Err(Error::DuplicateKey {
                 first: found.next(),
                 second: found.next(),

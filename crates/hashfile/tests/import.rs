@@ -732,7 +732,11 @@ mod pipeline {
                 key, first, second, ..
             } => assert_eq!(
                 (key.as_slice(), first, second),
-                (&b"dup"[..], &place(&a, 2), &place(&b, 3))
+                (
+                    &b"dup"[..],
+                    &place(&a, 2).map(Box::new),
+                    &place(&b, 3).map(Box::new)
+                )
             ),
             other => panic!("expected a duplicate key error, got {other:?}"),
         }

@@ -17,6 +17,10 @@ use magnus::{Error, RArray, Ruby, Value};
 use crate::strings;
 
 /// An open store.
+// The local variant stays unboxed: it is the hot path, and a box would put
+// one more pointer chase in front of every lookup. A Store is made once per
+// open, so its size costs nothing.
+#[allow(clippy::large_enum_variant)]
 pub enum Store {
     /// A file on a memory map registered with the SIGBUS guard: a page
     /// that faults because the file shrank reads as zeros, and

@@ -221,6 +221,7 @@ pub fn encode(
     // SAFETY: not a special constant, so it is a heap object with a type.
     match unsafe { api.builtin_type(raw) } {
         RUBY_T_STRING => write_string(ruby, out, raw, false),
+        // SAFETY: a heap Symbol; rb_sym2str returns its live name String.
         RUBY_T_SYMBOL => write_string(ruby, out, unsafe { rb_sys::rb_sym2str(raw) }, true),
         // SAFETY: a heap Float.
         RUBY_T_FLOAT => codec::write_float(out, unsafe { rb_sys::rb_float_value(raw) }),
@@ -446,24 +447,31 @@ impl Decoder<'_> {
             Item::Nil => rb_sys::Qnil as VALUE,
             Item::Bool(true) => rb_sys::Qtrue as VALUE,
             Item::Bool(false) => rb_sys::Qfalse as VALUE,
+            // SAFETY: takes a plain integer, returns a live Integer.
             Item::Int(i) => unsafe { rb_sys::rb_ll2inum(i) },
             Item::BigInt {
                 negative,
                 magnitude,
-            } => unsafe {
+            } => {
                 let mut flags =
                     (rb_sys::INTEGER_PACK_LSWORD_FIRST | rb_sys::INTEGER_PACK_LSBYTE_FIRST) as i32;
                 if negative {
                     flags |= rb_sys::INTEGER_PACK_NEGATIVE as i32;
                 }
-                rb_sys::rb_integer_unpack(
-                    magnitude.as_ptr().cast(),
-                    magnitude.len() as _,
-                    1,
-                    0,
-                    flags,
-                )
-            },
+                // SAFETY: `magnitude` is a live slice of `len` one-byte
+                // words, which is what rb_integer_unpack reads; it returns
+                // a live Integer.
+                unsafe {
+                    rb_sys::rb_integer_unpack(
+                        magnitude.as_ptr().cast(),
+                        magnitude.len() as _,
+                        1,
+                        0,
+                        flags,
+                    )
+                }
+            }
+            // SAFETY: takes a plain double, returns a live Float.
             Item::Float(f) => unsafe { rb_sys::rb_float_new(f) },
             Item::Str(bytes, encoding) => self.string(bytes, encoding, freeze)?,
             Item::Symbol(bytes, encoding) => self.symbol(bytes, encoding)?,
@@ -670,10 +678,12 @@ fn probe_of(ruby: &Ruby, step: Value) -> Result<Option<OwnedProbe>, Error> {
         // codec's Symbol probe compares by: Ruby's own dig takes the step.
         let name = strings::symbol_name(sym);
         return Ok(match strings::stored_encoding(ruby, name) {
-            // SAFETY: copied at once.
             Stored::Tagged(Encoding::Utf8 | Encoding::Ascii)
+                // SAFETY: `name` is the Symbol's live name String, read
+                // before anything can run Ruby code.
                 if unsafe { std::str::from_utf8(strings::bytes(name)).is_ok() } =>
             {
+                // SAFETY: as above, and the bytes are copied at once.
                 Some(OwnedProbe::Symbol(unsafe { strings::bytes(name) }.to_vec()))
             }
             _ => None,

@@ -63,13 +63,15 @@ impl Writer {
             let utf8 = match strings::stored_encoding(ruby, s) {
                 Stored::Tagged(hashfile::value::Encoding::Binary) => false,
                 Stored::Tagged(_) => true,
-                Stored::Named(name) => return Err(crate::error::arg_error(
-                    ruby,
-                    format!(
+                Stored::Named(name) => {
+                    return Err(crate::error::arg_error(
+                        ruby,
+                        format!(
                         "key {} has encoding {name}; keys must be UTF-8, US-ASCII or ASCII-8BIT",
                         s.inspect()
                     ),
-                )),
+                    ))
+                }
             };
             // SAFETY: copied at once, before any Ruby code runs.
             (unsafe { strings::bytes(s) }.to_vec(), utf8)
@@ -119,6 +121,7 @@ impl Writer {
                 // SAFETY: called holding the GVL; protect turns anything it
                 // raises into an Err.
                 magnus::rb_sys::protect(|| {
+                    // SAFETY: see above; this closure runs with the GVL held.
                     unsafe { rb_sys::rb_thread_schedule() };
                     rb_sys::Qnil as rb_sys::VALUE
                 })?;

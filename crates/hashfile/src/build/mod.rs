@@ -312,8 +312,7 @@ impl Builder {
             .map(|i| (first_of[i] == i).then_some(Holds::Record(i)))
             .collect();
         let mut survivor_at: Vec<usize> = (0..count).collect();
-        for j in 0..count {
-            let first = first_of[j];
+        for (j, &first) in first_of.iter().enumerate() {
             if first == j {
                 continue;
             }

@@ -491,6 +491,8 @@ impl<F: RangeFetch> Source for BlockCache<F> {
 }
 
 #[cfg(test)]
+// A list of one range is what these tests mean: one block, one request.
+#[allow(clippy::single_range_in_vec_init)]
 mod tests {
     use super::*;
     use std::sync::Mutex as StdMutex;
