@@ -32,7 +32,7 @@ unless File.exist?(jsonl) && File.exist?(cdb_in)
 end
 
 def measure(label, *command)
-  out = IO.popen(["/usr/bin/time", "-f", "%e %M", *command, err: %i[child out]], &:read)
+  out = IO.popen(["/usr/bin/time", "-f", "%e %M", *command, { err: %i[child out] }], &:read)
   seconds, kb = out.lines.last.split.map(&:to_f)
   raise "#{label} failed:\n#{out}" unless $?.success?
 

@@ -20,7 +20,6 @@ def report(results, name, report)
 end
 
 puts "== cold: load, parse and one lookup (per call) =="
-json_bytes = File.read(paths[:json])
 report(results, :cold, Benchmark.ips do |x|
   x.config(**IPS)
   x.report("JSON.parse + Hash#[]") { JSON.parse(File.read(paths[:json]))[probe[0]] }

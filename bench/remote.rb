@@ -64,8 +64,8 @@ say "#{ENTRIES} entries, #{File.size(store)} bytes, served by nginx on 127.0.0.1
 
 # Open and cold lookups, default options.
 log_before = nginx.log.size
-open_time = timed { $db = Hashfile.open(url) }
-db = $db
+db = nil
+open_time = timed { db = Hashfile.open(url) }
 results[:open_requests] = nginx.log.size - log_before
 per = []
 SAMPLES.times do

@@ -115,6 +115,7 @@ module Hashfile
 
       check_options(options, BUILD_DEFAULTS.keys + IMPORT_DEFAULTS.keys + [:format])
       raise TypeError, "threads must be an Integer, not #{threads.class}" unless threads.nil? || threads.is_a?(Integer)
+
       # Not Array(inputs): that would split an IO into its lines.
       with_input_paths(inputs.is_a?(Array) ? inputs : [inputs], options[:format]) do |paths|
         _build_from(paths, path_string(output), options.slice(*BUILD_DEFAULTS.keys), options.except(*BUILD_DEFAULTS.keys), threads, progress)
@@ -254,6 +255,7 @@ module Hashfile
           unless format || (input.respond_to?(:path) && FORMAT_EXTENSIONS.key?(File.extname(input.path.to_s).delete(".").downcase))
             raise ArgumentError, "an IO input (#{input.class}) needs format: (one of #{FORMATS.join(", ")})"
           end
+
           require "tempfile"
           temp = Tempfile.new(["hashfile-input", File.extname(input.respond_to?(:path) ? input.path.to_s : "")])
           IO.copy_stream(input, temp)

@@ -185,7 +185,7 @@ class CLITest < HashfileTest
     exe = File.expand_path("../exe/hashfile", __dir__)
     out, status = Open3.capture2e(RbConfig.ruby, exe, "build", "-", "-o", path, "--format", "jsonl", stdin_data: %(["k", "v"]\n))
     assert status.success?, out
-    out, err, status = Open3.capture3(RbConfig.ruby, exe, "build", "-", "-o", path, stdin_data: "")
+    _, err, status = Open3.capture3(RbConfig.ruby, exe, "build", "-", "-o", path, stdin_data: "")
     assert_equal 1, status.exitstatus
     assert_match(/cannot tell the format of standard input/, err)
     assert_equal "v", Hashfile.open(path) { |db| db["k"] }

@@ -54,6 +54,7 @@ class ForkTest < HashfileTest
     loop do
       _, status = Process.wait2(pid, Process::WNOHANG)
       return status if status
+
       if Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
         Process.kill(:KILL, -pid)
         Process.wait(pid)

@@ -176,7 +176,7 @@ class HardeningTest < HashfileTest
   def test_other_threads_run_while_a_hash_is_encoded
     data = (1..400_000).to_h { |i| ["key#{i}", i] }
     ticks = 0
-    ticker = Thread.new { loop { ticks += 1; Thread.pass } } # rubocop:disable Style/Semicolon
+    ticker = Thread.new { loop { ticks += 1; Thread.pass } }
     Thread.pass until ticks.positive?
     writer = Hashfile::Writer._new({}, nil)
     before = ticks

@@ -86,7 +86,7 @@ class HostileTest < HashfileTest
       end
     RUBY
     writer.close
-    unless Timeout.timeout(20) { Process.wait(pid) } # rubocop:disable Style/GuardClause
+    unless Timeout.timeout(20) { Process.wait(pid) }
       flunk "open of a FIFO did not return"
     end
     assert_match(/store.hf: a FIFO \(named pipe\), not a regular file/, reader.read)

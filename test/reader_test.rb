@@ -56,7 +56,7 @@ class ReaderTest < HashfileTest
     assert_equal "red", @db.fetch("apple")
     assert_equal "d", @db.fetch("nope", "d")
     assert_nil @db.fetch("nope", nil)
-    assert_equal "NOPE", @db.fetch("nope") { |k| k.upcase }
+    assert_equal "NOPE", @db.fetch("nope") { |k| k.upcase } # rubocop:disable Style/SymbolProc -- fetch with a block is under test
     e = assert_raises(KeyError) { @db.fetch("nope") }
     assert_equal 'key not found: "nope"', e.message
     assert_equal "nope", e.key
@@ -82,7 +82,7 @@ class ReaderTest < HashfileTest
     assert_equal 6, @db.each.size
     assert_equal DATA.keys, @db.each_key.to_a
     assert_equal DATA.values, @db.each_value.to_a
-    assert_equal({ "APPLE" => "red" }, @db.to_h { |k, v| [k.upcase, v] }.slice("APPLE"))
+    assert_equal({ "APPLE" => "red" }, @db.to_h { |k, v| [k.upcase, v] }.slice("APPLE")) # rubocop:disable Style/HashTransformKeys -- to_h with a block is under test
     assert_same @db, @db.each { nil }
   end
 

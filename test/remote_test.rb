@@ -128,7 +128,7 @@ class RemoteTest < HashfileTest
     Hashfile.build(path("new.hf"), (0...N).to_h { |i| ["key-#{i}", "new #{i}"] })
     @nginx.publish("s.hf", path("new.hf"))
     stale = 0
-    (0...2000).each do |i|
+    2000.times do |i|
       assert_equal i, db["key-#{i}"]["i"]
     rescue Hashfile::StaleError => e
       assert_includes e.message, "replaced"
@@ -152,7 +152,7 @@ class RemoteTest < HashfileTest
     Hashfile.build(path("new.hf"), (0...N).to_h { |i| ["key-#{i}", "new #{i}"] })
     @nginx.publish("s.hf", path("new.hf"))
     seen_new = false
-    (0...500).each do |i|
+    500.times do |i|
       value = db["key-#{i}"]
       if value.is_a?(String)
         assert_equal "new #{i}", value
@@ -282,7 +282,7 @@ class RemoteTest < HashfileTest
     assert_equal 0, $?.exitstatus
     assert_equal (0...200).map { |i| i * 97 }, from_child
     assert_equal 2, db["key-2"]["i"]
-    (0...200).each { |i| assert_equal i * 89, db["key-#{i * 89}"]["i"] }
+    200.times { |i| assert_equal i * 89, db["key-#{i * 89}"]["i"] }
     assert_operator @nginx.log.map(&:first).uniq.size, :>=, 2
   ensure
     db&.close

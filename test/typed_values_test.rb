@@ -52,7 +52,7 @@ class TypedValuesTest < HashfileTest
   def test_random_nested_values_round_trip
     seed = Integer(ENV.fetch("HASHFILE_SEED", Random.new_seed % 1_000_000))
     rng = Random.new(seed)
-    data = (0...scale(400)).to_h { |i| ["k#{i}", random_value(rng, rng.rand(0..scale(500) > 5 ? 5 : 3))] }
+    data = (0...scale(400)).to_h { |i| ["k#{i}", random_value(rng, rng.rand(0..(scale(500) > 5 ? 5 : 3)))] }
     data["deep"] = (1..Hashfile::MAX_DEPTH).reduce(1) { |v, _| [v] }
     data["wide"] = (0...scale(5000)).to_h { |i| ["w#{i}", i.even? ? i : i.to_s] }
     Hashfile.build(path, data)
@@ -94,10 +94,10 @@ class TypedValuesTest < HashfileTest
   end
 
   # Objects allocated per call of the block, over many calls.
-  def allocations(calls = 1000)
+  def allocations(calls = 1000, &block)
     GC.disable
     before = GC.stat(:total_allocated_objects)
-    calls.times { yield }
+    calls.times(&block)
     ((GC.stat(:total_allocated_objects) - before) / calls.to_f).round
   ensure
     GC.enable
@@ -351,7 +351,6 @@ class TypedValuesTest < HashfileTest
     assert_equal [0, "5\n", ""], run_cli("get", path("n.hf"), "n")
     assert_equal [0, %({"n":5}\n), ""], run_cli("get", "--json", path("n.hf"), "n")
   end
-
 end
 
 class StringFidelityTest < HashfileTest

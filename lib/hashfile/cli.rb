@@ -332,7 +332,6 @@ module Hashfile
       0
     end
 
-
     # What a file is (device and inode), or nil if it does not exist: a
     # published store is a new file renamed over the old one.
     def identity(path)

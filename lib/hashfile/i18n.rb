@@ -49,6 +49,5 @@ module Hashfile
         [source]
       end
     end
-
   end
 end
