@@ -75,7 +75,7 @@ class InterruptTest < HashfileTest
     out = path("cli.hf")
     %w[INT TERM HUP].each do |signal|
       File.write(out, "old")
-      pid = Process.spawn(RbConfig.ruby, EXE, "build", input, "-o", out, "--quiet", err: path("err.txt"))
+      pid = Process.spawn(*ruby_with_default_signals(EXE, "build", input, "-o", out, "--quiet"), err: path("err.txt"))
       # Once the build has its temporary file, it is under way.
       deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + 20
       sleep 0.01 while temporary_files.empty? && !Process.wait(pid, Process::WNOHANG) && Process.clock_gettime(Process::CLOCK_MONOTONIC) < deadline

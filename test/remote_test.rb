@@ -251,7 +251,7 @@ class RemoteTest < HashfileTest
   def test_ctrl_c_stops_a_waiting_process_promptly
     slow = Hashfile::TestServers::SlowProxy.new(@nginx.port, 10.0)
     lib = File.expand_path("../lib", __dir__)
-    script = "$stdout.sync = true; require 'hashfile'; puts :ready; " \
+    script = "#{DEFAULT_SIGNALS}$stdout.sync = true; require 'hashfile'; puts :ready; " \
              "begin; Hashfile.open(#{slow.url("/files/s.hf").inspect}); puts :answered; rescue Interrupt; puts :interrupted; end"
     IO.popen([RbConfig.ruby, "-I", lib, "-e", script], err: File::NULL) do |child|
       assert_equal "ready", child.gets&.chomp
@@ -323,6 +323,9 @@ end
 class RemoteS3Test < HashfileTest
   def setup
     skip "network waits, not object lifetimes" if ENV["HASHFILE_GC_STRESS"] == "1"
+    unless File.executable?(Hashfile::TestServers::Minio.binary) || ENV["HASHFILE_REQUIRE_MINIO"] == "1"
+      skip "MinIO is not at #{Hashfile::TestServers::Minio.binary} (bin/setup --minio builds it with Go)"
+    end
     super
     @minio = Hashfile::TestServers::Minio.new
     @saved = ENV.to_h.slice("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION", "AWS_ENDPOINT_URL")

@@ -73,6 +73,19 @@ class HashfileTest < Minitest::Test
     end
   end
 
+  # Ruby code that puts back the handlers Ruby installs by default (INT
+  # raises Interrupt, TERM and HUP raise SignalException), for a child
+  # process a test sends signals to: whatever this process inherited, as a
+  # shell that starts a job in the background leaves SIGINT ignored, the
+  # child inherits too, and an ignored signal never arrives.
+  DEFAULT_SIGNALS = %w[INT TERM HUP].map { |s| "Signal.trap(#{s.inspect}, \"DEFAULT\"); " }.join
+
+  # The command line that runs the Ruby script +file+ with +args+ under
+  # DEFAULT_SIGNALS.
+  def ruby_with_default_signals(file, *args)
+    [RbConfig.ruby, "-e", "#{DEFAULT_SIGNALS}$0 = ARGV.shift; load $0", file, *args]
+  end
+
   # Runs the CLI in-process: [exit status, stdout, stderr].
   def run_cli(*argv)
     require "hashfile/cli"
