@@ -113,7 +113,7 @@ module Hashfile
       progress ||= block
       raise TypeError, "progress must respond to #call" if progress && !progress.respond_to?(:call)
 
-      check_options(options, BUILD_DEFAULTS.keys + IMPORT_DEFAULTS.keys + [:format])
+      check_options(options, BUILD_DEFAULTS.keys + IMPORT_DEFAULTS.keys + [:format], BUILD_DEFAULTS.keys + IMPORT_DEFAULTS.keys + %i[format threads progress])
       raise TypeError, "threads must be an Integer, not #{threads.class}" unless threads.nil? || threads.is_a?(Integer)
 
       # Not Array(inputs): that would split an IO into its lines.
@@ -175,6 +175,7 @@ module Hashfile
     # @raise [RemoteError] if a remote store cannot be read (subclasses by
     #   cause: RemoteNotFoundError, RemoteAccessError, ...)
     def open(path, verify: false, symbolize_names: false, freeze: false, raw: false, serializer: nil, reload: nil, on_change: :raise, **remote)
+      check_options(remote, REMOTE_OPTIONS, OPEN_KEYWORDS + REMOTE_OPTIONS)
       load = serializer_pair(serializer)&.last
       raise TypeError, "reload must be nil or a number of seconds, not #{reload.class}" unless reload.nil? || reload.is_a?(Numeric)
       raise ArgumentError, "on_change must be :raise or :reopen, not #{on_change.inspect}" unless %i[raise reopen].include?(on_change)
@@ -232,12 +233,24 @@ module Hashfile
 
     # Options are passed on as given: the extension converts them, naming
     # any it refuses, and the core's defaults fill in the rest.
-    def check_options(options, allowed)
+    # +known+ lists every keyword of the method, for the suggestion and the
+    # list; +allowed+ those that may be in +options+.
+    def check_options(options, allowed, known = allowed)
       unknown = options.keys - allowed
       return if unknown.empty?
 
-      raise ArgumentError, "unknown option#{"s" if unknown.size > 1}: #{unknown.join(", ")} (expected one of: #{allowed.join(", ")})"
+      require "did_you_mean"
+      checker = DidYouMean::SpellChecker.new(dictionary: known)
+      meant = unknown.filter_map do |name|
+        guess = checker.correct(name).first
+        "did you mean #{guess}#{" for #{name}" if unknown.size > 1}?" if guess
+      end
+      raise ArgumentError, "unknown option#{"s" if unknown.size > 1}: #{unknown.join(", ")}#{"; #{meant.join("; ")}" unless meant.empty?} (expected one of: #{known.join(", ")})"
     end
+
+    # The keywords of Hashfile.open other than the remote options.
+    OPEN_KEYWORDS = %i[verify symbolize_names freeze raw serializer reload on_change].freeze
+    private_constant :OPEN_KEYWORDS
 
     # Paths for the inputs: IOs with a path give their path, standard input
     # gives "-", and any other IO (a StringIO, a socket) is copied to a

@@ -51,7 +51,7 @@ class BindingTest < HashfileTest
     e = assert_raises(ArgumentError) { Hashfile.build(path, {}, on_duplicate: :middle) }
     assert_equal "on_duplicate must be one of :error, :first, :last, :merge, not \"middle\"", e.message
     e = assert_raises(ArgumentError) { Hashfile.build(path, {}, keys_per_bukket: 3) }
-    assert_match(/unknown option: keys_per_bukket \(expected one of: keys_per_bucket,/, e.message)
+    assert_match(/unknown option: keys_per_bukket; did you mean keys_per_bucket\? \(expected one of: keys_per_bucket,/, e.message)
     File.write(path("in.csv"), "a,b\n1,2\n")
     e = assert_raises(ArgumentError) { Hashfile.build_from(path("in.csv"), path, key_column: -1) }
     assert_equal "key_column must be a column name or a 0-based index, got -1", e.message

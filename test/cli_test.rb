@@ -63,7 +63,8 @@ class CLITest < HashfileTest
     File.write(path("in.csv"), "sku,name,price\nA1,apple,1.20\nB2,banana,0.50\nA1,apple,1.25\n")
     status, _, err = run_cli("build", path("in.csv"), "-o", path, "--key-column", "sku", "--value-column", "price")
     assert_equal 1, status
-    assert_equal "hashfile: duplicate key \"A1\" (#{path("in.csv")}: line 2 and #{path("in.csv")}: line 4)\n", err
+    assert_equal "hashfile: duplicate key \"A1\" (#{path("in.csv")}: line 2 and #{path("in.csv")}: line 4)\n" \
+                 "To keep one of them, give --on-duplicate first or last; --merge deep merges nested keys as I18n merges locale files.\n", err
     assert_equal 0, run_cli("build", path("in.csv"), "-o", path, "--key-column", "0", "--value-column", "2", "--on-duplicate", "last", "-q")[0]
     assert_equal [0, "1.25\n0.50\n", ""], run_cli("get", path, "A1", "B2")
     File.write(path("data.txt"), "x")
@@ -178,6 +179,22 @@ class CLITest < HashfileTest
 
   def test_debug_shows_the_exception
     assert_raises(Errno::ENOENT) { run_cli("--debug", "get", path("missing.hf"), "k") }
+  end
+
+  # `hashfile dump x.hf | head`: the reader leaving early ends the dump
+  # quietly with 0, as cat does.
+  def test_dump_into_a_pipe_closed_early_exits_quietly
+    Hashfile.build(path, (1..scale(200_000)).to_h { |i| ["k#{i}", i] })
+    exe = File.expand_path("../exe/hashfile", __dir__)
+    err_path = path("err.txt")
+    status = nil
+    IO.popen([RbConfig.ruby, exe, "dump", path, { err: err_path }]) do |io|
+      assert_equal %(["k1",1]\n), io.gets
+      io.close
+      status = $?
+    end
+    assert_equal 0, status.exitstatus
+    assert_equal "", File.read(err_path)
   end
 
   def test_build_from_stdin_in_a_subprocess

@@ -143,7 +143,7 @@ class HardeningTest < HashfileTest
       e = assert_raises(ArgumentError) { Hashfile.build_from(input, path, threads: n) }
       assert_match(/threads must be from 1 to \d+ \(4 per core, at least 16\), got #{n}\z/, e.message)
       status, _, err = run_cli("build", input, "-o", path, "-q", "--threads", n.to_s)
-      assert_equal 1, status
+      assert_equal 2, status, "an option given on the command line and refused is a usage error"
       assert_match(/got #{n}\n/, err)
     end
     assert_match(/hash_seed must be an Integer from 0/, assert_raises(ArgumentError) { Hashfile.build(path, {}, hash_seed: -1) }.message)

@@ -53,14 +53,33 @@ module Hashfile
       raise unless e.is_a?(Interrupt)
 
       130
+    rescue Errno::EPIPE
+      # The reader went away (`hashfile dump x.hf | head`): what it read is
+      # all it wanted, as for cat.
+      0
     rescue UsageError, OptionParser::ParseError => e
-      @err.puts "hashfile: #{e.message}"
+      @err.puts "hashfile: #{e.message}#{choices(e)}"
       @err.puts "Run 'hashfile --help' for usage."
       2
-    rescue Hashfile::Error, SystemCallError, JSON::ParserError, ArgumentError, TypeError, IOError => e
+    rescue ArgumentError => e
+      raise if @debug
+
+      # An option given on the command line that the library refused is a
+      # usage error: exit 2, naming the options as they are spelled here
+      # (--key-field, not key_field). A bad file is not (exit 1).
+      refused = e.message[/\A(?:invalid option (\w+)|(threads) must)/, 1] || Regexp.last_match&.[](2)
+      option_error = !refused.nil? && @given&.include?(refused.to_sym)
+      message = option_error ? as_flags(e.message) : e.message
+      @err.puts "hashfile: #{message.lines.first&.chomp}"
+      @err.puts "Run 'hashfile --help' for usage." if option_error
+      option_error ? 2 : 1
+    rescue Hashfile::Error, SystemCallError, JSON::ParserError, TypeError, IOError => e
       raise if @debug
 
       @err.puts "hashfile: #{e.message.lines.first&.chomp}"
+      if e.is_a?(Hashfile::DuplicateKeyError)
+        @err.puts "To keep one of them, give --on-duplicate first or last; --merge deep merges nested keys as I18n merges locale files."
+      end
       1
     end
 
@@ -121,8 +140,35 @@ module Hashfile
       TEXT
     end
 
+    # +message+ with the library's option names (key_field) as this
+    # command line spells them (--key-field). Only names with an underscore,
+    # and the one an "invalid option" message starts with, are changed:
+    # "format" or "header" also occur as plain words.
+    def as_flags(message)
+      names = (IMPORT_DEFAULTS.keys + BUILD_DEFAULTS.keys).map(&:to_s).select { |n| n.include?("_") }
+      message = message.sub(/\A(invalid option) (\w+)/) { "#{Regexp.last_match(1)} --#{Regexp.last_match(2).tr("_", "-")}" }
+      message.gsub(/(?<![-\w])(#{names.join("|")})\b/) { "--#{Regexp.last_match(1).tr("_", "-")}" }
+    end
+
+    # What an option parse error leaves out: the options an ambiguous
+    # abbreviation could be, or the values an option with a list takes.
+    def choices(error)
+      case error
+      when OptionParser::AmbiguousOption
+        candidates = @parser&.candidate(error.args.first.to_s)&.select { |c| c.start_with?("--") }
+        candidates&.any? ? " (it could be #{candidates.join(", ")})" : ""
+      when OptionParser::InvalidArgument
+        switch = @parser&.top&.search(:long, error.args.first.to_s.delete_prefix("--"))
+        values = switch&.pattern.is_a?(Hash) ? switch.pattern.keys.select { |k| k.is_a?(String) } : []
+        values.any? ? " (expected one of: #{values.join(", ")})" : ""
+      else ""
+      end
+    rescue StandardError
+      ""
+    end
+
     def parser(command)
-      OptionParser.new do |o|
+      @parser = OptionParser.new do |o|
         o.banner = "Usage: hashfile #{COMMANDS.fetch(command)}"
         o.on("-h", "--help", "show this help") do
           @out.puts o
@@ -174,6 +220,8 @@ module Hashfile
         if output && !force && (input = argv.find { |i| i != "-" && identity(i) && identity(i) == identity(output) })
           raise UsageError, "the output #{output} is the input #{input}; write the store elsewhere, or pass --force to replace the input"
         end
+
+        @given = options.keys
         return build_check(argv, output, options, quiet) if check
 
         started = clock

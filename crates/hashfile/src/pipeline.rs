@@ -60,13 +60,12 @@ impl Input {
             })?,
             (None, InputSource::Stdin) => return Err(Error::InvalidOption { name: "format", reason: format!("cannot tell the format of standard input; give the format (--format, or format: in Ruby), one of: {}", InputFormat::names_list()) }),
         };
-        Ok(Input {
-            source,
-            options: ImportOptions {
-                format,
-                ..base.clone()
-            },
-        })
+        let options = ImportOptions {
+            format,
+            ..base.clone()
+        };
+        options.check_given(name)?;
+        Ok(Input { source, options })
     }
 
     /// The name used in messages.

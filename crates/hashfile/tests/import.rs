@@ -1656,3 +1656,91 @@ fn json_entries_are_placed_by_line() {
     .unwrap();
     assert_eq!(positions, [Position::line(1), Position::line(2)]);
 }
+
+/// Issue 22: an option given for a format it does not apply to is an error
+/// naming it, the input, and the option meant, never ignored.
+#[test]
+fn options_that_do_not_apply_to_the_format_are_refused() {
+    let given = |format, names: &[&'static str]| ImportOptions {
+        given: names.to_vec(),
+        ..ImportOptions::new(format)
+    };
+    let refused = |o: ImportOptions| match o.check_given("in.x") {
+        Err(Error::InvalidOption { name, reason }) => (name, reason),
+        other => panic!("expected InvalidOption, got {other:?}"),
+    };
+    let (name, reason) = refused(given(InputFormat::Csv, &["header", "key_field"]));
+    assert_eq!(name, "key_field");
+    assert_eq!(reason, "applies to json, json-pairs and jsonl inputs, and in.x is read as csv, which would ignore it; for csv give key_column");
+    let (name, reason) = refused(given(InputFormat::JsonLines, &["key_field", "records_at"]));
+    assert_eq!(name, "records_at");
+    assert_eq!(
+        reason,
+        "applies to json and json-pairs inputs, and in.x is read as jsonl, which would ignore it"
+    );
+    let (name, _) = refused(given(InputFormat::Yaml, &["comment"]));
+    assert_eq!(name, "comment");
+    for (format, names) in [
+        (
+            InputFormat::Csv,
+            &[
+                "key_column",
+                "value_column",
+                "header",
+                "quote",
+                "col_sep",
+                "comment",
+            ][..],
+        ),
+        (InputFormat::Tsv, &["key_column", "header"][..]),
+        (
+            InputFormat::JsonObject,
+            &["key_field", "value_field", "records_at", "format"][..],
+        ),
+        (InputFormat::JsonLines, &["key_field", "value_field"][..]),
+        (InputFormat::MessagePack, &["format"][..]),
+    ] {
+        assert!(
+            given(format, names).check_given("in.x").is_ok(),
+            "{format:?} {names:?}"
+        );
+    }
+}
+
+/// key_field given for a JSON document whose entries are an object: the
+/// object's fields that hold arrays of objects are named, for records_at.
+#[test]
+fn key_field_on_an_object_names_the_arrays_of_objects_in_it() {
+    let doc = br#"{"version": 2, "3166-1": [{"alpha_2": "AD"}], "numbers": [1, 2], "empty": [],
+        "nested": {"a": [{}]}, "objects": [{"x": 1}, 3], "n": 1.5}"#;
+    let with = |records_at: Option<&str>| ImportOptions {
+        given: vec!["key_field"],
+        records_at: records_at.map(String::from),
+        ..options(InputFormat::JsonObject, "alpha_2", "*")
+    };
+    match typed_with(with(None), doc) {
+        Err(Error::InvalidOption { name, reason }) => {
+            assert_eq!(name, "key_field");
+            assert_eq!(reason, "reads objects in an array, and the top level of input is an object, read as key-value pairs, which would ignore it; its fields that hold arrays of objects: \"3166-1\", \"objects\"; give records_at \"3166-1\"");
+        }
+        other => panic!("expected InvalidOption, got {other:?}"),
+    }
+    match typed_with(with(Some("nested")), doc) {
+        Err(Error::InvalidOption { reason, .. }) => assert!(
+            reason.contains("records_at \"nested\" of input names an object")
+                && reason.ends_with("give records_at \"nested.a\""),
+            "{reason}"
+        ),
+        other => panic!("expected InvalidOption, got {other:?}"),
+    }
+    let found = typed_with(with(Some("3166-1")), doc).unwrap();
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].0, "AD");
+    // Not given (the default key field): an object is key-value pairs.
+    let pairs = typed_with(
+        options(InputFormat::JsonObject, "key", "value"),
+        br#"{"a": 1}"#,
+    )
+    .unwrap();
+    assert_eq!(pairs[0].0, "a");
+}

@@ -120,6 +120,22 @@ pub fn build_options(ruby: &Ruby, opts: RHash) -> Result<BuildOptions, Error> {
 }
 
 /// The names of the options in `opts`, for a message.
+/// Every option `remote_options` takes (REMOTE_DEFAULTS has those with a
+/// default), as `Hashfile::REMOTE_OPTIONS`.
+pub const REMOTE_OPTIONS: [&str; 11] = [
+    "headers",
+    "timeout",
+    "connect_timeout",
+    "retries",
+    "concurrency",
+    "cache_size",
+    "block_size",
+    "prefetch_index",
+    "http2",
+    "s3_endpoint",
+    "s3_region",
+];
+
 pub fn names(opts: RHash) -> Result<String, Error> {
     let mut names = Vec::new();
     opts.foreach(|key: Value, _: Value| {
@@ -317,6 +333,13 @@ pub fn import_options(
             "records_at" => o.records_at = Some(name_value(ruby, name, value)?),
             other => return Err(arg_error(ruby, format!("unknown import option {other}"))),
         }
+        // nil is the default, given or not.
+        if let Some((known, ..)) = hashfile::import::OPTION_FORMATS
+            .iter()
+            .find(|(known, ..)| *known == name && !value.is_nil())
+        {
+            o.given.push(known);
+        }
         Ok(())
     })?;
     Ok((format, o))
@@ -435,6 +458,9 @@ pub fn init(ruby: &Ruby, module: RModule) -> Result<(), Error> {
         ],
     )?;
     module.const_set("REMOTE_DEFAULTS", remote)?;
+    let names = ruby.ary_from_iter(REMOTE_OPTIONS.iter().map(|n| ruby.to_symbol(n)));
+    names.freeze();
+    module.const_set("REMOTE_OPTIONS", names)?;
     module.const_set("MAX_DEPTH", hashfile::value::MAX_DEPTH)?;
     module.const_set("MAX_INTEGER_DIGITS", hashfile::import::MAX_INTEGER_DIGITS)?;
     Ok(())

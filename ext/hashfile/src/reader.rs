@@ -121,13 +121,15 @@ impl Reader {
         };
         let remote = match remote {
             Some(given) if !is_remote => {
+                let (names, count) = (crate::options::names(given)?, given.len());
                 return Err(arg_error(
                     ruby,
                     format!(
-                        "the options {} are for http://, https:// and s3:// stores, not {path}",
-                        crate::options::names(given)?
+                        "the option{} {names} {} for remote stores (http://, https://, s3://), and {path} is a file",
+                        if count == 1 { "" } else { "s" },
+                        if count == 1 { "is" } else { "are" },
                     ),
-                ))
+                ));
             }
             given => crate::options::remote_options(ruby, given)?,
         };

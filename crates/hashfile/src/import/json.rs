@@ -72,11 +72,21 @@ pub(super) fn import<R: BufRead>(
         lines: &lines,
     });
     let mut failure = None;
+    // key_field and value_field read objects in an array; an object of
+    // key-value pairs would ignore them, so given ones make it an error.
+    let fields_given = ["key_field", "value_field"]
+        .into_iter()
+        .find(|name| options.given.contains(name));
     let entries = Entries {
         fields: &fields,
         lines: &lines,
         sink,
         failure: &mut failure,
+        fields_given: fields_given.map(|name| FieldsGiven {
+            name,
+            source,
+            records_at: options.records_at.as_deref(),
+        }),
     };
     let result = if records_at.is_empty() {
         de::Deserializer::deserialize_any(&mut de, entries)
@@ -97,6 +107,29 @@ pub(super) fn import<R: BufRead>(
             column: Some(e.column() as u64),
         }
     })
+    .map_err(not_json_hint)
+}
+
+/// A parse error at the very start of a document read as JSON says what
+/// it most likely means: the input is in another format.
+fn not_json_hint(error: Error) -> Error {
+    match error {
+        Error::Parse {
+            input,
+            position: position @ Position::Line { line: 1, .. },
+            what,
+        } if what.starts_with("expected value") || what.starts_with("expected ident") => {
+            Error::Parse {
+                what: format!(
+                    "{what}: this is not JSON at its start; if {input} is in another format, give it (one of: {})",
+                    super::InputFormat::names_list()
+                ),
+                input,
+                position,
+            }
+        }
+        other => other,
+    }
 }
 
 /// Where the parse is, in lines: serde_json counts lines for its errors but
@@ -549,6 +582,121 @@ struct Entries<'a, 's> {
     lines: &'a Lines,
     sink: &'a mut Sink<'s>,
     failure: &'a mut Option<Error>,
+    /// Set when `key_field` or `value_field` was given: then the entries
+    /// must be an array of objects.
+    fields_given: Option<FieldsGiven<'a>>,
+}
+
+/// An option that reads objects in an array, given for a JSON document.
+struct FieldsGiven<'a> {
+    name: &'static str,
+    source: &'a str,
+    records_at: Option<&'a str>,
+}
+
+impl FieldsGiven<'_> {
+    /// The error for entries that are an object, not an array: naming the
+    /// object's fields that hold arrays of objects, which `records_at` can
+    /// point at.
+    fn object_error(&self, arrays: &[String]) -> Error {
+        let object = match self.records_at {
+            Some(at) => format!("records_at {at:?} of {} names an object", self.source),
+            None => format!("the top level of {} is an object", self.source),
+        };
+        let hint = match (arrays, self.records_at) {
+            ([], _) => "; it has no field that holds an array of objects".to_string(),
+            (fields, at) => {
+                let shown: Vec<String> = fields.iter().take(10).map(|f| format!("{f:?}")).collect();
+                let path = |f: &str| {
+                    let f = f.replace('.', "\\.");
+                    at.map_or(f.clone(), |at| format!("{at}.{f}"))
+                };
+                format!(
+                    "; its fields that hold arrays of objects: {}{}; give records_at {:?}",
+                    shown.join(", "),
+                    if fields.len() > 10 { ", ..." } else { "" },
+                    path(&fields[0])
+                )
+            }
+        };
+        Error::InvalidOption {
+            name: self.name,
+            reason: format!(
+                "reads objects in an array, and {object}, read as key-value pairs, which would ignore it{hint}"
+            ),
+        }
+    }
+}
+
+/// Reads a value and says whether it is an array whose first element is
+/// an object.
+struct ArrayOfObjects;
+
+seed_reads_any!(ArrayOfObjects => bool);
+
+/// Reads a value and says whether it is an object (not a number, which
+/// `arbitrary_precision` hands over as a map of one magic key).
+struct IsObject;
+
+seed_reads_any!(IsObject => bool);
+
+/// Visits of every scalar, answering `false`.
+macro_rules! scalars_are_not {
+    () => {
+        fn visit_bool<E: de::Error>(self, _: bool) -> std::result::Result<bool, E> {
+            Ok(false)
+        }
+        fn visit_i64<E: de::Error>(self, _: i64) -> std::result::Result<bool, E> {
+            Ok(false)
+        }
+        fn visit_u64<E: de::Error>(self, _: u64) -> std::result::Result<bool, E> {
+            Ok(false)
+        }
+        fn visit_f64<E: de::Error>(self, _: f64) -> std::result::Result<bool, E> {
+            Ok(false)
+        }
+        fn visit_str<E: de::Error>(self, _: &str) -> std::result::Result<bool, E> {
+            Ok(false)
+        }
+        fn visit_unit<E: de::Error>(self) -> std::result::Result<bool, E> {
+            Ok(false)
+        }
+    };
+}
+
+impl<'de> Visitor<'de> for ArrayOfObjects {
+    type Value = bool;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any value")
+    }
+    scalars_are_not!();
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<bool, A::Error> {
+        let first = seq.next_element_seed(IsObject)?;
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(first == Some(true))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> std::result::Result<bool, A::Error> {
+        IgnoredAny.visit_map(map).map(|_| false)
+    }
+}
+
+impl<'de> Visitor<'de> for IsObject {
+    type Value = bool;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any value")
+    }
+    scalars_are_not!();
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> std::result::Result<bool, A::Error> {
+        IgnoredAny.visit_seq(seq).map(|_| false)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<bool, A::Error> {
+        let Some(first) = map.next_key::<Text<'de>>()? else {
+            return Ok(true);
+        };
+        map.next_value::<IgnoredAny>()?;
+        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok(first.0 != JSON_NUMBER_TOKEN)
+    }
 }
 
 seed_reads_any!(Entries<'_, '_> => ());
@@ -559,6 +707,16 @@ impl<'de> Visitor<'de> for Entries<'_, '_> {
         f.write_str("an object, or an array of [key, value] pairs or of objects")
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<(), A::Error> {
+        if let Some(given) = &self.fields_given {
+            let mut arrays = Vec::new();
+            while let Some(key) = map.next_key::<Text<'de>>()? {
+                if map.next_value_seed(ArrayOfObjects)? {
+                    arrays.push(key.0.into_owned());
+                }
+            }
+            *self.failure = Some(given.object_error(&arrays));
+            return Err(de::Error::custom("stopped"));
+        }
         let mut typed = Vec::new();
         while let Some(key) = map.next_key::<Text<'de>>()? {
             self.lines.mark();
@@ -696,8 +854,18 @@ impl<'de> Visitor<'de> for RecordVisitor<'_, '_> {
                 map.next_value::<IgnoredAny>()?;
             }
         }
-        let key = key.ok_or_else(|| missing(&fields.key_name()))?;
-        let value = value.ok_or_else(|| missing(&fields.value))?;
+        let key = key.ok_or_else(|| {
+            <A::Error as de::Error>::custom(format!(
+                "missing field {:?}, the key field (key_field names another)",
+                fields.key_name()
+            ))
+        })?;
+        let value = value.ok_or_else(|| {
+            <A::Error as de::Error>::custom(format!(
+                "missing field {:?}, the value field (value_field names another, or \"*\" the whole object)",
+                fields.value
+            ))
+        })?;
         Ok(Pair(key, value))
     }
 }

@@ -190,6 +190,46 @@ pub struct ImportOptions {
     /// object or array that holds the entries (iso-codes' `{"3166-1":
     /// [...]}` is `3166-1`). Default: the top level.
     pub records_at: Option<String>,
+    /// The options that were given rather than left at their defaults, by
+    /// their names in [`OPTION_FORMATS`]. Each must apply to the input's
+    /// format ([`ImportOptions::check_given`]): an option that would be
+    /// ignored is an error, since ignoring it builds a store of the wrong
+    /// data. Empty by default, which checks nothing.
+    pub given: Vec<&'static str>,
+}
+
+const CSV_TSV: &[InputFormat] = &[InputFormat::Csv, InputFormat::Tsv];
+const JSON_RECORDS: &[InputFormat] = &[
+    InputFormat::JsonObject,
+    InputFormat::JsonPairs,
+    InputFormat::JsonLines,
+];
+const JSON_DOCUMENTS: &[InputFormat] = &[InputFormat::JsonObject, InputFormat::JsonPairs];
+
+/// Every importer option by name, with the formats it applies to and, for
+/// the others, what to give instead (the same thing in their terms).
+pub const OPTION_FORMATS: [(&str, &[InputFormat], Option<&str>); 10] = [
+    ("key_column", CSV_TSV, Some("key_field")),
+    ("value_column", CSV_TSV, Some("value_field")),
+    ("header", CSV_TSV, None),
+    ("quote", CSV_TSV, None),
+    ("col_sep", CSV_TSV, None),
+    ("comment", CSV_TSV, None),
+    ("key_field", JSON_RECORDS, Some("key_column")),
+    ("value_field", JSON_RECORDS, Some("value_column")),
+    ("records_at", JSON_DOCUMENTS, None),
+    // Not an importer option of its own, but given the same way.
+    ("format", &[], None),
+];
+
+/// The formats `list` names, for messages: "csv and tsv".
+fn formats_named(list: &[InputFormat]) -> String {
+    let names: Vec<&str> = list.iter().map(|f| f.name()).collect();
+    match names.split_last() {
+        Some((last, [])) => last.to_string(),
+        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+        None => String::new(),
+    }
 }
 
 impl ImportOptions {
@@ -206,7 +246,42 @@ impl ImportOptions {
             key_field: "key".into(),
             value_field: "value".into(),
             records_at: None,
+            given: Vec::new(),
         }
+    }
+
+    /// Refuses an option in `given` that does not apply to this format,
+    /// naming it, the input (`input`), the formats it applies to, and the
+    /// option meant where there is one (`key_field` for `key_column`).
+    pub fn check_given(&self, input: &str) -> Result<()> {
+        for &name in &self.given {
+            let Some((_, formats, instead)) = OPTION_FORMATS.iter().find(|(n, ..)| *n == name)
+            else {
+                continue;
+            };
+            if formats.is_empty() || formats.contains(&self.format) {
+                continue;
+            }
+            let instead = match instead {
+                Some(other)
+                    if OPTION_FORMATS
+                        .iter()
+                        .any(|(n, f, _)| n == other && f.contains(&self.format)) =>
+                {
+                    format!("; for {} give {other}", self.format.name())
+                }
+                _ => String::new(),
+            };
+            return Err(Error::InvalidOption {
+                name,
+                reason: format!(
+                    "applies to {} inputs, and {input} is read as {}, which would ignore it{instead}",
+                    formats_named(formats),
+                    self.format.name()
+                ),
+            });
+        }
+        Ok(())
     }
 
     /// Checks the options that can contradict each other or the format:
