@@ -12,3 +12,9 @@
 # the strictly-sorted trio, whose +initial+ may be nil. Bad arguments raise
 # TypeError, RangeError or ArgumentError; nothing is truncated silently.
 require_relative "hashfile/native"
+
+module BitPacking
+  # The version of the bitpacking gem whose API this implements (its own
+  # tests check that VERSION is defined); Hashfile::VERSION is this copy's.
+  VERSION = "0.1.0"
+end

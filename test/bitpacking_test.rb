@@ -11,6 +11,25 @@ class BitPackingTest < Minitest::Test
     Array.new(len) { bits.zero? ? 0 : rng.rand(2**bits) }
   end
 
+  # What the bitpacking gem's own suite (catlee/bitpacking,
+  # test/test_bitpacking.rb) checks, written here: its file is not copied
+  # into this repository (docs/ARCHITECTURE.md, "Code from elsewhere").
+  def test_the_bitpacking_gems_contract
+    assert_match(/\A\d+\.\d+\.\d+\z/, BitPacking::VERSION)
+    packer = BitPacking::BitPacker4x.new
+    zeros = [0] * 128
+    assert_equal 0, packer.num_bits(zeros)
+    assert_equal 1, packer.num_bits([1] + zeros.drop(1))
+    assert_equal 8, packer.num_bits([1, 255] + zeros.drop(2))
+    assert_equal "\xFF".b * 96, packer.compress([63] * 128, 6)
+    rng = Random.new(7)
+    [0, 1, 2**31, 2**32 - 1, rng.rand(2**32)].each do |n|
+      numbers = [n] * 128
+      bits = packer.num_bits(numbers)
+      assert_equal numbers, packer.decompress(packer.compress(numbers, bits), bits).first
+    end
+  end
+
   def test_block_len
     PACKERS.each do |klass, len|
       assert_equal len, klass::BLOCK_LEN

@@ -29,9 +29,11 @@ File.write("Makefile", <<~MAKE)
   install: $(SO)
   \tmkdir -p #{install_dir}
   \tcp $(SO) #{install_dir}/$(SO)
+  \trm -rf #{target_dir}
 
   clean:
   \trm -f $(SO)
+  \trm -rf #{target_dir}
 
   .PHONY: all install clean
 MAKE
