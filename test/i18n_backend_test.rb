@@ -11,7 +11,9 @@ require "hashfile/i18n/backend"
 # interpolation values; and the cases those files do not have (Symbol
 # links, defaults, scopes) on files written here.
 class I18nBackendTest < HashfileTest
-  LOCALE_FILES = "/usr/share/rubygems-integration/all/gems/{faker,doorkeeper-i18n,devise,actionview,activesupport}-*/**/{locale,locales}/**/*.yml"
+  # ruby-iso's files have region keys of digits ("419"), which
+  # I18n.normalize_keys turns into Integers.
+  LOCALE_FILES = "/usr/share/rubygems-integration/all/gems/{faker,doorkeeper-i18n,devise,actionview,activesupport,iso}-*/**/{locale,locales}/**/*.yml"
 
   def setup
     super
@@ -128,6 +130,52 @@ class I18nBackendTest < HashfileTest
     assert_equal "%B %d", ours.translate(:en, "formats.long")
     assert_equal simple.available_locales.sort, ours.available_locales.sort
     assert_raises(NotImplementedError) { ours.store_translations(:en, { a: "b" }) }
+  end
+
+  # Issue 22's four differences from Simple, each compared with Simple:
+  # keys of digits or "true"/"false" (Integer and boolean segments to
+  # I18n), Integer segments at an Array, a locale of only an empty i18n
+  # key, and t(nil) through the Railtie's chain.
+  def test_the_differences_from_simple_found_on_real_locale_files
+    iso = Dir["/usr/share/rubygems-integration/all/gems/iso-*/locales/*.yml"]
+    rails = Dir["/usr/share/rubygems-integration/all/gems/{actionview,activesupport}-*/**/locale/en.yml"]
+    skip "install ruby-iso and ruby-actionview (bin/setup --all does)" if iso.empty? || rails.size < 2
+    File.write(path("codes.json"), JSON.generate({ en: { errors: { "404" => "Not found", "true" => "yes", "0" => "zero" } } }))
+    File.write(path("codes.yml"), "en:\n  status:\n    404: Not found (an Integer key)\n    \"true\": quoted\nxx:\n  i18n:\nyy:\n  i18n:\n    plural: {}\nzz: {}\n")
+    files = iso.sort + rails.sort + [path("codes.json"), path("codes.yml")]
+    simple = simple(files)
+    ours = hashfile(files)
+    keys = ["vendor.iso.regions.419", "vendor.iso.regions.002", "errors.404", "errors.true", "errors.0", "status.404", "status.true",
+            "date.day_names.1", "date.day_names", "date.abbr_month_names.0", "date.order.0", "number.format.precision"]
+    found = keys.to_h { |key| [key, outcome(simple, :en, key)] }
+    assert_equal "Latin America and the Caribbean", found["vendor.iso.regions.419"]
+    assert_equal "Not found", found["errors.404"]
+    assert_equal "Not found (an Integer key)", found["status.404"]
+    assert_equal [::I18n::MissingTranslation, "translation missing: en.date.day_names.1"], found["date.day_names.1"]
+    keys.each { |key| assert_equal found[key], outcome(ours, :en, key), key }
+    assert_equal simple.available_locales.sort, ours.available_locales.sort
+    refute_includes ours.available_locales, :xx
+    # t(nil): nil from Simple, and from the chain the Railtie makes.
+    ::I18n.load_path = files
+    assert_nil simple.translate(:en, nil)
+    chain = Hashfile::I18n::Chain.new(ours, ::I18n::Backend::Simple.new)
+    assert_nil chain.translate(:en, nil)
+    assert_equal "fallback", chain.translate(:en, nil, default: "fallback")
+    assert_equal "Not found", chain.translate(:en, "errors.404")
+  end
+
+  def test_results_are_not_frozen_unless_asked
+    File.write(path("a.yml"), "en:\n  list: [a, b]\n  tree:\n    leaf: x\n")
+    Hashfile::I18n.build(path("a.yml"), path)
+    thawed = Hashfile::I18n::Backend.new(path)
+    frozen = Hashfile::I18n::Backend.new(path, freeze: true)
+    [[thawed, false], [frozen, true]].each do |backend, want|
+      assert_equal want, backend.translate(:en, "list").frozen?
+      assert_equal want, backend.translate(:en, "tree").frozen?
+      assert_equal want, backend.translate(:en, "tree")[:leaf].frozen?
+      refute backend.translate(:en, "tree.leaf").frozen?, "a String is copied by I18n, as from Simple"
+      backend.store.close
+    end
   end
 
   def test_ruby_locale_files_and_unknown_extensions_are_refused

@@ -80,7 +80,7 @@ class RailtieTest < HashfileTest
     RUBY
     assert status.success?, err
     # Chained: Active Support's en.rb (Ruby, not data) stays with Simple.
-    assert_equal ["I18n::Backend::Chain", "Hallo Ann", "%Y-%m-%d", "true", "250"], out.lines.map(&:chomp)
+    assert_equal ["Hashfile::I18n::Chain", "Hallo Ann", "%Y-%m-%d", "true", "250"], out.lines.map(&:chomp)
   ensure
     @nginx&.stop
   end

@@ -19,6 +19,7 @@ module Hashfile
     EXTENSIONS = %w[yml yaml json].freeze
 
     autoload :Backend, "hashfile/i18n/backend"
+    autoload :Chain, "hashfile/i18n/chain"
 
     # Builds a store of translations from `sources` (locale files, or
     # directories searched for *.yml, *.yaml and *.json, sorted by path),

@@ -87,7 +87,7 @@ module Hashfile
         end
         backend = Hashfile::I18n::Backend.new(path, reload: app.config.hashfile.reload)
         ruby_files = app.config.i18n.railties_load_path.to_a.flatten.map(&:to_s) + ::I18n.load_path.flatten.map(&:to_s)
-        backend = ::I18n::Backend::Chain.new(backend, RubyLocaleFiles.new) if ruby_files.any? { |f| f.end_with?(".rb") }
+        backend = Hashfile::I18n::Chain.new(backend, RubyLocaleFiles.new) if ruby_files.any? { |f| f.end_with?(".rb") }
         app.config.i18n.backend = backend
       end
     end

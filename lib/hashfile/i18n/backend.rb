@@ -26,12 +26,17 @@ module Hashfile
       # @param reload [Numeric, nil] look for a rebuilt store at +path+ at
       #   most every this many seconds, on lookup (as Hashfile.open's
       #   +reload:+), and serve it from then on
-      def initialize(path, reload: nil)
+      # @param freeze [Boolean] Hashes and Arrays come back deep-frozen,
+      #   their Strings deduplicated: less memory for what the process
+      #   looks up, but not what Simple gives (its results are not frozen),
+      #   so code that changes a result raises FrozenError. Off by default.
+      def initialize(path, reload: nil, freeze: false)
         raise ArgumentError, "reload must be nil or a number of seconds, 0 or more" unless reload.nil? || (reload.is_a?(Numeric) && reload >= 0)
 
-        # Frozen, Symbol-keyed values: what Simple's YAML loading gives, and
-        # safe to hand out again from the cache.
-        @store = Hashfile.open(path, freeze: true, symbolize_names: true)
+        # Symbol-keyed values, as Simple's YAML loading gives them. Like
+        # Simple, a lookup hands out the object it holds (a String is
+        # copied by I18n::Backend::Base#translate).
+        @store = Hashfile.open(path, freeze: freeze, symbolize_names: true)
         @reload = reload
         @next_check = clock + reload.to_f if reload
         @cache = {}
@@ -43,19 +48,11 @@ module Hashfile
       end
 
       # Locales with translations, as Simple lists them: a locale whose
-      # data is empty, or only +i18n+ metadata, is left out.
+      # data has at most one key, and that one +i18n+ (metadata, even
+      # empty), or none, is left out.
       def available_locales
         @available_locales ||= @store.keys.filter_map do |name|
-          locale = name.to_sym
-          if @store.dig(name, :i18n).nil?
-            # Only an empty Hash (or nil: I18n reads `de:` with nothing
-            # under it as one) is left out: decode only what is small
-            # enough to be one.
-            locale unless @store.get(name, raw: true).bytesize <= 8 && [{}, nil].include?(@store[name])
-          else
-            data = @store[name]
-            locale unless data.is_a?(Hash) && data.size <= 1
-          end
+          name.to_sym unless metadata_only?(name)
         end
       end
 
@@ -105,11 +102,50 @@ module Hashfile
 
       def clock = Process.clock_gettime(Process::CLOCK_MONOTONIC)
 
-      # The stored value at `keys` (frozen), or THROUGH_A_LEAF.
+      # Simple's test for a locale left out of available_locales (nil data,
+      # `de:` with nothing under it, is an empty Hash to Simple). A locale
+      # too large to be empty or one +i18n+ key is decided without
+      # decoding it, unless it has an +i18n+ key.
+      def metadata_only?(name)
+        small = @store.get(name, raw: true).bytesize <= 64
+        return false unless small || !@store.dig(name, :i18n).nil?
+
+        data = @store[name] || {}
+        data.is_a?(Hash) && data.size <= 1 && (data.empty? || data.key?(:i18n))
+      end
+
+      # The stored value at `keys`, or THROUGH_A_LEAF. I18n.normalize_keys
+      # turns a segment of digits into an Integer and "true"/"false" into
+      # booleans; Simple looks such a key up as itself in a Hash, else as a
+      # Symbol of its text, and never indexes an Array with it.
       def stored(keys)
-        @store.dig(keys[0].to_s, *keys.drop(1))
+        head = keys[0].to_s
+        rest = keys.drop(1)
+        return @store.dig(head, *rest) if rest.all?(Symbol)
+
+        value = @store.dig(head, *rest.map { |k| k.is_a?(Symbol) ? k : k.to_s.to_sym })
+        value.nil? ? walk(head, rest) : value
       rescue TypeError
         THROUGH_A_LEAF
+      end
+
+      # Simple's walk, for a path with a segment that is not a Symbol: each
+      # such step looks in its parent Hash for the key itself, then for
+      # the Symbol of its text.
+      def walk(head, rest)
+        path = []
+        rest.each do |step|
+          next path << step if step.is_a?(Symbol)
+
+          parent = path.empty? ? @store[head] : @store.dig(head, *path)
+          return nil unless parent.is_a?(Hash)
+
+          step = step.to_s.to_sym unless parent.key?(step)
+          return nil unless parent.key?(step)
+
+          path << step
+        end
+        @store.dig(head, *path)
       end
 
       def swap_if_stale
