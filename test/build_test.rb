@@ -110,6 +110,7 @@ class BuildTest < HashfileTest
   end
 
   def test_a_large_store_is_built_in_parts
+    skip_in_quick_gc_stress("47 s under GC.stress; the parts, not object lifetimes")
     data = (0...1_000).to_h { |i| ["key #{i}", "value #{i}"] }
     Hashfile.build(path, data, keys_per_part: 100)
     Hashfile.open(path, verify: true) do |db|
@@ -143,6 +144,7 @@ class BuildTest < HashfileTest
   end
 
   def test_other_ruby_threads_run_during_build
+    skip_in_quick_gc_stress("49 s under GC.stress; scheduling, not object lifetimes")
     data = (1..scale(300_000)).to_h { |i| ["key#{i}", "value#{i}"] }
     ticks = 0
     ticker = Thread.new { loop { ticks += 1; Thread.pass } }
@@ -156,6 +158,7 @@ class PublishCheckTest < HashfileTest
   # Found in hardening (#15): these builds returned normally, replaced the
   # old file, and the result did not open.
   def test_a_build_never_publishes_what_cannot_be_opened
+    skip_in_quick_gc_stress("39 s under GC.stress; publishing, not object lifetimes")
     keys = scale(140_000)
     data = (1..keys).to_h { |i| ["k#{i}", "v#{i}"] }
     Hashfile.build(path, data, load_factor: 0.5, keys_per_part: keys / 2)

@@ -67,6 +67,11 @@ class RealInputsTest < HashfileTest
     file = files("/usr/share/dict/american-english", "wamerican").first
     words = File.readlines(file, chomp: true)
     assert_builds_equal(words.to_h { |w| [w, w] }, file, format: "tsv", header: false, quote: false, value_column: 0)
+    # The lines format: the same keys, each with the value true.
+    assert_builds_equal(words.to_h { |w| [w, true] }, file, format: "lines")
+    status, out, err = run_cli("build", file, "--format", "lines", "-o", path("cli.hf"), "-q")
+    assert_equal [0, "", ""], [status, out, err]
+    assert_equal [0, "true\n", ""], run_cli("get", path("cli.hf"), words[1000])
   end
 
   def test_public_suffix_list_rules_are_keys

@@ -1744,3 +1744,49 @@ fn key_field_on_an_object_names_the_arrays_of_objects_in_it() {
     .unwrap();
     assert_eq!(pairs[0].0, "a");
 }
+
+/// Issue 22: `lines`, one key per line with the value true; line endings
+/// \n or \r\n, blank lines skipped, other bytes kept (spaces, non-UTF-8).
+#[test]
+fn lines_are_keys_whose_value_is_true() {
+    let input = b"apple\r\n\nbanana split\n  \n\xffbin\nlast";
+    let mut seen = Vec::new();
+    import(
+        &input[..],
+        "in",
+        &ImportOptions::new(InputFormat::Lines),
+        &mut |r, at| {
+            seen.push((
+                r.key.to_vec(),
+                r.key_utf8,
+                Value::of_record(&r).unwrap(),
+                at,
+            ));
+            Ok(())
+        },
+    )
+    .unwrap();
+    let keys: Vec<&[u8]> = seen.iter().map(|(k, ..)| k.as_slice()).collect();
+    assert_eq!(
+        keys,
+        [&b"apple"[..], b"banana split", b"  ", b"\xffbin", b"last"]
+    );
+    assert!(seen.iter().all(|(_, _, v, _)| *v == Value::Bool(true)));
+    assert_eq!(seen[1].3, Position::line(3));
+    assert!(!seen[3].1, "a key that is not UTF-8 is binary");
+    assert_eq!(InputFormat::from_name("lines"), Some(InputFormat::Lines));
+    // A line too long to be a key is an error at its line, not held whole.
+    let long = [b"a\n".to_vec(), vec![b'x'; hashfile::import::MAX_LINE + 10]].concat();
+    let err = import(
+        &long[..],
+        "in",
+        &ImportOptions::new(InputFormat::Lines),
+        &mut |_, _| Ok(()),
+    )
+    .unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("in: line 2: line is over 1048576 bytes"),
+        "{err}"
+    );
+}

@@ -1,5 +1,5 @@
 //! Streaming importers: JSON object, JSON array of pairs, JSON Lines, CSV,
-//! TSV, MessagePack map and YAML mapping, read straight into records with
+//! TSV, MessagePack map, YAML mapping and one key per line, read straight into records with
 //! no intermediate map. Values keep their types: JSON numbers become
 //! integers (of any size) or floats, MessagePack types map across, YAML
 //! scalars are typed as Ruby's Psych types them (`yaml`). Typed values are
@@ -13,6 +13,8 @@
 mod csv;
 mod json;
 mod json_lines;
+mod lines;
+pub use lines::MAX_LINE;
 mod msgpack;
 mod numbers;
 mod yaml;
@@ -46,11 +48,13 @@ pub enum InputFormat {
     MessagePack,
     /// A YAML mapping, typed as Ruby's Psych types it (`yaml`).
     Yaml,
+    /// One key per line, each with the value `true` (a set): a word list.
+    Lines,
 }
 
 impl InputFormat {
     /// Every format with its name, as `--format` takes it.
-    pub const NAMES: [(&'static str, InputFormat); 7] = [
+    pub const NAMES: [(&'static str, InputFormat); 8] = [
         ("json", InputFormat::JsonObject),
         ("json-pairs", InputFormat::JsonPairs),
         ("jsonl", InputFormat::JsonLines),
@@ -58,6 +62,7 @@ impl InputFormat {
         ("tsv", InputFormat::Tsv),
         ("msgpack", InputFormat::MessagePack),
         ("yaml", InputFormat::Yaml),
+        ("lines", InputFormat::Lines),
     ];
 
     /// File extensions (lowercase, without the dot) and the format each
@@ -400,6 +405,7 @@ pub fn import<R: Read>(
         InputFormat::Csv => csv::import(input, source, options, b',', sink),
         InputFormat::Tsv => csv::import(input, source, options, b'\t', sink),
         InputFormat::MessagePack => msgpack::import(&mut input, source, sink),
+        InputFormat::Lines => lines::import(&mut input, source, sink),
         InputFormat::Yaml => {
             let mut bytes = Vec::new();
             input
