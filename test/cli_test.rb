@@ -44,11 +44,37 @@ class CLITest < HashfileTest
     assert_equal %w[seed_index seeds remap slots records], info["sections"].keys
     assert_equal 3.5, info["parameters"]["keys_per_bucket"]
 
+    assert_equal({ "string" => 3 }, info["value_types"])
+
     status, out, = run_cli("info", path)
     assert_equal 0, status
-    assert_match(/entries\s+3/, out)
+    assert_match(/^  entries +3$/, out)
+    assert_match(/^  file size +\d+ B \(\d+ bytes\)$/, out)
+    assert_match(/^  value types +string 3$/, out)
+    assert_match(/^  build keys_per_bucket +3.5$/, out)
+    # Every value starts in the same column.
+    assert_equal 1, out.lines.drop(1).map { |l| l[/\A  \S+(?: \S+)*  +/].size }.uniq.size
 
     assert_equal [0, "#{path}: OK, 3 entries\n", ""], run_cli("verify", path)
+  end
+
+  def test_sizes_are_human_and_counts_have_commas
+    cli = Hashfile::CLI.new
+    assert_equal ["0 B", "1023 B", "1.0 KiB", "1.5 MiB", "2.0 GiB"], [0, 1023, 1024, 1_572_864, 2 << 30].map { |b| cli.send(:human_bytes, b) }
+    assert_equal ["0", "999", "1,000", "1,234,567", "-1,000"], [0, 999, 1000, 1_234_567, -1000].map { |n| cli.send(:commas, n) }
+  end
+
+  def test_get_path_walks_into_nested_values
+    Hashfile.build(path, { "en" => { "faker" => { "name" => ["Ann", "Bo"], "n" => 1 }, sym: "s" }, "a.b" => "dotted" })
+    assert_equal [0, "Bo\nAnn\n1\ns\n", ""], run_cli("get", path, "--path", "en.faker.name.1", "en.faker.name.-2", "en.faker.n", "en.sym")
+    assert_equal [0, "[\"Ann\",\"Bo\"]\n", ""], run_cli("get", path, "--path", "en.faker.name")
+    assert_equal [0, "dotted\n", ""], run_cli("get", path, "--path", "--separator", "/", "a.b")
+    status, out, err = run_cli("get", path, "--path", "en.faker.name.2", "en.faker.nope", "en.faker.n.deeper", "en.faker.name.x")
+    assert_equal [1, ""], [status, out]
+    assert_equal %w[en.faker.name.2 en.faker.nope en.faker.n.deeper en.faker.name.x], err.scan(/key not found: (\S+)/).flatten
+    status, out, = run_cli("get", path, "--json", "--path", "en.faker.name.0", "nope.x")
+    assert_equal 1, status
+    assert_equal({ "en.faker.name.0" => "Ann", "nope.x" => nil }, JSON.parse(out))
   end
 
   def test_get_json

@@ -140,6 +140,29 @@ module Hashfile
       TEXT
     end
 
+    # The value at +path+ ("en.faker.name.first_name"): the first step is
+    # a key of the store, each later one a key of a Hash (as a String, else
+    # a Symbol) or an index of an Array; MISSING where a step finds nothing.
+    def walk_path(db, path, separator)
+      head, *steps = path.split(separator, -1)
+      value = db.get(head, MISSING)
+      steps.each do |step|
+        value = case value
+                when Hash
+                  if value.key?(step) then value[step]
+                  elsif value.key?(step.to_sym) then value[step.to_sym]
+                  else
+                    MISSING
+                  end
+                when Array
+                  step.match?(/\A-?\d+\z/) && (index = Integer(step, 10)) < value.size && index >= -value.size ? value[index] : MISSING
+                else MISSING
+                end
+        break if MISSING.equal?(value)
+      end
+      value
+    end
+
     # +message+ with the library's option names (key_field) as this
     # command line spells them (--key-field). Only names with an underscore,
     # and the one an "invalid option" message starts with, are changed:
@@ -281,15 +304,24 @@ module Hashfile
     def cmd_get(argv)
       catch(:done) do
         json = false
+        separator = nil
         remote = {}
         parser("get") do |o|
           o.on("--json", "print one JSON object, null for absent keys") { json = true }
+          o.on("--path", "each KEY is a dotted path: a key, then the fields (or array indexes) to walk into its value") { separator ||= "." }
+          o.on("--separator S", "with --path: what separates the steps (default .)") { |v| separator = v }
           remote_options(o, remote)
         end.parse!(argv)
         raise UsageError, "get needs FILE and at least one KEY" if argv.size < 2
 
-        # One batch: a remote store fetches every key's pieces level by level.
-        found = Hashfile.open(argv.shift, **remote) { |db| argv.zip(db._get_many(argv, MISSING)).to_h }
+        found = Hashfile.open(argv.shift, **remote) do |db|
+          if separator
+            argv.to_h { |path| [path, walk_path(db, path, separator)] }
+          else
+            # One batch: a remote store fetches every key's pieces level by level.
+            argv.zip(db._get_many(argv, MISSING)).to_h
+          end
+        end
         missing = found.select { |_, v| MISSING.equal?(v) }.keys
         if json
           @out.puts JSON.generate(found.to_h { |k, v| [k, MISSING.equal?(v) ? nil : json_value(k, v)] })
@@ -334,7 +366,9 @@ module Hashfile
         end.parse!(argv)
         raise UsageError, "info needs exactly one FILE" unless argv.size == 1
 
-        info = Hashfile.open(argv[0], **remote, &:info)
+        # A local store's value types come from reading every record once
+        # (fast: nothing is decoded); a remote one would be downloaded whole.
+        info = Hashfile.open(argv[0], **remote) { |db| db.remote? ? db.info : db.info.merge(value_types: db._value_types) }
         if json
           @out.puts JSON.generate(info)
         else
@@ -481,16 +515,37 @@ module Hashfile
     end
 
     def print_info(path, info)
+      rows = [
+        ["entries", commas(info[:entries])],
+        ["file size", "#{human_bytes(info[:file_bytes])} (#{commas(info[:file_bytes])} bytes)"],
+        ["index", format("%.2f bits/key (the seeds and their index: %.2f)", info[:mphf_bits_per_key], info[:seed_bits_per_key])]
+      ]
+      if (types = info[:value_types])
+        rows << ["value types", types.sort_by { |name, n| [-n, name] }.map { |name, n| "#{name} #{commas(n)}" }.join(", ")]
+      end
+      info[:sections].each { |name, bytes| rows << ["section #{name}", human_bytes(bytes)] }
+      info[:parameters].each { |name, value| rows << ["build #{name}", value.to_s] }
+      if info[:cache]
+        rows << ["etag", info[:etag] || "none"]
+        info[:cache].each { |name, value| rows << ["cache #{name}", name.to_s.end_with?("bytes") ? human_bytes(value) : commas(value)] }
+      end
+      width = rows.map { |name, _| name.size }.max
       @out.puts "#{path}: hashfile format #{info[:format_version]}"
-      @out.puts "  entries            #{info[:entries]}"
-      @out.puts "  file bytes         #{info[:file_bytes]}"
-      @out.puts format("  mphf bits/key      %.3f (seeds and their index alone: %.3f)", info[:mphf_bits_per_key], info[:seed_bits_per_key])
-      info[:sections].each { |name, bytes| @out.puts format("  section %-10s %d bytes", name, bytes) }
-      info[:parameters].each { |name, value| @out.puts format("  %-18s %s", name, value) }
-      return unless info[:cache]
+      rows.each { |name, value| @out.puts "  #{name.ljust(width)}  #{value}" }
+    end
 
-      @out.puts format("  %-18s %s", "etag", info[:etag] || "none")
-      info[:cache].each { |name, value| @out.puts format("  cache %-12s %s", name, value) }
+    # 1234567 -> "1,234,567".
+    def commas(n)
+      n.to_s.reverse.scan(/\d{1,3}/).join(",").reverse.then { |s| n.negative? ? "-#{s}" : s }
+    end
+
+    # Bytes in binary units, as ls -h and du -h print them: "1.5 MiB".
+    def human_bytes(bytes)
+      return "#{bytes} B" if bytes < 1024
+
+      units = %w[KiB MiB GiB TiB]
+      exponent = [(Math.log(bytes) / Math.log(1024)).floor, units.size].min
+      format("%.1f %s", bytes.to_f / (1024**exponent), units[exponent - 1])
     end
 
     def json_type(value)

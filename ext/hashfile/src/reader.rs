@@ -462,6 +462,34 @@ impl Reader {
         })
     }
 
+    /// `_value_types`: how many values of each type the store holds
+    /// (`hashfile::value::type_name`), reading every record once without
+    /// decoding any.
+    fn value_types(ruby: &Ruby, rb_self: &Self) -> Result<RHash, Error> {
+        rb_self.with_store(ruby, |store| {
+            let mut counts = std::collections::BTreeMap::<&str, u64>::new();
+            let (mut offset, mut index) = (Some(0), 0);
+            while let Some(at) = offset {
+                let (records, next) = store
+                    .chunk(ruby, at, index, CHUNK)?
+                    .map_err(|e| to_ruby(ruby, e.with_path(rb_self.path.as_ref())))?;
+                index += records.len() as u64;
+                for record in &records {
+                    *counts
+                        .entry(hashfile::value::type_name(record.kind(), record.value()))
+                        .or_default() += 1;
+                }
+                offset = next;
+                ruby.thread_check_ints()?;
+            }
+            let out = ruby.hash_new();
+            for (name, count) in counts {
+                out.aset(name, count)?;
+            }
+            Ok(out)
+        })
+    }
+
     fn verify(ruby: &Ruby, rb_self: &Self) -> Result<bool, Error> {
         let store = rb_self.shared(ruby)?;
         let result = store.verify(ruby)?;
@@ -599,6 +627,7 @@ pub fn init(ruby: &Ruby, module: RModule) -> Result<(), Error> {
     class.define_method("key?", method!(Reader::has_key, 1))?;
     class.define_method("size", method!(Reader::size, 0))?;
     class.define_method("_each_chunk", method!(Reader::each_chunk, 2))?;
+    class.define_method("_value_types", method!(Reader::value_types, 0))?;
     class.define_method("_get_many", method!(Reader::get_many, 2))?;
     class.define_method("remote?", method!(Reader::is_remote, 0))?;
     class.define_singleton_method(

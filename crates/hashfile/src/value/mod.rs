@@ -86,6 +86,34 @@ pub mod tag {
     pub const NEGATIVE_FIXINT_MIN: u8 = 0xe0;
 }
 
+/// What a record's value is, for people (`hashfile info`): "string",
+/// "binary", "integer", "float", "boolean", "nil", "symbol", "map",
+/// "array" or "custom" (a user's serializer); "damaged" for a typed value
+/// with no tag this version knows.
+pub fn type_name(kind: crate::format::ValueKind, value: &[u8]) -> &'static str {
+    use crate::format::ValueKind;
+    match kind {
+        ValueKind::Utf8 | ValueKind::Ascii => "string",
+        ValueKind::Binary => "binary",
+        ValueKind::Typed => match value.first().copied() {
+            None => "damaged",
+            Some(t) if t <= tag::POSITIVE_FIXINT_MAX || t >= tag::NEGATIVE_FIXINT_MIN => "integer",
+            Some(tag::INT | tag::UINT8 | tag::BIGINT_POSITIVE | tag::BIGINT_NEGATIVE) => "integer",
+            Some(t) if (tag::FIXMAP..tag::FIXARRAY).contains(&t) || t == tag::MAP => "map",
+            Some(t) if (tag::FIXARRAY..tag::FIXSTR).contains(&t) || t == tag::ARRAY => "array",
+            Some(t) if (tag::FIXSTR..tag::NIL).contains(&t) => "string",
+            Some(tag::UTF8 | tag::ASCII | tag::NAMED) => "string",
+            Some(tag::BINARY) => "binary",
+            Some(tag::NIL) => "nil",
+            Some(tag::TRUE | tag::FALSE) => "boolean",
+            Some(tag::FLOAT) => "float",
+            Some(tag::SYMBOL) => "symbol",
+            Some(tag::CUSTOM) => "custom",
+            Some(_) => "damaged",
+        },
+    }
+}
+
 /// A string's encoding.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Encoding<'a> {
