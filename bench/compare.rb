@@ -2,12 +2,12 @@
 
 # Side-by-side benchmark on the built-in default (100,000 random 8-character
 # base-36 keys and values), all in one run, because ratios are what hold on
-# a noisy machine. Run: `rake bench` (BENCH_QUICK=1 for a short run).
+# a noisy machine. Run: `rake bench` (QUICK=1 for a short run).
 require_relative "support"
 require "benchmark/ips"
 require "msgpack"
 
-QUICK = ENV["BENCH_QUICK"] == "1"
+QUICK = BenchData::QUICK
 IPS = QUICK ? { warmup: 0.2, time: 0.5 } : { warmup: 2, time: 5 }
 
 hash = BenchData.config

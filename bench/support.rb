@@ -8,6 +8,9 @@ require "fileutils"
 # The built-in default data set: N random 8-character base-36 keys and
 # values, the same on every run (fixed seed).
 module BenchData
+  # QUICK=1: every benchmark runs for seconds, to check it runs (CI), not
+  # to measure. The one switch for all of them.
+  QUICK = ENV["QUICK"] == "1"
   DIR = File.expand_path("data", __dir__)
   ALPHABET = [*"0".."9", *"a".."z"].freeze
 

@@ -4,13 +4,13 @@
 # (about 20 fields, two levels) with db[] against MessagePack.unpack and
 # JSON.parse of the same value; db.dig into a large nested value against
 # Hash#dig on a parsed copy (and against parsing it first); stored size
-# against MessagePack. Run: `ruby bench/typed.rb` (BENCH_QUICK=1 for a
+# against MessagePack. Run: `ruby bench/typed.rb` (QUICK=1 for a
 # short run).
 require_relative "support"
 require "benchmark/ips"
 require "msgpack"
 
-QUICK = ENV["BENCH_QUICK"] == "1"
+QUICK = BenchData::QUICK
 IPS = QUICK ? { warmup: 0.2, time: 0.5 } : { warmup: 2, time: 5 }
 
 # A typical service setting: 20 fields, two levels, the usual mix of types.

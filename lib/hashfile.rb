@@ -145,9 +145,10 @@ module Hashfile
     #
     # +path+ may also be a URL: +http://+ or +https://+ (read with HTTP
     # range requests) or +s3://bucket/key+ (credentials, region and endpoint
-    # from the standard AWS environment variables). Opening takes one
-    # request; a lookup at most three, one with the index cached, none for
-    # what the block cache holds. These options apply to URLs only
+    # from the standard AWS environment variables). Opening takes two
+    # requests (the first block, then the seed index); a lookup at most
+    # three, one with the index cached, none for what the block cache
+    # holds. These options apply to URLs only
     # (defaults in REMOTE_DEFAULTS):
     # @param headers [Hash{String => String}] sent with every HTTP request
     #   (Authorization, say)

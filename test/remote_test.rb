@@ -106,7 +106,7 @@ class RemoteTest < HashfileTest
       assert_includes error.message, where
       assert_kind_of Hashfile::RemoteError, error
     end
-    assert_includes assert_raises(Hashfile::RemoteProtocolError) { Hashfile.open(@nginx.url("/moved/s.hf")) }.message, "/files/elsewhere.hf"
+    assert_includes assert_raises(Hashfile::RemoteProtocolError) { Hashfile.open(@nginx.url("/moved/s.hf")) }.message, "/files/moved-here.hf"
     assert_raises(Hashfile::RemoteConnectionError) { Hashfile.open("http://127.0.0.1:#{Hashfile::TestServers.free_port}/s.hf", retries: 0) }
     assert_raises(ArgumentError) { Hashfile.open("s3://bucket-only") }
     assert Hashfile.remote?("HTTPS://host/x.hf")

@@ -55,43 +55,11 @@ module Hashfile
         FileUtils.mkdir_p(File.join(@root, "files"))
         @port = TestServers.free_port
         d = @dir
-        File.write(File.join(d, "nginx.conf"), <<~CONF)
-          daemon off;
-          master_process off;
-          worker_processes 1;
-          pid #{d}/nginx.pid;
-          error_log #{d}/error.log warn;
-          events { worker_connections 256; }
-          http {
-              access_log off;
-              client_body_temp_path #{d}/body;
-              proxy_temp_path #{d}/proxy;
-              fastcgi_temp_path #{d}/fastcgi;
-              uwsgi_temp_path #{d}/uwsgi;
-              scgi_temp_path #{d}/scgi;
-              log_format counted '$connection $connection_requests $status "$request_uri" $bytes_sent';
-              keepalive_requests 1000000;
-              keepalive_timeout 60s;
-              default_type application/octet-stream;
-              server {
-                  listen 127.0.0.1:#{@port};
-                  access_log #{d}/access.log counted;
-                  root #{@root};
-                  location /files/ { }
-                  location /whole/ { max_ranges 0; alias #{@root}/files/; }
-                  # No ETag: Last-Modified is the only validator.
-                  location /no-etag/ { etag off; alias #{@root}/files/; }
-                  location /missing/ { return 404; }
-                  location /forbidden/ { return 403; }
-                  location /broken/ { return 500; }
-                  location /moved/ { return 302 /files/elsewhere.hf; }
-                  location /private/ {
-                      if ($http_authorization != "Bearer let-me-in") { return 401; }
-                      alias #{@root}/files/;
-                  }
-              }
-          }
-        CONF
+        # One template for these tests and the Rust ones.
+        config = File.read(File.join(__dir__, "nginx.conf"))
+                     .gsub("@DIR@", d).gsub("@ROOT@", @root)
+                     .gsub("@H2_PORT@", TestServers.free_port.to_s).gsub("@PORT@", @port.to_s)
+        File.write(File.join(d, "nginx.conf"), config)
         @pid = spawn("nginx", "-p", d, "-c", File.join(d, "nginx.conf"), out: File::NULL, err: File::NULL)
         TestServers.wait_for(@port, "nginx", @pid)
       end
@@ -126,8 +94,8 @@ module Hashfile
           text = again
         end
         text.lines.map do |line|
-          c, n, status, uri, bytes = line.split(" ")
-          [c.to_i, n.to_i, status.to_i, uri.delete('"'), bytes.to_i]
+          c, n, status, uri, _range, bytes = line.match(/\A(\d+) (\d+) (\d+) "([^"]*)" "([^"]*)" (\d+)/).captures
+          [c.to_i, n.to_i, status.to_i, uri, bytes.to_i]
         end
       end
     end
@@ -138,9 +106,12 @@ module Hashfile
     class Minio
       include ServerProcess
 
-      USER = "hashfile-test"
-      PASSWORD = "hashfile-test-secret"
-      REGION = "us-east-1"
+      # Shared with the Rust tests.
+      ENV_FILE = File.read(File.join(__dir__, "minio.env")).lines.reject { |l| l.start_with?("#") || l.strip.empty? }
+                     .to_h { |l| l.chomp.split("=", 2) }.freeze
+      USER = ENV_FILE.fetch("MINIO_ROOT_USER")
+      PASSWORD = ENV_FILE.fetch("MINIO_ROOT_PASSWORD")
+      REGION = ENV_FILE.fetch("MINIO_REGION")
 
       attr_reader :endpoint
 
@@ -151,7 +122,7 @@ module Hashfile
       def initialize
         @dir = Dir.mktmpdir("hashfile-minio")
         port = TestServers.free_port
-        env = { "MINIO_ROOT_USER" => USER, "MINIO_ROOT_PASSWORD" => PASSWORD, "MINIO_BROWSER" => "off", "MINIO_UPDATE" => "off" }
+        env = ENV_FILE
         @pid = spawn(env, Minio.binary, "server", File.join(@dir, "data"), "--address", "127.0.0.1:#{port}",
                      "--console-address", "127.0.0.1:#{TestServers.free_port}", "--quiet", out: File::NULL, err: File::NULL)
         TestServers.wait_for(port, "minio", @pid)

@@ -6,13 +6,16 @@ use object_store::aws::AmazonS3Builder;
 use object_store::{ObjectStoreExt, PutPayload};
 
 mod support;
-use support::{store, value, Minio, MINIO_PASSWORD, MINIO_USER};
+use support::{minio_setting, store, value, Minio};
 
 fn options(minio: &Minio) -> RemoteOptions {
     RemoteOptions {
         s3_endpoint: Some(minio.endpoint.clone()),
-        s3_region: Some("us-east-1".into()),
-        s3_credentials: Some((MINIO_USER.into(), MINIO_PASSWORD.into())),
+        s3_region: Some(minio_setting("MINIO_REGION").into()),
+        s3_credentials: Some((
+            minio_setting("MINIO_ROOT_USER").into(),
+            minio_setting("MINIO_ROOT_PASSWORD").into(),
+        )),
         ..RemoteOptions::default()
     }
 }
@@ -22,10 +25,10 @@ fn client(minio: &Minio, bucket: &str) -> object_store::aws::AmazonS3 {
     AmazonS3Builder::new()
         .with_endpoint(&minio.endpoint)
         .with_allow_http(true)
-        .with_region("us-east-1")
+        .with_region(minio_setting("MINIO_REGION"))
         .with_bucket_name(bucket)
-        .with_access_key_id(MINIO_USER)
-        .with_secret_access_key(MINIO_PASSWORD)
+        .with_access_key_id(minio_setting("MINIO_ROOT_USER"))
+        .with_secret_access_key(minio_setting("MINIO_ROOT_PASSWORD"))
         .build()
         .unwrap()
 }
@@ -141,7 +144,10 @@ fn s3_reads_batches_and_faults_against_minio() {
         RemoteErrorKind::NotFound
     );
     let wrong = RemoteOptions {
-        s3_credentials: Some((MINIO_USER.into(), "not-the-secret".into())),
+        s3_credentials: Some((
+            minio_setting("MINIO_ROOT_USER").into(),
+            "not-the-secret".into(),
+        )),
         ..options(&minio)
     };
     let (denied, text) = kind("s3://stores/a/tenants.hf", wrong);

@@ -74,47 +74,12 @@ impl Nginx {
         std::fs::create_dir_all(root.join("files")).unwrap();
         let port = free_port();
         let h2_port = free_port();
-        let d = dir.path().display();
-        let config = format!(
-            r#"daemon off;
-master_process off;
-worker_processes 1;
-pid {d}/nginx.pid;
-error_log {d}/error.log warn;
-events {{ worker_connections 256; }}
-http {{
-    access_log off;
-    client_body_temp_path {d}/body;
-    proxy_temp_path {d}/proxy;
-    fastcgi_temp_path {d}/fastcgi;
-    uwsgi_temp_path {d}/uwsgi;
-    scgi_temp_path {d}/scgi;
-    # The connection's serial number and the request's number on it.
-    log_format counted '$connection $connection_requests $status "$request_uri" "$http_range"';
-    keepalive_requests 100000;
-    keepalive_timeout 60s;
-    default_type application/octet-stream;
-    server {{
-        listen 127.0.0.1:{port};
-        listen 127.0.0.1:{h2_port} http2;
-        access_log {d}/access.log counted;
-        root {root};
-        location /files/ {{ }}
-        # Range ignored: the whole file with 200.
-        location /whole/ {{ max_ranges 0; alias {root}/files/; }}
-        # One range per request: more and the whole file comes with 200.
-        location /single/ {{ max_ranges 1; alias {root}/files/; }}
-        # No ETag: Last-Modified is the only validator.
-        location /no-etag/ {{ etag off; alias {root}/files/; }}
-        location /missing/ {{ return 404; }}
-        location /forbidden/ {{ return 403; }}
-        location /broken/ {{ return 500; }}
-        location /moved/ {{ return 302 /files/moved-here.hf; }}
-    }}
-}}
-"#,
-            root = root.display()
-        );
+        // One template for these tests and the Ruby ones.
+        let config = include_str!("../../../../test/support/nginx.conf")
+            .replace("@DIR@", &dir.path().display().to_string())
+            .replace("@ROOT@", &root.display().to_string())
+            .replace("@H2_PORT@", &h2_port.to_string())
+            .replace("@PORT@", &port.to_string());
         std::fs::write(dir.path().join("nginx.conf"), config).unwrap();
         let log = dir.path().join("error.log");
         let mut child = Command::new("nginx")
@@ -408,8 +373,24 @@ pub struct Minio {
     pub endpoint: String,
 }
 
-pub const MINIO_USER: &str = "hashfile-test";
-pub const MINIO_PASSWORD: &str = "hashfile-test-secret";
+/// MinIO's environment for the tests (`NAME=value` lines), shared with
+/// the Ruby tests.
+const MINIO_ENV: &str = include_str!("../../../../test/support/minio.env");
+
+/// A setting of `MINIO_ENV` (`MINIO_ROOT_USER`, `MINIO_REGION`, ...).
+pub fn minio_setting(name: &str) -> &'static str {
+    minio_env()
+        .find(|(n, _)| *n == name)
+        .map(|(_, v)| v)
+        .unwrap_or_else(|| panic!("{name} is not in test/support/minio.env"))
+}
+
+fn minio_env() -> impl Iterator<Item = (&'static str, &'static str)> {
+    MINIO_ENV
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .filter_map(|l| l.split_once('='))
+}
 
 impl Minio {
     pub fn binary() -> PathBuf {
@@ -456,10 +437,7 @@ impl Minio {
                 &format!("127.0.0.1:{console}"),
                 "--quiet",
             ])
-            .env("MINIO_ROOT_USER", MINIO_USER)
-            .env("MINIO_ROOT_PASSWORD", MINIO_PASSWORD)
-            .env("MINIO_BROWSER", "off")
-            .env("MINIO_UPDATE", "off")
+            .envs(minio_env())
             .stdout(std::fs::File::create(&log).unwrap())
             .stderr(Stdio::null())
             .spawn()
