@@ -64,3 +64,15 @@ checks = [
 ]
 puts "\n== summary (#{hash.size} entries) =="
 checks.each { |name, value, ok| puts format("  %-32s %-46s %s", name, value, ok ? "meets target" : "MISSES target") }
+
+# The charts in docs/BENCHMARKS.md, from this run (not from a QUICK one).
+unless QUICK
+  require_relative "chart"
+  docs = File.expand_path("../docs", __dir__)
+  BenchChart.log_bars(File.join(docs, "compare_cold.svg"), "Load, parse and one lookup, #{hash.size} entries (log scale)",
+                      cold.map { |label, ips| [label, 1.0 / ips] })
+  BenchChart.log_bars(File.join(docs, "compare_warm.svg"), "One lookup of a present key, warm (log scale)",
+                      warm.map { |label, ips| [label, 1.0 / ips] })
+  File.write(File.join(BenchData::DIR, "compare.json"), JSON.pretty_generate({ entries: hash.size, results: results, sizes: sizes, build_seconds: build }))
+  puts "charts: docs/compare_cold.svg, docs/compare_warm.svg"
+end

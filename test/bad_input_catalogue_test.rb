@@ -4,10 +4,12 @@ require_relative "test_helper"
 require "msgpack"
 require "stringio"
 
-# The bad-input catalogue (README, "Errors"): every entry is an input a user
+# The bad-input catalogue (docs/ERRORS.md): every entry is an input a user
 # can get wrong, the exception class it raises (or the CLI's exit status),
-# and the part of the message that says what to do. Kept as one table so
-# the README's list and the behaviour cannot drift apart.
+# and the part of the message that says what to do. docs/ERRORS.md's table
+# is written from it (WRITE_ERRORS_DOC=1 ruby -Ilib -Itest
+# test/bad_input_catalogue_test.rb), and this test fails when the two
+# differ, so the list and the behaviour cannot drift apart.
 class BadInputCatalogueTest < HashfileTest
   def good_store
     @good_store ||= begin
@@ -39,7 +41,7 @@ class BadInputCatalogueTest < HashfileTest
   # [what, how, expected class (or CLI exit status), message pattern]
   def catalogue
     [
-      # Stores
+      "Stores", # a heading in docs/ERRORS.md
       ["an empty file", -> { Hashfile.open(input("empty.hf", "")) }, Hashfile::FormatError, /file is 0 bytes, too short for a header/],
       ["a text file", -> { Hashfile.open(input("text.hf", "hello " * 40)) }, Hashfile::FormatError, /bad magic: not a hashfile store/],
       ["another major version", -> { Hashfile.open(damaged("v2.hf") { |b| b.setbyte(8, 2) }) }, Hashfile::UnsupportedError, /unsupported version 2 \(this library reads version 1\)/],
@@ -51,7 +53,7 @@ class BadInputCatalogueTest < HashfileTest
       ["a directory as a store", -> { Dir.mkdir(path("d")) unless Dir.exist?(path("d")); Hashfile.open(path("d")) }, Errno::EISDIR, /Is a directory/],
       ["a store truncated while open", -> { truncated_while_open }, Hashfile::StaleError, /the store file changed while open .*; reopen it/],
       ["a FIFO as a store", -> { File.mkfifo(path("pipe.hf")) unless File.exist?(path("pipe.hf")); Hashfile.open(path("pipe.hf")) }, Hashfile::FormatError, /pipe.hf: a FIFO \(named pipe\), not a regular file; a store is read from a regular file/],
-      # Importer inputs
+      "Importer inputs", # a heading in docs/ERRORS.md
       ["JSON that is not JSON", -> { Hashfile.build_from(input("a.json", "{\"a\": 1,\n \"b\" 2}"), path) }, Hashfile::ParseError, /a.json: line 2, column 6: expected `:`/],
       ["a JSON duplicate key", -> { Hashfile.build_from(input("d.json", "{\"a\": 1,\n \"b\": 2,\n \"a\": 3}"), path) }, Hashfile::DuplicateKeyError, /duplicate key "a" \(.*d.json: line 1 and .*d.json: line 3\)/],
       ["a JSON number of a million digits", -> { Hashfile.build_from(input("n.json", "{\"n\": #{"9" * 1_000_000}}"), path) }, Hashfile::ParseError, /over the limit of 100000 \(store it as a string\)/],
@@ -79,7 +81,7 @@ class BadInputCatalogueTest < HashfileTest
       ["a directory as an input", -> { Dir.mkdir(path("in")) unless Dir.exist?(path("in")); Hashfile.build_from(path("in"), path) }, ArgumentError, /in is a directory; give the data files in it/],
       ["an IO without format:", -> { Hashfile.build_from(StringIO.new("{}"), path) }, ArgumentError, /an IO input \(StringIO\) needs format:/],
       ["a 2 MB field name an error lists", -> { Hashfile.build_from(input("f.json", "{\"#{"x" * 2_000_000}\": []}"), path, records_at: "nope") }, Hashfile::ParseError, /f.json: line 1, column 2000008: records_at: the top-level object has no field "nope"; its fields are "x{200}"\.\.\. \(2000000 bytes\)\z/],
-      # Ruby arguments
+      "Ruby arguments", # a heading in docs/ERRORS.md
       ["an Integer key", -> { Hashfile.build(path, { 1 => 2 }) }, TypeError, /key must be a String or Symbol, not Integer/],
       ["a value of another class", -> { Hashfile.build(path, { "a" => Object.new }) }, TypeError, /value for key "a" is a Object; .*\(pass serializer: to store other objects\)/],
       ["a value nested 120 deep", -> { Hashfile.build(path, { "deep" => deep_array(120) }) }, ArgumentError, /value for key "deep" at \[0, 0, 0, \.\.\.\] nests deeper than 100 levels/],
@@ -94,7 +96,7 @@ class BadInputCatalogueTest < HashfileTest
       ["a CSV-only option on JSON Lines", -> { Hashfile.build_from(input("p.jsonl", ""), path, header: false) }, ArgumentError, /invalid option header: applies to csv and tsv inputs, and .*p.jsonl is read as jsonl/],
       ["key_field on a JSON object without records_at", -> { Hashfile.build_from(input("c.json", %({"version": 1, "3166-1": [{"alpha_2": "AD"}], "more": [1]})), path, key_field: "alpha_2") }, ArgumentError, /invalid option key_field: reads objects in an array, and the top level of .*c.json is an object, read as key-value pairs, which would ignore it; its fields that hold arrays of objects: "3166-1"; give records_at "3166-1"/],
       ["records without the value field", -> { Hashfile.build_from(input("r.json", %([{"alpha_2": "AD"}])), path, key_field: "alpha_2") }, Hashfile::ParseError, /missing field "value", the value field \(value_field names another, or "\*" the whole object\)/],
-      ["CSV read as JSON", -> { Hashfile.build_from(input("csv.json", "name,price\napple,1\n"), path) }, Hashfile::ParseError, /csv.json: line 1, column \d+: expected ident: this is not JSON at its start; if .*csv.json is in another format, give it \(one of: json, json-pairs, jsonl, csv, tsv, msgpack, yaml\)/],
+      ["CSV read as JSON", -> { Hashfile.build_from(input("csv.json", "name,price\napple,1\n"), path) }, Hashfile::ParseError, /csv.json: line 1, column \d+: expected ident: this is not JSON at its start; if .*csv.json is in another format, give it \(one of: json, json-pairs, jsonl, csv, tsv, msgpack, yaml, lines\)/],
       ["options no table can satisfy", -> { Hashfile.build(path, (1..5000).to_h { |i| ["k#{i}", i] }, dense_key_fraction: 0.99, dense_bucket_fraction: 0.01) }, ArgumentError, /dense_key_fraction|dense_bucket_fraction/],
       ["threads: 0", -> { Hashfile.build_from(input("t.json", "{}"), path, threads: 0) }, ArgumentError, /threads must be from 1 to \d+ \(4 per core, at least 16\), got 0/],
       ["a nil path", -> { Hashfile.open(nil) }, TypeError, /expected a path \(String or Pathname\), not nil/],
@@ -104,11 +106,11 @@ class BadInputCatalogueTest < HashfileTest
       ["a col_sep that is a quote", -> { Hashfile.build_from(input("c2.csv", "k,v\n"), path, col_sep: "\"") }, ArgumentError, /invalid option col_sep: must be one ASCII character other than a quote or a line break/],
       ["a serializer without load", -> { Hashfile.open(path("good.hf").tap { good_store }, serializer: Object.new) }, ArgumentError, /serializer: expected an object with dump and load/],
       ["a closed store", -> { db = Hashfile.open(path("good.hf").tap { good_store }); db.close; db["a"] }, Hashfile::ClosedError, /closed store/],
-      # CLI arguments
+      "CLI arguments", # a heading in docs/ERRORS.md
       ["an unknown command", -> { cli("frobnicate") }, 2, /unknown command "frobnicate"\nRun 'hashfile --help' for usage./],
       ["build without -o", -> { cli("build", "x.json") }, 2, /build needs -o OUT \(or --check\)/],
       ["an output that is an input", -> { cli("build", input("same.json", "{}"), "-o", path("same.json")) }, 2, /is the input .*; write the store elsewhere, or pass --force/],
-      ["an unknown --format", -> { cli("build", "--format", "xml", "x.json", "-o", "y") }, 2, /invalid argument: --format xml \(expected one of: json, json-pairs, jsonl, csv, tsv, msgpack, yaml\)/],
+      ["an unknown --format", -> { cli("build", "--format", "xml", "x.json", "-o", "y") }, 2, /invalid argument: --format xml \(expected one of: json, json-pairs, jsonl, csv, tsv, msgpack, yaml, lines\)/],
       ["an ambiguous option", -> { cli("build", "--key", "a", "x.csv", "-o", "y") }, 2, /ambiguous option: --key \(it could be --key-column, --key-field, --keys-per-bucket, --keys-per-part\)/],
       ["--key-field on CSV", -> { cli("build", input("q.csv", "name,price\napple,1\n"), "--key-field", "name", "-o", path) }, 2, /invalid option --key-field: applies to json, json-pairs and jsonl inputs, and .*q.csv is read as csv, which would ignore it; for csv give --key-column/],
       ["--threads out of range", -> { cli("build", input("t2.json", "{}"), "--threads", "0", "-o", path) }, 2, /threads must be from 1 to \d+/],
@@ -124,17 +126,32 @@ class BadInputCatalogueTest < HashfileTest
     skip "not run under GC.stress" if ENV["HASHFILE_GC_STRESS"] == "1"
     entries = catalogue
     # Only root can plant a link owned by another user.
-    entries.reject! { |what, *| what.end_with?("(as root)") } unless Process.euid.zero?
-    assert_operator entries.size, :>=, 40
-    entries.each do |what, how, expected, message|
+    entries.reject! { |what, *| what.is_a?(String) && what.end_with?("(as root)") } unless Process.euid.zero?
+    assert_operator entries.count { |e| e.is_a?(Array) }, :>=, 70
+    rows = entries.map do |entry|
+      next "| **#{entry}** | | |" if entry.is_a?(String)
+
+      what, how, expected, message = entry
       if expected.is_a?(Integer)
         result = how.call
         assert_equal expected, result.status, what
         assert_match message, result.message, what
+        shown = [what, "exit #{expected}", result.message.lines.first.chomp]
       else
         e = assert_raises(expected, what) { how.call }
         assert_match message, e.message, what
+        shown = [what, expected.name, e.message.lines.first.chomp]
       end
+      "| #{shown.map { |s| s.gsub(tmpdir + "/", "").gsub(/0x\h{16}/, "0x...").gsub("|", "\\|") }.join(" | ")} |"
+    end
+    doc_path = File.expand_path("../docs/ERRORS.md", __dir__)
+    doc = File.read(doc_path)
+    table = "<!-- catalogue: written by test/bad_input_catalogue_test.rb -->\n| input | raises | message |\n| --- | --- | --- |\n#{rows.join("\n")}\n<!-- /catalogue -->"
+    if ENV["WRITE_ERRORS_DOC"] == "1"
+      File.write(doc_path, doc.sub(/<!-- catalogue.*<!-- \/catalogue -->/m, table))
+    else
+      listed = doc[/<!-- catalogue.*<!-- \/catalogue -->/m].to_s
+      entries.grep(Array).each { |what, *| assert_includes listed, "| #{what} |", "docs/ERRORS.md does not list #{what} (WRITE_ERRORS_DOC=1 rewrites it)" }
     end
   end
 

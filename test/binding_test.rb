@@ -23,14 +23,14 @@ class BindingTest < HashfileTest
     assert_equal Hashfile::BUILD_DEFAULTS[:keys_per_bucket], parameters[:keys_per_bucket]
   end
 
-  def test_the_readme_lists_the_build_defaults
-    readme = File.read(File.expand_path("../README.md", __dir__))
+  def test_the_ruby_docs_list_the_build_defaults
+    readme = File.read(File.expand_path("../docs/RUBY.md", __dir__))
     listed = Hashfile::BUILD_DEFAULTS.map { |name, value| "`#{name}: #{value.is_a?(Symbol) ? value.inspect : value.to_s.gsub(/(\d)(?=(\d{3})+\z)/, '\1_')}`" }
-    listed.each { |option| assert readme.include?(option), "README.md does not list #{option}" }
+    listed.each { |option| assert readme.include?(option), "docs/RUBY.md does not list #{option}" }
   end
 
   def test_each_extension_picks_its_format
-    assert_equal %w[json json-pairs jsonl csv tsv msgpack yaml], Hashfile::FORMATS
+    assert_equal %w[json json-pairs jsonl csv tsv msgpack yaml lines], Hashfile::FORMATS
     inputs = { "json" => %({"k": "v"}), "jsonl" => %(["k","v"]\n), "csv" => "key,value\nk,v\n", "tsv" => "key\tvalue\nk\tv\n", "yaml" => "k: v\n" }
     Hashfile::FORMAT_EXTENSIONS.each do |extension, format|
       assert_includes Hashfile::FORMATS, format

@@ -88,3 +88,9 @@ pub use cancel::CancelFlag;
 pub use error::{DisplayBytes, Error, Location, Position, Result, MAX_PARSE_MESSAGE};
 pub use format::{Record, ValueKind};
 pub use read::{Info, Iter, Reader, RecordBuf};
+
+/// The Rust snippets of docs/RUST.md, run as doctests so the docs cannot
+/// drift from the API (built only by `cargo test`, not into the crate).
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/RUST.md")]
+pub struct RustDocSnippets;
