@@ -29,7 +29,9 @@ def clock = Process.clock_gettime(Process::CLOCK_MONOTONIC)
 
 BACKENDS = {
   simple: -> { I18n::Backend::Simple.new.tap { |b| b.send(:init_translations) } },
-  hashfile: -> { Hashfile::I18n::Backend.new(STORE) }
+  hashfile: -> { Hashfile::I18n::Backend.new(STORE) },
+  # Results deep-frozen, Strings deduplicated (the opt-in): what it saves.
+  frozen: -> { Hashfile::I18n::Backend.new(STORE, freeze: true) }
 }.freeze
 
 # Real keys: every leaf of en and de.
