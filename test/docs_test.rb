@@ -5,13 +5,16 @@ require "open3"
 require "zlib"
 require "json"
 require "support/servers"
+require "ripper"
 
 # Every snippet of the README and docs/ runs: the ```ruby blocks of a file
 # in order, in one Ruby process (a later block may use what an earlier one
 # made), and each line of a ```sh block in bash, with `hashfile` being this
 # checkout's CLI. Both run in a directory holding the files the snippets
 # name (fixtures below). A URL at cdn.example.com is served by nginx on
-# loopback. A block right after `<!-- not run: REASON -->` is left out: the
+# loopback. A line `EXPRESSION # => VALUE` checks that EXPRESSION equals
+# VALUE where VALUE (or its start, before a `, `, `; ` or ` (` comment) is
+# Ruby. A block right after `<!-- not run: REASON -->` is left out: the
 # reason names the test that runs the same thing (a Rails config file, an
 # S3 bucket). The Rust snippets run as doctests (crates/hashfile/src/lib.rs).
 class DocsTest < HashfileTest
@@ -65,6 +68,37 @@ class DocsTest < HashfileTest
     File.chmod(0o755, File.join(bin, "hashfile"))
   end
 
+  # +code+ with each `EXPRESSION # => VALUE` line made a check of what the
+  # doc claims; lines whose VALUE is not Ruby (`#<Reader ...>`) stay as
+  # they are. +where+ names the block.
+  def with_checks(code, where)
+    code.lines.each_with_index.map do |line, i|
+      match = line.chomp.match(/\A(\s*)(\S.*?)\s+# => (.+)\z/)
+      next line unless match && valid_ruby?(match[2])
+
+      indent, expression, claim = match.captures
+      value = [claim.strip, claim.split(/, (?=[a-z])|; | \(/).first.strip].find { |v| literal?(v) }
+      value ? "#{indent}__doc_check((#{expression}), (#{value}), #{"#{where}+#{i + 1}".inspect})\n" : line
+    end.join
+  end
+
+  def valid_ruby?(source)
+    !Ripper.sexp(source).nil?
+  end
+
+  # Whether +source+ is one Ruby value that needs nothing defined: `50`,
+  # `"France"`, `{api: {burst: 100}}`, not `#<Reader ...>` (a comment) or
+  # `100; decodes only ...` (prose).
+  def literal?(source)
+    sexp = Ripper.sexp(source)
+    return false unless sexp && sexp[1].size == 1 && !source.start_with?("#")
+
+    Object.new.instance_eval(source)
+    true
+  rescue StandardError, ScriptError
+    false
+  end
+
   # +code+ with its example URLs pointed at nginx (the private location,
   # which wants the Authorization header the snippets send).
   def served(code)
@@ -79,8 +113,13 @@ class DocsTest < HashfileTest
       dir = File.join(tmpdir, File.basename(doc, ".md"))
       FileUtils.mkdir_p(dir)
       fixtures(dir)
-      prelude = %(require "hashfile"; require "i18n"; I18n.load_path = Dir["locales/*.yml"]; I18n.enforce_available_locales = false\n)
-      script = prelude + ruby.map { |_, code, line| "# #{doc}:#{line}\n#{served(code)}" }.join("\n")
+      prelude = <<~RUBY
+        require "hashfile"; require "i18n"; I18n.load_path = Dir["locales/*.yml"]; I18n.enforce_available_locales = false
+        def __doc_check(actual, claimed, where)
+          abort "\#{where}: the doc says \#{claimed.inspect}, the code gives \#{actual.inspect}" unless actual == claimed
+        end
+      RUBY
+      script = prelude + ruby.map { |_, code, line| "# #{doc}:#{line}\n#{with_checks(served(code), "#{doc}:#{line}")}" }.join("\n")
       out, status = Open3.capture2e(RbConfig.ruby, "-I#{ROOT}/lib", "-e", script, chdir: dir)
       assert status.success?, "#{doc}'s Ruby snippets failed:\n#{out}"
     end
