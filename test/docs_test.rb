@@ -142,6 +142,17 @@ class DocsTest < HashfileTest
     end
   end
 
+  def test_every_link_to_a_file_of_the_repository_leads_to_one
+    DOCS.each do |doc|
+      File.read(File.join(ROOT, doc)).scan(/\]\(([^)\s]+)\)/).flatten.each do |target|
+        next if target.match?(%r{\A(https?:|mailto:|#)})
+
+        file = File.expand_path(target.sub(/#.*/, ""), File.dirname(File.join(ROOT, doc)))
+        assert File.exist?(file), "#{doc} links to #{target}, which is not there"
+      end
+    end
+  end
+
   def test_the_readme_is_short
     assert_operator File.readlines(File.join(ROOT, "README.md")).size, :<, 300
   end
