@@ -263,6 +263,7 @@ class TypedValuesTest < HashfileTest
   end
 
   def test_importers_agree_with_json_parse_msgpack_and_the_ruby_build
+    skip_in_quick_gc_stress("40 s under GC.stress; the importers, not object lifetimes")
     source = JSON.generate(realistic_configs(Random.new(42)))
     File.write(path("config.json"), source)
     Hashfile.build_from(path("config.json"), path("from_json.hf"))
@@ -330,6 +331,7 @@ class TypedValuesTest < HashfileTest
   end
 
   def test_dump_writes_typed_values_back_faithfully
+    skip_in_quick_gc_stress("54 s under GC.stress; the CLI's JSON, not object lifetimes")
     Hashfile.build(path, CONFIG.merge("big" => 2**100, "negzero" => -0.0))
     _, first, = run_cli("dump", path)
     File.write(path("dump.jsonl"), first)
