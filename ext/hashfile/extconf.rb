@@ -12,8 +12,10 @@ abort "hashfile: cargo is required to build the extension (https://rustup.rs)" u
 root = File.expand_path("../..", __dir__)
 dlext = RbConfig::CONFIG["DLEXT"]
 built = RbConfig::CONFIG["host_os"].match?(/darwin/) ? "libhashfile_ruby.dylib" : "libhashfile_ruby.so"
-# Its own target directory, removed after install so the installed gem
-# does not keep cargo's build tree (a checkout builds with `rake compile`).
+# Its own target directory, removed after install with the build's own copy
+# of the library, so the installed gem keeps neither cargo's build tree
+# (541 MB) nor a third copy of the extension (RubyGems puts one in the
+# extension directory and one in lib/). A checkout builds with `rake compile`.
 target_dir = File.join(__dir__, "target")
 install_dir = "$(DESTDIR)#{RbConfig::CONFIG["sitearchdir"]}/hashfile"
 
@@ -29,7 +31,7 @@ File.write("Makefile", <<~MAKE)
   install: $(SO)
   \tmkdir -p #{install_dir}
   \tcp $(SO) #{install_dir}/$(SO)
-  \trm -rf #{target_dir}
+  \trm -rf #{target_dir} $(SO)
 
   clean:
   \trm -f $(SO)
