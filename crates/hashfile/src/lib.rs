@@ -73,6 +73,7 @@ pub mod bits;
 pub mod build;
 mod cancel;
 pub mod chd;
+pub mod dataset;
 mod error;
 pub mod format;
 #[cfg(feature = "import")]

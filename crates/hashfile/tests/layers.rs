@@ -10,6 +10,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("error", &[]),
     ("parallel", &[]),
     ("cancel", &["error"]),
+    ("dataset", &[]),
     ("bits", &["parallel"]),
     ("format", &["error", "bits"]),
     ("value", &["error", "format"]),

@@ -11,6 +11,7 @@
 
 mod bitpacking;
 mod build;
+mod dataset;
 mod error;
 mod nogvl;
 mod options;
@@ -31,6 +32,7 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     reader::init(ruby, module)?;
     writer::init(ruby, module)?;
     build::init(module)?;
+    dataset::init(module)?;
     bitpacking::init(ruby)?;
     Ok(())
 }

@@ -1,0 +1,53 @@
+//! `Hashfile.shard_of(key, shards)`: the core's routing of a key to a
+//! shard (`hashfile::dataset`), so Ruby routes exactly as every other
+//! reader and builder of a dataset does.
+
+use std::num::NonZeroU32;
+
+use magnus::{function, prelude::*, Error, Integer, RModule, RString, Ruby, Symbol, Value};
+
+use crate::error::arg_error;
+use crate::strings;
+
+pub fn init(module: RModule) -> Result<(), Error> {
+    module.define_module_function("shard_of", function!(shard_of, 2))?;
+    Ok(())
+}
+
+/// The shard of `key` (a String's bytes, or a Symbol's name, as store keys
+/// are looked up) among `shards` (1 to `MAX_SHARDS`).
+fn shard_of(ruby: &Ruby, key: Value, shards: Value) -> Result<u32, Error> {
+    let name = match (Symbol::from_value(key), RString::from_value(key)) {
+        (Some(symbol), _) => strings::symbol_name(symbol),
+        (None, Some(string)) => string,
+        (None, None) => {
+            return Err(Error::new(
+                ruby.exception_type_error(),
+                format!("key must be a String or Symbol, not {}", class_name(key)),
+            ))
+        }
+    };
+    let Some(count) = Integer::from_value(shards) else {
+        return Err(Error::new(
+            ruby.exception_type_error(),
+            format!("shards must be an Integer, not {}", class_name(shards)),
+        ));
+    };
+    let max = hashfile::dataset::MAX_SHARDS;
+    let count = count
+        .to_i64()
+        .ok()
+        .and_then(|n| u32::try_from(n).ok())
+        .filter(|n| *n <= max)
+        .and_then(NonZeroU32::new)
+        .ok_or_else(|| arg_error(ruby, format!("shards must be from 1 to {max}, got {count}")))?;
+    // SAFETY: the slice is used at once, before any Ruby code can run or
+    // allocate.
+    let bytes = unsafe { strings::bytes(name) };
+    Ok(hashfile::dataset::shard_of(bytes, count))
+}
+
+/// A value's class name, for messages.
+fn class_name(value: Value) -> String {
+    value.class().inspect()
+}
