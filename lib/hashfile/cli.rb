@@ -67,7 +67,7 @@ module Hashfile
       # An option given on the command line that the library refused is a
       # usage error: exit 2, naming the options as they are spelled here
       # (--key-field, not key_field). A bad file is not (exit 1).
-      refused = e.message[/\A(?:invalid option (\w+)|(threads) must)/, 1] || Regexp.last_match&.[](2)
+      refused = e.message.match(/\A(?:invalid option (\w+)|(threads) must)/)&.captures&.compact&.first
       option_error = !refused.nil? && @given&.include?(refused.to_sym)
       message = option_error ? as_flags(e.message) : e.message
       @err.puts "hashfile: #{message.lines.first&.chomp}"

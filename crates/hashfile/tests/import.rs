@@ -1698,7 +1698,7 @@ fn options_that_do_not_apply_to_the_format_are_refused() {
             &["key_field", "value_field", "records_at", "format"][..],
         ),
         (InputFormat::JsonLines, &["key_field", "value_field"][..]),
-        (InputFormat::MessagePack, &["format"][..]),
+        (InputFormat::MessagePack, &[][..]),
     ] {
         assert!(
             given(format, names).check_given("in.x").is_ok(),

@@ -119,7 +119,6 @@ pub fn build_options(ruby: &Ruby, opts: RHash) -> Result<BuildOptions, Error> {
     Ok(o)
 }
 
-/// The names of the options in `opts`, for a message.
 /// Every option `remote_options` takes (REMOTE_DEFAULTS has those with a
 /// default), as `Hashfile::REMOTE_OPTIONS`.
 pub const REMOTE_OPTIONS: [&str; 11] = [
@@ -136,6 +135,7 @@ pub const REMOTE_OPTIONS: [&str; 11] = [
     "s3_region",
 ];
 
+/// The names of the options in `opts`, for a message.
 pub fn names(opts: RHash) -> Result<String, Error> {
     let mut names = Vec::new();
     opts.foreach(|key: Value, _: Value| {

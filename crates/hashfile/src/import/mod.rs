@@ -14,7 +14,6 @@ mod csv;
 mod json;
 mod json_lines;
 mod lines;
-pub use lines::MAX_LINE;
 mod msgpack;
 mod numbers;
 mod yaml;
@@ -28,6 +27,7 @@ use crate::format::{Record, ValueKind};
 #[cfg(feature = "parallel")]
 pub use json_lines::import_json_lines_parallel;
 pub use json_lines::JSON_LINES_CHUNK;
+pub use lines::MAX_LINE;
 pub use numbers::MAX_INTEGER_DIGITS;
 
 /// The input formats `import` reads.
@@ -213,7 +213,7 @@ const JSON_DOCUMENTS: &[InputFormat] = &[InputFormat::JsonObject, InputFormat::J
 
 /// Every importer option by name, with the formats it applies to and, for
 /// the others, what to give instead (the same thing in their terms).
-pub const OPTION_FORMATS: [(&str, &[InputFormat], Option<&str>); 10] = [
+pub const OPTION_FORMATS: [(&str, &[InputFormat], Option<&str>); 9] = [
     ("key_column", CSV_TSV, Some("key_field")),
     ("value_column", CSV_TSV, Some("value_field")),
     ("header", CSV_TSV, None),
@@ -223,8 +223,6 @@ pub const OPTION_FORMATS: [(&str, &[InputFormat], Option<&str>); 10] = [
     ("key_field", JSON_RECORDS, Some("key_column")),
     ("value_field", JSON_RECORDS, Some("value_column")),
     ("records_at", JSON_DOCUMENTS, None),
-    // Not an importer option of its own, but given the same way.
-    ("format", &[], None),
 ];
 
 /// The formats `list` names, for messages: "csv and tsv".
@@ -264,7 +262,7 @@ impl ImportOptions {
             else {
                 continue;
             };
-            if formats.is_empty() || formats.contains(&self.format) {
+            if formats.contains(&self.format) {
                 continue;
             }
             let instead = match instead {
