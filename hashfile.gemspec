@@ -18,6 +18,8 @@ Gem::Specification.new do |spec|
     "crates/hashfile/Cargo.toml", "crates/hashfile/README.md", "crates/hashfile/src/**/*.rs", "crates/hashfile/benches/*.rs",
     "crates/hashfile/examples/support/*.rs",
     "crates/hashfile-remote/Cargo.toml", "crates/hashfile-remote/README.md", "crates/hashfile-remote/src/**/*.rs",
+    "crates/hashfile-runtime/Cargo.toml", "crates/hashfile-runtime/README.md", "crates/hashfile-runtime/src/**/*.rs",
+    "crates/hashfile-runtime/benches/*.rs",
     "ext/hashfile/Cargo.toml", "ext/hashfile/extconf.rb", "ext/hashfile/src/**/*.rs",
     # The patched YAML parser the workspace's [patch.crates-io] points at.
     "vendor/yaml-rust2/Cargo.toml", "vendor/yaml-rust2/src/**/*.rs", "vendor/yaml-rust2/*-LICENSE", "vendor/yaml-rust2/*.md"

@@ -181,14 +181,7 @@ module Hashfile
       raise TypeError, "reload must be nil or a number of seconds, not #{reload.class}" unless reload.nil? || reload.is_a?(Numeric)
       raise ArgumentError, "on_change must be :raise or :reopen, not #{on_change.inspect}" unless %i[raise reopen].include?(on_change)
 
-      db = Reader._open(path_string(path), { symbolize_names: symbolize_names, freeze: freeze, raw: raw }, load, reload&.to_f, remote.empty? ? nil : remote)
-      if on_change == :reopen
-        unless db.remote?
-          db.close
-          raise ArgumentError, "on_change: :reopen is for remote stores; a local one takes reload: SECONDS"
-        end
-        db.singleton_class.prepend(Reader::ReopenOnChange)
-      end
+      db = Reader._open(path_string(path), { symbolize_names: symbolize_names, freeze: freeze, raw: raw }, load, reload&.to_f, on_change == :reopen, remote.empty? ? nil : remote)
       begin
         db.verify if verify
       rescue Exception # rubocop:disable Lint/RescueException

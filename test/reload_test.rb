@@ -66,6 +66,27 @@ class ReloadTest < HashfileTest
     end
   end
 
+  # Reader#generation counts the stores swapped in, whichever way: what a
+  # cache of looked-up values (the I18n backend's) watches.
+  def test_generation_counts_the_stores_swapped_in
+    publish(1)
+    Hashfile.open(path, reload: 0) do |db|
+      assert_equal 0, db.generation
+      publish(2)
+      assert_equal 1, db.generation, "a due reload check runs first"
+      assert_equal "2:k3", db["k3"]
+      db.reopen
+      assert_equal 2, db.generation
+      File.binwrite(path("bad.tmp"), "junk")
+      File.rename(path("bad.tmp"), path)
+      assert_equal 2, db.generation, "a file that cannot be opened swaps nothing"
+    end
+    Hashfile.open(path("other.hf").tap { |p| Hashfile.build(p, { "a" => "1" }) }) do |db|
+      publish(3, path("other.hf"))
+      assert_equal 0, db.generation, "without reload: nothing is swapped on its own"
+    end
+  end
+
   def test_reload_arguments
     publish(1)
     assert_raises(ArgumentError) { Hashfile.open(path, reload: -1) }

@@ -10,21 +10,6 @@ module Hashfile
     MISSING = Object.new.freeze
     private_constant :MISSING
 
-    # Hashfile.open(url, on_change: :reopen): a lookup that finds the
-    # remote object replaced reopens it and looks up again, once, in the
-    # new object. The new reader starts with an empty cache, so nothing of
-    # the old object is read after the reopen.
-    module ReopenOnChange
-      %i[[] _get _dig key? _get_many].each do |name|
-        define_method(name) do |*args|
-          super(*args)
-        rescue StaleError
-          reopen
-          super(*args)
-        end
-      end
-    end
-
     # @!method [](key)
     #   @return [Object, nil] the value, decoded with the options given to
     #     Hashfile.open, or nil if +key+ is absent
@@ -114,6 +99,10 @@ module Hashfile
     # @!method reload_error
     #   With +reload:+, why the last new file found at the path could not be
     #   opened (the old store is read meanwhile), or nil.
+    # @!method generation
+    #   How many times a newer store replaced the one read (+reopen+,
+    #   +reload:+, +on_change: :reopen+), after a +reload:+ check if one is
+    #   due: a cache of looked-up values is dropped when it changes.
 
     # Reads the store the path names now, from the next lookup on; lookups
     # and +each+ under way finish on the old one. Raises, keeping the old

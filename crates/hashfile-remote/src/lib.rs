@@ -169,6 +169,17 @@ pub const PIN_SEEDS_UP_TO: u64 = 1 << 20;
 /// the location as their path and a [`RemoteError`] inside (see
 /// [`RemoteError::find_in`]).
 pub fn open(location: &str, options: RemoteOptions) -> hashfile::Result<RemoteReader> {
+    open_with(location, options, |cache| cache)
+}
+
+/// [`open`], for a reader whose source wraps the block cache (`wrap`
+/// returns a source that reads the cache's bytes and is not resident):
+/// one reader type over local and remote stores, say.
+pub fn open_with<S: Source>(
+    location: &str,
+    options: RemoteOptions,
+    wrap: impl FnOnce(BlockCache<RemoteObject>) -> S,
+) -> hashfile::Result<Reader<S>> {
     let at = |error: RemoteError| hashfile::Error::Io {
         path: Some(Path::new(location).to_path_buf()),
         source: error.into(),
@@ -211,7 +222,7 @@ pub fn open(location: &str, options: RemoteOptions) -> hashfile::Result<RemoteRe
             source: e,
         })?;
     }
-    let reader = Reader::new(cache).map_err(|e| e.with_path(Path::new(location)))?;
+    let reader = Reader::new(wrap(cache)).map_err(|e| e.with_path(Path::new(location)))?;
     if prefetch_index {
         reader
             .prefetch_index()

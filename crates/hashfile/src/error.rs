@@ -165,6 +165,13 @@ pub enum Error {
     #[error("build cancelled")]
     Cancelled,
 
+    /// A store was used after it was closed.
+    #[error("closed store {}", .path.display())]
+    Closed {
+        /// Where the store was opened from (a path or URL).
+        path: PathBuf,
+    },
+
     /// The perfect hash could not be built with any of the hash seeds tried.
     /// With the default options this does not happen in practice.
     #[error("could not build a perfect hash for {entries} keys after {attempts} hash seeds; try a smaller keys_per_bucket or load_factor")]

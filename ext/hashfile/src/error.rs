@@ -175,6 +175,7 @@ pub fn to_ruby(ruby: &Ruby, error: hashfile::Error) -> Error {
         }
         E::Limit { .. } => Error::new(ruby.get_inner(&LIMIT_ERROR), message),
         E::InvalidOption { .. } => arg_error(ruby, message),
+        E::Closed { .. } => Error::new(ruby.get_inner(&CLOSED_ERROR), message),
         E::UnsafeLink {
             ref link, owner, ..
         } => construct(

@@ -1,12 +1,14 @@
-//! Ruby binding for the `hashfile` crate. Thin by design: argument
-//! conversion, error mapping, GVL release. Logic belongs in the core crate.
+//! Ruby binding for the `hashfile` crates. Thin by design: argument
+//! conversion, error mapping, GVL release. Logic belongs in the core crate;
+//! what an open store does over time (which store, refresh, the swap) in
+//! `hashfile_runtime`.
 //!
 //! One file per Ruby class or module function group (`reader`, `writer`,
 //! `build`, `bitpacking`), each with its own `init`; the rest are helpers:
 //! `error` (the exception mapping), `options` (keyword options and the
 //! constants exported to Ruby), `value` (typed values both ways), `strings`
-//! (String constructors and encodings), `store` (a local or remote store
-//! behind one reader), `pool` (build threads, made again after a fork),
+//! (String constructors and encodings), `store` (where each read runs:
+//! with or without the GVL), `pool` (build threads, made again after a fork),
 //! `nogvl`, `typed_data`.
 
 mod bitpacking;

@@ -36,9 +36,11 @@ module Hashfile
         # Symbol-keyed values, as Simple's YAML loading gives them. Like
         # Simple, a lookup hands out the object it holds (a String is
         # copied by I18n::Backend::Base#translate).
-        @store = Hashfile.open(path, freeze: freeze, symbolize_names: true)
+        # The store's own reload: policy looks for a rebuilt store; the
+        # backend drops what it remembered when the generation changes.
+        @store = Hashfile.open(path, freeze: freeze, symbolize_names: true, reload: reload)
         @reload = reload
-        @next_check = clock + reload.to_f if reload
+        @generation = @store.generation
         @cache = {}
         @available_locales = nil
       end
@@ -79,10 +81,7 @@ module Hashfile
       # on the way resolved as a link. One `dig` answers every lookup that
       # meets no link; only a path through a non-Hash looks further.
       def lookup(locale, key, scope = [], options = ::I18n::EMPTY_HASH)
-        if @reload && (now = clock) >= @next_check
-          @next_check = now + @reload
-          swap_if_stale
-        end
+        forget_if_replaced if @reload
         keys = ::I18n.normalize_keys(locale, key, scope, options[:separator])
         value = @cache.fetch(keys) do
           @cache.clear if @cache.size >= CACHE_ENTRIES
@@ -99,8 +98,6 @@ module Hashfile
       # Stands for a path through a value that is not a Hash: Simple stops
       # there (nil), unless that value is a Symbol, a link it follows.
       THROUGH_A_LEAF = Object.new.freeze
-
-      def clock = Process.clock_gettime(Process::CLOCK_MONOTONIC)
 
       # Simple's test for a locale left out of available_locales (nil data,
       # `de:` with nothing under it, is an empty Hash to Simple). A locale
@@ -149,9 +146,16 @@ module Hashfile
       end
 
       def swap_if_stale
-        return unless @store.stale?
+        @store.reopen if @store.stale?
+        forget_if_replaced
+      end
 
-        @store.reopen
+      # Drops the lookups remembered from a store another one replaced.
+      def forget_if_replaced
+        generation = @store.generation
+        return if generation == @generation
+
+        @generation = generation
         @cache = {}
         @available_locales = nil
       end

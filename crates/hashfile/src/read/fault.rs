@@ -210,6 +210,15 @@ impl GuardedMap {
         }
     }
 
+    /// Maps the store file at `path` (a regular file only: a FIFO or
+    /// device is refused without being opened for reading), registered
+    /// and knowing which file it maps, for a reader of any source type
+    /// that wraps it.
+    pub fn open(path: &std::path::Path) -> crate::Result<GuardedMap> {
+        let (map, file_id) = super::map_file_with_id(path)?;
+        Ok(GuardedMap::new(map).with_file_id(file_id))
+    }
+
     /// The same map, knowing which file it maps.
     pub fn with_file_id(mut self, file_id: FileId) -> GuardedMap {
         self.file_id = Some(file_id);
@@ -219,6 +228,18 @@ impl GuardedMap {
     /// The file mapped, if known.
     pub fn file_id(&self) -> Option<FileId> {
         self.file_id
+    }
+
+    /// Whether `path` now names another file than the one mapped, or
+    /// none: a new store was published there (by rename, which gives the
+    /// path a new file), or the store was deleted. False if the path still
+    /// names the mapped file, or if that is not known.
+    pub fn is_stale(&self, path: &std::path::Path) -> bool {
+        match (self.file_id, FileId::of_path(path)) {
+            (Some(mapped), Ok(now)) => mapped != now,
+            (Some(_), Err(_)) => true,
+            (None, _) => false,
+        }
     }
 
     /// Pages of this mapping that faulted (the file shrank under it) and

@@ -92,6 +92,27 @@ impl<'a> RecordBuf<'a> {
         }
     }
 
+    /// The record holding a copy of its bytes, to be kept apart from the
+    /// store it was read from (a remote read that may be done again on a
+    /// newer store, say).
+    pub fn into_owned(self) -> RecordBuf<'static> {
+        let mut bytes = Vec::with_capacity(self.key.len() + self.value.len());
+        bytes.extend_from_slice(self.key);
+        bytes.extend_from_slice(self.value);
+        // SAFETY: as in `new`: the slices point into the Vec kept beside
+        // them in `_held`, whose buffer neither moves nor goes while the
+        // record lives, and are handed out only borrowed from `&self`.
+        let (all, held) = unsafe { Piece::<'static>::owned(bytes).into_parts() };
+        let (key, value) = all.split_at(self.key.len());
+        RecordBuf {
+            key,
+            value,
+            key_utf8: self.key_utf8,
+            kind: self.kind,
+            _held: held,
+        }
+    }
+
     /// A record borrowed for `'a` from a source in memory.
     #[inline(always)]
     fn borrowed(key: &'a [u8], value: &'a [u8], layout: Layout) -> RecordBuf<'a> {
@@ -213,9 +234,7 @@ impl Reader<fault::GuardedMap> {
     /// (see [`Reader::check_faults`]).
     pub fn open_guarded(path: impl AsRef<std::path::Path>) -> Result<Reader<fault::GuardedMap>> {
         let path = path.as_ref();
-        let (map, file_id) = map_file_with_id(path)?;
-        Reader::new(fault::GuardedMap::new(map).with_file_id(file_id))
-            .map_err(|e| e.with_path(path))
+        Reader::new(fault::GuardedMap::open(path)?).map_err(|e| e.with_path(path))
     }
 
     /// Whether `path` now names another file than the one this reader
@@ -223,11 +242,7 @@ impl Reader<fault::GuardedMap> {
     /// gives the path a new file), or the store was deleted. False if the
     /// path still names the mapped file, or if that is not known.
     pub fn is_stale(&self, path: impl AsRef<std::path::Path>) -> bool {
-        match (self.source.file_id(), FileId::of_path(path.as_ref())) {
-            (Some(mapped), Ok(now)) => mapped != now,
-            (Some(_), Err(_)) => true,
-            (None, _) => false,
-        }
+        self.source.is_stale(path.as_ref())
     }
 
     /// An error if a page of the mapping has faulted since it was opened:
@@ -287,7 +302,7 @@ impl FileId {
 /// not wait (`O_NONBLOCK`), in case a FIFO took the file's place in
 /// between; the open file's type is checked again.
 #[cfg(feature = "mmap")]
-fn map_file_with_id(path: &std::path::Path) -> Result<(memmap2::Mmap, FileId)> {
+pub(crate) fn map_file_with_id(path: &std::path::Path) -> Result<(memmap2::Mmap, FileId)> {
     use std::os::unix::fs::OpenOptionsExt;
     let io = |e| Error::io(Some(path), e);
     check_regular_file(path, &std::fs::metadata(path).map_err(io)?)?;

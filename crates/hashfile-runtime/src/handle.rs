@@ -1,0 +1,340 @@
+//! An open location over time: the store it reads now, and how a newer
+//! one takes its place.
+
+use std::ops::Deref;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use arc_swap::{ArcSwapOption, Guard};
+use hashfile_remote::{Location, RemoteError, RemoteErrorKind, RemoteOptions};
+
+use crate::source::{open_store, Store};
+
+/// When an open location looks for a newer store than the one it reads.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Refresh {
+    /// Never on its own: the store opened is read until
+    /// [`reopen`](Handle::reopen) or close.
+    #[default]
+    Never,
+    /// A local store: on access, at most once per interval, look whether
+    /// the path names another file (a newer store published there by
+    /// rename); if so, open it and read it from the next access on. A new
+    /// file that cannot be opened leaves the old store in use and is
+    /// remembered ([`Handle::refresh_error`]); the next check tries again.
+    Every(Duration),
+    /// A remote store: a read that finds the object replaced (its ETag or
+    /// Last-Modified changed) reopens it, with an empty cache, and reads
+    /// once more in the new object ([`Handle::read`]).
+    ReopenOnChange,
+}
+
+/// How to open a location.
+#[derive(Clone, Debug, Default)]
+pub struct OpenOptions {
+    /// How a remote store is reached (unused for a local one).
+    pub remote: RemoteOptions,
+    /// When to look for a newer store.
+    pub refresh: Refresh,
+}
+
+/// An open location, safe to share between threads.
+///
+/// A lookup takes the current store ([`current`](Handle::current)) and
+/// reads it from start to end: a swap (a refresh, [`reopen`](Handle::reopen))
+/// never waits for lookups under way and never changes what they read;
+/// they finish on the store they took, which goes with its last user. So
+/// one lookup, one batch, one iteration reads one store, never a mix.
+/// [`close`](Handle::close) takes effect at once for every later call, and
+/// the store stays mapped until the lookups under way end.
+#[derive(Debug)]
+pub struct Handle {
+    location: String,
+    options: OpenOptions,
+    /// The store read now; `None` once closed.
+    current: ArcSwapOption<Store>,
+    closed: AtomicBool,
+    /// Stores swapped in since open.
+    generation: AtomicU64,
+    /// With `Refresh::Every`: when the path is next looked at, in
+    /// nanoseconds since `epoch`. Whoever moves it on does the check, so
+    /// two threads never check at once.
+    next_check: AtomicU64,
+    epoch: Instant,
+    /// Why the last newer store found could not be opened.
+    refresh_error: ArcSwapOption<String>,
+}
+
+/// The store a lookup reads, from start to end. Hold it only for the
+/// lookup: a swap frees the store it replaced when the last one goes.
+pub struct Current(Guard<Option<Arc<Store>>>);
+
+impl Deref for Current {
+    type Target = Store;
+
+    #[inline]
+    fn deref(&self) -> &Store {
+        // `Handle::current` hands out a guard only of a store.
+        self.0.as_deref().expect("a current store")
+    }
+}
+
+impl Current {
+    /// A counted handle on the same store, for work that outlives a
+    /// lookup (an iteration, a verify on another thread).
+    pub fn to_arc(&self) -> Arc<Store> {
+        Arc::clone(self.0.as_ref().expect("a current store"))
+    }
+}
+
+/// Opens `location`: a path, or an `http://`, `https://` or `s3://` URL.
+pub fn open(location: &str, options: OpenOptions) -> hashfile::Result<Handle> {
+    let remote = Location::is_remote(location);
+    let refused = match options.refresh {
+        Refresh::Every(_) if remote => Some("a refresh interval is for local stores; a remote store finds a replaced object on its next read (reopen on change)"),
+        Refresh::ReopenOnChange if !remote => Some("reopen on change is for remote stores (http://, https://, s3://); a local store looks for a new file at a refresh interval"),
+        _ => None,
+    };
+    if let Some(reason) = refused {
+        return Err(hashfile::Error::InvalidOption {
+            name: "refresh",
+            reason: format!(
+                "{reason}, and {location} is {}",
+                if remote { "a URL" } else { "a file" }
+            ),
+        });
+    }
+    let store = open_store(location, &options.remote)?;
+    Ok(Handle::on(Arc::new(store), location, options))
+}
+
+impl Handle {
+    /// A handle on a store already open.
+    pub fn on(store: Arc<Store>, location: &str, options: OpenOptions) -> Handle {
+        let epoch = Instant::now();
+        let first_check = match options.refresh {
+            Refresh::Every(every) => nanos(every),
+            _ => u64::MAX,
+        };
+        Handle {
+            location: location.to_owned(),
+            options,
+            current: ArcSwapOption::new(Some(store)),
+            closed: AtomicBool::new(false),
+            generation: AtomicU64::new(0),
+            next_check: AtomicU64::new(first_check),
+            epoch,
+            refresh_error: ArcSwapOption::empty(),
+        }
+    }
+
+    /// A handle on this one's current store alone, which nothing swaps:
+    /// an iteration reads one store from start to end.
+    pub fn pinned(&self) -> hashfile::Result<Handle> {
+        let store = self.current()?.to_arc();
+        let options = OpenOptions {
+            remote: self.options.remote.clone(),
+            refresh: Refresh::Never,
+        };
+        Ok(Handle::on(store, &self.location, options))
+    }
+
+    /// The path or URL opened.
+    pub fn location(&self) -> &str {
+        &self.location
+    }
+
+    /// How it was opened.
+    pub fn options(&self) -> &OpenOptions {
+        &self.options
+    }
+
+    /// Whether the location is a URL.
+    pub fn is_remote(&self) -> bool {
+        Location::is_remote(&self.location)
+    }
+
+    /// The store to read now, after a refresh if one is due. `Error::Closed`
+    /// after [`close`](Handle::close).
+    // Inlined whole, with the rare paths outlined: it is on every lookup.
+    #[inline(always)]
+    pub fn current(&self) -> hashfile::Result<Current> {
+        if let Refresh::Every(every) = self.options.refresh {
+            self.refresh_if_due(every);
+        }
+        let store = self.current.load();
+        if store.is_none() {
+            return Err(self.closed_error());
+        }
+        Ok(Current(store))
+    }
+
+    /// Runs `read` on the current store, then checks that no page it read
+    /// faulted. With [`Refresh::ReopenOnChange`], a read that finds the
+    /// remote object replaced reopens it and runs once more on the new one
+    /// (so `read` must not keep anything of the store it is given; a
+    /// lookup that does reads [`current`](Handle::current) itself).
+    #[inline]
+    pub fn read<R>(&self, read: impl Fn(&Store) -> hashfile::Result<R>) -> hashfile::Result<R> {
+        let first = self.read_once(&read);
+        match first {
+            Err(e) if self.options.refresh == Refresh::ReopenOnChange && is_replaced(&e) => {
+                self.reopen()?;
+                self.read_once(&read)
+            }
+            other => other,
+        }
+    }
+
+    #[inline]
+    fn read_once<R>(&self, read: &impl Fn(&Store) -> hashfile::Result<R>) -> hashfile::Result<R> {
+        let store = self.current()?;
+        let result = read(&store);
+        self.check_faults(&store)?;
+        result
+    }
+
+    /// An error naming the location if a page of `store`'s map faulted
+    /// (the file was truncated under it): whatever was read from it is not
+    /// to be used.
+    #[inline(always)]
+    pub fn check_faults(&self, store: &Store) -> hashfile::Result<()> {
+        match store.source().check_faults() {
+            Ok(()) => Ok(()),
+            Err(e) => Err(self.located(e)),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn located(&self, error: hashfile::Error) -> hashfile::Error {
+        error.with_path(Path::new(&self.location))
+    }
+
+    /// Opens the store the location names now and reads it from the next
+    /// lookup on; lookups under way finish on the old one. An error, and
+    /// the old store kept, if the new one cannot be opened.
+    pub fn reopen(&self) -> hashfile::Result<()> {
+        if self.is_closed() {
+            return Err(self.closed_error());
+        }
+        let store = open_store(&self.location, &self.options.remote)?;
+        self.install(store);
+        self.refresh_error.store(None);
+        Ok(())
+    }
+
+    fn install(&self, store: Store) {
+        self.current.store(Some(Arc::new(store)));
+        self.generation.fetch_add(1, Ordering::AcqRel);
+        // A close that came while the store was opening wins.
+        if self.is_closed() {
+            self.current.store(None);
+        }
+    }
+
+    /// With `Refresh::Every`, at most once per `every`: a newer store
+    /// published at the path replaces the current one.
+    #[cold]
+    fn refresh_due(&self, every: Duration, due: u64, now: u64) {
+        // One thread moves the next check on and looks; the others go on
+        // with the store they have.
+        if self
+            .next_check
+            .compare_exchange(
+                due,
+                now.saturating_add(nanos(every)),
+                Ordering::AcqRel,
+                Ordering::Relaxed,
+            )
+            .is_err()
+        {
+            return;
+        }
+        if !self.is_stale() {
+            return;
+        }
+        match open_store(&self.location, &self.options.remote) {
+            Ok(store) => {
+                self.install(store);
+                self.refresh_error.store(None);
+            }
+            Err(e) => self.refresh_error.store(Some(Arc::new(e.to_string()))),
+        }
+    }
+
+    #[inline]
+    fn refresh_if_due(&self, every: Duration) {
+        let due = self.next_check.load(Ordering::Acquire);
+        let now = nanos(self.epoch.elapsed());
+        if now >= due {
+            self.refresh_due(every, due, now);
+        }
+    }
+
+    /// Whether the location names another store than the one read now (a
+    /// newer one was published there), or none. Always false for a remote
+    /// store, whose replacement the next read that reaches the server
+    /// finds.
+    pub fn is_stale(&self) -> bool {
+        match &*self.current.load() {
+            Some(store) => store.source().is_stale(&self.location),
+            None => false,
+        }
+    }
+
+    /// Why the last newer store a refresh found could not be opened (the
+    /// old one is read meanwhile); cleared by the next store swapped in.
+    pub fn refresh_error(&self) -> Option<String> {
+        self.refresh_error.load().as_deref().cloned()
+    }
+
+    /// How many times a newer store replaced the one read: a cache built
+    /// from lookups is dropped when this changes.
+    pub fn generation(&self) -> u64 {
+        if let Refresh::Every(every) = self.options.refresh {
+            self.refresh_if_due(every);
+        }
+        self.generation.load(Ordering::Acquire)
+    }
+
+    /// [`generation`](Handle::generation) without a refresh check: one
+    /// load.
+    #[inline(always)]
+    pub fn generation_now(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+
+    /// Closes for every later call; the store goes when the lookups under
+    /// way end.
+    pub fn close(&self) {
+        self.closed.store(true, Ordering::Release);
+        self.current.store(None);
+    }
+
+    /// Whether [`close`](Handle::close) was called.
+    #[inline(always)]
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
+    /// `Error::Closed`, naming the location.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn closed_error(&self) -> hashfile::Error {
+        hashfile::Error::Closed {
+            path: PathBuf::from(&self.location),
+        }
+    }
+}
+
+/// Whether `error` says the remote object was replaced while open.
+pub fn is_replaced(error: &hashfile::Error) -> bool {
+    RemoteError::find_in(error).is_some_and(|remote| remote.kind == RemoteErrorKind::Changed)
+}
+
+fn nanos(duration: Duration) -> u64 {
+    u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX)
+}

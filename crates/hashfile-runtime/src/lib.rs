@@ -1,0 +1,39 @@
+//! What an open hashfile store does over time, written once for every
+//! language binding.
+//!
+//! - [`StoreSource`]: one source type over a local file on a guarded
+//!   memory map and a remote store (`http://`, `https://`, `s3://`)
+//!   through a block cache, so that an open store is one type, [`Store`],
+//!   whatever it reads.
+//! - [`Handle`]: an open location, shared between threads. It holds the
+//!   store read now and swaps in a newer one as its [`Refresh`] policy
+//!   says (never; a local path looked at every N seconds; a remote object
+//!   reopened when it is replaced), or on [`Handle::reopen`]. A swap happens
+//!   only between lookups: each lookup reads the store it took from start
+//!   to end.
+//! - [`SerializedHandle`]: the same, for a binding whose calls an
+//!   interpreter lock serializes (Ruby's GVL): lookups cost no atomic
+//!   read-modify-write, and the handle's store is taken only between them.
+//!
+//! A binding converts arguments, values and errors, and decides where a
+//! read that may wait on the network runs ([`StoreSource::is_remote`]);
+//! everything else is here.
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use hashfile_runtime::{OpenOptions, Refresh};
+//!
+//! let options = OpenOptions { refresh: Refresh::Every(Duration::from_secs(5)), ..OpenOptions::default() };
+//! let tenants = hashfile_runtime::open("/srv/data/tenants.hf", options)?;
+//! // Reads the store published at the path last (looked for at most every 5 s).
+//! let plan = tenants.read(|store| Ok(store.get(b"tenant:42")?.map(|r| r.value().to_vec())))?;
+//! # Ok::<(), hashfile::Error>(())
+//! ```
+
+mod handle;
+mod serialized;
+mod source;
+
+pub use handle::{is_replaced, open, Current, Handle, OpenOptions, Refresh};
+pub use serialized::SerializedHandle;
+pub use source::{open_store, Store, StoreSource};
