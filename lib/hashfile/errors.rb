@@ -7,6 +7,8 @@ module Hashfile
   #     FormatError          a bad or corrupt store (#path)
   #       UnsupportedError   a store of a version or with features this library cannot read
   #       ChecksumError      a checksum mismatch, from #verify (#section)
+  #       DatasetError       a dataset's manifest damaged or unknown, or a shard that is not
+  #                          what it lists (#path: the manifest or the shard)
   #     DuplicateKeyError    a key given twice to a build (#key)
   #     ParseError           an input file that cannot be imported (#input, #line, #column)
   #     LimitError           a build past a limit of the format or of one build
@@ -86,6 +88,11 @@ module Hashfile
   # A store this library cannot read: another major version, or required
   # features it does not know. A newer version of Hashfile may read it.
   class UnsupportedError < FormatError; end
+
+  # A dataset (shards under a manifest) that is not what its manifest
+  # says, or a manifest damaged or of a kind this release does not read.
+  # The message names the shard (its number and file) where one is wrong.
+  class DatasetError < FormatError; end
 
   # A section whose bytes do not match its checksum.
   class ChecksumError < FormatError

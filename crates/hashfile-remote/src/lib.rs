@@ -156,6 +156,49 @@ impl Default for RemoteOptions {
 /// default build options (about 2.4 bits per key).
 pub const PIN_SEEDS_UP_TO: u64 = 1 << 20;
 
+/// The whole object at `location` (`http://`, `https://` or `s3://`), at
+/// most `max` bytes: a small file that goes with stores (a dataset's
+/// manifest). One request when it is at most 64 KiB, else one more for the
+/// rest, checked against the identity the first answer gave. Larger than
+/// `max` is an error, and nothing more is fetched.
+pub fn fetch_whole(location: &str, options: RemoteOptions, max: u64) -> hashfile::Result<Vec<u8>> {
+    use hashfile::read::RangeFetch;
+    let at = |error: RemoteError| hashfile::Error::Io {
+        path: Some(Path::new(location).to_path_buf()),
+        source: error.into(),
+    };
+    let parsed = match Location::parse(location) {
+        Some(parsed) => parsed.map_err(at)?,
+        None => {
+            return Err(at(RemoteError::new(
+                RemoteErrorKind::Invalid,
+                "not an http://, https:// or s3:// location",
+            )))
+        }
+    };
+    let (object, first) =
+        RemoteObject::open(parsed, options, max.clamp(1, 64 << 10)).map_err(at)?;
+    let size = object.size();
+    if size > max {
+        return Err(at(RemoteError::new(
+            RemoteErrorKind::Protocol,
+            format!("{size} bytes, more than the {max} expected"),
+        )));
+    }
+    let mut bytes = first.to_vec();
+    bytes.truncate(size as usize);
+    if (bytes.len() as u64) < size {
+        let rest = object
+            .fetch(std::slice::from_ref(&(bytes.len() as u64..size)))
+            .map_err(|e| hashfile::Error::Io {
+                path: Some(Path::new(location).to_path_buf()),
+                source: e,
+            })?;
+        bytes.extend_from_slice(&rest[0]);
+    }
+    Ok(bytes)
+}
+
 /// Opens the store at `location` (`http://`, `https://` or `s3://`).
 ///
 /// One request fetches the first block (at least [`OPEN_READ_LEN`] bytes:

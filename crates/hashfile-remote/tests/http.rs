@@ -607,3 +607,30 @@ fn a_server_that_coalesces_ranges_into_one_span_is_read_one_range_at_a_time() {
         assert_eq!(record.unwrap().value(), value(i * 37 % n, VALUE_LEN));
     }
 }
+
+/// A small whole object (a dataset's manifest): one request up to 64 KiB,
+/// the rest in a second; past the limit an error, with nothing more
+/// fetched.
+#[test]
+fn a_whole_object_is_fetched_up_to_a_limit() {
+    let nginx = Nginx::start();
+    let big: Vec<u8> = (0..200_000u32).map(|i| (i * 7 % 251) as u8).collect();
+    nginx.publish("big.bin", &big);
+    nginx.publish("small.bin", b"{\"hashfile_dataset\": 1}");
+    let url = nginx.url("/files/big.bin");
+    assert_eq!(
+        hashfile_remote::fetch_whole(&url, quick(), 1 << 20).unwrap(),
+        big
+    );
+    assert_eq!(
+        hashfile_remote::fetch_whole(&nginx.url("/files/small.bin"), quick(), 1 << 20).unwrap(),
+        b"{\"hashfile_dataset\": 1}"
+    );
+    let error = hashfile_remote::fetch_whole(&url, quick(), 100_000).unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains("200000 bytes, more than the 100000 expected"),
+        "{error}"
+    );
+}

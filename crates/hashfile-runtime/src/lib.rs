@@ -30,6 +30,7 @@
 //! # Ok::<(), hashfile::Error>(())
 //! ```
 
+pub mod dataset;
 mod handle;
 mod serialized;
 mod source;

@@ -165,6 +165,17 @@ pub enum Error {
     #[error("build cancelled")]
     Cancelled,
 
+    /// A dataset (shards under a manifest) is not what its manifest says,
+    /// or the manifest itself is damaged or of a kind this release does
+    /// not read: `path` is the manifest or the shard concerned.
+    #[error("{}{what}", prefix(.path))]
+    Dataset {
+        /// The manifest, or the shard the error is about.
+        path: Option<PathBuf>,
+        /// What is wrong, naming the shard (its number and file) if one.
+        what: String,
+    },
+
     /// A store was used after it was closed.
     #[error("closed store {}", .path.display())]
     Closed {

@@ -27,6 +27,8 @@ pub static ERROR: Lazy<ExceptionClass> = Lazy::new(|ruby| class(ruby, "Error"));
 pub static FORMAT_ERROR: Lazy<ExceptionClass> = Lazy::new(|ruby| class(ruby, "FormatError"));
 /// `Hashfile::UnsupportedError < FormatError`: a store this library cannot read.
 static UNSUPPORTED_ERROR: Lazy<ExceptionClass> = Lazy::new(|ruby| class(ruby, "UnsupportedError"));
+/// `Hashfile::DatasetError < FormatError`: a dataset's manifest or shard.
+static DATASET_ERROR: Lazy<ExceptionClass> = Lazy::new(|ruby| class(ruby, "DatasetError"));
 /// `Hashfile::ChecksumError < FormatError`: from `verify`.
 static CHECKSUM_ERROR: Lazy<ExceptionClass> = Lazy::new(|ruby| class(ruby, "ChecksumError"));
 /// `Hashfile::DuplicateKeyError`: the same key twice in a build.
@@ -176,6 +178,11 @@ pub fn to_ruby(ruby: &Ruby, error: hashfile::Error) -> Error {
         E::Limit { .. } => Error::new(ruby.get_inner(&LIMIT_ERROR), message),
         E::InvalidOption { .. } => arg_error(ruby, message),
         E::Closed { .. } => Error::new(ruby.get_inner(&CLOSED_ERROR), message),
+        E::Dataset { ref path, .. } => construct(
+            ruby.get_inner(&DATASET_ERROR),
+            message,
+            kwargs!(ruby, "path" => path_of(path)),
+        ),
         E::UnsafeLink {
             ref link, owner, ..
         } => construct(

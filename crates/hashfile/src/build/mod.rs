@@ -25,7 +25,7 @@ pub use batch::Batch;
 pub use options::{
     BuildOptions, OnDuplicate, DEFAULT_KEYS_PER_PART, KEYS_PER_BUCKET_RANGE, LOAD_FACTOR_RANGE,
 };
-pub use publish::destination;
+pub use publish::{destination, publish_file};
 
 use index::{Prepared, RecordsSection, FILE_ORDER, RECORDS};
 use publish::TempFile;

@@ -225,6 +225,29 @@ pub(super) fn publish(
     Ok(len)
 }
 
+/// Publishes `bytes` at `path` as a store is published: written to a
+/// temporary file beside it, synced, given the mode a rewrite in place
+/// would keep, renamed over it, and the rename synced; a symbolic link at
+/// `path` is followed only when this user or root owns it. For the files
+/// that go with stores (a dataset's manifest): readers see the old file
+/// or the new one, never a part.
+pub fn publish_file(path: &Path, bytes: &[u8]) -> Result<()> {
+    use std::io::Write;
+    let resolved = destination(path)?;
+    let path = resolved.as_path();
+    let with_path = |e: std::io::Error| Error::io(Some(path), e);
+    let mut temp = TempFile::create_beside(path).map_err(with_path)?;
+    temp.file.write_all(bytes).map_err(with_path)?;
+    temp.file.sync_all().map_err(with_path)?;
+    take_mode_of(&temp.file, path).map_err(with_path)?;
+    fs::rename(&temp.path, path).map_err(with_path)?;
+    temp.published = true;
+    if let Ok(dir) = fs::File::open(temp.path.parent().unwrap_or(Path::new("."))) {
+        let _ = dir.sync_all();
+    }
+    Ok(())
+}
+
 /// Gives the file about to replace `path` the permissions a rewrite in
 /// place would have kept: the mode of the file at `path` and its group
 /// (where this process may set it), or, for a new file, `0o666` less the

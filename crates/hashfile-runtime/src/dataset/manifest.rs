@@ -1,0 +1,209 @@
+//! The manifest of a dataset: which stores are its shards, in order, and
+//! what each one is (docs/FORMAT.md, "Dataset manifest"). The one place a
+//! manifest is written and read.
+
+use std::collections::HashSet;
+use std::path::Path;
+
+use hashfile::dataset::{MAX_SHARDS, ROUTING_SEED};
+use serde::{Deserialize, Serialize};
+
+/// The manifest's file name in a dataset directory.
+pub const MANIFEST_NAME: &str = "hashfile-dataset.json";
+
+/// The manifest version this release writes and reads.
+pub const MANIFEST_VERSION: u32 = 1;
+
+/// The largest manifest read: about 100 bytes per shard for the most
+/// shards, with room for long names.
+pub const MAX_MANIFEST_LEN: u64 = 512 * MAX_SHARDS as u64;
+
+/// The longest shard file name and generation id.
+const MAX_NAME_LEN: usize = 255;
+
+/// The routing function's name: the high bits of XXH3-64 with the seed
+/// `hashfile::dataset::ROUTING_SEED` (`hashfile::dataset::shard_of`).
+pub fn routing_name() -> String {
+    format!("xxh3-64-high:{ROUTING_SEED:016x}")
+}
+
+/// A dataset's manifest.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Manifest {
+    /// The manifest version: [`MANIFEST_VERSION`].
+    pub hashfile_dataset: u32,
+    /// Which publish of the dataset this is: the same in the shards' file
+    /// names. Letters, digits, `.`, `_` and `-`.
+    pub generation: String,
+    /// How keys are routed to shards: [`routing_name`].
+    pub routing: String,
+    /// Entries of all shards together.
+    pub entries: u64,
+    /// The shards, in routing order: shard `i` holds the keys that
+    /// `shard_of(key, n)` sends to `i`.
+    pub shards: Vec<ShardEntry>,
+}
+
+/// One shard as the manifest lists it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShardEntry {
+    /// The shard's file name beside the manifest, or its URL.
+    pub file: String,
+    /// Its entry count.
+    pub entries: u64,
+    /// Its length in bytes.
+    pub bytes: u64,
+    /// Its header checksum (the last 8 bytes of its header, which cover
+    /// every section's checksum), as 16 hex digits: the shard's identity,
+    /// checked at open in O(1); `verify` checks every byte under it.
+    pub checksum: String,
+}
+
+impl Manifest {
+    /// Reads and checks a manifest; `at` (its path or URL) is named in
+    /// every error.
+    pub fn parse(bytes: &[u8], at: &str) -> hashfile::Result<Manifest> {
+        let error = |what: String| dataset_error(at, what);
+        let manifest: Manifest = serde_json::from_slice(bytes).map_err(|e| {
+            // Look at the version first: a newer manifest fails on fields
+            // this release does not know, and should say why.
+            match serde_json::from_slice::<serde_json::Value>(bytes)
+                .ok()
+                .and_then(|v| v.get("hashfile_dataset").and_then(|v| v.as_u64()))
+            {
+                Some(version) if version != MANIFEST_VERSION as u64 => error(format!(
+                    "dataset manifest version {version}, and this release reads version {MANIFEST_VERSION}"
+                )),
+                _ => error(format!("not a valid dataset manifest: {e}")),
+            }
+        })?;
+        manifest.check().map_err(error)?;
+        Ok(manifest)
+    }
+
+    /// What is wrong with the manifest, if anything.
+    fn check(&self) -> Result<(), String> {
+        if self.hashfile_dataset != MANIFEST_VERSION {
+            return Err(format!(
+                "dataset manifest version {}, and this release reads version {MANIFEST_VERSION}",
+                self.hashfile_dataset
+            ));
+        }
+        if self.routing != routing_name() {
+            return Err(format!(
+                "routing {:?} is not one this release knows (it routes by {:?})",
+                self.routing,
+                routing_name()
+            ));
+        }
+        check_name("generation", &self.generation)?;
+        let n = self.shards.len();
+        if n == 0 || n > MAX_SHARDS as usize {
+            return Err(format!(
+                "{n} shards; a dataset has 1 to {MAX_SHARDS} shards"
+            ));
+        }
+        let mut seen = HashSet::with_capacity(n);
+        let mut total = 0u64;
+        for (i, shard) in self.shards.iter().enumerate() {
+            let which = || format!("shard {i} of {n} ({:?})", shard.file);
+            if !hashfile_remote::Location::is_remote(&shard.file) {
+                check_name("shard file", &shard.file).map_err(|e| format!("{}: {e}", which()))?;
+            }
+            if !seen.insert(shard.file.as_str()) {
+                return Err(format!("{}: the file is listed twice", which()));
+            }
+            if parse_checksum(&shard.checksum).is_none() {
+                return Err(format!(
+                    "{}: checksum {:?} is not 16 hex digits",
+                    which(),
+                    shard.checksum
+                ));
+            }
+            total = total
+                .checked_add(shard.entries)
+                .ok_or_else(|| format!("{}: the entry counts overflow", which()))?;
+        }
+        if total != self.entries {
+            return Err(format!(
+                "the shards hold {total} entries together, and the manifest says {}",
+                self.entries
+            ));
+        }
+        Ok(())
+    }
+
+    /// The manifest as written: JSON, one shard per line.
+    pub fn to_json(&self) -> String {
+        let mut out = String::new();
+        out.push_str("{\n");
+        out.push_str(&format!(
+            "  \"hashfile_dataset\": {},\n",
+            self.hashfile_dataset
+        ));
+        out.push_str(&format!(
+            "  \"generation\": {},\n",
+            json_string(&self.generation)
+        ));
+        out.push_str(&format!("  \"routing\": {},\n", json_string(&self.routing)));
+        out.push_str(&format!("  \"entries\": {},\n", self.entries));
+        out.push_str("  \"shards\": [\n");
+        for (i, shard) in self.shards.iter().enumerate() {
+            out.push_str(&format!(
+                "    {{\"file\": {}, \"entries\": {}, \"bytes\": {}, \"checksum\": {}}}{}\n",
+                json_string(&shard.file),
+                shard.entries,
+                shard.bytes,
+                json_string(&shard.checksum),
+                if i + 1 < self.shards.len() { "," } else { "" }
+            ));
+        }
+        out.push_str("  ]\n}\n");
+        out
+    }
+}
+
+/// A JSON string literal of `text`.
+fn json_string(text: &str) -> String {
+    serde_json::to_string(text).expect("a string serializes")
+}
+
+/// Checks a generation id or a shard file name: 1 to 255 letters, digits,
+/// `.`, `_` or `-`, not starting with `.`. So a name never leaves the
+/// manifest's directory, and never needs quoting in a URL or a shell.
+fn check_name(what: &str, name: &str) -> Result<(), String> {
+    let ok = !name.is_empty()
+        && name.len() <= MAX_NAME_LEN
+        && !name.starts_with('.')
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "{what} {name:?} is not 1 to {MAX_NAME_LEN} letters, digits, '.', '_' or '-' (not starting with '.')"
+        ))
+    }
+}
+
+/// The 16 hex digits of a checksum as a number.
+pub fn parse_checksum(text: &str) -> Option<u64> {
+    (text.len() == 16 && text.bytes().all(|b| b.is_ascii_hexdigit()))
+        .then(|| u64::from_str_radix(text, 16).ok())
+        .flatten()
+}
+
+/// A checksum as the manifest writes it.
+pub fn format_checksum(checksum: u64) -> String {
+    format!("{checksum:016x}")
+}
+
+pub(crate) fn dataset_error(at: &str, what: String) -> hashfile::Error {
+    hashfile::Error::Dataset {
+        path: Some(Path::new(at).to_path_buf()),
+        what,
+    }
+}

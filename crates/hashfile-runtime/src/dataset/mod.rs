@@ -1,0 +1,333 @@
+//! Datasets: one table split over several stores, its shards, listed by a
+//! manifest (docs/FORMAT.md, "Datasets"). A key is in the shard
+//! `hashfile::dataset::shard_of` routes it to; a lookup reads that shard
+//! alone.
+//!
+//! A dataset is opened from its directory, its manifest's path, or its
+//! manifest's URL. Every shard is checked against the manifest (entry
+//! count, length, header checksum) before anything is read from it: local
+//! shards at open, remote ones when first used. Shards are opened when
+//! first used; a local one is only mapped, so that costs microseconds.
+
+pub mod manifest;
+mod write;
+
+use std::num::NonZeroU32;
+use std::path::Path;
+use std::sync::{Arc, OnceLock};
+
+use hashfile::read::Source;
+use hashfile::RecordBuf;
+use hashfile_remote::{Location, RemoteOptions};
+
+use crate::source::{open_store, Store};
+use manifest::{dataset_error, parse_checksum, Manifest, MANIFEST_NAME, MAX_MANIFEST_LEN};
+
+pub use write::DatasetBuilder;
+
+/// An open dataset.
+pub struct Dataset {
+    /// Where the manifest was read.
+    location: String,
+    manifest: Manifest,
+    shard_count: NonZeroU32,
+    /// Where shard file names are resolved: the manifest's directory, or
+    /// its URL without the last segment.
+    base: String,
+    remote: RemoteOptions,
+    /// The shards, opened and checked on first use.
+    shards: Vec<OnceLock<Arc<Store>>>,
+}
+
+impl std::fmt::Debug for Dataset {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Dataset")
+            .field("location", &self.location)
+            .field("generation", &self.manifest.generation)
+            .field("shards", &self.shards.len())
+            .finish()
+    }
+}
+
+/// Whether `location` names a dataset rather than a store: a directory,
+/// a file or URL ending in the manifest's name.
+pub fn is_dataset(location: &str) -> bool {
+    location.ends_with(MANIFEST_NAME)
+        || (!Location::is_remote(location) && Path::new(location).is_dir())
+}
+
+impl Dataset {
+    /// Opens the dataset at `location`: a directory holding
+    /// `hashfile-dataset.json`, the manifest's path, or its URL (shards
+    /// named in it are then fetched beside it). Local shards are opened
+    /// and checked now.
+    pub fn open(location: &str, remote: &RemoteOptions) -> hashfile::Result<Dataset> {
+        let manifest_at = if !Location::is_remote(location) && Path::new(location).is_dir() {
+            Path::new(location)
+                .join(MANIFEST_NAME)
+                .display()
+                .to_string()
+        } else {
+            location.to_owned()
+        };
+        let bytes = read_manifest(&manifest_at, remote)?;
+        let manifest = Manifest::parse(&bytes, &manifest_at)?;
+        let base = match manifest_at.rfind('/') {
+            Some(slash) => manifest_at[..=slash].to_owned(),
+            None => String::new(),
+        };
+        let shard_count =
+            NonZeroU32::new(manifest.shards.len() as u32).expect("checked: 1 or more");
+        let dataset = Dataset {
+            location: manifest_at,
+            shards: (0..manifest.shards.len())
+                .map(|_| OnceLock::new())
+                .collect(),
+            manifest,
+            shard_count,
+            base,
+            remote: remote.clone(),
+        };
+        for i in 0..dataset.shards.len() {
+            if !Location::is_remote(&dataset.shard_location(i)) {
+                dataset.shard(i)?;
+            }
+        }
+        Ok(dataset)
+    }
+
+    /// The manifest's path or URL.
+    pub fn location(&self) -> &str {
+        &self.location
+    }
+
+    /// The manifest.
+    pub fn manifest(&self) -> &Manifest {
+        &self.manifest
+    }
+
+    /// Entries of all shards.
+    pub fn len(&self) -> u64 {
+        self.manifest.entries
+    }
+
+    /// True if no shard holds an entry.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// How many shards.
+    pub fn shard_count(&self) -> usize {
+        self.shards.len()
+    }
+
+    /// The shard `key` is routed to.
+    #[inline]
+    pub fn shard_of(&self, key: &[u8]) -> usize {
+        hashfile::dataset::shard_of(key, self.shard_count) as usize
+    }
+
+    /// Where shard `i` is: its URL, or its file beside the manifest.
+    pub fn shard_location(&self, i: usize) -> String {
+        let file = &self.manifest.shards[i].file;
+        if Location::is_remote(file) {
+            file.clone()
+        } else {
+            format!("{}{file}", self.base)
+        }
+    }
+
+    /// Shard `i`, opened and checked against the manifest on first use.
+    pub fn shard(&self, i: usize) -> hashfile::Result<&Arc<Store>> {
+        if let Some(store) = self.shards[i].get() {
+            return Ok(store);
+        }
+        let store = Arc::new(self.open_shard(i)?);
+        // Two threads may open it at once; one store is kept.
+        let _ = self.shards[i].set(store);
+        Ok(self.shards[i].get().expect("set above"))
+    }
+
+    /// Shard `i` if it is open already.
+    pub fn opened_shard(&self, i: usize) -> Option<&Arc<Store>> {
+        self.shards[i].get()
+    }
+
+    fn open_shard(&self, i: usize) -> hashfile::Result<Store> {
+        let entry = &self.manifest.shards[i];
+        let at = self.shard_location(i);
+        let n = self.shards.len();
+        let wrong = |what: String| {
+            dataset_error(
+                &at,
+                format!(
+                    "shard {i} of {n} ({}) of dataset {}: {what}",
+                    entry.file, self.location
+                ),
+            )
+        };
+        let store = open_store(&at, &self.remote).map_err(|e| match e {
+            hashfile::Error::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
+                wrong("missing".to_owned())
+            }
+            other => other,
+        })?;
+        if store.source().size() != entry.bytes {
+            return Err(wrong(format!(
+                "{} bytes, and the manifest says {}",
+                store.source().size(),
+                entry.bytes
+            )));
+        }
+        if store.len() != entry.entries {
+            return Err(wrong(format!(
+                "{} entries, and the manifest says {}",
+                store.len(),
+                entry.entries
+            )));
+        }
+        let checksum = header_checksum(&store).map_err(|e| e.with_path(Path::new(&at)))?;
+        if Some(checksum) != parse_checksum(&entry.checksum) {
+            return Err(wrong(format!(
+                "header checksum {checksum:016x}, and the manifest says {} (a shard of another generation, or rebuilt since)",
+                entry.checksum
+            )));
+        }
+        Ok(store)
+    }
+
+    /// The record of `key`, read from its shard alone.
+    #[inline]
+    pub fn get(&self, key: &[u8]) -> hashfile::Result<Option<RecordBuf<'_>>> {
+        self.shard(self.shard_of(key))?.get(key)
+    }
+
+    /// The records of `keys`, in order: grouped by shard, each shard's
+    /// keys read as one batch (remotely, level by level, each level's
+    /// requests together).
+    pub fn get_many<K: AsRef<[u8]>>(
+        &self,
+        keys: &[K],
+    ) -> hashfile::Result<Vec<Option<RecordBuf<'_>>>> {
+        let mut by_shard: Vec<Vec<usize>> = vec![Vec::new(); self.shards.len()];
+        for (at, key) in keys.iter().enumerate() {
+            by_shard[self.shard_of(key.as_ref())].push(at);
+        }
+        let mut found: Vec<Option<RecordBuf<'_>>> = (0..keys.len()).map(|_| None).collect();
+        for (shard, positions) in by_shard.iter().enumerate() {
+            if positions.is_empty() {
+                continue;
+            }
+            let asked: Vec<&[u8]> = positions.iter().map(|&at| keys[at].as_ref()).collect();
+            let records = self.shard(shard)?.get_many(&asked)?;
+            for (&at, record) in positions.iter().zip(records) {
+                found[at] = record;
+            }
+        }
+        Ok(found)
+    }
+
+    /// Checks every shard against the manifest and every byte of it, and
+    /// that every key is in the shard it routes to (a dataset put together
+    /// by hand may have one elsewhere, where no lookup finds it).
+    pub fn verify(&self) -> hashfile::Result<()> {
+        for i in 0..self.shards.len() {
+            let store = self.shard(i)?;
+            store
+                .verify()
+                .map_err(|e| e.with_path(Path::new(&self.shard_location(i))))?;
+            for record in store.iter() {
+                let record = record?;
+                let routed = self.shard_of(record.key());
+                if routed != i {
+                    return Err(dataset_error(
+                        &self.shard_location(i),
+                        format!(
+                            "key {} is in shard {i} of {}, and routes to shard {routed}: the dataset was not built by routing (hashfile::dataset::shard_of)",
+                            hashfile::DisplayBytes(record.key()),
+                            self.shards.len()
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Every record, shard by shard in order, each shard in the order its
+    /// entries were added.
+    pub fn iter(&self) -> impl Iterator<Item = hashfile::Result<RecordBuf<'_>>> + '_ {
+        (0..self.shards.len()).flat_map(move |i| {
+            let records: Box<dyn Iterator<Item = hashfile::Result<RecordBuf<'_>>>> =
+                match self.shard(i) {
+                    Ok(store) => Box::new(store.iter()),
+                    Err(e) => Box::new(std::iter::once(Err(e))),
+                };
+            records
+        })
+    }
+}
+
+/// The last 8 bytes of a store's header: its checksum, which covers every
+/// section's checksum.
+pub fn header_checksum(store: &Store) -> hashfile::Result<u64> {
+    let end = store.header().header_len as u64;
+    let bytes = store
+        .source()
+        .read_exact_at(end - 8, 8)
+        .map_err(|source| hashfile::Error::Io { path: None, source })?;
+    Ok(u64::from_le_bytes(bytes[..8].try_into().expect("8 bytes")))
+}
+
+/// The manifest's bytes, at most `MAX_MANIFEST_LEN`.
+fn read_manifest(at: &str, remote: &RemoteOptions) -> hashfile::Result<Vec<u8>> {
+    if Location::is_remote(at) {
+        return hashfile_remote::fetch_whole(at, remote.clone(), MAX_MANIFEST_LEN);
+    }
+    use std::io::Read;
+    let path = Path::new(at);
+    let io = |e| hashfile::Error::Io {
+        path: Some(path.to_path_buf()),
+        source: e,
+    };
+    let metadata = std::fs::metadata(path).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            let dir = path.parent().filter(|d| d.is_dir());
+            match dir {
+                Some(dir) if path.file_name() == Some(MANIFEST_NAME.as_ref()) => dataset_error(
+                    at,
+                    format!(
+                        "no dataset manifest: {} has no {MANIFEST_NAME}",
+                        dir.display()
+                    ),
+                ),
+                _ => io(e),
+            }
+        } else {
+            io(e)
+        }
+    })?;
+    if !metadata.is_file() {
+        return Err(dataset_error(
+            at,
+            "a dataset manifest is a regular file".into(),
+        ));
+    }
+    if metadata.len() > MAX_MANIFEST_LEN {
+        return Err(dataset_error(
+            at,
+            format!(
+                "{} bytes, more than a manifest of {} shards ({MAX_MANIFEST_LEN})",
+                metadata.len(),
+                hashfile::dataset::MAX_SHARDS
+            ),
+        ));
+    }
+    let mut bytes = Vec::with_capacity(metadata.len() as usize);
+    std::fs::File::open(path)
+        .map_err(io)?
+        .take(MAX_MANIFEST_LEN + 1)
+        .read_to_end(&mut bytes)
+        .map_err(io)?;
+    Ok(bytes)
+}

@@ -1,0 +1,212 @@
+//! Writing a dataset: entries routed to one builder per shard, the shards
+//! published under names that carry a new generation, then the manifest,
+//! atomically. A reader opening the directory meanwhile reads the old
+//! manifest and the old shards, or the new ones; never a mix.
+
+use std::hash::{BuildHasher, Hasher};
+use std::num::NonZeroU32;
+use std::path::Path;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use hashfile::dataset::{shard_of, MAX_SHARDS};
+use hashfile::{BuildOptions, Builder, Record};
+
+use super::manifest::{
+    format_checksum, routing_name, Manifest, ShardEntry, MANIFEST_NAME, MANIFEST_VERSION,
+};
+use super::{header_checksum, Dataset};
+use crate::source::open_store;
+
+/// Builds a dataset of `n` shards.
+pub struct DatasetBuilder {
+    builders: Vec<Builder>,
+    shard_count: NonZeroU32,
+}
+
+impl DatasetBuilder {
+    /// A builder of `shards` shards (1 to `MAX_SHARDS`), each built with
+    /// `options`.
+    pub fn new(shards: u32, options: BuildOptions) -> hashfile::Result<DatasetBuilder> {
+        let shard_count = NonZeroU32::new(shards)
+            .filter(|n| n.get() <= MAX_SHARDS)
+            .ok_or_else(|| hashfile::Error::InvalidOption {
+                name: "shards",
+                reason: format!("{shards}; a dataset has 1 to {MAX_SHARDS} shards"),
+            })?;
+        let builders = (0..shards)
+            .map(|_| Builder::new(options.clone()))
+            .collect::<hashfile::Result<Vec<_>>>()?;
+        Ok(DatasetBuilder {
+            builders,
+            shard_count,
+        })
+    }
+
+    /// The shard `key` goes to.
+    #[inline]
+    pub fn shard_of(&self, key: &[u8]) -> usize {
+        shard_of(key, self.shard_count) as usize
+    }
+
+    /// Adds a string entry to its shard.
+    pub fn insert(&mut self, key: &[u8], value: &[u8]) {
+        let shard = self.shard_of(key);
+        self.builders[shard].insert(key, value);
+    }
+
+    /// Adds a record (of any value kind) to its shard.
+    pub fn insert_record(&mut self, record: Record<'_>) {
+        let shard = self.shard_of(record.key);
+        self.builders[shard].insert_record(record);
+    }
+
+    /// The builder of the shard `key` goes to, for what `insert_record`
+    /// does not cover.
+    pub fn builder_for(&mut self, key: &[u8]) -> &mut Builder {
+        let shard = self.shard_of(key);
+        &mut self.builders[shard]
+    }
+
+    /// Entries added.
+    pub fn len(&self) -> usize {
+        self.builders.iter().map(Builder::len).sum()
+    }
+
+    /// True if nothing was added.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Publishes the dataset in `dir` (made if missing): every shard under
+    /// `GENERATION-IIIII-of-NNNNN.hf`, then `hashfile-dataset.json` by
+    /// rename. The shards of the generation replaced stay, for readers
+    /// still opening it; those of older generations are removed. A build
+    /// that fails leaves the manifest, and so the dataset, as it was.
+    pub fn write(&mut self, dir: &Path) -> hashfile::Result<Manifest> {
+        std::fs::create_dir_all(dir).map_err(|e| hashfile::Error::Io {
+            path: Some(dir.to_path_buf()),
+            source: e,
+        })?;
+        let manifest_path = dir.join(MANIFEST_NAME);
+        let previous = Dataset::open(&dir.display().to_string(), &Default::default())
+            .ok()
+            .map(|d| d.manifest().generation.clone());
+        let generation = new_generation();
+        let n = self.builders.len();
+        let mut shards = Vec::with_capacity(n);
+        for (i, builder) in self.builders.iter_mut().enumerate() {
+            let file = shard_file_name(&generation, i, n);
+            let path = dir.join(&file);
+            let bytes = builder.write_file(&path)?;
+            let store = open_store(&path.display().to_string(), &Default::default())?;
+            shards.push(ShardEntry {
+                file,
+                entries: store.len(),
+                bytes,
+                checksum: format_checksum(header_checksum(&store)?),
+            });
+        }
+        let manifest = Manifest {
+            hashfile_dataset: MANIFEST_VERSION,
+            entries: shards.iter().map(|s| s.entries).sum(),
+            generation,
+            routing: routing_name(),
+            shards,
+        };
+        hashfile::build::publish_file(&manifest_path, manifest.to_json().as_bytes())?;
+        remove_older_generations(dir, &manifest.generation, previous.as_deref());
+        Ok(manifest)
+    }
+}
+
+/// `GENERATION-IIIII-of-NNNNN.hf`.
+pub fn shard_file_name(generation: &str, i: usize, n: usize) -> String {
+    format!("{generation}-{i:05}-of-{n:05}.hf")
+}
+
+/// The generation of a shard file this library named, if it is one.
+fn generation_of(file_name: &str) -> Option<&str> {
+    let stem = file_name.strip_suffix(".hf")?;
+    let (rest, count) = stem.rsplit_once("-of-")?;
+    let (generation, index) = rest.rsplit_once('-')?;
+    let digits = |s: &str| s.len() >= 5 && s.bytes().all(|b| b.is_ascii_digit());
+    (digits(count) && digits(index) && !generation.is_empty()).then_some(generation)
+}
+
+/// Removes the shard files of generations other than `current` and
+/// `previous`. A file that cannot be removed is left: it costs space,
+/// never correctness.
+fn remove_older_generations(dir: &Path, current: &str, previous: Option<&str>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        match generation_of(name) {
+            Some(generation) if generation != current && Some(generation) != previous => {
+                let _ = std::fs::remove_file(entry.path());
+            }
+            _ => {}
+        }
+    }
+}
+
+/// A new generation id: the UTC time to the second and 8 random hex
+/// digits, `20261124T143910Z-1f0c93ab`: sorts by time, and two builds in
+/// one second differ.
+fn new_generation() -> String {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    let seconds = now.as_secs();
+    let (days, of_day) = (seconds / 86_400, seconds % 86_400);
+    let (year, month, day) = civil_from_days(days as i64);
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u128(now.as_nanos());
+    hasher.write_u32(std::process::id());
+    format!(
+        "{year:04}{month:02}{day:02}T{:02}{:02}{:02}Z-{:08x}",
+        of_day / 3600,
+        of_day / 60 % 60,
+        of_day % 60,
+        hasher.finish() as u32
+    )
+}
+
+/// The proleptic Gregorian date of a day count since 1970-01-01 (Howard
+/// Hinnant's `civil_from_days`).
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates_from_day_counts() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
+        assert_eq!(civil_from_days(20_781), (2026, 11, 24));
+    }
+
+    #[test]
+    fn generation_ids_are_valid_names_and_shard_names_carry_them() {
+        let generation = new_generation();
+        assert_eq!(generation.len(), "20261124T143910Z-1f0c93ab".len());
+        let name = shard_file_name(&generation, 3, 16);
+        assert_eq!(generation_of(&name), Some(generation.as_str()));
+        assert_eq!(generation_of("notes.hf"), None);
+        assert_eq!(generation_of("x-1-of-2.hf"), None);
+    }
+}

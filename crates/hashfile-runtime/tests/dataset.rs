@@ -1,0 +1,412 @@
+//! Datasets: shards under a manifest, written and read; every way a
+//! manifest or a shard can disagree refused with an error naming the file;
+//! a manifest served by nginx with its shards opened on first use; and the
+//! checked-in test vector (docs/FORMAT.md).
+
+use std::path::{Path, PathBuf};
+
+use hashfile::{BuildOptions, Builder};
+use hashfile_runtime::dataset::manifest::{Manifest, MANIFEST_NAME};
+use hashfile_runtime::dataset::{is_dataset, Dataset, DatasetBuilder};
+
+#[path = "../../hashfile-remote/tests/support/mod.rs"]
+mod support;
+
+fn build(dir: &Path, n: u64, shards: u32, tag: &str) -> Manifest {
+    let mut builder = DatasetBuilder::new(shards, BuildOptions::default()).unwrap();
+    for i in 0..n {
+        builder.insert(
+            format!("key-{i}").as_bytes(),
+            format!("{tag}-{i}").as_bytes(),
+        );
+    }
+    builder.write(dir).unwrap()
+}
+
+fn open(at: &Path) -> hashfile::Result<Dataset> {
+    Dataset::open(at.to_str().unwrap(), &Default::default())
+}
+
+fn value(dataset: &Dataset, key: &str) -> Option<String> {
+    dataset
+        .get(key.as_bytes())
+        .unwrap()
+        .map(|r| String::from_utf8(r.value().to_vec()).unwrap())
+}
+
+/// The error of opening `at`, as text, after checking it is a dataset
+/// error naming `names`.
+fn refusal(at: &Path, names: &str) -> String {
+    let error = open(at).expect_err("refused");
+    assert!(
+        matches!(error, hashfile::Error::Dataset { .. }),
+        "{error:?}"
+    );
+    let text = error.to_string();
+    assert!(text.contains(names), "{text} does not name {names}");
+    text
+}
+
+#[test]
+fn every_key_reads_from_its_shard_and_the_whole_reads_like_one_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = build(dir.path(), 10_000, 4, "v");
+    assert_eq!(manifest.entries, 10_000);
+    assert_eq!(manifest.shards.len(), 4);
+    assert!(is_dataset(dir.path().to_str().unwrap()));
+    for at in [dir.path().to_path_buf(), dir.path().join(MANIFEST_NAME)] {
+        let dataset = open(&at).unwrap();
+        assert_eq!((dataset.len(), dataset.shard_count()), (10_000, 4));
+        for i in (0..10_000).step_by(7) {
+            assert_eq!(value(&dataset, &format!("key-{i}")), Some(format!("v-{i}")));
+        }
+        assert_eq!(value(&dataset, "key-10000"), None);
+        let keys = ["key-5", "absent", "key-9999", "key-0", "key-5"];
+        let found: Vec<Option<Vec<u8>>> = dataset
+            .get_many(&keys)
+            .unwrap()
+            .into_iter()
+            .map(|r| r.map(|r| r.value().to_vec()))
+            .collect();
+        let expected: Vec<Option<Vec<u8>>> = vec![
+            Some(b"v-5".to_vec()),
+            None,
+            Some(b"v-9999".to_vec()),
+            Some(b"v-0".to_vec()),
+            Some(b"v-5".to_vec()),
+        ];
+        assert_eq!(found, expected);
+        // Shard by shard, each key once, each in the shard it routes to.
+        let mut seen = std::collections::HashSet::new();
+        let mut last_shard = 0;
+        for record in dataset.iter() {
+            let record = record.unwrap();
+            let shard = dataset.shard_of(record.key());
+            assert!(shard >= last_shard, "shards in order");
+            last_shard = shard;
+            assert!(seen.insert(record.key().to_vec()));
+        }
+        assert_eq!(seen.len(), 10_000);
+        dataset.verify().unwrap();
+    }
+    // The shards together are the entries; each holds about a quarter.
+    for shard in &manifest.shards {
+        assert!((2_300..2_700).contains(&shard.entries), "{shard:?}");
+        assert!(shard.file.starts_with(&manifest.generation));
+    }
+}
+
+#[test]
+fn a_new_generation_replaces_all_shards_at_once_and_old_readers_keep_theirs() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = build(dir.path(), 1_000, 3, "one");
+    let reader = open(dir.path()).unwrap();
+    let second = build(dir.path(), 1_000, 5, "two");
+    assert_ne!(first.generation, second.generation);
+    assert_eq!(value(&reader, "key-7").as_deref(), Some("one-7"));
+    assert_eq!(
+        value(&open(dir.path()).unwrap(), "key-7").as_deref(),
+        Some("two-7")
+    );
+    // The generation replaced stays for readers opening it; older ones go.
+    let count = |generation: &str| {
+        std::fs::read_dir(dir.path())
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .file_name()
+                    .to_str()
+                    .unwrap()
+                    .starts_with(generation)
+            })
+            .count()
+    };
+    assert_eq!(
+        (count(&first.generation), count(&second.generation)),
+        (3, 5)
+    );
+    let third = build(dir.path(), 10, 1, "three");
+    assert_eq!(
+        (
+            count(&first.generation),
+            count(&second.generation),
+            count(&third.generation)
+        ),
+        (0, 5, 1)
+    );
+}
+
+#[test]
+fn a_directory_without_a_manifest_is_refused_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = refusal(dir.path(), MANIFEST_NAME);
+    assert!(text.contains("no dataset manifest"), "{text}");
+}
+
+/// A manifest damaged, cut short, edited by hand, or of a kind this
+/// release does not read: each refused, naming the manifest and what is
+/// wrong.
+#[test]
+fn bad_manifests_are_refused_saying_what_is_wrong() {
+    let dir = tempfile::tempdir().unwrap();
+    build(dir.path(), 100, 2, "v");
+    let path = dir.path().join(MANIFEST_NAME);
+    let good = std::fs::read_to_string(&path).unwrap();
+    let cases: Vec<(&str, String, &str)> = vec![
+        (
+            "damaged",
+            good.replacen("\"entries\"", "\"entr\x00es\"", 1),
+            "not a valid dataset manifest",
+        ),
+        (
+            "truncated",
+            good[..good.len() / 2].to_owned(),
+            "not a valid dataset manifest",
+        ),
+        (
+            "not JSON",
+            "PK\x03\x04 a zip file".to_owned(),
+            "not a valid dataset manifest",
+        ),
+        (
+            "an unknown field",
+            good.replacen("\"entries\"", "\"owner\": \"me\", \"entries\"", 1),
+            "unknown field `owner`",
+        ),
+        (
+            "a newer version",
+            good.replacen(
+                "\"hashfile_dataset\": 1",
+                "\"hashfile_dataset\": 2, \"compression\": \"zstd\"",
+                1,
+            ),
+            "dataset manifest version 2, and this release reads version 1",
+        ),
+        (
+            "an unknown routing",
+            good.replacen("xxh3-64-high:", "murmur3:", 1),
+            "is not one this release knows",
+        ),
+        (
+            "a shard name leaving the directory",
+            good.replacen("\"file\": \"", "\"file\": \"../", 1),
+            "is not 1 to 255 letters",
+        ),
+        (
+            "a bad checksum",
+            replace_field(&good, "checksum", "\"xyz\""),
+            "is not 16 hex digits",
+        ),
+        (
+            "entries that do not add up",
+            good.replacen("\"entries\": 100", "\"entries\": 101", 1),
+            "the shards hold 100 entries together, and the manifest says 101",
+        ),
+        (
+            "no shards",
+            format!(
+                "{}[]\n}}\n",
+                &good[..good.find("\"shards\": [").unwrap() + "\"shards\": ".len()]
+            ),
+            "0 shards",
+        ),
+    ];
+    for (what, text, says) in cases {
+        std::fs::write(&path, text).unwrap();
+        let message = refusal(dir.path(), says);
+        assert!(message.contains(MANIFEST_NAME), "{what}: {message}");
+    }
+    // A shard listed twice (the same file for both).
+    let manifest = Manifest::parse(good.as_bytes(), "m").unwrap();
+    let mut twice = manifest.clone();
+    twice.shards[1] = twice.shards[0].clone();
+    twice.entries = twice.shards[0].entries * 2;
+    std::fs::write(&path, twice.to_json()).unwrap();
+    refusal(dir.path(), "the file is listed twice");
+}
+
+/// `"NAME": VALUE` with VALUE replaced in the first shard.
+fn replace_field(json: &str, name: &str, value: &str) -> String {
+    let start = json.find(&format!("\"{name}\": ")).unwrap() + name.len() + 4;
+    let end = start + json[start..].find(['}', ',']).unwrap();
+    format!("{}{value}{}", &json[..start], &json[end..])
+}
+
+/// A shard missing, of another length or checksum, or of another
+/// generation: refused at open, naming the shard, before anything is
+/// answered.
+#[test]
+fn shards_that_disagree_with_the_manifest_are_refused_naming_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = build(dir.path(), 1_000, 3, "v");
+    let shard = |i: usize| dir.path().join(&manifest.shards[i].file);
+    // Of another generation: the same name, another build of its keys.
+    let keep = std::fs::read(shard(1)).unwrap();
+    let dataset = open(dir.path()).unwrap();
+    let mut other = Builder::new(BuildOptions::default()).unwrap();
+    for record in dataset.opened_shard(1).unwrap().iter() {
+        let record = record.unwrap();
+        let mut value = record.value().to_vec();
+        value[0] = b'w';
+        other.insert(record.key(), &value);
+    }
+    drop(dataset);
+    other.write_file(&shard(1)).unwrap();
+    let text = refusal(dir.path(), &manifest.shards[1].file);
+    assert!(text.contains("shard 1 of 3"), "{text}");
+    assert!(text.contains("header checksum"), "{text}");
+    // Of another length.
+    std::fs::write(shard(1), &keep[..keep.len() - 1]).unwrap();
+    let error = open(dir.path()).expect_err("a truncated shard");
+    assert!(
+        error.to_string().contains(&manifest.shards[1].file),
+        "{error}"
+    );
+    std::fs::write(shard(1), &keep).unwrap();
+    open(dir.path()).unwrap();
+    // Missing.
+    std::fs::remove_file(shard(2)).unwrap();
+    let text = refusal(dir.path(), &manifest.shards[2].file);
+    assert!(
+        text.contains("shard 2 of 3") && text.contains("missing"),
+        "{text}"
+    );
+}
+
+/// A dataset put together by hand, with a key in a shard it does not route
+/// to: it opens (the manifest is right about every shard), no lookup finds
+/// that key, and `verify` says which key and where.
+#[test]
+fn a_key_in_the_wrong_shard_is_found_by_verify() {
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = build(dir.path(), 100, 2, "v");
+    let dataset = open(dir.path()).unwrap();
+    let stray = (0..)
+        .map(|i| format!("stray-{i}"))
+        .find(|k| dataset.shard_of(k.as_bytes()) == 1)
+        .unwrap();
+    let mut shard0 = Builder::new(BuildOptions::default()).unwrap();
+    for record in dataset.opened_shard(0).unwrap().iter() {
+        let record = record.unwrap();
+        shard0.insert(record.key(), record.value());
+    }
+    shard0.insert(stray.as_bytes(), b"lost");
+    drop(dataset);
+    let path0 = dir.path().join(&manifest.shards[0].file);
+    shard0.write_file(&path0).unwrap();
+    // The manifest edited to match the new shard 0.
+    let store = hashfile_runtime::open_store(path0.to_str().unwrap(), &Default::default()).unwrap();
+    let mut edited = manifest.clone();
+    edited.shards[0].entries = store.len();
+    edited.shards[0].bytes = std::fs::metadata(&path0).unwrap().len();
+    edited.shards[0].checksum = format!(
+        "{:016x}",
+        hashfile_runtime::dataset::header_checksum(&store).unwrap()
+    );
+    edited.entries += 1;
+    std::fs::write(dir.path().join(MANIFEST_NAME), edited.to_json()).unwrap();
+    let dataset = open(dir.path()).unwrap();
+    assert_eq!(value(&dataset, &stray), None);
+    let error = dataset.verify().expect_err("the stray key");
+    let text = error.to_string();
+    assert!(
+        text.contains(&stray) && text.contains("is in shard 0 of 2, and routes to shard 1"),
+        "{text}"
+    );
+}
+
+#[test]
+fn shard_counts_out_of_range_are_refused() {
+    for shards in [0, hashfile::dataset::MAX_SHARDS + 1] {
+        let error = DatasetBuilder::new(shards, BuildOptions::default())
+            .err()
+            .expect("refused");
+        assert!(matches!(
+            error,
+            hashfile::Error::InvalidOption { name: "shards", .. }
+        ));
+    }
+}
+
+/// A manifest served by nginx: shards named in it are fetched beside it,
+/// each opened and checked when first used.
+#[test]
+fn a_remote_dataset_opens_shards_on_first_use() {
+    let nginx = support::Nginx::start();
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = build(dir.path(), 2_000, 4, "r");
+    for entry in std::fs::read_dir(dir.path()).unwrap() {
+        let entry = entry.unwrap();
+        let name = entry.file_name().into_string().unwrap();
+        nginx.publish(&name, &std::fs::read(entry.path()).unwrap());
+    }
+    let url = nginx.url(&format!("/files/{MANIFEST_NAME}"));
+    let dataset = Dataset::open(&url, &Default::default()).unwrap();
+    assert_eq!(dataset.len(), 2_000);
+    assert!(
+        (0..4).all(|i| dataset.opened_shard(i).is_none()),
+        "nothing opened yet"
+    );
+    let shard = dataset.shard_of(b"key-42");
+    assert_eq!(value(&dataset, "key-42").as_deref(), Some("r-42"));
+    for i in 0..4 {
+        assert_eq!(dataset.opened_shard(i).is_some(), i == shard, "shard {i}");
+    }
+    assert!(dataset.shard_location(0).starts_with("http://127.0.0.1:"));
+    // A shard replaced on the server by one of another build is refused
+    // when first used, naming it.
+    let other = (0..4).find(|&i| i != shard).unwrap();
+    nginx.publish(&manifest.shards[other].file, &support::store(10, 8));
+    let key = (0..2_000)
+        .map(|i| format!("key-{i}"))
+        .find(|k| dataset.shard_of(k.as_bytes()) == other)
+        .unwrap();
+    let error = dataset.get(key.as_bytes()).expect_err("refused");
+    assert!(
+        error.to_string().contains(&manifest.shards[other].file),
+        "{error}"
+    );
+}
+
+/// The checked-in dataset of docs/FORMAT.md: 40 keys `key-I` => `value-I`
+/// in 3 shards. `UPDATE_DATASET_VECTOR=1` writes it again (a format
+/// change).
+#[test]
+fn the_test_vector_reads_as_documented() {
+    let vector = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/vectors/dataset-v1");
+    if std::env::var_os("UPDATE_DATASET_VECTOR").is_some() {
+        let _ = std::fs::remove_dir_all(&vector);
+        let mut builder = DatasetBuilder::new(3, BuildOptions::default()).unwrap();
+        for i in 0..40 {
+            builder.insert(
+                format!("key-{i}").as_bytes(),
+                format!("value-{i}").as_bytes(),
+            );
+        }
+        builder.write(&vector).unwrap();
+    }
+    let dataset = open(&vector).unwrap();
+    dataset.verify().unwrap();
+    assert_eq!((dataset.len(), dataset.shard_count()), (40, 3));
+    let manifest = dataset.manifest();
+    assert_eq!(manifest.routing, "xxh3-64-high:6861736866696c65");
+    for i in 0..40 {
+        assert_eq!(
+            value(&dataset, &format!("key-{i}")),
+            Some(format!("value-{i}"))
+        );
+    }
+    // Every entry of the manifest, as docs/FORMAT.md shows it.
+    let text = std::fs::read_to_string(vector.join(MANIFEST_NAME)).unwrap();
+    assert_eq!(text, manifest.to_json(), "written as this release writes");
+    let counts: Vec<u64> = manifest.shards.iter().map(|s| s.entries).collect();
+    let routed: Vec<u64> = (0..3)
+        .map(|s| {
+            (0..40)
+                .filter(|i| dataset.shard_of(format!("key-{i}").as_bytes()) == s)
+                .count() as u64
+        })
+        .collect();
+    assert_eq!(counts, routed);
+}
