@@ -68,10 +68,31 @@ module Hashfile
     # @raise [ArgumentError] if a value nests deeper than MAX_DEPTH
     def build(path, data = nil, serializer: nil, **options)
       check_options(options, BUILD_DEFAULTS.keys)
-      writer = Writer._new(options, serializer_pair(serializer)&.first)
+      writer = Writer._new(options, serializer_pair(serializer)&.first, nil)
       writer.merge(data) unless data.nil?
       yield writer if block_given?
       writer._finish(path_string(path))
+    end
+
+    # Builds a dataset: the entries split over +shards+ stores by
+    # Hashfile.shard_of, written into +dir+ (made if missing) under names
+    # that carry a new generation, then its manifest
+    # (+hashfile-dataset.json+) by rename, so a reader opening +dir+ reads
+    # the old dataset or the new one, never a mix. The shards of the
+    # generation replaced stay; older ones are removed. Open it with
+    # Hashfile.open(dir). Takes what Hashfile.build takes.
+    #
+    #   Hashfile.build_sharded("prices/", prices, shards: 16)
+    #   Hashfile.open("prices/") { |db| db["sku-1"] }
+    #
+    # @param shards [Integer] 1 to 2**20
+    # @return [Integer] bytes written (all shards)
+    def build_sharded(dir, data = nil, shards:, serializer: nil, **options)
+      check_options(options, BUILD_DEFAULTS.keys, BUILD_DEFAULTS.keys + %i[shards serializer])
+      writer = Writer._new(options, serializer_pair(serializer)&.first, shards)
+      writer.merge(data) unless data.nil?
+      yield writer if block_given?
+      writer._finish(path_string(dir))
     end
 
     # Builds a store from data files, streaming them in Rust: no Ruby object

@@ -3,6 +3,7 @@
 require_relative "test_helper"
 require "msgpack"
 require "stringio"
+require "json"
 
 # The bad-input catalogue (docs/ERRORS.md): every entry is an input a user
 # can get wrong, the exception class it raises (or the CLI's exit status),
@@ -50,7 +51,7 @@ class BadInputCatalogueTest < HashfileTest
       ["a flipped header bit", -> { Hashfile.open(damaged("h.hf") { |b| b.setbyte(40, b.getbyte(40) ^ 1) }) }, Hashfile::ChecksumError, /checksum mismatch in section header/],
       ["a flipped record bit, verified", -> { Hashfile.open(damaged("r.hf") { |b| flip_last_record_byte(b) }, verify: true) }, Hashfile::ChecksumError, /checksum mismatch in section records/],
       ["a missing store", -> { Hashfile.open(path("nope.hf")) }, Errno::ENOENT, /No such file or directory/],
-      ["a directory as a store", -> { Dir.mkdir(path("d")) unless Dir.exist?(path("d")); Hashfile.open(path("d")) }, Errno::EISDIR, /Is a directory/],
+      ["a directory as a store (not a dataset)", -> { Dir.mkdir(path("d")) unless Dir.exist?(path("d")); Hashfile.open(path("d")) }, Hashfile::DatasetError, /no dataset manifest: .*d has no hashfile-dataset.json/],
       ["a store truncated while open", -> { truncated_while_open }, Hashfile::StaleError, /the store file changed while open .*; reopen it/],
       ["a FIFO as a store", -> { File.mkfifo(path("pipe.hf")) unless File.exist?(path("pipe.hf")); Hashfile.open(path("pipe.hf")) }, Hashfile::FormatError, /pipe.hf: a FIFO \(named pipe\), not a regular file; a store is read from a regular file/],
       "Importer inputs", # a heading in docs/ERRORS.md
@@ -106,6 +107,18 @@ class BadInputCatalogueTest < HashfileTest
       ["a col_sep that is a quote", -> { Hashfile.build_from(input("c2.csv", "k,v\n"), path, col_sep: "\"") }, ArgumentError, /invalid option col_sep: must be one ASCII character other than a quote or a line break/],
       ["a serializer without load", -> { Hashfile.open(path("good.hf").tap { good_store }, serializer: Object.new) }, ArgumentError, /serializer: expected an object with dump and load/],
       ["a closed store", -> { db = Hashfile.open(path("good.hf").tap { good_store }); db.close; db["a"] }, Hashfile::ClosedError, /closed store/],
+      "Datasets", # a heading in docs/ERRORS.md
+      ["a damaged manifest", -> { dataset("dm") { |m| m.sub('"entries"', "\"entr\u0000es\"") } }, Hashfile::DatasetError, /dm\/hashfile-dataset.json: not a valid dataset manifest: control character/],
+      ["a truncated manifest", -> { dataset("tm") { |m| m[0, m.size / 2] } }, Hashfile::DatasetError, /tm\/hashfile-dataset.json: not a valid dataset manifest: EOF while parsing/],
+      ["a manifest of a newer version", -> { dataset("nv") { |m| m.sub('"hashfile_dataset": 1', '"hashfile_dataset": 2, "compression": "zstd"') } }, Hashfile::DatasetError, /dataset manifest version 2, and this release reads version 1/],
+      ["a manifest with an unknown routing", -> { dataset("ur") { |m| m.sub("xxh3-64-high:", "murmur3:") } }, Hashfile::DatasetError, /routing "murmur3:6861736866696c65" is not one this release knows \(it routes by "xxh3-64-high:6861736866696c65"\)/],
+      ["a manifest edited by hand (entries)", -> { dataset("he") { |m| m.sub('"entries": 100', '"entries": 99') } }, Hashfile::DatasetError, /the shards hold 100 entries together, and the manifest says 99/],
+      ["a manifest listing a shard twice", -> { dataset("lt") { |m| JSON.parse(m).tap { |j| j["shards"][1] = j["shards"][0] }.then { |j| j.merge("entries" => j["shards"].sum { |s| s["entries"] }) }.to_json } }, Hashfile::DatasetError, /shard 1 of 2 \(".*-00000-of-00002.hf"\): the file is listed twice/],
+      ["a shard name leaving the directory", -> { dataset("ln") { |m| m.sub('"file": "', '"file": "../') } }, Hashfile::DatasetError, /shard 0 of 2 \("..\/.*"\): shard file ".*" is not 1 to 255 letters, digits, '.', '_' or '-'/],
+      ["a missing shard", -> { dataset("ms", remove: 1) }, Hashfile::DatasetError, /shard 1 of 2 \(.*-00001-of-00002.hf\) of dataset .*ms\/hashfile-dataset.json: missing/],
+      ["a shard of another generation", -> { dataset("og", rebuild: 0) }, Hashfile::DatasetError, /shard 0 of 2 \(.*\) of dataset .*: header checksum [0-9a-f]{16}, and the manifest says [0-9a-f]{16} \(a shard of another generation, or rebuilt since\)/],
+      ["a key in the wrong shard (verify)", -> { stray_key_dataset.verify }, Hashfile::DatasetError, /key "stray-\d+" is in shard 0 of 2, and routes to shard 1/],
+      ["shards: 0", -> { Hashfile.build_sharded(path("z"), {}, shards: 0) }, ArgumentError, /shards must be from 1 to 1048576, got 0/],
       "CLI arguments", # a heading in docs/ERRORS.md
       ["an unknown command", -> { cli("frobnicate") }, 2, /unknown command "frobnicate"\nRun 'hashfile --help' for usage./],
       ["build without -o", -> { cli("build", "x.json") }, 2, /build needs -o OUT \(or --check\)/],
@@ -118,6 +131,46 @@ class BadInputCatalogueTest < HashfileTest
       ["a missing input", -> { cli("build", path("nope.json"), "-o", path) }, 1, /No such file or directory - .*nope.json/],
       ["dump of what JSON cannot hold", -> { Hashfile.build(path("bin.hf"), { "\xFF".b => "x" }); cli("dump", path("bin.hf")) }, 1, /key "\\xFF" has bytes that are not UTF-8, which JSON cannot hold; use --format tsv/],
     ]
+  end
+
+  # A dataset of 100 entries in 2 shards at NAME, its manifest changed by
+  # the block, shard +remove+ deleted, or shard +rebuild+ built again with
+  # other values (a shard of another generation under the same name);
+  # then opened.
+  def dataset(name, remove: nil, rebuild: nil)
+    dir = path(name)
+    Hashfile.build_sharded(dir, (0...100).to_h { |i| ["k#{i}", "v#{i}"] }, shards: 2)
+    manifest = File.join(dir, "hashfile-dataset.json")
+    File.write(manifest, yield(File.read(manifest))) if block_given?
+    shards = JSON.parse(File.read(manifest))["shards"].map { |s| File.join(dir, s["file"]) } if remove || rebuild
+    File.delete(shards[remove]) if remove
+    if rebuild
+      data = Hashfile.open(shards[rebuild], &:to_h)
+      Hashfile.build(shards[rebuild], data.transform_values { |v| v.tr("v", "w") })
+    end
+    Hashfile.open(dir)
+  end
+
+  # A dataset put together by hand: shard 0 holds a key that routes to
+  # shard 1, and its manifest is right about every shard.
+  def stray_key_dataset
+    dir = path("stray")
+    Hashfile.build_sharded(dir, (0...100).to_h { |i| ["k#{i}", "v#{i}"] }, shards: 2)
+    manifest_path = File.join(dir, "hashfile-dataset.json")
+    manifest = JSON.parse(File.read(manifest_path))
+    shard0 = File.join(dir, manifest["shards"][0]["file"])
+    stray = (0..).lazy.map { |i| "stray-#{i}" }.find { |k| Hashfile.shard_of(k, 2) == 1 }
+    Hashfile.build(shard0, Hashfile.open(shard0, &:to_h).merge(stray => "lost"))
+    checksum = File.binread(shard0, 8, header_len(shard0) - 8).unpack1("Q<")
+    manifest["shards"][0].merge!("entries" => Hashfile.open(shard0, &:size), "bytes" => File.size(shard0), "checksum" => format("%016x", checksum))
+    manifest["entries"] = manifest["shards"].sum { |s| s["entries"] }
+    File.write(manifest_path, JSON.generate(manifest))
+    Hashfile.open(dir)
+  end
+
+  # A store's header length (docs/FORMAT.md: bytes 12..16).
+  def header_len(store)
+    File.binread(store, 4, 12).unpack1("L<")
   end
 
   def test_every_bad_input_names_what_to_do
@@ -142,7 +195,7 @@ class BadInputCatalogueTest < HashfileTest
         assert_match message, e.message, what
         shown = [what, expected.name, e.message.lines.first.chomp]
       end
-      "| #{shown.map { |s| s.gsub(tmpdir + "/", "").gsub(/0x\h{16}/, "0x...").gsub("|", "\\|") }.join(" | ")} |"
+      "| #{shown.map { |s| s.gsub(tmpdir + "/", "").gsub(/0x\h{16}/, "0x...").gsub(/\d{8}T\d{6}Z-\h{8}/, "GENERATION").gsub("|", "\\|") }.join(" | ")} |"
     end
     doc_path = File.expand_path("../docs/ERRORS.md", __dir__)
     doc = File.read(doc_path)

@@ -58,6 +58,26 @@ class CLITest < HashfileTest
     assert_equal [0, "#{path}: OK, 3 entries\n", ""], run_cli("verify", path)
   end
 
+  # A dataset (Hashfile.build_sharded) is read by get, dump, verify and
+  # info as one store; info lists its shards.
+  def test_commands_read_a_dataset
+    data = (0...500).to_h { |i| ["k#{i}", "v#{i}"] }
+    Hashfile.build_sharded(path("ds"), data, shards: 3)
+    assert_equal [0, "v7\nv499\n", ""], run_cli("get", path("ds"), "k7", "k499")
+    status, out, = run_cli("dump", path("ds"))
+    assert_equal 0, status
+    assert_equal data.sort, out.lines.map { |l| JSON.parse(l) }.sort
+    assert_equal [0, "#{path("ds")}: OK, 500 entries\n", ""], run_cli("verify", path("ds"))
+    status, out, = run_cli("info", path("ds"))
+    assert_equal 0, status
+    assert_match(/\A#{Regexp.escape(path("ds"))}: hashfile dataset/, out)
+    assert_match(/^  entries +500$/, out)
+    assert_match(/^  file size .* in 3 shards$/, out)
+    assert_equal 3, out.scan(/^  shard \d  \d+ entries, /).size
+    info = JSON.parse(run_cli("info", path("ds"), "--json")[1])
+    assert_equal [500, 3, { "string" => 500 }], [info["entries"], info["shards"].size, info["value_types"]]
+  end
+
   def test_sizes_are_human_and_counts_have_commas
     cli = Hashfile::CLI.new
     assert_equal ["0 B", "1023 B", "1.0 KiB", "1.5 MiB", "2.0 GiB"], [0, 1023, 1024, 1_572_864, 2 << 30].map { |b| cli.send(:human_bytes, b) }

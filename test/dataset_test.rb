@@ -1,10 +1,14 @@
 # frozen_string_literal: true
 
 require_relative "test_helper"
+require "json"
+require "pathname"
+require_relative "support/servers"
 
-# Datasets (issue 23), first part: the routing of a key to its shard is the
-# core's, pinned by the vectors the Rust tests check
-# (crates/hashfile/tests/vectors/routing.tsv).
+# Datasets (issue 23): the routing of a key to its shard is the core's,
+# pinned by the vectors the Rust tests check
+# (crates/hashfile/tests/vectors/routing.tsv); a dataset built with
+# Hashfile.build_sharded reads through Hashfile.open like one store.
 class DatasetTest < HashfileTest
   VECTORS = File.expand_path("../crates/hashfile/tests/vectors/routing.tsv", __dir__)
 
@@ -29,5 +33,110 @@ class DatasetTest < HashfileTest
     assert_raises(ArgumentError) { Hashfile.shard_of("a", 2**64) }
     assert_equal "key must be a String or Symbol, not Integer", assert_raises(TypeError) { Hashfile.shard_of(1, 2) }.message
     assert_equal "shards must be an Integer, not Float", assert_raises(TypeError) { Hashfile.shard_of("a", 2.0) }.message
+  end
+
+  DATA = (0...3000).to_h { |i| ["k#{i}", i.even? ? { "n" => i, "tags" => ["t#{i % 7}"] } : "v#{i}"] }
+
+  def test_a_sharded_dataset_reads_like_one_store_of_the_same_data
+    bytes = Hashfile.build_sharded(path("ds"), DATA, shards: 8)
+    Hashfile.build(path("one.hf"), DATA)
+    manifest = JSON.parse(File.read(path("ds/hashfile-dataset.json")))
+    assert_equal 8, manifest["shards"].size
+    assert_equal bytes, manifest["shards"].sum { |s| s["bytes"] }
+    one = Hashfile.open(path("one.hf"))
+    [path("ds"), path("ds/hashfile-dataset.json"), Pathname(path("ds"))].each do |at|
+      Hashfile.open(at) do |db|
+        assert_equal 3000, db.size
+        DATA.each_key.each_slice(97).map(&:first).each { |k| assert_equal one[k], db[k], k }
+        assert_equal 4, db.dig("k4", "n")
+        assert_nil db["nope"]
+        keys = %w[k1 nope k2999 k0 k1]
+        assert_equal one.values_at(*keys), db.values_at(*keys)
+        assert_equal one.to_h, db.to_h
+        assert_equal DATA.keys.sort, db.keys.sort
+        # Shard by shard, in routing order.
+        shards = db.each_key.map { |k| Hashfile.shard_of(k, 8) }
+        assert_equal shards.sort, shards
+        assert db.verify
+        info = db.info
+        assert_equal [8, 3000], [info[:shards].size, info[:entries]]
+        assert_equal manifest["generation"], info[:generation]
+      end
+    end
+  ensure
+    one&.close
+  end
+
+  def test_options_and_serializers_apply_to_every_shard
+    Hashfile.build_sharded(path("ds"), { "a" => [1, 2], "b" => { "x" => 1 } }, shards: 3, serializer: Marshal)
+    Hashfile.open(path("ds"), serializer: Marshal) do |db|
+      assert_equal [1, 2], db["a"]
+      assert_equal({ "x" => 1 }, db["b"])
+    end
+    Hashfile.build_sharded(path("ds2"), nil, shards: 2) { |w| w["k"] = "v" }
+    assert_equal "v", Hashfile.open(path("ds2")) { |db| db["k"] }
+    assert_raises(Hashfile::DuplicateKeyError) { Hashfile.build_sharded(path("ds3"), nil, shards: 2) { |w| w["k"] = "1"; w["k"] = "2" } }
+    refute File.exist?(path("ds3/hashfile-dataset.json")), "a failed build publishes no manifest"
+  end
+
+  def test_bad_arguments_name_what_is_wrong
+    assert_equal "shards must be from 1 to 1048576, got 0",
+                 assert_raises(ArgumentError) { Hashfile.build_sharded(path("ds"), {}, shards: 0) }.message
+    assert_equal "shards must be an Integer, not String",
+                 assert_raises(TypeError) { Hashfile.build_sharded(path("ds"), {}, shards: "4") }.message
+    assert_raises(ArgumentError) { Hashfile.build_sharded(path("ds"), {}) }
+    assert_match(/unknown option: shard; did you mean/, assert_raises(ArgumentError) { Hashfile.build_sharded(path("ds"), {}, shards: 2, shard: 1) }.message)
+  end
+
+  def test_a_new_generation_is_read_after_reload_and_each_keeps_its_own
+    Hashfile.build_sharded(path("ds"), { "a" => "1", "b" => "1" }, shards: 4)
+    Hashfile.open(path("ds"), reload: 0) do |db|
+      assert_equal "1", db["a"]
+      seen = []
+      db.each do |_k, v|
+        seen << v
+        Hashfile.build_sharded(path("ds"), { "a" => "2", "b" => "2" }, shards: 2) if seen.size == 1
+      end
+      assert_equal %w[1 1], seen, "each reads one generation"
+      assert_equal "2", db["b"]
+      assert_equal 1, db.generation
+      assert_equal 2, db.info[:shards].size
+    end
+  end
+
+  def test_a_damaged_dataset_is_a_dataset_error_naming_the_file
+    Hashfile.build_sharded(path("ds"), DATA, shards: 3)
+    manifest = path("ds/hashfile-dataset.json")
+    good = File.read(manifest)
+    File.write(manifest, good.sub('"routing": "xxh3-64-high:', '"routing": "crc32:'))
+    e = assert_raises(Hashfile::DatasetError) { Hashfile.open(path("ds")) }
+    assert_kind_of Hashfile::FormatError, e
+    assert_equal manifest, e.path
+    assert_match(/routing "crc32:6861736866696c65" is not one this release knows/, e.message)
+    File.write(manifest, good)
+    shard = JSON.parse(good)["shards"][1]["file"]
+    File.delete(path("ds/#{shard}"))
+    e = assert_raises(Hashfile::DatasetError) { Hashfile.open(path("ds")) }
+    assert_match(/shard 1 of 3 \(#{shard}\) of dataset .*: missing/, e.message)
+    e = assert_raises(Hashfile::DatasetError) { Hashfile.open(path("")) }
+    assert_match(/has no hashfile-dataset.json/, e.message)
+  end
+
+  def test_a_manifest_served_by_nginx_opens_its_shards_on_first_use
+    skip "network waits, not object lifetimes" if ENV["HASHFILE_GC_STRESS"] == "1"
+    Hashfile.build_sharded(path("ds"), DATA, shards: 4)
+    nginx = Hashfile::TestServers::Nginx.new
+    Dir.children(path("ds")).each { |name| nginx.publish(name, path("ds/#{name}")) }
+    Hashfile.open(nginx.url("/files/hashfile-dataset.json"), timeout: 5) do |db|
+      assert db.remote?
+      assert_equal 3000, db.size
+      assert_equal [false] * 4, db.info[:shards].map { |s| s[:open] }, "no shard read at open"
+      assert_equal DATA["k42"], db["k42"]
+      assert_equal 1, db.info[:shards].count { |s| s[:open] }
+      assert_equal DATA.values_at("k1", "k2", "k3"), db.values_at("k1", "k2", "k3")
+      assert_equal 3000, db.count
+    end
+  ensure
+    nginx&.stop
   end
 end

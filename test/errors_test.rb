@@ -30,8 +30,11 @@ class ErrorsTest < HashfileTest
     assert_includes e.message, path("nope.hf")
   end
 
-  def test_directory_is_a_system_call_error
-    assert_raises(SystemCallError) { Hashfile.open(tmpdir) }
+  # A directory is opened as a dataset; without a manifest it says so.
+  def test_directory_without_a_manifest_is_a_dataset_error
+    e = assert_raises(Hashfile::DatasetError) { Hashfile.open(tmpdir) }
+    assert_equal File.join(tmpdir, "hashfile-dataset.json"), e.path
+    assert_includes e.message, "#{tmpdir} has no hashfile-dataset.json"
   end
 
   {

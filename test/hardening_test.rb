@@ -121,8 +121,9 @@ class HardeningTest < HashfileTest
     assert_match(/data is a directory; give the data files in it \(say .*data\/\*.json\)/, err)
     status, _, err = run_cli("verify", path("data"))
     assert_equal 1, status
-    assert_match(/Is a directory - .*data/, err)
-    assert_raises(Errno::EISDIR) { Hashfile.open(path("data")) }
+    # A directory is read as a dataset, and this one has no manifest.
+    assert_match(/data has no hashfile-dataset.json/, err)
+    assert_raises(Hashfile::DatasetError) { Hashfile.open(path("data")) }
   end
 
   def test_unknown_extensions_name_the_format_option
@@ -178,7 +179,7 @@ class HardeningTest < HashfileTest
     ticks = 0
     ticker = Thread.new { loop { ticks += 1; Thread.pass } }
     Thread.pass until ticks.positive?
-    writer = Hashfile::Writer._new({}, nil)
+    writer = Hashfile::Writer._new({}, nil, nil)
     before = ticks
     writer.merge(data)
     during = ticks - before

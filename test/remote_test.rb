@@ -358,4 +358,29 @@ class RemoteS3Test < HashfileTest
     ENV["AWS_SECRET_ACCESS_KEY"] = "wrong"
     assert_raises(Hashfile::RemoteAccessError) { Hashfile.open("s3://stores/x/s.hf") }
   end
+
+  # A dataset whose manifest nginx serves and whose shards are on S3: the
+  # manifest lists the shards' s3:// URLs; each opens when first used.
+  def test_a_dataset_with_its_manifest_on_nginx_and_its_shards_on_s3
+    data = (0...4000).to_h { |i| ["k#{i}", "v#{i}"] }
+    Hashfile.build_sharded(path("ds"), data, shards: 4)
+    manifest = JSON.parse(File.read(path("ds/hashfile-dataset.json")))
+    @minio.put("/shards")
+    manifest["shards"].each do |shard|
+      @minio.put("/shards/#{shard["file"]}", File.binread(path("ds/#{shard["file"]}")))
+      shard["file"] = "s3://shards/#{shard["file"]}"
+    end
+    File.write(path("manifest.json"), JSON.generate(manifest))
+    nginx = Hashfile::TestServers::Nginx.new
+    nginx.publish("hashfile-dataset.json", path("manifest.json"))
+    Hashfile.open(nginx.url("/files/hashfile-dataset.json")) do |db|
+      assert_equal 4000, db.size
+      (0...4000).step(41) { |i| assert_equal "v#{i}", db["k#{i}"] }
+      assert_equal ["v1", nil], db.values_at("k1", "nope")
+      assert(db.info[:shards].all? { |s| s[:file].start_with?("s3://shards/") })
+      assert db.verify
+    end
+  ensure
+    nginx&.stop
+  end
 end

@@ -515,6 +515,8 @@ module Hashfile
     end
 
     def print_info(path, info)
+      return print_dataset_info(path, info) if info[:dataset]
+
       rows = [
         ["entries", commas(info[:entries])],
         ["file size", "#{human_bytes(info[:file_bytes])} (#{commas(info[:file_bytes])} bytes)"],
@@ -532,6 +534,27 @@ module Hashfile
       width = rows.map { |name, _| name.size }.max
       @out.puts "#{path}: hashfile format #{info[:format_version]}"
       rows.each { |name, value| @out.puts "  #{name.ljust(width)}  #{value}" }
+    end
+
+    # A dataset: its manifest's facts, then one line per shard.
+    def print_dataset_info(path, info)
+      shards = info[:shards]
+      rows = [
+        ["entries", commas(info[:entries])],
+        ["file size", "#{human_bytes(info[:file_bytes])} (#{commas(info[:file_bytes])} bytes) in #{commas(shards.size)} shards"],
+        ["generation", info[:generation]],
+        ["routing", info[:routing]]
+      ]
+      if (types = info[:value_types])
+        rows << ["value types", types.sort_by { |name, n| [-n, name] }.map { |name, n| "#{name} #{commas(n)}" }.join(", ")]
+      end
+      width = rows.map { |name, _| name.size }.max
+      @out.puts "#{path}: hashfile dataset (#{info[:dataset]})"
+      rows.each { |name, value| @out.puts "  #{name.ljust(width)}  #{value}" }
+      digits = (shards.size - 1).to_s.size
+      shards.each_with_index do |shard, i|
+        @out.puts "  shard #{i.to_s.rjust(digits)}  #{commas(shard[:entries])} entries, #{human_bytes(shard[:bytes])}, #{shard[:file]}"
+      end
     end
 
     # 1234567 -> "1,234,567".

@@ -68,14 +68,12 @@ module Hashfile
 
       # One mapping from start to end, whatever a reload swaps in meanwhile.
       pinned = _pin
-      offset = 0
-      index = 0
-      while offset
+      cursor = [0, 0, 0]
+      while cursor
         raise ClosedError, "closed store #{path}" if closed?
 
-        chunk = pinned._each_chunk(offset, index)
-        offset = chunk[0]
-        index += (chunk.size - 1) / 2
+        chunk = pinned._each_chunk(cursor)
+        cursor = chunk[0]
         i = 1
         while i < chunk.size
           # A close in the block ends the iteration here, not a chunk later.

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use arc_swap::{ArcSwapOption, Guard};
 use hashfile_remote::{Location, RemoteError, RemoteErrorKind, RemoteOptions};
 
-use crate::source::{open_store, Store};
+use crate::table::Table;
 
 /// When an open location looks for a newer store than the one it reads.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -54,7 +54,7 @@ pub struct Handle {
     location: String,
     options: OpenOptions,
     /// The store read now; `None` once closed.
-    current: ArcSwapOption<Store>,
+    current: ArcSwapOption<Table>,
     closed: AtomicBool,
     /// Stores swapped in since open.
     generation: AtomicU64,
@@ -69,13 +69,13 @@ pub struct Handle {
 
 /// The store a lookup reads, from start to end. Hold it only for the
 /// lookup: a swap frees the store it replaced when the last one goes.
-pub struct Current(Guard<Option<Arc<Store>>>);
+pub struct Current(Guard<Option<Arc<Table>>>);
 
 impl Deref for Current {
-    type Target = Store;
+    type Target = Table;
 
     #[inline]
-    fn deref(&self) -> &Store {
+    fn deref(&self) -> &Table {
         // `Handle::current` hands out a guard only of a store.
         self.0.as_deref().expect("a current store")
     }
@@ -84,7 +84,7 @@ impl Deref for Current {
 impl Current {
     /// A counted handle on the same store, for work that outlives a
     /// lookup (an iteration, a verify on another thread).
-    pub fn to_arc(&self) -> Arc<Store> {
+    pub fn to_arc(&self) -> Arc<Table> {
         Arc::clone(self.0.as_ref().expect("a current store"))
     }
 }
@@ -106,13 +106,13 @@ pub fn open(location: &str, options: OpenOptions) -> hashfile::Result<Handle> {
             ),
         });
     }
-    let store = open_store(location, &options.remote)?;
+    let store = Table::open(location, &options.remote)?;
     Ok(Handle::on(Arc::new(store), location, options))
 }
 
 impl Handle {
     /// A handle on a store already open.
-    pub fn on(store: Arc<Store>, location: &str, options: OpenOptions) -> Handle {
+    pub fn on(store: Arc<Table>, location: &str, options: OpenOptions) -> Handle {
         let epoch = Instant::now();
         let first_check = match options.refresh {
             Refresh::Every(every) => nanos(every),
@@ -177,7 +177,7 @@ impl Handle {
     /// (so `read` must not keep anything of the store it is given; a
     /// lookup that does reads [`current`](Handle::current) itself).
     #[inline]
-    pub fn read<R>(&self, read: impl Fn(&Store) -> hashfile::Result<R>) -> hashfile::Result<R> {
+    pub fn read<R>(&self, read: impl Fn(&Table) -> hashfile::Result<R>) -> hashfile::Result<R> {
         let first = self.read_once(&read);
         match first {
             Err(e) if self.options.refresh == Refresh::ReopenOnChange && is_replaced(&e) => {
@@ -189,7 +189,7 @@ impl Handle {
     }
 
     #[inline]
-    fn read_once<R>(&self, read: &impl Fn(&Store) -> hashfile::Result<R>) -> hashfile::Result<R> {
+    fn read_once<R>(&self, read: &impl Fn(&Table) -> hashfile::Result<R>) -> hashfile::Result<R> {
         let store = self.current()?;
         let result = read(&store);
         self.check_faults(&store)?;
@@ -200,8 +200,8 @@ impl Handle {
     /// (the file was truncated under it): whatever was read from it is not
     /// to be used.
     #[inline(always)]
-    pub fn check_faults(&self, store: &Store) -> hashfile::Result<()> {
-        match store.source().check_faults() {
+    pub fn check_faults(&self, store: &Table) -> hashfile::Result<()> {
+        match store.check_faults() {
             Ok(()) => Ok(()),
             Err(e) => Err(self.located(e)),
         }
@@ -220,13 +220,13 @@ impl Handle {
         if self.is_closed() {
             return Err(self.closed_error());
         }
-        let store = open_store(&self.location, &self.options.remote)?;
+        let store = Table::open(&self.location, &self.options.remote)?;
         self.install(store);
         self.refresh_error.store(None);
         Ok(())
     }
 
-    fn install(&self, store: Store) {
+    fn install(&self, store: Table) {
         self.current.store(Some(Arc::new(store)));
         self.generation.fetch_add(1, Ordering::AcqRel);
         // A close that came while the store was opening wins.
@@ -256,7 +256,7 @@ impl Handle {
         if !self.is_stale() {
             return;
         }
-        match open_store(&self.location, &self.options.remote) {
+        match Table::open(&self.location, &self.options.remote) {
             Ok(store) => {
                 self.install(store);
                 self.refresh_error.store(None);
@@ -280,7 +280,7 @@ impl Handle {
     /// finds.
     pub fn is_stale(&self) -> bool {
         match &*self.current.load() {
-            Some(store) => store.source().is_stale(&self.location),
+            Some(store) => store.is_stale(&self.location),
             None => false,
         }
     }

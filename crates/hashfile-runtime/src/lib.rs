@@ -34,7 +34,9 @@ pub mod dataset;
 mod handle;
 mod serialized;
 mod source;
+mod table;
 
 pub use handle::{is_replaced, open, Current, Handle, OpenOptions, Refresh};
 pub use serialized::SerializedHandle;
 pub use source::{open_store, Store, StoreSource};
+pub use table::{Chunk, Cursor, Table};

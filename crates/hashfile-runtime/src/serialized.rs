@@ -7,7 +7,7 @@ use std::cell::{Cell, UnsafeCell};
 use std::sync::Arc;
 
 use crate::handle::{Handle, Refresh};
-use crate::source::Store;
+use crate::table::Table;
 
 /// A [`Handle`] and the store its lookups read, which it takes from the
 /// handle only between lookups: when a swap (a refresh, a reopen) moved
@@ -25,7 +25,7 @@ pub struct SerializedHandle {
     handle: Handle,
     /// The store lookups read. Replaced only when `in_flight` is zero, so
     /// never while a reference into it is held.
-    store: UnsafeCell<Option<Arc<Store>>>,
+    store: UnsafeCell<Option<Arc<Table>>>,
     /// The handle's generation `store` was taken at.
     generation: Cell<u64>,
     /// Lookups reading `store` now, nested when caller code looks up.
@@ -57,7 +57,7 @@ impl SerializedHandle {
     /// faulted: an error if one did (whatever `lookup` returned), else
     /// what `lookup` returned. `Error::Closed` once the handle is closed.
     #[inline]
-    pub fn with_store<R>(&self, lookup: impl FnOnce(&Store) -> R) -> hashfile::Result<R> {
+    pub fn with_store<R>(&self, lookup: impl FnOnce(&Table) -> R) -> hashfile::Result<R> {
         if self.handle.is_closed() {
             return Err(self.release_closed());
         }
@@ -68,7 +68,7 @@ impl SerializedHandle {
         // `release_closed`, with no lookup under way, and calls are
         // serialized (`Self: !Sync`), so no write happens while this read
         // or the reference below lives.
-        let store: *const Store = match unsafe { &*self.store.get() } {
+        let store: *const Table = match unsafe { &*self.store.get() } {
             Some(store) => Arc::as_ptr(store),
             None => return Err(self.handle.closed_error()),
         };
@@ -129,7 +129,7 @@ impl SerializedHandle {
 
     /// A counted handle on the store lookups read now, for work that runs
     /// without the interpreter lock (a verify) or outlives a lookup.
-    pub fn shared(&self) -> hashfile::Result<Arc<Store>> {
+    pub fn shared(&self) -> hashfile::Result<Arc<Table>> {
         self.with_store(|store| {
             // SAFETY: as in `with_store`: inside a lookup the Arc in
             // `store` is the one `store` points into.

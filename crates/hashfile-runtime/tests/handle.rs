@@ -252,7 +252,7 @@ fn a_serialized_handle_swaps_and_closes_only_between_lookups() {
     let serialized = hashfile_runtime::SerializedHandle::new(
         open(path.to_str().unwrap(), OpenOptions::default()).unwrap(),
     );
-    let value = |store: &hashfile_runtime::Store, key: &str| {
+    let value = |store: &hashfile_runtime::Table, key: &str| {
         String::from_utf8(store.get(key.as_bytes()).unwrap().unwrap().value().to_vec()).unwrap()
     };
     publish(&path, 100, "new");

@@ -27,6 +27,15 @@ fn shard_of(ruby: &Ruby, key: Value, shards: Value) -> Result<u32, Error> {
             ))
         }
     };
+    let count = shard_count(ruby, shards)?;
+    // SAFETY: the slice is used at once, before any Ruby code can run or
+    // allocate.
+    let bytes = unsafe { strings::bytes(name) };
+    Ok(hashfile::dataset::shard_of(bytes, count))
+}
+
+/// A shard count given to Ruby: an Integer from 1 to `MAX_SHARDS`.
+pub fn shard_count(ruby: &Ruby, shards: Value) -> Result<NonZeroU32, Error> {
     let Some(count) = Integer::from_value(shards) else {
         return Err(Error::new(
             ruby.exception_type_error(),
@@ -34,17 +43,13 @@ fn shard_of(ruby: &Ruby, key: Value, shards: Value) -> Result<u32, Error> {
         ));
     };
     let max = hashfile::dataset::MAX_SHARDS;
-    let count = count
+    count
         .to_i64()
         .ok()
         .and_then(|n| u32::try_from(n).ok())
         .filter(|n| *n <= max)
         .and_then(NonZeroU32::new)
-        .ok_or_else(|| arg_error(ruby, format!("shards must be from 1 to {max}, got {count}")))?;
-    // SAFETY: the slice is used at once, before any Ruby code can run or
-    // allocate.
-    let bytes = unsafe { strings::bytes(name) };
-    Ok(hashfile::dataset::shard_of(bytes, count))
+        .ok_or_else(|| arg_error(ruby, format!("shards must be from 1 to {max}, got {count}")))
 }
 
 /// A value's class name, for messages.

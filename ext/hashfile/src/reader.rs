@@ -2,7 +2,7 @@
 //! and docs is in lib/hashfile/reader.rb; these are the native methods.
 
 use hashfile::RecordBuf;
-use hashfile_runtime::{OpenOptions, Refresh, SerializedHandle, Store};
+use hashfile_runtime::{Cursor, OpenOptions, Refresh, SerializedHandle, Table};
 use magnus::{
     function, gc::Marker, method, prelude::*, value::Opaque, DataTypeFunctions, Error, RArray,
     RHash, RModule, RString, Ruby, TypedData, Value,
@@ -167,7 +167,7 @@ impl Reader {
     fn with_store<R>(
         &self,
         ruby: &Ruby,
-        f: impl FnOnce(&Store) -> Result<R, Error>,
+        f: impl FnOnce(&Table) -> Result<R, Error>,
     ) -> Result<R, Error> {
         // Whatever `f` read, a page that faulted meanwhile makes it
         // untrustworthy: that error comes first.
@@ -321,16 +321,22 @@ impl Reader {
         })
     }
 
-    /// Up to CHUNK records from byte `offset` of the records section, the
-    /// first being entry number `index` (0-based), as
-    /// `[next_offset_or_nil, key, value, key, value, ...]`.
-    fn each_chunk(ruby: &Ruby, rb_self: &Self, offset: u64, index: u64) -> Result<RArray, Error> {
+    /// `_each_chunk(cursor)`: up to CHUNK records from `cursor`, an opaque
+    /// `[shard, offset, index]` (`[0, 0, 0]` first), as
+    /// `[next_cursor_or_nil, key, value, key, value, ...]`.
+    fn each_chunk(ruby: &Ruby, rb_self: &Self, cursor: (usize, u64, u64)) -> Result<RArray, Error> {
         let decoder = rb_self.decoder(ruby, rb_self.flags);
+        let (shard, offset, index) = cursor;
+        let from = Cursor {
+            shard,
+            offset,
+            index,
+        };
         rb_self.with_store(ruby, |store| {
-            let (records, next) = store::chunk(ruby, store, offset, index, CHUNK)?
+            let (records, next) = store::chunk(ruby, store, from, CHUNK)?
                 .map_err(|e| to_ruby(ruby, e.with_path(rb_self.path().as_ref())))?;
             let out = ruby.ary_new_capa(1 + 2 * records.len());
-            out.push(next)?;
+            out.push(next.map(|c| (c.shard, c.offset, c.index)))?;
             for record in &records {
                 out.push(key_string(ruby, record)?)?;
                 out.push(
@@ -349,17 +355,16 @@ impl Reader {
     fn value_types(ruby: &Ruby, rb_self: &Self) -> Result<RHash, Error> {
         rb_self.with_store(ruby, |store| {
             let mut counts = std::collections::BTreeMap::<&str, u64>::new();
-            let (mut offset, mut index) = (Some(0), 0);
-            while let Some(at) = offset {
-                let (records, next) = store::chunk(ruby, store, at, index, CHUNK)?
+            let mut cursor = Some(Cursor::default());
+            while let Some(at) = cursor {
+                let (records, next) = store::chunk(ruby, store, at, CHUNK)?
                     .map_err(|e| to_ruby(ruby, e.with_path(rb_self.path().as_ref())))?;
-                index += records.len() as u64;
                 for record in &records {
                     *counts
                         .entry(hashfile::value::type_name(record.kind(), record.value()))
                         .or_default() += 1;
                 }
-                offset = next;
+                cursor = next;
                 ruby.thread_check_ints()?;
             }
             let out = ruby.hash_new();
@@ -410,59 +415,92 @@ impl Reader {
     }
 
     fn info(ruby: &Ruby, rb_self: &Self) -> Result<RHash, Error> {
-        rb_self.with_store(ruby, |store| {
-            let info = store.info();
-            let header = store.header();
-            let sym = |s: &str| ruby.to_symbol(s);
-            let out = ruby.hash_new();
-            out.aset(
-                sym("format_version"),
-                format!("{}.{}", header.major, header.minor),
-            )?;
-            out.aset(sym("entries"), info.entries)?;
-            out.aset(sym("file_bytes"), info.file_bytes)?;
-            out.aset(sym("mphf_bits_per_key"), info.mphf_bits_per_key)?;
-            out.aset(sym("seed_bits_per_key"), info.seed_bits_per_key)?;
-            let sections = ruby.hash_new();
-            for (name, bytes) in &info.section_bytes {
-                sections.aset(sym(name), *bytes)?;
-            }
-            out.aset(sym("sections"), sections)?;
-            let p = &header.parameters;
-            let g = &header.geometry;
-            let params = ruby.hash_new();
-            params.aset(sym("keys_per_bucket"), p.keys_per_bucket)?;
-            params.aset(sym("load_factor"), p.load_factor)?;
-            params.aset(sym("dense_key_fraction"), p.dense_key_fraction)?;
-            params.aset(sym("dense_bucket_fraction"), p.dense_bucket_fraction)?;
-            params.aset(sym("seed_block_len"), header.seed_block_len)?;
-            params.aset(sym("hash_seed"), header.hash_seed)?;
-            params.aset(sym("buckets"), g.bucket_count)?;
-            params.aset(sym("slots"), g.slot_count)?;
-            params.aset(sym("parts"), g.part_count)?;
-            out.aset(sym("parameters"), params)?;
-            if let Some(remote) = store.source().block_cache() {
-                let stats = remote.stats();
-                let object = remote.fetcher();
-                let cache = ruby.hash_new();
-                cache.aset(sym("block_bytes"), remote.block_len())?;
-                cache.aset(sym("hits"), stats.hits)?;
-                cache.aset(sym("misses"), stats.misses)?;
-                cache.aset(sym("round_trips"), stats.fetches)?;
-                cache.aset(sym("requests"), object.requests())?;
-                cache.aset(sym("bytes_fetched"), stats.bytes_fetched)?;
-                cache.aset(sym("resident_bytes"), stats.resident_bytes)?;
-                cache.aset(sym("pinned_bytes"), stats.pinned_bytes)?;
-                out.aset(sym("cache"), cache)?;
-                out.aset(sym("etag"), object.identity().etag.clone())?;
-                out.aset(
-                    sym("last_modified"),
-                    object.identity().last_modified.clone(),
-                )?;
-            }
-            Ok(out)
+        rb_self.with_store(ruby, |table| match table {
+            Table::Store(store) => store_info(ruby, store),
+            Table::Dataset(dataset, _) => dataset_info(ruby, dataset),
         })
     }
+}
+
+/// `info` of a dataset: its manifest's facts, and each shard's.
+fn dataset_info(ruby: &Ruby, dataset: &hashfile_runtime::dataset::Dataset) -> Result<RHash, Error> {
+    let sym = |s: &str| ruby.to_symbol(s);
+    let manifest = dataset.manifest();
+    let out = ruby.hash_new();
+    out.aset(sym("dataset"), dataset.location())?;
+    out.aset(sym("generation"), manifest.generation.as_str())?;
+    out.aset(sym("routing"), manifest.routing.as_str())?;
+    out.aset(sym("entries"), manifest.entries)?;
+    out.aset(
+        sym("file_bytes"),
+        manifest.shards.iter().map(|s| s.bytes).sum::<u64>(),
+    )?;
+    let shards = ruby.ary_new_capa(manifest.shards.len());
+    for (i, shard) in manifest.shards.iter().enumerate() {
+        let entry = ruby.hash_new();
+        entry.aset(sym("file"), dataset.shard_location(i))?;
+        entry.aset(sym("entries"), shard.entries)?;
+        entry.aset(sym("bytes"), shard.bytes)?;
+        entry.aset(sym("checksum"), shard.checksum.as_str())?;
+        entry.aset(sym("open"), dataset.opened_shard(i).is_some())?;
+        shards.push(entry)?;
+    }
+    out.aset(sym("shards"), shards)?;
+    Ok(out)
+}
+
+/// `info` of one store.
+fn store_info(ruby: &Ruby, store: &hashfile_runtime::Store) -> Result<RHash, Error> {
+    let info = store.info();
+    let header = store.header();
+    let sym = |s: &str| ruby.to_symbol(s);
+    let out = ruby.hash_new();
+    out.aset(
+        sym("format_version"),
+        format!("{}.{}", header.major, header.minor),
+    )?;
+    out.aset(sym("entries"), info.entries)?;
+    out.aset(sym("file_bytes"), info.file_bytes)?;
+    out.aset(sym("mphf_bits_per_key"), info.mphf_bits_per_key)?;
+    out.aset(sym("seed_bits_per_key"), info.seed_bits_per_key)?;
+    let sections = ruby.hash_new();
+    for (name, bytes) in &info.section_bytes {
+        sections.aset(sym(name), *bytes)?;
+    }
+    out.aset(sym("sections"), sections)?;
+    let p = &header.parameters;
+    let g = &header.geometry;
+    let params = ruby.hash_new();
+    params.aset(sym("keys_per_bucket"), p.keys_per_bucket)?;
+    params.aset(sym("load_factor"), p.load_factor)?;
+    params.aset(sym("dense_key_fraction"), p.dense_key_fraction)?;
+    params.aset(sym("dense_bucket_fraction"), p.dense_bucket_fraction)?;
+    params.aset(sym("seed_block_len"), header.seed_block_len)?;
+    params.aset(sym("hash_seed"), header.hash_seed)?;
+    params.aset(sym("buckets"), g.bucket_count)?;
+    params.aset(sym("slots"), g.slot_count)?;
+    params.aset(sym("parts"), g.part_count)?;
+    out.aset(sym("parameters"), params)?;
+    if let Some(remote) = store.source().block_cache() {
+        let stats = remote.stats();
+        let object = remote.fetcher();
+        let cache = ruby.hash_new();
+        cache.aset(sym("block_bytes"), remote.block_len())?;
+        cache.aset(sym("hits"), stats.hits)?;
+        cache.aset(sym("misses"), stats.misses)?;
+        cache.aset(sym("round_trips"), stats.fetches)?;
+        cache.aset(sym("requests"), object.requests())?;
+        cache.aset(sym("bytes_fetched"), stats.bytes_fetched)?;
+        cache.aset(sym("resident_bytes"), stats.resident_bytes)?;
+        cache.aset(sym("pinned_bytes"), stats.pinned_bytes)?;
+        out.aset(sym("cache"), cache)?;
+        out.aset(sym("etag"), object.identity().etag.clone())?;
+        out.aset(
+            sym("last_modified"),
+            object.identity().last_modified.clone(),
+        )?;
+    }
+    Ok(out)
 }
 
 pub fn init(ruby: &Ruby, module: RModule) -> Result<(), Error> {
@@ -479,7 +517,7 @@ pub fn init(ruby: &Ruby, module: RModule) -> Result<(), Error> {
     class.define_method("_dig", method!(Reader::dig, 3))?;
     class.define_method("key?", method!(Reader::has_key, 1))?;
     class.define_method("size", method!(Reader::size, 0))?;
-    class.define_method("_each_chunk", method!(Reader::each_chunk, 2))?;
+    class.define_method("_each_chunk", method!(Reader::each_chunk, 1))?;
     class.define_method("_value_types", method!(Reader::value_types, 0))?;
     class.define_method("_get_many", method!(Reader::get_many, 2))?;
     class.define_method("remote?", method!(Reader::is_remote, 0))?;

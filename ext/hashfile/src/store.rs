@@ -15,26 +15,22 @@
 
 use hashfile::RecordBuf;
 use hashfile_remote::Interrupt;
-use hashfile_runtime::{Handle, Store};
+use hashfile_runtime::{Cursor, Handle, Table};
 use magnus::{Error, RArray, Ruby, Value};
 
 use crate::strings;
 
-/// A chunk of records read in order: the records, and the offset of the
-/// next one (`None` at the end).
-pub type Chunk<'s> = (Vec<RecordBuf<'s>>, Option<u64>);
-
-/// The record of the String or Symbol `key` in `store`, the store
-/// `handle` reads now; `None` for any other object, which can never be a
+/// The record of the String or Symbol `key` in `store`, the store or
+/// dataset `handle` reads now; `None` for any other object, which can never be a
 /// key.
 #[inline]
 pub fn find<'s>(
     ruby: &Ruby,
     handle: &Handle,
-    store: &'s Store,
+    store: &'s Table,
     key: Value,
 ) -> Result<Option<hashfile::Result<Option<RecordBuf<'s>>>>, Error> {
-    if !store.source().is_remote() {
+    if !store.is_remote() {
         return with_key(key, |k| store.get(k));
     }
     match with_key(key, <[u8]>::to_vec)? {
@@ -52,10 +48,10 @@ pub fn find<'s>(
 pub fn find_many<'s>(
     ruby: &Ruby,
     handle: &Handle,
-    store: &'s Store,
+    store: &'s Table,
     keys: RArray,
 ) -> Result<hashfile::Result<Vec<Option<RecordBuf<'s>>>>, Error> {
-    if !store.source().is_remote() {
+    if !store.is_remote() {
         let mut found = Vec::with_capacity(keys.len());
         for i in 0..keys.len() {
             match with_key(keys.entry(i as isize)?, |k| store.get(k))? {
@@ -91,39 +87,23 @@ pub fn find_many<'s>(
     }))
 }
 
-/// Up to `max` records from byte `offset` of the records section, the
-/// first being entry `index`.
+/// Up to `max` records from `from`, in order.
 pub fn chunk<'s>(
     ruby: &Ruby,
-    store: &'s Store,
-    offset: u64,
-    index: u64,
+    store: &'s Table,
+    from: Cursor,
     max: usize,
-) -> Result<hashfile::Result<Chunk<'s>>, Error> {
-    let read = || {
-        let mut records = Vec::with_capacity(max.min(1024));
-        let mut at = offset;
-        for k in 0..max as u64 {
-            match store.next_record(at, index + k)? {
-                Some((record, next)) => {
-                    records.push(record);
-                    at = next;
-                }
-                None => return Ok((records, None)),
-            }
-        }
-        Ok((records, Some(at)))
-    };
-    if store.source().is_remote() {
-        remote_call(ruby, read)
+) -> Result<hashfile::Result<hashfile_runtime::Chunk<'s>>, Error> {
+    if store.is_remote() {
+        remote_call(ruby, || store.chunk(from, max))
     } else {
-        Ok(read())
+        Ok(store.chunk(from, max))
     }
 }
 
 /// Checks every checksum and the index, without the GVL.
-pub fn verify(ruby: &Ruby, store: &Store) -> Result<hashfile::Result<()>, Error> {
-    if store.source().is_remote() {
+pub fn verify(ruby: &Ruby, store: &Table) -> Result<hashfile::Result<()>, Error> {
+    if store.is_remote() {
         remote_call(ruby, || store.verify())
     } else {
         crate::nogvl::without_gvl(ruby, || store.verify(), None)

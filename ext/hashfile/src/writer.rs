@@ -1,10 +1,12 @@
-//! `Hashfile::Writer`: collects entries for `Hashfile.build`. The Ruby API
-//! is in lib/hashfile/writer.rb; these are the native methods.
+//! `Hashfile::Writer`: collects entries for `Hashfile.build` (one store)
+//! and `Hashfile.build_sharded` (a dataset). The Ruby API is in
+//! lib/hashfile/writer.rb; these are the native methods.
 
 use std::cell::RefCell;
 use std::path::PathBuf;
 
 use hashfile::{Builder, CancelFlag, Record};
+use hashfile_runtime::dataset::DatasetBuilder;
 use magnus::{
     function, gc::Marker, method, prelude::*, r_hash::ForEach, value::Opaque, DataTypeFunctions,
     Error, RHash, RModule, RString, Ruby, Symbol, TypedData, Value,
@@ -16,11 +18,18 @@ use crate::strings::{self, Stored};
 #[derive(TypedData)]
 #[magnus(class = "Hashfile::Writer", free_immediately, size, mark)]
 pub struct Writer {
-    builder: RefCell<Option<Builder>>,
+    builder: RefCell<Option<Target>>,
     /// Reused buffer for encoding one value.
     scratch: RefCell<Vec<u8>>,
     /// The `dump` half of the serializer given to `Hashfile.build`.
     dump: Option<Opaque<Value>>,
+}
+
+/// What a writer builds.
+enum Target {
+    Store(Builder),
+    /// Routed to one builder per shard.
+    Dataset(DatasetBuilder),
 }
 
 impl DataTypeFunctions for Writer {
@@ -32,11 +41,18 @@ impl DataTypeFunctions for Writer {
 }
 
 impl Writer {
-    /// `_new(options, dump)`: build options (a Hash) and the serializer's
-    /// `dump` callable (or nil).
-    fn new(ruby: &Ruby, opts: RHash, dump: Value) -> Result<Writer, Error> {
+    /// `_new(options, dump, shards)`: build options (a Hash), the
+    /// serializer's `dump` callable (or nil), and nil for one store or the
+    /// shard count of a dataset.
+    fn new(ruby: &Ruby, opts: RHash, dump: Value, shards: Value) -> Result<Writer, Error> {
         let options = crate::options::build_options(ruby, opts)?;
-        let builder = Builder::new(options).map_err(|e| to_ruby(ruby, e))?;
+        let builder = if shards.is_nil() {
+            Builder::new(options).map(Target::Store)
+        } else {
+            let n = crate::dataset::shard_count(ruby, shards)?;
+            DatasetBuilder::new(n.get(), options).map(Target::Dataset)
+        }
+        .map_err(|e| to_ruby(ruby, e))?;
         Ok(Writer {
             builder: RefCell::new(Some(builder)),
             scratch: RefCell::new(Vec::new()),
@@ -92,12 +108,16 @@ impl Writer {
             .map_err(|_| Self::busy(ruby))?;
         let kind = crate::value::store_value(ruby, value, dump, &mut scratch)
             .map_err(|e| e.into_ruby(ruby, &key_bytes))?;
-        builder.insert_record(Record {
+        let record = Record {
             key: &key_bytes,
             key_utf8,
             value: &scratch,
             kind,
-        });
+        };
+        match builder {
+            Target::Store(builder) => builder.insert_record(record),
+            Target::Dataset(builder) => builder.insert_record(record),
+        }
         Ok(())
     }
 
@@ -131,11 +151,16 @@ impl Writer {
     }
 
     fn size(&self) -> usize {
-        self.builder.borrow().as_ref().map_or(0, Builder::len)
+        match self.builder.borrow().as_ref() {
+            Some(Target::Store(builder)) => builder.len(),
+            Some(Target::Dataset(builder)) => builder.len(),
+            None => 0,
+        }
     }
 
-    /// Builds and publishes the store with the GVL released. Returns the
-    /// file's length. The writer is finished afterwards, whatever happens.
+    /// Builds and publishes the store (or the dataset's shards, then its
+    /// manifest) with the GVL released. Returns the bytes written (of all
+    /// shards). The writer is finished afterwards, whatever happens.
     /// An interrupt (Ctrl-C, `Thread#raise`, a signal) cancels the build,
     /// which publishes nothing, and is raised once the build has stopped.
     fn finish(ruby: &Ruby, rb_self: &Self, path: String) -> Result<u64, Error> {
@@ -148,10 +173,20 @@ impl Writer {
         let path = PathBuf::from(path);
         let pool = crate::pool::for_build(ruby, None)?;
         let cancel = CancelFlag::new();
-        builder.set_cancel(cancel.clone());
+        match &mut builder {
+            Target::Store(builder) => builder.set_cancel(cancel.clone()),
+            Target::Dataset(builder) => builder.set_cancel(cancel.clone()),
+        }
         let result = crate::nogvl::without_gvl(
             ruby,
-            move || pool.install(|| builder.write_file(&path)),
+            move || {
+                pool.install(|| match &mut builder {
+                    Target::Store(builder) => builder.write_file(&path),
+                    Target::Dataset(builder) => builder
+                        .write(&path)
+                        .map(|manifest| manifest.shards.iter().map(|s| s.bytes).sum()),
+                })
+            },
             Some(cancel.as_atomic()),
         )?;
         if let Err(hashfile::Error::Cancelled) = result {
@@ -165,7 +200,7 @@ pub fn init(ruby: &Ruby, module: RModule) -> Result<(), Error> {
     let class = module.define_class("Writer", ruby.class_object())?;
     // Writers are made by `_new` alone: no data-less `allocate`.
     class.undef_default_alloc_func();
-    class.define_singleton_method("_new", function!(Writer::new, 2))?;
+    class.define_singleton_method("_new", function!(Writer::new, 3))?;
     class.define_method("_add", method!(Writer::add, 2))?;
     class.define_method("_add_hash", method!(Writer::add_hash, 1))?;
     class.define_method("size", method!(Writer::size, 0))?;

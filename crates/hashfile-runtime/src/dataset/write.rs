@@ -67,6 +67,14 @@ impl DatasetBuilder {
         &mut self.builders[shard]
     }
 
+    /// Stops the shards' builds when `flag` is raised (from another
+    /// thread or a signal handler); nothing is published then.
+    pub fn set_cancel(&mut self, flag: hashfile::CancelFlag) {
+        for builder in &mut self.builders {
+            builder.set_cancel(flag.clone());
+        }
+    }
+
     /// Entries added.
     pub fn len(&self) -> usize {
         self.builders.iter().map(Builder::len).sum()

@@ -67,6 +67,9 @@ const EMPTY: Slot = Slot {
 };
 
 static SLOTS: [Slot; MAX_GUARDED_MAPPINGS] = [EMPTY; MAX_GUARDED_MAPPINGS];
+/// Faults in every guarded mapping, ever: a reader of many mappings (a
+/// dataset's shards) looks at each one's count only when this moved.
+static ALL_FAULTS: AtomicU64 = AtomicU64::new(0);
 static INSTALLED: AtomicBool = AtomicBool::new(false);
 static PAGE_SIZE: AtomicUsize = AtomicUsize::new(4096);
 static INSTALL: Once = Once::new();
@@ -138,6 +141,7 @@ extern "C" fn on_sigbus(
         };
         if mapped != libc::MAP_FAILED {
             slot.faults.fetch_add(1, Ordering::SeqCst);
+            ALL_FAULTS.fetch_add(1, Ordering::SeqCst);
             return;
         }
     }
@@ -193,6 +197,13 @@ pub struct GuardedMap {
     slot: Option<usize>,
     /// The file mapped, when known (`with_file_id`).
     file_id: Option<FileId>,
+}
+
+/// Faults caught in any guarded mapping of this process so far: zero
+/// unless a store was truncated under a reader. One atomic load.
+#[inline]
+pub fn all_faults() -> u64 {
+    ALL_FAULTS.load(Ordering::SeqCst)
 }
 
 impl GuardedMap {

@@ -1,0 +1,200 @@
+//! What an open location reads: one store, or a dataset of shards. Both
+//! answer the same calls, so a binding has one reader type whatever it
+//! opened.
+
+use std::path::Path;
+
+use hashfile::read::fault;
+use hashfile::read::FileId;
+use hashfile::RecordBuf;
+use hashfile_remote::{Location, RemoteOptions};
+
+use crate::dataset::{is_dataset, Dataset};
+use crate::source::{open_store, Store};
+
+/// An open store or dataset.
+// The store stays unboxed: it is the hot path, and a box would put one
+// more pointer chase in front of every lookup. A table is made once per
+// open, so its size costs nothing.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug)]
+pub enum Table {
+    /// One store file or object.
+    Store(Store),
+    /// Shards under a manifest, and which manifest file was read (for a
+    /// local one, to tell when a newer generation was published).
+    Dataset(Dataset, Option<FileId>),
+}
+
+/// Where an iteration is: shard, byte offset in its records section, and
+/// the entry number in that shard. One store is shard 0.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Cursor {
+    /// The shard.
+    pub shard: usize,
+    /// The byte offset of the next record in the shard's records section.
+    pub offset: u64,
+    /// The entry number of the next record in the shard.
+    pub index: u64,
+}
+
+/// A chunk of records read in order, and where the next chunk starts
+/// (`None` at the end).
+pub type Chunk<'t> = (Vec<RecordBuf<'t>>, Option<Cursor>);
+
+impl Table {
+    /// Opens `location`: a dataset (a directory, or a path or URL ending
+    /// in the manifest's name), else a store.
+    pub fn open(location: &str, remote: &RemoteOptions) -> hashfile::Result<Table> {
+        if is_dataset(location) {
+            let dataset = Dataset::open(location, remote)?;
+            let identity = FileId::of_path(Path::new(dataset.location())).ok();
+            return Ok(Table::Dataset(dataset, identity));
+        }
+        open_store(location, remote).map(Table::Store)
+    }
+
+    /// The record of `key`.
+    #[inline]
+    pub fn get(&self, key: &[u8]) -> hashfile::Result<Option<RecordBuf<'_>>> {
+        match self {
+            Table::Store(store) => store.get(key),
+            Table::Dataset(dataset, _) => dataset.get(key),
+        }
+    }
+
+    /// The records of `keys`, in order: one batch per store.
+    pub fn get_many<K: AsRef<[u8]>>(
+        &self,
+        keys: &[K],
+    ) -> hashfile::Result<Vec<Option<RecordBuf<'_>>>> {
+        match self {
+            Table::Store(store) => store.get_many(keys),
+            Table::Dataset(dataset, _) => dataset.get_many(keys),
+        }
+    }
+
+    /// Entries.
+    pub fn len(&self) -> u64 {
+        match self {
+            Table::Store(store) => store.len(),
+            Table::Dataset(dataset, _) => dataset.len(),
+        }
+    }
+
+    /// True if there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Every checksum and the index of every store (and, for a dataset,
+    /// every shard against its manifest and every key in its shard).
+    pub fn verify(&self) -> hashfile::Result<()> {
+        match self {
+            Table::Store(store) => store.verify(),
+            Table::Dataset(dataset, _) => dataset.verify(),
+        }
+    }
+
+    /// Up to `max` records from `from`, in order: a dataset's shards one
+    /// after another.
+    pub fn chunk(&self, from: Cursor, max: usize) -> hashfile::Result<Chunk<'_>> {
+        let mut records = Vec::with_capacity(max.min(1024));
+        let mut at = from;
+        let shards = match self {
+            Table::Store(_) => 1,
+            Table::Dataset(dataset, _) => dataset.shard_count(),
+        };
+        while records.len() < max && at.shard < shards {
+            let store = match self {
+                Table::Store(store) => store,
+                Table::Dataset(dataset, _) => dataset.shard(at.shard)?,
+            };
+            match store.next_record(at.offset, at.index)? {
+                Some((record, next)) => {
+                    records.push(record);
+                    at.offset = next;
+                    at.index += 1;
+                }
+                None => {
+                    at = Cursor {
+                        shard: at.shard + 1,
+                        ..Cursor::default()
+                    }
+                }
+            }
+        }
+        Ok((records, (at.shard < shards).then_some(at)))
+    }
+
+    /// Whether reads may wait on the network (a remote store, or a dataset
+    /// with a remote manifest or shard): a binding runs them where waiting
+    /// blocks nothing else.
+    #[inline]
+    pub fn is_remote(&self) -> bool {
+        match self {
+            Table::Store(store) => store.source().is_remote(),
+            Table::Dataset(dataset, _) => {
+                Location::is_remote(dataset.location())
+                    || dataset
+                        .manifest()
+                        .shards
+                        .iter()
+                        .any(|shard| Location::is_remote(&shard.file))
+            }
+        }
+    }
+
+    /// An error if a page of a local map read faulted (a file truncated
+    /// under it): nothing read can be trusted. One load in the common
+    /// case.
+    #[inline]
+    pub fn check_faults(&self) -> hashfile::Result<()> {
+        match self {
+            Table::Store(store) => store.source().check_faults(),
+            Table::Dataset(dataset, _) => {
+                if fault::all_faults() == 0 {
+                    return Ok(());
+                }
+                for i in 0..dataset.shard_count() {
+                    if let Some(store) = dataset.opened_shard(i) {
+                        store
+                            .source()
+                            .check_faults()
+                            .map_err(|e| e.with_path(Path::new(&dataset.shard_location(i))))?;
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Whether `location` now names another store or manifest than the
+    /// one read (a newer one was published there by rename), or none.
+    /// Never for a remote one.
+    pub fn is_stale(&self, location: &str) -> bool {
+        match self {
+            Table::Store(store) => store.source().is_stale(location),
+            Table::Dataset(dataset, Some(read)) => {
+                FileId::of_path(Path::new(dataset.location())).ok() != Some(*read)
+            }
+            Table::Dataset(_, None) => false,
+        }
+    }
+
+    /// The store, if this is one.
+    pub fn as_store(&self) -> Option<&Store> {
+        match self {
+            Table::Store(store) => Some(store),
+            Table::Dataset(..) => None,
+        }
+    }
+
+    /// The dataset, if this is one.
+    pub fn as_dataset(&self) -> Option<&Dataset> {
+        match self {
+            Table::Store(_) => None,
+            Table::Dataset(dataset, _) => Some(dataset),
+        }
+    }
+}
