@@ -10,6 +10,10 @@
 //! Each lookup is one call to a function that is never inlined, as a
 //! binding's is: inlined into the loop, the core reader's `get` would be
 //! measured against the others' called `get`.
+//!
+//! `dataset_lookup`: the same keys as one store and as a dataset of 4 and
+//! 16 shards, read through a `Table` (what a reader holds), warm.
+//! `ENTRIES` sets the key count (default 1,000,000).
 //! `cargo bench -p hashfile-runtime --bench runtime`
 use std::hint::black_box;
 use std::time::Duration;
@@ -17,7 +21,8 @@ use std::time::Duration;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use hashfile::read::fault::GuardedMap;
 use hashfile::{BuildOptions, Builder, Reader};
-use hashfile_runtime::{open, Handle, OpenOptions, Refresh, SerializedHandle, Store};
+use hashfile_runtime::dataset::DatasetBuilder;
+use hashfile_runtime::{open, Handle, OpenOptions, Refresh, SerializedHandle, Store, Table};
 
 #[inline(never)]
 fn core_get(store: &Reader<GuardedMap>, key: &[u8]) -> usize {
@@ -106,9 +111,62 @@ fn lookups(c: &mut Criterion) {
     group.finish();
 }
 
+#[inline(never)]
+fn table_get(table: &Table, key: &[u8]) -> usize {
+    table.get(key).unwrap().unwrap().value().len()
+}
+
+fn dataset_lookups(c: &mut Criterion) {
+    let n: u64 = std::env::var("ENTRIES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1_000_000);
+    let dir = tempfile::tempdir().unwrap();
+    let key = |i: u64| format!("key-{i:010}").into_bytes();
+    let one = dir.path().join("one.hf");
+    let mut builder = Builder::new(BuildOptions::default()).unwrap();
+    for i in 0..n {
+        builder.insert(&key(i), format!("value-{i}").as_bytes());
+    }
+    builder.write_file(&one).unwrap();
+    let mut tables = vec![(
+        "one_store".to_owned(),
+        Table::open(one.to_str().unwrap(), &Default::default()).unwrap(),
+    )];
+    for shards in [4u32, 16] {
+        let at = dir.path().join(format!("shards-{shards}"));
+        let mut builder = DatasetBuilder::new(shards, BuildOptions::default()).unwrap();
+        for i in 0..n {
+            builder.insert(&key(i), format!("value-{i}").as_bytes());
+        }
+        builder.write(&at).unwrap();
+        tables.push((
+            format!("dataset_{shards}_shards"),
+            Table::open(at.to_str().unwrap(), &Default::default()).unwrap(),
+        ));
+    }
+    // Random keys over the whole table: each lookup touches its own pages.
+    let probes: Vec<Vec<u8>> = (0..4096u64)
+        .map(|i| key(i.wrapping_mul(0x9E37_79B9_7F4A_7C15) % n))
+        .collect();
+    let mut group = c.benchmark_group("dataset_lookup");
+    group.throughput(Throughput::Elements(probes.len() as u64));
+    for (name, table) in &tables {
+        group.bench_function(name.as_str(), |b| {
+            b.iter(|| {
+                probes
+                    .iter()
+                    .map(|k| table_get(table, black_box(k)))
+                    .sum::<usize>()
+            })
+        });
+    }
+    group.finish();
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default().measurement_time(Duration::from_secs(3)).warm_up_time(Duration::from_secs(1));
-    targets = lookups
+    targets = lookups, dataset_lookups
 }
 criterion_main!(benches);

@@ -7,7 +7,7 @@ use std::path::Path;
 use hashfile::read::fault;
 use hashfile::read::FileId;
 use hashfile::RecordBuf;
-use hashfile_remote::{Location, RemoteOptions};
+use hashfile_remote::RemoteOptions;
 
 use crate::dataset::{is_dataset, Dataset};
 use crate::source::{open_store, Store};
@@ -134,14 +134,7 @@ impl Table {
     pub fn is_remote(&self) -> bool {
         match self {
             Table::Store(store) => store.source().is_remote(),
-            Table::Dataset(dataset, _) => {
-                Location::is_remote(dataset.location())
-                    || dataset
-                        .manifest()
-                        .shards
-                        .iter()
-                        .any(|shard| Location::is_remote(&shard.file))
-            }
+            Table::Dataset(dataset, _) => dataset.is_remote(),
         }
     }
 

@@ -37,6 +37,9 @@ pub struct Dataset {
     remote: RemoteOptions,
     /// The shards, opened and checked on first use.
     shards: Vec<OnceLock<Arc<Store>>>,
+    /// Whether the manifest or any shard is remote, found once at open:
+    /// a binding asks before every lookup.
+    remote_parts: bool,
 }
 
 impl std::fmt::Debug for Dataset {
@@ -78,6 +81,8 @@ impl Dataset {
         };
         let shard_count =
             NonZeroU32::new(manifest.shards.len() as u32).expect("checked: 1 or more");
+        let remote_parts = Location::is_remote(&manifest_at)
+            || manifest.shards.iter().any(|s| Location::is_remote(&s.file));
         let dataset = Dataset {
             location: manifest_at,
             shards: (0..manifest.shards.len())
@@ -87,6 +92,7 @@ impl Dataset {
             shard_count,
             base,
             remote: remote.clone(),
+            remote_parts,
         };
         for i in 0..dataset.shards.len() {
             if !Location::is_remote(&dataset.shard_location(i)) {
@@ -99,6 +105,13 @@ impl Dataset {
     /// The manifest's path or URL.
     pub fn location(&self) -> &str {
         &self.location
+    }
+
+    /// Whether the manifest or any shard is read over the network: reads
+    /// may wait.
+    #[inline]
+    pub fn is_remote(&self) -> bool {
+        self.remote_parts
     }
 
     /// The manifest.

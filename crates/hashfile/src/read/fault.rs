@@ -225,7 +225,7 @@ impl GuardedMap {
     /// device is refused without being opened for reading), registered
     /// and knowing which file it maps, for a reader of any source type
     /// that wraps it.
-    pub fn open(path: &std::path::Path) -> crate::Result<GuardedMap> {
+    pub fn open(path: &std::path::Path) -> crate::error::Result<GuardedMap> {
         let (map, file_id) = super::map_file_with_id(path)?;
         Ok(GuardedMap::new(map).with_file_id(file_id))
     }
