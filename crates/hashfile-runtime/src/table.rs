@@ -9,7 +9,8 @@ use hashfile::read::FileId;
 use hashfile::RecordBuf;
 use hashfile_remote::RemoteOptions;
 
-use crate::dataset::{is_dataset, Dataset};
+use crate::dataset::manifest::MANIFEST_NAME;
+use crate::dataset::Dataset;
 use crate::source::{open_store, Store};
 
 /// An open store or dataset.
@@ -25,6 +26,9 @@ pub enum Table {
     /// local one, to tell when a newer generation was published).
     Dataset(Dataset, Option<FileId>),
 }
+
+/// The errno of "Is a directory" (the same on Linux, macOS and the BSDs).
+const EISDIR: i32 = 21;
 
 /// Where an iteration is: shard, byte offset in its records section, and
 /// the entry number in that shard. One store is shard 0.
@@ -46,12 +50,23 @@ impl Table {
     /// Opens `location`: a dataset (a directory, or a path or URL ending
     /// in the manifest's name), else a store.
     pub fn open(location: &str, remote: &RemoteOptions) -> hashfile::Result<Table> {
-        if is_dataset(location) {
+        let open_dataset = || {
             let dataset = Dataset::open(location, remote)?;
             let identity = FileId::of_path(Path::new(dataset.location())).ok();
-            return Ok(Table::Dataset(dataset, identity));
+            Ok(Table::Dataset(dataset, identity))
+        };
+        if location.ends_with(MANIFEST_NAME) {
+            return open_dataset();
         }
-        open_store(location, remote).map(Table::Store)
+        // A store is the common case: a directory is found by the store's
+        // own open (which refuses it as EISDIR), not by a stat of its own
+        // before every open.
+        match open_store(location, remote) {
+            Err(hashfile::Error::Io { source, .. }) if source.raw_os_error() == Some(EISDIR) => {
+                open_dataset()
+            }
+            other => other.map(Table::Store),
+        }
     }
 
     /// The record of `key`.
