@@ -163,19 +163,8 @@ pub const PIN_SEEDS_UP_TO: u64 = 1 << 20;
 /// `max` is an error, and nothing more is fetched.
 pub fn fetch_whole(location: &str, options: RemoteOptions, max: u64) -> hashfile::Result<Vec<u8>> {
     use hashfile::read::RangeFetch;
-    let at = |error: RemoteError| hashfile::Error::Io {
-        path: Some(Path::new(location).to_path_buf()),
-        source: error.into(),
-    };
-    let parsed = match Location::parse(location) {
-        Some(parsed) => parsed.map_err(at)?,
-        None => {
-            return Err(at(RemoteError::new(
-                RemoteErrorKind::Invalid,
-                "not an http://, https:// or s3:// location",
-            )))
-        }
-    };
+    let at = |error: RemoteError| located(location, error);
+    let parsed = parse_remote(location)?;
     let (object, first) =
         RemoteObject::open(parsed, options, max.clamp(1, 64 << 10)).map_err(at)?;
     let size = object.size();
@@ -197,6 +186,29 @@ pub fn fetch_whole(location: &str, options: RemoteOptions, max: u64) -> hashfile
         bytes.extend_from_slice(&rest[0]);
     }
     Ok(bytes)
+}
+
+/// A remote error as the core's, with the location as its path.
+fn located(location: &str, error: RemoteError) -> hashfile::Error {
+    hashfile::Error::Io {
+        path: Some(Path::new(location).to_path_buf()),
+        source: error.into(),
+    }
+}
+
+/// `location` parsed, or an error: it is not a URL this crate reads, or
+/// not a valid one.
+fn parse_remote(location: &str) -> hashfile::Result<Location> {
+    match Location::parse(location) {
+        Some(parsed) => parsed.map_err(|e| located(location, e)),
+        None => Err(located(
+            location,
+            RemoteError::new(
+                RemoteErrorKind::Invalid,
+                "not an http://, https:// or s3:// location",
+            ),
+        )),
+    }
 }
 
 /// Opens the store at `location` (`http://`, `https://` or `s3://`).
@@ -223,19 +235,8 @@ pub fn open_with<S: Source>(
     options: RemoteOptions,
     wrap: impl FnOnce(BlockCache<RemoteObject>) -> S,
 ) -> hashfile::Result<Reader<S>> {
-    let at = |error: RemoteError| hashfile::Error::Io {
-        path: Some(Path::new(location).to_path_buf()),
-        source: error.into(),
-    };
-    let parsed = match Location::parse(location) {
-        Some(parsed) => parsed.map_err(at)?,
-        None => {
-            return Err(at(RemoteError::new(
-                RemoteErrorKind::Invalid,
-                "not an http://, https:// or s3:// location",
-            )))
-        }
-    };
+    let at = |error: RemoteError| located(location, error);
+    let parsed = parse_remote(location)?;
     let block_len = options.cache.block_len.max(1) as u64;
     let first_len = (OPEN_READ_LEN as u64).div_ceil(block_len) * block_len;
     let prefetch_index = options.prefetch_index;

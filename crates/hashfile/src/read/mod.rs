@@ -77,19 +77,7 @@ impl<'a> RecordBuf<'a> {
         if !matches!(self._held, Some(source::Held::Shared(_))) {
             return self;
         }
-        let mut bytes = Vec::with_capacity(self.key.len() + self.value.len());
-        bytes.extend_from_slice(self.key);
-        bytes.extend_from_slice(self.value);
-        // SAFETY: as in `new`: the slices are kept beside their holder.
-        let (all, held) = unsafe { Piece::owned(bytes).into_parts() };
-        let (key, value) = all.split_at(self.key.len());
-        RecordBuf {
-            key,
-            value,
-            key_utf8: self.key_utf8,
-            kind: self.kind,
-            _held: held,
-        }
+        self.into_owned()
     }
 
     /// The record holding a copy of its bytes, to be kept apart from the
