@@ -6,8 +6,9 @@
 //! A dataset is opened from its directory, its manifest's path, or its
 //! manifest's URL. Every shard is checked against the manifest (entry
 //! count, length, header checksum) before anything is read from it: local
-//! shards at open, remote ones when first used. Shards are opened when
-//! first used; a local one is only mapped, so that costs microseconds.
+//! shards at open (each is only mapped and its header read: microseconds
+//! a shard), remote ones when first used, so that opening a remote
+//! dataset is one request for the manifest and nothing per shard.
 
 pub mod manifest;
 mod write;
