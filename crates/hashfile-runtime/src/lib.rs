@@ -5,18 +5,21 @@
 //!   memory map and a remote store (`http://`, `https://`, `s3://`)
 //!   through a block cache, so that an open store is one type, [`Store`],
 //!   whatever it reads.
+//! - [`Table`]: what a handle reads, one store or a [`dataset::Dataset`]
+//!   (shards under a manifest, written by [`dataset::DatasetBuilder`]),
+//!   answering the same calls.
 //! - [`Handle`]: an open location, shared between threads. It holds the
 //!   store read now and swaps in a newer one as its [`Refresh`] policy
 //!   says (never; a local path looked at every N seconds; a remote object
 //!   reopened when it is replaced), or on [`Handle::reopen`]. A swap happens
 //!   only between lookups: each lookup reads the store it took from start
 //!   to end.
-//! - [`SerializedHandle`]: the same, for a binding whose calls an
+//! - [`SerializedHandle`]: a handle for a binding whose calls an
 //!   interpreter lock serializes (Ruby's GVL): lookups cost no atomic
 //!   read-modify-write, and the handle's store is taken only between them.
 //!
 //! A binding converts arguments, values and errors, and decides where a
-//! read that may wait on the network runs ([`StoreSource::is_remote`]);
+//! read that may wait on the network runs ([`Table::is_remote`]);
 //! everything else is here.
 //!
 //! ```no_run
