@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use hashfile::{BuildOptions, Builder};
 use hashfile_runtime::dataset::manifest::{Manifest, MANIFEST_NAME};
-use hashfile_runtime::dataset::{is_dataset, Dataset, DatasetBuilder};
+use hashfile_runtime::dataset::{Dataset, DatasetBuilder};
 
 #[path = "../../hashfile-remote/tests/support/mod.rs"]
 mod support;
@@ -53,7 +53,11 @@ fn every_key_reads_from_its_shard_and_the_whole_reads_like_one_store() {
     let manifest = build(dir.path(), 10_000, 4, "v");
     assert_eq!(manifest.entries, 10_000);
     assert_eq!(manifest.shards.len(), 4);
-    assert!(is_dataset(dir.path().to_str().unwrap()));
+    // A directory opens as a dataset (Table::open decides, where a store
+    // would be opened).
+    let table =
+        hashfile_runtime::Table::open(dir.path().to_str().unwrap(), &Default::default()).unwrap();
+    assert!(table.as_dataset().is_some() && table.as_store().is_none());
     for at in [dir.path().to_path_buf(), dir.path().join(MANIFEST_NAME)] {
         let dataset = open(&at).unwrap();
         assert_eq!((dataset.len(), dataset.shard_count()), (10_000, 4));

@@ -53,13 +53,6 @@ impl std::fmt::Debug for Dataset {
     }
 }
 
-/// Whether `location` names a dataset rather than a store: a directory,
-/// a file or URL ending in the manifest's name.
-pub fn is_dataset(location: &str) -> bool {
-    location.ends_with(MANIFEST_NAME)
-        || (!Location::is_remote(location) && Path::new(location).is_dir())
-}
-
 impl Dataset {
     /// Opens the dataset at `location`: a directory holding
     /// `hashfile-dataset.json`, the manifest's path, or its URL (shards
