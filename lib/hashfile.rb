@@ -80,18 +80,30 @@ module Hashfile
     # (+hashfile-dataset.json+) by rename, so a reader opening +dir+ reads
     # the old dataset or the new one, never a mix. The shards of the
     # generation replaced stay; older ones are removed. Open it with
-    # Hashfile.open(dir). Takes what Hashfile.build takes.
+    # Hashfile.open(dir).
+    #
+    # +data+ is what Hashfile.build takes (a Hash, pairs, or a block), or
+    # input files: a path, an IO, or an Array of them, read as
+    # Hashfile.build_from reads them (and taking its options), the shards
+    # built in parallel.
     #
     #   Hashfile.build_sharded("prices/", prices, shards: 16)
+    #   Hashfile.build_sharded("prices/", Dir["export/*.jsonl"], shards: 16)
     #   Hashfile.open("prices/") { |db| db["sku-1"] }
     #
     # @param shards [Integer] 1 to 2**20
     # @return [Integer] bytes written (all shards)
-    def build_sharded(dir, data = nil, shards:, serializer: nil, **options)
+    def build_sharded(dir, data = nil, shards:, serializer: nil, **options, &block)
+      if input_files?(data)
+        raise ArgumentError, "serializer: applies to Ruby values, not to input files" if serializer
+
+        return build_from(data, dir, shards: shards, **options, &block)[:file_bytes]
+      end
+
       check_options(options, BUILD_DEFAULTS.keys, BUILD_DEFAULTS.keys + %i[shards serializer])
       writer = Writer._new(options, serializer_pair(serializer)&.first, shards)
       writer.merge(data) unless data.nil?
-      yield writer if block_given?
+      yield writer if block
       writer._finish(path_string(dir))
     end
 
@@ -126,20 +138,24 @@ module Hashfile
     #   phase being :reading, :building or :publishing, at most every 0.1 s
     #   while reading and once per phase; a block works too. If it raises,
     #   the build is cancelled and nothing is published.
+    # @param shards [Integer, nil] build a dataset of this many shards in
+    #   the directory +output+, as Hashfile.build_sharded does (the shards
+    #   built in parallel); +file_bytes+ then counts every shard
     # Plus every option of Hashfile.build.
     # @return [Hash] +{entries:, file_bytes:}+
     # @raise [ParseError] naming the input, line and column (or entry) and what was expected
     # @raise [DuplicateKeyError] naming the key and where it occurs
-    def build_from(inputs, output, progress: nil, threads: nil, **options, &block)
+    def build_from(inputs, output, progress: nil, threads: nil, shards: nil, **options, &block)
       progress ||= block
       raise TypeError, "progress must respond to #call" if progress && !progress.respond_to?(:call)
 
-      check_options(options, BUILD_DEFAULTS.keys + IMPORT_DEFAULTS.keys + [:format], BUILD_DEFAULTS.keys + IMPORT_DEFAULTS.keys + %i[format threads progress])
+      check_options(options, BUILD_DEFAULTS.keys + IMPORT_DEFAULTS.keys + [:format], BUILD_DEFAULTS.keys + IMPORT_DEFAULTS.keys + %i[format threads progress shards])
       raise TypeError, "threads must be an Integer, not #{threads.class}" unless threads.nil? || threads.is_a?(Integer)
+      raise TypeError, "shards must be an Integer, not #{shards.class}" unless shards.nil? || shards.is_a?(Integer)
 
       # Not Array(inputs): that would split an IO into its lines.
       with_input_paths(inputs.is_a?(Array) ? inputs : [inputs], options[:format]) do |paths|
-        _build_from(paths, path_string(output), options.slice(*BUILD_DEFAULTS.keys), options.except(*BUILD_DEFAULTS.keys), threads, progress)
+        _build_from(paths, path_string(output), options.slice(*BUILD_DEFAULTS.keys), options.except(*BUILD_DEFAULTS.keys), threads, progress, shards)
       end
     end
 
@@ -266,6 +282,13 @@ module Hashfile
     # The keywords of Hashfile.open other than the remote options.
     OPEN_KEYWORDS = %i[verify symbolize_names freeze raw serializer reload on_change].freeze
     private_constant :OPEN_KEYWORDS
+
+    # Whether +data+ names input files (a path, an IO, or an Array of only
+    # those) rather than entries: pairs are Arrays, never Strings.
+    def input_files?(data)
+      file = ->(x) { x.is_a?(String) || x.respond_to?(:to_path) || x.respond_to?(:read) }
+      file.call(data) || (data.is_a?(Array) && !data.empty? && data.all?(&file))
+    end
 
     # Paths for the inputs: IOs with a path give their path, standard input
     # gives "-", and any other IO (a StringIO, a socket) is copied to a

@@ -78,6 +78,34 @@ class CLITest < HashfileTest
     assert_equal [500, 3, { "string" => 500 }], [info["entries"], info["shards"].size, info["value_types"]]
   end
 
+  # build --shards: a dataset from files, its shards built in parallel,
+  # read back by every command; --check writes nothing.
+  def test_build_shards_writes_a_dataset
+    File.write(path("a.csv"), "key,value\n" + (0...400).map { |i| "k#{i},v#{i}\n" }.join)
+    File.write(path("b.jsonl"), (400...600).map { |i| %({"key":"k#{i}","value":[#{i}]}\n) }.join)
+    status, _, err = run_cli("build", path("a.csv"), path("b.jsonl"), "--shards", "3", "-o", path("ds"))
+    assert_equal 0, status, err
+    assert_match(/wrote .*ds: 600 entries, \d+ bytes in 3 shards in/, err)
+    assert_equal [0, "v7\n[599]\n", ""], run_cli("get", path("ds"), "k7", "k599")
+    assert_equal 4, Dir.children(path("ds")).size, "three shards and the manifest"
+    Hashfile.open(path("ds")) do |db|
+      assert_equal 600, db.size
+      assert_equal [[599], "v0"], db.values_at("k599", "k0")
+      assert_equal 3, db.info[:shards].size
+    end
+
+    status, out, = run_cli("build", path("a.csv"), "--shards", "2", "--check", "-o", path("ds2"))
+    assert_equal 0, status
+    assert_match(/check: OK, 400 entries/, out)
+    refute File.exist?(path("ds2"))
+
+    status, _, err = run_cli("build", path("a.csv"), path("a.csv"), "--shards", "2", "-o", path("ds"))
+    assert_equal 1, status
+    assert_match(/duplicate key "k\d+" \(.*a.csv: line \d+ and .*a.csv: line \d+\); 399 other keys repeat too/, err)
+    assert_equal [0, "v7\n"], run_cli("get", path("ds"), "k7").first(2), "the dataset built before stays"
+    assert_match(/invalid option --shards: 0/, run_cli("build", path("a.csv"), "--shards", "0", "-o", path("ds"))[2])
+  end
+
   def test_sizes_are_human_and_counts_have_commas
     cli = Hashfile::CLI.new
     assert_equal ["0 B", "1023 B", "1.0 KiB", "1.5 MiB", "2.0 GiB"], [0, 1023, 1024, 1_572_864, 2 << 30].map { |b| cli.send(:human_bytes, b) }

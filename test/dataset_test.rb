@@ -82,6 +82,29 @@ class DatasetTest < HashfileTest
     refute File.exist?(path("ds3/hashfile-dataset.json")), "a failed build publishes no manifest"
   end
 
+  # Input files, as Hashfile.build_from reads them, into shards built in
+  # parallel: the same entries as one store built from the same files.
+  def test_a_dataset_builds_from_input_files
+    File.write(path("a.jsonl"), (0...300).map { |i| %({"key":"k#{i}","value":{"n":#{i}}}\n) }.join)
+    File.write(path("b.tsv"), "key\tvalue\n" + (300...500).map { |i| "k#{i}\tv#{i}\n" }.join)
+    inputs = [path("a.jsonl"), Pathname(path("b.tsv"))]
+    one = Hashfile.build_from(inputs, path("one.hf"))
+    phases = []
+    result = Hashfile.build_from(inputs, path("ds"), shards: 4) { |*, phase| phases << phase }
+    assert_equal %i[reading building publishing], phases.uniq
+    assert_equal one[:entries], result[:entries]
+    bytes = Hashfile.build_sharded(path("ds2"), path("b.tsv"), shards: 2)
+    assert_equal JSON.parse(File.read(path("ds2/hashfile-dataset.json")))["shards"].sum { |s| s["bytes"] }, bytes
+    Hashfile.open(path("one.hf")) do |store|
+      Hashfile.open(path("ds")) { |db| assert_equal store.to_h, db.to_h }
+    end
+    assert_equal "v499", Hashfile.open(path("ds2")) { |db| db["k499"] }
+    e = assert_raises(ArgumentError) { Hashfile.build_sharded(path("ds3"), path("b.tsv"), shards: 2, serializer: Marshal) }
+    assert_match(/serializer: applies to Ruby values, not to input files/, e.message)
+    assert_match(/unknown option: key_colum/, assert_raises(ArgumentError) { Hashfile.build_sharded(path("ds3"), [path("b.tsv")], shards: 2, key_colum: 0) }.message)
+    assert_equal "shards must be an Integer, not String", assert_raises(TypeError) { Hashfile.build_from(path("b.tsv"), path("ds3"), shards: "2") }.message
+  end
+
   def test_bad_arguments_name_what_is_wrong
     assert_equal "shards must be from 1 to 1048576, got 0",
                  assert_raises(ArgumentError) { Hashfile.build_sharded(path("ds"), {}, shards: 0) }.message

@@ -213,7 +213,8 @@ module Hashfile
           o.separator "INPUT is a file or - (standard input). The format comes from the extension"
           o.separator "(#{FORMAT_EXTENSIONS.keys.map { |e| ".#{e}" }.join(" ")}) unless --format is given."
           o.separator ""
-          o.on("-o", "--output OUT", "the store to write (atomically; through a symbolic link to its file)") { |v| output = v }
+          o.on("-o", "--output OUT", "the store to write (atomically; through a symbolic link to its file),", "or with --shards the dataset's directory") { |v| output = v }
+          o.on("--shards N", Integer, "build a dataset of N shards in the directory OUT, in parallel", "(its manifest published last; hashfile info OUT shows it)") { |v| options[:shards] = v }
           o.on("--check", "build in a temporary directory and report; write nothing") { check = true }
           o.on("--force", "write OUT even if it is one of the inputs") { force = true }
           o.on("--format F", FORMATS, "input format: #{FORMATS.join(", ")}") { |v| options[:format] = v }
@@ -254,7 +255,8 @@ module Hashfile
         @output = nil
         bar&.finish
         unless quiet
-          @err.puts format("wrote %s: %d entries, %d bytes in %.2f s", output, result[:entries], result[:file_bytes], clock - started)
+          in_shards = options[:shards] ? format(" in %d shards", options[:shards]) : ""
+          @err.puts format("wrote %s: %d entries, %d bytes%s in %.2f s", output, result[:entries], result[:file_bytes], in_shards, clock - started)
         end
         0
       end
@@ -399,11 +401,11 @@ module Hashfile
       require "tmpdir"
       started = clock
       result = Dir.mktmpdir("hashfile-check") do |dir|
-        Hashfile.build_from(inputs, File.join(dir, "check.hf"), progress: (ProgressLine.new(@err) unless quiet), **options)
+        Hashfile.build_from(inputs, File.join(dir, options[:shards] ? "check" : "check.hf"), progress: (ProgressLine.new(@err) unless quiet), **options)
       end
       target = output ? "#{output} (not written)" : "no output named"
       @out.puts format("check: OK, %d entries, %d bytes, built in %.2f s; %s", result[:entries], result[:file_bytes], clock - started, target)
-      if output
+      if output && !options[:shards]
         begin
           Hashfile._check_output(output)
         rescue ArgumentError => e

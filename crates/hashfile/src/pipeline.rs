@@ -9,9 +9,10 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use crate::build::{BuildOptions, Builder};
+use crate::build::{Batch, BuildOptions, Builder};
 use crate::cancel::CancelFlag;
 use crate::error::{Error, Location, Result};
+use crate::format::Record;
 use crate::import::{self, ImportOptions, InputFormat};
 
 /// Where an input comes from.
@@ -232,6 +233,34 @@ impl<R: Read> Read for Counting<R> {
     }
 }
 
+/// Where imported entries go: one store's builder, or the shards of a
+/// dataset (hashfile-runtime's `DatasetBuilder`), so that every kind of
+/// build reads its inputs through [`import_into`].
+pub trait Sink {
+    /// An empty batch, which the parallel JSON Lines importer fills on its
+    /// workers and hands to `append`.
+    fn new_batch(&self) -> Batch;
+    /// Adds a batch's entries.
+    fn append(&mut self, batch: &Batch);
+    /// Adds one entry.
+    fn insert_record(&mut self, record: Record<'_>);
+}
+
+impl Sink for Builder {
+    fn new_batch(&self) -> Batch {
+        Builder::new_batch(self)
+    }
+
+    fn append(&mut self, batch: &Batch) {
+        Builder::append(self, batch)
+    }
+
+    #[inline]
+    fn insert_record(&mut self, record: Record<'_>) {
+        Builder::insert_record(self, record)
+    }
+}
+
 /// Imports every input, builds, and publishes `output` atomically
 /// (`Builder::write_file`). `progress` hears about the work at most every
 /// `PROGRESS_INTERVAL` while reading, and at each phase; returning an error
@@ -249,6 +278,33 @@ pub fn build_from(
     // Records go straight into the temporary file beside `output`.
     let mut builder = Builder::streaming(options, output)?;
     builder.set_cancel(cancel.clone());
+    let mut report = import_into(inputs, &mut builder, cancel, progress)?;
+    report.phase = Phase::Building;
+    progress(&report)?;
+    let mut publishing = || {
+        progress(&Progress {
+            phase: Phase::Publishing,
+            ..report
+        })
+    };
+    match builder.write_file_checked(output, &mut publishing) {
+        Ok(file_bytes) => Ok(Summary {
+            entries: builder.len() as u64,
+            file_bytes,
+        }),
+        Err(e) => Err(locate_duplicate(inputs, e)),
+    }
+}
+
+/// Reads every input into `sink`, in order, reporting progress as
+/// [`build_from`] does (phase `Reading`). Returns the last report: every
+/// entry and byte read.
+pub fn import_into<S: Sink>(
+    inputs: &[Input],
+    sink: &mut S,
+    cancel: &CancelFlag,
+    progress: &mut dyn FnMut(&Progress) -> Result<()>,
+) -> Result<Progress> {
     let bytes_total = inputs
         .iter()
         .try_fold(0u64, |sum, input| match &input.source {
@@ -273,7 +329,7 @@ pub fn build_from(
         if input.options.format == InputFormat::JsonLines {
             // Parsed on every core; batches arrive in input order.
             let done_before = read.get();
-            let empty = builder.new_batch();
+            let empty = sink.new_batch();
             import::import_json_lines_parallel(
                 reader,
                 &input.name(),
@@ -283,7 +339,7 @@ pub fn build_from(
                 &mut |batch, bytes| {
                     cancel.check()?;
                     report.entries += batch.len() as u64;
-                    builder.append(batch);
+                    sink.append(batch);
                     if last.elapsed() >= PROGRESS_INTERVAL {
                         last = Instant::now();
                         report.bytes_read = done_before + bytes;
@@ -296,7 +352,7 @@ pub fn build_from(
             continue;
         }
         import::import(reader, &input.name(), &input.options, &mut |record, _| {
-            builder.insert_record(record);
+            sink.insert_record(record);
             report.entries += 1;
             if report.entries % 4096 == 0 {
                 cancel.check()?;
@@ -311,31 +367,23 @@ pub fn build_from(
         .map_err(|e| cancelled_or(cancel, e))?;
     }
     report.bytes_read = read.get();
-    report.phase = Phase::Building;
-    progress(&report)?;
-    let entries = report.entries;
-    let mut publishing = || {
-        progress(&Progress {
-            phase: Phase::Publishing,
-            entries,
-            ..report
-        })
-    };
-    match builder.write_file_checked(output, &mut publishing) {
-        Ok(file_bytes) => Ok(Summary {
-            entries: builder.len() as u64,
-            file_bytes,
-        }),
-        Err(Error::DuplicateKey { key, others, .. }) => {
+    Ok(report)
+}
+
+/// `error`, and for a duplicate key, with up to two places the key occurs
+/// in `inputs` (found by reading the file inputs again).
+pub fn locate_duplicate(inputs: &[Input], error: Error) -> Error {
+    match error {
+        Error::DuplicateKey { key, others, .. } => {
             let mut found = locate(inputs, &key).into_iter().map(Box::new);
-            Err(Error::DuplicateKey {
+            Error::DuplicateKey {
                 first: found.next(),
                 second: found.next(),
                 key,
                 others,
-            })
+            }
         }
-        Err(e) => Err(e),
+        e => e,
     }
 }
 

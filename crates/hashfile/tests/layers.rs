@@ -26,7 +26,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "import",
         &["error", "format", "value", "build", "cancel", "parallel"],
     ),
-    ("pipeline", &["error", "build", "import", "cancel"]),
+    ("pipeline", &["error", "format", "build", "import", "cancel"]),
 ];
 
 /// Source text without comments (`//` to the end of a line), which may

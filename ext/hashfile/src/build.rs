@@ -1,5 +1,5 @@
-//! `Hashfile._build_from`: builds a store from input files on a thread of
-//! its own, while the calling Ruby thread sleeps without the GVL until a
+//! `Hashfile._build_from`: builds a store, or a dataset of shards, from
+//! input files on a thread of its own, while the calling Ruby thread sleeps without the GVL until a
 //! progress report, the end, or an interrupt arrives, and calls the
 //! progress callable with each report.
 
@@ -28,8 +28,12 @@ enum Message {
 }
 
 /// `_build_from(inputs, output, build_options, import_options, threads,
-/// progress)`: options are Hashes of the options given (the core's
-/// defaults fill in the rest); threads and progress may be nil.
+/// progress, shards)`: options are Hashes of the options given (the core's
+/// defaults fill in the rest); threads and progress may be nil. With
+/// `shards`, `output` is a dataset's directory.
+// One parameter per positional argument of the Ruby method, as magnus binds
+// them.
+#[allow(clippy::too_many_arguments)]
 fn build_from(
     ruby: &Ruby,
     inputs: Vec<String>,
@@ -38,6 +42,7 @@ fn build_from(
     import_opts: RHash,
     threads: Option<magnus::Integer>,
     progress: Value,
+    shards: Option<u32>,
 ) -> Result<RHash, Error> {
     let options = crate::options::build_options(ruby, build_opts)?;
     let (format, import) = crate::options::import_options(ruby, import_opts)?;
@@ -66,7 +71,7 @@ fn build_from(
             .spawn(move || {
                 let progress_tx = tx.clone();
                 let run = move || {
-                    pipeline::build_from(&inputs, &output, options, &cancel, &mut |p| {
+                    let mut report = |p: &Progress| {
                         let go_on = progress_tx.send(Message::Progress(*p)).is_ok()
                             && ack_rx.recv().unwrap_or(false);
                         if go_on {
@@ -74,7 +79,20 @@ fn build_from(
                         } else {
                             Err(hashfile::Error::Cancelled)
                         }
-                    })
+                    };
+                    match shards {
+                        None => {
+                            pipeline::build_from(&inputs, &output, options, &cancel, &mut report)
+                        }
+                        Some(n) => hashfile_runtime::dataset::build_from(
+                            &inputs,
+                            &output,
+                            n,
+                            options,
+                            &cancel,
+                            &mut report,
+                        ),
+                    }
                 };
                 let result = pool.install(run);
                 let _ = tx.send(Message::Done(result));
@@ -193,7 +211,7 @@ fn check_output(ruby: &Ruby, path: String) -> Result<String, Error> {
 }
 
 pub fn init(module: RModule) -> Result<(), Error> {
-    module.define_singleton_method("_build_from", function!(build_from, 6))?;
+    module.define_singleton_method("_build_from", function!(build_from, 7))?;
     module.define_singleton_method("_check_output", function!(check_output, 1))?;
     Ok(())
 }

@@ -10,6 +10,8 @@
 //! a shard), remote ones when first used, so that opening a remote
 //! dataset is one request for the manifest and nothing per shard.
 
+#[cfg(feature = "import")]
+mod import;
 pub mod manifest;
 mod write;
 
@@ -24,6 +26,8 @@ use hashfile_remote::{Location, RemoteOptions};
 use crate::source::{open_store, Store};
 use manifest::{dataset_error, parse_checksum, Manifest, MANIFEST_NAME, MAX_MANIFEST_LEN};
 
+#[cfg(feature = "import")]
+pub use import::build_from;
 pub use write::DatasetBuilder;
 
 /// An open dataset.

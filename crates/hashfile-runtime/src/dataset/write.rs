@@ -5,11 +5,11 @@
 
 use std::hash::{BuildHasher, Hasher};
 use std::num::NonZeroU32;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use hashfile::dataset::{shard_of, MAX_SHARDS};
-use hashfile::{BuildOptions, Builder, Record};
+use hashfile::{BuildOptions, Builder, CancelFlag, Record};
 
 use super::manifest::{
     format_checksum, routing_name, Manifest, ShardEntry, MANIFEST_NAME, MANIFEST_VERSION,
@@ -21,24 +21,55 @@ use crate::source::open_store;
 pub struct DatasetBuilder {
     builders: Vec<Builder>,
     shard_count: NonZeroU32,
+    /// For a streaming build: the directory and generation its shards'
+    /// temporary files were made for, until the first `write`.
+    streaming: Option<(PathBuf, String)>,
+    cancel: CancelFlag,
 }
 
 impl DatasetBuilder {
     /// A builder of `shards` shards (1 to `MAX_SHARDS`), each built with
-    /// `options`.
+    /// `options`, holding the entries in memory.
     pub fn new(shards: u32, options: BuildOptions) -> hashfile::Result<DatasetBuilder> {
-        let shard_count = NonZeroU32::new(shards)
-            .filter(|n| n.get() <= MAX_SHARDS)
-            .ok_or_else(|| hashfile::Error::InvalidOption {
-                name: "shards",
-                reason: format!("{shards}; a dataset has 1 to {MAX_SHARDS} shards"),
-            })?;
+        let shard_count = check_shards(shards)?;
         let builders = (0..shards)
             .map(|_| Builder::new(options.clone()))
             .collect::<hashfile::Result<Vec<_>>>()?;
         Ok(DatasetBuilder {
             builders,
             shard_count,
+            streaming: None,
+            cancel: CancelFlag::new(),
+        })
+    }
+
+    /// A builder that writes each shard's records straight into a
+    /// temporary file in `dir` (made if missing) as they are added, as
+    /// `Builder::streaming` does: the entries are not held in memory, but
+    /// each shard keeps a file open and a 1 MiB write buffer. `write(dir)`
+    /// then builds every shard's index after its records in place.
+    pub fn streaming(
+        shards: u32,
+        options: BuildOptions,
+        dir: &Path,
+    ) -> hashfile::Result<DatasetBuilder> {
+        let shard_count = check_shards(shards)?;
+        create_dir(dir)?;
+        let generation = new_generation();
+        let n = shards as usize;
+        let builders = (0..n)
+            .map(|i| {
+                Builder::streaming(
+                    options.clone(),
+                    &dir.join(shard_file_name(&generation, i, n)),
+                )
+            })
+            .collect::<hashfile::Result<Vec<_>>>()?;
+        Ok(DatasetBuilder {
+            builders,
+            shard_count,
+            streaming: Some((dir.to_path_buf(), generation)),
+            cancel: CancelFlag::new(),
         })
     }
 
@@ -55,6 +86,7 @@ impl DatasetBuilder {
     }
 
     /// Adds a record (of any value kind) to its shard.
+    #[inline]
     pub fn insert_record(&mut self, record: Record<'_>) {
         let shard = self.shard_of(record.key);
         self.builders[shard].insert_record(record);
@@ -69,10 +101,11 @@ impl DatasetBuilder {
 
     /// Stops the shards' builds when `flag` is raised (from another
     /// thread or a signal handler); nothing is published then.
-    pub fn set_cancel(&mut self, flag: hashfile::CancelFlag) {
+    pub fn set_cancel(&mut self, flag: CancelFlag) {
         for builder in &mut self.builders {
             builder.set_cancel(flag.clone());
         }
+        self.cancel = flag;
     }
 
     /// Entries added.
@@ -86,45 +119,140 @@ impl DatasetBuilder {
     }
 
     /// Publishes the dataset in `dir` (made if missing): every shard under
-    /// `GENERATION-IIIII-of-NNNNN.hf`, then `hashfile-dataset.json` by
-    /// rename. The shards of the generation replaced stay, for readers
-    /// still opening it; those of older generations are removed. A build
-    /// that fails leaves the manifest, and so the dataset, as it was.
+    /// `GENERATION-IIIII-of-NNNNN.hf`, built in parallel (with the
+    /// `parallel` feature: on the current rayon pool), then
+    /// `hashfile-dataset.json` by rename. The shards of the generation
+    /// replaced stay, for readers still opening it; those of older
+    /// generations are removed. A build that fails leaves the manifest, and
+    /// so the dataset, as it was, and removes the shards it wrote.
     pub fn write(&mut self, dir: &Path) -> hashfile::Result<Manifest> {
-        std::fs::create_dir_all(dir).map_err(|e| hashfile::Error::Io {
-            path: Some(dir.to_path_buf()),
-            source: e,
-        })?;
+        self.write_checked(dir, &mut || Ok(()))
+    }
+
+    /// `write`, calling `before_publish` once every shard is written, just
+    /// before the manifest's rename: an error from it (a cancelled build)
+    /// removes the new shards and leaves the dataset as it was.
+    pub fn write_checked(
+        &mut self,
+        dir: &Path,
+        before_publish: &mut dyn FnMut() -> hashfile::Result<()>,
+    ) -> hashfile::Result<Manifest> {
+        create_dir(dir)?;
         let manifest_path = dir.join(MANIFEST_NAME);
         let previous = Dataset::open(&dir.display().to_string(), &Default::default())
             .ok()
             .map(|d| d.manifest().generation.clone());
-        let generation = new_generation();
+        // A streaming build's first write keeps the generation its
+        // temporary files are named for; any other write starts a new one,
+        // so that it never renames over a shard a reader may be using.
+        let generation = match self.streaming.take() {
+            Some((streamed_into, generation)) if streamed_into == dir => generation,
+            _ => new_generation(),
+        };
+        let result = self.write_generation(dir, &generation, &manifest_path, before_publish);
+        match &result {
+            Ok(_) => remove_generations(dir, |g| g != generation && Some(g) != previous.as_deref()),
+            Err(_) => remove_generations(dir, |g| g == generation),
+        }
+        result
+    }
+
+    fn write_generation(
+        &mut self,
+        dir: &Path,
+        generation: &str,
+        manifest_path: &Path,
+        before_publish: &mut dyn FnMut() -> hashfile::Result<()>,
+    ) -> hashfile::Result<Manifest> {
         let n = self.builders.len();
-        let mut shards = Vec::with_capacity(n);
-        for (i, builder) in self.builders.iter_mut().enumerate() {
-            let file = shard_file_name(&generation, i, n);
+        let write_shard = |(i, builder): (usize, &mut Builder)| {
+            let file = shard_file_name(generation, i, n);
             let path = dir.join(&file);
             let bytes = builder.write_file(&path)?;
             let store = open_store(&path.display().to_string(), &Default::default())?;
-            shards.push(ShardEntry {
+            Ok(ShardEntry {
                 file,
                 entries: store.len(),
                 bytes,
                 checksum: format_checksum(header_checksum(&store)?),
-            });
-        }
+            })
+        };
+        // Every shard is built, even after one fails, so that a duplicate
+        // key error counts the keys that repeat in all of them.
+        #[cfg(feature = "parallel")]
+        let results: Vec<hashfile::Result<ShardEntry>> = {
+            use rayon::prelude::*;
+            self.builders
+                .par_iter_mut()
+                .enumerate()
+                .map(write_shard)
+                .collect()
+        };
+        #[cfg(not(feature = "parallel"))]
+        let results: Vec<hashfile::Result<ShardEntry>> = self
+            .builders
+            .iter_mut()
+            .enumerate()
+            .map(write_shard)
+            .collect();
+        let shards = first_error(results)?;
         let manifest = Manifest {
             hashfile_dataset: MANIFEST_VERSION,
             entries: shards.iter().map(|s| s.entries).sum(),
-            generation,
+            generation: generation.to_string(),
             routing: routing_name(),
             shards,
         };
-        hashfile::build::publish_file(&manifest_path, manifest.to_json().as_bytes())?;
-        remove_older_generations(dir, &manifest.generation, previous.as_deref());
+        self.cancel.check()?;
+        before_publish()?;
+        hashfile::build::publish_file(manifest_path, manifest.to_json().as_bytes())?;
         Ok(manifest)
     }
+}
+
+/// The shards, or the error of the build: the first that is not a
+/// duplicate key (an I/O error, a cancelled build), else the duplicate key
+/// of the lowest shard, counting as `others` the keys that repeat in every
+/// shard.
+fn first_error(results: Vec<hashfile::Result<ShardEntry>>) -> hashfile::Result<Vec<ShardEntry>> {
+    let mut shards = Vec::with_capacity(results.len());
+    let mut duplicate: Option<hashfile::Error> = None;
+    let mut other: Option<hashfile::Error> = None;
+    for result in results {
+        match (result, &mut duplicate) {
+            (Ok(shard), _) => shards.push(shard),
+            (
+                Err(hashfile::Error::DuplicateKey { others, .. }),
+                Some(hashfile::Error::DuplicateKey { others: total, .. }),
+            ) => {
+                *total += others + 1;
+            }
+            (Err(e @ hashfile::Error::DuplicateKey { .. }), None) => duplicate = Some(e),
+            (Err(e), _) => {
+                other.get_or_insert(e);
+            }
+        }
+    }
+    match other.or(duplicate) {
+        Some(e) => Err(e),
+        None => Ok(shards),
+    }
+}
+
+fn check_shards(shards: u32) -> hashfile::Result<NonZeroU32> {
+    NonZeroU32::new(shards)
+        .filter(|n| n.get() <= MAX_SHARDS)
+        .ok_or_else(|| hashfile::Error::InvalidOption {
+            name: "shards",
+            reason: format!("{shards}; a dataset has 1 to {MAX_SHARDS} shards"),
+        })
+}
+
+fn create_dir(dir: &Path) -> hashfile::Result<()> {
+    std::fs::create_dir_all(dir).map_err(|e| hashfile::Error::Io {
+        path: Some(dir.to_path_buf()),
+        source: e,
+    })
 }
 
 /// `GENERATION-IIIII-of-NNNNN.hf`.
@@ -141,21 +269,17 @@ fn generation_of(file_name: &str) -> Option<&str> {
     (digits(count) && digits(index) && !generation.is_empty()).then_some(generation)
 }
 
-/// Removes the shard files of generations other than `current` and
-/// `previous`. A file that cannot be removed is left: it costs space,
-/// never correctness.
-fn remove_older_generations(dir: &Path, current: &str, previous: Option<&str>) {
+/// Removes the shard files whose generation `doomed` picks. A file that
+/// cannot be removed is left: it costs space, never correctness.
+fn remove_generations(dir: &Path, doomed: impl Fn(&str) -> bool) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
     for entry in entries.flatten() {
         let name = entry.file_name();
         let Some(name) = name.to_str() else { continue };
-        match generation_of(name) {
-            Some(generation) if generation != current && Some(generation) != previous => {
-                let _ = std::fs::remove_file(entry.path());
-            }
-            _ => {}
+        if generation_of(name).is_some_and(&doomed) {
+            let _ = std::fs::remove_file(entry.path());
         }
     }
 }

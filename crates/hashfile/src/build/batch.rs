@@ -2,7 +2,7 @@
 //! added to it in one go by `Builder::append`.
 
 use crate::chd;
-use crate::format::{Record, ValueKind};
+use crate::format::{record, Record, ValueKind};
 
 /// Entries encoded as records, ready to append to a builder.
 #[derive(Debug, Default)]
@@ -52,6 +52,14 @@ impl Batch {
     /// Number of entries.
     pub fn len(&self) -> usize {
         self.starts.len()
+    }
+
+    /// The entries, in the order they were added: for a consumer that
+    /// spreads them over several builders (a dataset's shards).
+    pub fn records(&self) -> impl ExactSizeIterator<Item = Record<'_>> + '_ {
+        self.starts.iter().map(|&start| {
+            record::read(&self.records[start..]).expect("a batch's own records are well formed")
+        })
     }
 
     /// True if the batch has no entries.
