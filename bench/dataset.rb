@@ -2,7 +2,9 @@
 
 # Datasets (issue 23), side by side in one run:
 # - build ENTRIES pairs as one store and as 4 and 16 shards, each in a
-#   child process: seconds, peak RSS (VmHWM), bytes written;
+#   child process: seconds, peak RSS (VmHWM), bytes written; from Ruby
+#   (Hashfile.build, build_sharded) and from a JSON Lines file
+#   (Hashfile.build_from, what hashfile build [--shards N] runs);
 # - warm lookups (db[]) of the same random keys in the 16-shard dataset and
 #   in the one store, and their ratio;
 # - the 16-shard dataset served by nginx on loopback: the requests of open,
@@ -48,6 +50,24 @@ def build(at, shards)
   { seconds: seconds, rss_mb: hwm / 1024, bytes: File.directory?(at) ? Dir.glob("#{at}/*.hf").sum { |f| File.size(f) } : File.size(at) }
 end
 
+# Builds the JSON Lines file at +at+ with Hashfile.build_from in a child
+# process: the records stream into each shard's temporary file.
+def build_from_file(input, at, shards)
+  script = <<~RUBY
+    require "hashfile"
+    t = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+    Hashfile.build_from(#{input.inspect}, #{at.inspect}#{", shards: #{shards}" if shards})
+    seconds = Process.clock_gettime(Process::CLOCK_MONOTONIC) - t
+    hwm = File.read("/proc/self/status")[/VmHWM:\\s+(\\d+)/, 1].to_i
+    puts [seconds, hwm].join(" ")
+  RUBY
+  out = IO.popen([RbConfig.ruby, "-I#{LIB}", "-e", script], &:read)
+  raise "build failed" unless $?.success?
+
+  seconds, hwm = out.split.map(&:to_f)
+  { seconds: seconds, rss_mb: hwm / 1024, bytes: File.directory?(at) ? Dir.glob("#{at}/*.hf").sum { |f| File.size(f) } : File.size(at) }
+end
+
 say "#{ENTRIES} pairs (key-0000000042 => value-42)"
 builds = {
   "one store" => build(File.join(DIR, "one.hf"), nil),
@@ -57,6 +77,21 @@ builds = {
 builds.each do |name, b|
   say format("build %-9s %6.2f s  peak RSS %6.0f MB  %8.1f MB written", name, b[:seconds], b[:rss_mb], b[:bytes] / 1e6)
 end
+
+jsonl = File.join(DIR, "pairs.jsonl")
+File.open(jsonl, "w") do |f|
+  (0...ENTRIES).each_slice(100_000) { |slice| f.write(slice.map { |i| format(%({"key":"key-%010d","value":"value-%d"}\n), i, i) }.join) }
+end
+say format("from a JSON Lines file (%.1f MB), Hashfile.build_from:", File.size(jsonl) / 1e6)
+from_file = {
+  "one store" => build_from_file(jsonl, File.join(DIR, "file-one.hf"), nil),
+  "4 shards" => build_from_file(jsonl, File.join(DIR, "file-four"), 4),
+  "16 shards" => build_from_file(jsonl, File.join(DIR, "file-sixteen"), 16)
+}
+from_file.each do |name, b|
+  say format("build_from %-9s %6.2f s  peak RSS %6.0f MB  %8.1f MB written", name, b[:seconds], b[:rss_mb], b[:bytes] / 1e6)
+end
+File.delete(jsonl)
 
 one = Hashfile.open(File.join(DIR, "one.hf"))
 sixteen = Hashfile.open(File.join(DIR, "sixteen"))

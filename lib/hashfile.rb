@@ -178,7 +178,10 @@ module Hashfile
     #   lookups and +each+ under way finish on the old one. A new file that
     #   cannot be opened leaves the old one in use (Reader#reload_error).
     #   nil (the default): the reader keeps the file it opened; see also
-    #   Reader#stale? and Reader#reopen. Local stores only.
+    #   Reader#stale? and Reader#reopen. Local stores and datasets, and a
+    #   remote dataset (the URL of its hashfile-dataset.json), whose
+    #   manifest each check fetches (one request): a new generation
+    #   replaces all its shards at once.
     #
     # +path+ may also be a URL: +http://+ or +https://+ (read with HTTP
     # range requests) or +s3://bucket/key+ (credentials, region and endpoint
@@ -207,7 +210,9 @@ module Hashfile
     #   object was replaced since it was opened: raise StaleError (the
     #   default), or reopen it and look the key up again, once, in the new
     #   object (+[]+, +get+, +fetch+, +dig+, +key?+, +values_at+; +each+
-    #   still raises, since it cannot go on in another object)
+    #   still raises, since it cannot go on in another object). A remote
+    #   dataset reopens its manifest, too, when a shard it opens is gone or
+    #   not the one listed (later builds removed its generation).
     # @raise [Errno::ENOENT] if the file does not exist
     # @raise [FormatError] if it is not a valid store
     # @raise [RemoteError] if a remote store cannot be read (subclasses by

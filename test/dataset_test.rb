@@ -165,4 +165,28 @@ class DatasetTest < HashfileTest
   ensure
     nginx&.stop
   end
+
+  # A remote dataset follows new generations: reload: polls its manifest
+  # (one request per check), on_change: :reopen reopens when a later build
+  # removed the shards of the generation read.
+  def test_a_remote_dataset_follows_new_generations
+    skip "network waits, not object lifetimes" if ENV["HASHFILE_GC_STRESS"] == "1"
+    nginx = Hashfile::TestServers::Nginx.new
+    dir = nginx.file("ds")
+    Hashfile.build_sharded(dir, { "a" => "1", "b" => "1" }, shards: 3)
+    url = nginx.url("/files/ds/hashfile-dataset.json")
+    polled = Hashfile.open(url, reload: 0)
+    reopening = Hashfile.open(url, on_change: :reopen)
+    assert_equal %w[1 1], [polled["a"], reopening["b"]]
+    Hashfile.build_sharded(dir, { "a" => "2", "b" => "2" }, shards: 2)
+    assert_equal ["2", 1], [polled["a"], polled.generation]
+    Hashfile.build_sharded(dir, { "a" => "3", "b" => "3" }, shards: 4)
+    assert_equal "3", reopening["a"], "its shards are gone; it reopens"
+    assert_equal 1, reopening.generation
+    assert_match(/reload: and on_change: :reopen are two ways/, assert_raises(ArgumentError) { Hashfile.open(url, reload: 1, on_change: :reopen) }.message)
+  ensure
+    polled&.close
+    reopening&.close
+    nginx&.stop
+  end
 end

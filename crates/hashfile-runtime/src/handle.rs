@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use arc_swap::{ArcSwapOption, Guard};
 use hashfile_remote::{Location, RemoteError, RemoteErrorKind, RemoteOptions};
 
+use crate::dataset::manifest::MANIFEST_NAME;
 use crate::table::Table;
 
 /// When an open location looks for a newer store than the one it reads.
@@ -19,15 +20,20 @@ pub enum Refresh {
     /// [`reopen`](Handle::reopen) or close.
     #[default]
     Never,
-    /// A local store: on access, at most once per interval, look whether
-    /// the path names another file (a newer store published there by
-    /// rename); if so, open it and read it from the next access on. A new
-    /// file that cannot be opened leaves the old store in use and is
-    /// remembered ([`Handle::refresh_error`]); the next check tries again.
+    /// A local store or dataset, or a remote dataset: on access, at most
+    /// once per interval, look whether the location names another store
+    /// (a newer one published there by rename; for a remote dataset, a
+    /// manifest of another generation, one request); if so, open it and
+    /// read it from the next access on. A new one that cannot be opened
+    /// (or a manifest that cannot be fetched) leaves the old store in use
+    /// and is remembered ([`Handle::refresh_error`]); the next check tries
+    /// again.
     Every(Duration),
-    /// A remote store: a read that finds the object replaced (its ETag or
-    /// Last-Modified changed) reopens it, with an empty cache, and reads
-    /// once more in the new object ([`Handle::read`]).
+    /// A remote store or dataset: a read that finds the object replaced
+    /// (its ETag or Last-Modified changed) or gone, or a shard missing or
+    /// not the one the manifest lists (a generation a later build removed),
+    /// reopens the location, with an empty cache, and reads once more in
+    /// what it names now ([`Handle::read`]).
     ReopenOnChange,
 }
 
@@ -93,7 +99,7 @@ impl Current {
 pub fn open(location: &str, options: OpenOptions) -> hashfile::Result<Handle> {
     let remote = Location::is_remote(location);
     let refused = match options.refresh {
-        Refresh::Every(_) if remote => Some("a refresh interval is for local stores; a remote store finds a replaced object on its next read (reopen on change)"),
+        Refresh::Every(_) if remote && !location.ends_with(MANIFEST_NAME) => Some("a refresh interval is for local stores and for remote datasets (a URL of their hashfile-dataset.json); a remote store finds a replaced object on its next read (reopen on change)"),
         Refresh::ReopenOnChange if !remote => Some("reopen on change is for remote stores (http://, https://, s3://); a local store looks for a new file at a refresh interval"),
         _ => None,
     };
@@ -180,7 +186,10 @@ impl Handle {
     pub fn read<R>(&self, read: impl Fn(&Table) -> hashfile::Result<R>) -> hashfile::Result<R> {
         let first = self.read_once(&read);
         match first {
-            Err(e) if self.options.refresh == Refresh::ReopenOnChange && is_replaced(&e) => {
+            Err(e)
+                if self.options.refresh == Refresh::ReopenOnChange
+                    && (is_replaced(&e) || is_superseded(&e)) =>
+            {
                 self.reopen()?;
                 self.read_once(&read)
             }
@@ -275,9 +284,10 @@ impl Handle {
     }
 
     /// Whether the location names another store than the one read now (a
-    /// newer one was published there), or none. Always false for a remote
-    /// store, whose replacement the next read that reaches the server
-    /// finds.
+    /// newer one was published there), or none. For a remote dataset this
+    /// fetches the manifest (and is true when that fails, so that a
+    /// refresh tries and records why). Always false for a remote store,
+    /// whose replacement the next read that reaches the server finds.
     pub fn is_stale(&self) -> bool {
         match &*self.current.load() {
             Some(store) => store.is_stale(&self.location),
@@ -333,6 +343,16 @@ impl Handle {
 /// Whether `error` says the remote object was replaced while open.
 pub fn is_replaced(error: &hashfile::Error) -> bool {
     RemoteError::find_in(error).is_some_and(|remote| remote.kind == RemoteErrorKind::Changed)
+}
+
+/// Whether `error` says a remote object is gone, or a remote dataset's
+/// shard, opened on first use, is missing or not the one its manifest
+/// lists: what a reader of a generation that later builds replaced and
+/// removed finds. The location may name something newer now.
+fn is_superseded(error: &hashfile::Error) -> bool {
+    matches!(error, hashfile::Error::Dataset { .. })
+        || RemoteError::find_in(error)
+            .is_some_and(|remote| remote.kind == RemoteErrorKind::NotFound)
 }
 
 fn nanos(duration: Duration) -> u64 {

@@ -179,14 +179,15 @@ impl Table {
 
     /// Whether `location` now names another store or manifest than the
     /// one read (a newer one was published there by rename), or none.
-    /// Never for a remote one.
+    /// Never for a remote store; for a remote dataset, whether its manifest
+    /// (fetched now) is of another generation, or cannot be fetched.
     pub fn is_stale(&self, location: &str) -> bool {
         match self {
             Table::Store(store) => store.source().is_stale(location),
             Table::Dataset(dataset, Some(read)) => {
                 FileId::of_path(Path::new(dataset.location())).ok() != Some(*read)
             }
-            Table::Dataset(_, None) => false,
+            Table::Dataset(dataset, None) => dataset.manifest_replaced().unwrap_or(true),
         }
     }
 

@@ -414,3 +414,88 @@ fn the_test_vector_reads_as_documented() {
         .collect();
     assert_eq!(counts, routed);
 }
+
+/// A remote dataset over time, served by nginx from the directory a build
+/// publishes into: with a refresh interval, a manifest of a new generation
+/// is found and all shards are swapped at once; with reopen on change, a
+/// reader whose generation a later build removed reopens and reads the new
+/// one rather than failing.
+#[test]
+fn a_remote_dataset_follows_new_generations() {
+    use hashfile_runtime::{OpenOptions, Refresh};
+    let nginx = support::Nginx::start();
+    let dir = nginx.file("ds");
+    build(&dir, 500, 4, "one");
+    let url = nginx.url(&format!("/files/ds/{MANIFEST_NAME}"));
+    let get = |handle: &hashfile_runtime::Handle, key: &str| {
+        handle
+            .read(|t| {
+                Ok(t.get(key.as_bytes())?
+                    .map(|r| String::from_utf8(r.value().to_vec()).unwrap()))
+            })
+            .unwrap()
+    };
+
+    let every = OpenOptions {
+        refresh: Refresh::Every(std::time::Duration::ZERO),
+        ..OpenOptions::default()
+    };
+    let polled = hashfile_runtime::open(&url, every.clone()).unwrap();
+    assert_eq!(get(&polled, "key-1").as_deref(), Some("one-1"));
+    assert!(!polled.is_stale());
+    let requests = nginx.log().len();
+    assert_eq!(get(&polled, "key-1").as_deref(), Some("one-1"));
+    assert_eq!(
+        nginx.log()[requests..]
+            .iter()
+            .filter(|r| r.3.ends_with(MANIFEST_NAME))
+            .count(),
+        1,
+        "one manifest request per check"
+    );
+
+    let reopening = hashfile_runtime::open(
+        &url,
+        OpenOptions {
+            refresh: Refresh::ReopenOnChange,
+            ..OpenOptions::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(get(&reopening, "key-2").as_deref(), Some("one-2"));
+
+    build(&dir, 500, 2, "two");
+    assert!(polled.is_stale());
+    assert_eq!(get(&polled, "key-1").as_deref(), Some("two-1"));
+    assert_eq!(polled.generation_now(), 1);
+    assert_eq!(
+        polled
+            .current()
+            .unwrap()
+            .as_dataset()
+            .unwrap()
+            .manifest()
+            .shards
+            .len(),
+        2
+    );
+
+    // A third build removes the first generation's shards: the reader still
+    // on it finds its shards gone, reopens, and answers from the third.
+    build(&dir, 500, 3, "three");
+    assert_eq!(get(&reopening, "key-7").as_deref(), Some("three-7"));
+    assert_eq!(reopening.generation_now(), 1);
+
+    // A manifest that cannot be fetched leaves the dataset read in use
+    // (the second generation's shards are still there) and says why.
+    std::fs::remove_file(dir.join(MANIFEST_NAME)).unwrap();
+    assert_eq!(get(&polled, "key-1").as_deref(), Some("two-1"));
+    let why = polled
+        .refresh_error()
+        .expect("the failed check is remembered");
+    assert!(why.contains(MANIFEST_NAME) && why.contains("404"), "{why}");
+
+    // A refresh interval on a remote store (not a dataset) is refused.
+    let refused = hashfile_runtime::open(&nginx.url("/files/x.hf"), every).unwrap_err();
+    assert!(refused.to_string().contains("remote datasets"), "{refused}");
+}

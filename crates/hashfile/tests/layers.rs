@@ -26,7 +26,10 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "import",
         &["error", "format", "value", "build", "cancel", "parallel"],
     ),
-    ("pipeline", &["error", "format", "build", "import", "cancel"]),
+    (
+        "pipeline",
+        &["error", "format", "build", "import", "cancel"],
+    ),
 ];
 
 /// Source text without comments (`//` to the end of a line), which may

@@ -60,8 +60,8 @@ impl Reader {
     /// `_open(path, options, load, reload, reopen_on_change, remote)`:
     /// decode `options` (a Hash or nil) and the serializer's `load` (or
     /// nil) are kept for every lookup; `reload` is nil or the seconds
-    /// between checks for a new local store; `reopen_on_change` makes a
-    /// remote reader reopen a replaced object; `remote` (a Hash or nil)
+    /// between checks for a new local store or remote dataset manifest;
+    /// `reopen_on_change` makes a remote reader reopen a replaced object; `remote` (a Hash or nil)
     /// says how to reach an http://, https:// or s3:// store.
     fn open(
         ruby: &Ruby,
@@ -74,8 +74,11 @@ impl Reader {
     ) -> Result<Reader, Error> {
         let flags = DecodeFlags::default().with_options(ruby, options)?;
         let is_remote = hashfile_remote::Location::is_remote(&path);
+        let remote_dataset =
+            is_remote && path.ends_with(hashfile_runtime::dataset::manifest::MANIFEST_NAME);
         let refresh = match (reload, reopen_on_change) {
-            (Some(_), _) if is_remote => return Err(arg_error(ruby, format!("reload: is for local stores; a remote one raises StaleError when the object is replaced ({path})"))),
+            (Some(_), true) => return Err(arg_error(ruby, format!("reload: and on_change: :reopen are two ways to follow new versions; give one ({path})"))),
+            (Some(_), _) if is_remote && !remote_dataset => return Err(arg_error(ruby, format!("reload: is for local stores and remote datasets (the URL of their hashfile-dataset.json); a remote store raises StaleError when the object is replaced, or reopens it with on_change: :reopen ({path})"))),
             (_, true) if !is_remote => return Err(arg_error(ruby, format!("on_change: :reopen is for remote stores; a local one takes reload: SECONDS ({path})"))),
             (Some(seconds), _) => Refresh::Every(crate::options::reload_interval(ruby, seconds)?),
             (None, true) => Refresh::ReopenOnChange,

@@ -100,6 +100,15 @@ impl Dataset {
         Ok(dataset)
     }
 
+    /// Whether the manifest at the location, read now (for a URL, one
+    /// request), is of another generation than the one open: a newer
+    /// dataset was published there.
+    pub fn manifest_replaced(&self) -> hashfile::Result<bool> {
+        let bytes = read_manifest(&self.location, &self.remote)?;
+        let now = Manifest::parse(&bytes, &self.location)?;
+        Ok(now.generation != self.manifest.generation)
+    }
+
     /// The manifest's path or URL.
     pub fn location(&self) -> &str {
         &self.location
