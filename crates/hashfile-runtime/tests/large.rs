@@ -1,10 +1,12 @@
 //! Past 4 GiB: a store larger than 4 GiB, and a dataset whose shards
 //! together pass 4 GiB, written, read back key by key, iterated and
-//! verified. Offsets past 2³² must survive every step (slots, records,
+//! verified; the store is also dumped by the `hashfile` CLI (Ruby, through
+//! the extension `rake compile` builds, which `rake cargo_test` runs
+//! first). Offsets past 2³² must survive every step (slots, records,
 //! section table, checksums over long sections).
 //!
-//! About a minute in release builds (`rake cargo_test`, CI); skipped in
-//! debug builds, where the byte loops take several minutes.
+//! About a minute and a half in release builds (`rake cargo_test`, CI);
+//! skipped in debug builds, where the byte loops take several minutes.
 
 use std::path::PathBuf;
 
@@ -81,6 +83,49 @@ fn a_store_past_4_gib_reads_iterates_and_verifies() {
     expected.push(b"last".to_vec());
     assert_eq!(keys, expected);
     store.verify().unwrap();
+    dump_with_the_cli(&path);
+}
+
+/// `hashfile dump` of the big store: every entry, in order, as one JSON
+/// Lines `[key, value]` row, the 900 MiB values whole.
+fn dump_with_the_cli(path: &std::path::Path) {
+    use std::io::{BufRead, BufReader};
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    assert!(
+        root.join("lib/hashfile/hashfile_ruby.so").exists(),
+        "the Ruby extension is not built: run rake compile (rake cargo_test does)"
+    );
+    let mut child = std::process::Command::new("ruby")
+        .arg("-I")
+        .arg(root.join("lib"))
+        .arg(root.join("exe/hashfile"))
+        .arg("dump")
+        .arg(path)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("ruby runs");
+    let mut rows = Vec::new();
+    for line in BufReader::with_capacity(1 << 20, child.stdout.take().unwrap()).lines() {
+        let line = line.unwrap();
+        let row = match line.strip_prefix("[\"big-") {
+            Some(rest) => {
+                let i = rest.as_bytes()[0] - b'0';
+                let expected = format!(
+                    "{i}\",\"{}\\u000{i}\"]",
+                    std::str::from_utf8(&value(i)[..VALUE_LEN - 1]).unwrap()
+                );
+                assert!(rest == expected, "big-{i} dumps as its value");
+                format!("big-{i}")
+            }
+            None => line,
+        };
+        rows.push(row);
+    }
+    assert!(child.wait().unwrap().success(), "hashfile dump succeeds");
+    let mut expected = vec![r#"["first","small before"]"#.to_string()];
+    expected.extend((0..VALUES).map(|i| format!("big-{i}")));
+    expected.push(r#"["last","small after 4 GiB"]"#.to_string());
+    assert_eq!(rows, expected);
 }
 
 #[test]
