@@ -12,7 +12,9 @@
 //! measured against the others' called `get`.
 //!
 //! `dataset_lookup`: the same keys as one store and as a dataset of 4 and
-//! 16 shards, read through a `Table` (what a reader holds), warm.
+//! 16 shards, read through a `Table` (what a reader holds), warm; and the
+//! 16-shard lookup taken apart (its stores read with the shards known
+//! beforehand; the routing hash alone).
 //! `ENTRIES` sets the key count (default 1,000,000).
 //! `cargo bench -p hashfile-runtime --bench runtime`
 use std::hint::black_box;
@@ -151,6 +153,27 @@ fn dataset_lookups(c: &mut Criterion) {
         .collect();
     let mut group = c.benchmark_group("dataset_lookup");
     group.throughput(Throughput::Elements(probes.len() as u64));
+    // The 16-shard lookup taken apart: the shards' stores read with each
+    // key's shard known beforehand, and the routing hash alone.
+    let sixteen = tables[2].1.as_dataset().expect("a dataset");
+    let routed: Vec<(usize, &Vec<u8>)> = probes.iter().map(|k| (sixteen.shard_of(k), k)).collect();
+    let shards: Vec<&Store> = (0..16).map(|i| sixteen.shard(i).unwrap()).collect();
+    group.bench_function("16_shards_prerouted", |b| {
+        b.iter(|| {
+            routed
+                .iter()
+                .map(|(s, k)| store_get(shards[*s], black_box(k)))
+                .sum::<usize>()
+        })
+    });
+    group.bench_function("routing_hash_only", |b| {
+        b.iter(|| {
+            probes
+                .iter()
+                .map(|k| sixteen.shard_of(black_box(k)))
+                .sum::<usize>()
+        })
+    });
     for (name, table) in &tables {
         group.bench_function(name.as_str(), |b| {
             b.iter(|| {

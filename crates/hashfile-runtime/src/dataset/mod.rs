@@ -17,7 +17,7 @@ mod write;
 
 use std::num::NonZeroU32;
 use std::path::Path;
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 
 use hashfile::read::Source;
 use hashfile::RecordBuf;
@@ -41,7 +41,7 @@ pub struct Dataset {
     base: String,
     remote: RemoteOptions,
     /// The shards, opened and checked on first use.
-    shards: Vec<OnceLock<Arc<Store>>>,
+    shards: Vec<OnceLock<Store>>,
     /// Whether the manifest or any shard is remote, found once at open:
     /// a binding asks before every lookup.
     remote_parts: bool,
@@ -158,18 +158,26 @@ impl Dataset {
     }
 
     /// Shard `i`, opened and checked against the manifest on first use.
-    pub fn shard(&self, i: usize) -> hashfile::Result<&Arc<Store>> {
-        if let Some(store) = self.shards[i].get() {
-            return Ok(store);
+    // On every lookup: the open shard inline, the first use out of line.
+    #[inline]
+    pub fn shard(&self, i: usize) -> hashfile::Result<&Store> {
+        match self.shards[i].get() {
+            Some(store) => Ok(store),
+            None => self.first_use(i),
         }
-        let store = Arc::new(self.open_shard(i)?);
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn first_use(&self, i: usize) -> hashfile::Result<&Store> {
+        let store = self.open_shard(i)?;
         // Two threads may open it at once; one store is kept.
         let _ = self.shards[i].set(store);
         Ok(self.shards[i].get().expect("set above"))
     }
 
     /// Shard `i` if it is open already.
-    pub fn opened_shard(&self, i: usize) -> Option<&Arc<Store>> {
+    pub fn opened_shard(&self, i: usize) -> Option<&Store> {
         self.shards[i].get()
     }
 
