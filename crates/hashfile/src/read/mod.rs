@@ -271,6 +271,11 @@ impl FileId {
         std::fs::metadata(path).map(|m| FileId::of_metadata(&m))
     }
 
+    /// The file `file` is.
+    pub fn of_file(file: &std::fs::File) -> std::io::Result<FileId> {
+        file.metadata().map(|m| FileId::of_metadata(&m))
+    }
+
     fn of_metadata(metadata: &std::fs::Metadata) -> FileId {
         use std::os::unix::fs::MetadataExt;
         FileId {
