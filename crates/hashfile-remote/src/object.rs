@@ -251,7 +251,7 @@ impl RemoteObject {
     }
 
     /// Whether every answer's header is compared with the one opened (see
-    /// [`RemoteObject::open`]).
+    /// `RemoteObject::open`).
     pub fn checks_header(&self) -> bool {
         self.header.is_some()
     }
@@ -297,7 +297,7 @@ impl RangeFetch for RemoteObject {
         self.identity.size
     }
 
-    /// Groups of up to [`RANGES_PER_REQUEST`] ranges, one request each
+    /// Groups of up to `RANGES_PER_REQUEST` ranges, one request each
     /// (one range per request for S3, or for a server that refused
     /// multi-range requests), up to `concurrency` requests at once.
     fn fetch(&self, ranges: &[Range<u64>]) -> io::Result<Vec<Vec<u8>>> {
