@@ -85,8 +85,9 @@ class DatasetTest < HashfileTest
   # Input files, as Hashfile.build_from reads them, into shards built in
   # parallel: the same entries as one store built from the same files.
   def test_a_dataset_builds_from_input_files
-    File.write(path("a.jsonl"), (0...300).map { |i| %({"key":"k#{i}","value":{"n":#{i}}}\n) }.join)
-    File.write(path("b.tsv"), "key\tvalue\n" + (300...500).map { |i| "k#{i}\tv#{i}\n" }.join)
+    n = scale(500)
+    File.write(path("a.jsonl"), (0...n / 2).map { |i| %({"key":"k#{i}","value":{"n":#{i}}}\n) }.join)
+    File.write(path("b.tsv"), "key\tvalue\n" + (n / 2...n).map { |i| "k#{i}\tv#{i}\n" }.join)
     inputs = [path("a.jsonl"), Pathname(path("b.tsv"))]
     one = Hashfile.build_from(inputs, path("one.hf"))
     phases = []
@@ -98,7 +99,7 @@ class DatasetTest < HashfileTest
     Hashfile.open(path("one.hf")) do |store|
       Hashfile.open(path("ds")) { |db| assert_equal store.to_h, db.to_h }
     end
-    assert_equal "v499", Hashfile.open(path("ds2")) { |db| db["k499"] }
+    assert_equal "v#{n - 1}", Hashfile.open(path("ds2")) { |db| db["k#{n - 1}"] }
     e = assert_raises(ArgumentError) { Hashfile.build_sharded(path("ds3"), path("b.tsv"), shards: 2, serializer: Marshal) }
     assert_match(/serializer: applies to Ruby values, not to input files/, e.message)
     assert_match(/unknown option: key_colum/, assert_raises(ArgumentError) { Hashfile.build_sharded(path("ds3"), [path("b.tsv")], shards: 2, key_colum: 0) }.message)
