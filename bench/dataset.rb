@@ -30,15 +30,13 @@ LIB = File.expand_path("../lib", __dir__)
 
 def say(text) = puts("[dataset] #{text}")
 
-# Builds ENTRIES pairs at +at+ (one store when +shards+ is nil) in a child
-# process, entries straight into the writer (no Ruby Hash of them all);
-# returns its seconds and peak RSS.
-def build(at, shards)
+# Runs +build+ (Ruby code that writes +at+) in a child process; returns
+# its seconds and peak RSS, and the bytes written at +at+.
+def in_child(at, build)
   script = <<~RUBY
     require "hashfile"
     t = Process.clock_gettime(Process::CLOCK_MONOTONIC)
-    fill = ->(w) { #{ENTRIES}.times { |i| w["key-%010d" % i] = "value-\#{i}" } }
-    #{shards ? "Hashfile.build_sharded(#{at.inspect}, nil, shards: #{shards}, &fill)" : "Hashfile.build(#{at.inspect}, &fill)"}
+    #{build}
     seconds = Process.clock_gettime(Process::CLOCK_MONOTONIC) - t
     hwm = File.read("/proc/self/status")[/VmHWM:\\s+(\\d+)/, 1].to_i
     puts [seconds, hwm].join(" ")
@@ -50,22 +48,17 @@ def build(at, shards)
   { seconds: seconds, rss_mb: hwm / 1024, bytes: File.directory?(at) ? Dir.glob("#{at}/*.hf").sum { |f| File.size(f) } : File.size(at) }
 end
 
-# Builds the JSON Lines file at +at+ with Hashfile.build_from in a child
-# process: the records stream into each shard's temporary file.
-def build_from_file(input, at, shards)
-  script = <<~RUBY
-    require "hashfile"
-    t = Process.clock_gettime(Process::CLOCK_MONOTONIC)
-    Hashfile.build_from(#{input.inspect}, #{at.inspect}#{", shards: #{shards}" if shards})
-    seconds = Process.clock_gettime(Process::CLOCK_MONOTONIC) - t
-    hwm = File.read("/proc/self/status")[/VmHWM:\\s+(\\d+)/, 1].to_i
-    puts [seconds, hwm].join(" ")
-  RUBY
-  out = IO.popen([RbConfig.ruby, "-I#{LIB}", "-e", script], &:read)
-  raise "build failed" unless $?.success?
+# Builds ENTRIES pairs at +at+ (one store when +shards+ is nil), entries
+# straight into the writer (no Ruby Hash of them all).
+def build(at, shards)
+  fill = %(fill = ->(w) { #{ENTRIES}.times { |i| w["key-%010d" % i] = "value-\#{i}" } })
+  in_child(at, "#{fill}\n" + (shards ? "Hashfile.build_sharded(#{at.inspect}, nil, shards: #{shards}, &fill)" : "Hashfile.build(#{at.inspect}, &fill)"))
+end
 
-  seconds, hwm = out.split.map(&:to_f)
-  { seconds: seconds, rss_mb: hwm / 1024, bytes: File.directory?(at) ? Dir.glob("#{at}/*.hf").sum { |f| File.size(f) } : File.size(at) }
+# Builds the JSON Lines file +input+ at +at+ with Hashfile.build_from: the
+# records stream into each shard's temporary file.
+def build_from_file(input, at, shards)
+  in_child(at, "Hashfile.build_from(#{input.inspect}, #{at.inspect}#{", shards: #{shards}" if shards})")
 end
 
 say "#{ENTRIES} pairs (key-0000000042 => value-42)"

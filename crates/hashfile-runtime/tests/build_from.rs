@@ -43,6 +43,19 @@ fn inputs(dir: &Path, lines: usize, duplicate: bool) -> Vec<Input> {
         .collect()
 }
 
+/// A dataset of `shards` from `inputs` in `dir`, with the default
+/// options, nothing to cancel it and no progress wanted.
+fn build(inputs: &[Input], dir: &Path, shards: u32) -> hashfile::Result<pipeline::Summary> {
+    dataset::build_from(
+        inputs,
+        dir,
+        shards,
+        BuildOptions::default(),
+        &CancelFlag::new(),
+        &mut |_| Ok(()),
+    )
+}
+
 fn files(dir: &Path) -> BTreeSet<String> {
     std::fs::read_dir(dir)
         .unwrap()
@@ -118,28 +131,12 @@ fn a_duplicate_key_is_named_where_it_occurs_and_the_old_dataset_stays() {
     let work = tempfile::tempdir().unwrap();
     let dir = work.path().join("dataset");
     let good = inputs(work.path(), 1_000, false);
-    dataset::build_from(
-        &good,
-        &dir,
-        3,
-        BuildOptions::default(),
-        &CancelFlag::new(),
-        &mut |_| Ok(()),
-    )
-    .unwrap();
+    build(&good, &dir, 3).unwrap();
     let before = files(&dir);
     let generation = generation(&dir);
 
     let bad = inputs(work.path(), 1_000, true);
-    let error = dataset::build_from(
-        &bad,
-        &dir,
-        3,
-        BuildOptions::default(),
-        &CancelFlag::new(),
-        &mut |_| Ok(()),
-    )
-    .unwrap_err();
+    let error = build(&bad, &dir, 3).unwrap_err();
     let Error::DuplicateKey {
         key,
         first: Some(at),
@@ -163,15 +160,7 @@ fn a_duplicate_key_is_named_where_it_occurs_and_the_old_dataset_stays() {
     // Keys that repeat in every shard are all counted, not only the
     // failing shard's.
     let twice = [bad[0].clone(), bad[0].clone()];
-    let error = dataset::build_from(
-        &twice,
-        &dir,
-        3,
-        BuildOptions::default(),
-        &CancelFlag::new(),
-        &mut |_| Ok(()),
-    )
-    .unwrap_err();
+    let error = build(&twice, &dir, 3).unwrap_err();
     assert!(
         matches!(error, Error::DuplicateKey { others: 999, .. }),
         "{error:?}"
@@ -196,15 +185,7 @@ fn a_build_cancelled_before_its_manifest_publishes_nothing() {
     let work = tempfile::tempdir().unwrap();
     let dir = work.path().join("dataset");
     let inputs = inputs(work.path(), 1_000, false);
-    dataset::build_from(
-        &inputs,
-        &dir,
-        2,
-        BuildOptions::default(),
-        &CancelFlag::new(),
-        &mut |_| Ok(()),
-    )
-    .unwrap();
+    build(&inputs, &dir, 2).unwrap();
     let before = files(&dir);
     let generation = generation(&dir);
 
