@@ -1,0 +1,199 @@
+"""Hashfile: immutable key-value stores indexed by a minimal perfect hash.
+
+Open a store (or a dataset of shards, or a URL) in microseconds and look
+keys up without parsing anything::
+
+    import hashfile
+    hashfile.build("prices.hf", {"sku-1": 10, "sku-2": {"cents": 20}})
+    with hashfile.open("prices.hf") as db:
+        db["sku-1"]            # 10
+        db.get("nope")         # None
+        "sku-2" in db          # True
+
+The stores are the Ruby gem's: a store built from Ruby reads the same here,
+and the reverse. Values come back as ``str``, ``bytes``, ``int``, ``float``,
+``bool``, ``None``, ``list`` and ``dict`` (docs/PYTHON.md).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import ItemsView, Iterable, Iterator, Mapping, ValuesView
+from typing import Any, Union
+
+from . import _native, errors
+from .errors import *  # noqa: F401,F403 (the exception classes)
+
+__all__ = ["open", "build", "shard_of", "Reader", "Key", *errors.__all__]
+
+Key = Union[str, bytes]
+PathLike = Union[str, "os.PathLike[str]"]
+
+_MISSING = object()
+# Entries read per call while iterating.
+_CHUNK = 1024
+
+
+def open(location: PathLike, *, reload: float | None = None, on_change: str = "raise", **remote: Any) -> "Reader":  # noqa: A001
+    """Opens a store, a dataset (its directory, or its manifest's path or
+    URL), or a remote store (``http://``, ``https://``, ``s3://``).
+
+    ``reload``: at most every this many seconds, look whether a newer store
+    (or dataset generation) was published at ``location`` and read it from
+    the next lookup on. ``on_change="reopen"``: a remote reader reopens a
+    replaced object and looks the key up again. ``remote``: the remote
+    options (``headers``, ``timeout``, ``connect_timeout``, ``retries``,
+    ``concurrency``, ``cache_size``, ``block_size``, ``prefetch_index``,
+    ``http2``, ``s3_endpoint``, ``s3_region``); an unknown one is a
+    ``TypeError``.
+    """
+    if on_change not in ("raise", "reopen"):
+        raise ValueError(f"on_change must be 'raise' or 'reopen', not {on_change!r}")
+    if reload is not None and (isinstance(reload, bool) or not isinstance(reload, (int, float))):
+        raise TypeError(f"reload must be None or a number of seconds, not {type(reload).__name__}")
+    native = _native.open(os.fspath(location), None if reload is None else float(reload), on_change == "reopen", remote or None)
+    return Reader(native)
+
+
+def build(path: PathLike, items: Mapping[Key, Any] | Iterable[tuple[Key, Any]], *, shards: int | None = None, **options: Any) -> int:
+    """Builds a store at ``path`` from a mapping or (key, value) pairs, and
+    publishes it atomically (a reader sees the old store or the new one).
+    With ``shards``, builds a dataset of that many shards in the directory
+    ``path``. Options: ``on_duplicate`` (``"error"``, ``"first"``,
+    ``"last"``, ...), ``keys_per_bucket``, ``load_factor``, ``hash_seed``,
+    ``keys_per_part``. Returns the bytes written.
+    """
+    pairs = items.items() if isinstance(items, Mapping) else items
+    return _native.build(os.fspath(path), pairs, shards, options or None)
+
+
+def shard_of(key: Key, shards: int) -> int:
+    """The shard (``0 <= shard < shards``) ``key`` goes to in a dataset of
+    ``shards``: the same in every language and release."""
+    return _native.shard_of(key, shards)
+
+
+class Reader(Mapping):
+    """An open store or dataset: a read-only ``Mapping`` of its keys (``str``
+    for text keys, ``bytes`` for binary ones) to their values. Iteration is
+    in stored order (shard by shard for a dataset) and reads one version
+    from start to end, whatever a reload swaps in meanwhile."""
+
+    __slots__ = ("_native",)
+
+    def __init__(self, native: _native.NativeReader) -> None:
+        self._native = native
+
+    def __getitem__(self, key: Key) -> Any:
+        value = self._native.lookup(key, _MISSING) if isinstance(key, (str, bytes)) else _MISSING
+        if value is _MISSING:
+            raise KeyError(key)
+        return value
+
+    def get(self, key: Key, default: Any = None) -> Any:
+        if not isinstance(key, (str, bytes)):
+            return default
+        return self._native.lookup(key, default)
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, (str, bytes)) and self._native.contains(key)
+
+    def __len__(self) -> int:
+        return len(self._native)
+
+    def __iter__(self) -> Iterator[Key]:
+        for key, _ in self._chunks(keys_only=True):
+            yield key
+
+    def items(self) -> ItemsView[Key, Any]:
+        return _ItemsView(self)
+
+    def values(self) -> ValuesView[Any]:
+        return _ValuesView(self)
+
+    def _chunks(self, keys_only: bool = False) -> Iterator[tuple[Key, Any]]:
+        pinned = self._native.pinned()
+        cursor: tuple[int, int, int] | None = (0, 0, 0)
+        while cursor is not None:
+            chunk, cursor = pinned.chunk(cursor, _CHUNK, keys_only)
+            yield from chunk
+
+    def get_many(self, keys: Iterable[Key]) -> list[Any]:
+        """The values of ``keys`` in order (``None`` where absent): one batch
+        per store (remotely, a few round trips for all of them), without
+        the GIL while it waits."""
+        return self._native.get_many(list(keys))
+
+    def dig(self, key: Key, *path: str | int, default: Any = None) -> Any:
+        """The value at ``path`` inside the value of ``key`` (dict keys and
+        list indexes), or ``default`` if any step is missing."""
+        value = self.get(key, _MISSING)
+        for step in path:
+            if value is _MISSING:
+                break
+            try:
+                value = value[step]
+            except (KeyError, IndexError, TypeError):
+                value = _MISSING
+        return default if value is _MISSING else value
+
+    def verify(self) -> bool:
+        """Checks every checksum (a dataset: every shard against its
+        manifest, every key against its shard). Raises on damage."""
+        return self._native.verify()
+
+    def info(self) -> dict[str, Any]:
+        """Entries, sizes and, for a dataset, its generation and shards."""
+        return self._native.info()
+
+    @property
+    def generation(self) -> int:
+        """How many times a newer store replaced the one read (``reload``)."""
+        return self._native.generation()
+
+    @property
+    def reload_error(self) -> str | None:
+        return self._native.reload_error()
+
+    def stale(self) -> bool:
+        """Whether ``location`` now names another store than the one read."""
+        return self._native.is_stale()
+
+    def reopen(self) -> None:
+        self._native.reopen()
+
+    @property
+    def closed(self) -> bool:
+        return self._native.closed
+
+    @property
+    def remote(self) -> bool:
+        return self._native.remote
+
+    def close(self) -> None:
+        """Closes the reader: every later call raises ``ClosedError``."""
+        self._native.close()
+
+    def __enter__(self) -> "Reader":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else f"{len(self)} entries"
+        return f"<hashfile.Reader {self._native.location} ({state})>"
+
+
+class _ItemsView(ItemsView):
+    """``reader.items()``: pairs read in chunks, not a lookup per key."""
+
+    def __iter__(self) -> Iterator[tuple[Key, Any]]:
+        return self._mapping._chunks()
+
+
+class _ValuesView(ValuesView):
+    """``reader.values()``: values read in chunks, not a lookup per key."""
+
+    def __iter__(self) -> Iterator[Any]:
+        return (value for _, value in self._mapping._chunks())

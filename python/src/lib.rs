@@ -1,0 +1,47 @@
+//! The Python binding: `hashfile._native`, wrapped by the pure-Python
+//! package `hashfile` (python/hashfile/). Like the Ruby extension it only
+//! converts: arguments to the runtime's calls, records to Python objects,
+//! core errors to the exceptions of `hashfile.errors`. What an open store
+//! does over time (refresh, swap, datasets) is `hashfile-runtime`'s.
+
+use std::num::NonZeroU32;
+
+use pyo3::prelude::*;
+
+mod build;
+mod decode;
+mod encode;
+mod errors;
+mod options;
+mod reader;
+
+/// The shard (`0..shards`) of `key` in a dataset of `shards`, as every
+/// release and language routes it (docs/FORMAT.md).
+#[pyfunction]
+fn shard_of(key: options::Key<'_>, shards: i64) -> PyResult<u32> {
+    let n = u32::try_from(shards)
+        .ok()
+        .and_then(NonZeroU32::new)
+        .filter(|n| n.get() <= hashfile::dataset::MAX_SHARDS)
+        .ok_or_else(|| {
+            pyo3::exceptions::PyValueError::new_err(format!(
+                "shards must be from 1 to {}, got {shards}",
+                hashfile::dataset::MAX_SHARDS
+            ))
+        })?;
+    Ok(hashfile::dataset::shard_of(key.bytes(), n))
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    // A store truncated under a reader reads as an error, not a crash
+    // (the core's SIGBUS guard; docs/ERRORS.md).
+    hashfile::read::fault::install().map_err(|e| {
+        pyo3::exceptions::PyOSError::new_err(format!("cannot install the SIGBUS guard: {e}"))
+    })?;
+    m.add_function(wrap_pyfunction!(shard_of, m)?)?;
+    m.add_function(wrap_pyfunction!(reader::open, m)?)?;
+    m.add_function(wrap_pyfunction!(build::build, m)?)?;
+    m.add_class::<reader::NativeReader>()?;
+    Ok(())
+}

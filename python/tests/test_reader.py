@@ -1,0 +1,173 @@
+"""hashfile from Python: build, open, the Mapping API, iteration, datasets,
+and every error class with the message the Ruby gem gives."""
+
+from __future__ import annotations
+
+import math
+import os
+
+import pytest
+
+import hashfile
+
+DATA = {
+    "plain": "text",
+    "binary": b"\x00\xff raw",
+    "int": 42,
+    "big": 2**100,
+    "negative big": -(2**70) - 1,
+    "float": 2.5,
+    "nan": math.nan,
+    "true": True,
+    "false": False,
+    "none": None,
+    "list": [1, "two", [3.0, None], {"four": 4}],
+    "map": {"nested": {"deeper": [True, False]}, "n": -1},
+    "unicode ключ": "значение ✓",
+}
+
+
+@pytest.fixture
+def store(tmp_path):
+    path = tmp_path / "s.hf"
+    written = hashfile.build(path, DATA)
+    assert written == os.path.getsize(path)
+    with hashfile.open(path) as db:
+        yield db
+
+
+def same(a, b) -> bool:
+    if isinstance(a, float) and math.isnan(a):
+        return isinstance(b, float) and math.isnan(b)
+    return a == b and type(a) is type(b)
+
+
+def test_every_value_type_reads_back_as_the_python_value(store):
+    for key, value in DATA.items():
+        assert same(store[key], value), key
+    assert store.get("none", "default") is None, "a stored None is not absent"
+    assert store.get("absent", "default") == "default"
+    assert store.get("absent") is None
+
+
+def test_the_mapping_api(store):
+    assert len(store) == len(DATA)
+    assert list(store) == list(DATA), "stored order"
+    assert list(store.keys()) == list(DATA)
+    assert "int" in store and "absent" not in store and 1 not in store
+    assert [k for k, _ in store.items()] == list(DATA)
+    assert all(same(v, DATA[k]) for k, v in store.items())
+    assert len(list(store.values())) == len(DATA)
+    assert ("int", 42) in store.items() and ("int", 43) not in store.items()
+    with pytest.raises(KeyError) as missing:
+        store["absent"]
+    assert missing.value.args == ("absent",)
+    with pytest.raises(KeyError):
+        store[1]
+    assert store.get(b"int") == 42, "a str key is looked up by its UTF-8 bytes"
+    assert store.get_many(["int", "absent", "plain"]) == [42, None, "text"]
+    assert store.dig("map", "nested", "deeper", 1) is False
+    assert store.dig("list", 3, "four") == 4
+    assert store.dig("map", "nope", default=7) == 7
+    assert not hasattr(store, "__setitem__")
+
+
+def test_binary_keys_come_back_as_bytes(tmp_path):
+    path = tmp_path / "b.hf"
+    hashfile.build(path, [(b"\xff\x00", "binary key"), ("text", b"v")])
+    with hashfile.open(path) as db:
+        assert list(db) == [b"\xff\x00", "text"]
+        assert db[b"\xff\x00"] == "binary key"
+
+
+def test_info_and_verify(store):
+    info = store.info()
+    assert info["entries"] == len(DATA)
+    assert set(info["sections"]) == {"seed_index", "seeds", "remap", "slots", "records"}
+    assert store.verify() is True
+
+
+def test_a_closed_reader_raises_closed_error(tmp_path):
+    path = tmp_path / "c.hf"
+    hashfile.build(path, {"a": "1"})
+    db = hashfile.open(path)
+    with db:
+        assert db["a"] == "1"
+    assert db.closed
+    with pytest.raises(hashfile.ClosedError, match="closed store .*c.hf"):
+        db["a"]
+    with pytest.raises(hashfile.ClosedError):
+        len(db)
+
+
+def test_reload_reads_a_newly_published_store(tmp_path):
+    path = tmp_path / "r.hf"
+    hashfile.build(path, {"k": "old"})
+    with hashfile.open(path, reload=0) as db:
+        keys = iter(db)
+        assert next(keys) == "k"
+        hashfile.build(path, {"k": "new", "j": "added"})
+        assert db["k"] == "new"
+        assert db.generation == 1
+        assert list(keys) == [], "an iteration reads the store it started on"
+
+
+def test_datasets_read_like_one_store(tmp_path):
+    data = {f"k{i}": {"n": i} for i in range(500)}
+    hashfile.build(tmp_path / "ds", data, shards=4)
+    with hashfile.open(tmp_path / "ds") as db:
+        assert len(db) == 500
+        assert db["k42"] == {"n": 42}
+        assert dict(db.items()) == data
+        shards = [hashfile.shard_of(k, 4) for k in db]
+        assert shards == sorted(shards), "shard by shard"
+        info = db.info()
+        assert len(info["shards"]) == 4 and info["entries"] == 500
+        assert db.verify()
+
+
+def test_build_errors_name_what_is_wrong(tmp_path):
+    with pytest.raises(hashfile.DuplicateKeyError, match='duplicate key "a"') as e:
+        hashfile.build(tmp_path / "d.hf", [("a", 1), ("a", 2)])
+    assert e.value.key == b"a"
+    assert not (tmp_path / "d.hf").exists(), "nothing published"
+    assert hashfile.build(tmp_path / "d.hf", [("a", 1), ("a", 2)], on_duplicate="last") > 0
+    with pytest.raises(TypeError, match=r"the value of key \"x\" at y is a set"):
+        hashfile.build(tmp_path / "t.hf", {"x": {"y": {1}}})
+    with pytest.raises(TypeError, match="a key is a str or bytes, not int"):
+        hashfile.build(tmp_path / "t.hf", {1: "x"})
+    with pytest.raises(TypeError, match="unknown option keys_per_bucke "):
+        hashfile.build(tmp_path / "t.hf", {}, keys_per_bucke=3)
+    with pytest.raises(ValueError, match="shards"):
+        hashfile.build(tmp_path / "ds", {}, shards=0)
+
+
+def test_open_errors_are_of_their_own_class(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        hashfile.open(tmp_path / "missing.hf")
+    (tmp_path / "junk.hf").write_bytes(b"not a store at all, just some bytes" * 10)
+    with pytest.raises(hashfile.FormatError, match="junk.hf") as e:
+        hashfile.open(tmp_path / "junk.hf")
+    assert e.value.path.endswith("junk.hf")
+    (tmp_path / "empty_dir").mkdir()
+    with pytest.raises(hashfile.DatasetError, match="has no hashfile-dataset.json"):
+        hashfile.open(tmp_path / "empty_dir")
+    with pytest.raises(ValueError, match="remote options are for remote stores"):
+        hashfile.open(tmp_path / "junk.hf", timeout=1)
+    with pytest.raises(TypeError, match="unknown option timout"):
+        hashfile.open("http://127.0.0.1:9/s.hf", timout=1)
+    with pytest.raises(ValueError, match="on_change"):
+        hashfile.open(tmp_path / "junk.hf", on_change="ignore")
+    assert issubclass(hashfile.DatasetError, hashfile.FormatError)
+    assert issubclass(hashfile.RemoteNotFoundError, hashfile.RemoteError)
+
+
+def test_a_damaged_store_is_found_by_verify(tmp_path):
+    path = tmp_path / "v.hf"
+    hashfile.build(path, {f"k{i}": "x" * 50 for i in range(100)})
+    raw = bytearray(path.read_bytes())
+    raw[-10] ^= 0xFF
+    path.write_bytes(bytes(raw))
+    with hashfile.open(path) as db, pytest.raises(hashfile.ChecksumError) as e:
+        db.verify()
+    assert e.value.section is not None
