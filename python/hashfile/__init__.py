@@ -18,13 +18,13 @@ and the reverse. Values come back as ``str``, ``bytes``, ``int``, ``float``,
 from __future__ import annotations
 
 import os
-from collections.abc import ItemsView, Iterable, Iterator, Mapping, ValuesView
+from collections.abc import Callable, ItemsView, Iterable, Iterator, Mapping, ValuesView
 from typing import Any, Union
 
 from . import _native, errors
 from .errors import *  # noqa: F401,F403 (the exception classes)
 
-__all__ = ["open", "build", "shard_of", "Reader", "Key", *errors.__all__]
+__all__ = ["open", "build", "build_from", "shard_of", "Reader", "Key", *errors.__all__]
 
 Key = Union[str, bytes]
 PathLike = Union[str, "os.PathLike[str]"]
@@ -65,6 +65,38 @@ def build(path: PathLike, items: Mapping[Key, Any] | Iterable[tuple[Key, Any]], 
     """
     pairs = items.items() if isinstance(items, Mapping) else items
     return _native.build(os.fspath(path), pairs, shards, options or None)
+
+
+def build_from(
+    inputs: PathLike | Iterable[PathLike],
+    output: PathLike,
+    *,
+    shards: int | None = None,
+    progress: Callable[[int, int, int | None, str], object] | None = None,
+    **options: Any,
+) -> dict[str, int]:
+    """Builds a store at ``output`` (with ``shards``, a dataset in that
+    directory, its shards built in parallel) from data files, streaming
+    them in Rust: no Python object per entry. ``inputs`` are paths (``"-"``
+    is standard input); the format comes from each file's extension unless
+    ``format`` is given (``json``, ``json-pairs``, ``jsonl``, ``csv``,
+    ``tsv``, ``msgpack``, ``yaml``, ``lines``).
+
+    Options: the importer's (``format``, ``key_column``, ``value_column``,
+    ``header``, ``quote``, ``col_sep``, ``comment``, ``key_field``,
+    ``value_field``, ``records_at``; one the input's format would ignore
+    is a ``ValueError``) and ``build``'s. ``progress(entries, bytes_read,
+    bytes_total, phase)`` is called at most every 0.1 s; an exception from
+    it, or Ctrl-C, cancels the build and publishes nothing. Returns
+    ``{"entries": ..., "file_bytes": ...}``.
+    """
+    if isinstance(inputs, (str, bytes, os.PathLike)):
+        inputs = [inputs]
+    paths = [os.fspath(i) for i in inputs]
+    build_options = {k: v for k, v in options.items() if k in _native.BUILD_OPTIONS}
+    import_options = {k: v for k, v in options.items() if k not in _native.BUILD_OPTIONS}
+    entries, file_bytes = _native.build_from(paths, os.fspath(output), shards, build_options or None, import_options or None, progress)
+    return {"entries": entries, "file_bytes": file_bytes}
 
 
 def shard_of(key: Key, shards: int) -> int:

@@ -1,17 +1,21 @@
 //! `build(path, items, shards, options)`: a store (or a dataset of shards)
-//! from Python keys and values, each encoded by `encode`.
+//! from Python keys and values, each encoded by `encode`; and
+//! `build_from(inputs, output, ...)`: from data files, through the core's
+//! pipeline, without the GIL.
 
 use std::path::Path;
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::time::Duration;
 
-use hashfile::{BuildOptions, Builder, OnDuplicate};
+use hashfile::pipeline::{self, Input, Phase};
+use hashfile::{Builder, CancelFlag};
 use hashfile_runtime::dataset::DatasetBuilder;
-use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use crate::encode;
 use crate::errors::IntoPy;
-use crate::options::Key;
+use crate::options::{build_options, import_options, Key};
 
 /// Builds `path` from `items` (an iterable of (key, value) pairs), or a
 /// dataset of `shards` in the directory `path`. Returns the bytes written.
@@ -63,35 +67,135 @@ pub fn build(
     .py_err()
 }
 
-/// The build options given (`on_duplicate`, `keys_per_bucket`,
-/// `load_factor`, `hash_seed`, `keys_per_part`); an unknown one is an
-/// error.
-fn build_options(given: Option<&Bound<'_, PyDict>>) -> PyResult<BuildOptions> {
-    let mut o = BuildOptions::default();
-    let Some(given) = given else { return Ok(o) };
-    for (name, value) in given.iter() {
-        let name: String = name.extract()?;
-        match name.as_str() {
-            "on_duplicate" => {
-                let policy: String = value.extract()?;
-                o.on_duplicate = OnDuplicate::from_name(&policy).ok_or_else(|| {
-                    PyValueError::new_err(format!(
-                        "on_duplicate must be one of {}, not {policy:?}",
-                        OnDuplicate::NAMES.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
-                    ))
-                })?;
+/// `build_from(inputs, output, shards, build_options, import_options,
+/// progress)`: imports the files `inputs` (`-` is standard input) and
+/// publishes `output` (a dataset's directory with `shards`). Returns
+/// (entries, file_bytes).
+///
+/// The build runs on a thread of its own. The calling thread waits without
+/// the GIL, taking it back every 50 ms to look for a signal (Ctrl-C) and at
+/// each progress report (at most every 0.1 s) to call `progress(entries,
+/// bytes_read, bytes_total, phase)`. A signal's exception, or one from
+/// `progress`, cancels the build (in any phase, even while it waits for a
+/// FIFO's writer) and is raised once the build has stopped and removed its
+/// temporary files: nothing is published.
+#[pyfunction]
+#[pyo3(signature = (inputs, output, shards=None, build_opts=None, import_opts=None, progress=None))]
+pub fn build_from(
+    py: Python<'_>,
+    inputs: Vec<String>,
+    output: std::path::PathBuf,
+    shards: Option<u32>,
+    build_opts: Option<&Bound<'_, PyDict>>,
+    import_opts: Option<&Bound<'_, PyDict>>,
+    progress: Option<Bound<'_, PyAny>>,
+) -> PyResult<(u64, u64)> {
+    let options = build_options(build_opts)?;
+    let (format, import) = import_options(import_opts)?;
+    let inputs = inputs
+        .iter()
+        .map(|name| Input::new(name, format, &import))
+        .collect::<hashfile::Result<Vec<_>>>()
+        .py_err()?;
+    let cancel = CancelFlag::new();
+    let (tx, rx) = mpsc::channel::<Message>();
+    // Each report waits for the answer, so that an exception at the last
+    // report before publishing cancels the build for certain.
+    let (ack_tx, ack_rx) = mpsc::channel::<bool>();
+    let worker = {
+        let cancel = cancel.clone();
+        std::thread::Builder::new()
+            .name("hashfile-build".into())
+            .spawn(move || {
+                let progress_tx = tx.clone();
+                let mut report = |p: &pipeline::Progress| {
+                    let go_on = progress_tx.send(Message::Progress(*p)).is_ok()
+                        && ack_rx.recv().unwrap_or(false);
+                    if go_on {
+                        cancel.check()
+                    } else {
+                        Err(hashfile::Error::Cancelled)
+                    }
+                };
+                let result = match shards {
+                    None => pipeline::build_from(&inputs, &output, options, &cancel, &mut report),
+                    Some(n) => hashfile_runtime::dataset::build_from(
+                        &inputs,
+                        &output,
+                        n,
+                        options,
+                        &cancel,
+                        &mut report,
+                    ),
+                };
+                let _ = tx.send(Message::Done(result));
+            })
+            .map_err(|e| {
+                pyo3::exceptions::PyOSError::new_err(format!("cannot start the build thread: {e}"))
+            })?
+    };
+    let mut raised: Option<PyErr> = None;
+    let mut receiver = rx;
+    loop {
+        // The receiver goes into the GIL-free wait and comes back (it is
+        // Send, not Sync).
+        let (back, message) = py.detach(move || {
+            let message = receiver.recv_timeout(WAKE_EVERY);
+            (receiver, message)
+        });
+        receiver = back;
+        if raised.is_none() {
+            if let Err(e) = py.check_signals() {
+                cancel.cancel();
+                raised = Some(e);
             }
-            "keys_per_bucket" => o.keys_per_bucket = value.extract()?,
-            "load_factor" => o.load_factor = value.extract()?,
-            "hash_seed" => o.hash_seed = value.extract()?,
-            "keys_per_part" => o.keys_per_part = value.extract()?,
-            other => {
-                return Err(pyo3::exceptions::PyTypeError::new_err(format!(
-                    "unknown option {other} (expected one of: on_duplicate, keys_per_bucket, load_factor, hash_seed, keys_per_part)"
-                )))
+        }
+        match message {
+            Err(RecvTimeoutError::Timeout) => {}
+            Ok(Message::Progress(p)) => {
+                if raised.is_none() {
+                    if let Some(callable) = &progress {
+                        let phase = match p.phase {
+                            Phase::Reading => "reading",
+                            Phase::Building => "building",
+                            Phase::Publishing => "publishing",
+                        };
+                        if let Err(e) =
+                            callable.call1((p.entries, p.bytes_read, p.bytes_total, phase))
+                        {
+                            cancel.cancel();
+                            raised = Some(e);
+                        }
+                    }
+                }
+                let _ = ack_tx.send(raised.is_none());
+            }
+            Ok(Message::Done(result)) => {
+                let _ = worker.join();
+                if let Some(e) = raised {
+                    return Err(e);
+                }
+                let summary = result.py_err()?;
+                return Ok((summary.entries, summary.file_bytes));
+            }
+            Err(RecvTimeoutError::Disconnected) => {
+                // The worker ended without a result: it panicked.
+                let _ = worker.join();
+                return Err(raised.unwrap_or_else(|| {
+                    crate::errors::internal(
+                        py,
+                        "the build thread ended without a result (it panicked)",
+                    )
+                }));
             }
         }
     }
-    o.validate().py_err()?;
-    Ok(o)
 }
+
+enum Message {
+    Progress(pipeline::Progress),
+    Done(hashfile::Result<pipeline::Summary>),
+}
+
+/// How often the waiting thread looks for a signal.
+const WAKE_EVERY: Duration = Duration::from_millis(50);

@@ -102,6 +102,20 @@ fn convert(py: Python<'_>, error: hashfile::Error) -> PyResult<PyErr> {
     Ok(PyErr::from_value(exception))
 }
 
+/// A `hashfile.Error` for what should not happen (a panic caught): never a
+/// `PanicException` across into Python.
+pub fn internal(py: Python<'_>, what: &str) -> PyErr {
+    let message = format!("internal error: {what}");
+    match py
+        .import("hashfile.errors")
+        .and_then(|m| m.getattr("Error"))
+        .and_then(|c| c.call1((message.clone(),)))
+    {
+        Ok(exception) => PyErr::from_value(exception),
+        Err(e) => e,
+    }
+}
+
 /// `Result<T, hashfile::Error>` as a `PyResult`.
 pub trait IntoPy<T> {
     fn py_err(self) -> PyResult<T>;

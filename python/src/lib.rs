@@ -42,6 +42,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(shard_of, m)?)?;
     m.add_function(wrap_pyfunction!(reader::open, m)?)?;
     m.add_function(wrap_pyfunction!(build::build, m)?)?;
+    m.add_function(wrap_pyfunction!(build::build_from, m)?)?;
     m.add_class::<reader::NativeReader>()?;
+    m.add("BUILD_OPTIONS", options::BUILD_OPTIONS.to_vec())?;
     Ok(())
 }

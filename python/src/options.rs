@@ -2,9 +2,13 @@
 
 use std::time::Duration;
 
+use hashfile::import::{Column, ImportOptions, InputFormat};
+use hashfile::{BuildOptions, OnDuplicate};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString};
+
+use crate::errors::IntoPy;
 
 /// A key: a `str` (looked up by its UTF-8 bytes) or `bytes`.
 pub enum Key<'py> {
@@ -120,4 +124,131 @@ fn bounded(name: &str, value: &Bound<'_, PyAny>, max: u64) -> PyResult<u64> {
         .ok()
         .filter(|&n| n <= max)
         .ok_or_else(|| PyValueError::new_err(format!("{name} must be from 0 to {max}, not {n}")))
+}
+
+/// The build options `build` and `build_from` take, by name.
+pub const BUILD_OPTIONS: [&str; 8] = [
+    "on_duplicate",
+    "keys_per_bucket",
+    "load_factor",
+    "dense_key_fraction",
+    "dense_bucket_fraction",
+    "hash_seed",
+    "seed_block_len",
+    "keys_per_part",
+];
+
+/// The build options given (`BUILD_OPTIONS`), each checked; an unknown
+/// one is an error.
+pub fn build_options(given: Option<&Bound<'_, PyDict>>) -> PyResult<BuildOptions> {
+    let mut o = BuildOptions::default();
+    let Some(given) = given else { return Ok(o) };
+    for (name, value) in given.iter() {
+        let name: String = name.extract()?;
+        match name.as_str() {
+            "on_duplicate" => {
+                let policy: String = value.extract()?;
+                o.on_duplicate = OnDuplicate::from_name(&policy).ok_or_else(|| {
+                    PyValueError::new_err(format!(
+                        "on_duplicate must be one of {}, not {policy:?}",
+                        OnDuplicate::NAMES
+                            .iter()
+                            .map(|(n, _)| *n)
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ))
+                })?;
+            }
+            "keys_per_bucket" => o.keys_per_bucket = value.extract()?,
+            "load_factor" => o.load_factor = value.extract()?,
+            "dense_key_fraction" => o.dense_key_fraction = value.extract()?,
+            "dense_bucket_fraction" => o.dense_bucket_fraction = value.extract()?,
+            "hash_seed" => o.hash_seed = value.extract()?,
+            "seed_block_len" => o.seed_block_len = value.extract()?,
+            "keys_per_part" => o.keys_per_part = value.extract()?,
+            other => {
+                return Err(PyTypeError::new_err(format!(
+                    "unknown option {other} (expected one of: {})",
+                    BUILD_OPTIONS.join(", ")
+                )))
+            }
+        }
+    }
+    o.validate().py_err()?;
+    Ok(o)
+}
+
+/// The importer options given (`format` and `hashfile::import::OPTION_FORMATS`),
+/// each recorded as given so that one the input's format would ignore is
+/// refused (`ImportOptions::check_given`).
+pub fn import_options(
+    given: Option<&Bound<'_, PyDict>>,
+) -> PyResult<(Option<InputFormat>, ImportOptions)> {
+    let mut format = None;
+    let mut o = ImportOptions::new(InputFormat::JsonObject);
+    let Some(given) = given else {
+        return Ok((format, o));
+    };
+    for (name, value) in given.iter() {
+        let name: String = name.extract()?;
+        if value.is_none() {
+            continue;
+        }
+        match name.as_str() {
+            "format" => {
+                let named: String = value.extract()?;
+                format = Some(InputFormat::from_name(&named).ok_or_else(|| {
+                    PyValueError::new_err(format!(
+                        "unknown format {named:?}; expected one of: {}",
+                        InputFormat::names_list()
+                    ))
+                })?);
+            }
+            "key_column" => o.key_column = column(&name, &value)?,
+            "value_column" => o.value_column = column(&name, &value)?,
+            "header" => o.header = value.extract()?,
+            "quote" => o.quote = value.extract()?,
+            "col_sep" => o.col_sep = Some(character(&name, &value)?),
+            "comment" => o.comment = Some(character(&name, &value)?),
+            "key_field" => o.key_field = value.extract()?,
+            "value_field" => o.value_field = value.extract()?,
+            "records_at" => o.records_at = Some(value.extract()?),
+            other => {
+                return Err(PyTypeError::new_err(format!(
+                    "unknown option {other} (expected one of: format, {})",
+                    hashfile::import::OPTION_FORMATS.map(|(n, ..)| n).join(", ")
+                )))
+            }
+        }
+        if let Some((known, ..)) = hashfile::import::OPTION_FORMATS
+            .iter()
+            .find(|(known, ..)| *known == name)
+        {
+            o.given.push(known);
+        }
+    }
+    Ok((format, o))
+}
+
+/// A CSV/TSV column: a header name or a 0-based index.
+fn column(name: &str, value: &Bound<'_, PyAny>) -> PyResult<Column> {
+    if let Ok(i) = value.extract::<i128>() {
+        return usize::try_from(i).map(Column::Index).map_err(|_| {
+            PyValueError::new_err(format!(
+                "{name} must be a column name or a 0-based index, got {i}"
+            ))
+        });
+    }
+    Ok(Column::Name(value.extract()?))
+}
+
+/// One ASCII character.
+fn character(name: &str, value: &Bound<'_, PyAny>) -> PyResult<u8> {
+    let s: String = value.extract()?;
+    match s.as_bytes() {
+        [c] if c.is_ascii() => Ok(*c),
+        _ => Err(PyValueError::new_err(format!(
+            "{name} must be one ASCII character, got {s:?}"
+        ))),
+    }
 }

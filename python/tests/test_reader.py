@@ -171,3 +171,78 @@ def test_a_damaged_store_is_found_by_verify(tmp_path):
     with hashfile.open(path) as db, pytest.raises(hashfile.ChecksumError) as e:
         db.verify()
     assert e.value.section is not None
+
+
+def test_build_from_files_as_the_cli_reads_them(tmp_path):
+    (tmp_path / "a.csv").write_text("sku,price\nA1,10\nB2,20\n")
+    (tmp_path / "b.jsonl").write_text('{"key":"C3","value":{"n":[1,2]}}\n')
+    phases = []
+    result = hashfile.build_from(
+        [tmp_path / "a.csv", str(tmp_path / "b.jsonl")],
+        tmp_path / "out.hf",
+        progress=lambda entries, read, total, phase: phases.append(phase),
+    )
+    assert result["entries"] == 3
+    assert phases[0] == "reading" and "publishing" in phases
+    with hashfile.open(tmp_path / "out.hf") as db:
+        assert dict(db.items()) == {"A1": "10", "B2": "20", "C3": {"n": [1, 2]}}
+    hashfile.build_from(tmp_path / "a.csv", tmp_path / "named.hf", key_column="price", value_column="sku")
+    assert dict(hashfile.open(tmp_path / "named.hf").items()) == {"10": "A1", "20": "B2"}
+    result = hashfile.build_from(tmp_path / "b.jsonl", tmp_path / "ds", shards=2)
+    assert result["entries"] == 1
+    assert hashfile.open(tmp_path / "ds")["C3"] == {"n": [1, 2]}
+
+
+def test_build_from_refuses_what_it_would_ignore_and_stops_when_told(tmp_path):
+    (tmp_path / "a.jsonl").write_text("".join(f'{{"key":"k{i}","value":{i}}}\n' for i in range(1000)))
+    with pytest.raises(ValueError, match="key_column.*applies to csv and tsv"):
+        hashfile.build_from(tmp_path / "a.jsonl", tmp_path / "x.hf", key_column=0)
+    with pytest.raises(TypeError, match="unknown option key_colum "):
+        hashfile.build_from(tmp_path / "a.jsonl", tmp_path / "x.hf", key_colum=0)
+    with pytest.raises(ValueError, match="cannot tell the format"):
+        hashfile.build_from(tmp_path / "a.data", tmp_path / "x.hf")
+
+    class Stop(Exception):
+        pass
+
+    def stop(entries, read, total, phase):
+        if phase == "publishing":
+            raise Stop
+
+    with pytest.raises(Stop):
+        hashfile.build_from(tmp_path / "a.jsonl", tmp_path / "x.hf", progress=stop)
+    assert not (tmp_path / "x.hf").exists(), "a cancelled build publishes nothing"
+    (tmp_path / "bad.jsonl").write_text('{"key":"a","value":1}\n{"key":\n')
+    with pytest.raises(hashfile.ParseError, match="bad.jsonl: line 2") as e:
+        hashfile.build_from(tmp_path / "bad.jsonl", tmp_path / "x.hf")
+    assert e.value.line == 2
+
+
+def test_ctrl_c_stops_a_build_waiting_for_its_input(tmp_path):
+    """SIGINT while a build waits on a FIFO nobody writes: KeyboardInterrupt,
+    promptly, and nothing published."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    fifo = tmp_path / "in.jsonl"
+    os.mkfifo(fifo)
+    out = tmp_path / "out.hf"
+    script = (
+        "import hashfile, sys\n"
+        "print('started', flush=True)\n"
+        "try:\n"
+        f"    hashfile.build_from({str(fifo)!r}, {str(out)!r})\n"
+        "except KeyboardInterrupt:\n"
+        "    print('interrupted', flush=True)\n"
+        "    sys.exit(3)\n"
+    )
+    child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    assert child.stdout.readline() == "started\n"
+    time.sleep(0.5)
+    child.send_signal(signal.SIGINT)
+    assert child.wait(timeout=10) == 3
+    assert child.stdout.read() == "interrupted\n"
+    assert not out.exists()
+    assert [p.name for p in tmp_path.iterdir()] == ["in.jsonl"], "no temporary file left"
