@@ -116,6 +116,18 @@ impl NativeReader {
         default: Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let k = key.bytes();
+        let table = self.handle.current().py_err()?;
+        if !table.is_remote() {
+            // Decoded in place, holding the GIL; the fault check comes
+            // after, so a value read from a page that faulted is dropped.
+            let value = match table.get(k).py_err()? {
+                Some(r) => decode::value(py, r.kind(), r.value())?,
+                None => default,
+            };
+            self.handle.check_faults(&table).py_err()?;
+            return Ok(value);
+        }
+        drop(table);
         match self.read(py, |t| Ok(owned(t.get(k)?)))? {
             Some(r) => decode::value(py, r.kind(), r.value()),
             None => Ok(default),
