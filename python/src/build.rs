@@ -7,7 +7,7 @@ use std::path::Path;
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::Duration;
 
-use hashfile::pipeline::{self, Input, Phase};
+use hashfile::pipeline::{self, Input};
 use hashfile::{Builder, CancelFlag};
 use hashfile_runtime::dataset::DatasetBuilder;
 use pyo3::prelude::*;
@@ -155,11 +155,7 @@ pub fn build_from(
             Ok(Message::Progress(p)) => {
                 if raised.is_none() {
                     if let Some(callable) = &progress {
-                        let phase = match p.phase {
-                            Phase::Reading => "reading",
-                            Phase::Building => "building",
-                            Phase::Publishing => "publishing",
-                        };
+                        let phase = p.phase.name();
                         if let Err(e) =
                             callable.call1((p.entries, p.bytes_read, p.bytes_total, phase))
                         {

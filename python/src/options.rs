@@ -93,20 +93,8 @@ pub fn remote_options(
     Ok(o)
 }
 
-/// The remote options `open` takes, by name.
-pub const REMOTE_OPTIONS: [&str; 11] = [
-    "headers",
-    "timeout",
-    "connect_timeout",
-    "retries",
-    "concurrency",
-    "cache_size",
-    "block_size",
-    "prefetch_index",
-    "http2",
-    "s3_endpoint",
-    "s3_region",
-];
+/// The remote options `open` takes, by name: the names every binding uses.
+pub use hashfile_remote::OPTION_NAMES as REMOTE_OPTIONS;
 
 fn seconds(name: &str, value: &Bound<'_, PyAny>) -> PyResult<Duration> {
     let s: f64 = value.extract()?;

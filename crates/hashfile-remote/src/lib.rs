@@ -84,6 +84,24 @@ impl Location {
     }
 }
 
+/// The options a binding takes for a remote store, by the names every
+/// binding gives them (Ruby's keywords, Python's): each sets a field of
+/// [`RemoteOptions`] (`http2` is `http2_prior_knowledge`, `cache_size`
+/// and `block_size` are `cache`'s).
+pub const OPTION_NAMES: [&str; 11] = [
+    "headers",
+    "timeout",
+    "connect_timeout",
+    "retries",
+    "concurrency",
+    "cache_size",
+    "block_size",
+    "prefetch_index",
+    "http2",
+    "s3_endpoint",
+    "s3_region",
+];
+
 /// How to reach a remote store and how much of it to keep.
 #[derive(Clone, Debug)]
 pub struct RemoteOptions {

@@ -195,6 +195,18 @@ pub enum Phase {
     Publishing,
 }
 
+impl Phase {
+    /// The phase's name, as bindings hand it to progress callbacks
+    /// (`reading`, `building`, `publishing`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::Reading => "reading",
+            Phase::Building => "building",
+            Phase::Publishing => "publishing",
+        }
+    }
+}
+
 /// A progress report.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Progress {

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 
-use hashfile::pipeline::{self, Input, Phase, Progress, Summary};
+use hashfile::pipeline::{self, Input, Progress, Summary};
 use hashfile::CancelFlag;
 use magnus::{function, prelude::*, Error, RHash, RModule, Ruby, Value};
 
@@ -157,11 +157,7 @@ fn build_from(
                     }
                 }
                 if raised.is_none() && !progress.is_nil() {
-                    let phase = ruby.to_symbol(match p.phase {
-                        Phase::Reading => "reading",
-                        Phase::Building => "building",
-                        Phase::Publishing => "publishing",
-                    });
+                    let phase = ruby.to_symbol(p.phase.name());
                     if let Err(e) = progress.funcall::<_, _, Value>(
                         "call",
                         (p.entries, p.bytes_read, p.bytes_total, phase),

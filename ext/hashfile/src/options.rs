@@ -120,20 +120,8 @@ pub fn build_options(ruby: &Ruby, opts: RHash) -> Result<BuildOptions, Error> {
 }
 
 /// Every option `remote_options` takes (REMOTE_DEFAULTS has those with a
-/// default), as `Hashfile::REMOTE_OPTIONS`.
-pub const REMOTE_OPTIONS: [&str; 11] = [
-    "headers",
-    "timeout",
-    "connect_timeout",
-    "retries",
-    "concurrency",
-    "cache_size",
-    "block_size",
-    "prefetch_index",
-    "http2",
-    "s3_endpoint",
-    "s3_region",
-];
+/// default), as `Hashfile::REMOTE_OPTIONS`: the names every binding uses.
+pub use hashfile_remote::OPTION_NAMES as REMOTE_OPTIONS;
 
 /// The names of the options in `opts`, for a message.
 pub fn names(opts: RHash) -> Result<String, Error> {
