@@ -15,7 +15,7 @@
 //! | Hash                       | `dict` (an Array key becomes a `tuple`) |
 //! | serializer bytes (custom)  | `bytes`                              |
 
-use hashfile::value::{Container, Cursor, Encoding, Item};
+use hashfile::value::{Container, Cursor, Encoding, Item, MAX_DEPTH};
 use hashfile::ValueKind;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
@@ -28,10 +28,15 @@ pub fn value<'py>(py: Python<'py>, kind: ValueKind, bytes: &[u8]) -> PyResult<Bo
         ValueKind::Utf8 | ValueKind::Ascii => text(py, bytes),
         ValueKind::Binary => Ok(PyBytes::new(py, bytes).into_any()),
         ValueKind::Typed => {
-            // Exactly one well-formed value (depth and lengths checked)
-            // before any object is made.
-            hashfile::value::check(bytes).py_err()?;
-            item(py, &mut Cursor::new(bytes))
+            // Every length is checked as it is read, the depth here: one
+            // pass, with no separate check of the whole value first (a
+            // damaged value leaves only garbage for Python to collect).
+            let mut cursor = Cursor::new(bytes);
+            let value = item(py, &mut cursor, MAX_DEPTH)?;
+            if !cursor.is_at_end() {
+                return Err(malformed("bytes after the value"));
+            }
+            Ok(value)
         }
         // A kind a newer release added: the reader refuses such a store at
         // open (a required flag), so this is never reached.
@@ -58,7 +63,20 @@ fn text<'py>(py: Python<'py>, bytes: &[u8]) -> PyResult<Bound<'py, PyAny>> {
     })
 }
 
-fn item<'py>(py: Python<'py>, cursor: &mut Cursor<'_>) -> PyResult<Bound<'py, PyAny>> {
+/// A damaged typed value, as the core reports one.
+fn malformed(what: &str) -> PyErr {
+    crate::errors::to_py(hashfile::Error::Corrupt {
+        path: None,
+        section: "records",
+        what: format!("malformed value: {what}"),
+    })
+}
+
+fn item<'py>(
+    py: Python<'py>,
+    cursor: &mut Cursor<'_>,
+    depth_left: usize,
+) -> PyResult<Bound<'py, PyAny>> {
     Ok(match cursor.next_item().py_err()? {
         Item::Nil => py.None().into_bound(py),
         Item::Bool(b) => pyo3::types::PyBool::new(py, b).to_owned().into_any(),
@@ -80,18 +98,21 @@ fn item<'py>(py: Python<'py>, cursor: &mut Cursor<'_>) -> PyResult<Bound<'py, Py
         Item::Str(bytes, Encoding::Binary) => PyBytes::new(py, bytes).into_any(),
         Item::Str(bytes, _) | Item::Symbol(bytes, _) => text(py, bytes)?,
         Item::Custom(bytes) => PyBytes::new(py, bytes).into_any(),
-        Item::Array(c) => array(py, c)?.into_any(),
+        Item::Array(_) | Item::Map(_) if depth_left == 0 => {
+            return Err(malformed(&format!("nested deeper than {MAX_DEPTH}")))
+        }
+        Item::Array(c) => array(py, c, depth_left - 1)?.into_any(),
         Item::Map(c) => {
             let dict = PyDict::new(py);
             let mut inner = c.cursor();
             for _ in 0..c.len {
-                let k = item(py, &mut inner)?;
+                let k = item(py, &mut inner, depth_left - 1)?;
                 // A list is not hashable; an Array key comes back a tuple.
                 let k = match k.cast::<PyList>() {
                     Ok(list) => PyTuple::new(py, list.iter())?.into_any(),
                     Err(_) => k,
                 };
-                let v = item(py, &mut inner)?;
+                let v = item(py, &mut inner, depth_left - 1)?;
                 dict.set_item(k, v)?;
             }
             dict.into_any()
@@ -99,11 +120,15 @@ fn item<'py>(py: Python<'py>, cursor: &mut Cursor<'_>) -> PyResult<Bound<'py, Py
     })
 }
 
-fn array<'py>(py: Python<'py>, c: Container<'_>) -> PyResult<Bound<'py, PyList>> {
+fn array<'py>(
+    py: Python<'py>,
+    c: Container<'_>,
+    depth_left: usize,
+) -> PyResult<Bound<'py, PyList>> {
     let list = PyList::empty(py);
     let mut inner = c.cursor();
     for _ in 0..c.len {
-        list.append(item(py, &mut inner)?)?;
+        list.append(item(py, &mut inner, depth_left)?)?;
     }
     Ok(list)
 }
