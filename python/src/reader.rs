@@ -84,11 +84,12 @@ impl NativeReader {
         py: Python<'_>,
         read: impl Fn(&Table) -> hashfile::Result<R> + Send + Sync,
     ) -> PyResult<R> {
-        let remote = self.handle.current().py_err()?.is_remote();
-        if remote {
-            py.detach(|| self.handle.read(read)).py_err()
+        let table = self.handle.current().py_err()?;
+        if table.is_remote() {
+            let table = table.to_arc();
+            py.detach(|| self.handle.read_on(&table, read)).py_err()
         } else {
-            self.handle.read(read).py_err()
+            self.handle.read_on(&table, read).py_err()
         }
     }
 }
@@ -99,15 +100,6 @@ fn owned(record: Option<RecordBuf<'_>>) -> Option<RecordBuf<'static>> {
 
 #[pymethods]
 impl NativeReader {
-    /// The value of `key`, or None.
-    fn get<'py>(&self, py: Python<'py>, key: Key<'_>) -> PyResult<Option<Bound<'py, PyAny>>> {
-        let k = key.bytes();
-        let found = self.read(py, |t| Ok(owned(t.get(k)?)))?;
-        found
-            .map(|r| decode::value(py, r.kind(), r.value()))
-            .transpose()
-    }
-
     /// The value of `key`, or `default` (a stored None is None).
     fn lookup<'py>(
         &self,
@@ -127,8 +119,12 @@ impl NativeReader {
             self.handle.check_faults(&table).py_err()?;
             return Ok(value);
         }
-        drop(table);
-        match self.read(py, |t| Ok(owned(t.get(k)?)))? {
+        // Remote: the store taken above is read without the GIL.
+        let table = table.to_arc();
+        let found = py
+            .detach(|| self.handle.read_on(&table, |t| Ok(owned(t.get(k)?))))
+            .py_err()?;
+        match found {
             Some(r) => decode::value(py, r.kind(), r.value()),
             None => Ok(default),
         }

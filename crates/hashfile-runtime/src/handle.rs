@@ -185,13 +185,35 @@ impl Handle {
     #[inline]
     pub fn read<R>(&self, read: impl Fn(&Table) -> hashfile::Result<R>) -> hashfile::Result<R> {
         let first = self.read_once(&read);
+        self.retry_if_replaced(first, &read)
+    }
+
+    /// [`read`](Handle::read) on `store`, a [`current`](Handle::current)
+    /// the caller took already (to see whether it is remote, say), so the
+    /// lookup takes it once; a retry reads the reopened store.
+    #[inline]
+    pub fn read_on<R>(
+        &self,
+        store: &Table,
+        read: impl Fn(&Table) -> hashfile::Result<R>,
+    ) -> hashfile::Result<R> {
+        let first = self.read_checked(store, &read);
+        self.retry_if_replaced(first, &read)
+    }
+
+    #[inline]
+    fn retry_if_replaced<R>(
+        &self,
+        first: hashfile::Result<R>,
+        read: &impl Fn(&Table) -> hashfile::Result<R>,
+    ) -> hashfile::Result<R> {
         match first {
             Err(e)
                 if self.options.refresh == Refresh::ReopenOnChange
                     && (is_replaced(&e) || is_superseded(&e)) =>
             {
                 self.reopen()?;
-                self.read_once(&read)
+                self.read_once(read)
             }
             other => other,
         }
@@ -200,8 +222,17 @@ impl Handle {
     #[inline]
     fn read_once<R>(&self, read: &impl Fn(&Table) -> hashfile::Result<R>) -> hashfile::Result<R> {
         let store = self.current()?;
-        let result = read(&store);
-        self.check_faults(&store)?;
+        self.read_checked(&store, read)
+    }
+
+    #[inline]
+    fn read_checked<R>(
+        &self,
+        store: &Table,
+        read: &impl Fn(&Table) -> hashfile::Result<R>,
+    ) -> hashfile::Result<R> {
+        let result = read(store);
+        self.check_faults(store)?;
         result
     }
 
