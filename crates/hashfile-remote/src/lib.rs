@@ -23,6 +23,7 @@ mod http;
 mod interrupt;
 mod object;
 mod s3;
+mod write;
 
 use std::path::Path;
 use std::time::Duration;
@@ -34,6 +35,7 @@ use hashfile::Reader;
 pub use error::{RemoteError, RemoteErrorKind};
 pub use interrupt::{Interrupt, POLL as INTERRUPT_POLL};
 pub use object::{Identity, RemoteObject};
+pub use write::{delete_beside, put_bytes, put_file};
 
 /// A reader over a remote store.
 pub type RemoteReader = Reader<BlockCache<RemoteObject>>;

@@ -89,6 +89,11 @@ impl S3Transport {
         })
     }
 
+    /// The client and the object's key, for writing (`write.rs`).
+    pub(crate) fn into_parts(self) -> (Arc<dyn ObjectStore>, object_store::path::Path) {
+        (self.store, self.key)
+    }
+
     pub(crate) async fn get(
         &self,
         range: Range<u64>,

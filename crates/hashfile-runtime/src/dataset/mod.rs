@@ -13,6 +13,7 @@
 #[cfg(feature = "import")]
 mod import;
 pub mod manifest;
+mod tasks;
 mod write;
 
 use std::num::NonZeroU32;
@@ -28,6 +29,7 @@ use manifest::{dataset_error, parse_checksum, Manifest, MANIFEST_NAME, MAX_MANIF
 
 #[cfg(feature = "import")]
 pub use import::build_from;
+pub use tasks::{discard_generation, new_generation, publish_shards, ShardWriter};
 pub use write::DatasetBuilder;
 
 /// An open dataset.

@@ -239,7 +239,7 @@ fn first_error(results: Vec<hashfile::Result<ShardEntry>>) -> hashfile::Result<V
     }
 }
 
-fn check_shards(shards: u32) -> hashfile::Result<NonZeroU32> {
+pub(super) fn check_shards(shards: u32) -> hashfile::Result<NonZeroU32> {
     NonZeroU32::new(shards)
         .filter(|n| n.get() <= MAX_SHARDS)
         .ok_or_else(|| hashfile::Error::InvalidOption {
@@ -261,7 +261,7 @@ pub fn shard_file_name(generation: &str, i: usize, n: usize) -> String {
 }
 
 /// The generation of a shard file this library named, if it is one.
-fn generation_of(file_name: &str) -> Option<&str> {
+pub(super) fn generation_of(file_name: &str) -> Option<&str> {
     let stem = file_name.strip_suffix(".hf")?;
     let (rest, count) = stem.rsplit_once("-of-")?;
     let (generation, index) = rest.rsplit_once('-')?;
@@ -271,7 +271,7 @@ fn generation_of(file_name: &str) -> Option<&str> {
 
 /// Removes the shard files whose generation `doomed` picks. A file that
 /// cannot be removed is left: it costs space, never correctness.
-fn remove_generations(dir: &Path, doomed: impl Fn(&str) -> bool) {
+pub(super) fn remove_generations(dir: &Path, doomed: impl Fn(&str) -> bool) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
@@ -287,7 +287,7 @@ fn remove_generations(dir: &Path, doomed: impl Fn(&str) -> bool) {
 /// A new generation id: the UTC time to the second and 8 random hex
 /// digits, `20261124T143910Z-1f0c93ab`: sorts by time, and two builds in
 /// one second differ.
-fn new_generation() -> String {
+pub(super) fn new_generation() -> String {
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default();

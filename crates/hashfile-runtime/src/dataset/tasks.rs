@@ -1,0 +1,382 @@
+//! A dataset written by many processes: each task of a distributed job (a
+//! Spark task) writes the shards it is given under the final names of one
+//! generation and reports what it wrote ([`ShardEntry`]); one process, the
+//! job's driver, then checks every report against the file and publishes
+//! the manifest ([`publish_shards`]), or removes the generation if the job
+//! failed ([`discard_generation`]).
+//!
+//! Why this is safe when tasks fail, retry or run twice (speculation): a
+//! shard's records must arrive sorted by key, so every attempt at a shard
+//! writes the same bytes; a local shard is published by rename and an S3
+//! one by a PUT, both atomic, so a file under a final name is always whole;
+//! and no reader looks at a generation until its manifest names it, which
+//! happens only after every shard was checked.
+
+use std::num::NonZeroU32;
+use std::path::{Path, PathBuf};
+
+use hashfile::dataset::shard_of;
+use hashfile::read::Source;
+use hashfile::{BuildOptions, Builder, OnDuplicate, Record};
+use hashfile_remote::{Location, RemoteOptions};
+
+use super::manifest::{
+    dataset_error, format_checksum, routing_name, Manifest, ShardEntry, MANIFEST_NAME,
+    MANIFEST_VERSION,
+};
+use super::write::{check_shards, generation_of, remove_generations, shard_file_name};
+use super::{header_checksum, Dataset};
+use crate::source::open_store;
+
+/// Where a dataset is written: a local directory, or an `s3://` prefix.
+#[derive(Clone, Debug)]
+struct Destination {
+    /// The directory or prefix, ending in `/` (empty for the current
+    /// directory).
+    base: String,
+    remote: bool,
+}
+
+impl Destination {
+    /// `location` is the dataset's directory or prefix, or its manifest's
+    /// path or URL.
+    fn of(location: &str) -> hashfile::Result<Destination> {
+        let remote = Location::is_remote(location);
+        if remote && !location.starts_with("s3://") {
+            return Err(dataset_error(
+                location,
+                "a dataset is written to a local directory or an s3:// prefix; HTTP has no standard way to write".into(),
+            ));
+        }
+        let trimmed = location
+            .strip_suffix(MANIFEST_NAME)
+            .unwrap_or(location)
+            .trim_end_matches('/');
+        let base = if trimmed.is_empty() && location.starts_with('/') {
+            "/".to_owned()
+        } else if trimmed.is_empty() {
+            String::new()
+        } else {
+            format!("{trimmed}/")
+        };
+        if !remote && !base.is_empty() {
+            std::fs::create_dir_all(&base).map_err(|e| hashfile::Error::Io {
+                path: Some(PathBuf::from(&base)),
+                source: e,
+            })?;
+        }
+        Ok(Destination { base, remote })
+    }
+
+    fn at(&self, file: &str) -> String {
+        format!("{}{file}", self.base)
+    }
+
+    fn dir(&self) -> &Path {
+        Path::new(if self.base.is_empty() {
+            "."
+        } else {
+            &self.base
+        })
+    }
+}
+
+/// Writes one shard of a dataset in a task of a distributed job.
+pub struct ShardWriter {
+    shard: u32,
+    shard_count: NonZeroU32,
+    builder: Builder,
+    /// The shard's final name, `GENERATION-IIIII-of-NNNNN.hf`.
+    file: String,
+    destination: Destination,
+    /// Where the builder publishes: the final path, or for S3 a file in
+    /// the temporary directory that is uploaded, then removed.
+    local: PathBuf,
+    remote: RemoteOptions,
+    /// The last key added, to check the order.
+    last_key: Vec<u8>,
+}
+
+impl ShardWriter {
+    /// A writer of shard `shard` of `shard_count` of generation
+    /// `generation` (from [`new_generation`], the same in every task) of
+    /// the dataset at `location` (a directory or an `s3://` prefix). The
+    /// records stream into a temporary file, so memory stays small
+    /// whatever the shard's size. `options.on_duplicate` must be `Error`:
+    /// which of two rows came first is not defined in a distributed job.
+    pub fn create(
+        location: &str,
+        generation: &str,
+        shard: u32,
+        shard_count: u32,
+        options: BuildOptions,
+        remote: &RemoteOptions,
+    ) -> hashfile::Result<ShardWriter> {
+        let count = check_shards(shard_count)?;
+        if shard >= shard_count {
+            return Err(hashfile::Error::InvalidOption {
+                name: "shard",
+                reason: format!(
+                    "{shard}; a dataset of {shard_count} shards has shards 0 to {}",
+                    shard_count - 1
+                ),
+            });
+        }
+        if options.on_duplicate != OnDuplicate::Error {
+            return Err(hashfile::Error::InvalidOption {
+                name: "on_duplicate",
+                reason: format!(
+                    "{}: rows of a distributed job have no order, so which of two is first or last is not defined; remove duplicates before writing (Spark: df.dropDuplicates([key]))",
+                    options.on_duplicate.name()
+                ),
+            });
+        }
+        super::manifest::check_generation(generation)
+            .map_err(|what| dataset_error(location, what))?;
+        let destination = Destination::of(location)?;
+        let file = shard_file_name(generation, shard as usize, shard_count as usize);
+        let local = if destination.remote {
+            std::env::temp_dir().join(format!("hashfile-upload-{}-{file}", std::process::id()))
+        } else {
+            PathBuf::from(destination.at(&file))
+        };
+        let builder = Builder::streaming(options, &local)?;
+        Ok(ShardWriter {
+            shard,
+            shard_count: count,
+            builder,
+            file,
+            destination,
+            local,
+            remote: remote.clone(),
+            last_key: Vec::new(),
+        })
+    }
+
+    /// Adds a record. Keys must come in ascending byte order (a repeated
+    /// key is the build's duplicate key error), and must route to this
+    /// shard.
+    pub fn insert_record(&mut self, record: Record<'_>) -> hashfile::Result<()> {
+        let routed = shard_of(record.key, self.shard_count);
+        if routed != self.shard {
+            return Err(self.wrong(format!(
+                "key {:?} routes to shard {routed}, not to this one",
+                String::from_utf8_lossy(record.key)
+            )));
+        }
+        if !self.builder.is_empty() && record.key < self.last_key.as_slice() {
+            return Err(self.wrong(format!(
+                "key {:?} comes after {:?}: a shard's records must come sorted by key, so that every attempt writes the same bytes",
+                String::from_utf8_lossy(record.key),
+                String::from_utf8_lossy(&self.last_key)
+            )));
+        }
+        self.last_key.clear();
+        self.last_key.extend_from_slice(record.key);
+        self.builder.insert_record(record);
+        Ok(())
+    }
+
+    /// Adds the entries of `lines`, JSON Lines read with `import` (its
+    /// format must be JSON Lines); `source` names them in errors. Returns
+    /// how many.
+    #[cfg(feature = "import")]
+    pub fn add_json_lines(
+        &mut self,
+        lines: &[u8],
+        source: &str,
+        import: &hashfile::import::ImportOptions,
+    ) -> hashfile::Result<u64> {
+        if import.format != hashfile::import::InputFormat::JsonLines {
+            return Err(hashfile::Error::InvalidOption {
+                name: "format",
+                reason: format!("{}; a shard writer reads JSON Lines", import.format.name()),
+            });
+        }
+        let mut added = 0u64;
+        hashfile::import::import(lines, source, import, &mut |record, _| {
+            added += 1;
+            self.insert_record(record)
+        })?;
+        Ok(added)
+    }
+
+    /// Entries added.
+    pub fn len(&self) -> usize {
+        self.builder.len()
+    }
+
+    /// True if nothing was added.
+    pub fn is_empty(&self) -> bool {
+        self.builder.is_empty()
+    }
+
+    /// Builds the shard and publishes it under its final name (an S3 one
+    /// by upload), and says what it wrote: the report to hand to
+    /// [`publish_shards`].
+    pub fn finish(mut self) -> hashfile::Result<ShardEntry> {
+        let result = self.write();
+        if self.destination.remote {
+            let _ = std::fs::remove_file(&self.local);
+        }
+        result
+    }
+
+    fn write(&mut self) -> hashfile::Result<ShardEntry> {
+        let bytes = self.builder.write_file(&self.local)?;
+        let store = open_store(&self.local.display().to_string(), &RemoteOptions::default())?;
+        let entry = ShardEntry {
+            file: self.file.clone(),
+            entries: store.len(),
+            bytes,
+            checksum: format_checksum(header_checksum(&store)?),
+        };
+        drop(store);
+        if self.destination.remote {
+            hashfile_remote::put_file(&self.destination.at(&self.file), &self.local, &self.remote)?;
+        }
+        Ok(entry)
+    }
+
+    fn wrong(&self, what: String) -> hashfile::Error {
+        dataset_error(
+            &self.destination.at(&self.file),
+            format!("shard {} of {}: {what}", self.shard, self.shard_count),
+        )
+    }
+}
+
+/// A new generation id, for every task of one job to write under.
+pub fn new_generation() -> String {
+    super::write::new_generation()
+}
+
+/// Publishes generation `generation` of the dataset at `location` from its
+/// tasks' reports, one per shard in any order: checks that every shard of
+/// `0..shard_count` was reported once, under its name, and that each file
+/// holds what its report says (entry count, length, header checksum: a
+/// file a failed or second attempt left is caught here), then writes the
+/// manifest (by rename, or one PUT). Shards of older generations than the
+/// one replaced are removed, as [`DatasetBuilder`](super::DatasetBuilder)
+/// does, and what failed attempts of this one left.
+pub fn publish_shards(
+    location: &str,
+    generation: &str,
+    shard_count: u32,
+    mut reports: Vec<ShardEntry>,
+    remote: &RemoteOptions,
+) -> hashfile::Result<Manifest> {
+    let n = check_shards(shard_count)?.get() as usize;
+    let destination = Destination::of(location)?;
+    let manifest_at = destination.at(MANIFEST_NAME);
+    let wrong = |what: String| dataset_error(&manifest_at, what);
+    reports.sort_by(|a, b| a.file.cmp(&b.file));
+    for i in 0..n {
+        let name = shard_file_name(generation, i, n);
+        let reported = reports.get(i).map(|r| r.file.as_str());
+        if reported != Some(name.as_str()) {
+            return Err(wrong(if reports.iter().any(|r| r.file == name) {
+                format!("shard {i} ({name}) was reported twice")
+            } else {
+                format!(
+                    "shard {i} ({name}) was not reported: {} reports for {n} shards",
+                    reports.len()
+                )
+            }));
+        }
+    }
+    if reports.len() != n {
+        return Err(wrong(format!(
+            "{} reports for {n} shards; the extra ones name {:?}",
+            reports.len(),
+            reports[n].file
+        )));
+    }
+    for (i, report) in reports.iter().enumerate() {
+        let at = destination.at(&report.file);
+        let store = open_store(&at, remote)?;
+        let found = ShardEntry {
+            file: report.file.clone(),
+            entries: store.len(),
+            bytes: store.source().size(),
+            checksum: format_checksum(header_checksum(&store)?),
+        };
+        if &found != report {
+            return Err(dataset_error(
+                &at,
+                format!(
+                    "shard {i} of {n}: its task reported {} entries, {} bytes, checksum {}, and the file holds {} entries, {} bytes, checksum {}",
+                    report.entries, report.bytes, report.checksum, found.entries, found.bytes, found.checksum
+                ),
+            ));
+        }
+    }
+    let manifest = Manifest {
+        hashfile_dataset: MANIFEST_VERSION,
+        generation: generation.to_owned(),
+        routing: routing_name(),
+        entries: reports.iter().map(|s| s.entries).sum(),
+        shards: reports,
+    };
+    let previous = Dataset::open(&manifest_at, remote)
+        .ok()
+        .map(|d| d.manifest().generation.clone());
+    let text = manifest.to_json();
+    if destination.remote {
+        hashfile_remote::put_bytes(&manifest_at, text.into_bytes(), remote)?;
+        let _ = hashfile_remote::delete_beside(
+            &manifest_at,
+            |name| {
+                generation_of(name)
+                    .is_some_and(|g| g != generation && Some(g) != previous.as_deref())
+            },
+            remote,
+        );
+    } else {
+        hashfile::build::publish_file(Path::new(&manifest_at), text.as_bytes())?;
+        remove_generations(destination.dir(), |g| {
+            g != generation && Some(g) != previous.as_deref()
+        });
+        remove_leftovers(destination.dir(), generation);
+    }
+    Ok(manifest)
+}
+
+/// Removes what a failed job wrote of generation `generation` at
+/// `location`: its shards, and temporary files attempts left. The
+/// dataset's manifest, and so what readers read, is not touched.
+pub fn discard_generation(
+    location: &str,
+    generation: &str,
+    remote: &RemoteOptions,
+) -> hashfile::Result<()> {
+    let destination = Destination::of(location)?;
+    if destination.remote {
+        hashfile_remote::delete_beside(
+            &destination.at(MANIFEST_NAME),
+            |name| generation_of(name) == Some(generation),
+            remote,
+        )?;
+    } else {
+        remove_generations(destination.dir(), |g| g == generation);
+        remove_leftovers(destination.dir(), generation);
+    }
+    Ok(())
+}
+
+/// Removes the temporary files of generation `generation`'s shards that
+/// attempts killed mid-write left (`.NAME.PID.N.tmp`, the atomic publish's
+/// names).
+fn remove_leftovers(dir: &Path, generation: &str) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let prefix = format!(".{generation}-");
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if name.starts_with(&prefix) && name.ends_with(".tmp") {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}

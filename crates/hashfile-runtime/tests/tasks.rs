@@ -1,0 +1,259 @@
+//! Datasets written by many processes (`dataset::ShardWriter`,
+//! `publish_shards`): what a Spark job's tasks and driver do, here in one
+//! process.
+
+use std::num::NonZeroU32;
+
+use hashfile::dataset::shard_of;
+use hashfile::import::{ImportOptions, InputFormat};
+use hashfile::{BuildOptions, Record};
+use hashfile_remote::RemoteOptions;
+use hashfile_runtime::dataset::{
+    discard_generation, new_generation, publish_shards, Dataset, DatasetBuilder, ShardWriter,
+};
+
+const SHARDS: u32 = 4;
+
+/// Each shard's keys, sorted, as a task receives them.
+fn routed(keys: &[String]) -> Vec<Vec<&str>> {
+    let mut shards = vec![Vec::new(); SHARDS as usize];
+    for key in keys {
+        shards[shard_of(key.as_bytes(), NonZeroU32::new(SHARDS).unwrap()) as usize]
+            .push(key.as_str());
+    }
+    for shard in &mut shards {
+        shard.sort();
+    }
+    shards
+}
+
+fn keys(n: usize) -> Vec<String> {
+    (0..n).map(|i| format!("key-{i:06}")).collect()
+}
+
+fn write_shard(
+    dir: &str,
+    generation: &str,
+    shard: u32,
+    keys: &[&str],
+) -> hashfile_runtime::dataset::manifest::ShardEntry {
+    let mut writer = ShardWriter::create(
+        dir,
+        generation,
+        shard,
+        SHARDS,
+        BuildOptions::default(),
+        &RemoteOptions::default(),
+    )
+    .unwrap();
+    for key in keys {
+        writer
+            .insert_record(Record::text(key, &format!("v:{key}")))
+            .unwrap();
+    }
+    writer.finish().unwrap()
+}
+
+#[test]
+fn shards_written_apart_publish_as_one_dataset_byte_identical_to_a_single_build() {
+    let dir = tempfile::tempdir().unwrap();
+    let at = dir.path().join("ds").display().to_string();
+    let keys = keys(5000);
+    let shards = routed(&keys);
+    let generation = new_generation();
+    // Reports arrive in any order.
+    let reports: Vec<_> = (0..SHARDS)
+        .rev()
+        .map(|i| write_shard(&at, &generation, i, &shards[i as usize]))
+        .collect();
+    let manifest =
+        publish_shards(&at, &generation, SHARDS, reports, &RemoteOptions::default()).unwrap();
+    assert_eq!(manifest.entries, 5000);
+    let dataset = Dataset::open(&at, &RemoteOptions::default()).unwrap();
+    for key in &keys {
+        let record = dataset.get(key.as_bytes()).unwrap().expect(key);
+        assert_eq!(record.value(), format!("v:{key}").as_bytes());
+    }
+    // One process building the same sorted entries writes the same bytes.
+    let single = dir.path().join("single");
+    let mut builder = DatasetBuilder::streaming(SHARDS, BuildOptions::default(), &single).unwrap();
+    let mut sorted = keys.clone();
+    sorted.sort();
+    for key in &sorted {
+        builder.insert_record(Record::text(key, &format!("v:{key}")));
+    }
+    let other = builder.write(&single).unwrap();
+    for (a, b) in manifest.shards.iter().zip(&other.shards) {
+        let left = std::fs::read(format!("{at}/{}", a.file)).unwrap();
+        let right = std::fs::read(single.join(&b.file)).unwrap();
+        assert!(left == right, "{} and {} differ", a.file, b.file);
+        assert_eq!(a.checksum, b.checksum);
+    }
+}
+
+#[test]
+fn a_shard_a_failed_attempt_left_is_caught_before_the_manifest() {
+    let dir = tempfile::tempdir().unwrap();
+    let at = dir.path().display().to_string();
+    let keys = keys(2000);
+    let shards = routed(&keys);
+    let first = new_generation();
+    let reports: Vec<_> = (0..SHARDS)
+        .map(|i| write_shard(&at, &first, i, &shards[i as usize]))
+        .collect();
+    publish_shards(&at, &first, SHARDS, reports, &RemoteOptions::default()).unwrap();
+
+    // The second job: shard 2's report is of a whole shard, but the file
+    // under its name is what an attempt that saw half the rows wrote after.
+    let second = new_generation();
+    let mut reports: Vec<_> = (0..SHARDS)
+        .map(|i| write_shard(&at, &second, i, &shards[i as usize]))
+        .collect();
+    let half = &shards[2][..shards[2].len() / 2];
+    write_shard(&at, &second, 2, half);
+    let error = publish_shards(
+        &at,
+        &second,
+        SHARDS,
+        reports.clone(),
+        &RemoteOptions::default(),
+    )
+    .unwrap_err();
+    let message = error.to_string();
+    assert!(
+        matches!(error, hashfile::Error::Dataset { .. }),
+        "{error:?}"
+    );
+    assert!(
+        message.contains("shard 2 of 4: its task reported")
+            && message.contains(&format!("{} entries", half.len())),
+        "{message}"
+    );
+    // Readers still read the first generation, whole.
+    let dataset = Dataset::open(&at, &RemoteOptions::default()).unwrap();
+    assert_eq!(dataset.manifest().generation, first);
+    assert_eq!(dataset.len(), 2000);
+
+    // A shard missing from the reports, or reported twice.
+    let missing = publish_shards(
+        &at,
+        &second,
+        SHARDS,
+        reports[..3].to_vec(),
+        &RemoteOptions::default(),
+    )
+    .unwrap_err();
+    assert!(
+        missing.to_string().contains("shard 3") && missing.to_string().contains("was not reported"),
+        "{missing}"
+    );
+    reports[3] = reports[1].clone();
+    let twice =
+        publish_shards(&at, &second, SHARDS, reports, &RemoteOptions::default()).unwrap_err();
+    assert!(twice.to_string().contains("reported twice"), "{twice}");
+
+    // The failed job's files go; the published dataset stays.
+    discard_generation(&at, &second, &RemoteOptions::default()).unwrap();
+    let left: Vec<String> = std::fs::read_dir(&at)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert!(left.iter().all(|name| !name.contains(&second)), "{left:?}");
+    assert_eq!(
+        Dataset::open(&at, &RemoteOptions::default()).unwrap().len(),
+        2000
+    );
+}
+
+#[test]
+fn a_shard_writer_refuses_what_would_make_attempts_differ() {
+    let dir = tempfile::tempdir().unwrap();
+    let at = dir.path().display().to_string();
+    let generation = new_generation();
+    let keys = keys(500);
+    let shards = routed(&keys);
+
+    let mut writer = ShardWriter::create(
+        &at,
+        &generation,
+        0,
+        SHARDS,
+        BuildOptions::default(),
+        &RemoteOptions::default(),
+    )
+    .unwrap();
+    let misrouted = writer
+        .insert_record(Record::text(shards[1][0], "x"))
+        .unwrap_err();
+    assert!(
+        misrouted
+            .to_string()
+            .contains("routes to shard 1, not to this one"),
+        "{misrouted}"
+    );
+    writer
+        .insert_record(Record::text(shards[0][1], "x"))
+        .unwrap();
+    let unsorted = writer
+        .insert_record(Record::text(shards[0][0], "x"))
+        .unwrap_err();
+    assert!(
+        unsorted.to_string().contains("must come sorted by key"),
+        "{unsorted}"
+    );
+
+    let options = BuildOptions {
+        on_duplicate: hashfile::OnDuplicate::Last,
+        ..BuildOptions::default()
+    };
+    let Err(error) = ShardWriter::create(
+        &at,
+        &generation,
+        0,
+        SHARDS,
+        options,
+        &RemoteOptions::default(),
+    ) else {
+        panic!("on_duplicate: last accepted")
+    };
+    assert!(
+        matches!(
+            error,
+            hashfile::Error::InvalidOption {
+                name: "on_duplicate",
+                ..
+            }
+        ),
+        "{error:?}"
+    );
+
+    // JSON Lines: typed values, and a duplicate named by the build.
+    let mut writer = ShardWriter::create(
+        &at,
+        &generation,
+        0,
+        SHARDS,
+        BuildOptions::default(),
+        &RemoteOptions::default(),
+    )
+    .unwrap();
+    let mut import = ImportOptions::new(InputFormat::JsonLines);
+    import.key_field = "k".into();
+    import.value_field = "v".into();
+    let key = shards[0][0];
+    let lines = format!(
+        "{{\"k\":\"{key}\",\"v\":{{\"n\":1,\"a\":[true,null]}}}}\n{{\"k\":\"{key}\",\"v\":2}}\n"
+    );
+    assert_eq!(
+        writer
+            .add_json_lines(lines.as_bytes(), "rows", &import)
+            .unwrap(),
+        2
+    );
+    let duplicate = writer.finish().unwrap_err();
+    assert!(
+        matches!(duplicate, hashfile::Error::DuplicateKey { .. }),
+        "{duplicate:?}"
+    );
+    assert!(duplicate.to_string().contains(key), "{duplicate}");
+}
