@@ -14,6 +14,7 @@ mod encode;
 mod errors;
 mod options;
 mod reader;
+mod tasks;
 
 /// The shard (`0..shards`) of `key` in a dataset of `shards`, as every
 /// release and language routes it (docs/FORMAT.md).
@@ -44,6 +45,11 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(build::build, m)?)?;
     m.add_function(wrap_pyfunction!(build::build_from, m)?)?;
     m.add_class::<reader::NativeReader>()?;
+    m.add_class::<tasks::ShardWriter>()?;
+    m.add_function(wrap_pyfunction!(tasks::new_generation, m)?)?;
+    m.add_function(wrap_pyfunction!(tasks::publish_shards, m)?)?;
+    m.add_function(wrap_pyfunction!(tasks::discard_generation, m)?)?;
     m.add("BUILD_OPTIONS", options::BUILD_OPTIONS.to_vec())?;
+    m.add("MAX_SHARDS", hashfile::dataset::MAX_SHARDS)?;
     Ok(())
 }

@@ -32,3 +32,108 @@ def ruby_json():
         return json.loads(ruby("db = Hashfile.open(ARGV[0]); puts JSON.generate(db.to_a)", path))
 
     return read
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_for(port: int, process: subprocess.Popen, what: str, seconds: float = 60) -> None:
+    import socket
+    import time
+
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"{what} exited with {process.returncode}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError(f"{what} did not answer on port {port}")
+
+
+class Minio:
+    """MinIO on a free port with a temporary data directory: the binary
+    bin/setup builds (~/.cache/hashfile/bin/minio), with the environment
+    the Rust and Ruby tests give it (test/support/minio.env)."""
+
+    def __init__(self, data: pathlib.Path) -> None:
+        import os
+
+        env_lines = (ROOT / "test/support/minio.env").read_text().splitlines()
+        self.env = dict(line.split("=", 1) for line in env_lines if line.strip() and not line.startswith("#"))
+        binary = os.environ.get("HASHFILE_MINIO", os.path.expanduser("~/.cache/hashfile/bin/minio"))
+        if not os.access(binary, os.X_OK):
+            if os.environ.get("HASHFILE_REQUIRE_MINIO") == "1":
+                raise RuntimeError(f"no MinIO at {binary}: run bin/setup --minio")
+            pytest.skip(f"no MinIO at {binary} (bin/setup --minio builds it)")
+        port = _free_port()
+        self.process = subprocess.Popen(
+            [binary, "server", str(data), "--address", f"127.0.0.1:{port}", "--console-address", f"127.0.0.1:{_free_port()}", "--quiet"],
+            env={**os.environ, **self.env},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        _wait_for(port, self.process, "minio")
+        self.endpoint = f"http://127.0.0.1:{port}"
+
+    @property
+    def client_env(self) -> dict[str, str]:
+        """What an S3 client needs, as the standard AWS variables."""
+        return {
+            "AWS_ACCESS_KEY_ID": self.env["MINIO_ROOT_USER"],
+            "AWS_SECRET_ACCESS_KEY": self.env["MINIO_ROOT_PASSWORD"],
+            "AWS_REGION": self.env["MINIO_REGION"],
+        }
+
+    def make_bucket(self, name: str) -> None:
+        """A signed (AWS Signature Version 4) PUT of ``/name``, retried while
+        MinIO warms up."""
+        import datetime
+        import hashlib
+        import hmac
+        import time
+        import urllib.error
+        import urllib.request
+
+        user, secret, region = self.env["MINIO_ROOT_USER"], self.env["MINIO_ROOT_PASSWORD"], self.env["MINIO_REGION"]
+        host = self.endpoint.removeprefix("http://")
+        for _ in range(50):
+            now = datetime.datetime.now(datetime.timezone.utc)
+            date, stamp = now.strftime("%Y%m%d"), now.strftime("%Y%m%dT%H%M%SZ")
+            body_hash = hashlib.sha256(b"").hexdigest()
+            signed = "host;x-amz-content-sha256;x-amz-date"
+            canonical = "\n".join(["PUT", f"/{name}", "", f"host:{host}", f"x-amz-content-sha256:{body_hash}", f"x-amz-date:{stamp}", "", signed, body_hash])
+            scope = f"{date}/{region}/s3/aws4_request"
+            to_sign = "\n".join(["AWS4-HMAC-SHA256", stamp, scope, hashlib.sha256(canonical.encode()).hexdigest()])
+            key = f"AWS4{secret}".encode()
+            for part in (date, region, "s3", "aws4_request"):
+                key = hmac.new(key, part.encode(), hashlib.sha256).digest()
+            signature = hmac.new(key, to_sign.encode(), hashlib.sha256).hexdigest()
+            request = urllib.request.Request(f"{self.endpoint}/{name}", method="PUT", data=b"")
+            request.add_header("x-amz-date", stamp)
+            request.add_header("x-amz-content-sha256", body_hash)
+            request.add_header("Authorization", f"AWS4-HMAC-SHA256 Credential={user}/{scope}, SignedHeaders={signed}, Signature={signature}")
+            try:
+                urllib.request.urlopen(request, timeout=10).close()
+                return
+            except (urllib.error.URLError, ConnectionError):
+                time.sleep(0.1)
+        raise RuntimeError(f"could not make bucket {name}")
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=30)
+
+
+@pytest.fixture(scope="session")
+def minio(tmp_path_factory):
+    server = Minio(tmp_path_factory.mktemp("minio"))
+    yield server
+    server.stop()

@@ -1,0 +1,302 @@
+"""Writing hashfile datasets from Apache Spark: ``write_dataset(df, path,
+key=...)`` builds a dataset (docs/FORMAT.md, "Datasets") where the data
+is, one task per shard, and publishes its manifest from the driver once
+every shard is checked. Read it from Python (``hashfile.open``), Ruby
+(``Hashfile.open``) or the CLI like any dataset.
+
+How a job runs (docs/PYTHON.md, "Spark"):
+
+1. Each row becomes one JSON Lines record, ``{"k": key, "v": value}``,
+   made by Spark's ``to_json`` in the JVM (no Python object per column).
+2. A Python UDF computes each key's shard (``shard_of``: XXH3, which no
+   Spark expression computes), and the rows are repartitioned so that
+   partition ``i`` holds shard ``i`` exactly, then sorted by shard and key
+   within each partition (Spark's sort, spilling to disk as it needs).
+3. Each task streams its sorted rows into the core's shard writer, which
+   checks every key's shard and order and publishes the shard under its
+   final name (rename, or one S3 PUT). Sorted input makes every attempt
+   of a task write the same bytes, so a retried or speculative attempt is
+   harmless.
+4. The driver checks each shard file against what its task reported
+   (entry count, length, header checksum) and only then writes the
+   manifest. A failed job removes its shards; the dataset's readers see
+   the old generation throughout.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
+
+from . import _native
+from .errors import DatasetError, DuplicateKeyError, LimitError, ParseError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import Column, DataFrame
+
+__all__ = ["write_dataset"]
+
+# Rows handed to the core in one call: big enough that the call's cost is
+# nothing per row, small enough to hold a few MB.
+BATCH_ROWS = 8192
+
+# The fields of the JSON Lines record each row becomes.
+_KEY_FIELD = "k"
+_VALUE_FIELD = "v"
+
+# Test-only fault injection (python/tests/test_spark.py), "SHARD:ROWS:MARKER":
+# on its first attempt only, the task of SHARD publishes its first ROWS rows
+# as the whole shard under the final name, writes MARKER, and its Python
+# worker exits.
+_FAIL_FIRST_ATTEMPT_ENV = "HASHFILE_SPARK_TEST_FAIL_FIRST_ATTEMPT"
+
+# What a task reports instead of raising: the data is wrong, and a retry
+# would fail the same way. Anything else (I/O, a remote store) raises, and
+# Spark retries the task.
+_DATA_ERRORS = (DuplicateKeyError, ParseError, DatasetError, LimitError, ValueError, TypeError)
+
+
+def write_dataset(
+    df: DataFrame,
+    path: str | os.PathLike[str],
+    key: str,
+    value: str | Sequence[str] | None = None,
+    *,
+    shards: int | None = None,
+    target_shard_bytes: int | None = None,
+    remote: dict[str, Any] | None = None,
+    **options: Any,
+) -> dict[str, Any]:
+    """Writes ``df`` as a hashfile dataset at ``path``: a directory every
+    executor and the driver see (local mode, NFS), or an ``s3://bucket/prefix``.
+
+    ``key`` is a string or integer column (an integer is keyed by its
+    digits); a null key fails the job. ``value`` is a column name, a list
+    of them (stored as a dict), or None for the whole row as a dict. Give
+    ``shards`` (1 to 1,048,576), or ``target_shard_bytes`` to size shards by the
+    rows' JSON length (one more pass over ``df``: cache it first if it is
+    costly to compute). ``remote``: options for S3 (``s3_endpoint``,
+    ``s3_region``, ...; credentials come from the standard AWS environment
+    variables). Build options (``keys_per_bucket``, ``load_factor``, ...)
+    apply to every shard; ``on_duplicate`` must be ``"error"``.
+
+    Returns the manifest written, as a dict. Raises ``DuplicateKeyError``
+    naming a key that occurs twice, and the other ``hashfile.errors`` as a
+    local build does; nothing is published then.
+    """
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import IntegerType, LongType
+
+    location = os.fspath(path)
+    unknown = sorted(set(options) - set(_native.BUILD_OPTIONS))
+    if unknown:
+        raise ValueError(f"unknown option {unknown[0]!r} for write_dataset; build options are {', '.join(_native.BUILD_OPTIONS)}")
+    if (shards is None) == (target_shard_bytes is None):
+        raise ValueError("give shards or target_shard_bytes, not both and not neither")
+    if target_shard_bytes is not None and (not isinstance(target_shard_bytes, int) or target_shard_bytes < 1):
+        raise ValueError(f"target_shard_bytes must be a positive int, not {target_shard_bytes!r}")
+
+    key_column = _key_column(df, key)
+    record = F.to_json(
+        F.struct(key_column.alias(_KEY_FIELD), _value_column(df, value).alias(_VALUE_FIELD)),
+        {"ignoreNullFields": "false"},
+    )
+    rows = df.select(key_column.cast("string").alias("_key"), record.alias("_record"))
+
+    if shards is None:
+        assert target_shard_bytes is not None
+        total = rows.select(F.sum(F.octet_length("_record"))).first()[0] or 0
+        shards = min(_native.MAX_SHARDS, max(1, math.ceil(total / target_shard_bytes)))
+    generation = _native.new_generation()
+    _check_options(location, generation, shards, options, remote)
+
+    # Partition i holds shard i: the column Spark hashes is, for shard i,
+    # a number Spark's own hash sends to partition i.
+    partition_of = _partition_keys(df.sparkSession, shards)
+    route = F.udf(lambda k: None if k is None else partition_of[_native.shard_of(k, shards)], LongType(), useArrow=False)
+    shard_of = F.udf(lambda k: None if k is None else _native.shard_of(k, shards), IntegerType(), useArrow=False)
+    routed = (
+        rows.withColumn("_shard", shard_of("_key"))
+        .withColumn("_partition", route("_key"))
+        .repartition(shards, "_partition")
+        .sortWithinPartitions("_shard", "_key")
+        .select("_shard", "_record")
+    )
+
+    task = _ShardTask(key, location, generation, shards, options, remote)
+    try:
+        results = routed.rdd.mapPartitions(task).collect()
+        errors = [r for r in results if isinstance(r, BaseException)]
+        if errors:
+            raise errors[0]
+        reports = [r for r in results if isinstance(r, dict)]
+        written = {int(r["file"].rsplit("-of-", 1)[0].rsplit("-", 1)[1]) for r in reports}
+        # Shards no row went to are written here, empty.
+        for shard in range(shards):
+            if shard not in written:
+                writer = _native.ShardWriter(location, generation, shard, shards, _KEY_FIELD, _VALUE_FIELD, options or None, remote)
+                reports.append(writer.finish())
+        return _native.publish_shards(location, generation, shards, reports, remote)
+    except BaseException:
+        _native.discard_generation(location, generation, remote)
+        raise
+
+
+def _key_column(df: DataFrame, key: str) -> Column:
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import IntegralType, StringType
+
+    if not isinstance(key, str):
+        raise TypeError(f"key is a column name, not {type(key).__name__}")
+    field = _field(df, key, "key")
+    if not isinstance(field.dataType, (StringType, IntegralType)):
+        raise TypeError(f"key column {key!r} is {field.dataType.simpleString()}; a key is a string or an integer column (cast it, or format it with a Spark expression)")
+    return F.col(key)
+
+
+def _value_column(df: DataFrame, value: str | Sequence[str] | None) -> Column:
+    """The value as a column whose JSON decodes as the documented types: a
+    decimal becomes its exact digits as a string (the format has no
+    decimal type, and a float would round it)."""
+    from pyspark.sql import functions as F
+
+    if value is None:
+        names = df.columns
+    elif isinstance(value, str):
+        return _exact(F.col(value), _field(df, value, "value").dataType)
+    else:
+        names = list(value)
+        for name in names:
+            _field(df, name, "value")
+    return F.struct(*[_exact(F.col(n), _field(df, n, "value").dataType).alias(n) for n in names])
+
+
+def _field(df: DataFrame, name: str, role: str) -> Any:
+    for field in df.schema.fields:
+        if field.name == name:
+            return field
+    raise ValueError(f"{role} column {name!r} is not in the DataFrame; its columns are {', '.join(df.columns)}")
+
+
+def _exact(column: Column, data_type: Any) -> Column:
+    exact = _without_decimals(data_type)
+    return column if exact == data_type else column.cast(exact)
+
+
+def _without_decimals(data_type: Any) -> Any:
+    """``data_type`` with every decimal, however deep, a string."""
+    from pyspark.sql.types import ArrayType, DecimalType, MapType, StringType, StructField, StructType
+
+    if isinstance(data_type, DecimalType):
+        return StringType()
+    if isinstance(data_type, ArrayType):
+        return ArrayType(_without_decimals(data_type.elementType), data_type.containsNull)
+    if isinstance(data_type, MapType):
+        return MapType(_without_decimals(data_type.keyType), _without_decimals(data_type.valueType), data_type.valueContainsNull)
+    if isinstance(data_type, StructType):
+        return StructType([StructField(f.name, _without_decimals(f.dataType), f.nullable) for f in data_type.fields])
+    return data_type
+
+
+def _partition_keys(spark: Any, shards: int) -> list[int]:
+    """For each shard, a number whose Spark hash partitioning (``pmod(hash(n),
+    shards)``, Murmur3 with Spark's seed) is that shard's index: found by
+    Spark itself, so this never depends on how Spark hashes."""
+    from pyspark.sql import functions as F
+
+    candidates = 16 * shards
+    while True:
+        found = (
+            spark.range(candidates)
+            .select(F.col("id"), F.expr(f"pmod(hash(id), {shards})").alias("p"))
+            .groupBy("p")
+            .agg(F.min("id").alias("id"))
+            .collect()
+        )
+        keys = {row["p"]: row["id"] for row in found}
+        if len(keys) == shards:
+            return [keys[i] for i in range(shards)]
+        candidates *= 4
+
+
+def _check_options(location: str, generation: str, shards: int, options: dict[str, Any], remote: dict[str, Any] | None) -> None:
+    """Refuses on the driver, before any task runs, what every task would
+    refuse: the options and the shard count, checked by the core's shard
+    writer (made in a temporary directory and dropped unwritten)."""
+    with tempfile.TemporaryDirectory(prefix="hashfile-check-") as scratch:
+        _native.ShardWriter(scratch, generation, 0, shards, _KEY_FIELD, _VALUE_FIELD, options or None, None)
+    if remote is not None and not location.startswith("s3://"):
+        raise ValueError("remote options are for an s3:// location")
+
+
+class _ShardTask:
+    """What each Spark task runs over its partition: rows of (shard,
+    record) sorted by shard and key. Returns one report per shard written,
+    or the data error that stopped it."""
+
+    def __init__(self, key: str, location: str, generation: str, shards: int, options: dict[str, Any], remote: dict[str, Any] | None) -> None:
+        self.key = key
+        self.location = location
+        self.generation = generation
+        self.shards = shards
+        self.options = options or None
+        self.remote = remote
+
+    def __call__(self, rows: Iterable[Any]) -> Iterator[Any]:
+        try:
+            yield from self._write(rows)
+        except _DATA_ERRORS as error:
+            yield error
+
+    def _write(self, rows: Iterable[Any]) -> Iterator[dict[str, Any]]:
+        writer = None
+        shard = -1
+        batch: list[str] = []
+        written = 0
+        fail_at = self._failure_injected()
+        for row_shard, record in rows:
+            if row_shard != shard:
+                if writer is not None:
+                    self._add(writer, batch, shard, written)
+                    yield writer.finish()
+                if row_shard is None:
+                    raise ValueError(f"key column {self.key!r} is null in a row; every row needs a key (filter them out, or fill them with a Spark expression)")
+                shard, written, batch = row_shard, 0, []
+                writer = _native.ShardWriter(self.location, self.generation, shard, self.shards, _KEY_FIELD, _VALUE_FIELD, self.options, self.remote)
+            batch.append(record)
+            if len(batch) >= BATCH_ROWS:
+                written = self._add(writer, batch, shard, written)
+                batch = []
+            if fail_at is not None and shard == fail_at[0] and written + len(batch) == fail_at[1]:
+                self._die_mid_write(writer, batch, shard, written, fail_at[2])
+        if writer is not None:
+            self._add(writer, batch, shard, written)
+            yield writer.finish()
+
+    @staticmethod
+    def _add(writer: Any, batch: list[str], shard: int, written: int) -> int:
+        if batch:
+            source = f"Spark rows of shard {shard} from row {written + 1}"
+            writer.add_json_lines("\n".join(batch).encode(), source)
+        return written + len(batch)
+
+    def _failure_injected(self) -> tuple[int, int, str] | None:
+        spec = os.environ.get(_FAIL_FIRST_ATTEMPT_ENV)
+        if not spec:
+            return None
+        from pyspark import TaskContext
+
+        context = TaskContext.get()
+        if context is None or context.attemptNumber() != 0:
+            return None
+        shard, rows, marker = spec.split(":", 2)
+        return int(shard), int(rows), marker
+
+    def _die_mid_write(self, writer: Any, batch: list[str], shard: int, written: int, marker: str) -> None:
+        written = self._add(writer, batch, shard, written)
+        writer.finish()
+        with open(marker, "w") as f:
+            f.write(f"shard {shard} attempt 0 wrote {written} rows and died")
+        os._exit(17)
