@@ -10,8 +10,8 @@ How a job runs (docs/PYTHON.md, "Spark"):
    made by Spark's ``to_json`` in the JVM (no Python object per column).
 2. A Python UDF computes each key's shard (``shard_of``: XXH3, which no
    Spark expression computes), and the rows are repartitioned so that
-   partition ``i`` holds shard ``i`` exactly, then sorted by shard and key
-   within each partition (Spark's sort, spilling to disk as it needs).
+   partition ``i`` holds shard ``i`` exactly, then sorted by key within
+   each partition (Spark's sort, spilling to disk as it needs).
 3. Each task streams its sorted rows into the core's shard writer, which
    checks every key's shard and order and publishes the shard under its
    final name (rename, or one S3 PUT). Sorted input makes every attempt
@@ -87,7 +87,7 @@ def write_dataset(
     local build does; nothing is published then.
     """
     from pyspark.sql import functions as F
-    from pyspark.sql.types import IntegerType, LongType
+    from pyspark.sql.types import LongType
 
     location = os.fspath(path)
     unknown = sorted(set(options) - set(_native.BUILD_OPTIONS))
@@ -113,16 +113,16 @@ def write_dataset(
     _check_options(location, generation, shards, options, remote)
 
     # Partition i holds shard i: the column Spark hashes is, for shard i,
-    # a number Spark's own hash sends to partition i.
+    # a number Spark's own hash sends to partition i. So a row's shard is
+    # its partition's index, and one Python call a row routes it (each
+    # task's writer checks every key's shard again).
     partition_of = _partition_keys(df.sparkSession, shards)
     route = F.udf(lambda k: None if k is None else partition_of[_native.shard_of(k, shards)], LongType(), useArrow=False)
-    shard_of = F.udf(lambda k: None if k is None else _native.shard_of(k, shards), IntegerType(), useArrow=False)
     routed = (
-        rows.withColumn("_shard", shard_of("_key"))
-        .withColumn("_partition", route("_key"))
+        rows.withColumn("_partition", route("_key"))
         .repartition(shards, "_partition")
-        .sortWithinPartitions("_shard", "_key")
-        .select("_shard", "_record")
+        .sortWithinPartitions("_key")
+        .select(F.when(F.col("_key").isNull(), None).otherwise(F.spark_partition_id()).alias("_shard"), "_record")
     )
 
     task = _ShardTask(key, location, generation, shards, options, remote)

@@ -108,6 +108,21 @@ def test_a_dataset_from_spark_reads_as_a_single_machine_build_of_the_same_rows(s
     assert entry["price"] == "0.1200" and entry["pair"] == [12, 13] and entry["map"] == {"k": 12}
 
 
+def test_the_documented_mapping_of_the_other_spark_types(spark, tmp_path):
+    import datetime
+
+    rows = spark.createDataFrame(
+        [("a", float("nan"), float("inf"), datetime.date(2026, 11, 24), datetime.datetime(2026, 11, 24, 12, 30, 5), bytearray(b"hi"), 2**62, None)],
+        "k string, nan double, inf double, day date, at timestamp, raw binary, big long, nothing string",
+    )
+    write_dataset(rows, tmp_path / "ds", key="k", shards=1)
+    with hashfile.open(tmp_path / "ds") as db:
+        row = db["a"]
+    assert row["nan"] == "NaN" and row["inf"] == "Infinity"
+    assert row["day"] == "2026-11-24" and row["at"].startswith("2026-11-24T12:30:05")
+    assert row["raw"] == "aGk=" and row["big"] == 2**62 and row["nothing"] is None
+
+
 def test_a_task_that_dies_mid_write_is_retried_and_the_manifest_is_right(spark, tmp_path):
     rows = spark.range(20_000).select(F.format_string("k%06d", "id").alias("k"), F.col("id").alias("v"))
     out = tmp_path / "ds"
