@@ -8,15 +8,16 @@ How a job runs (docs/PYTHON.md, "Spark"):
 
 1. Each row becomes one JSON Lines record, ``{"k": key, "v": value}``,
    made by Spark's ``to_json`` in the JVM (no Python object per column).
-2. A Python UDF computes each key's shard (``shard_of``: XXH3, which no
-   Spark expression computes), and the rows are repartitioned so that
-   partition ``i`` holds shard ``i`` exactly, then sorted by key within
-   each partition (Spark's sort, spilling to disk as it needs).
-3. Each task streams its sorted rows into the core's shard writer, which
-   checks every key's shard and order and publishes the shard under its
-   final name (rename, or one S3 PUT). Sorted input makes every attempt
-   of a task write the same bytes, so a retried or speculative attempt is
-   harmless.
+2. Each key's shard is computed in Rust over Arrow batches (``mapInArrow``;
+   ``shard_of`` is XXH3, which no Spark expression computes), and the rows
+   are repartitioned so that partition ``i`` holds shard ``i`` exactly,
+   then sorted by key within each partition (Spark's sort, spilling to
+   disk as it needs).
+3. Each task hands its sorted records, an Arrow batch at a time, to the
+   core's shard writer, which checks every key's shard and order and
+   publishes the shard under its final name (rename, or one S3 PUT).
+   Sorted input makes every attempt of a task write the same bytes, so a
+   retried or speculative attempt is harmless.
 4. The driver checks each shard file against what its task reported
    (entry count, length, header checksum) and only then writes the
    manifest. A failed job removes its shards; the dataset's readers see
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import math
 import os
+import pickle
 import tempfile
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
 
@@ -37,10 +39,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column, DataFrame
 
 __all__ = ["write_dataset"]
-
-# Rows handed to the core in one call: big enough that the call's cost is
-# nothing per row, small enough to hold a few MB.
-BATCH_ROWS = 8192
 
 # The fields of the JSON Lines record each row becomes.
 _KEY_FIELD = "k"
@@ -87,7 +85,6 @@ def write_dataset(
     local build does; nothing is published then.
     """
     from pyspark.sql import functions as F
-    from pyspark.sql.types import LongType
 
     location = os.fspath(path)
     unknown = sorted(set(options) - set(_native.BUILD_OPTIONS))
@@ -113,21 +110,21 @@ def write_dataset(
     _check_options(location, generation, shards, options, remote)
 
     # Partition i holds shard i: the column Spark hashes is, for shard i,
-    # a number Spark's own hash sends to partition i. So a row's shard is
-    # its partition's index, and one Python call a row routes it (each
-    # task's writer checks every key's shard again).
+    # a number Spark's own hash sends to partition i. Keys are routed in
+    # Rust over Arrow batches (no Python object a row), and a row's shard
+    # is then its partition's index (each task's writer checks every key's
+    # shard again).
     partition_of = _partition_keys(df.sparkSession, shards)
-    route = F.udf(lambda k: None if k is None else partition_of[_native.shard_of(k, shards)], LongType(), useArrow=False)
     routed = (
-        rows.withColumn("_partition", route("_key"))
+        rows.mapInArrow(_Router(partition_of), "_key string, _record string, _partition long")
         .repartition(shards, "_partition")
         .sortWithinPartitions("_key")
-        .select(F.when(F.col("_key").isNull(), None).otherwise(F.spark_partition_id()).alias("_shard"), "_record")
+        .select(F.when(F.col("_partition") == -1, None).otherwise(F.spark_partition_id()).alias("_shard"), "_record")
     )
 
     task = _ShardTask(key, location, generation, shards, options, remote)
     try:
-        results = routed.rdd.mapPartitions(task).collect()
+        results = [pickle.loads(row[0]) for row in routed.mapInArrow(task, "result binary").collect()]
         errors = [r for r in results if isinstance(r, BaseException)]
         if errors:
             raise errors[0]
@@ -231,10 +228,46 @@ def _check_options(location: str, generation: str, shards: int, options: dict[st
         raise ValueError("remote options are for an s3:// location")
 
 
+def _string_buffers(array: Any) -> tuple[bytes, bytes, int, int, bool]:
+    """An Arrow string array as the native calls take it: its offsets and
+    data buffers, its first row and row count, and whether its offsets are
+    64-bit (``large_string``)."""
+    import pyarrow as pa
+
+    _, offsets, data = array.buffers()
+    return (
+        offsets.to_pybytes() if offsets is not None else b"",
+        data.to_pybytes() if data is not None else b"",
+        array.offset,
+        len(array),
+        pa.types.is_large_string(array.type),
+    )
+
+
+class _Router:
+    """Spark's ``mapInArrow`` over (key, record) batches: adds each row's
+    partition, computed in Rust from the Arrow buffers (-1 for a null key)."""
+
+    def __init__(self, partition_of: list[int]) -> None:
+        self.partition_of = partition_of
+
+    def __call__(self, batches: Iterable[Any]) -> Iterator[Any]:
+        import pyarrow as pa
+
+        for batch in batches:
+            keys = batch.column(0)
+            offsets, data, first, count, wide = _string_buffers(keys)
+            validity = keys.buffers()[0]
+            partitions = _native.route_arrow_keys(offsets, data, validity.to_pybytes() if validity is not None and keys.null_count else None, first, count, wide, self.partition_of)
+            column = pa.Array.from_buffers(pa.int64(), count, [None, pa.py_buffer(partitions)])
+            yield pa.RecordBatch.from_arrays([keys, batch.column(1), column], names=["_key", "_record", "_partition"])
+
+
 class _ShardTask:
-    """What each Spark task runs over its partition: rows of (shard,
-    record) sorted by shard and key. Returns one report per shard written,
-    or the data error that stopped it."""
+    """Spark's ``mapInArrow`` over a partition's (shard, record) batches,
+    sorted by key: partition ``i`` is shard ``i``. Yields one row, the
+    pickled list of what it wrote (a report a shard) or the data error that
+    stopped it."""
 
     def __init__(self, key: str, location: str, generation: str, shards: int, options: dict[str, Any], remote: dict[str, Any] | None) -> None:
         self.key = key
@@ -244,58 +277,51 @@ class _ShardTask:
         self.options = options or None
         self.remote = remote
 
-    def __call__(self, rows: Iterable[Any]) -> Iterator[Any]:
-        try:
-            yield from self._write(rows)
-        except _DATA_ERRORS as error:
-            yield error
+    def __call__(self, batches: Iterable[Any]) -> Iterator[Any]:
+        import pyarrow as pa
+        from pyspark import TaskContext
 
-    def _write(self, rows: Iterable[Any]) -> Iterator[dict[str, Any]]:
+        shard = TaskContext.get().partitionId()
+        try:
+            results: list[Any] = self._write(shard, batches)
+        except _DATA_ERRORS as error:
+            results = [error]
+        yield pa.RecordBatch.from_arrays([pa.array([pickle.dumps(r) for r in results], pa.binary())], names=["result"])
+
+    def _write(self, shard: int, batches: Iterable[Any]) -> list[dict[str, Any]]:
         writer = None
-        shard = -1
-        batch: list[str] = []
         written = 0
-        fail_at = self._failure_injected()
-        for row_shard, record in rows:
-            if row_shard != shard:
-                if writer is not None:
-                    self._add(writer, batch, shard, written)
-                    yield writer.finish()
-                if row_shard is None:
-                    raise ValueError(f"key column {self.key!r} is null in a row; every row needs a key (filter them out, or fill them with a Spark expression)")
-                shard, written, batch = row_shard, 0, []
+        fail_at = self._failure_injected(shard)
+        for batch in batches:
+            if batch.column(0).null_count:
+                raise ValueError(f"key column {self.key!r} is null in a row; every row needs a key (filter them out, or fill them with a Spark expression)")
+            records = batch.column(1)
+            if writer is None:
                 writer = _native.ShardWriter(self.location, self.generation, shard, self.shards, _KEY_FIELD, _VALUE_FIELD, self.options, self.remote)
-            batch.append(record)
-            if len(batch) >= BATCH_ROWS:
-                written = self._add(writer, batch, shard, written)
-                batch = []
-            if fail_at is not None and shard == fail_at[0] and written + len(batch) == fail_at[1]:
-                self._die_mid_write(writer, batch, shard, written, fail_at[2])
-        if writer is not None:
-            self._add(writer, batch, shard, written)
-            yield writer.finish()
+            if fail_at is not None and written + len(records) >= fail_at[0]:
+                self._die_mid_write(writer, records.slice(0, fail_at[0] - written), shard, written, fail_at[1])
+            written = self._add(writer, records, shard, written)
+        return [writer.finish()] if writer is not None else []
 
     @staticmethod
-    def _add(writer: Any, batch: list[str], shard: int, written: int) -> int:
-        if batch:
-            source = f"Spark rows of shard {shard} from row {written + 1}"
-            writer.add_json_lines("\n".join(batch).encode(), source)
-        return written + len(batch)
+    def _add(writer: Any, records: Any, shard: int, written: int) -> int:
+        if len(records):
+            writer.add_arrow_records(*_string_buffers(records), f"Spark rows of shard {shard} from row {written + 1}")
+        return written + len(records)
 
-    def _failure_injected(self) -> tuple[int, int, str] | None:
+    def _failure_injected(self, shard: int) -> tuple[int, str] | None:
         spec = os.environ.get(_FAIL_FIRST_ATTEMPT_ENV)
         if not spec:
             return None
         from pyspark import TaskContext
 
-        context = TaskContext.get()
-        if context is None or context.attemptNumber() != 0:
+        target, rows, marker = spec.split(":", 2)
+        if int(target) != shard or TaskContext.get().attemptNumber() != 0:
             return None
-        shard, rows, marker = spec.split(":", 2)
-        return int(shard), int(rows), marker
+        return int(rows), marker
 
-    def _die_mid_write(self, writer: Any, batch: list[str], shard: int, written: int, marker: str) -> None:
-        written = self._add(writer, batch, shard, written)
+    def _die_mid_write(self, writer: Any, records: Any, shard: int, written: int, marker: str) -> None:
+        written = self._add(writer, records, shard, written)
         writer.finish()
         with open(marker, "w") as f:
             f.write(f"shard {shard} attempt 0 wrote {written} rows and died")

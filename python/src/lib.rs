@@ -48,6 +48,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<tasks::ShardWriter>()?;
     m.add_function(wrap_pyfunction!(tasks::new_generation, m)?)?;
     m.add_function(wrap_pyfunction!(tasks::publish_shards, m)?)?;
+    m.add_function(wrap_pyfunction!(tasks::route_arrow_keys, m)?)?;
     m.add_function(wrap_pyfunction!(tasks::discard_generation, m)?)?;
     m.add("BUILD_OPTIONS", options::BUILD_OPTIONS.to_vec())?;
     m.add("MAX_SHARDS", hashfile::dataset::MAX_SHARDS)?;

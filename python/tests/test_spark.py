@@ -123,6 +123,28 @@ def test_the_documented_mapping_of_the_other_spark_types(spark, tmp_path):
     assert row["raw"] == "aGk=" and row["big"] == 2**62 and row["nothing"] is None
 
 
+def test_keys_are_routed_from_arrow_buffers_as_shard_of_routes_them():
+    import pyarrow as pa
+
+    from hashfile.spark import _string_buffers
+
+    keys = [f"key-{i}" for i in range(1000)] + ["", "ключ", None]
+    partitions = [100 + i for i in range(7)]
+    for array in (pa.array(keys, pa.string()), pa.array(keys, pa.large_string()), pa.array(keys, pa.string()).slice(5, 990)):
+        offsets, data, first, count, wide = _string_buffers(array)
+        validity = array.buffers()[0].to_pybytes() if array.null_count else None
+        routed = hashfile._native.route_arrow_keys(offsets, data, validity, first, count, wide, partitions)
+        got = pa.Array.from_buffers(pa.int64(), count, [None, pa.py_buffer(routed)]).to_pylist()
+        expected = [-1 if k is None else partitions[hashfile.shard_of(k, 7)] for k in array.to_pylist()]
+        assert got == expected
+    # Buffers that do not hold the rows are an error, never a read past them.
+    offsets, data, first, count, wide = _string_buffers(pa.array(keys[:10]))
+    with pytest.raises(ValueError, match="not an Arrow string array"):
+        hashfile._native.route_arrow_keys(offsets, data[:5], None, first, count, wide, partitions)
+    with pytest.raises(ValueError, match="not an Arrow string array"):
+        hashfile._native.route_arrow_keys(offsets[:8], data, None, first, count, wide, partitions)
+
+
 def test_a_task_that_dies_mid_write_is_retried_and_the_manifest_is_right(spark, tmp_path):
     rows = spark.range(20_000).select(F.format_string("k%06d", "id").alias("k"), F.col("id").alias("v"))
     out = tmp_path / "ds"
