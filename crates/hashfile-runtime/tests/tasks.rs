@@ -31,13 +31,9 @@ fn keys(n: usize) -> Vec<String> {
     (0..n).map(|i| format!("key-{i:06}")).collect()
 }
 
-fn write_shard(
-    dir: &str,
-    generation: &str,
-    shard: u32,
-    keys: &[&str],
-) -> hashfile_runtime::dataset::manifest::ShardEntry {
-    let mut writer = ShardWriter::create(
+/// A writer of shard `shard` with the default options.
+fn shard_writer(dir: &str, generation: &str, shard: u32) -> ShardWriter {
+    ShardWriter::create(
         dir,
         generation,
         shard,
@@ -45,7 +41,16 @@ fn write_shard(
         BuildOptions::default(),
         &RemoteOptions::default(),
     )
-    .unwrap();
+    .unwrap()
+}
+
+fn write_shard(
+    dir: &str,
+    generation: &str,
+    shard: u32,
+    keys: &[&str],
+) -> hashfile_runtime::dataset::manifest::ShardEntry {
+    let mut writer = shard_writer(dir, generation, shard);
     for key in keys {
         writer
             .insert_record(Record::text(key, &format!("v:{key}")))
@@ -173,15 +178,7 @@ fn a_shard_writer_refuses_what_would_make_attempts_differ() {
     let keys = keys(500);
     let shards = routed(&keys);
 
-    let mut writer = ShardWriter::create(
-        &at,
-        &generation,
-        0,
-        SHARDS,
-        BuildOptions::default(),
-        &RemoteOptions::default(),
-    )
-    .unwrap();
+    let mut writer = shard_writer(&at, &generation, 0);
     let misrouted = writer
         .insert_record(Record::text(shards[1][0], "x"))
         .unwrap_err();
@@ -228,15 +225,7 @@ fn a_shard_writer_refuses_what_would_make_attempts_differ() {
     );
 
     // JSON Lines: typed values, and a duplicate named by the build.
-    let mut writer = ShardWriter::create(
-        &at,
-        &generation,
-        0,
-        SHARDS,
-        BuildOptions::default(),
-        &RemoteOptions::default(),
-    )
-    .unwrap();
+    let mut writer = shard_writer(&at, &generation, 0);
     let mut import = ImportOptions::new(InputFormat::JsonLines);
     import.key_field = "k".into();
     import.value_field = "v".into();
