@@ -293,15 +293,17 @@ impl Handle {
         {
             return;
         }
-        if !self.is_stale() {
-            return;
-        }
-        match Table::open(&self.location, &self.options.remote) {
-            Ok(store) => {
+        let refreshed = match &*self.current.load() {
+            Some(current) => current.refreshed(&self.location, &self.options.remote),
+            None => None,
+        };
+        match refreshed {
+            None => {}
+            Some(Ok(store)) => {
                 self.install(store);
                 self.refresh_error.store(None);
             }
-            Err(e) => self.refresh_error.store(Some(Arc::new(e.to_string()))),
+            Some(Err(e)) => self.refresh_error.store(Some(Arc::new(e.to_string()))),
         }
     }
 

@@ -191,6 +191,25 @@ impl Table {
         }
     }
 
+    /// What a refresh swaps in: the table `location` names now, if it is
+    /// another than this one (`is_stale`), or the error opening it. A
+    /// remote dataset's manifest is fetched once, to compare and to open.
+    pub fn refreshed(
+        &self,
+        location: &str,
+        remote: &RemoteOptions,
+    ) -> Option<hashfile::Result<Table>> {
+        match self {
+            Table::Dataset(dataset, None) => match dataset.newer() {
+                Ok(None) => None,
+                Ok(Some(newer)) => Some(Ok(Table::Dataset(newer, None))),
+                Err(e) => Some(Err(e)),
+            },
+            _ if self.is_stale(location) => Some(Table::open(location, remote)),
+            _ => None,
+        }
+    }
+
     /// The store, if this is one.
     pub fn as_store(&self) -> Option<&Store> {
         match self {

@@ -466,7 +466,16 @@ fn a_remote_dataset_follows_new_generations() {
 
     build(&dir, 500, 2, "two");
     assert!(polled.is_stale());
+    let requests = nginx.log().len();
     assert_eq!(get(&polled, "key-1").as_deref(), Some("two-1"));
+    assert_eq!(
+        nginx.log()[requests..]
+            .iter()
+            .filter(|r| r.3.ends_with(MANIFEST_NAME))
+            .count(),
+        1,
+        "a check that finds a new generation fetches its manifest once, to compare and to open"
+    );
     assert_eq!(polled.generation_now(), 1);
     assert_eq!(
         polled

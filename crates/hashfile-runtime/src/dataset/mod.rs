@@ -74,7 +74,16 @@ impl Dataset {
             location.to_owned()
         };
         let bytes = read_manifest(&manifest_at, remote)?;
-        let manifest = Manifest::parse(&bytes, &manifest_at)?;
+        Dataset::of_manifest(manifest_at, &bytes, remote)
+    }
+
+    /// The dataset whose manifest, read at `manifest_at`, is `bytes`.
+    fn of_manifest(
+        manifest_at: String,
+        bytes: &[u8],
+        remote: &RemoteOptions,
+    ) -> hashfile::Result<Dataset> {
+        let manifest = Manifest::parse(bytes, &manifest_at)?;
         let base = match manifest_at.rfind('/') {
             Some(slash) => manifest_at[..=slash].to_owned(),
             None => String::new(),
@@ -109,6 +118,18 @@ impl Dataset {
         let bytes = read_manifest(&self.location, &self.remote)?;
         let now = Manifest::parse(&bytes, &self.location)?;
         Ok(now.generation != self.manifest.generation)
+    }
+
+    /// The dataset at the location now, if its manifest (read now: for a
+    /// URL, one request) is of another generation than this one's; the
+    /// manifest read to compare is the one opened, never fetched twice.
+    pub fn newer(&self) -> hashfile::Result<Option<Dataset>> {
+        let bytes = read_manifest(&self.location, &self.remote)?;
+        let now = Manifest::parse(&bytes, &self.location)?;
+        if now.generation == self.manifest.generation {
+            return Ok(None);
+        }
+        Dataset::of_manifest(self.location.clone(), &bytes, &self.remote).map(Some)
     }
 
     /// The manifest's path or URL.
