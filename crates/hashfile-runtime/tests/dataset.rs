@@ -445,11 +445,14 @@ fn a_remote_dataset_follows_new_generations() {
     assert!(!polled.is_stale());
     let requests = nginx.log().len();
     assert_eq!(get(&polled, "key-1").as_deref(), Some("one-1"));
-    assert_eq!(
+    let manifest_requests_since = |requests: usize| {
         nginx.log()[requests..]
             .iter()
             .filter(|r| r.3.ends_with(MANIFEST_NAME))
-            .count(),
+            .count()
+    };
+    assert_eq!(
+        manifest_requests_since(requests),
         1,
         "one manifest request per check"
     );
@@ -469,10 +472,7 @@ fn a_remote_dataset_follows_new_generations() {
     let requests = nginx.log().len();
     assert_eq!(get(&polled, "key-1").as_deref(), Some("two-1"));
     assert_eq!(
-        nginx.log()[requests..]
-            .iter()
-            .filter(|r| r.3.ends_with(MANIFEST_NAME))
-            .count(),
+        manifest_requests_since(requests),
         1,
         "a check that finds a new generation fetches its manifest once, to compare and to open"
     );
