@@ -117,17 +117,14 @@ pub fn build_from(
                         Err(hashfile::Error::Cancelled)
                     }
                 };
-                let result = match shards {
-                    None => pipeline::build_from(&inputs, &output, options, &cancel, &mut report),
-                    Some(n) => hashfile_runtime::dataset::build_from(
-                        &inputs,
-                        &output,
-                        n,
-                        options,
-                        &cancel,
-                        &mut report,
-                    ),
-                };
+                let result = hashfile_runtime::build_from(
+                    &inputs,
+                    &output,
+                    shards,
+                    options,
+                    &cancel,
+                    &mut report,
+                );
                 let _ = tx.send(Message::Done(result));
             })
             .map_err(|e| {

@@ -43,3 +43,22 @@ pub use handle::{is_replaced, open, Current, Handle, OpenOptions, Refresh};
 pub use serialized::SerializedHandle;
 pub use source::{open_store, Store, StoreSource};
 pub use table::{Chunk, Cursor, Table};
+
+/// Builds from input files what a binding's `build_from` asks for: one
+/// store at `output` (`hashfile::pipeline::build_from`), or with `shards` a
+/// dataset in the directory `output` ([`dataset::build_from`]), with the
+/// same progress reports and cancellation.
+#[cfg(feature = "import")]
+pub fn build_from(
+    inputs: &[hashfile::pipeline::Input],
+    output: &std::path::Path,
+    shards: Option<u32>,
+    options: hashfile::BuildOptions,
+    cancel: &hashfile::CancelFlag,
+    progress: &mut dyn FnMut(&hashfile::pipeline::Progress) -> hashfile::Result<()>,
+) -> hashfile::Result<hashfile::pipeline::Summary> {
+    match shards {
+        None => hashfile::pipeline::build_from(inputs, output, options, cancel, progress),
+        Some(n) => dataset::build_from(inputs, output, n, options, cancel, progress),
+    }
+}

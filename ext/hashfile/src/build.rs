@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 
-use hashfile::pipeline::{self, Input, Progress, Summary};
+use hashfile::pipeline::{Input, Progress, Summary};
 use hashfile::CancelFlag;
 use magnus::{function, prelude::*, Error, RHash, RModule, Ruby, Value};
 
@@ -80,19 +80,14 @@ fn build_from(
                             Err(hashfile::Error::Cancelled)
                         }
                     };
-                    match shards {
-                        None => {
-                            pipeline::build_from(&inputs, &output, options, &cancel, &mut report)
-                        }
-                        Some(n) => hashfile_runtime::dataset::build_from(
-                            &inputs,
-                            &output,
-                            n,
-                            options,
-                            &cancel,
-                            &mut report,
-                        ),
-                    }
+                    hashfile_runtime::build_from(
+                        &inputs,
+                        &output,
+                        shards,
+                        options,
+                        &cancel,
+                        &mut report,
+                    )
                 };
                 let result = pool.install(run);
                 let _ = tx.send(Message::Done(result));
