@@ -119,7 +119,7 @@ def write_dataset(
         rows.mapInArrow(_Router(partition_of), "_key string, _record string, _partition long")
         .repartition(shards, "_partition")
         .sortWithinPartitions("_key")
-        .select(F.when(F.col("_partition") == -1, None).otherwise(F.spark_partition_id()).alias("_shard"), "_record")
+        .select((F.col("_partition") == -1).alias("_null_key"), "_record")
     )
 
     task = _ShardTask(key, location, generation, shards, options, remote)
@@ -128,14 +128,13 @@ def write_dataset(
         errors = [r for r in results if isinstance(r, BaseException)]
         if errors:
             raise errors[0]
-        reports = [r for r in results if isinstance(r, dict)]
-        written = {int(r["file"].rsplit("-of-", 1)[0].rsplit("-", 1)[1]) for r in reports}
+        written = dict(r for r in results if isinstance(r, tuple))
         # Shards no row went to are written here, empty.
         for shard in range(shards):
             if shard not in written:
                 writer = _native.ShardWriter(location, generation, shard, shards, _KEY_FIELD, _VALUE_FIELD, options or None, remote)
-                reports.append(writer.finish())
-        return _native.publish_shards(location, generation, shards, reports, remote)
+                written[shard] = writer.finish()
+        return _native.publish_shards(location, generation, shards, list(written.values()), remote)
     except BaseException:
         _native.discard_generation(location, generation, remote)
         raise
@@ -264,10 +263,10 @@ class _Router:
 
 
 class _ShardTask:
-    """Spark's ``mapInArrow`` over a partition's (shard, record) batches,
-    sorted by key: partition ``i`` is shard ``i``. Yields one row, the
-    pickled list of what it wrote (a report a shard) or the data error that
-    stopped it."""
+    """Spark's ``mapInArrow`` over a partition's (null key?, record)
+    batches, sorted by key: partition ``i`` is shard ``i``. Yields one row,
+    the pickled list of what it wrote (``(shard, report)``) or the data
+    error that stopped it."""
 
     def __init__(self, key: str, location: str, generation: str, shards: int, options: dict[str, Any], remote: dict[str, Any] | None) -> None:
         self.key = key
@@ -288,12 +287,14 @@ class _ShardTask:
             results = [error]
         yield pa.RecordBatch.from_arrays([pa.array([pickle.dumps(r) for r in results], pa.binary())], names=["result"])
 
-    def _write(self, shard: int, batches: Iterable[Any]) -> list[dict[str, Any]]:
+    def _write(self, shard: int, batches: Iterable[Any]) -> list[tuple[int, dict[str, Any]]]:
+        import pyarrow.compute as pc
+
         writer = None
         written = 0
         fail_at = self._failure_injected(shard)
         for batch in batches:
-            if batch.column(0).null_count:
+            if pc.any(batch.column(0)).as_py():
                 raise ValueError(f"key column {self.key!r} is null in a row; every row needs a key (filter them out, or fill them with a Spark expression)")
             records = batch.column(1)
             if writer is None:
@@ -301,7 +302,7 @@ class _ShardTask:
             if fail_at is not None and written + len(records) >= fail_at[0]:
                 self._die_mid_write(writer, records.slice(0, fail_at[0] - written), shard, written, fail_at[1])
             written = self._add(writer, records, shard, written)
-        return [writer.finish()] if writer is not None else []
+        return [(shard, writer.finish())] if writer is not None else []
 
     @staticmethod
     def _add(writer: Any, records: Any, shard: int, written: int) -> int:
