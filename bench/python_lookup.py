@@ -3,7 +3,9 @@ against a dict loaded from JSON and from pickle, and against sqlite3, on
 ENTRIES random config-like entries (default 100,000).
 
 - load: open (or json.load / pickle.load / connect) + the first lookup;
-- warm: reader[key] against dict[key] on the same 1,000 random keys;
+- warm: reader[key] against dict[key] on the same 1,000 random keys, with
+  and without a memo (``open(path, memo=N)``), and a memo's bytes per
+  entry (tracemalloc);
 - batch: get_many of 1,000 keys against 1,000 single lookups.
 
     ~/.cache/hashfile/venv/bin/python bench/python_lookup.py
@@ -20,6 +22,7 @@ import sqlite3
 import tempfile
 import time
 import timeit
+import tracemalloc
 
 import hashfile
 
@@ -86,11 +89,21 @@ def main() -> None:
         say(f"open + first lookup is {load['json.load + dict[]'] / load['hashfile open + lookup']:.0f}x faster than json.load + dict[] (target >= 1000x)")
 
         reader = hashfile.open(store)
+        memo = hashfile.open(store, memo=10_000)
+        memo_reloading = hashfile.open(store, memo=10_000, reload=1.0)
         conn = sqlite3.connect(as_sqlite)
 
         def warm_hashfile():
             for k in keys:
                 reader[k]
+
+        def warm_memo():
+            for k in keys:
+                memo[k]
+
+        def warm_memo_reloading():
+            for k in keys:
+                memo_reloading[k]
 
         def warm_dict():
             for k in keys:
@@ -103,16 +116,35 @@ def main() -> None:
         def batch():
             reader.get_many(keys)
 
+        def batch_memo():
+            memo.get_many(keys)
+
         warm = {
             "dict[key]": best(warm_dict, 20) / 1000,
             "reader[key]": best(warm_hashfile, 20) / 1000,
             "sqlite3 select": best(warm_sqlite, 5) / 1000,
             "reader.get_many, per key": best(batch, 20) / 1000,
+            "memo reader[key]": best(warm_memo, 20) / 1000,
+            "memo, reload=1 reader[key]": best(warm_memo_reloading, 20) / 1000,
+            "memo get_many, per key": best(batch_memo, 20) / 1000,
         }
         for name, seconds in warm.items():
             say(f"warm  {name:26} {seconds * 1e9:12.0f} ns")
         say(f"warm reader[key] is {warm['reader[key]'] / warm['dict[key]']:.2f}x dict[key] (target <= 1.5x)")
         say(f"get_many of 1,000 keys is {warm['reader.get_many, per key'] / warm['reader[key]']:.2f}x 1,000 reader[key] (target <= 0.5x)")
+        say(f"with a memo: reader[key] is {warm['memo reader[key]'] / warm['dict[key]']:.2f}x dict[key], with reload=1 {warm['memo, reload=1 reader[key]'] / warm['dict[key]']:.2f}x; get_many {warm['memo get_many, per key'] / warm['memo reader[key]']:.2f}x reader[key]")
+        # A memo's memory: what filling one with every key allocates.
+        filling = list(data)[: min(ENTRIES, 100_000)]
+        filled = hashfile.open(store, memo=len(filling))
+        tracemalloc.start()
+        for k in filling:
+            filled[k]
+        held, _ = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        say(f"memo of {filled.info()['memo']['entries']} values: {held / 1e6:.1f} MB, {held / len(filling):.0f} bytes per entry (its key objects are the caller's)")
+        filled.close()
+        memo.close()
+        memo_reloading.close()
         reader.close()
         conn.close()
 

@@ -34,14 +34,23 @@ _MISSING = object()
 _CHUNK = 1024
 
 
-def open(location: PathLike, *, reload: float | None = None, on_change: str = "raise", **remote: Any) -> "Reader":  # noqa: A001
+def open(  # noqa: A001
+    location: PathLike,
+    *,
+    reload: float | None = None,
+    on_change: str = "raise",
+    memo: int = 0,
+    **remote: Any,
+) -> "Reader":
     """Opens a store, a dataset (its directory, or its manifest's path or
     URL), or a remote store (``http://``, ``https://``, ``s3://``).
 
     ``reload``: at most every this many seconds, look whether a newer store
     (or dataset generation) was published at ``location`` and read it from
     the next lookup on. ``on_change="reopen"``: a remote reader reopens a
-    replaced object and looks the key up again. ``remote``: the remote
+    replaced object and looks the key up again. ``memo``: keep up to this
+    many decoded values and return the same object for the same key, as a
+    ``dict`` does (docs/PYTHON.md, "Hot keys"). ``remote``: the remote
     options (``headers``, ``timeout``, ``connect_timeout``, ``retries``,
     ``concurrency``, ``cache_size``, ``block_size``, ``prefetch_index``,
     ``http2``, ``s3_endpoint``, ``s3_region``); an unknown one is a
@@ -51,8 +60,11 @@ def open(location: PathLike, *, reload: float | None = None, on_change: str = "r
         raise ValueError(f"on_change must be 'raise' or 'reopen', not {on_change!r}")
     if reload is not None and (isinstance(reload, bool) or not isinstance(reload, (int, float))):
         raise TypeError(f"reload must be None or a number of seconds, not {type(reload).__name__}")
-    native = _native.open(os.fspath(location), None if reload is None else float(reload), on_change == "reopen", remote or None)
-    return Reader(native)
+    if isinstance(memo, bool) or not isinstance(memo, int):
+        raise TypeError(f"memo must be a number of entries, not {type(memo).__name__}")
+    if not 0 <= memo <= _native.MAX_MEMO:
+        raise ValueError(f"memo must be a number of entries from 0 to {_native.MAX_MEMO}, not {memo}")
+    return Reader(os.fspath(location), None if reload is None else float(reload), on_change == "reopen", remote or None, memo)
 
 
 def build(path: PathLike, items: Mapping[Key, Any] | Iterable[tuple[Key, Any]], *, shards: int | None = None, **options: Any) -> int:
@@ -105,33 +117,27 @@ def shard_of(key: Key, shards: int) -> int:
     return _native.shard_of(key, shards)
 
 
-class Reader(Mapping):
+class Reader(_native.NativeReader, Mapping):
     """An open store or dataset: a read-only ``Mapping`` of its keys (``str``
     for text keys, ``bytes`` for binary ones) to their values. Iteration is
     in stored order (shard by shard for a dataset) and reads one version
-    from start to end, whatever a reload swaps in meanwhile."""
+    from start to end, whatever a reload swaps in meanwhile.
 
-    __slots__ = ("_native",)
+    ``reader[key]``, ``get``, ``in``, ``len`` and ``get_many`` are the
+    native class's own (no Python call in between); ``get_many(keys)``
+    returns the values of ``keys`` in order (``None`` where absent), one
+    batch per store (remotely, a few round trips for all of them), without
+    the GIL while it waits. ``verify()`` checks every checksum (a dataset:
+    every shard against its manifest, every key against its shard) and
+    raises on damage; ``info()`` gives entries, sizes, a dataset's
+    generation and shards, and the memo's size; ``close()`` makes every
+    later call raise ``ClosedError``; ``generation`` counts the newer
+    stores a reload swapped in, ``reload_error`` says why the last one
+    found could not be opened, ``stale()`` whether ``location`` now names
+    another store, ``reopen()`` opens what it names now.
+    """
 
-    def __init__(self, native: _native.NativeReader) -> None:
-        self._native = native
-
-    def __getitem__(self, key: Key) -> Any:
-        value = self._native.lookup(key, _MISSING) if isinstance(key, (str, bytes)) else _MISSING
-        if value is _MISSING:
-            raise KeyError(key)
-        return value
-
-    def get(self, key: Key, default: Any = None) -> Any:
-        if not isinstance(key, (str, bytes)):
-            return default
-        return self._native.lookup(key, default)
-
-    def __contains__(self, key: object) -> bool:
-        return isinstance(key, (str, bytes)) and self._native.contains(key)
-
-    def __len__(self) -> int:
-        return len(self._native)
+    __slots__ = ()
 
     def __iter__(self) -> Iterator[Key]:
         for key, _ in self._chunks(keys_only=True):
@@ -144,17 +150,11 @@ class Reader(Mapping):
         return _ValuesView(self)
 
     def _chunks(self, keys_only: bool = False) -> Iterator[tuple[Key, Any]]:
-        pinned = self._native.pinned()
+        pinned = self._pinned()
         cursor: tuple[int, int, int] | None = (0, 0, 0)
         while cursor is not None:
-            chunk, cursor = pinned.chunk(cursor, _CHUNK, keys_only)
+            chunk, cursor = pinned._chunk(cursor, _CHUNK, keys_only)
             yield from chunk
-
-    def get_many(self, keys: Iterable[Key]) -> list[Any]:
-        """The values of ``keys`` in order (``None`` where absent): one batch
-        per store (remotely, a few round trips for all of them), without
-        the GIL while it waits."""
-        return self._native.get_many(list(keys))
 
     def dig(self, key: Key, *path: str | int, default: Any = None) -> Any:
         """The value at ``path`` inside the value of ``key`` (dict keys and
@@ -169,43 +169,6 @@ class Reader(Mapping):
                 value = _MISSING
         return default if value is _MISSING else value
 
-    def verify(self) -> bool:
-        """Checks every checksum (a dataset: every shard against its
-        manifest, every key against its shard). Raises on damage."""
-        return self._native.verify()
-
-    def info(self) -> dict[str, Any]:
-        """Entries, sizes and, for a dataset, its generation and shards."""
-        return self._native.info()
-
-    @property
-    def generation(self) -> int:
-        """How many times a newer store replaced the one read (``reload``)."""
-        return self._native.generation()
-
-    @property
-    def reload_error(self) -> str | None:
-        return self._native.reload_error()
-
-    def stale(self) -> bool:
-        """Whether ``location`` now names another store than the one read."""
-        return self._native.is_stale()
-
-    def reopen(self) -> None:
-        self._native.reopen()
-
-    @property
-    def closed(self) -> bool:
-        return self._native.closed
-
-    @property
-    def remote(self) -> bool:
-        return self._native.remote
-
-    def close(self) -> None:
-        """Closes the reader: every later call raises ``ClosedError``."""
-        self._native.close()
-
     def __enter__(self) -> "Reader":
         return self
 
@@ -214,7 +177,7 @@ class Reader(Mapping):
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else f"{len(self)} entries"
-        return f"<hashfile.Reader {self._native.location} ({state})>"
+        return f"<hashfile.Reader {self.location} ({state})>"
 
 
 class _ItemsView(ItemsView):

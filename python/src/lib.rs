@@ -12,6 +12,7 @@ mod build;
 mod decode;
 mod encode;
 mod errors;
+mod memo;
 mod options;
 mod reader;
 mod tasks;
@@ -41,7 +42,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
         pyo3::exceptions::PyOSError::new_err(format!("cannot install the SIGBUS guard: {e}"))
     })?;
     m.add_function(wrap_pyfunction!(shard_of, m)?)?;
-    m.add_function(wrap_pyfunction!(reader::open, m)?)?;
     m.add_function(wrap_pyfunction!(build::build, m)?)?;
     m.add_function(wrap_pyfunction!(build::build_from, m)?)?;
     m.add_class::<reader::NativeReader>()?;
@@ -52,5 +52,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(tasks::discard_generation, m)?)?;
     m.add("BUILD_OPTIONS", options::BUILD_OPTIONS.to_vec())?;
     m.add("MAX_SHARDS", hashfile::dataset::MAX_SHARDS)?;
+    m.add("MAX_MEMO", memo::MAX_ENTRIES)?;
     Ok(())
 }

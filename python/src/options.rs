@@ -10,39 +10,53 @@ use pyo3::types::{PyBytes, PyDict, PyString};
 
 use crate::errors::IntoPy;
 
-/// A key: a `str` (looked up by its UTF-8 bytes) or `bytes`.
-pub enum Key<'py> {
-    Str(String),
-    Bytes(Bound<'py, PyBytes>),
+/// A key: a `str` (looked up by its UTF-8 bytes) or `bytes`, borrowed
+/// from the Python object for as long as the call holds it: no copy.
+pub struct Key<'a> {
+    bytes: &'a [u8],
+    text: bool,
 }
 
-impl Key<'_> {
-    pub fn bytes(&self) -> &[u8] {
-        match self {
-            Key::Str(s) => s.as_bytes(),
-            Key::Bytes(b) => b.as_bytes(),
-        }
+impl<'a> Key<'a> {
+    pub fn bytes(&self) -> &'a [u8] {
+        self.bytes
     }
 
     pub fn is_text(&self) -> bool {
-        matches!(self, Key::Str(..))
+        self.text
+    }
+
+    /// `object`'s key, or None if it is neither a `str` nor `bytes` (a
+    /// lookup of it finds nothing, as a `dict`'s finds no key of another
+    /// type). A `str` with a lone surrogate has no UTF-8 bytes: an error.
+    #[inline]
+    pub fn of(object: Borrowed<'a, '_, PyAny>) -> PyResult<Option<Key<'a>>> {
+        if object.is_instance_of::<PyString>() {
+            let text: &'a str = object.extract()?;
+            return Ok(Some(Key {
+                bytes: text.as_bytes(),
+                text: true,
+            }));
+        }
+        if object.is_instance_of::<PyBytes>() {
+            let bytes: &'a [u8] = object.extract()?;
+            return Ok(Some(Key { bytes, text: false }));
+        }
+        Ok(None)
     }
 }
 
-impl<'py> FromPyObject<'_, 'py> for Key<'py> {
+impl<'a> FromPyObject<'a, '_> for Key<'a> {
     type Error = PyErr;
 
-    fn extract(object: Borrowed<'_, 'py, PyAny>) -> PyResult<Self> {
-        if let Ok(s) = object.cast::<PyString>() {
-            return Ok(Key::Str(s.to_str()?.to_owned()));
-        }
-        if let Ok(b) = object.cast::<PyBytes>() {
-            return Ok(Key::Bytes(b.to_owned()));
-        }
-        Err(PyTypeError::new_err(format!(
-            "a key is a str or bytes, not {}",
-            object.get_type().name()?
-        )))
+    fn extract(object: Borrowed<'a, '_, PyAny>) -> PyResult<Self> {
+        Key::of(object)?.ok_or_else(|| {
+            let type_name = object
+                .get_type()
+                .name()
+                .map_or_else(|_| "?".to_owned(), |n| n.to_string());
+            PyTypeError::new_err(format!("a key is a str or bytes, not {type_name}"))
+        })
     }
 }
 

@@ -1,6 +1,8 @@
 //! `NativeReader`: an open location (a store, a dataset, a URL) through a
-//! `hashfile_runtime::Handle`. The Python class `hashfile.Reader` wraps it
-//! as a `collections.abc.Mapping`.
+//! `hashfile_runtime::Handle`. The Python class `hashfile.Reader`
+//! subclasses it together with `collections.abc.Mapping`, so the hot
+//! methods (`reader[key]`, `get`, `in`, `len`, `get_many`) are this class's
+//! own type slots and methods, called with no Python frame in between.
 //!
 //! Local reads hold the GIL: a lookup is a few hundred nanoseconds, less
 //! than releasing and taking the GIL back. Reads that may wait on the
@@ -11,35 +13,136 @@ use std::time::Duration;
 
 use hashfile::RecordBuf;
 use hashfile_runtime::{Cursor, Handle, OpenOptions, Refresh, Table};
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyKeyError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyTuple};
+use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 
 use crate::decode;
 use crate::errors::IntoPy;
+use crate::memo::{self, Memo};
 use crate::options::{remote_options, Key};
 
 /// Where an iteration is: (shard, byte offset, entry number), as Python
 /// holds it between chunks.
 type PyCursor = (usize, u64, u64);
 
-#[pyclass(frozen, module = "hashfile._native")]
+#[pyclass(frozen, subclass, module = "hashfile._native")]
 pub struct NativeReader {
     handle: Handle,
+    /// The values of recent lookups, when opened with `memo`.
+    memo: Option<Memo>,
 }
 
-/// `open(location, reload, on_change_reopen, remote)`: `reload` is None or
-/// the seconds between checks for a newer store; `remote` a dict of
-/// remote options, or None.
-#[pyfunction]
-#[pyo3(signature = (location, reload=None, on_change_reopen=false, remote=None))]
-pub fn open(
+impl NativeReader {
+    /// Runs `read` on the current table; without the GIL when the table is
+    /// remote (so `read` returns owned data).
+    fn read<R: Send>(
+        &self,
+        py: Python<'_>,
+        read: impl Fn(&Table) -> hashfile::Result<R> + Send + Sync,
+    ) -> PyResult<R> {
+        let table = self.handle.current().py_err()?;
+        if table.is_remote() {
+            let table = table.to_arc();
+            py.detach(|| self.handle.read_on(&table, read)).py_err()
+        } else {
+            self.handle.read_on(&table, read).py_err()
+        }
+    }
+
+    /// The value of `key` (a `str` or `bytes`, else None: not found), from
+    /// the memo if it holds it.
+    #[inline]
+    fn find<'py>(&self, key: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let Some(k) = Key::of(key.as_borrowed())? else {
+            return Ok(None);
+        };
+        let py = key.py();
+        match &self.memo {
+            Some(memo) if Memo::takes(key) => {
+                // The generation before the store: a value read from a
+                // newer store than its generation says is dropped by the
+                // next lookup, never the reverse.
+                let generation = self.handle.generation();
+                self.handle.ensure_open().py_err()?;
+                if let Some(value) = memo.at(py, generation).get_item(key)? {
+                    return Ok(Some(value));
+                }
+                let found = self.lookup(py, k.bytes())?;
+                if let Some(value) = &found {
+                    memo.insert(py, generation, key, value)?;
+                }
+                Ok(found)
+            }
+            _ => self.lookup(py, k.bytes()),
+        }
+    }
+
+    /// The value of `key` read from the store.
+    fn lookup<'py>(&self, py: Python<'py>, key: &[u8]) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let table = self.handle.current().py_err()?;
+        if !table.is_remote() {
+            // Decoded in place, holding the GIL; the fault check comes
+            // after, so a value read from a page that faulted is dropped.
+            let value = match table.get(key).py_err()? {
+                Some(r) => Some(decode::value(py, r.kind(), r.value())?),
+                None => None,
+            };
+            self.handle.check_faults(&table).py_err()?;
+            return Ok(value);
+        }
+        // Remote: the store taken above is read without the GIL.
+        let table = table.to_arc();
+        let found = py
+            .detach(|| self.handle.read_on(&table, |t| Ok(owned(t.get(key)?))))
+            .py_err()?;
+        found
+            .map(|r| decode::value(py, r.kind(), r.value()))
+            .transpose()
+    }
+
+    /// The values of `keys` read from the store: one batch per store.
+    fn lookup_many<'py>(
+        &self,
+        py: Python<'py>,
+        keys: &[&[u8]],
+    ) -> PyResult<Vec<Option<Bound<'py, PyAny>>>> {
+        let decode_all = |found: Vec<Option<RecordBuf<'_>>>| {
+            found
+                .into_iter()
+                .map(|r| {
+                    r.map(|r| decode::value(py, r.kind(), r.value()))
+                        .transpose()
+                })
+                .collect::<PyResult<Vec<_>>>()
+        };
+        let table = self.handle.current().py_err()?;
+        if !table.is_remote() {
+            // As in `lookup`: decoded in place, then the fault check.
+            let values = decode_all(table.get_many(keys).py_err()?)?;
+            self.handle.check_faults(&table).py_err()?;
+            return Ok(values);
+        }
+        let table = table.to_arc();
+        let found = py
+            .detach(|| {
+                self.handle.read_on(&table, |t| {
+                    Ok(t.get_many(keys)?.into_iter().map(owned).collect::<Vec<_>>())
+                })
+            })
+            .py_err()?;
+        decode_all(found)
+    }
+}
+
+/// Opens `location` with the options `NativeReader::new` takes.
+fn open(
     py: Python<'_>,
     location: String,
     reload: Option<f64>,
     on_change_reopen: bool,
     remote: Option<&Bound<'_, PyDict>>,
-) -> PyResult<NativeReader> {
+) -> PyResult<Handle> {
     let is_remote = hashfile_remote::Location::is_remote(&location);
     if remote.is_some_and(|r| !r.is_empty()) && !is_remote {
         return Err(PyValueError::new_err(format!(
@@ -67,31 +170,12 @@ pub fn open(
         remote: remote_options(remote)?,
         refresh,
     };
-    let handle = if is_remote {
+    if is_remote {
         py.detach(|| hashfile_runtime::open(&location, options))
     } else {
         hashfile_runtime::open(&location, options)
     }
-    .py_err()?;
-    Ok(NativeReader { handle })
-}
-
-impl NativeReader {
-    /// Runs `read` on the current table; without the GIL when the table is
-    /// remote (so `read` returns owned data).
-    fn read<R: Send>(
-        &self,
-        py: Python<'_>,
-        read: impl Fn(&Table) -> hashfile::Result<R> + Send + Sync,
-    ) -> PyResult<R> {
-        let table = self.handle.current().py_err()?;
-        if table.is_remote() {
-            let table = table.to_arc();
-            py.detach(|| self.handle.read_on(&table, read)).py_err()
-        } else {
-            self.handle.read_on(&table, read).py_err()
-        }
-    }
+    .py_err()
 }
 
 fn owned(record: Option<RecordBuf<'_>>) -> Option<RecordBuf<'static>> {
@@ -100,60 +184,118 @@ fn owned(record: Option<RecordBuf<'_>>) -> Option<RecordBuf<'static>> {
 
 #[pymethods]
 impl NativeReader {
-    /// The value of `key`, or `default` (a stored None is None).
-    fn lookup<'py>(
-        &self,
-        py: Python<'py>,
-        key: Key<'_>,
-        default: Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let k = key.bytes();
-        let table = self.handle.current().py_err()?;
-        if !table.is_remote() {
-            // Decoded in place, holding the GIL; the fault check comes
-            // after, so a value read from a page that faulted is dropped.
-            let value = match table.get(k).py_err()? {
-                Some(r) => decode::value(py, r.kind(), r.value())?,
-                None => default,
-            };
-            self.handle.check_faults(&table).py_err()?;
-            return Ok(value);
+    /// `NativeReader(location, reload, on_change_reopen, remote, memo)`:
+    /// `reload` is None or the seconds between checks for a newer store;
+    /// `remote` a dict of remote options, or None; `memo` the most decoded
+    /// values to keep (0: none).
+    #[new]
+    #[pyo3(signature = (location, reload=None, on_change_reopen=false, remote=None, memo=0))]
+    fn new(
+        py: Python<'_>,
+        location: String,
+        reload: Option<f64>,
+        on_change_reopen: bool,
+        remote: Option<&Bound<'_, PyDict>>,
+        memo: u64,
+    ) -> PyResult<NativeReader> {
+        let handle = open(py, location, reload, on_change_reopen, remote)?;
+        if memo > memo::MAX_ENTRIES {
+            return Err(PyValueError::new_err(format!(
+                "memo must be a number of entries from 0 to {}, not {memo}",
+                memo::MAX_ENTRIES
+            )));
         }
-        // Remote: the store taken above is read without the GIL.
-        let table = table.to_arc();
-        let found = py
-            .detach(|| self.handle.read_on(&table, |t| Ok(owned(t.get(k)?))))
-            .py_err()?;
-        match found {
-            Some(r) => decode::value(py, r.kind(), r.value()),
-            None => Ok(default),
+        let memo = (memo > 0).then(|| Memo::new(py, memo as usize, handle.generation_now()));
+        Ok(NativeReader { handle, memo })
+    }
+
+    /// `reader[key]`: its value; `KeyError` if absent.
+    fn __getitem__<'py>(&self, key: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        match self.find(key)? {
+            Some(value) => Ok(value),
+            None => Err(PyKeyError::new_err(key.clone().unbind())),
         }
     }
 
-    /// Whether `key` is present.
-    fn contains(&self, py: Python<'_>, key: Key<'_>) -> PyResult<bool> {
-        let k = key.bytes();
-        self.read(py, |t| Ok(t.get(k)?.is_some()))
+    /// The value of `key`, or `default` (a stored None is None).
+    #[pyo3(signature = (key, default=None))]
+    fn get<'py>(
+        &self,
+        key: &Bound<'py, PyAny>,
+        default: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        Ok(match self.find(key)? {
+            Some(value) => value,
+            None => default.unwrap_or_else(|| key.py().None().into_bound(key.py())),
+        })
+    }
+
+    /// `key in reader`.
+    fn __contains__(&self, key: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let Some(k) = Key::of(key.as_borrowed())? else {
+            return Ok(false);
+        };
+        let k = k.bytes();
+        self.read(key.py(), |t| Ok(t.get(k)?.is_some()))
     }
 
     /// The values of `keys` (None where absent), in order: one batch per
-    /// store, the GIL released for a remote one.
-    fn get_many<'py>(&self, py: Python<'py>, keys: Vec<Key<'_>>) -> PyResult<Bound<'py, PyList>> {
-        let bytes: Vec<&[u8]> = keys.iter().map(Key::bytes).collect();
-        let found = self.read(py, |t| {
-            Ok(t.get_many(&bytes)?
-                .into_iter()
-                .map(owned)
-                .collect::<Vec<_>>())
-        })?;
-        let list = PyList::empty(py);
-        for record in found {
-            match record {
-                Some(r) => list.append(decode::value(py, r.kind(), r.value())?)?,
-                None => list.append(py.None())?,
-            }
+    /// store, the GIL released for a remote one; memoized values from the
+    /// memo.
+    fn get_many<'py>(&self, keys: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
+        let py = keys.py();
+        if keys.is_instance_of::<PyString>() || keys.is_instance_of::<PyBytes>() {
+            return Err(PyTypeError::new_err(
+                "get_many takes an iterable of keys, not one key: get_many([key])",
+            ));
         }
-        Ok(list)
+        let objects = keys.try_iter()?.collect::<PyResult<Vec<_>>>()?;
+        let bytes = objects
+            .iter()
+            .map(|o| o.as_borrowed().extract::<Key<'_>>().map(|k| k.bytes()))
+            .collect::<PyResult<Vec<&[u8]>>>()?;
+        let Some(memo) = &self.memo else {
+            let values = self.lookup_many(py, &bytes)?;
+            return PyList::new(
+                py,
+                values
+                    .into_iter()
+                    .map(|v| v.unwrap_or_else(|| py.None().into_bound(py))),
+            );
+        };
+        // As in `find`: the generation first, then the memo, then the store
+        // for what the memo lacks.
+        let generation = self.handle.generation();
+        self.handle.ensure_open().py_err()?;
+        let memoized = memo.at(py, generation);
+        let mut values = Vec::with_capacity(objects.len());
+        let mut missing = Vec::new();
+        for (i, object) in objects.iter().enumerate() {
+            let hit = if Memo::takes(object) {
+                memoized.get_item(object)?
+            } else {
+                None
+            };
+            if hit.is_none() {
+                missing.push(i);
+            }
+            values.push(hit);
+        }
+        let wanted: Vec<&[u8]> = missing.iter().map(|&i| bytes[i]).collect();
+        for (i, value) in missing.into_iter().zip(self.lookup_many(py, &wanted)?) {
+            if let Some(value) = &value {
+                if Memo::takes(&objects[i]) {
+                    memo.insert(py, generation, &objects[i], value)?;
+                }
+            }
+            values[i] = value;
+        }
+        PyList::new(
+            py,
+            values
+                .into_iter()
+                .map(|v| v.unwrap_or_else(|| py.None().into_bound(py))),
+        )
     }
 
     /// Entries.
@@ -165,7 +307,7 @@ impl NativeReader {
     /// order, as (key, value) tuples, and the next cursor (None at the
     /// end). `keys_only` leaves the values undecoded (None).
     #[pyo3(signature = (cursor, max, keys_only=false))]
-    fn chunk<'py>(
+    fn _chunk<'py>(
         &self,
         py: Python<'py>,
         cursor: PyCursor,
@@ -202,9 +344,10 @@ impl NativeReader {
 
     /// A reader of this one's current table alone, which no refresh swaps:
     /// an iteration reads one store (or one dataset generation) to the end.
-    fn pinned(&self) -> PyResult<NativeReader> {
+    fn _pinned(&self) -> PyResult<NativeReader> {
         Ok(NativeReader {
             handle: self.handle.pinned().py_err()?,
+            memo: None,
         })
     }
 
@@ -257,15 +400,23 @@ impl NativeReader {
             }
         }
         info.set_item("remote", table.is_remote())?;
+        if let Some(memo) = &self.memo {
+            let entries = PyDict::new(py);
+            entries.set_item("entries", memo.len(py))?;
+            entries.set_item("limit", memo.limit())?;
+            info.set_item("memo", entries)?;
+        }
         Ok(info)
     }
 
     /// How many times a newer store replaced the one read.
+    #[getter]
     fn generation(&self) -> u64 {
         self.handle.generation()
     }
 
     /// Why the last newer store a reload found could not be opened.
+    #[getter]
     fn reload_error(&self) -> Option<String> {
         self.handle.refresh_error()
     }
@@ -276,13 +427,16 @@ impl NativeReader {
     }
 
     /// Whether the location names another store than the one read.
-    fn is_stale(&self, py: Python<'_>) -> bool {
+    fn stale(&self, py: Python<'_>) -> bool {
         py.detach(|| self.handle.is_stale())
     }
 
-    /// Closes for every later call.
-    fn close(&self) {
-        self.handle.close()
+    /// Closes for every later call, and empties the memo.
+    fn close(&self, py: Python<'_>) {
+        self.handle.close();
+        if let Some(memo) = &self.memo {
+            memo.clear(py);
+        }
     }
 
     #[getter]

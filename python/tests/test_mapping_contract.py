@@ -49,5 +49,16 @@ class ReaderMappingProtocol(mapping_tests.BasicTestMappingProtocol):
         self._check_read_only()
 
 
+class MemoReaderMappingProtocol(ReaderMappingProtocol):
+    """The same suite through a memo of two values, which every test
+    empties and fills again."""
+
+    def _full_mapping(self, data):
+        directory = tempfile.mkdtemp(prefix="hashfile-mapping-")
+        path = f"{directory}/m.hf"
+        hashfile.build(path, data)
+        return hashfile.open(path, memo=2)
+
+
 if __name__ == "__main__":
     unittest.main()
