@@ -314,6 +314,7 @@ class TypedValuesTest < HashfileTest
   YAML
 
   def test_yaml_is_typed_as_psych_safe_load
+    skip_in_quick_gc_stress("17 s under GC.stress, most in Psych; the importer, not object lifetimes")
     File.write(path("config.yml"), YAML_SOURCE)
     Hashfile.build_from(path("config.yml"), path)
     expected = YAML.safe_load(YAML_SOURCE, permitted_classes: [Symbol], aliases: true)
@@ -324,6 +325,7 @@ class TypedValuesTest < HashfileTest
   end
 
   def test_yaml_dates_are_refused_like_safe_load
+    skip_in_quick_gc_stress("9 s under GC.stress, most in Psych; an importer error")
     File.write(path("d.yml"), "a: 1\nwhen: 2024-01-31\n")
     assert_raises(Psych::DisallowedClass) { YAML.safe_load(File.read(path("d.yml"))) }
     e = assert_raises(Hashfile::ParseError) { Hashfile.build_from(path("d.yml"), path) }
