@@ -135,49 +135,6 @@ impl NativeReader {
     }
 }
 
-/// Opens `location` with the options `NativeReader::new` takes.
-fn open(
-    py: Python<'_>,
-    location: String,
-    reload: Option<f64>,
-    on_change_reopen: bool,
-    remote: Option<&Bound<'_, PyDict>>,
-) -> PyResult<Handle> {
-    let is_remote = hashfile_remote::Location::is_remote(&location);
-    if remote.is_some_and(|r| !r.is_empty()) && !is_remote {
-        return Err(PyValueError::new_err(format!(
-            "remote options are for remote stores (http://, https://, s3://), and {location} is a file"
-        )));
-    }
-    let refresh = match (reload, on_change_reopen) {
-        (Some(_), true) => {
-            return Err(PyValueError::new_err(format!(
-                "reload and on_change='reopen' are two ways to follow new versions; give one ({location})"
-            )))
-        }
-        (Some(seconds), false) => {
-            if !(0.0..=86_400.0).contains(&seconds) {
-                return Err(PyValueError::new_err(format!(
-                    "reload must be None or a number of seconds from 0 to 86400 (a day), not {seconds}"
-                )));
-            }
-            Refresh::Every(Duration::from_secs_f64(seconds))
-        }
-        (None, true) => Refresh::ReopenOnChange,
-        (None, false) => Refresh::Never,
-    };
-    let options = OpenOptions {
-        remote: remote_options(remote)?,
-        refresh,
-    };
-    if is_remote {
-        py.detach(|| hashfile_runtime::open(&location, options))
-    } else {
-        hashfile_runtime::open(&location, options)
-    }
-    .py_err()
-}
-
 fn owned(record: Option<RecordBuf<'_>>) -> Option<RecordBuf<'static>> {
     record.map(RecordBuf::into_owned)
 }
@@ -198,13 +155,45 @@ impl NativeReader {
         remote: Option<&Bound<'_, PyDict>>,
         memo: u64,
     ) -> PyResult<NativeReader> {
-        let handle = open(py, location, reload, on_change_reopen, remote)?;
         if memo > memo::MAX_ENTRIES {
             return Err(PyValueError::new_err(format!(
                 "memo must be a number of entries from 0 to {}, not {memo}",
                 memo::MAX_ENTRIES
             )));
         }
+        let is_remote = hashfile_remote::Location::is_remote(&location);
+        if remote.is_some_and(|r| !r.is_empty()) && !is_remote {
+            return Err(PyValueError::new_err(format!(
+                "remote options are for remote stores (http://, https://, s3://), and {location} is a file"
+            )));
+        }
+        let refresh = match (reload, on_change_reopen) {
+            (Some(_), true) => {
+                return Err(PyValueError::new_err(format!(
+                    "reload and on_change='reopen' are two ways to follow new versions; give one ({location})"
+                )))
+            }
+            (Some(seconds), false) => {
+                if !(0.0..=86_400.0).contains(&seconds) {
+                    return Err(PyValueError::new_err(format!(
+                        "reload must be None or a number of seconds from 0 to 86400 (a day), not {seconds}"
+                    )));
+                }
+                Refresh::Every(Duration::from_secs_f64(seconds))
+            }
+            (None, true) => Refresh::ReopenOnChange,
+            (None, false) => Refresh::Never,
+        };
+        let options = OpenOptions {
+            remote: remote_options(remote)?,
+            refresh,
+        };
+        let handle = if is_remote {
+            py.detach(|| hashfile_runtime::open(&location, options))
+        } else {
+            hashfile_runtime::open(&location, options)
+        }
+        .py_err()?;
         let memo = (memo > 0).then(|| Memo::new(py, memo as usize, handle.generation_now()));
         Ok(NativeReader { handle, memo })
     }
