@@ -4,12 +4,12 @@
 //! pipeline, without the GIL.
 
 use std::path::Path;
-use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::Duration;
 
-use hashfile::pipeline::{self, Input};
-use hashfile::{Builder, CancelFlag};
+use hashfile::pipeline::Input;
+use hashfile::Builder;
 use hashfile_runtime::dataset::DatasetBuilder;
+use hashfile_runtime::{BuildEvent, BuildJob};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
@@ -97,83 +97,47 @@ pub fn build_from(
         .map(|name| Input::new(name, format, &import))
         .collect::<hashfile::Result<Vec<_>>>()
         .py_err()?;
-    let cancel = CancelFlag::new();
-    let (tx, rx) = mpsc::channel::<Message>();
-    // Each report waits for the answer, so that an exception at the last
-    // report before publishing cancels the build for certain.
-    let (ack_tx, ack_rx) = mpsc::channel::<bool>();
-    let worker = {
-        let cancel = cancel.clone();
-        std::thread::Builder::new()
-            .name("hashfile-build".into())
-            .spawn(move || {
-                let progress_tx = tx.clone();
-                let mut report = |p: &pipeline::Progress| {
-                    let go_on = progress_tx.send(Message::Progress(*p)).is_ok()
-                        && ack_rx.recv().unwrap_or(false);
-                    if go_on {
-                        cancel.check()
-                    } else {
-                        Err(hashfile::Error::Cancelled)
-                    }
-                };
-                let result = hashfile_runtime::build_from(
-                    &inputs,
-                    &output,
-                    shards,
-                    options,
-                    &cancel,
-                    &mut report,
-                );
-                let _ = tx.send(Message::Done(result));
-            })
-            .map_err(|e| {
-                pyo3::exceptions::PyOSError::new_err(format!("cannot start the build thread: {e}"))
-            })?
-    };
+    let job = BuildJob::start(Box::new(move |cancel, report| {
+        hashfile_runtime::build_from(&inputs, &output, shards, options, cancel, report)
+    }))
+    .map_err(|e| {
+        pyo3::exceptions::PyOSError::new_err(format!("cannot start the build thread: {e}"))
+    })?;
+    // The first exception (a signal's, or one from `progress`) cancels the
+    // build; after it this thread only waits for the build to stop.
     let mut raised: Option<PyErr> = None;
-    let mut receiver = rx;
     loop {
-        // The receiver goes into the GIL-free wait and comes back (it is
-        // Send, not Sync).
-        let (back, message) = py.detach(move || {
-            let message = receiver.recv_timeout(WAKE_EVERY);
-            (receiver, message)
-        });
-        receiver = back;
+        let event = py.detach(|| job.next(WAKE_EVERY));
         if raised.is_none() {
             if let Err(e) = py.check_signals() {
-                cancel.cancel();
+                job.cancel();
                 raised = Some(e);
             }
         }
-        match message {
-            Err(RecvTimeoutError::Timeout) => {}
-            Ok(Message::Progress(p)) => {
+        match event {
+            None => {}
+            Some(BuildEvent::Progress(p)) => {
                 if raised.is_none() {
                     if let Some(callable) = &progress {
                         let phase = p.phase.name();
                         if let Err(e) =
                             callable.call1((p.entries, p.bytes_read, p.bytes_total, phase))
                         {
-                            cancel.cancel();
+                            job.cancel();
                             raised = Some(e);
                         }
                     }
                 }
-                let _ = ack_tx.send(raised.is_none());
+                job.answer(raised.is_none());
             }
-            Ok(Message::Done(result)) => {
-                let _ = worker.join();
+            Some(BuildEvent::Done(result)) => {
                 if let Some(e) = raised {
                     return Err(e);
                 }
                 let summary = result.py_err()?;
                 return Ok((summary.entries, summary.file_bytes));
             }
-            Err(RecvTimeoutError::Disconnected) => {
-                // The worker ended without a result: it panicked.
-                let _ = worker.join();
+            Some(BuildEvent::Died(_)) => {
                 return Err(raised.unwrap_or_else(|| {
                     crate::errors::internal(
                         py,
@@ -183,11 +147,6 @@ pub fn build_from(
             }
         }
     }
-}
-
-enum Message {
-    Progress(pipeline::Progress),
-    Done(hashfile::Result<pipeline::Summary>),
 }
 
 /// How often the waiting thread looks for a signal.

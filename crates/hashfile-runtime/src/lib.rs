@@ -18,6 +18,10 @@
 //!   interpreter lock serializes (Ruby's GVL): lookups cost no atomic
 //!   read-modify-write, and the handle's store is taken only between them.
 //!
+//! - [`BuildJob`]: a build on a thread of its own, with the protocol by
+//!   which a binding's waiting thread answers its progress reports and
+//!   cancels it on an interrupt.
+//!
 //! A binding converts arguments, values and errors, and decides where a
 //! read that may wait on the network runs ([`Table::is_remote`]);
 //! everything else is here.
@@ -33,12 +37,16 @@
 //! # Ok::<(), hashfile::Error>(())
 //! ```
 
+#[cfg(feature = "import")]
+mod build_job;
 pub mod dataset;
 mod handle;
 mod serialized;
 mod source;
 mod table;
 
+#[cfg(feature = "import")]
+pub use build_job::{BuildEvent, BuildJob, BuildRun, Report};
 pub use handle::{is_replaced, open, Current, Handle, OpenOptions, Refresh};
 pub use serialized::SerializedHandle;
 pub use source::{open_store, Store, StoreSource};

@@ -5,27 +5,13 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{self, RecvTimeoutError};
 
-use hashfile::pipeline::{Input, Progress, Summary};
-use hashfile::CancelFlag;
+use hashfile::pipeline::Input;
+use hashfile_runtime::{BuildEvent, BuildJob};
 use magnus::{function, prelude::*, Error, RHash, RModule, Ruby, Value};
 
 use crate::error::to_ruby;
 use crate::nogvl::without_gvl;
-
-/// The receiver, lent to the GVL-free wait.
-struct Lent<'a>(&'a mpsc::Receiver<Message>);
-
-// SAFETY: rb_nogvl runs its function synchronously on the calling thread, so
-// the receiver never actually leaves this thread; `without_gvl` asks for Send
-// only to keep Ruby objects out of its closures.
-unsafe impl Send for Lent<'_> {}
-
-enum Message {
-    Progress(Progress),
-    Done(hashfile::Result<Summary>),
-}
 
 /// `_build_from(inputs, output, build_options, import_options, threads,
 /// progress, shards)`: options are Hashes of the options given (the core's
@@ -55,50 +41,19 @@ fn build_from(
 
     // Raised once Ruby has an exception to raise here (an interrupt, a
     // signal, a raising progress callable): the build then stops soon, in
-    // any phase, and publishes nothing.
-    let cancel = CancelFlag::new();
-    let (tx, rx) = mpsc::channel();
-    // Each progress report waits for this thread's answer, so that a raising
-    // progress callable or an interrupt cancels the build for certain, even
-    // at the last report before publishing. Reports come at most every
-    // 100 ms (and at each phase), so the wait costs nothing that matters.
-    let (ack_tx, ack_rx) = mpsc::channel::<bool>();
-    let worker = {
-        let cancel = cancel.clone();
-        let output = PathBuf::from(output);
-        std::thread::Builder::new()
-            .name("hashfile-build".into())
-            .spawn(move || {
-                let progress_tx = tx.clone();
-                let run = move || {
-                    let mut report = |p: &Progress| {
-                        let go_on = progress_tx.send(Message::Progress(*p)).is_ok()
-                            && ack_rx.recv().unwrap_or(false);
-                        if go_on {
-                            cancel.check()
-                        } else {
-                            Err(hashfile::Error::Cancelled)
-                        }
-                    };
-                    hashfile_runtime::build_from(
-                        &inputs,
-                        &output,
-                        shards,
-                        options,
-                        &cancel,
-                        &mut report,
-                    )
-                };
-                let result = pool.install(run);
-                let _ = tx.send(Message::Done(result));
-            })
-            .map_err(|e| {
-                Error::new(
-                    ruby.get_inner(&crate::error::ERROR),
-                    format!("cannot start the build thread: {e}"),
-                )
-            })?
-    };
+    // any phase, and publishes nothing (hashfile_runtime::BuildJob).
+    let output = PathBuf::from(output);
+    let job = BuildJob::start(Box::new(move |cancel, report| {
+        pool.install(|| {
+            hashfile_runtime::build_from(&inputs, &output, shards, options, cancel, report)
+        })
+    }))
+    .map_err(|e| {
+        Error::new(
+            ruby.get_inner(&crate::error::ERROR),
+            format!("cannot start the build thread: {e}"),
+        )
+    })?;
 
     // Ruby's unblock function only wakes this thread (`wake`); it then asks
     // Ruby whether there is an exception to raise, and cancels the build if
@@ -107,47 +62,40 @@ fn build_from(
     let wake = AtomicBool::new(false);
     let mut raised: Option<Error> = None;
     loop {
-        let lent = Lent(&rx);
-        let woken = &wake;
-        let wait = move || {
-            let lent = lent;
-            loop {
-                match lent.0.recv_timeout(WAKE_EVERY) {
-                    Ok(message) => return Some(Ok(message)),
-                    Err(RecvTimeoutError::Disconnected) => return Some(Err(())),
-                    Err(RecvTimeoutError::Timeout) if woken.swap(false, Ordering::SeqCst) => {
-                        return None
-                    }
-                    Err(RecvTimeoutError::Timeout) => {}
-                }
+        let (job, woken) = (&job, &wake);
+        let wait = move || loop {
+            match job.next(WAKE_EVERY) {
+                Some(event) => return Some(event),
+                None if woken.swap(false, Ordering::SeqCst) => return None,
+                None => {}
             }
         };
-        let message = match without_gvl(ruby, wait, Some(&wake)) {
-            Ok(Some(message)) => message,
+        let event = match without_gvl(ruby, wait, Some(&wake)) {
+            Ok(Some(event)) => event,
             // Woken: hand Ruby its interrupt, which may raise.
             Ok(None) => match ruby.thread_check_ints() {
                 Ok(()) => continue,
                 Err(e) => {
-                    cancel.cancel();
+                    job.cancel();
                     raised.get_or_insert(e);
                     continue;
                 }
             },
             // An interrupt was pending before the wait.
             Err(e) => {
-                cancel.cancel();
+                job.cancel();
                 raised.get_or_insert(e);
                 continue;
             }
         };
-        match message {
-            Ok(Message::Progress(p)) => {
+        match event {
+            BuildEvent::Progress(p) => {
                 // An interrupt that came with this report is handed to Ruby
                 // before the answer, so that the answer to the last report
                 // before the rename cancels the build, rather than publish.
                 if raised.is_none() {
                     if let Err(e) = ruby.thread_check_ints() {
-                        cancel.cancel();
+                        job.cancel();
                         raised = Some(e);
                     }
                 }
@@ -157,14 +105,13 @@ fn build_from(
                         "call",
                         (p.entries, p.bytes_read, p.bytes_total, phase),
                     ) {
-                        cancel.cancel();
+                        job.cancel();
                         raised = Some(e);
                     }
                 }
-                let _ = ack_tx.send(raised.is_none());
+                job.answer(raised.is_none());
             }
-            Ok(Message::Done(result)) => {
-                let _ = worker.join();
+            BuildEvent::Done(result) => {
                 if let Some(e) = raised {
                     return Err(e);
                 }
@@ -174,11 +121,10 @@ fn build_from(
                 out.aset(ruby.to_symbol("file_bytes"), summary.file_bytes)?;
                 return Ok(out);
             }
-            Err(()) => {
-                // The worker ended without a result: it panicked.
-                let error = match worker.join() {
-                    Err(panic) => crate::error::internal_error(ruby, &*panic),
-                    Ok(()) => Error::new(
+            BuildEvent::Died(panic) => {
+                let error = match panic {
+                    Some(panic) => crate::error::internal_error(ruby, &*panic),
+                    None => Error::new(
                         ruby.get_inner(&crate::error::ERROR),
                         "internal error: the build thread ended without a result",
                     ),
