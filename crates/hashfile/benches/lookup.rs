@@ -1,5 +1,6 @@
 //! Core lookup and build speed, side by side with std's HashMap on the same
-//! keys: `cargo bench -p hashfile --bench lookup`.
+//! keys, and a batch (`get_many`) against single lookups:
+//! `cargo bench -p hashfile --bench lookup [-- batch]`.
 use std::collections::HashMap;
 use std::hint::black_box;
 
@@ -59,6 +60,67 @@ fn lookup(c: &mut Criterion) {
     group.finish();
 }
 
+/// `get_many` against the same keys looked up one by one, over a store in
+/// memory, with probes spread over the whole store and too many for the
+/// cache to keep between rounds (a quarter of the keys, shuffled), so each
+/// lookup pays its misses. `HASHFILE_BATCH_SIZES` (default
+/// `1000000,10000000`) picks the store sizes.
+fn batch(c: &mut Criterion) {
+    let sizes: Vec<usize> = std::env::var("HASHFILE_BATCH_SIZES")
+        .unwrap_or_else(|_| "1000000,10000000".into())
+        .split(',')
+        .map(|n| n.trim().parse().expect("HASHFILE_BATCH_SIZES: numbers"))
+        .collect();
+    let mut group = c.benchmark_group("batch");
+    group.sample_size(10);
+    for n in sizes {
+        let entries = data(n);
+        let mut builder = Builder::new(BuildOptions::default()).unwrap();
+        for (k, v) in &entries {
+            builder.insert(k, v);
+        }
+        let store = Reader::new(builder.to_bytes().unwrap()).unwrap();
+        let mut probes: Vec<&[u8]> = entries
+            .iter()
+            .step_by(4)
+            .map(|(k, _)| k.as_slice())
+            .collect();
+        let mut random = support::XorShift::default();
+        for i in (1..probes.len()).rev() {
+            probes.swap(i, (random.next_u64() % (i as u64 + 1)) as usize);
+        }
+        group.throughput(Throughput::Elements(probes.len() as u64));
+        group.bench_with_input(BenchmarkId::new("get", n), &probes, |b, probes| {
+            b.iter(|| {
+                probes
+                    .iter()
+                    .map(|k| store.get(black_box(k)).unwrap().unwrap().value().len())
+                    .sum::<usize>()
+            })
+        });
+        group.bench_with_input(
+            BenchmarkId::new("get_many_1000", n),
+            &probes,
+            |b, probes| {
+                b.iter(|| {
+                    probes
+                        .chunks(1000)
+                        .map(|keys| {
+                            store
+                                .get_many(black_box(keys))
+                                .unwrap()
+                                .iter()
+                                .map(|r| r.as_ref().unwrap().value().len())
+                                .sum::<usize>()
+                        })
+                        .sum::<usize>()
+                })
+            },
+        );
+    }
+    group.finish();
+}
+
 fn build(c: &mut Criterion) {
     let mut group = c.benchmark_group("build");
     group.sample_size(10);
@@ -78,5 +140,5 @@ fn build(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, lookup, build);
+criterion_group!(benches, lookup, batch, build);
 criterion_main!(benches);

@@ -381,6 +381,37 @@ fn no_flip_yields_a_wrong_value(options: BuildOptions) {
                     }
                 }
             }
+            // A batch answers as the single lookups do, error and all
+            // (over a map it goes in groups whose reads overlap).
+            let keys: Vec<&[u8]> = expected.iter().map(|(k, _)| k.as_slice()).collect();
+            let one_by_one: Result<Vec<_>, _> = keys.iter().map(|k| store.get(k)).collect();
+            let owned = |found: Vec<Option<hashfile::RecordBuf<'_>>>| {
+                found
+                    .into_iter()
+                    .map(|r| r.map(|r| (r.key().to_vec(), r.value().to_vec())))
+                    .collect::<Vec<_>>()
+            };
+            match (store.get_many(&keys), one_by_one) {
+                (Ok(many), Ok(single)) => assert_eq!(
+                    owned(many),
+                    owned(single),
+                    "{kind}: bit {bit}: get_many differs from get"
+                ),
+                (Err(many), Err(single)) => assert_eq!(
+                    format!("{many:?}"),
+                    format!("{single:?}"),
+                    "{kind}: bit {bit}: get_many failed otherwise than get"
+                ),
+                (many, single) => panic!(
+                    "{kind}: bit {bit}: get_many {} where get {}",
+                    if many.is_ok() { "succeeded" } else { "failed" },
+                    if single.is_ok() {
+                        "succeeded"
+                    } else {
+                        "failed"
+                    }
+                ),
+            }
             let _ = store.iter().count();
             assert!(
                 store.verify().is_err(),
