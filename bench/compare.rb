@@ -30,12 +30,19 @@ end)
 
 puts "\n== warm: one lookup of a present key (same 1,000 random keys) =="
 db = Hashfile.open(paths[:hashfile])
+# An opt-in memo of decoded, frozen values (docs/RUBY.md, "Hot keys"): the
+# same frozen String for the same key, as a Hash gives.
+memo = Hashfile.open(paths[:hashfile], memo: 10_000)
 report(results, :warm, Benchmark.ips do |x|
   x.config(**IPS)
   i = 0
   x.report("Hash#[]") { hash[probe[(i += 1) % 1000]] }
   j = 0
   x.report("Hashfile db[]") { db[probe[(j += 1) % 1000]] }
+  m = 0
+  x.report("Hashfile db[], memo: 10_000") { memo[probe[(m += 1) % 1000]] }
+  f = 0
+  x.report("Hashfile db.get(k, nil, freeze: true)") { db.get(probe[(f += 1) % 1000], nil, freeze: true) }
   # Reference: what Hash#[] costs when it too hands back a new String, as
   # every db[] must (the store's bytes are copied into the String).
   k = 0
@@ -46,18 +53,34 @@ end)
 build = BenchData.median(QUICK ? 1 : 5) { Hashfile.build(File.join(BenchData::DIR, "build.hf"), hash) }
 info = db.info
 sizes = { json: File.size(paths[:json]), msgpack: File.size(paths[:msgpack]), hashfile: File.size(paths[:hashfile]) }
+memo_entries = memo.info[:memo][:entries]
+# A memo's memory: what filling one with every key keeps (Ruby's own count
+# of its heap, ObjectSpace.memsize_of_all, after a GC on either side).
+require "objspace"
+filled = Hashfile.open(paths[:hashfile], memo: hash.size)
+GC.start
+heap_before = ObjectSpace.memsize_of_all
+hash.each_key { |key| filled[key] }
+GC.start
+memo_bytes = (ObjectSpace.memsize_of_all - heap_before).to_f / filled.info[:memo][:entries]
+filled.close
 db.close
+memo.close
 
 cold = results[:cold]
 warm = results[:warm]
 open_speedup = cold["JSON.parse + Hash#[]"].zero? ? 0 : cold["Hashfile.open + db[] + close"] / cold["JSON.parse + Hash#[]"]
 warm_ratio = warm["Hash#[]"] / warm["Hashfile db[]"]
 copy_ratio = warm["Hash#[] + String#b copy"] / warm["Hashfile db[]"]
+memo_ratio = warm["Hash#[]"] / warm["Hashfile db[], memo: 10_000"]
+options_ratio = warm["Hashfile db[]"] / warm["Hashfile db.get(k, nil, freeze: true)"]
 size_ratio = sizes[:hashfile].to_f / sizes[:msgpack]
 keys_per_s = hash.size / build
 checks = [
   ["open+get vs JSON.parse+Hash#[]", format("%.0fx faster", open_speedup), open_speedup >= 1000],
   ["warm db[] vs Hash#[]", format("%.2fx the time (%.2fx Hash#[] + copy)", warm_ratio, copy_ratio), warm_ratio <= 1.5],
+  ["warm db[] with memo: vs Hash#[]", format("%.2fx the time (%d memoized; %.0f B/entry)", memo_ratio, memo_entries, memo_bytes), memo_ratio <= 1.0],
+  ["get(freeze: true) vs db[]", format("%.2fx the time", options_ratio), options_ratio <= 1.2],
   ["perfect hash", format("%.2f bits/key", info[:mphf_bits_per_key]), info[:mphf_bits_per_key] <= 3.0],
   ["file vs MessagePack", format("%.3fx (%d vs %d bytes; JSON %d)", size_ratio, sizes[:hashfile], sizes[:msgpack], sizes[:json]), size_ratio <= 1.3],
   ["build from a Ruby Hash", format("%.2f M keys/s (%.1f ms)", keys_per_s / 1e6, build * 1e3), keys_per_s >= 1e6]

@@ -167,7 +167,14 @@ module Hashfile
     # @param symbolize_names [Boolean] String keys of Hashes in values come
     #   back as Symbols (the store's own keys are unaffected)
     # @param freeze [Boolean] values come back deep-frozen, their Strings
-    #   deduplicated as +-str+ does
+    #   deduplicated as +-str+ does (the default with +memo:+)
+    # @param memo [Integer, nil] keep up to this many decoded values and
+    #   return the same frozen object for the same key again, as a Hash
+    #   does: +[]+, +get+ and +fetch+ with the open-time options answer from
+    #   it without reading the store. At the limit it empties and fills
+    #   again; a reload, +reopen+ or +close+ empties it. Keys that are
+    #   exactly a String or a Symbol. Not with +freeze: false+ or
+    #   +serializer:+. docs/RUBY.md, "Hot keys".
     # @param raw [Boolean] values come back as the stored bytes (a binary
     #   String), undecoded
     # @param serializer [#dump and #load, Array(#call, #call), nil] loads
@@ -217,13 +224,17 @@ module Hashfile
     # @raise [FormatError] if it is not a valid store
     # @raise [RemoteError] if a remote store cannot be read (subclasses by
     #   cause: RemoteNotFoundError, RemoteAccessError, ...)
-    def open(path, verify: false, symbolize_names: false, freeze: false, raw: false, serializer: nil, reload: nil, on_change: :raise, **remote)
+    def open(path, verify: false, symbolize_names: false, freeze: nil, raw: false, serializer: nil, reload: nil, on_change: :raise, memo: nil, **remote)
       check_options(remote, REMOTE_OPTIONS, OPEN_KEYWORDS + REMOTE_OPTIONS)
       load = serializer_pair(serializer)&.last
       raise TypeError, "reload must be nil or a number of seconds, not #{reload.class}" unless reload.nil? || reload.is_a?(Numeric)
       raise ArgumentError, "on_change must be :raise or :reopen, not #{on_change.inspect}" unless %i[raise reopen].include?(on_change)
+      raise TypeError, "memo must be nil or a number of entries, not #{memo.class}" unless memo.nil? || memo.is_a?(Integer)
+      raise ArgumentError, "memo must be a number of entries from 0 to #{MAX_MEMO}, not #{memo}" if memo && !memo.between?(0, MAX_MEMO)
 
-      db = Reader._open(path_string(path), { symbolize_names: symbolize_names, freeze: freeze, raw: raw }, load, reload&.to_f, on_change == :reopen, remote.empty? ? nil : remote)
+      freeze = !memo.nil? && memo.positive? if freeze.nil?
+      options = { symbolize_names: symbolize_names, freeze: freeze, raw: raw }
+      db = Reader._open(path_string(path), options, load, reload&.to_f, on_change == :reopen, remote.empty? ? nil : remote, memo || 0)
       begin
         db.verify if verify
       rescue Exception # rubocop:disable Lint/RescueException
@@ -285,7 +296,7 @@ module Hashfile
     end
 
     # The keywords of Hashfile.open other than the remote options.
-    OPEN_KEYWORDS = %i[verify symbolize_names freeze raw serializer reload on_change].freeze
+    OPEN_KEYWORDS = %i[verify symbolize_names freeze raw serializer reload on_change memo].freeze
     private_constant :OPEN_KEYWORDS
 
     # Whether +data+ names input files (a path, an IO, or an Array of only

@@ -57,6 +57,8 @@ class BindingTest < HashfileTest
     assert_equal "key_column must be a column name or a 0-based index, got -1", e.message
     Hashfile.open(build({ "k" => "v" })) do |db|
       e = assert_raises(ArgumentError) { db.get("k", symbolise_names: true) }
+      assert_equal "unknown keyword: :symbolise_names", e.message
+      e = assert_raises(ArgumentError) { db.dig("k", symbolise_names: true) }
       assert_match(/unknown decode option symbolise_names/, e.message)
     end
   end

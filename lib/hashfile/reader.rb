@@ -44,8 +44,10 @@ module Hashfile
     #
     #   db.get("limits", symbolize_names: true) # => {api: {burst: 100}}
     #   db.get("limits", raw: true)             # => the stored bytes
-    def get(key, default = nil, **options)
-      _get(key, default, options.empty? ? nil : options)
+    def get(key, default = nil, symbolize_names: nil, freeze: nil, raw: nil)
+      # Keywords, not **options: no Hash to build per call. nil leaves the
+      # open-time option as it is.
+      _get_with(key, default, symbolize_names, freeze, raw)
     end
 
     # Like Hash#dig: walks into a nested value. Only the part the path ends

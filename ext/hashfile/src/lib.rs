@@ -15,6 +15,7 @@ mod bitpacking;
 mod build;
 mod dataset;
 mod error;
+mod memo;
 mod nogvl;
 mod options;
 mod pool;

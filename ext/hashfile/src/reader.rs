@@ -8,7 +8,10 @@ use magnus::{
     RHash, RModule, RString, Ruby, TypedData, Value,
 };
 
+use magnus::rb_sys::AsRawValue;
+
 use crate::error::{arg_error, to_ruby};
+use crate::memo::{self, Memo};
 use crate::store;
 use crate::strings;
 use crate::typed_data::unwrap_self;
@@ -30,12 +33,17 @@ pub struct Reader {
     flags: DecodeFlags,
     /// The `load` half of the serializer given to `Hashfile.open`.
     load: Option<Opaque<Value>>,
+    /// The values of recent lookups, with `memo:`.
+    memo: Option<Memo>,
 }
 
 impl DataTypeFunctions for Reader {
     fn mark(&self, marker: &Marker) {
         if let Some(load) = self.load {
             marker.mark(load);
+        }
+        if let Some(memo) = &self.memo {
+            memo.mark(marker);
         }
     }
 }
@@ -57,12 +65,16 @@ fn key_string(ruby: &Ruby, record: &RecordBuf<'_>) -> Result<RString, Error> {
 }
 
 impl Reader {
-    /// `_open(path, options, load, reload, reopen_on_change, remote)`:
+    /// `_open(path, options, load, reload, reopen_on_change, remote, memo)`:
     /// decode `options` (a Hash or nil) and the serializer's `load` (or
     /// nil) are kept for every lookup; `reload` is nil or the seconds
     /// between checks for a new local store or remote dataset manifest;
     /// `reopen_on_change` makes a remote reader reopen a replaced object; `remote` (a Hash or nil)
-    /// says how to reach an http://, https:// or s3:// store.
+    /// says how to reach an http://, https:// or s3:// store; `memo` is
+    /// the most values to keep (0: none), which needs `freeze: true`.
+    // One parameter per positional argument of the Ruby method, as magnus
+    // binds them.
+    #[allow(clippy::too_many_arguments)]
     fn open(
         ruby: &Ruby,
         path: String,
@@ -71,8 +83,24 @@ impl Reader {
         reload: Option<f64>,
         reopen_on_change: bool,
         remote: Option<RHash>,
+        memo: u64,
     ) -> Result<Reader, Error> {
         let flags = DecodeFlags::default().with_options(ruby, options)?;
+        if memo > memo::MAX_ENTRIES {
+            return Err(arg_error(
+                ruby,
+                format!(
+                    "memo: must be a number of entries from 0 to {}, not {memo}",
+                    memo::MAX_ENTRIES
+                ),
+            ));
+        }
+        if memo > 0 && !flags.is_frozen() {
+            return Err(arg_error(ruby, "memo: returns the same object for a key again, so its values are frozen: leave freeze: out or give freeze: true".to_owned()));
+        }
+        if memo > 0 && !load.is_nil() {
+            return Err(arg_error(ruby, "memo: keeps frozen values, and a serializer's objects are frozen only at the top: give one of memo: and serializer:".to_owned()));
+        }
         let is_remote = hashfile_remote::Location::is_remote(&path);
         let remote_dataset =
             is_remote && path.ends_with(hashfile_runtime::dataset::manifest::MANIFEST_NAME);
@@ -105,10 +133,12 @@ impl Reader {
             hashfile_runtime::open(&path, options)
         }
         .map_err(|e| to_ruby(ruby, e))?;
+        let memo = (memo > 0).then(|| Memo::new(ruby, memo as usize, handle.generation_now()));
         Ok(Reader {
             handle: SerializedHandle::new(handle),
             flags,
             load: (!load.is_nil()).then(|| Opaque::from(load)),
+            memo,
         })
     }
 
@@ -157,6 +187,7 @@ impl Reader {
             ),
             flags: rb_self.flags,
             load: rb_self.load,
+            memo: None,
         })
     }
 
@@ -211,6 +242,38 @@ impl Reader {
         })
     }
 
+    /// `lookup` with the open-time options, through the memo: a hit is the
+    /// object decoded before; a miss reads, decodes and adds it.
+    #[inline]
+    fn memo_lookup(
+        &self,
+        ruby: &Ruby,
+        memo: &Memo,
+        key: Value,
+        if_missing: Value,
+    ) -> Result<Value, Error> {
+        let handle = self.handle.handle();
+        // The generation before the store: a value read from a newer store
+        // than its generation says is dropped by the next lookup, never
+        // the reverse. A closed reader answers with ClosedError.
+        let generation = handle.generation();
+        if !Memo::takes(ruby, key) || handle.is_closed() {
+            return self.lookup(ruby, key, if_missing, self.flags);
+        }
+        let values = memo.at(ruby, generation);
+        if let Some(value) = Memo::get(values, key) {
+            return Ok(value);
+        }
+        // The memo's own Hash stands for "absent": no decoded value is it.
+        let absent = values.as_value();
+        let value = self.lookup(ruby, key, absent, self.flags)?;
+        if value.as_raw() == absent.as_raw() {
+            return Ok(if_missing);
+        }
+        memo.insert(ruby, generation, key, value)?;
+        Ok(value)
+    }
+
     /// Adds the path and key to a decoding error's message.
     fn locate(&self, ruby: &Ruby, error: Error, key: &[u8]) -> Error {
         match error.value() {
@@ -239,7 +302,10 @@ impl Reader {
 
     fn aref(ruby: &Ruby, rb_self: Value, key: Value) -> Result<Value, Error> {
         let reader = unwrap_self::<Self>(ruby, rb_self, "Hashfile::Reader")?;
-        reader.lookup(ruby, key, ruby.qnil().as_value(), reader.flags)
+        match &reader.memo {
+            Some(memo) => reader.memo_lookup(ruby, memo, key, ruby.qnil().as_value()),
+            None => reader.lookup(ruby, key, ruby.qnil().as_value(), reader.flags),
+        }
     }
 
     /// `_get(key, if_missing, options)`: options (a Hash or nil) override
@@ -252,12 +318,32 @@ impl Reader {
         options: Option<RHash>,
     ) -> Result<Value, Error> {
         let reader = unwrap_self::<Self>(ruby, rb_self, "Hashfile::Reader")?;
-        reader.lookup(
-            ruby,
-            key,
-            if_missing,
-            reader.flags.with_options(ruby, options)?,
-        )
+        let flags = reader.flags.with_options(ruby, options)?;
+        match &reader.memo {
+            // The memo holds values decoded with the open-time options.
+            Some(memo) if flags == reader.flags => reader.memo_lookup(ruby, memo, key, if_missing),
+            _ => reader.lookup(ruby, key, if_missing, flags),
+        }
+    }
+
+    /// `_get_with(key, if_missing, symbolize_names, freeze, raw)`: `_get`
+    /// with the per-call options as values (nil: as at open), which is
+    /// what `Reader#get`'s keywords pass: no options Hash to build or read.
+    fn get_with(
+        ruby: &Ruby,
+        rb_self: Value,
+        key: Value,
+        if_missing: Value,
+        symbolize_names: Value,
+        freeze: Value,
+        raw: Value,
+    ) -> Result<Value, Error> {
+        let reader = unwrap_self::<Self>(ruby, rb_self, "Hashfile::Reader")?;
+        let flags = reader.flags.with_values([symbolize_names, freeze, raw]);
+        match &reader.memo {
+            Some(memo) if flags == reader.flags => reader.memo_lookup(ruby, memo, key, if_missing),
+            _ => reader.lookup(ruby, key, if_missing, flags),
+        }
     }
 
     fn dig(
@@ -394,8 +480,11 @@ impl Reader {
 
     /// Closes at once for every later call; the mapping goes when no lookup
     /// is under way (now, or when the last one ends).
-    fn close(&self) {
-        self.handle.close();
+    fn close(ruby: &Ruby, rb_self: &Self) {
+        rb_self.handle.close();
+        if let Some(memo) = &rb_self.memo {
+            memo.clear(ruby);
+        }
     }
 
     /// `Reader._remote_location?(location)`: whether `location` names a
@@ -418,10 +507,17 @@ impl Reader {
     }
 
     fn info(ruby: &Ruby, rb_self: &Self) -> Result<RHash, Error> {
-        rb_self.with_store(ruby, |table| match table {
+        let info = rb_self.with_store(ruby, |table| match table {
             Table::Store(store) => store_info(ruby, store),
             Table::Dataset(dataset, _) => dataset_info(ruby, dataset),
-        })
+        })?;
+        if let Some(memo) = &rb_self.memo {
+            let entries = ruby.hash_new();
+            entries.aset(ruby.to_symbol("entries"), memo.len(ruby))?;
+            entries.aset(ruby.to_symbol("limit"), memo.limit())?;
+            info.aset(ruby.to_symbol("memo"), entries)?;
+        }
+        Ok(info)
     }
 }
 
@@ -512,11 +608,13 @@ pub fn init(ruby: &Ruby, module: RModule) -> Result<(), Error> {
     // unguarded, as before.
     let _ = hashfile::read::fault::install();
     let class = module.define_class("Reader", ruby.class_object())?;
+    module.const_set("MAX_MEMO", memo::MAX_ENTRIES)?;
     // Readers are made by `_open` alone: no data-less `allocate`.
     class.undef_default_alloc_func();
-    class.define_singleton_method("_open", function!(Reader::open, 6))?;
+    class.define_singleton_method("_open", function!(Reader::open, 7))?;
     class.define_method("[]", method!(Reader::aref, 1))?;
     class.define_method("_get", method!(Reader::get, 3))?;
+    class.define_method("_get_with", method!(Reader::get_with, 5))?;
     class.define_method("_dig", method!(Reader::dig, 3))?;
     class.define_method("key?", method!(Reader::has_key, 1))?;
     class.define_method("size", method!(Reader::size, 0))?;

@@ -49,6 +49,29 @@ impl DecodeFlags {
         self.0 & bit != 0
     }
 
+    /// These flags with each option of `NAMES` given in `values` (in
+    /// that order: true, false, or nil for no change) set or cleared: the
+    /// keywords of `Reader#get`, passed on without building a Hash.
+    pub fn with_values(self, values: [Value; 3]) -> DecodeFlags {
+        let mut flags = self.0;
+        for ((_, bit), value) in Self::NAMES.iter().zip(values) {
+            if value.is_nil() {
+                continue;
+            }
+            if value.to_bool() {
+                flags |= bit;
+            } else {
+                flags &= !bit;
+            }
+        }
+        DecodeFlags(flags)
+    }
+
+    /// Whether values come back deep-frozen (`freeze: true`).
+    pub fn is_frozen(self) -> bool {
+        self.has(Self::FREEZE)
+    }
+
     /// These flags with the options in `options` (`symbolize_names:`,
     /// `freeze:`, `raw:`, each true or false) set or cleared; nil changes
     /// nothing.

@@ -1,0 +1,123 @@
+//! A reader's memo (`Hashfile.open(path, memo: N)`): the values of recent
+//! lookups, decoded once, deep-frozen, and returned again as the same
+//! objects, as a Hash returns its values. A hit is one Hash lookup, with
+//! no read of the store and no decoding.
+//!
+//! - Bounded: at `limit` entries the memo empties and fills again with
+//!   the keys looked up next.
+//! - Tied to one version of the store: it holds the handle generation its
+//!   values were read at; a lookup that finds the generation moved on (a
+//!   reload, a reopen) empties it first, and a value is added only if the
+//!   memo is still at the generation read before the lookup.
+//! - Only keys that are exactly a String or a Symbol. Ruby's Hash hashes
+//!   and compares any String by its content, but it copies and freezes
+//!   only a plain String key: a subclass's instance, kept as it is, could
+//!   be changed by its owner while the memo holds it.
+//! - The GVL serializes every call; the Hash is marked with the reader.
+//!   A forked child has its own copy (of values of the same mapped file).
+//!
+//! The Python binding's memo (python/src/memo.rs) is the same design.
+
+use std::cell::Cell;
+
+use magnus::rb_sys::{AsRawValue, FromRawValue};
+use magnus::{gc::Marker, prelude::*, value::Opaque, Error, RHash, Ruby, Value};
+
+/// The most entries a memo may be given (Ruby's `Hashfile::MAX_MEMO`).
+pub const MAX_ENTRIES: u64 = 100_000_000;
+
+pub struct Memo {
+    values: Opaque<RHash>,
+    limit: usize,
+    /// The handle generation the values were read at.
+    generation: Cell<u64>,
+}
+
+impl Memo {
+    pub fn new(ruby: &Ruby, limit: usize, generation: u64) -> Memo {
+        Memo {
+            values: Opaque::from(ruby.hash_new()),
+            limit,
+            generation: Cell::new(generation),
+        }
+    }
+
+    pub fn mark(&self, marker: &Marker) {
+        marker.mark(self.values);
+    }
+
+    /// Whether lookups of `key` may be memoized.
+    #[inline]
+    pub fn takes(ruby: &Ruby, key: Value) -> bool {
+        // A String with a singleton class has that class here: not taken.
+        let class = key.class().as_raw();
+        class == ruby.class_string().as_raw() || class == ruby.class_symbol().as_raw()
+    }
+
+    /// The value memoized for `key`, one of those `takes` takes.
+    #[inline]
+    pub fn get(values: RHash, key: Value) -> Option<Value> {
+        // SAFETY: both are live VALUEs. For a key that is exactly a String
+        // or a Symbol, Ruby hashes and compares in C: the lookup runs no
+        // Ruby code and cannot raise, so it needs no rb_protect (which
+        // magnus's `RHash::get` pays on every call).
+        let found = unsafe {
+            Value::from_raw(rb_sys::rb_hash_lookup2(
+                values.as_raw(),
+                key.as_raw(),
+                rb_sys::Qundef as rb_sys::VALUE,
+            ))
+        };
+        (found.as_raw() != rb_sys::Qundef as rb_sys::VALUE).then_some(found)
+    }
+
+    /// The Hash of values read at `generation`, the handle's now; emptied
+    /// first if they were read at another.
+    #[inline]
+    pub fn at(&self, ruby: &Ruby, generation: u64) -> RHash {
+        let values = ruby.get_inner(self.values);
+        if self.generation.get() != generation {
+            // A Hash of our own, never frozen or iterated: clear cannot fail.
+            let _ = values.clear();
+            self.generation.set(generation);
+        }
+        values
+    }
+
+    /// Adds `value`, read at `generation`, unless the memo moved on to
+    /// another generation meanwhile (decoding allocates, which can run
+    /// other threads' code); checked again after the insert.
+    pub fn insert(
+        &self,
+        ruby: &Ruby,
+        generation: u64,
+        key: Value,
+        value: Value,
+    ) -> Result<(), Error> {
+        if self.generation.get() != generation {
+            return Ok(());
+        }
+        let values = ruby.get_inner(self.values);
+        if values.len() >= self.limit {
+            let _ = values.clear();
+        }
+        values.aset(key, value)?;
+        if self.generation.get() != generation {
+            let _ = values.clear();
+        }
+        Ok(())
+    }
+
+    /// Empties the memo (a close: nothing of the store stays reachable).
+    pub fn clear(&self, ruby: &Ruby) {
+        let _ = ruby.get_inner(self.values).clear();
+    }
+
+    pub fn len(&self, ruby: &Ruby) -> usize {
+        ruby.get_inner(self.values).len()
+    }
+
+    pub fn limit(&self) -> usize {
+        self.limit
+    }
+}
