@@ -52,6 +52,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(tasks::discard_generation, m)?)?;
     m.add("BUILD_OPTIONS", options::BUILD_OPTIONS.to_vec())?;
     m.add("MAX_SHARDS", hashfile::dataset::MAX_SHARDS)?;
-    m.add("MAX_MEMO", memo::MAX_ENTRIES)?;
+    m.add("MAX_MEMO", hashfile_runtime::MAX_MEMO_ENTRIES)?;
     Ok(())
 }

@@ -20,10 +20,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString};
 
-/// The most entries a memo may be given: far more than a hot set, few
-/// enough that a typo (a byte count for an entry count) is refused.
-pub const MAX_ENTRIES: u64 = 100_000_000;
-
 pub struct Memo {
     values: Py<PyDict>,
     limit: usize,

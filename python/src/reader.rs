@@ -19,7 +19,7 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 
 use crate::decode;
 use crate::errors::IntoPy;
-use crate::memo::{self, Memo};
+use crate::memo::Memo;
 use crate::options::{remote_options, Key};
 
 /// Where an iteration is: (shard, byte offset, entry number), as Python
@@ -54,28 +54,27 @@ impl NativeReader {
     /// the memo if it holds it.
     #[inline]
     fn find<'py>(&self, key: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let py = key.py();
+        let memo = self.memo.as_ref().filter(|_| Memo::takes(key));
+        let mut generation = 0;
+        if let Some(memo) = memo {
+            // The generation before the store: a value read from a newer
+            // store than its generation says is dropped by the next
+            // lookup, never the reverse. A hit needs no key bytes.
+            generation = self.handle.generation();
+            self.handle.ensure_open().py_err()?;
+            if let Some(value) = memo.at(py, generation).get_item(key)? {
+                return Ok(Some(value));
+            }
+        }
         let Some(k) = Key::of(key.as_borrowed())? else {
             return Ok(None);
         };
-        let py = key.py();
-        match &self.memo {
-            Some(memo) if Memo::takes(key) => {
-                // The generation before the store: a value read from a
-                // newer store than its generation says is dropped by the
-                // next lookup, never the reverse.
-                let generation = self.handle.generation();
-                self.handle.ensure_open().py_err()?;
-                if let Some(value) = memo.at(py, generation).get_item(key)? {
-                    return Ok(Some(value));
-                }
-                let found = self.lookup(py, k.bytes())?;
-                if let Some(value) = &found {
-                    memo.insert(py, generation, key, value)?;
-                }
-                Ok(found)
-            }
-            _ => self.lookup(py, k.bytes()),
+        let found = self.lookup(py, k.bytes())?;
+        if let (Some(memo), Some(value)) = (memo, &found) {
+            memo.insert(py, generation, key, value)?;
         }
+        Ok(found)
     }
 
     /// The value of `key` read from the store.
@@ -155,10 +154,10 @@ impl NativeReader {
         remote: Option<&Bound<'_, PyDict>>,
         memo: u64,
     ) -> PyResult<NativeReader> {
-        if memo > memo::MAX_ENTRIES {
+        if memo > hashfile_runtime::MAX_MEMO_ENTRIES {
             return Err(PyValueError::new_err(format!(
                 "memo must be a number of entries from 0 to {}, not {memo}",
-                memo::MAX_ENTRIES
+                hashfile_runtime::MAX_MEMO_ENTRIES
             )));
         }
         let is_remote = hashfile_remote::Location::is_remote(&location);

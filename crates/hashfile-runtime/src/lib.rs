@@ -37,6 +37,11 @@
 //! # Ok::<(), hashfile::Error>(())
 //! ```
 
+/// The most values a binding's memo of decoded values may be given
+/// (`memo=` in Python, `memo:` in Ruby): far more than a hot set, few
+/// enough that a byte count given for an entry count is refused.
+pub const MAX_MEMO_ENTRIES: u64 = 100_000_000;
+
 #[cfg(feature = "import")]
 mod build_job;
 pub mod dataset;

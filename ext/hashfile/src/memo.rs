@@ -23,9 +23,6 @@ use std::cell::Cell;
 use magnus::rb_sys::{AsRawValue, FromRawValue};
 use magnus::{gc::Marker, prelude::*, value::Opaque, Error, RHash, Ruby, Value};
 
-/// The most entries a memo may be given (Ruby's `Hashfile::MAX_MEMO`).
-pub const MAX_ENTRIES: u64 = 100_000_000;
-
 pub struct Memo {
     values: Opaque<RHash>,
     limit: usize,

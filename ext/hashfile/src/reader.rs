@@ -11,7 +11,7 @@ use magnus::{
 use magnus::rb_sys::AsRawValue;
 
 use crate::error::{arg_error, to_ruby};
-use crate::memo::{self, Memo};
+use crate::memo::Memo;
 use crate::store;
 use crate::strings;
 use crate::typed_data::unwrap_self;
@@ -86,12 +86,12 @@ impl Reader {
         memo: u64,
     ) -> Result<Reader, Error> {
         let flags = DecodeFlags::default().with_options(ruby, options)?;
-        if memo > memo::MAX_ENTRIES {
+        if memo > hashfile_runtime::MAX_MEMO_ENTRIES {
             return Err(arg_error(
                 ruby,
                 format!(
                     "memo: must be a number of entries from 0 to {}, not {memo}",
-                    memo::MAX_ENTRIES
+                    hashfile_runtime::MAX_MEMO_ENTRIES
                 ),
             ));
         }
@@ -608,7 +608,7 @@ pub fn init(ruby: &Ruby, module: RModule) -> Result<(), Error> {
     // unguarded, as before.
     let _ = hashfile::read::fault::install();
     let class = module.define_class("Reader", ruby.class_object())?;
-    module.const_set("MAX_MEMO", memo::MAX_ENTRIES)?;
+    module.const_set("MAX_MEMO", hashfile_runtime::MAX_MEMO_ENTRIES)?;
     // Readers are made by `_open` alone: no data-less `allocate`.
     class.undef_default_alloc_func();
     class.define_singleton_method("_open", function!(Reader::open, 7))?;
