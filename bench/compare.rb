@@ -25,6 +25,8 @@ report(results, :cold, Benchmark.ips do |x|
   x.report("JSON.parse + Hash#[]") { JSON.parse(File.read(paths[:json]))[probe[0]] }
   x.report("MessagePack.unpack + Hash#[]") { MessagePack.unpack(File.binread(paths[:msgpack]))[probe[0]] }
   x.report("Hashfile.open + db[] + close") { Hashfile.open(paths[:hashfile]) { |db| db[probe[0]] } }
+  # The floor: opening the file and reading its first 64 bytes.
+  x.report("File.open + read(64) + close") { File.open(paths[:hashfile]) { |f| f.read(64) } }
   x.compare!
 end)
 
@@ -70,6 +72,7 @@ memo.close
 cold = results[:cold]
 warm = results[:warm]
 open_speedup = cold["JSON.parse + Hash#[]"].zero? ? 0 : cold["Hashfile.open + db[] + close"] / cold["JSON.parse + Hash#[]"]
+file_ratio = cold["File.open + read(64) + close"] / cold["Hashfile.open + db[] + close"]
 warm_ratio = warm["Hash#[]"] / warm["Hashfile db[]"]
 copy_ratio = warm["Hash#[] + String#b copy"] / warm["Hashfile db[]"]
 memo_ratio = warm["Hash#[]"] / warm["Hashfile db[], memo: 10_000"]
@@ -78,6 +81,7 @@ size_ratio = sizes[:hashfile].to_f / sizes[:msgpack]
 keys_per_s = hash.size / build
 checks = [
   ["open+get vs JSON.parse+Hash#[]", format("%.0fx faster", open_speedup), open_speedup >= 1000],
+  ["open+get vs File.open+read(64)", format("%.2fx the time", file_ratio), file_ratio <= 2.0],
   ["warm db[] vs Hash#[]", format("%.2fx the time (%.2fx Hash#[] + copy)", warm_ratio, copy_ratio), warm_ratio <= 1.5],
   ["warm db[] with memo: vs Hash#[]", format("%.2fx the time (%d memoized; %.0f B/entry)", memo_ratio, memo_entries, memo_bytes), memo_ratio <= 1.0],
   ["get(freeze: true) vs db[]", format("%.2fx the time", options_ratio), options_ratio <= 1.2],

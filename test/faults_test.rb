@@ -68,6 +68,22 @@ class FaultsTest < HashfileTest
     assert_raises(Hashfile::FormatError) { Hashfile.open(path) }
   end
 
+  # A store is read with positioned reads until its 16th lookup
+  # (docs/RUBY.md, "Opening"): a read that finds the file short there is
+  # StaleError too, and stays so, as a fault in a map does.
+  def test_truncated_before_it_is_mapped
+    build
+    db = Hashfile.open(path)
+    assert_equal data["key9"], db["key9"]
+    File.truncate(path, 4096)
+    40.times do |i|
+      e = assert_raises(Hashfile::StaleError) { db["key#{ENTRIES - i}"] }
+      assert_equal path, e.path
+    end
+    assert_raises(Hashfile::StaleError) { db.each { nil } }
+    db.close
+  end
+
   def test_rewritten_in_place_with_a_smaller_store
     build
     db = Hashfile.open(path)

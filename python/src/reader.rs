@@ -115,7 +115,8 @@ impl NativeReader {
                 })
                 .collect::<PyResult<Vec<_>>>()
         };
-        let table = self.handle.current().py_err()?;
+        // A batch reads much of the store: mapped, if it opened unmapped.
+        let table = self.handle.current_mapped().py_err()?;
         if !table.is_remote() {
             // As in `lookup`: decoded in place, then the fault check.
             let values = decode_all(table.get_many(keys).py_err()?)?;
@@ -342,7 +343,7 @@ impl NativeReader {
     /// Checks every checksum (and, for a dataset, every shard against its
     /// manifest and every key against its shard).
     fn verify(&self, py: Python<'_>) -> PyResult<bool> {
-        let table = self.handle.current().py_err()?.to_arc();
+        let table = self.handle.current_mapped().py_err()?.to_arc();
         py.detach(|| table.verify()).py_err()?;
         Ok(true)
     }

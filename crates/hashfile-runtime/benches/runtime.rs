@@ -81,7 +81,12 @@ fn lookups(c: &mut Criterion) {
         .collect();
 
     let core = Reader::open_guarded(&path).unwrap();
-    let store = hashfile_runtime::open_store(location, &Default::default()).unwrap();
+    let store = hashfile_runtime::open_store(
+        location,
+        &Default::default(),
+        hashfile_runtime::LocalOpen::Mapped,
+    )
+    .unwrap();
     let serialized = SerializedHandle::new(open(location, OpenOptions::default()).unwrap());
     let handle = open(location, OpenOptions::default()).unwrap();
     let refreshing = open(

@@ -3,7 +3,7 @@
 
 use std::ops::Deref;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 #[cfg(not(target_os = "linux"))]
@@ -72,7 +72,21 @@ pub struct Handle {
     next_check: AtomicU64,
     /// Why the last newer store found could not be opened.
     refresh_error: ArcSwapOption<String>,
+    /// Lookups left before the store opened for positioned reads is
+    /// mapped (`MAP_AFTER_LOOKUPS`); zero once it is, or for a store that
+    /// opened mapped.
+    unmapped_lookups: AtomicU32,
 }
+
+/// Lookups a local store is read with positioned reads before it is
+/// mapped. Opening without a map and reading the first lookups with
+/// `pread` costs a few microseconds, where a map costs an `mmap`, a page
+/// fault (with the kernel's fault-around) for every page a lookup first
+/// touches, and an `munmap` that undoes them: 26 against 9 µs for open,
+/// one lookup and close (bench/compare.rb, docs/RUBY.md "Opening"). A
+/// store read more than this is mapped, and its lookups then take
+/// nanoseconds.
+pub const MAP_AFTER_LOOKUPS: u32 = 16;
 
 /// The store a lookup reads, from start to end. Hold it only for the
 /// lookup: a swap frees the store it replaced when the last one goes.
@@ -113,8 +127,12 @@ pub fn open(location: &str, options: OpenOptions) -> hashfile::Result<Handle> {
             ),
         });
     }
-    let store = Table::open(location, &options.remote)?;
-    Ok(Handle::on(Arc::new(store), location, options))
+    let store = Table::open_deferred(location, &options.remote)?;
+    let handle = Handle::on(Arc::new(store), location, options);
+    handle
+        .unmapped_lookups
+        .store(MAP_AFTER_LOOKUPS, Ordering::Release);
+    Ok(handle)
 }
 
 impl Handle {
@@ -132,12 +150,14 @@ impl Handle {
             generation: AtomicU64::new(0),
             next_check: AtomicU64::new(first_check),
             refresh_error: ArcSwapOption::empty(),
+            unmapped_lookups: AtomicU32::new(0),
         }
     }
 
     /// A handle on this one's current store alone, which nothing swaps:
     /// an iteration reads one store from start to end.
     pub fn pinned(&self) -> hashfile::Result<Handle> {
+        self.map_now();
         let store = self.current()?.to_arc();
         let options = OpenOptions {
             remote: self.options.remote.clone(),
@@ -169,11 +189,70 @@ impl Handle {
         if let Refresh::Every(every) = self.options.refresh {
             self.refresh_if_due(every);
         }
+        if self.unmapped_lookups.load(Ordering::Relaxed) != 0 {
+            self.count_unmapped_lookup();
+        }
         let store = self.current.load();
         if store.is_none() {
             return Err(self.closed_error());
         }
         Ok(Current(store))
+    }
+
+    /// The store to read now, mapped first if it was opened for positioned
+    /// reads: for work that reads much of it (a batch, a verify).
+    pub fn current_mapped(&self) -> hashfile::Result<Current> {
+        self.map_now();
+        self.current()
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn count_unmapped_lookup(&self) {
+        let before =
+            self.unmapped_lookups
+                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |left| {
+                    left.checked_sub(1)
+                });
+        if before == Ok(1) {
+            self.swap_in_map();
+        }
+    }
+
+    /// Lookups left before the store is mapped (zero once it is, or if it
+    /// opened mapped): for a binding that counts its lookups itself
+    /// ([`SerializedHandle`](crate::SerializedHandle)).
+    pub fn unmapped_lookups(&self) -> u32 {
+        self.unmapped_lookups.load(Ordering::Acquire)
+    }
+
+    /// Maps the store if it was opened for positioned reads and is not
+    /// mapped yet; a no-op otherwise.
+    pub fn map_now(&self) {
+        if self.unmapped_lookups.swap(0, Ordering::AcqRel) != 0 {
+            self.swap_in_map();
+        }
+    }
+
+    /// Replaces the current store by the same store mapped. The bytes are
+    /// the same (the same open file), so the generation stays: nothing
+    /// built from lookups is out of date. A store swapped in meanwhile (a
+    /// reopen) is left alone, and a map that fails leaves the store read as
+    /// it was.
+    fn swap_in_map(&self) {
+        let Some(store) = self.current.load_full() else {
+            return;
+        };
+        let Some(Ok(mapped)) = store.mapped() else {
+            return;
+        };
+        let store = Some(store);
+        self.current
+            .compare_and_swap(&store, Some(Arc::new(mapped)));
+        // A close that came while the map was made wins.
+        if self.is_closed() {
+            self.current.store(None);
+        }
     }
 
     /// Runs `read` on the current store, then checks that no page it read

@@ -52,9 +52,9 @@ mod table;
 
 #[cfg(feature = "import")]
 pub use build_job::{BuildEvent, BuildJob, BuildRun, Report};
-pub use handle::{is_replaced, open, Current, Handle, OpenOptions, Refresh};
+pub use handle::{is_replaced, open, Current, Handle, OpenOptions, Refresh, MAP_AFTER_LOOKUPS};
 pub use serialized::SerializedHandle;
-pub use source::{open_store, Store, StoreSource};
+pub use source::{map_store, open_store, LocalOpen, Store, StoreSource};
 pub use table::{Chunk, Cursor, Table};
 
 /// Builds from input files what a binding's `build_from` asks for: one

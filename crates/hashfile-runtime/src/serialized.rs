@@ -30,6 +30,10 @@ pub struct SerializedHandle {
     generation: Cell<u64>,
     /// Lookups reading `store` now, nested when caller code looks up.
     in_flight: Cell<usize>,
+    /// Lookups left before a store opened for positioned reads is mapped
+    /// (`handle::MAP_AFTER_LOOKUPS`): counted here, without an atomic, since
+    /// these lookups take their store from `store`, not from the handle.
+    unmapped_lookups: Cell<u32>,
 }
 
 impl SerializedHandle {
@@ -39,11 +43,13 @@ impl SerializedHandle {
             Ok(store) => (Some(store.to_arc()), handle.generation()),
             Err(_) => (None, 0),
         };
+        let unmapped_lookups = handle.unmapped_lookups();
         SerializedHandle {
             handle,
             store: UnsafeCell::new(store),
             generation: Cell::new(generation),
             in_flight: Cell::new(0),
+            unmapped_lookups: Cell::new(unmapped_lookups),
         }
     }
 
@@ -95,6 +101,32 @@ impl SerializedHandle {
         if generation != self.generation.get() {
             self.take_current(generation)?;
         }
+        if self.unmapped_lookups.get() != 0 {
+            self.count_unmapped_lookup()?;
+        }
+        Ok(())
+    }
+
+    #[cold]
+    fn count_unmapped_lookup(&self) -> hashfile::Result<()> {
+        let left = self.unmapped_lookups.get() - 1;
+        self.unmapped_lookups.set(left);
+        if left == 0 {
+            self.map_now()?;
+        }
+        Ok(())
+    }
+
+    /// Maps the store if it was opened for positioned reads, for work
+    /// that reads much of it (a batch, every record), and reads the mapped
+    /// store from the next lookup on (from this one, if none is under
+    /// way).
+    pub fn map_now(&self) -> hashfile::Result<()> {
+        self.unmapped_lookups.set(0);
+        self.handle.map_now();
+        if self.in_flight.get() == 0 && !self.handle.is_closed() {
+            self.take_current(self.generation.get())?;
+        }
         Ok(())
     }
 
@@ -130,6 +162,7 @@ impl SerializedHandle {
     /// A counted handle on the store lookups read now, for work that runs
     /// without the interpreter lock (a verify) or outlives a lookup.
     pub fn shared(&self) -> hashfile::Result<Arc<Table>> {
+        self.map_now()?;
         self.with_store(|store| {
             // SAFETY: as in `with_store`: inside a lookup the Arc in
             // `store` is the one `store` points into.

@@ -4,11 +4,10 @@
 
 use std::io;
 use std::ops::Range;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 use hashfile::read::fault::{self, GuardedMap};
-use hashfile::read::{BlockCache, FileId, FileSource, Piece, Source};
+use hashfile::read::{open_regular_file, BlockCache, FileId, FileSource, Piece, Source};
 use hashfile::Reader;
 use hashfile_remote::{Location, RemoteObject, RemoteOptions};
 
@@ -38,41 +37,96 @@ pub enum StoreSource {
     File(FileSource, FileId),
 }
 
+/// Bytes a store opened for positioned reads reads when the caller takes
+/// a prefix (the header, a record); a seed index of up to four times this
+/// is read at open.
+const DEFERRED_READ_LEN: usize = 1024;
+
+/// How a local store is opened.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LocalOpen {
+    /// Mapped at once.
+    Mapped,
+    /// Read with positioned reads until [`map_store`] maps it: opening
+    /// then costs an open, a stat and a read of the header, and a lookup a
+    /// few reads, where a map costs an `mmap`, a page fault (with the
+    /// kernel's fault-around) for each page first touched, and an `munmap`
+    /// that undoes them all (docs/RUBY.md, "Opening").
+    Deferred,
+}
+
 /// Opens the store at `location`: an `http://`, `https://` or `s3://` URL
-/// (reached as `remote` says), else a path, mapped.
-pub fn open_store(location: &str, remote: &RemoteOptions) -> hashfile::Result<Store> {
+/// (reached as `remote` says), else a path, opened as `local` says.
+pub fn open_store(
+    location: &str,
+    remote: &RemoteOptions,
+    local: LocalOpen,
+) -> hashfile::Result<Store> {
     if Location::is_remote(location) {
         return hashfile_remote::open_with(location, remote.clone(), StoreSource::Remote);
     }
     let path = Path::new(location);
-    let map = GuardedMap::open(path)?;
-    let source = if fault::installed() && !map.is_guarded() && map.size() > 0 {
-        // The map's checks passed (a regular file); the file is opened
-        // again to be read, and its own identity kept.
-        drop(map);
-        let io = |e| hashfile::Error::Io {
+    let (file, id, len) = open_regular_file(path)?;
+    let source = match local {
+        LocalOpen::Deferred => {
+            // Reads of 1 KiB: the header, and most records, in one read
+            // that copies little.
+            let source = StoreSource::File(
+                FileSource::with_len(file, len).with_block_len(DEFERRED_READ_LEN),
+                id,
+            );
+            // A seed index of one read is read at open (that read also
+            // gives the check of open its last entry, and each lookup one
+            // read less); a larger one an entry at a time, as lookups need
+            // it: reading it whole would cost what deferring saves.
+            return Reader::with_seed_index_limit(source, DEFERRED_READ_LEN as u64 * 4)
+                .map_err(|e| e.with_path(path));
+        }
+        LocalOpen::Mapped => mapped_source(file, id, len).map_err(|e| hashfile::Error::Io {
             path: Some(path.to_path_buf()),
             source: e,
-        };
-        // Without waiting, and a regular file again: the path may have
-        // been swapped for a FIFO in between.
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NONBLOCK)
-            .open(path)
-            .map_err(io)?;
-        if !file.metadata().map_err(io)?.is_file() {
-            return Err(hashfile::Error::NotAStore {
-                path: Some(path.to_path_buf()),
-                reason: "not a regular file; a store is read from a regular file".into(),
-            });
-        }
-        let id = FileId::of_file(&file).map_err(io)?;
-        StoreSource::File(FileSource::new(file).map_err(io)?, id)
-    } else {
-        StoreSource::Local(map)
+        })?,
     };
     Reader::new(source).map_err(|e| e.with_path(path))
+}
+
+/// A mapped source over `file`, an open store file: a guarded map, or
+/// positioned reads when the SIGBUS guard is installed but every one of
+/// its slots is taken (`StoreSource::File`).
+fn mapped_source(file: std::fs::File, id: FileId, len: u64) -> io::Result<StoreSource> {
+    let map = GuardedMap::of_file(&file, id)?;
+    Ok(if fault::installed() && !map.is_guarded() && len > 0 {
+        StoreSource::File(FileSource::with_len(file, len), id)
+    } else {
+        StoreSource::Local(map)
+    })
+}
+
+/// The same store, mapped, if `store` reads its file with positioned reads
+/// and a map can be had: `None` for a store that is mapped already or
+/// remote, and when the SIGBUS guard has no free slot (the store is then
+/// better read as it is). The file is the same open file, so the bytes
+/// are the same.
+pub fn map_store(store: &Store) -> Option<hashfile::Result<Store>> {
+    let StoreSource::File(source, id) = store.source() else {
+        return None;
+    };
+    if source.shrank() {
+        return None; // it stays changed: no map makes it readable
+    }
+    let io = |e| hashfile::Error::Io {
+        path: None,
+        source: e,
+    };
+    let file = match source.file().try_clone() {
+        Ok(file) => file,
+        Err(e) => return Some(Err(io(e))),
+    };
+    match mapped_source(file, *id, source.size()) {
+        Ok(mapped @ StoreSource::Local(_)) => Some(Reader::new(mapped)),
+        Ok(_) => None,
+        Err(e) => Some(Err(io(e))),
+    }
 }
 
 impl std::fmt::Debug for StoreSource {
@@ -103,12 +157,14 @@ impl StoreSource {
     }
 
     /// An error if a page of a local store's map has faulted since it was
-    /// opened: nothing read from it can be trusted. One atomic load; call
-    /// it after every operation whose result is about to be used.
+    /// opened, or a positioned read found the file shorter: nothing read
+    /// from it can be trusted. One atomic load; call it after every
+    /// operation whose result is about to be used.
     #[inline(always)]
     pub fn check_faults(&self) -> hashfile::Result<()> {
         match self {
             StoreSource::Local(map) if map.faults() > 0 => Err(changed()),
+            StoreSource::File(file, _) if file.shrank() => Err(changed()),
             _ => Ok(()),
         }
     }

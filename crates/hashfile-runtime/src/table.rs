@@ -11,7 +11,7 @@ use hashfile_remote::RemoteOptions;
 
 use crate::dataset::manifest::MANIFEST_NAME;
 use crate::dataset::Dataset;
-use crate::source::{open_store, Store};
+use crate::source::{map_store, open_store, LocalOpen, Store};
 
 /// An open store or dataset.
 // The store stays unboxed: it is the hot path, and a box would put one
@@ -49,7 +49,23 @@ pub type Chunk<'t> = (Vec<RecordBuf<'t>>, Option<Cursor>);
 impl Table {
     /// Opens `location`: a dataset (a directory, or a path or URL ending
     /// in the manifest's name), else a store.
+    /// A local store opens mapped; [`open_deferred`](Table::open_deferred)
+    /// opens it for positioned reads.
     pub fn open(location: &str, remote: &RemoteOptions) -> hashfile::Result<Table> {
+        Self::open_with(location, remote, LocalOpen::Mapped)
+    }
+
+    /// [`open`](Table::open), a local store for positioned reads until
+    /// [`mapped`](Table::mapped) maps it (`LocalOpen::Deferred`).
+    pub fn open_deferred(location: &str, remote: &RemoteOptions) -> hashfile::Result<Table> {
+        Self::open_with(location, remote, LocalOpen::Deferred)
+    }
+
+    fn open_with(
+        location: &str,
+        remote: &RemoteOptions,
+        local: LocalOpen,
+    ) -> hashfile::Result<Table> {
         let open_dataset = || {
             let dataset = Dataset::open(location, remote)?;
             let identity = FileId::of_path(Path::new(dataset.location())).ok();
@@ -61,7 +77,7 @@ impl Table {
         // A store is the common case: a directory is found by the store's
         // own open (which refuses it as EISDIR), not by a stat of its own
         // before every open.
-        match open_store(location, remote) {
+        match open_store(location, remote, local) {
             Err(hashfile::Error::Io { source, .. }) if source.raw_os_error() == Some(EISDIR) => {
                 open_dataset()
             }
@@ -207,6 +223,15 @@ impl Table {
             },
             _ if self.is_stale(location) => Some(Table::open(location, remote)),
             _ => None,
+        }
+    }
+
+    /// This table mapped, if it is a store read with positioned reads
+    /// that a map can replace (`map_store`); `None` otherwise.
+    pub fn mapped(&self) -> Option<hashfile::Result<Table>> {
+        match self {
+            Table::Store(store) => map_store(store).map(|r| r.map(Table::Store)),
+            Table::Dataset(..) => None,
         }
     }
 

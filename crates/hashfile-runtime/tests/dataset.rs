@@ -300,7 +300,12 @@ fn a_key_in_the_wrong_shard_is_found_by_verify() {
     let path0 = dir.path().join(&manifest.shards[0].file);
     shard0.write_file(&path0).unwrap();
     // The manifest edited to match the new shard 0.
-    let store = hashfile_runtime::open_store(path0.to_str().unwrap(), &Default::default()).unwrap();
+    let store = hashfile_runtime::open_store(
+        path0.to_str().unwrap(),
+        &Default::default(),
+        hashfile_runtime::LocalOpen::Mapped,
+    )
+    .unwrap();
     let mut edited = manifest.clone();
     edited.shards[0].entries = store.len();
     edited.shards[0].bytes = std::fs::metadata(&path0).unwrap().len();

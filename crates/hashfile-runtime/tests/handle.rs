@@ -331,3 +331,107 @@ fn a_serialized_handle_follows_its_refresh_policy() {
     // A store taken for work outside a lookup stays whole.
     assert_eq!(shared.get(b"key-8").unwrap().unwrap().value(), b"new-8");
 }
+
+/// Whether the store `handle` reads now is mapped (else read with
+/// positioned reads).
+fn is_mapped(handle: &hashfile_runtime::Handle) -> bool {
+    let current = handle.current().unwrap();
+    let store = current.as_store().expect("a store");
+    matches!(store.source(), hashfile_runtime::StoreSource::Local(_))
+}
+
+/// A local store opens for positioned reads, answers its first lookups so,
+/// and is mapped at the lookup that reaches MAP_AFTER_LOOKUPS, without a
+/// new generation (the same file, so what a memo holds stays right).
+#[test]
+fn a_local_store_is_mapped_after_its_first_lookups() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.hf");
+    publish(&path, 5_000, "v");
+    let handle = open(path.to_str().unwrap(), OpenOptions::default()).unwrap();
+    let first = hashfile_runtime::MAP_AFTER_LOOKUPS;
+    for i in 0..first - 1 {
+        assert_eq!(handle.unmapped_lookups(), first - i);
+        let key = if i % 2 == 0 {
+            format!("key-{i}")
+        } else {
+            "absent".into()
+        };
+        let expected = (i % 2 == 0).then(|| format!("v-{i}"));
+        assert_eq!(value_of(&handle, &key), expected);
+    }
+    assert_eq!(handle.unmapped_lookups(), 1);
+    {
+        // `value_of` takes the store through the same `current`.
+        let current = handle.read(|store| Ok(store.len())).unwrap();
+        assert_eq!(current, 5_000);
+    }
+    assert!(is_mapped(&handle), "not mapped after {first} lookups");
+    assert_eq!(handle.generation(), 0);
+    assert_eq!(handle.unmapped_lookups(), 0);
+    for i in (0..5_000).step_by(97) {
+        assert_eq!(
+            value_of(&handle, &format!("key-{i}")),
+            Some(format!("v-{i}"))
+        );
+    }
+}
+
+/// Work that reads much of a store (a pinned iteration, `current_mapped`)
+/// maps it at once.
+#[test]
+fn bulk_work_maps_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.hf");
+    publish(&path, 1_000, "v");
+    let handle = open(path.to_str().unwrap(), OpenOptions::default()).unwrap();
+    let pinned = handle.pinned().unwrap();
+    assert!(is_mapped(&pinned) && is_mapped(&handle));
+    let handle = open(path.to_str().unwrap(), OpenOptions::default()).unwrap();
+    let current = handle.current_mapped().unwrap();
+    assert!(matches!(
+        current.as_store().unwrap().source(),
+        hashfile_runtime::StoreSource::Local(_)
+    ));
+    current.verify().unwrap();
+}
+
+/// A store truncated under positioned reads is `Error::Changed` from the
+/// read that finds it short on, as under a guarded map, and is not mapped
+/// afterwards.
+#[test]
+fn a_store_truncated_before_it_is_mapped_is_changed() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.hf");
+    publish(&path, 20_000, "v");
+    let handle = open(path.to_str().unwrap(), OpenOptions::default()).unwrap();
+    assert_eq!(
+        handle.unmapped_lookups(),
+        hashfile_runtime::MAP_AFTER_LOOKUPS
+    );
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_len(4096)
+        .unwrap();
+    let changed = |result: hashfile::Result<Option<String>>| {
+        assert!(
+            matches!(result, Err(hashfile::Error::Changed { .. })),
+            "expected Changed, got {result:?}"
+        )
+    };
+    let read = |key: &str| {
+        handle.read(|store| {
+            Ok(store
+                .get(key.as_bytes())?
+                .map(|r| String::from_utf8(r.value().to_vec()).unwrap()))
+        })
+    };
+    changed(read("key-19999"));
+    for i in 0..hashfile_runtime::MAP_AFTER_LOOKUPS * 2 {
+        changed(read(&format!("key-{i}")));
+    }
+    assert_eq!(handle.unmapped_lookups(), 0);
+    assert!(!is_mapped(&handle), "a store found short stays unmapped");
+}

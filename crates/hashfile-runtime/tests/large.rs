@@ -61,7 +61,12 @@ fn a_store_past_4_gib_reads_iterates_and_verifies() {
     let len = builder.write_file(&path).unwrap();
     assert!(len > 4 << 30, "{len} bytes");
 
-    let store = hashfile_runtime::open_store(path.to_str().unwrap(), &Default::default()).unwrap();
+    let store = hashfile_runtime::open_store(
+        path.to_str().unwrap(),
+        &Default::default(),
+        hashfile_runtime::LocalOpen::Mapped,
+    )
+    .unwrap();
     assert_eq!(store.len(), VALUES as u64 + 2);
     assert_eq!(
         store.get(b"first").unwrap().unwrap().value(),

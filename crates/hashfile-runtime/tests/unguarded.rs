@@ -36,7 +36,12 @@ fn a_store_past_the_guards_slots_is_read_with_pread_and_a_shrunk_file_is_an_erro
 
     let path = dir.path().join("big.hf");
     store_file(&path, 20_000);
-    let store = hashfile_runtime::open_store(path.to_str().unwrap(), &Default::default()).unwrap();
+    let store = hashfile_runtime::open_store(
+        path.to_str().unwrap(),
+        &Default::default(),
+        hashfile_runtime::LocalOpen::Mapped,
+    )
+    .unwrap();
     assert!(
         store.source().as_slice().is_none(),
         "read with pread, not a map it cannot guard"
@@ -72,7 +77,11 @@ fn a_store_past_the_guards_slots_is_read_with_pread_and_a_shrunk_file_is_an_erro
 
     // A slot freed: the next store opened is mapped and guarded again.
     held.pop();
-    let again =
-        hashfile_runtime::open_store(filler.to_str().unwrap(), &Default::default()).unwrap();
+    let again = hashfile_runtime::open_store(
+        filler.to_str().unwrap(),
+        &Default::default(),
+        hashfile_runtime::LocalOpen::Mapped,
+    )
+    .unwrap();
     assert!(again.source().as_slice().is_some());
 }

@@ -392,6 +392,8 @@ impl Reader {
         if_missing: Value,
     ) -> Result<RArray, Error> {
         let decoder = rb_self.decoder(ruby, rb_self.flags);
+        // A batch reads much of the store: mapped, if it opened unmapped.
+        rb_self.handle.map_now().map_err(|e| to_ruby(ruby, e))?;
         rb_self.with_store(ruby, |store| {
             let found = store::find_many(ruby, rb_self.handle.handle(), store, keys)?
                 .map_err(|e| to_ruby(ruby, e.with_path(rb_self.path().as_ref())))?;
@@ -421,6 +423,10 @@ impl Reader {
             offset,
             index,
         };
+        // An iteration reads every record: mapped, if it opened unmapped.
+        if shard == 0 && offset == 0 {
+            rb_self.handle.map_now().map_err(|e| to_ruby(ruby, e))?;
+        }
         rb_self.with_store(ruby, |store| {
             let (records, next) = store::chunk(ruby, store, from, CHUNK)?
                 .map_err(|e| to_ruby(ruby, e.with_path(rb_self.path().as_ref())))?;
@@ -442,6 +448,7 @@ impl Reader {
     /// (`hashfile::value::type_name`), reading every record once without
     /// decoding any.
     fn value_types(ruby: &Ruby, rb_self: &Self) -> Result<RHash, Error> {
+        rb_self.handle.map_now().map_err(|e| to_ruby(ruby, e))?;
         rb_self.with_store(ruby, |store| {
             let mut counts = std::collections::BTreeMap::<&str, u64>::new();
             let mut cursor = Some(Cursor::default());

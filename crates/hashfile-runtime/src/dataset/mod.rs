@@ -24,7 +24,7 @@ use hashfile::read::Source;
 use hashfile::RecordBuf;
 use hashfile_remote::{Location, RemoteOptions};
 
-use crate::source::{open_store, Store};
+use crate::source::{open_store, LocalOpen, Store};
 use manifest::{dataset_error, parse_checksum, Manifest, MANIFEST_NAME, MAX_MANIFEST_LEN};
 
 #[cfg(feature = "import")]
@@ -217,7 +217,7 @@ impl Dataset {
                 ),
             )
         };
-        let store = open_store(&at, &self.remote).map_err(|e| match e {
+        let store = open_store(&at, &self.remote, LocalOpen::Mapped).map_err(|e| match e {
             hashfile::Error::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
                 wrong("missing".to_owned())
             }

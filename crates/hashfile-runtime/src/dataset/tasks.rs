@@ -26,7 +26,7 @@ use super::manifest::{
 };
 use super::write::{check_shards, generation_of, remove_generations, shard_file_name};
 use super::{header_checksum, Dataset};
-use crate::source::open_store;
+use crate::source::{open_store, LocalOpen};
 
 /// Where a dataset is written: a local directory, or an `s3://` prefix.
 #[derive(Clone, Debug)]
@@ -224,7 +224,11 @@ impl ShardWriter {
 
     fn write(&mut self) -> hashfile::Result<ShardEntry> {
         let bytes = self.builder.write_file(&self.local)?;
-        let store = open_store(&self.local.display().to_string(), &RemoteOptions::default())?;
+        let store = open_store(
+            &self.local.display().to_string(),
+            &RemoteOptions::default(),
+            LocalOpen::Mapped,
+        )?;
         let entry = ShardEntry {
             file: self.file.clone(),
             entries: store.len(),
@@ -294,7 +298,7 @@ pub fn publish_shards(
     }
     for (i, report) in reports.iter().enumerate() {
         let at = destination.at(&report.file);
-        let store = open_store(&at, remote)?;
+        let store = open_store(&at, remote, LocalOpen::Mapped)?;
         let found = ShardEntry {
             file: report.file.clone(),
             entries: store.len(),

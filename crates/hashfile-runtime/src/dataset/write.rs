@@ -15,7 +15,7 @@ use super::manifest::{
     format_checksum, routing_name, Manifest, ShardEntry, MANIFEST_NAME, MANIFEST_VERSION,
 };
 use super::{header_checksum, Dataset};
-use crate::source::open_store;
+use crate::source::{open_store, LocalOpen};
 
 /// Builds a dataset of `n` shards.
 pub struct DatasetBuilder {
@@ -169,7 +169,11 @@ impl DatasetBuilder {
             let file = shard_file_name(generation, i, n);
             let path = dir.join(&file);
             let bytes = builder.write_file(&path)?;
-            let store = open_store(&path.display().to_string(), &Default::default())?;
+            let store = open_store(
+                &path.display().to_string(),
+                &Default::default(),
+                LocalOpen::Mapped,
+            )?;
             Ok(ShardEntry {
                 file,
                 entries: store.len(),

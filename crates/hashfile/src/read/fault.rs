@@ -230,6 +230,12 @@ impl GuardedMap {
         Ok(GuardedMap::new(map).with_file_id(file_id))
     }
 
+    /// Maps `file`, an open store file (`read::open_regular_file`) that
+    /// is `file_id`, registered.
+    pub fn of_file(file: &std::fs::File, file_id: FileId) -> std::io::Result<GuardedMap> {
+        Ok(GuardedMap::new(super::map_open_file(file)?).with_file_id(file_id))
+    }
+
     /// The same map, knowing which file it maps.
     pub fn with_file_id(mut self, file_id: FileId) -> GuardedMap {
         self.file_id = Some(file_id);

@@ -285,17 +285,17 @@ impl FileId {
     }
 }
 
-/// Maps the file at `path`, with the identity of the file opened (taken
-/// from the open file, so a rename between the open and the check cannot
-/// mislabel it).
+/// Opens the store file at `path` for reading, with the identity of the
+/// file opened (taken from the open file, so a rename between the open and
+/// the check cannot mislabel it) and its length.
 ///
-/// Only a regular file is opened for mapping. A FIFO would block the open
-/// until a writer came, which may be never, so the type is looked at first
-/// (a device or socket is never opened at all), and the open itself does
-/// not wait (`O_NONBLOCK`), in case a FIFO took the file's place in
-/// between; the open file's type is checked again.
+/// Only a regular file is opened. A FIFO would block the open until a
+/// writer came, which may be never, so the type is looked at first (a
+/// device or socket is never opened at all), and the open itself does not
+/// wait (`O_NONBLOCK`), in case a FIFO took the file's place in between;
+/// the open file's type is checked again.
 #[cfg(feature = "mmap")]
-pub(crate) fn map_file_with_id(path: &std::path::Path) -> Result<(memmap2::Mmap, FileId)> {
+pub fn open_regular_file(path: &std::path::Path) -> Result<(std::fs::File, FileId, u64)> {
     use std::os::unix::fs::OpenOptionsExt;
     let io = |e| Error::io(Some(path), e);
     check_regular_file(path, &std::fs::metadata(path).map_err(io)?)?;
@@ -306,14 +306,30 @@ pub(crate) fn map_file_with_id(path: &std::path::Path) -> Result<(memmap2::Mmap,
         .map_err(io)?;
     let metadata = file.metadata().map_err(io)?;
     check_regular_file(path, &metadata)?;
+    Ok((file, FileId::of_metadata(&metadata), metadata.len()))
+}
+
+/// Maps the file at `path` (a regular file, opened as `open_regular_file`
+/// opens it), with the identity of the file opened.
+#[cfg(feature = "mmap")]
+pub(crate) fn map_file_with_id(path: &std::path::Path) -> Result<(memmap2::Mmap, FileId)> {
+    let (file, id, _) = open_regular_file(path)?;
+    Ok((
+        map_open_file(&file).map_err(|e| Error::io(Some(path), e))?,
+        id,
+    ))
+}
+
+/// Maps an open store file, read-only.
+#[cfg(feature = "mmap")]
+pub(crate) fn map_open_file(file: &std::fs::File) -> std::io::Result<memmap2::Mmap> {
     // SAFETY: the map is read-only and private to this reader. Stores are
     // immutable by contract: they are published by rename and never
     // written in place, so the mapped bytes do not change under us. A
     // file truncated by another process raises SIGBUS, the same caveat
     // as every mmap-based reader (fst, LMDB, sparkey), unless the map
     // is guarded (`open_guarded`, `fault`).
-    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io)?;
-    Ok((map, FileId::of_metadata(&metadata)))
+    unsafe { memmap2::Mmap::map(file) }
 }
 
 /// An error unless `metadata` is a regular file's: a directory is
@@ -407,9 +423,13 @@ impl<S: Source> Reader<S> {
     /// entries through the source, one piece more per cold lookup).
     pub fn with_seed_index_limit(source: S, limit: u64) -> Result<Reader<S>> {
         let file_len = source.size();
-        let head = source
-            .read_exact_at(0, file_len.min(OPEN_READ_LEN as u64) as usize)
-            .map_err(io_error)?;
+        // A prefix: a source of positioned reads gives its block, which
+        // holds the header of five sections many times over.
+        let want = file_len.min(OPEN_READ_LEN as u64) as usize;
+        let mut head = source.read_at(0, want).map_err(io_error)?;
+        if head.len() < want.min(HEADER_PREFIX_LEN) {
+            head = source.read_exact_at(0, want).map_err(io_error)?;
+        }
         let header_len =
             Header::len_from_prefix(&head[..head.len().min(HEADER_PREFIX_LEN)], file_len)?;
         let head = if head.len() < header_len {

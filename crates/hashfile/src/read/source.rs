@@ -289,6 +289,9 @@ pub struct FileSource {
     file: std::fs::File,
     len: u64,
     block_len: usize,
+    /// Set when a read inside `len` found the file shorter: it shrank
+    /// since it was opened (`shrank`).
+    shrank: std::sync::atomic::AtomicBool,
 }
 
 impl FileSource {
@@ -298,11 +301,29 @@ impl FileSource {
     /// Reads `file`, whose length is taken now.
     pub fn new(file: std::fs::File) -> io::Result<FileSource> {
         let len = file.metadata()?.len();
-        Ok(FileSource {
+        Ok(FileSource::with_len(file, len))
+    }
+
+    /// Reads `file`, whose length the caller took (from the open file).
+    pub fn with_len(file: std::fs::File, len: u64) -> FileSource {
+        FileSource {
             file,
             len,
             block_len: Self::DEFAULT_BLOCK_LEN,
-        })
+            shrank: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    /// Whether a read found the file shorter than it was at open (it was
+    /// truncated or rewritten in place under the reader): what a guarded
+    /// map counts as a fault. Nothing read since can be trusted.
+    pub fn shrank(&self) -> bool {
+        self.shrank.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// The file read.
+    pub fn file(&self) -> &std::fs::File {
+        &self.file
     }
 
     /// The same source, returning up to `block_len` bytes (at least 1) for
@@ -332,7 +353,13 @@ impl Source for FileSource {
             return Err(past_end(offset, len, self.len));
         }
         let mut bytes = vec![0u8; len];
-        std::os::unix::fs::FileExt::read_exact_at(&self.file, &mut bytes, offset)?;
+        if let Err(e) = std::os::unix::fs::FileExt::read_exact_at(&self.file, &mut bytes, offset) {
+            if e.kind() == io::ErrorKind::UnexpectedEof {
+                self.shrank
+                    .store(true, std::sync::atomic::Ordering::Release);
+            }
+            return Err(e);
+        }
         Ok(Piece::owned(bytes))
     }
 }
