@@ -244,7 +244,12 @@ where
 /// part, then hashes them again (`hash_of`) to write each where its part
 /// and chunk say.
 /// The result does not depend on the number of threads.
-fn hash_by_part<H, I>(hash_of: &H, id: &I, n: usize, parts: u64) -> (Vec<Hashed>, Vec<usize>)
+pub(super) fn hash_by_part<H, I>(
+    hash_of: &H,
+    id: &I,
+    n: usize,
+    parts: u64,
+) -> (Vec<Hashed>, Vec<usize>)
 where
     H: Fn(usize) -> u64 + Sync,
     I: Fn(usize) -> u32 + Sync,
@@ -309,7 +314,7 @@ where
 
 /// A stable counting sort: `items` ordered by `key(item)`, which is below
 /// `keys`, and where each key's run starts (`keys + 1` entries).
-fn counting_sort<T: Copy>(
+pub(super) fn counting_sort<T: Copy>(
     items: &[T],
     keys: usize,
     key: impl Fn(&T) -> usize,

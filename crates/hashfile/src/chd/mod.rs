@@ -17,6 +17,7 @@
 //! bucket map, the slot function, written once); `build` places the keys.
 
 pub(crate) mod build;
+pub mod compact;
 
 use crate::format::Geometry;
 

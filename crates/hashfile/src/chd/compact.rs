@@ -1,0 +1,570 @@
+//! A compact index: one byte per bucket, found by PtrHash's evict-and-retry
+//! search, and parts of their own size so that the remap stays small.
+//!
+//! The classic layout (`build`) gives each bucket the smallest pilot below
+//! 2^24 that places its keys and packs pilots in blocks as wide as their
+//! largest pilot: about 9.5 bits a bucket. Here every pilot is below 256,
+//! stored as one byte a lookup reads without a block index. A bucket that
+//! no pilot places on free slots takes the pilot whose collisions cost
+//! least (the squared sizes of the buckets it would displace; never one of
+//! the last 16 placed, which would cycle) and the buckets displaced go back
+//! on the queue, largest first (Groot Koerkamp, "PtrHash", SEA 2025).
+//! Where PtrHash starts that scan at a random pilot, this one starts at a
+//! pilot drawn from the part's seed and its count of displacements, so that
+//! the same keys always give the same bytes.
+//!
+//! Each part gets `ceil(n_p / load_factor)` slots for its own `n_p` keys,
+//! not as many as the largest part needs, and its slots at or past `n_p`
+//! remap onto its own free slots below `n_p`: remap entries are
+//! `bits_for(n_p - 1)` bits and about `1 - load_factor` of the keys.
+//!
+//! This module builds the function in memory (`CompactHash`) and answers
+//! queries on it. It is not yet a layout builds write: that is the next
+//! step of issue 25 (docs/FORMAT.md will specify it with a test vector).
+
+use std::collections::BinaryHeap;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use super::build::{counting_sort, hash_by_part, Hashed, MAX_SEED_ATTEMPTS};
+use super::{geometry, hash_key, mix, part_count, slot_of_word, BucketMap, Params, PilotWord};
+use crate::cancel::CancelFlag;
+use crate::error::{Error, Result};
+use crate::format::Geometry;
+use crate::parallel::*;
+
+/// Pilots a bucket may take: one byte.
+pub const PILOTS: u64 = 256;
+
+/// Buckets placed last that an eviction may not displace: a bucket that
+/// just displaced another would otherwise often take its place back.
+const RECENT: usize = 16;
+
+/// Most displacements placing a part may take per key before the build
+/// tries the next hash seed. The defaults take about 0.1 per key at
+/// keys_per_bucket 4 and load factor 0.99.
+const MAX_EVICTIONS_PER_KEY: u64 = 64;
+
+/// Marks a slot no bucket holds.
+const FREE: u32 = u32::MAX;
+
+/// Where one part lies: its keys are final indices `first_key ..
+/// first_key + keys`, placed in `slots` slots, and its remap entries (for
+/// its slots `keys .. slots`) start at `remap_first`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Part {
+    /// Keys in the parts before this one.
+    pub first_key: u64,
+    /// Index of this part's first entry in the remap.
+    pub remap_first: u64,
+    /// Keys in this part, `n_p`.
+    pub keys: u32,
+    /// Slots of this part, `ceil(n_p / load_factor)`.
+    pub slots: u32,
+}
+
+/// A minimal perfect hash of one byte per bucket: `index(key)` is in
+/// `0..n` and differs for every key it was built from.
+#[derive(Clone, Debug)]
+pub struct CompactHash {
+    seed: u64,
+    geometry: Geometry,
+    map: BucketMap,
+    pilots: Vec<u8>,
+    parts: Vec<Part>,
+    /// Each part's remap, in part order: the final slot (within the part)
+    /// of each of its slots at or past its key count; 0 where unused.
+    remap: Vec<u32>,
+}
+
+impl CompactHash {
+    /// Builds the function of `keys` (distinct) with `params`; the
+    /// `keys_per_part`, `keys_per_bucket`, `load_factor` and skew apply as
+    /// in the classic layout.
+    pub fn new(keys: &[&[u8]], params: &Params) -> Result<CompactHash> {
+        let (hash, _) = build(keys.len(), |i| keys[i], None, params, &CancelFlag::new())?;
+        Ok(hash)
+    }
+
+    /// The key's index, in `0..n` for a key the function was built from;
+    /// any number below `n` for another.
+    #[inline]
+    pub fn index(&self, key: &[u8]) -> u64 {
+        self.index_of_hash(hash_key(key, self.seed))
+    }
+
+    /// `index` of a key hash with the function's seed.
+    #[inline]
+    pub fn index_of_hash(&self, hash: u64) -> u64 {
+        let (part, within) = self.map.split(hash);
+        let p = &self.parts[part as usize];
+        if p.keys == 0 {
+            return 0; // no key of the set hashes here
+        }
+        let bucket = part * self.geometry.buckets_per_part() + self.map.bucket_in_part(within);
+        let pilot = self.pilots[bucket as usize];
+        let slot = slot_of_word(hash, PilotWord::of(pilot as u64), p.slots as u64);
+        let local = if slot < p.keys as u64 {
+            slot
+        } else {
+            self.remap[(p.remap_first + slot - p.keys as u64) as usize] as u64
+        };
+        p.first_key + local
+    }
+
+    /// The hash seed the keys were hashed with.
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    /// Buckets, slots and parts.
+    pub fn geometry(&self) -> &Geometry {
+        &self.geometry
+    }
+
+    /// One pilot per bucket.
+    pub fn pilots(&self) -> &[u8] {
+        &self.pilots
+    }
+
+    /// The parts.
+    pub fn parts(&self) -> &[Part] {
+        &self.parts
+    }
+
+    /// Bits a lookup's data takes, per key: a byte per pilot, the remap at
+    /// `bits_for(n_p - 1)` bits an entry in each part, and 32 bytes a
+    /// part (what a stored part table takes).
+    pub fn bits_per_key(&self) -> f64 {
+        let n = self.geometry.entry_count.max(1) as f64;
+        let remap: u64 = self
+            .parts
+            .iter()
+            .map(|p| (p.slots - p.keys) as u64 * remap_bits(p.keys) as u64)
+            .sum();
+        let part_bits = if self.parts.len() > 1 {
+            self.parts.len() as u64 * 256
+        } else {
+            0
+        };
+        (self.pilots.len() as u64 * 8 + remap + part_bits) as f64 / n
+    }
+}
+
+/// Width of a part's remap entries: the bits of its largest key index,
+/// at least 1 (`bits::bits_for(keys - 1)`, which this layer does not use).
+pub fn remap_bits(keys: u32) -> u32 {
+    (32 - keys.saturating_sub(1).leading_zeros()).max(1)
+}
+
+/// Builds the compact function of `n` keys (key `i` is `keys(id(i))`, as
+/// in `build::build`), trying seeds `hash_seed`, `+1`, ... Returns it with
+/// every key's final index (in the `hash` field) and id.
+pub(crate) fn build<'a, K>(
+    n: usize,
+    keys: K,
+    ids: Option<&[u32]>,
+    params: &Params,
+    cancel: &CancelFlag,
+) -> Result<(CompactHash, Vec<Hashed>)>
+where
+    K: Fn(usize) -> &'a [u8] + Sync,
+{
+    assert!(ids.is_none_or(|ids| ids.len() == n), "one id per key");
+    let id = |i: usize| ids.map_or(i as u32, |ids| ids[i]);
+    for attempt in 0..MAX_SEED_ATTEMPTS {
+        let seed = params.hash_seed.wrapping_add(attempt as u64);
+        if let Some(built) = try_seed(&keys, &id, n, seed, params, cancel)? {
+            return Ok(built);
+        }
+    }
+    Err(Error::BuildFailed {
+        entries: n as u64,
+        attempts: MAX_SEED_ATTEMPTS,
+    })
+}
+
+/// How placing a part went.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Placement {
+    Placed,
+    /// The key with this id occurs twice.
+    Duplicate(u32),
+    /// Equal 64-bit hashes, a bucket no pilot can place, or too many
+    /// displacements: try the next seed.
+    Retry,
+    /// Cancelled, or another part failed.
+    Stopped,
+}
+
+fn try_seed<'a, K, I>(
+    keys: &K,
+    id: &I,
+    n: usize,
+    seed: u64,
+    params: &Params,
+    cancel: &CancelFlag,
+) -> Result<Option<(CompactHash, Vec<Hashed>)>>
+where
+    K: Fn(usize) -> &'a [u8] + Sync,
+    I: Fn(usize) -> u32 + Sync,
+{
+    let n64 = n as u64;
+    let parts = part_count(n64, params.keys_per_part);
+    let (mut hashed, part_starts) =
+        hash_by_part(&|i| hash_key(keys(id(i) as usize), seed), id, n, parts);
+    let max_part = part_starts
+        .windows(2)
+        .map(|w| w[1] - w[0])
+        .max()
+        .unwrap_or(0);
+    let mut geometry = geometry(n64, parts, max_part as u64, params)?;
+    let map = BucketMap::new(&geometry);
+    let per_part = geometry.buckets_per_part() as usize;
+    let part_slots = |keys: usize| -> u32 {
+        ((keys as f64 / params.load_factor).ceil() as u64).max(keys as u64) as u32
+    };
+    let mut table = Vec::with_capacity(parts as usize);
+    let (mut first_key, mut remap_first) = (0u64, 0u64);
+    for w in part_starts.windows(2) {
+        let keys = w[1] - w[0];
+        let slots = part_slots(keys);
+        table.push(Part {
+            first_key,
+            remap_first,
+            keys: keys as u32,
+            slots,
+        });
+        first_key += keys as u64;
+        remap_first += (slots as usize - keys) as u64;
+    }
+    geometry.slot_count = n64 + remap_first;
+
+    let mut pilots = vec![0u8; geometry.bucket_count as usize];
+    let mut remap = vec![0u32; remap_first as usize];
+    let mut chunks: Vec<&mut [Hashed]> = Vec::with_capacity(parts as usize);
+    let mut remaps: Vec<&mut [u32]> = Vec::with_capacity(parts as usize);
+    let (mut rest, mut remap_rest) = (hashed.as_mut_slice(), remap.as_mut_slice());
+    for part in &table {
+        let (head, tail) = rest.split_at_mut(part.keys as usize);
+        chunks.push(head);
+        rest = tail;
+        let (head, tail) = remap_rest.split_at_mut((part.slots - part.keys) as usize);
+        remaps.push(head);
+        remap_rest = tail;
+    }
+    let gave_up = AtomicBool::new(false);
+    let outcomes: Vec<Placement> = chunks
+        .into_par_iter()
+        .zip(remaps)
+        .zip(pilots.par_chunks_mut(per_part.max(1)))
+        .enumerate()
+        .map(|(p, ((members, remap), pilots))| {
+            let placed = place_part(
+                members,
+                pilots,
+                remap,
+                &map,
+                &table[p],
+                mix(seed ^ (p as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)),
+                keys,
+                cancel,
+                &gave_up,
+            );
+            if placed != Placement::Placed {
+                gave_up.store(true, Ordering::Relaxed);
+            }
+            placed
+        })
+        .collect();
+    if let Some(Placement::Duplicate(id)) = outcomes
+        .iter()
+        .find(|o| matches!(o, Placement::Duplicate(_)))
+    {
+        return Err(Error::DuplicateKey {
+            key: keys(*id as usize).to_vec(),
+            first: None,
+            second: None,
+            others: 0,
+        });
+    }
+    cancel.check()?;
+    if outcomes.iter().any(|o| *o != Placement::Placed) {
+        return Ok(None);
+    }
+    let hash = CompactHash {
+        seed,
+        geometry,
+        map,
+        pilots,
+        parts: table,
+        remap,
+    };
+    Ok(Some((hash, hashed)))
+}
+
+/// Places one part's keys (`members`, its keys' hashes and ids): writes
+/// its pilots and its remap, and leaves each key's final index (the part's
+/// `first_key` plus its slot, remapped) in place of its hash.
+#[allow(clippy::too_many_arguments)]
+fn place_part<'a, K>(
+    members: &mut [Hashed],
+    pilots: &mut [u8],
+    remap: &mut [u32],
+    map: &BucketMap,
+    part: &Part,
+    part_seed: u64,
+    keys: &K,
+    cancel: &CancelFlag,
+    gave_up: &AtomicBool,
+) -> Placement
+where
+    K: Fn(usize) -> &'a [u8] + Sync,
+{
+    if members.is_empty() {
+        return Placement::Placed;
+    }
+    let r = pilots.len();
+    let m = part.slots as u64;
+    let bucket_of = |hash: u64| map.bucket_in_part(map.split(hash).1) as usize;
+    let (grouped, starts) = counting_sort(members, r, |e| bucket_of(e.hash));
+    members.copy_from_slice(&grouped);
+    drop(grouped);
+    for window in starts.windows(2) {
+        let bucket = &members[window[0] as usize..window[1] as usize];
+        for (i, a) in bucket.iter().enumerate() {
+            for b in &bucket[i + 1..] {
+                if a.hash == b.hash {
+                    let (ia, ib) = (a.index, b.index);
+                    return if keys(ia as usize) == keys(ib as usize) {
+                        Placement::Duplicate(ia.min(ib))
+                    } else {
+                        Placement::Retry
+                    };
+                }
+            }
+        }
+    }
+    let size = |b: usize| (starts[b + 1] - starts[b]) as usize;
+    let hashes_of = |b: usize| &members[starts[b] as usize..starts[b + 1] as usize];
+    let slot = |h: u64, pilot: u64| slot_of_word(h, PilotWord::of(pilot), m) as usize;
+    let max_size = (0..r).map(size).max().unwrap_or(0);
+    let (order, _) = counting_sort(&(0..r as u32).collect::<Vec<_>>(), max_size + 1, |&b| {
+        max_size - size(b as usize)
+    });
+
+    // The bucket holding each slot, and the buckets waiting, largest first.
+    let mut owner = vec![FREE; m as usize];
+    let mut queue: BinaryHeap<(usize, std::cmp::Reverse<u32>)> = BinaryHeap::new();
+    let mut recent = [FREE; RECENT];
+    let mut slots_now: Vec<usize> = Vec::with_capacity(max_size);
+    let mut evictions = 0u64;
+    let budget = (members.len() as u64).saturating_mul(MAX_EVICTIONS_PER_KEY);
+    for (placed, &first) in order.iter().enumerate() {
+        if size(first as usize) == 0 {
+            break; // the rest are empty too
+        }
+        if placed % 256 == 0 && (cancel.is_cancelled() || gave_up.load(Ordering::Relaxed)) {
+            return Placement::Stopped;
+        }
+        queue.push((size(first as usize), std::cmp::Reverse(first)));
+        recent.fill(FREE);
+        let mut next_recent = 0;
+        while let Some((_, std::cmp::Reverse(b))) = queue.pop() {
+            let bucket = hashes_of(b as usize);
+            // A pilot whose slots are free and distinct, the smallest.
+            let free = (0..PILOTS).find(|&p| {
+                slots_now.clear();
+                for e in bucket {
+                    let s = slot(e.hash, p);
+                    if owner[s] != FREE || slots_now.contains(&s) {
+                        return false;
+                    }
+                    slots_now.push(s);
+                }
+                true
+            });
+            let pilot = match free {
+                Some(p) => p,
+                None => {
+                    evictions += 1;
+                    if evictions > budget {
+                        return Placement::Retry;
+                    }
+                    if evictions % 4096 == 0
+                        && (cancel.is_cancelled() || gave_up.load(Ordering::Relaxed))
+                    {
+                        return Placement::Stopped;
+                    }
+                    // The pilot whose displaced buckets weigh least,
+                    // scanned from a pilot drawn from the part and count.
+                    let start = mix(part_seed ^ evictions) % PILOTS;
+                    let mut best: Option<(usize, u64)> = None;
+                    'pilots: for step in 0..PILOTS {
+                        let p = (start + step) % PILOTS;
+                        let mut cost = 0usize;
+                        slots_now.clear();
+                        for e in bucket {
+                            let s = slot(e.hash, p);
+                            if slots_now.contains(&s) {
+                                continue 'pilots;
+                            }
+                            slots_now.push(s);
+                            let o = owner[s];
+                            if o == FREE {
+                                continue;
+                            }
+                            if recent.contains(&o) {
+                                continue 'pilots;
+                            }
+                            cost += size(o as usize) * size(o as usize);
+                            if best.is_some_and(|(c, _)| cost >= c) {
+                                continue 'pilots;
+                            }
+                        }
+                        best = Some((cost, p));
+                    }
+                    let Some((_, p)) = best else {
+                        return Placement::Retry;
+                    };
+                    for e in bucket {
+                        let o = owner[slot(e.hash, p)];
+                        if o != FREE {
+                            let pilot = pilots[o as usize] as u64;
+                            for e2 in hashes_of(o as usize) {
+                                owner[slot(e2.hash, pilot)] = FREE;
+                            }
+                            queue.push((size(o as usize), std::cmp::Reverse(o)));
+                        }
+                    }
+                    p
+                }
+            };
+            pilots[b as usize] = pilot as u8;
+            for e in bucket {
+                owner[slot(e.hash, pilot)] = b;
+            }
+            recent[next_recent] = b;
+            next_recent = (next_recent + 1) % RECENT;
+        }
+    }
+
+    // Slots at or past n_p pair, in ascending order, with the free slots
+    // below it.
+    let keys_here = part.keys as usize;
+    let mut free = (0..keys_here).filter(|&s| owner[s] == FREE);
+    for s in keys_here..m as usize {
+        if owner[s] != FREE {
+            remap[s - keys_here] = free
+                .next()
+                .expect("as many free slots below n_p as used slots past it")
+                as u32;
+        }
+    }
+    let final_of = |s: usize| -> u64 {
+        if s < keys_here {
+            s as u64
+        } else {
+            remap[s - keys_here] as u64
+        }
+    };
+    for b in 0..r {
+        let pilot = pilots[b] as u64;
+        for e in &mut members[starts[b] as usize..starts[b + 1] as usize] {
+            let s = slot(e.hash, pilot);
+            e.hash = part.first_key + final_of(s);
+        }
+    }
+    Placement::Placed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params(keys_per_part: u64) -> Params {
+        Params {
+            keys_per_bucket: 4.0,
+            load_factor: 0.99,
+            dense_key_fraction: 0.5,
+            dense_bucket_fraction: 0.2,
+            hash_seed: 0,
+            keys_per_part,
+        }
+    }
+
+    fn keys(n: usize) -> Vec<Vec<u8>> {
+        (0..n)
+            .map(|i| format!("key-{i}-{}", i * 7919 % 1013).into_bytes())
+            .collect()
+    }
+
+    /// Every key gets its own index below n, the one `index` answers and
+    /// the one the build handed back, in one part and in many.
+    #[test]
+    fn minimal_and_perfect() {
+        for (n, per_part) in [
+            (1, 1 << 17),
+            (2, 1 << 17),
+            (1_000, 1 << 17),
+            (100_000, 1 << 17),
+            (100_000, 10_000),
+        ] {
+            let keys = keys(n);
+            let refs: Vec<&[u8]> = keys.iter().map(|k| k.as_slice()).collect();
+            let (hash, slots) =
+                build(n, |i| refs[i], None, &params(per_part), &CancelFlag::new()).unwrap();
+            let mut seen = vec![false; n];
+            for e in &slots {
+                let index = hash.index(refs[e.index as usize]);
+                let built = e.hash;
+                assert_eq!(index, built, "n {n}");
+                assert!(
+                    !std::mem::replace(&mut seen[index as usize], true),
+                    "n {n}: {index} twice"
+                );
+            }
+            assert!(seen.iter().all(|&s| s), "n {n}");
+            assert_eq!(hash.parts().len() as u64, part_count(n as u64, per_part));
+        }
+    }
+
+    /// The same keys and options give the same function, whatever the
+    /// number of threads (parts are placed in parallel).
+    #[test]
+    fn deterministic() {
+        let keys = keys(50_000);
+        let refs: Vec<&[u8]> = keys.iter().map(|k| k.as_slice()).collect();
+        let one = CompactHash::new(&refs, &params(5_000)).unwrap();
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .unwrap();
+        let two = pool.install(|| CompactHash::new(&refs, &params(5_000)).unwrap());
+        assert_eq!(one.pilots(), two.pilots());
+        assert_eq!(one.parts(), two.parts());
+        assert_eq!(one.remap, two.remap);
+    }
+
+    /// Pilots fit a byte at the compact options, and the function takes
+    /// under 2.2 bits a key.
+    #[test]
+    fn small() {
+        let keys = keys(200_000);
+        let refs: Vec<&[u8]> = keys.iter().map(|k| k.as_slice()).collect();
+        let hash = CompactHash::new(&refs, &params(1 << 17)).unwrap();
+        let bits = hash.bits_per_key();
+        assert!(bits < 2.2, "{bits} bits/key");
+    }
+
+    /// A key given twice is a duplicate, named.
+    #[test]
+    fn duplicates_are_named() {
+        let mut keys = keys(10_000);
+        keys[7_000] = keys[1_234].clone();
+        let refs: Vec<&[u8]> = keys.iter().map(|k| k.as_slice()).collect();
+        match CompactHash::new(&refs, &params(1 << 17)) {
+            Err(Error::DuplicateKey { key, .. }) => assert_eq!(key, keys[1_234]),
+            other => panic!("expected a duplicate key, got {:?}", other.map(|_| ())),
+        }
+    }
+}
