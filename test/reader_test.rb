@@ -22,6 +22,22 @@ class ReaderTest < HashfileTest
     super
   end
 
+  # A store with the compact index (docs/FORMAT.md, "The compact index"),
+  # built by the Rust core's vector test: every key, an absent one,
+  # each, values_at and verify, through the binding.
+  def test_reads_a_store_with_the_compact_index
+    path = File.expand_path("../crates/hashfile/tests/vectors/compact-parts.hf", __dir__)
+    Hashfile.open(path) do |db|
+      assert_equal 1_000, db.size
+      1_000.times { |i| assert_equal "value-#{i}", db["key-#{i}"] }
+      assert_nil db["key-1000"]
+      assert_equal 1_000, db.each.count
+      assert_equal ["value-7", nil], db.values_at("key-7", "absent")
+      assert db.verify
+      assert_operator db.info[:mphf_bits_per_key], :<, 8
+    end
+  end
+
   def test_lookup
     assert_equal "red", @db["apple"]
     assert_equal "crème", @db["café"]

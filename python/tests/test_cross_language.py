@@ -57,3 +57,17 @@ def test_a_store_built_here_reads_the_same_from_ruby(tmp_path, ruby_json):
     hashfile.build(tmp_path / "ds", data, shards=3)
     entries = json.loads(ruby("puts JSON.generate(Hashfile.open(ARGV[0]).to_h)", str(tmp_path / "ds")))
     assert entries == data
+
+
+def test_a_store_with_the_compact_index_reads_here():
+    """The Rust core's compact-index vector (docs/FORMAT.md, "The compact
+    index"), read through this binding."""
+    path = str(ROOT / "crates/hashfile/tests/vectors/compact-parts.hf")
+    with hashfile.open(path) as db:
+        assert len(db) == 1000
+        # The vector's values are binary records: bytes here.
+        assert all(db[f"key-{i}"] == f"value-{i}".encode() for i in range(1000))
+        assert "key-1000" not in db
+        assert db.get_many(["key-7", "absent"]) == [b"value-7", None]
+        assert sum(1 for _ in db) == 1000
+        assert db.verify()

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use hashfile::chd::compact::CompactHash;
 use hashfile::chd::Params;
+use hashfile::{BuildOptions, Builder, Reader};
 use ptr_hash::{hash::FastIntHash, CompactPtrHash, DefaultPtrHash, PtrHashParams};
 
 fn sizes() -> Vec<usize> {
@@ -118,7 +119,95 @@ fn bench(c: &mut Criterion) {
         });
         group.finish();
         black_box((&compact, &fast, &small));
+        stores(c, n, &refs, &order, &small);
     }
+}
+
+/// Whole stores, as `Reader::get` reads them (the stored key compared,
+/// the value returned), with each index layout, against a contiguous table
+/// indexed by ptr_hash's compact function: records (key length, key,
+/// value length, value) back to back, and a u32 offset per index.
+fn stores(
+    c: &mut Criterion,
+    n: usize,
+    keys: &[&[u8]],
+    order: &[u32],
+    ptr: &CompactPtrHash<FastIntHash, u64>,
+) {
+    let value = |i: usize| format!("value-{i}").into_bytes();
+    let build = |options: BuildOptions| {
+        let mut builder = Builder::new(options).unwrap();
+        for (i, key) in keys.iter().enumerate() {
+            builder.insert(key, &value(i));
+        }
+        builder.to_bytes().unwrap()
+    };
+    let (classic, classic_build) = once(|| build(BuildOptions::default()));
+    let (compact, compact_build) = once(|| build(BuildOptions::compact()));
+    let classic = Reader::new(classic).unwrap();
+    let compact = Reader::new(compact).unwrap();
+    let (table, table_build) = once(|| {
+        let mut offsets = vec![0u32; n];
+        let mut records = Vec::new();
+        for (i, key) in keys.iter().enumerate() {
+            let slot = ptr.index(&xxhash_rust::xxh3::xxh3_64(key));
+            offsets[slot] = records.len() as u32;
+            let v = value(i);
+            records.push(key.len() as u8);
+            records.extend_from_slice(key);
+            records.push(v.len() as u8);
+            records.extend_from_slice(&v);
+        }
+        (offsets, records)
+    });
+    println!(
+        "{n} keys, whole stores: mphf bits/key classic {:.3}, compact {:.3}; build (one run, Mkeys/s) classic {:.2}, compact {:.2}, ptr_hash table (records only, index built above) {:.2}",
+        classic.info().mphf_bits_per_key,
+        compact.info().mphf_bits_per_key,
+        n as f64 / classic_build.as_secs_f64() / 1e6,
+        n as f64 / compact_build.as_secs_f64() / 1e6,
+        n as f64 / table_build.as_secs_f64() / 1e6,
+    );
+    let (offsets, records) = &table;
+    let table_get = |key: &[u8]| -> Option<&[u8]> {
+        let at = offsets[ptr.index(&xxhash_rust::xxh3::xxh3_64(key))] as usize;
+        let klen = records[at] as usize;
+        let stored = &records[at + 1..at + 1 + klen];
+        let vlen = records[at + 1 + klen] as usize;
+        (stored == key).then(|| &records[at + 2 + klen..at + 2 + klen + vlen])
+    };
+    let mut group = c.benchmark_group(format!("store/{n}"));
+    group.sample_size(10);
+    for (name, store) in [("classic", &classic), ("compact", &compact)] {
+        group.bench_function(BenchmarkId::new("get", name), |b| {
+            b.iter(|| {
+                order
+                    .iter()
+                    .map(|&i| store.get(keys[i as usize]).unwrap().unwrap().value().len())
+                    .sum::<usize>()
+            })
+        });
+    }
+    group.bench_function(BenchmarkId::new("get", "ptr_hash compact table"), |b| {
+        b.iter(|| {
+            order
+                .iter()
+                .map(|&i| table_get(keys[i as usize]).unwrap().len())
+                .sum::<usize>()
+        })
+    });
+    for (name, store) in [("classic", &classic), ("compact", &compact)] {
+        let probes: Vec<&[u8]> = order.iter().map(|&i| keys[i as usize]).collect();
+        group.bench_function(BenchmarkId::new("get_many of 1,000", name), |b| {
+            b.iter(|| {
+                probes
+                    .chunks(1_000)
+                    .map(|chunk| store.get_many(chunk).unwrap().len())
+                    .sum::<usize>()
+            })
+        });
+    }
+    group.finish();
 }
 
 criterion_group!(benches, bench);

@@ -268,10 +268,19 @@ pub fn open_with<S: Source>(
     // reader asks for the index alone. A header longer than the first
     // block skips this; the reader then reads what it needs itself.
     if let Ok(header) = Header::decode(&first, cache.size()) {
-        let (index, seeds) = (
-            header.section(SectionId::SeedIndex),
-            header.section(SectionId::Seeds),
-        );
+        // With the compact index: the parts table (32 bytes a part) and
+        // the pilots (a byte a bucket), the same way.
+        let (index, seeds) = if header.is_compact() {
+            (
+                header.section(SectionId::Parts),
+                header.section(SectionId::Pilots),
+            )
+        } else {
+            (
+                header.section(SectionId::SeedIndex),
+                header.section(SectionId::Seeds),
+            )
+        };
         // Neither is asked for when larger than the reader would load: what
         // open fetches is bounded whatever the header claims.
         let mut wanted = Vec::with_capacity(2);

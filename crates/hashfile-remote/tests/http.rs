@@ -156,6 +156,49 @@ fn a_batch_takes_the_round_trips_of_one_lookup() {
     }
 }
 
+/// The compact index over HTTP: every key of a store of two parts, absent
+/// keys absent, a batch in the round trips of one lookup (the parts table
+/// and the pilots are pinned at open), and verify.
+#[test]
+fn a_store_with_the_compact_index_reads_and_batches_over_http() {
+    let nginx = Nginx::start();
+    let n = 200_000;
+    let options = hashfile::BuildOptions::compact();
+    nginx.publish("c.hf", &support::store_with(n, VALUE_LEN, options));
+    let remote = open(&nginx.url("/files/c.hf"), quick()).unwrap();
+    assert!(remote.header().is_compact());
+    assert_eq!(remote.header().geometry.part_count, 2);
+    let keys: Vec<String> = (0..100u64)
+        .map(|i| format!("key-{}", i * 1999 % n))
+        .collect();
+    let before = remote.source().stats();
+    let found = remote.get_many(&keys).unwrap();
+    let after = remote.source().stats();
+    assert!(
+        after.fetches - before.fetches <= 4,
+        "{} round trips for 100 keys",
+        after.fetches - before.fetches
+    );
+    for (i, record) in (0..100u64).zip(&found) {
+        assert_eq!(
+            record.as_ref().unwrap().value(),
+            value(i * 1999 % n, VALUE_LEN)
+        );
+    }
+    for i in (0..n).step_by(997) {
+        assert_eq!(
+            remote
+                .get(format!("key-{i}").as_bytes())
+                .unwrap()
+                .unwrap()
+                .value(),
+            value(i, VALUE_LEN)
+        );
+    }
+    assert!(remote.get(b"absent").unwrap().is_none());
+    remote.verify().unwrap();
+}
+
 /// With the index pinned at open, every cold lookup is one request.
 #[test]
 fn a_prefetched_index_leaves_one_request_per_lookup() {

@@ -53,7 +53,7 @@ pub fn pack_at(count: u64, width: u32, entries: impl Iterator<Item = (u64, u64)>
 /// 8-byte read and write where 8 bytes remain, else byte by byte, touching
 /// only the bytes the value covers.
 #[inline]
-fn or_bits(out: &mut [u8], bit: usize, value: u64, width: u32) {
+pub fn or_bits(out: &mut [u8], bit: usize, value: u64, width: u32) {
     let (byte, shifted) = (bit / 8, value << (bit % 8));
     if let Some(word) = out.get_mut(byte..byte + 8) {
         let merged = u64::from_le_bytes((&*word).try_into().unwrap()) | shifted;

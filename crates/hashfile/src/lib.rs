@@ -84,7 +84,7 @@ pub mod pipeline;
 pub mod read;
 pub mod value;
 
-pub use build::{Batch, BuildOptions, Builder, OnDuplicate, DEFAULT_KEYS_PER_PART};
+pub use build::{Batch, BuildOptions, Builder, IndexKind, OnDuplicate, DEFAULT_KEYS_PER_PART};
 pub use cancel::CancelFlag;
 pub use error::{DisplayBytes, Error, Location, Position, Result, MAX_PARSE_MESSAGE};
 pub use format::{Record, ValueKind};

@@ -122,8 +122,8 @@ fn damaged_headers_name_what_is_wrong() {
         ),
         (
             "unknown required feature",
-            with_header(&good, |h| h.required_flags = 4),
-            Box::new(|e| matches!(e, Error::UnsupportedFeatures { bits: 4, .. })),
+            with_header(&good, |h| h.required_flags = 8),
+            Box::new(|e| matches!(e, Error::UnsupportedFeatures { bits: 8, .. })),
         ),
         (
             "section past end",
@@ -342,6 +342,16 @@ fn no_single_bit_flip_in_a_partitioned_store_yields_a_wrong_value() {
     no_flip_yields_a_wrong_value(BuildOptions {
         keys_per_part: 16,
         ..Default::default()
+    });
+}
+
+/// The same with the compact index, in one part and in four.
+#[test]
+fn no_single_bit_flip_in_a_compact_store_yields_a_wrong_value() {
+    no_flip_yields_a_wrong_value(BuildOptions::compact());
+    no_flip_yields_a_wrong_value(BuildOptions {
+        keys_per_part: 16,
+        ..BuildOptions::compact()
     });
 }
 

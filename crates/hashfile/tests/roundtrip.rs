@@ -84,6 +84,101 @@ fn build_with(n: u64, options: BuildOptions) -> Vec<u8> {
     b.to_bytes().unwrap()
 }
 
+/// The compact index (docs/FORMAT.md, "The compact index") in one part
+/// and in many, over every source: every key found, absent keys absent,
+/// `verify` clean, a function under 2.2 bits per key at its defaults, and
+/// the same bytes from an in-memory and a streaming build.
+#[test]
+fn compact_stores_round_trip() {
+    use hashfile::format::{REQUIRED_COMPACT_INDEX, REQUIRED_PARTS};
+    for (n, keys_per_part, parts) in [
+        (1u64, hashfile::DEFAULT_KEYS_PER_PART, 1u64),
+        (2, 1, 2),
+        (7, 2, 4),
+        (5_000, 1_024, 5),
+        (50_000, 4_096, 13),
+        (300_000, hashfile::DEFAULT_KEYS_PER_PART, 3),
+    ] {
+        let options = BuildOptions {
+            keys_per_part,
+            ..BuildOptions::compact()
+        };
+        let bytes = build_with(n, options.clone());
+        for (source, store) in every_source(&bytes) {
+            let header = store.header();
+            assert_eq!(header.geometry.part_count, parts, "n={n}");
+            let flags = REQUIRED_COMPACT_INDEX | if parts > 1 { REQUIRED_PARTS } else { 0 };
+            assert_eq!(header.required_flags, flags, "n={n}");
+            for i in 0..n {
+                assert_eq!(
+                    store.get(&key(i)).unwrap().unwrap().value(),
+                    value(i),
+                    "{source}: n={n} i={i}"
+                );
+            }
+            for i in n..n + 1_000 {
+                assert_eq!(
+                    store.get(&key(i)).unwrap(),
+                    None,
+                    "{source}: absent key {i} at n={n}"
+                );
+            }
+            let keys: Vec<Vec<u8>> = (0..n + 100).map(key).collect();
+            let found = store.get_many(&keys).unwrap();
+            for (i, record) in found.iter().enumerate() {
+                assert_eq!(
+                    record.as_ref().map(|r| r.value().to_vec()),
+                    (i < n as usize).then(|| value(i as u64)),
+                    "{source}: get_many, n={n} i={i}"
+                );
+            }
+            store.verify().unwrap_or_else(|e| panic!("{source}: {e}"));
+        }
+        if keys_per_part == hashfile::DEFAULT_KEYS_PER_PART && n >= 100_000 {
+            let info = Reader::new(bytes.clone()).unwrap().info();
+            assert!(
+                info.mphf_bits_per_key < 2.2,
+                "{} bits/key at n={n}",
+                info.mphf_bits_per_key
+            );
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.hf");
+        let mut streaming = Builder::streaming(options, &path).unwrap();
+        for i in 0..n {
+            streaming.insert(&key(i), &value(i));
+        }
+        streaming.write_file(&path).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), bytes, "n={n}");
+    }
+    // Parts too small for their buckets: the option to change is named.
+    let mut b = Builder::new(BuildOptions {
+        keys_per_part: 64,
+        ..BuildOptions::compact()
+    })
+    .unwrap();
+    for i in 0..1_000 {
+        b.insert(&key(i), &value(i));
+    }
+    match b.to_bytes() {
+        Err(hashfile::Error::InvalidOption {
+            name: "keys_per_bucket",
+            reason,
+        }) => {
+            assert!(reason.contains("raise keys_per_part"), "{reason}")
+        }
+        other => panic!(
+            "expected keys_per_bucket to be named, got {:?}",
+            other.map(|_| ())
+        ),
+    }
+    // The empty store.
+    let bytes = build_with(0, BuildOptions::compact());
+    let store = Reader::new(bytes).unwrap();
+    assert_eq!(store.get(b"k").unwrap(), None);
+    store.verify().unwrap();
+}
+
 #[test]
 fn partitioned_stores_round_trip() {
     use hashfile::format::REQUIRED_PARTS;

@@ -488,6 +488,8 @@ fn a_header_claiming_a_huge_index_makes_open_ask_for_little() {
         section(remap_len),
         section(slots_len),
         section(records_len),
+        Section::default(), // pilots and parts: the compact index's
+        Section::default(),
     ];
     let header = Header {
         major: VERSION_MAJOR,

@@ -286,3 +286,78 @@ fn rebuilds_the_partitioned_vector_byte_for_byte() {
     }
     assert_eq!(store.get(b"key-40").unwrap(), None);
 }
+
+/// The options the compact vectors are built with: `BuildOptions::compact`
+/// as it is in this version, written out.
+pub fn compact_vector_options() -> BuildOptions {
+    BuildOptions {
+        keys_per_bucket: 4.0,
+        load_factor: 0.99,
+        dense_key_fraction: 0.5,
+        dense_bucket_fraction: 0.2,
+        hash_seed: 0,
+        seed_block_len: 128,
+        keys_per_part: 131_072,
+        index: hashfile::IndexKind::Compact,
+        ..Default::default()
+    }
+}
+
+const COMPACT_PATH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/vectors/compact.hf");
+const COMPACT_PARTS_PATH: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/vectors/compact-parts.hf"
+);
+
+/// small.hf's five entries with the compact index (docs/FORMAT.md, "The
+/// compact index").
+#[test]
+fn rebuilds_the_compact_vector_byte_for_byte() {
+    let mut builder = Builder::new(compact_vector_options()).unwrap();
+    let mut small = small_vector();
+    let mut bytes = Vec::new();
+    small.write_to(&mut bytes).unwrap();
+    for record in Reader::new(bytes).unwrap().iter() {
+        builder.insert_record(record.unwrap().record());
+    }
+    let store = check_vector(builder, COMPACT_PATH);
+    assert_eq!(
+        store.header().required_flags,
+        hashfile::format::REQUIRED_COMPACT_INDEX
+    );
+    assert_eq!(store.get(b"banana").unwrap().unwrap().value(), b"yellow");
+    assert_eq!(store.get(b"cherry").unwrap(), None);
+}
+
+/// 1,000 keys in four parts with the compact index.
+#[test]
+fn rebuilds_the_partitioned_compact_vector_byte_for_byte() {
+    let mut builder = Builder::new(BuildOptions {
+        keys_per_part: 256,
+        ..compact_vector_options()
+    })
+    .unwrap();
+    for i in 0..1_000 {
+        builder.insert(
+            format!("key-{i}").as_bytes(),
+            format!("value-{i}").as_bytes(),
+        );
+    }
+    let store = check_vector(builder, COMPACT_PARTS_PATH);
+    assert_eq!(
+        store.header().required_flags,
+        hashfile::format::REQUIRED_COMPACT_INDEX | hashfile::format::REQUIRED_PARTS
+    );
+    assert_eq!(store.header().geometry.part_count, 4);
+    for i in 0..1_000 {
+        assert_eq!(
+            store
+                .get(format!("key-{i}").as_bytes())
+                .unwrap()
+                .unwrap()
+                .value(),
+            format!("value-{i}").as_bytes()
+        );
+    }
+    assert_eq!(store.get(b"key-1000").unwrap(), None);
+}

@@ -44,7 +44,13 @@ fn wait_until_listening(port: u16, what: &str, child: &mut Child, log: &Path) {
 /// A store of `n` entries `key-I` => `value-I` padded to `value_len`
 /// bytes, as bytes, and the value of key `i`.
 pub fn store(n: u64, value_len: usize) -> Vec<u8> {
-    let mut builder = Builder::new(BuildOptions::default()).unwrap();
+    store_with(n, value_len, BuildOptions::default())
+}
+
+/// `store` built with `options`.
+#[allow(dead_code)] // not every test file that includes support uses it
+pub fn store_with(n: u64, value_len: usize, options: BuildOptions) -> Vec<u8> {
+    let mut builder = Builder::new(options).unwrap();
     for i in 0..n {
         builder.insert(format!("key-{i}").as_bytes(), &value(i, value_len));
     }

@@ -2,28 +2,19 @@
 //! into the seed index, seeds, remap and slots sections, and the header
 //! that places every section.
 
-use super::options::BuildOptions;
+use super::options::{BuildOptions, IndexKind};
 use super::records::{key_at, Offsets};
 use crate::bits::{self, BlockLayout};
 use crate::cancel::CancelFlag;
 use crate::chd;
 use crate::error::{Error, Result};
-use crate::format::{self, BuildParameters, Header, Section, SectionId};
-
-/// Index of the records section in `SectionId::ALL` (and in a header's
-/// section table).
-pub(super) const RECORDS: usize = 4;
-/// The order sections are laid out in the file, as indices into
-/// `SectionId::ALL`: the records first, right after the header, so that a
-/// streaming build writes them as they come; then seed_index, seeds, remap
-/// and slots, whose sizes are known only once every key is in.
-pub(super) const FILE_ORDER: [usize; 5] = [RECORDS, 0, 1, 2, 3];
+use crate::format::{self, BuildParameters, Header, PartEntry, Section, SectionId};
 
 /// A built index, ready to be written after the records.
 pub(super) struct Prepared {
     pub(super) header: Header,
-    /// Seed index, seeds, remap and slots, in `SectionId::ALL` order.
-    pub(super) index: [Vec<u8>; 4],
+    /// The index sections, in file order: they follow the records.
+    pub(super) index: Vec<(SectionId, Vec<u8>)>,
 }
 
 /// The records section as the build has it.
@@ -45,25 +36,125 @@ pub(super) fn prepare(
 ) -> Result<Prepared> {
     let n = records.offsets.len();
     let (bytes, offsets) = (records.bytes, records.offsets);
+    let key = |id: usize| key_at(bytes, offsets.of_id(id as u32) as usize);
     // Where offsets fit 32 bits, keys go by their offsets, and the build
     // hands back each slot's offset.
-    let built = chd::build::build(
-        n,
-        |id| key_at(bytes, offsets.of_id(id as u32) as usize),
-        offsets.ids(),
-        records.hashes,
-        &options.chd_params(),
-        cancel,
-    )?;
-    cancel.check()?;
-    let layout = BlockLayout::from_block_len(options.seed_block_len).expect("validated");
+    let (seed, geometry, mut index, slots) = match options.index {
+        IndexKind::Classic => {
+            let built = chd::build::build(
+                n,
+                key,
+                offsets.ids(),
+                records.hashes,
+                &options.chd_params(),
+                cancel,
+            )?;
+            cancel.check()?;
+            let (seed_index, seeds) = seed_blocks(&built.pilots, options.seed_block_len)?;
+            let remap = bits::pack(&built.remap, bits::bits_for((n as u64).saturating_sub(1)));
+            let index = vec![
+                (SectionId::SeedIndex, seed_index),
+                (SectionId::Seeds, seeds),
+                (SectionId::Remap, remap),
+            ];
+            (built.seed, built.geometry, index, built.slots)
+        }
+        IndexKind::Compact => {
+            let (hash, slots) =
+                chd::compact::build(n, key, offsets.ids(), &options.chd_params(), cancel)?;
+            cancel.check()?;
+            (
+                hash.seed(),
+                *hash.geometry(),
+                compact_sections(&hash),
+                slots,
+            )
+        }
+    };
 
+    let records_len = bytes.len() as u64;
+    let offset_bits = bits::bits_for(records_len.saturating_sub(1));
+    if offset_bits > bits::MAX_PACKED_BITS {
+        return Err(Error::Limit {
+            what: "bytes of records",
+            max: 1 << bits::MAX_PACKED_BITS,
+        });
+    }
+    let packed_slots = bits::pack_at_parallel(
+        n as u64,
+        offset_bits,
+        &slots,
+        |e| e.hash,
+        |e| offsets.of_id(e.index),
+    );
+    drop(slots);
+    index.push((SectionId::Slots, packed_slots));
+
+    // File order: header, records, then the index sections, each at a
+    // multiple of 8.
+    let header_len = Header::encoded_len();
+    let mut sections = [Section::default(); 7];
+    let mut at = (header_len as u64).next_multiple_of(8);
+    sections[SectionId::Records.index()] = Section {
+        offset: at,
+        length: records_len,
+        checksum: records.checksum,
+    };
+    at += records_len;
+    for (id, bytes) in &index {
+        at = at.next_multiple_of(8);
+        sections[id.index()] = Section {
+            offset: at,
+            length: bytes.len() as u64,
+            checksum: xxhash_rust::xxh3::xxh3_64(bytes),
+        };
+        at += bytes.len() as u64;
+    }
+    let o = options;
+    let header = Header {
+        major: format::VERSION_MAJOR,
+        minor: format::VERSION_MINOR,
+        header_len: header_len as u32,
+        required_flags: if records.typed {
+            format::REQUIRED_TYPED_VALUES
+        } else {
+            0
+        } | if geometry.part_count > 1 {
+            format::REQUIRED_PARTS
+        } else {
+            0
+        } | match o.index {
+            IndexKind::Classic => 0,
+            IndexKind::Compact => format::REQUIRED_COMPACT_INDEX,
+        },
+        file_len: at,
+        hash_seed: seed,
+        geometry,
+        seed_block_len: match o.index {
+            IndexKind::Classic => o.seed_block_len,
+            IndexKind::Compact => 0,
+        },
+        parameters: BuildParameters {
+            keys_per_bucket: o.keys_per_bucket,
+            load_factor: o.load_factor,
+            dense_key_fraction: o.dense_key_fraction,
+            dense_bucket_fraction: o.dense_bucket_fraction,
+        },
+        sections,
+    };
+    Ok(Prepared { header, index })
+}
+
+/// The classic index's pilots as seed blocks: the seed index (cumulative
+/// widths) and the blocks, each packed at its widest pilot's width.
+fn seed_blocks(pilots: &[u32], seed_block_len: u32) -> Result<(Vec<u8>, Vec<u8>)> {
+    let layout = BlockLayout::from_block_len(seed_block_len).expect("validated");
     let mut seed_index = Vec::new();
     let mut seeds = Vec::new();
     let mut units = 0u32;
     seed_index.extend_from_slice(&units.to_le_bytes());
     let mut block = vec![0u32; layout.block_len()];
-    for chunk in built.pilots.chunks(layout.block_len()) {
+    for chunk in pilots.chunks(layout.block_len()) {
         block.fill(0);
         block[..chunk.len()].copy_from_slice(chunk);
         let (width, packed) = layout.compress(&block);
@@ -74,70 +165,38 @@ pub(super) fn prepare(
         })?;
         seed_index.extend_from_slice(&units.to_le_bytes());
     }
+    Ok((seed_index, seeds))
+}
 
-    let records_len = bytes.len() as u64;
-    let offset_bits = bits::bits_for(records_len.saturating_sub(1));
-    if offset_bits > bits::MAX_PACKED_BITS {
-        return Err(Error::Limit {
-            what: "bytes of records",
-            max: 1 << bits::MAX_PACKED_BITS,
-        });
-    }
-    let remap = bits::pack(&built.remap, bits::bits_for((n as u64).saturating_sub(1)));
-    let slots = bits::pack_at_parallel(
-        n as u64,
-        offset_bits,
-        &built.slots,
-        |e| e.hash,
-        |e| offsets.of_id(e.index),
-    );
-    drop(built.slots);
-
-    let index = [seed_index, seeds, remap, slots];
-    // File order: header, records, then the index (FILE_ORDER).
-    let header_len = Header::encoded_len();
-    let mut sections = [Section::default(); 5];
-    let mut at = header_len as u64;
-    for i in FILE_ORDER {
-        let (length, checksum) = if i == RECORDS {
-            (records_len, records.checksum)
-        } else {
-            (index[i].len() as u64, xxhash_rust::xxh3::xxh3_64(&index[i]))
+/// The compact index's sections before the slots: the pilots (a byte per
+/// bucket), the parts table, and each part's remap packed at its own width
+/// one after another (docs/FORMAT.md, "The compact index").
+fn compact_sections(hash: &chd::compact::CompactHash) -> Vec<(SectionId, Vec<u8>)> {
+    let mut parts = Vec::with_capacity(hash.parts().len() * format::PART_ENTRY_LEN);
+    let mut remap_bit = 0u64;
+    let mut entries = Vec::new();
+    for part in hash.parts() {
+        let entry = PartEntry {
+            first_key: part.first_key,
+            remap_bit,
+            keys: part.keys,
+            slots: part.slots,
         };
-        at = at.next_multiple_of(8);
-        sections[i] = Section {
-            offset: at,
-            length,
-            checksum,
-        };
-        at += length;
+        parts.extend_from_slice(&entry.encode());
+        let width = entry.remap_bits();
+        let remap = hash.part_remap(part);
+        for (i, &value) in remap.iter().enumerate() {
+            entries.push((remap_bit + i as u64 * width as u64, width, value as u64));
+        }
+        remap_bit += remap.len() as u64 * width as u64;
     }
-    debug_assert_eq!(SectionId::ALL[RECORDS], SectionId::Records);
-    let o = options;
-    let header = Header {
-        major: format::VERSION_MAJOR,
-        minor: format::VERSION_MINOR,
-        header_len: header_len as u32,
-        required_flags: if records.typed {
-            format::REQUIRED_TYPED_VALUES
-        } else {
-            0
-        } | if built.geometry.part_count > 1 {
-            format::REQUIRED_PARTS
-        } else {
-            0
-        },
-        file_len: at,
-        hash_seed: built.seed,
-        geometry: built.geometry,
-        seed_block_len: o.seed_block_len,
-        parameters: BuildParameters {
-            keys_per_bucket: o.keys_per_bucket,
-            load_factor: o.load_factor,
-            dense_key_fraction: o.dense_key_fraction,
-            dense_bucket_fraction: o.dense_bucket_fraction,
-        },
-        sections,
-    };
-    Ok(Prepared { header, index })
+    let mut remap = vec![0u8; remap_bit.div_ceil(8) as usize + bits::PACKED_PADDING];
+    for (bit, width, value) in entries {
+        bits::or_bits(&mut remap, bit as usize, value, width);
+    }
+    vec![
+        (SectionId::Pilots, hash.pilots().to_vec()),
+        (SectionId::Parts, parts),
+        (SectionId::Remap, remap),
+    ]
 }

@@ -19,15 +19,16 @@ use std::path::Path;
 use crate::cancel::CancelFlag;
 use crate::chd;
 use crate::error::{Error, Result};
-use crate::format::{Header, Record, ValueKind};
+use crate::format::{Header, Record, SectionId, ValueKind};
 
 pub use batch::Batch;
 pub use options::{
-    BuildOptions, OnDuplicate, DEFAULT_KEYS_PER_PART, KEYS_PER_BUCKET_RANGE, LOAD_FACTOR_RANGE,
+    BuildOptions, IndexKind, OnDuplicate, COMPACT_KEYS_PER_BUCKET, DEFAULT_KEYS_PER_PART,
+    KEYS_PER_BUCKET_RANGE, LOAD_FACTOR_RANGE,
 };
 pub use publish::{destination, publish_file};
 
-use index::{Prepared, RecordsSection, FILE_ORDER, RECORDS};
+use index::{Prepared, RecordsSection};
 use publish::TempFile;
 use records::{key_at, Offsets, Records, Spill};
 
@@ -486,13 +487,13 @@ impl Builder {
         let header = prepared.header.encode();
         out.write_all(&header).map_err(io)?;
         let mut at = header.len() as u64;
-        for i in FILE_ORDER {
-            let section = prepared.header.sections[i];
-            let bytes = if i == RECORDS {
-                self.records()
-            } else {
-                &prepared.index[i]
-            };
+        let records = (SectionId::Records, self.records());
+        let index = prepared
+            .index
+            .iter()
+            .map(|(id, bytes)| (*id, bytes.as_slice()));
+        for (id, bytes) in std::iter::once(records).chain(index) {
+            let section = prepared.header.section(id);
             out.write_all(&[0u8; 8][..(section.offset - at) as usize])
                 .map_err(io)?;
             out.write_all(bytes).map_err(io)?;

@@ -27,6 +27,12 @@ pub struct BuildOptions {
     /// Pilots per bit-packed block: 32, 128 or 256 (`BitPacker1x`, `4x`,
     /// `8x` layouts). Default 128.
     pub seed_block_len: u32,
+    /// The index layout: `Classic` (seed blocks; the default) or `Compact`
+    /// (a byte per bucket; docs/FORMAT.md, "The compact index"), whose
+    /// keys_per_bucket is 4.0 in [`BuildOptions::compact`]. `seed_block_len`
+    /// applies to the classic index only: set with the compact one, it is
+    /// an error.
+    pub index: IndexKind,
     /// What a key added more than once does. Default `OnDuplicate::Error`.
     pub on_duplicate: OnDuplicate,
     /// Most keys per part, on average. A store of more keys is split by
@@ -85,6 +91,37 @@ impl OnDuplicate {
     }
 }
 
+/// The index layout a build writes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum IndexKind {
+    /// The smallest pilot below 2^24 for each bucket, in bit-packed blocks.
+    #[default]
+    Classic,
+    /// A pilot of one byte for each bucket, found by evict-and-retry, and
+    /// parts of their own size: about 2.17 bits per key.
+    Compact,
+}
+
+impl IndexKind {
+    /// The names options give the layouts.
+    pub const NAMES: [(&'static str, IndexKind); 2] = [
+        ("classic", IndexKind::Classic),
+        ("compact", IndexKind::Compact),
+    ];
+
+    /// The layout named `name`.
+    pub fn from_name(name: &str) -> Option<IndexKind> {
+        Self::NAMES
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, k)| *k)
+    }
+}
+
+/// keys_per_bucket of [`BuildOptions::compact`]: 8 bits a bucket over 4
+/// keys, 2 bits a key, plus the remap (about 0.17).
+pub const COMPACT_KEYS_PER_BUCKET: f64 = 4.0;
+
 /// The default `keys_per_part`.
 pub const DEFAULT_KEYS_PER_PART: u64 = 1 << 17;
 
@@ -104,6 +141,18 @@ impl Default for BuildOptions {
             seed_block_len: 128,
             on_duplicate: OnDuplicate::Error,
             keys_per_part: DEFAULT_KEYS_PER_PART,
+            index: IndexKind::Classic,
+        }
+    }
+}
+
+impl BuildOptions {
+    /// The defaults with the compact index.
+    pub fn compact() -> BuildOptions {
+        BuildOptions {
+            index: IndexKind::Compact,
+            keys_per_bucket: COMPACT_KEYS_PER_BUCKET,
+            ..BuildOptions::default()
         }
     }
 }
@@ -145,6 +194,17 @@ impl BuildOptions {
             return Err(Error::InvalidOption {
                 name: "keys_per_part",
                 reason: "must be at least 1".into(),
+            });
+        }
+        if self.index == IndexKind::Compact
+            && self.seed_block_len != BuildOptions::default().seed_block_len
+        {
+            return Err(Error::InvalidOption {
+                name: "seed_block_len",
+                reason: format!(
+                    "{} is set, but the compact index has no seed blocks: seed_block_len applies to the classic index",
+                    self.seed_block_len
+                ),
             });
         }
         if BlockLayout::from_block_len(self.seed_block_len).is_none() {

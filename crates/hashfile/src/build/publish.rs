@@ -5,7 +5,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use super::index::{Prepared, FILE_ORDER, RECORDS};
+use super::index::Prepared;
 use super::records::Spill;
 use crate::cancel::CancelFlag;
 use crate::error::{Error, Result};
@@ -174,12 +174,12 @@ pub(super) fn write_in_place(spill: &Spill, prepared: &Prepared) -> Result<u64> 
     let io = |e| Error::io(Some(&spill.destination), e);
     // Written in pieces on the pool: filling fresh pages of the page cache
     // costs more than the copy, and it runs on every core.
-    let pieces: Vec<(u64, &[u8])> = FILE_ORDER
+    let pieces: Vec<(u64, &[u8])> = prepared
+        .index
         .iter()
-        .filter(|&&i| i != RECORDS)
-        .flat_map(|&i| {
-            let at = prepared.header.sections[i].offset;
-            prepared.index[i]
+        .flat_map(|(id, bytes)| {
+            let at = prepared.header.section(*id).offset;
+            bytes
                 .chunks(WRITE_PIECE)
                 .enumerate()
                 .map(move |(k, piece)| (at + (k * WRITE_PIECE) as u64, piece))

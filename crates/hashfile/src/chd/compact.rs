@@ -36,7 +36,8 @@ use crate::parallel::*;
 pub const PILOTS: u64 = 256;
 
 /// Buckets placed last that an eviction may not displace: a bucket that
-/// just displaced another would otherwise often take its place back.
+/// just displaced another would otherwise often take its place back. (A
+/// quarter of a part's buckets, if that is fewer.)
 const RECENT: usize = 16;
 
 /// Most displacements placing a part may take per key before the build
@@ -131,6 +132,13 @@ impl CompactHash {
         &self.parts
     }
 
+    /// The remap of `part`: the final slot, within the part, of each of
+    /// its slots from its key count on (0 where unused).
+    pub fn part_remap(&self, part: &Part) -> &[u32] {
+        let start = part.remap_first as usize;
+        &self.remap[start..start + (part.slots - part.keys) as usize]
+    }
+
     /// Bits a lookup's data takes, per key: a byte per pilot, the remap at
     /// `bits_for(n_p - 1)` bits an entry in each part, and 32 bytes a
     /// part (what a stored part table takes).
@@ -189,9 +197,12 @@ enum Placement {
     Placed,
     /// The key with this id occurs twice.
     Duplicate(u32),
-    /// Equal 64-bit hashes, a bucket no pilot can place, or too many
-    /// displacements: try the next seed.
+    /// Equal 64-bit hashes, or a bucket no pilot can place: try the next
+    /// seed.
     Retry,
+    /// Too many displacements: the options make buckets too big for their
+    /// parts.
+    TooHard,
     /// Cancelled, or another part failed.
     Stopped,
 }
@@ -287,6 +298,16 @@ where
             others: 0,
         });
     }
+    if outcomes.contains(&Placement::TooHard) {
+        return Err(Error::InvalidOption {
+            name: "keys_per_bucket",
+            reason: format!(
+                "the compact index could not place buckets of {} keys on average in parts of about {} keys after {MAX_EVICTIONS_PER_KEY} displacements per key; lower keys_per_bucket (the compact default is 4.0), raise keys_per_part, or lower load_factor",
+                params.keys_per_bucket,
+                n64.div_ceil(parts)
+            ),
+        });
+    }
     cancel.check()?;
     if outcomes.iter().any(|o| *o != Placement::Placed) {
         return Ok(None);
@@ -352,9 +373,16 @@ where
         max_size - size(b as usize)
     });
 
-    // The bucket holding each slot, and the buckets waiting, largest first.
+    // The bucket holding each slot (and, for the search that most buckets
+    // end in, one bit per slot: 8 KiB a part of 65,536 slots, where the
+    // owners take 256), and the buckets waiting, largest first.
     let mut owner = vec![FREE; m as usize];
+    let mut taken = vec![0u64; (m as usize).div_ceil(64)];
+    let is_taken = |taken: &[u64], s: usize| taken[s / 64] >> (s % 64) & 1 == 1;
     let mut queue: BinaryHeap<(usize, std::cmp::Reverse<u32>)> = BinaryHeap::new();
+    // A part of few buckets keeps fewer: with every bucket recent, none
+    // could be displaced.
+    let recent_len = (r / 4).clamp(1, RECENT);
     let mut recent = [FREE; RECENT];
     let mut slots_now: Vec<usize> = Vec::with_capacity(max_size);
     let mut evictions = 0u64;
@@ -373,10 +401,14 @@ where
             let bucket = hashes_of(b as usize);
             // A pilot whose slots are free and distinct, the smallest.
             let free = (0..PILOTS).find(|&p| {
+                if bucket.iter().any(|e| is_taken(&taken, slot(e.hash, p))) {
+                    return false;
+                }
+                // Free slots; are they distinct?
                 slots_now.clear();
                 for e in bucket {
                     let s = slot(e.hash, p);
-                    if owner[s] != FREE || slots_now.contains(&s) {
+                    if slots_now.contains(&s) {
                         return false;
                     }
                     slots_now.push(s);
@@ -388,7 +420,8 @@ where
                 None => {
                     evictions += 1;
                     if evictions > budget {
-                        return Placement::Retry;
+                        gave_up.store(true, Ordering::Relaxed);
+                        return Placement::TooHard;
                     }
                     if evictions % 4096 == 0
                         && (cancel.is_cancelled() || gave_up.load(Ordering::Relaxed))
@@ -397,31 +430,39 @@ where
                     }
                     // The pilot whose displaced buckets weigh least,
                     // scanned from a pilot drawn from the part and count.
+                    // Buckets placed last are spared if some pilot can
+                    // spare them (in a part of few slots and big buckets,
+                    // none may).
                     let start = mix(part_seed ^ evictions) % PILOTS;
                     let mut best: Option<(usize, u64)> = None;
-                    'pilots: for step in 0..PILOTS {
-                        let p = (start + step) % PILOTS;
-                        let mut cost = 0usize;
-                        slots_now.clear();
-                        for e in bucket {
-                            let s = slot(e.hash, p);
-                            if slots_now.contains(&s) {
-                                continue 'pilots;
+                    for spare_recent in [true, false] {
+                        'pilots: for step in 0..PILOTS {
+                            let p = (start + step) % PILOTS;
+                            let mut cost = 0usize;
+                            slots_now.clear();
+                            for e in bucket {
+                                let s = slot(e.hash, p);
+                                if slots_now.contains(&s) {
+                                    continue 'pilots;
+                                }
+                                slots_now.push(s);
+                                let o = owner[s];
+                                if o == FREE {
+                                    continue;
+                                }
+                                if spare_recent && recent.contains(&o) {
+                                    continue 'pilots;
+                                }
+                                cost += size(o as usize) * size(o as usize);
+                                if best.is_some_and(|(c, _)| cost >= c) {
+                                    continue 'pilots;
+                                }
                             }
-                            slots_now.push(s);
-                            let o = owner[s];
-                            if o == FREE {
-                                continue;
-                            }
-                            if recent.contains(&o) {
-                                continue 'pilots;
-                            }
-                            cost += size(o as usize) * size(o as usize);
-                            if best.is_some_and(|(c, _)| cost >= c) {
-                                continue 'pilots;
-                            }
+                            best = Some((cost, p));
                         }
-                        best = Some((cost, p));
+                        if best.is_some() {
+                            break;
+                        }
                     }
                     let Some((_, p)) = best else {
                         return Placement::Retry;
@@ -431,7 +472,9 @@ where
                         if o != FREE {
                             let pilot = pilots[o as usize] as u64;
                             for e2 in hashes_of(o as usize) {
-                                owner[slot(e2.hash, pilot)] = FREE;
+                                let s2 = slot(e2.hash, pilot);
+                                owner[s2] = FREE;
+                                taken[s2 / 64] &= !(1 << (s2 % 64));
                             }
                             queue.push((size(o as usize), std::cmp::Reverse(o)));
                         }
@@ -441,10 +484,12 @@ where
             };
             pilots[b as usize] = pilot as u8;
             for e in bucket {
-                owner[slot(e.hash, pilot)] = b;
+                let s = slot(e.hash, pilot);
+                owner[s] = b;
+                taken[s / 64] |= 1 << (s % 64);
             }
             recent[next_recent] = b;
-            next_recent = (next_recent + 1) % RECENT;
+            next_recent = (next_recent + 1) % recent_len;
         }
     }
 

@@ -233,6 +233,12 @@ impl BucketMap {
         )
     }
 
+    /// Buckets in each part.
+    #[inline]
+    pub fn buckets_per_part(&self) -> u64 {
+        self.buckets_per_part
+    }
+
     /// Slots in each part: the `slot_count` to give `slot`.
     #[inline]
     pub fn slots_per_part(&self) -> u64 {

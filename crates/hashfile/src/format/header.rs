@@ -2,8 +2,8 @@
 //! (docs/FORMAT.md, "Header").
 
 use super::{
-    FIXED_HEADER_LEN, HEADER_PREFIX_LEN, KNOWN_REQUIRED_FLAGS, MAGIC, REQUIRED_PARTS,
-    SECTION_ENTRY_LEN, VERSION_MAJOR,
+    FIXED_HEADER_LEN, HEADER_PREFIX_LEN, KNOWN_REQUIRED_FLAGS, MAGIC, PART_ENTRY_LEN,
+    REQUIRED_COMPACT_INDEX, REQUIRED_PARTS, SECTION_ENTRY_LEN, VERSION_MAJOR,
 };
 use crate::bits::{self, BlockLayout};
 use crate::error::{Error, Result};
@@ -22,14 +22,40 @@ pub enum SectionId {
     Slots = 4,
     /// Key-value records in input order.
     Records = 5,
+    /// The compact index's pilots: one byte per bucket.
+    Pilots = 6,
+    /// The compact index's parts table: `PART_ENTRY_LEN` bytes per part.
+    Parts = 7,
 }
 
 impl SectionId {
-    /// Every section a version-1 file has, in section-table order (the
-    /// order of `Header::sections`).
-    pub const ALL: [SectionId; 5] = [
+    /// Every section id this version knows (the order of
+    /// `Header::sections`).
+    pub const ALL: [SectionId; 7] = [
         SectionId::SeedIndex,
         SectionId::Seeds,
+        SectionId::Remap,
+        SectionId::Slots,
+        SectionId::Records,
+        SectionId::Pilots,
+        SectionId::Parts,
+    ];
+
+    /// The sections of a store with the classic index, in section-table
+    /// order.
+    pub const CLASSIC: [SectionId; 5] = [
+        SectionId::SeedIndex,
+        SectionId::Seeds,
+        SectionId::Remap,
+        SectionId::Slots,
+        SectionId::Records,
+    ];
+
+    /// The sections of a store with the compact index, in section-table
+    /// order.
+    pub const COMPACT: [SectionId; 5] = [
+        SectionId::Pilots,
+        SectionId::Parts,
         SectionId::Remap,
         SectionId::Slots,
         SectionId::Records,
@@ -43,6 +69,8 @@ impl SectionId {
             SectionId::Remap => "remap",
             SectionId::Slots => "slots",
             SectionId::Records => "records",
+            SectionId::Pilots => "pilots",
+            SectionId::Parts => "parts",
         }
     }
 
@@ -72,6 +100,52 @@ impl Section {
     /// The offset just past the section.
     pub fn end(&self) -> u64 {
         self.offset + self.length
+    }
+}
+
+/// One part of the compact index, as its parts table stores it (32 bytes,
+/// little-endian, in this order; docs/FORMAT.md, "The compact index").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PartEntry {
+    /// Keys in the parts before this one: its keys' final slots start here.
+    pub first_key: u64,
+    /// Bit offset in the remap section where this part's remap starts.
+    pub remap_bit: u64,
+    /// Keys in this part.
+    pub keys: u32,
+    /// Slots of this part (at least `keys`).
+    pub slots: u32,
+}
+
+impl PartEntry {
+    /// The entry in its 32 bytes (the last 8 are zero).
+    pub fn encode(&self) -> [u8; PART_ENTRY_LEN] {
+        let mut out = [0u8; PART_ENTRY_LEN];
+        out[..8].copy_from_slice(&self.first_key.to_le_bytes());
+        out[8..16].copy_from_slice(&self.remap_bit.to_le_bytes());
+        out[16..20].copy_from_slice(&self.keys.to_le_bytes());
+        out[20..24].copy_from_slice(&self.slots.to_le_bytes());
+        out
+    }
+
+    /// The entry in `bytes` (at least 24 of them; the reserved 8 are
+    /// checked by `verify`, not here).
+    #[inline(always)]
+    pub fn decode(bytes: &[u8]) -> PartEntry {
+        let u64_at = |i: usize| u64::from_le_bytes(bytes[i..i + 8].try_into().expect("8 bytes"));
+        let u32_at = |i: usize| u32::from_le_bytes(bytes[i..i + 4].try_into().expect("4 bytes"));
+        PartEntry {
+            first_key: u64_at(0),
+            remap_bit: u64_at(8),
+            keys: u32_at(16),
+            slots: u32_at(20),
+        }
+    }
+
+    /// Width of this part's remap entries.
+    #[inline(always)]
+    pub fn remap_bits(&self) -> u32 {
+        crate::bits::bits_for((self.keys as u64).saturating_sub(1))
     }
 }
 
@@ -141,12 +215,13 @@ pub struct Header {
     pub hash_seed: u64,
     /// What a lookup needs to find a slot.
     pub geometry: Geometry,
-    /// Values per seed block: 32, 128 or 256.
+    /// Values per seed block: 32, 128 or 256; 0 with the compact index.
     pub seed_block_len: u32,
     /// Build parameters, informational.
     pub parameters: BuildParameters,
-    /// The five sections, in `SectionId::ALL` order.
-    pub sections: [Section; 5],
+    /// Every section, in `SectionId::ALL` order; those of the other index
+    /// layout are absent (all zero).
+    pub sections: [Section; 7],
 }
 
 /// Reads little-endian fields in file order from bytes known to be long
@@ -186,8 +261,26 @@ impl Header {
         self.sections[id.index()]
     }
 
-    /// Number of seed blocks.
+    /// Whether the store has the compact index.
+    #[inline]
+    pub fn is_compact(&self) -> bool {
+        self.required_flags & REQUIRED_COMPACT_INDEX != 0
+    }
+
+    /// The sections the store has, in section-table order.
+    pub fn present_sections(&self) -> [SectionId; 5] {
+        if self.is_compact() {
+            SectionId::COMPACT
+        } else {
+            SectionId::CLASSIC
+        }
+    }
+
+    /// Number of seed blocks (none with the compact index).
     pub fn seed_block_count(&self) -> u64 {
+        if self.seed_block_len == 0 {
+            return 0;
+        }
         self.geometry
             .bucket_count
             .div_ceil(self.seed_block_len as u64)
@@ -198,14 +291,15 @@ impl Header {
         bits::bits_for(self.section(SectionId::Records).length.saturating_sub(1))
     }
 
-    /// Width in bits of a remap entry.
+    /// Width in bits of a remap entry (the widest, with the compact index,
+    /// whose parts' entries are as wide as their own key counts need).
     pub fn remap_bits(&self) -> u32 {
         bits::bits_for(self.geometry.entry_count.saturating_sub(1))
     }
 
     /// Length of the header this library writes: five sections.
     pub fn encoded_len() -> usize {
-        FIXED_HEADER_LEN + SectionId::ALL.len() * SECTION_ENTRY_LEN + 8
+        FIXED_HEADER_LEN + SectionId::CLASSIC.len() * SECTION_ENTRY_LEN + 8
     }
 
     /// Encodes the header, with its checksum, as docs/FORMAT.md lays it out.
@@ -229,7 +323,7 @@ impl Header {
             out.extend_from_slice(&v.to_le_bytes());
         }
         out.extend_from_slice(&self.seed_block_len.to_le_bytes());
-        out.extend_from_slice(&(self.sections.len() as u32).to_le_bytes());
+        out.extend_from_slice(&(self.present_sections().len() as u32).to_le_bytes());
         let p = &self.parameters;
         for v in [
             p.keys_per_bucket,
@@ -246,8 +340,9 @@ impl Header {
         };
         out.extend_from_slice(&parts.to_le_bytes());
         debug_assert_eq!(out.len(), FIXED_HEADER_LEN);
-        for (id, s) in SectionId::ALL.iter().zip(&self.sections) {
-            out.extend_from_slice(&(*id as u32).to_le_bytes());
+        for id in self.present_sections() {
+            let s = self.section(id);
+            out.extend_from_slice(&(id as u32).to_le_bytes());
             out.extend_from_slice(&0u32.to_le_bytes());
             for v in [s.offset, s.length, s.checksum] {
                 out.extend_from_slice(&v.to_le_bytes());
@@ -376,7 +471,7 @@ impl Header {
                 "section count {section_count} does not match header length {header_len}"
             )));
         }
-        let mut found: [Option<Section>; 5] = [None; 5];
+        let mut found: [Option<Section>; 7] = [None; 7];
         let mut fields = Fields(bytes, FIXED_HEADER_LEN);
         for _ in 0..section_count {
             let id = fields.u32();
@@ -403,9 +498,16 @@ impl Header {
             }
             *slot = Some(section);
         }
-        let mut sections = [Section::default(); 5];
-        for (id, s) in SectionId::ALL.iter().zip(found) {
-            sections[id.index()] = s.ok_or_else(|| {
+        // The sections of the store's index layout must be there; those of
+        // the other are ignored, as unknown ids are.
+        let present = if required_flags & REQUIRED_COMPACT_INDEX != 0 {
+            SectionId::COMPACT
+        } else {
+            SectionId::CLASSIC
+        };
+        let mut sections = [Section::default(); 7];
+        for id in present {
+            sections[id.index()] = found[id.index()].ok_or_else(|| {
                 Error::corrupt(id.name(), "section is missing from the section table")
             })?;
         }
@@ -429,7 +531,15 @@ impl Header {
     /// lengths, so that no lookup can index past a section.
     fn check_geometry(&self) -> Result<()> {
         let g = &self.geometry;
-        if BlockLayout::from_block_len(self.seed_block_len).is_none() {
+        let compact = self.is_compact();
+        if compact {
+            if self.seed_block_len != 0 {
+                return Err(corrupt(format!(
+                    "seed block length {} is set, but the compact index has no seed blocks",
+                    self.seed_block_len
+                )));
+            }
+        } else if BlockLayout::from_block_len(self.seed_block_len).is_none() {
             return Err(corrupt(format!(
                 "seed block length {} is not 32, 128 or 256",
                 self.seed_block_len
@@ -456,9 +566,10 @@ impl Header {
                     g.bucket_count, g.entry_count
                 )));
             }
+            // Classic parts are of equal size; compact ones of their own.
             if g.slot_count < g.entry_count
                 || g.slot_count / 2 > g.entry_count
-                || g.slot_count % parts != 0
+                || (!compact && g.slot_count % parts != 0)
             {
                 return Err(corrupt(format!(
                     "slot count {} is invalid for {} entries in {parts} parts",
@@ -507,16 +618,35 @@ impl Header {
                 )),
             }
         };
-        expect(
-            SectionId::SeedIndex,
-            self.seed_block_count()
-                .checked_add(1)
-                .and_then(|b| b.checked_mul(4)),
-        )?;
-        expect(
-            SectionId::Remap,
-            bits::packed_len(g.slot_count - g.entry_count, self.remap_bits()),
-        )?;
+        if compact {
+            expect(SectionId::Pilots, Some(g.bucket_count))?;
+            expect(SectionId::Parts, parts.checked_mul(PART_ENTRY_LEN as u64))?;
+            // Each part's remap entries are as wide as its own key count
+            // needs: at most `remap_bits`, and at least 1 bit.
+            let remap = self.section(SectionId::Remap).length;
+            let most = bits::packed_len(g.slot_count - g.entry_count, self.remap_bits());
+            let least = bits::packed_len(g.slot_count - g.entry_count, 1);
+            if most.is_none_or(|most| remap > most) || least.is_none_or(|least| remap < least) {
+                return Err(Error::corrupt(
+                    "remap",
+                    format!(
+                        "section is {remap} bytes, impossible for {} remapped slots",
+                        g.slot_count - g.entry_count
+                    ),
+                ));
+            }
+        } else {
+            expect(
+                SectionId::SeedIndex,
+                self.seed_block_count()
+                    .checked_add(1)
+                    .and_then(|b| b.checked_mul(4)),
+            )?;
+            expect(
+                SectionId::Remap,
+                bits::packed_len(g.slot_count - g.entry_count, self.remap_bits()),
+            )?;
+        }
         expect(
             SectionId::Slots,
             bits::packed_len(g.entry_count, self.offset_bits()),

@@ -8,7 +8,7 @@ mod header;
 pub mod record;
 pub mod varint;
 
-pub use header::{BuildParameters, Geometry, Header, Section, SectionId};
+pub use header::{BuildParameters, Geometry, Header, PartEntry, Section, SectionId};
 pub use record::Record;
 
 /// First eight bytes of every store. The high byte and the CR LF catch files
@@ -34,8 +34,15 @@ pub const REQUIRED_TYPED_VALUES: u64 = 1;
 /// 120 of the header is 2 or more). A store of one part leaves it clear and
 /// byte 120 zero, and reads as before.
 pub const REQUIRED_PARTS: u64 = 2;
+/// Required-feature bit 2: the compact index (docs/FORMAT.md, "The
+/// compact index"): one byte per bucket in a pilots section, a parts table
+/// and per-part remaps, in place of the seed index and the seed blocks.
+pub const REQUIRED_COMPACT_INDEX: u64 = 4;
 /// Required-feature bits this reader understands.
-pub const KNOWN_REQUIRED_FLAGS: u64 = REQUIRED_TYPED_VALUES | REQUIRED_PARTS;
+pub const KNOWN_REQUIRED_FLAGS: u64 =
+    REQUIRED_TYPED_VALUES | REQUIRED_PARTS | REQUIRED_COMPACT_INDEX;
+/// Bytes of one entry of the compact index's parts table.
+pub const PART_ENTRY_LEN: usize = 32;
 
 /// The type tag of a stored value (low 6 bits of a record's first byte).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -17,7 +17,9 @@ use crate::bits::{self, BlockLayout};
 use crate::chd::{self, BucketMap};
 use crate::error::{Error, Result};
 use crate::format::record::{self, Layout};
-use crate::format::{Header, Record, Section, SectionId, ValueKind, HEADER_PREFIX_LEN};
+use crate::format::{
+    Header, PartEntry, Record, Section, SectionId, ValueKind, HEADER_PREFIX_LEN, PART_ENTRY_LEN,
+};
 use std::ops::Range;
 
 pub use cache::{BlockCache, CacheOptions, CacheStats, RangeFetch};
@@ -193,6 +195,10 @@ pub struct Reader<S> {
     remap: Section,
     slots: Section,
     records: Section,
+    /// The compact index's sections (absent in a classic store).
+    pilots: Section,
+    parts: Section,
+    compact: bool,
     offset_bits: u32,
     remap_bits: u32,
     layout: BlockLayout,
@@ -439,7 +445,11 @@ impl<S: Source> Reader<S> {
         };
         let header = Header::decode(&head, file_len)?;
         drop(head);
-        let layout = BlockLayout::from_block_len(header.seed_block_len).expect("checked by decode");
+        // The compact index has no seed blocks; its layout field is unused.
+        let layout = BlockLayout::from_block_len(header.seed_block_len)
+            .or(BlockLayout::from_block_len(128))
+            .expect("checked by decode");
+        let compact = header.is_compact();
         let section = |id| header.section(id);
         let mut reader = Reader {
             buckets: BucketMap::new(&header.geometry),
@@ -451,12 +461,18 @@ impl<S: Source> Reader<S> {
             remap: section(SectionId::Remap),
             slots: section(SectionId::Slots),
             records: section(SectionId::Records),
+            pilots: section(SectionId::Pilots),
+            parts: section(SectionId::Parts),
+            compact,
             offset_bits: header.offset_bits(),
             remap_bits: header.remap_bits(),
             layout,
             header,
             source,
         };
+        if compact {
+            return Ok(reader);
+        }
         if reader.source.as_slice().is_none() && reader.seed_index.length <= limit {
             let bytes = reader
                 .source
@@ -640,9 +656,108 @@ impl<S: Source> Reader<S> {
         })
     }
 
+    /// Entry `part` of the compact index's parts table.
+    #[inline(always)]
+    fn part_entry(&self, part: u64) -> Result<PartEntry> {
+        self.with_bytes(
+            &self.parts,
+            SectionId::Parts,
+            part.saturating_mul(PART_ENTRY_LEN as u64),
+            PART_ENTRY_LEN,
+            "part past end of parts",
+            PartEntry::decode,
+        )
+    }
+
+    /// The compact index's part, bucket and pilot of a key hash: the
+    /// part's entry and the slot in the part the pilot sends the key to.
+    /// `None` for an empty part (no key of the store hashes there).
+    #[inline(always)]
+    fn compact_local_slot(&self, hash: u64) -> Result<Option<(PartEntry, u64)>> {
+        let (part, within) = self.buckets.split(hash);
+        let entry = self.part_entry(part)?;
+        if entry.keys == 0 {
+            return Ok(None);
+        }
+        let bucket = part * self.buckets.buckets_per_part() + self.buckets.bucket_in_part(within);
+        let pilot = self.with_bytes(
+            &self.pilots,
+            SectionId::Pilots,
+            bucket,
+            1,
+            "bucket past end of pilots",
+            |b| b[0],
+        )?;
+        Ok(Some((
+            entry,
+            chd::slot(hash, pilot as u64, entry.slots as u64),
+        )))
+    }
+
+    /// Where the remap entry of a slot at or past its part's key count is:
+    /// its bit in the remap section, and its width.
+    #[inline(always)]
+    fn compact_remap_bit(entry: &PartEntry, local: u64) -> Option<(u64, u32)> {
+        let width = entry.remap_bits();
+        let bit = (local - entry.keys as u64)
+            .checked_mul(width as u64)?
+            .checked_add(entry.remap_bit)?;
+        Some((bit, width))
+    }
+
+    /// The final slot of a part's slot `local`: its remap entry if it is
+    /// at or past the part's key count, plus the part's first key.
+    #[inline(always)]
+    fn compact_final(&self, entry: &PartEntry, local: u64) -> Result<u64> {
+        let keys = entry.keys as u64;
+        let within = if local < keys {
+            local
+        } else {
+            let (bit, width) = Self::compact_remap_bit(entry, local)
+                .ok_or_else(|| corrupt(SectionId::Parts, "remap position overflows"))?;
+            let value = self.with_bytes(
+                &self.remap,
+                SectionId::Remap,
+                bit / 8,
+                8,
+                "remap entry past end of remap",
+                |w| {
+                    bits::packed_element(
+                        w[..8].try_into().expect("8 bytes"),
+                        (bit % 8) as u32,
+                        width,
+                    )
+                },
+            )?;
+            if value >= keys {
+                return Err(corrupt(SectionId::Remap, "remap entry out of range"));
+            }
+            value
+        };
+        entry
+            .first_key
+            .checked_add(within)
+            .filter(|&slot| slot < self.entry_count)
+            .ok_or_else(|| corrupt(SectionId::Parts, "part's keys past the entry count"))
+    }
+
+    /// The slot of a key hash with the compact index. A key that falls in
+    /// an empty part is no key of the store: any slot does, since the key
+    /// is compared (0).
+    #[inline(always)]
+    fn compact_slot_of(&self, hash: u64) -> Result<u64> {
+        match self.compact_local_slot(hash)? {
+            Some((entry, local)) => self.compact_final(&entry, local),
+            None => Ok(0),
+        }
+    }
+
     /// The slot of a key hash, in `0..len()`.
     #[inline(always)]
     fn slot_of(&self, hash: u64) -> Result<u64> {
+        if self.compact {
+            return self.compact_slot_of(hash);
+        }
         let slot = self.slot_before_remap(hash)?;
         if slot < self.entry_count {
             return Ok(slot);
@@ -728,57 +843,12 @@ impl<S: Source> Reader<S> {
             .iter()
             .map(|key| chd::hash_key(key.as_ref(), self.hash_seed))
             .collect();
-        let bucket = |i: usize| self.buckets.locate(hashes[i]).0;
         let mut order: Vec<usize> = (0..keys.len()).collect();
-        // Seed blocks, in the order of the seed blocks (and of their index
-        // entries, a level of their own when the index was too large to
-        // load at open).
-        order.sort_unstable_by_key(|&i| bucket(i));
-        let mut seed_blocks: Vec<Option<Range<u64>>> = vec![None; keys.len()];
-        if self.loaded_seed_index.is_some() {
-            for &i in &order {
-                seed_blocks[i] = self.seed_block_range(bucket(i));
-            }
+        let slots = if self.compact {
+            self.compact_slots_batched(&hashes, &mut order)?
         } else {
-            let entry =
-                |i: usize| self.seed_index.offset + bucket(i) / self.layout.block_len() as u64 * 4;
-            self.in_pieces(
-                &order,
-                |i| Some(entry(i)..entry(i) + 8),
-                |i| {
-                    seed_blocks[i] = self.seed_block_range(bucket(i));
-                    Ok(())
-                },
-            )?;
-        }
-        let mut slots = vec![0u64; keys.len()];
-        self.in_pieces(
-            &order,
-            |i| seed_blocks[i].clone(),
-            |i| {
-                slots[i] = self.slot_before_remap(hashes[i])?;
-                Ok(())
-            },
-        )?;
-        // The rare remapped slots, then every slot, in slot order.
-        order.sort_unstable_by_key(|&i| slots[i]);
-        let remapped: Vec<usize> = order
-            .iter()
-            .copied()
-            .filter(|&i| slots[i] >= self.entry_count)
-            .collect();
-        let mut moved = Vec::with_capacity(remapped.len());
-        self.in_pieces(
-            &remapped,
-            |i| Self::packed_range(&self.remap, self.remap_bits, slots[i] - self.entry_count),
-            |i| {
-                moved.push((i, self.remapped(slots[i])?));
-                Ok(())
-            },
-        )?;
-        for (i, slot) in moved {
-            slots[i] = slot;
-        }
+            self.classic_slots_batched(&hashes, &mut order)?
+        };
         order.sort_unstable_by_key(|&i| slots[i]);
         let mut offsets = vec![0u64; keys.len()];
         self.in_pieces(
@@ -812,6 +882,127 @@ impl<S: Source> Reader<S> {
             },
         )?;
         Ok(found)
+    }
+
+    /// The first levels of a batch with the classic index: each key's
+    /// final slot, through its seed block (and seed index entry, when the
+    /// index was too large to load), then the rare remap entries. The
+    /// caller sorts `order` by the final slots.
+    fn classic_slots_batched(&self, hashes: &[u64], order: &mut [usize]) -> Result<Vec<u64>> {
+        let bucket = |i: usize| self.buckets.locate(hashes[i]).0;
+        // Seed blocks, in the order of the seed blocks (and of their index
+        // entries, a level of their own when the index was too large to
+        // load at open).
+        order.sort_unstable_by_key(|&i| bucket(i));
+        let mut seed_blocks: Vec<Option<Range<u64>>> = vec![None; hashes.len()];
+        if self.loaded_seed_index.is_some() {
+            for &i in order.iter() {
+                seed_blocks[i] = self.seed_block_range(bucket(i));
+            }
+        } else {
+            let entry =
+                |i: usize| self.seed_index.offset + bucket(i) / self.layout.block_len() as u64 * 4;
+            self.in_pieces(
+                order,
+                |i| Some(entry(i)..entry(i) + 8),
+                |i| {
+                    seed_blocks[i] = self.seed_block_range(bucket(i));
+                    Ok(())
+                },
+            )?;
+        }
+        let mut slots = vec![0u64; hashes.len()];
+        self.in_pieces(
+            order,
+            |i| seed_blocks[i].clone(),
+            |i| {
+                slots[i] = self.slot_before_remap(hashes[i])?;
+                Ok(())
+            },
+        )?;
+        // The rare remapped slots, then every slot, in slot order.
+        order.sort_unstable_by_key(|&i| slots[i]);
+        let remapped: Vec<usize> = order
+            .iter()
+            .copied()
+            .filter(|&i| slots[i] >= self.entry_count)
+            .collect();
+        let mut moved = Vec::with_capacity(remapped.len());
+        self.in_pieces(
+            &remapped,
+            |i| Self::packed_range(&self.remap, self.remap_bits, slots[i] - self.entry_count),
+            |i| {
+                moved.push((i, self.remapped(slots[i])?));
+                Ok(())
+            },
+        )?;
+        for (i, slot) in moved {
+            slots[i] = slot;
+        }
+        Ok(slots)
+    }
+
+    /// The first levels of a batch with the compact index: each key's
+    /// parts-table entry, its pilot, then the rare remap entries, each
+    /// level prefetched together. The caller sorts `order` by the final
+    /// slots.
+    fn compact_slots_batched(&self, hashes: &[u64], order: &mut [usize]) -> Result<Vec<u64>> {
+        // The part and the bucket grow with the hash.
+        order.sort_unstable_by_key(|&i| hashes[i]);
+        let part = |i: usize| self.buckets.split(hashes[i]).0;
+        let entry_at = |i: usize| self.parts.offset + part(i) * PART_ENTRY_LEN as u64;
+        self.in_pieces(
+            order,
+            |i| Some(entry_at(i)..entry_at(i) + PART_ENTRY_LEN as u64),
+            |_| Ok(()),
+        )?;
+        let pilot_at = |i: usize| {
+            let (part, within) = self.buckets.split(hashes[i]);
+            self.pilots.offset
+                + part * self.buckets.buckets_per_part()
+                + self.buckets.bucket_in_part(within)
+        };
+        let mut local = vec![None; hashes.len()];
+        self.in_pieces(
+            order,
+            |i| Some(pilot_at(i)..pilot_at(i) + 1),
+            |i| {
+                local[i] = self.compact_local_slot(hashes[i])?;
+                Ok(())
+            },
+        )?;
+        let remap_bit = |i: usize| match local[i] {
+            Some((entry, slot)) if slot >= entry.keys as u64 => {
+                Self::compact_remap_bit(&entry, slot)
+            }
+            _ => None,
+        };
+        let mut remapped: Vec<usize> = order
+            .iter()
+            .copied()
+            .filter(|&i| remap_bit(i).is_some())
+            .collect();
+        remapped.sort_unstable_by_key(|&i| remap_bit(i));
+        self.in_pieces(
+            &remapped,
+            |i| {
+                let (bit, _) = remap_bit(i)?;
+                let at = self.remap.offset + bit / 8;
+                Some(at..at + 8)
+            },
+            |_| Ok(()),
+        )?;
+        order
+            .iter()
+            .map(|&i| match &local[i] {
+                Some((entry, slot)) => self.compact_final(entry, *slot).map(|s| (i, s)),
+                None => Ok((i, 0)),
+            })
+            .try_fold(vec![0u64; hashes.len()], |mut slots, found| {
+                let (i, slot) = found?;
+                slots[i] = slot;
+                Ok(slots)
+            })
     }
 
     /// One level of a batch: `order` (sorted by where the level's bytes
@@ -879,7 +1070,12 @@ impl<S: Source> Reader<S> {
         if self.source.as_slice().is_some() {
             return Ok(());
         }
-        let ranges: Vec<Range<u64>> = [&self.seeds, &self.remap, &self.slots]
+        let index = if self.compact {
+            [&self.pilots, &self.parts, &self.remap, &self.slots]
+        } else {
+            [&self.seed_index, &self.seeds, &self.remap, &self.slots]
+        };
+        let ranges: Vec<Range<u64>> = index
             .iter()
             .map(|s| s.offset..s.offset + s.length)
             .filter(|r| !r.is_empty())
@@ -1103,7 +1299,12 @@ impl<S: Source> Reader<S> {
         let mut slots = [0u64; BATCH_GROUP];
         for (hash, key) in hashes.iter_mut().zip(group) {
             *hash = chd::hash_key(key.as_ref(), self.hash_seed);
-            if let Some(block) = self.seed_block_range(self.buckets.locate(*hash).0) {
+            if self.compact {
+                let (part, within) = self.buckets.split(*hash);
+                let bucket =
+                    part * self.buckets.buckets_per_part() + self.buckets.bucket_in_part(within);
+                prefetch(bytes, self.pilots.offset.saturating_add(bucket));
+            } else if let Some(block) = self.seed_block_range(self.buckets.locate(*hash).0) {
                 prefetch(bytes, block.start);
             }
         }
@@ -1134,15 +1335,25 @@ impl<S: Source> Reader<S> {
     /// Sizes and parameters, for `hashfile info`.
     pub fn info(&self) -> Info {
         let h = &self.header;
-        let sizes: Vec<(&'static str, u64)> = SectionId::ALL
+        let sizes: Vec<(&'static str, u64)> = h
+            .present_sections()
             .iter()
-            .zip(&h.sections)
-            .map(|(id, s)| (id.name(), s.length))
+            .map(|&id| (id.name(), h.section(id).length))
             .collect();
-        let mphf_bytes = [SectionId::SeedIndex, SectionId::Seeds, SectionId::Remap]
-            .iter()
-            .map(|&id| h.section(id).length)
-            .sum::<u64>();
+        // The function: everything a lookup reads but the slots and records.
+        let (function, seeds): (&[SectionId], &[SectionId]) = if self.compact {
+            (
+                &[SectionId::Pilots, SectionId::Parts, SectionId::Remap],
+                &[SectionId::Pilots],
+            )
+        } else {
+            (
+                &[SectionId::SeedIndex, SectionId::Seeds, SectionId::Remap],
+                &[SectionId::SeedIndex, SectionId::Seeds],
+            )
+        };
+        let bytes_of = |ids: &[SectionId]| ids.iter().map(|&id| h.section(id).length).sum::<u64>();
+        let mphf_bytes = bytes_of(function);
         let per_key = |bytes: u64| {
             if h.geometry.entry_count == 0 {
                 0.0
@@ -1155,9 +1366,7 @@ impl<S: Source> Reader<S> {
             file_bytes: h.file_len,
             section_bytes: sizes,
             mphf_bits_per_key: per_key(mphf_bytes),
-            seed_bits_per_key: per_key(
-                h.section(SectionId::SeedIndex).length + h.section(SectionId::Seeds).length,
-            ),
+            seed_bits_per_key: per_key(bytes_of(seeds)),
         }
     }
 }
@@ -1169,10 +1378,12 @@ pub struct Info {
     pub entries: u64,
     /// Length of the file.
     pub file_bytes: u64,
-    /// Length of each section, in file order.
+    /// Length of each section, in section-table order.
     pub section_bytes: Vec<(&'static str, u64)>,
-    /// The perfect-hash function (seed index, seeds and remap) in bits per key.
+    /// The perfect-hash function in bits per key: seed index, seeds and
+    /// remap, or with the compact index pilots, parts and remap.
     pub mphf_bits_per_key: f64,
-    /// The displacement seeds and their block index alone, in bits per key.
+    /// The displacement seeds and their block index alone (the compact
+    /// index's pilots), in bits per key.
     pub seed_bits_per_key: f64,
 }

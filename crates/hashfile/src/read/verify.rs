@@ -4,7 +4,7 @@
 use super::{Reader, Source};
 use crate::chd;
 use crate::error::{DisplayBytes, Error, Result};
-use crate::format::{SectionId, ValueKind, REQUIRED_TYPED_VALUES};
+use crate::format::{PartEntry, ValueKind, PART_ENTRY_LEN, REQUIRED_TYPED_VALUES};
 
 /// Bytes verify reads at a time.
 pub const VERIFY_CHUNK: usize = 1 << 20;
@@ -16,7 +16,8 @@ impl<S: Source> Reader<S> {
     /// and that every key's lookup lands on its own record. O(n).
     pub fn verify(&self) -> Result<()> {
         self.verify_padding()?;
-        for (id, section) in SectionId::ALL.iter().zip(&self.header.sections) {
+        for id in self.header.present_sections() {
+            let section = self.header.section(id);
             let mut hasher = xxhash_rust::xxh3::Xxh3::new();
             self.for_each_chunk(section.offset, section.length, |chunk| {
                 hasher.update(chunk);
@@ -32,7 +33,11 @@ impl<S: Source> Reader<S> {
                 });
             }
         }
-        self.verify_seed_index()?;
+        if self.compact {
+            self.verify_parts()?;
+        } else {
+            self.verify_seed_index()?;
+        }
         self.verify_records()
     }
 
@@ -61,8 +66,9 @@ impl<S: Source> Reader<S> {
     fn verify_padding(&self) -> Result<()> {
         let mut spans: Vec<(u64, u64)> = self
             .header
-            .sections
+            .present_sections()
             .iter()
+            .map(|&id| self.header.section(id))
             .map(|s| (s.offset, s.end()))
             .collect();
         spans.sort_unstable();
@@ -114,6 +120,63 @@ impl<S: Source> Reader<S> {
             }
             Ok(())
         })
+    }
+
+    /// The compact index's parts table: parts follow one another (first
+    /// keys and remap bits add up, and the remaps end where the remap
+    /// section's bits do), each has at least as many slots as keys and at
+    /// most the 2n + 1 a store may have, the slots add up to the header's,
+    /// the keys to `len()`, and the reserved bytes are zero.
+    fn verify_parts(&self) -> Result<()> {
+        let (mut keys, mut slots, mut remap_bit) = (0u64, 0u64, 0u64);
+        let mut k = 0u64;
+        let bad = |k: u64, what: &str| Error::corrupt("parts", format!("part {k}: {what}"));
+        self.for_each_chunk(self.parts.offset, self.parts.length, |chunk| {
+            for bytes in chunk.chunks_exact(PART_ENTRY_LEN) {
+                let entry = PartEntry::decode(bytes);
+                if bytes[24..].iter().any(|&b| b != 0) {
+                    return Err(bad(k, "reserved bytes are not zero"));
+                }
+                if entry.first_key != keys {
+                    return Err(bad(k, "its first key does not follow the parts before it"));
+                }
+                if entry.remap_bit != remap_bit {
+                    return Err(bad(k, "its remap does not follow the remaps before it"));
+                }
+                if entry.slots < entry.keys || entry.slots as u64 > 2 * entry.keys as u64 + 1 {
+                    return Err(bad(
+                        k,
+                        "its slots are fewer than its keys, or more than 2n + 1",
+                    ));
+                }
+                keys += entry.keys as u64;
+                slots += entry.slots as u64;
+                remap_bit += (entry.slots - entry.keys) as u64 * entry.remap_bits() as u64;
+                k += 1;
+            }
+            Ok(())
+        })?;
+        let g = &self.header.geometry;
+        if keys != g.entry_count || slots != g.slot_count {
+            return Err(Error::corrupt(
+                "parts",
+                format!(
+                    "the parts hold {keys} keys in {slots} slots, the header says {} in {}",
+                    g.entry_count, g.slot_count
+                ),
+            ));
+        }
+        let expected = remap_bit.div_ceil(8) + crate::bits::PACKED_PADDING as u64;
+        if self.remap.length != expected {
+            return Err(Error::corrupt(
+                "remap",
+                format!(
+                    "section is {} bytes, the parts' remaps take {expected}",
+                    self.remap.length
+                ),
+            ));
+        }
+        Ok(())
     }
 
     /// Exactly `len()` well-formed records, each found by its own lookup.
