@@ -50,6 +50,11 @@ module Hashfile
     # @param dense_bucket_fraction [Float] share of buckets that are dense
     # @param hash_seed [Integer] first XXH3 seed tried
     # @param seed_block_len [Integer] pilots per bit-packed block: 32, 128 or 256
+    #   (the classic index only)
+    # @param index [:classic, :compact] the index layout: :compact takes about
+    #   2.2 bits a key where :classic takes 2.7 to 2.9, builds at about half the
+    #   speed, and is read by this version on (docs/FORMAT.md, "The compact
+    #   index"); its keys_per_bucket default is 4.0
     # @param keys_per_part [Integer] most keys per part, on average: larger
     #   stores split into parts built in parallel (docs/FORMAT.md, "Parts")
     # @param on_duplicate [:error, :first, :last, :merge] a repeated key

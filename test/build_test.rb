@@ -70,6 +70,25 @@ class BuildTest < HashfileTest
     old&.close
   end
 
+  # index: :compact writes the compact index (docs/FORMAT.md): about 2.2
+  # bits a key at its own keys_per_bucket default, every value read back;
+  # seed_block_len with it is refused, and an unknown layout is named.
+  def test_the_compact_index
+    data = (0...30_000).to_h { |i| ["key-#{i}", i] }
+    Hashfile.build(path, data, index: :compact)
+    Hashfile.open(path) do |db|
+      data.each { |k, v| assert_equal v, db[k] }
+      assert_equal %i[pilots parts remap slots records], db.info[:sections].keys
+      assert_operator db.info[:mphf_bits_per_key], :<, 2.3
+      assert db.verify
+    end
+    e = assert_raises(ArgumentError) { Hashfile.build(path, data, index: :compact, seed_block_len: 32) }
+    assert_match(/seed_block_len applies to the classic index/, e.message)
+    e = assert_raises(ArgumentError) { Hashfile.build(path, data, index: :tiny) }
+    assert_match(/"tiny" is not an index layout; one of classic, compact/, e.message)
+    assert_equal :classic, Hashfile::BUILD_DEFAULTS[:index]
+  end
+
   def test_same_input_same_bytes
     data = (1..scale(2000)).to_h { |i| ["k#{i}", "v#{i}"] }
     a = File.binread(build(data, "a.hf"))

@@ -236,6 +236,7 @@ module Hashfile
           o.on("--load-factor F", Float, "table fill before remapping (default #{BUILD_DEFAULTS[:load_factor]})") { |v| options[:load_factor] = v }
           o.on("--hash-seed N", Integer, "first hash seed tried (default #{BUILD_DEFAULTS[:hash_seed]})") { |v| options[:hash_seed] = v }
           o.on("--keys-per-part N", Integer, "most keys per part of the index, on average (default #{BUILD_DEFAULTS[:keys_per_part]})") { |v| options[:keys_per_part] = v }
+          o.on("--index LAYOUT", %w[classic compact], "the index layout: classic, or compact (2.2 bits a key, slower to build; default #{BUILD_DEFAULTS[:index]})") { |v| options[:index] = v.to_sym }
           o.on("-q", "--quiet", "no progress bar and no summary") { quiet = true }
         end.parse!(argv)
         raise UsageError, "build needs at least one INPUT" if argv.empty?

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use hashfile::import::{Column, ImportOptions, InputFormat};
-use hashfile::{BuildOptions, OnDuplicate};
+use hashfile::{BuildOptions, IndexKind, OnDuplicate};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString};
@@ -129,8 +129,9 @@ fn bounded(name: &str, value: &Bound<'_, PyAny>, max: u64) -> PyResult<u64> {
 }
 
 /// The build options `build` and `build_from` take, by name.
-pub const BUILD_OPTIONS: [&str; 8] = [
+pub const BUILD_OPTIONS: [&str; 9] = [
     "on_duplicate",
+    "index",
     "keys_per_bucket",
     "load_factor",
     "dense_key_fraction",
@@ -143,11 +144,21 @@ pub const BUILD_OPTIONS: [&str; 8] = [
 /// The build options given (`BUILD_OPTIONS`), each checked; an unknown
 /// one is an error.
 pub fn build_options(given: Option<&Bound<'_, PyDict>>) -> PyResult<BuildOptions> {
-    let mut o = BuildOptions::default();
-    let Some(given) = given else { return Ok(o) };
+    let Some(given) = given else {
+        return Ok(BuildOptions::default());
+    };
+    // The index layout first: its defaults are where the others start.
+    let mut o = match given.get_item("index")? {
+        Some(value) => {
+            let name: String = value.extract()?;
+            BuildOptions::for_index(IndexKind::parse(&name).py_err()?)
+        }
+        None => BuildOptions::default(),
+    };
     for (name, value) in given.iter() {
         let name: String = name.extract()?;
         match name.as_str() {
+            "index" => {}
             "on_duplicate" => {
                 let policy: String = value.extract()?;
                 o.on_duplicate = OnDuplicate::from_name(&policy).ok_or_else(|| {

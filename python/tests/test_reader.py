@@ -87,6 +87,24 @@ def test_info_and_verify(store):
     assert store.verify() is True
 
 
+def test_the_compact_index(tmp_path):
+    """index="compact" writes the compact index (docs/FORMAT.md): about 2.2
+    bits a key, every value read back; with it seed_block_len is refused,
+    and an unknown layout is named."""
+    data = {f"key-{i}": i for i in range(30_000)}
+    hashfile.build(tmp_path / "c.hf", data, index="compact")
+    with hashfile.open(tmp_path / "c.hf") as db:
+        assert all(db[k] == v for k, v in data.items())
+        info = db.info()
+        assert set(info["sections"]) == {"pilots", "parts", "remap", "slots", "records"}
+        assert info["mphf_bits_per_key"] < 2.3
+        assert db.verify() is True
+    with pytest.raises(ValueError, match="seed_block_len applies to the classic index"):
+        hashfile.build(tmp_path / "x.hf", data, index="compact", seed_block_len=32)
+    with pytest.raises(ValueError, match='"tiny" is not an index layout; one of classic, compact'):
+        hashfile.build(tmp_path / "x.hf", data, index="tiny")
+
+
 def test_a_closed_reader_raises_closed_error(tmp_path):
     path = tmp_path / "c.hf"
     hashfile.build(path, {"a": "1"})

@@ -4,7 +4,7 @@
 //! so that the wrappers and the CLI's help read one source of truth.
 
 use hashfile::import::{Column, ImportOptions, InputFormat};
-use hashfile::{BuildOptions, OnDuplicate};
+use hashfile::{BuildOptions, IndexKind, OnDuplicate};
 use magnus::{
     prelude::*, r_hash::ForEach, Error, Float, Integer, RHash, RModule, RString, Ruby, Symbol,
     TryConvert, Value,
@@ -88,9 +88,19 @@ fn name_value(ruby: &Ruby, name: &str, value: Value) -> Result<String, Error> {
 
 /// Build options: the defaults, with each option given replaced.
 pub fn build_options(ruby: &Ruby, opts: RHash) -> Result<BuildOptions, Error> {
-    let mut o = BuildOptions::default();
+    // The index layout first: its defaults are where the others start.
+    let mut o = match opts.get(ruby.to_symbol("index")) {
+        Some(value) => {
+            let name = name_value(ruby, "index", value)?;
+            BuildOptions::for_index(
+                IndexKind::parse(&name).map_err(|e| arg_error(ruby, e.to_string()))?,
+            )
+        }
+        None => BuildOptions::default(),
+    };
     each_option(ruby, opts, |name, value| {
         match name {
+            "index" => {}
             "keys_per_bucket" => o.keys_per_bucket = number(ruby, name, value)?,
             "load_factor" => o.load_factor = number(ruby, name, value)?,
             "dense_key_fraction" => o.dense_key_fraction = number(ruby, name, value)?,
@@ -368,6 +378,7 @@ pub fn init(ruby: &Ruby, module: RModule) -> Result<(), Error> {
                 "on_duplicate",
                 ruby.to_symbol(d.on_duplicate.name()).as_value(),
             ),
+            ("index", ruby.to_symbol(d.index.name()).as_value()),
         ],
     )?;
     module.const_set("BUILD_DEFAULTS", build)?;

@@ -116,6 +116,26 @@ impl IndexKind {
             .find(|(n, _)| *n == name)
             .map(|(_, k)| *k)
     }
+
+    /// The layout's name.
+    pub fn name(self) -> &'static str {
+        Self::NAMES
+            .iter()
+            .find(|(_, k)| *k == self)
+            .map_or("classic", |(n, _)| n)
+    }
+
+    /// The layout named `name`, or an error listing the names: for a
+    /// binding's `index` option.
+    pub fn parse(name: &str) -> Result<IndexKind> {
+        Self::from_name(name).ok_or_else(|| Error::InvalidOption {
+            name: "index",
+            reason: format!(
+                "{name:?} is not an index layout; one of {}",
+                Self::NAMES.map(|(n, _)| n).join(", ")
+            ),
+        })
+    }
 }
 
 /// keys_per_bucket of [`BuildOptions::compact`]: 8 bits a bucket over 4
@@ -147,6 +167,15 @@ impl Default for BuildOptions {
 }
 
 impl BuildOptions {
+    /// The defaults of an index layout: a binding that is given `index`
+    /// starts from these, then applies the other options given.
+    pub fn for_index(index: IndexKind) -> BuildOptions {
+        match index {
+            IndexKind::Classic => BuildOptions::default(),
+            IndexKind::Compact => BuildOptions::compact(),
+        }
+    }
+
     /// The defaults with the compact index.
     pub fn compact() -> BuildOptions {
         BuildOptions {
