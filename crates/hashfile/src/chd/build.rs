@@ -312,6 +312,49 @@ where
     (hashed, part_starts)
 }
 
+/// Two keys of a part with the same 64-bit hash.
+pub(super) enum Clash {
+    /// The same key twice: the smaller id.
+    Duplicate(u32),
+    /// Two keys whose hashes collide: the next hash seed will part them.
+    Collision,
+}
+
+/// Groups a part's keys (`members`, hashes and ids) by bucket in place,
+/// stable in input order, and returns where each of its `buckets` starts
+/// (`buckets + 1` entries: bucket b is `starts[b]..starts[b + 1]`). Equal
+/// hashes share a bucket, so this is where they are found.
+pub(super) fn group_by_bucket<'a, K>(
+    members: &mut [Hashed],
+    buckets: usize,
+    map: &BucketMap,
+    keys: &K,
+) -> std::result::Result<Vec<u32>, Clash>
+where
+    K: Fn(usize) -> &'a [u8] + Sync,
+{
+    let bucket_of = |hash: u64| map.bucket_in_part(map.split(hash).1) as usize;
+    let (grouped, starts) = counting_sort(members, buckets, |e| bucket_of(e.hash));
+    members.copy_from_slice(&grouped);
+    drop(grouped);
+    for window in starts.windows(2) {
+        let bucket = &members[window[0] as usize..window[1] as usize];
+        for (i, a) in bucket.iter().enumerate() {
+            for b in &bucket[i + 1..] {
+                if a.hash == b.hash {
+                    let (ia, ib) = (a.index, b.index);
+                    return Err(if keys(ia as usize) == keys(ib as usize) {
+                        Clash::Duplicate(ia.min(ib))
+                    } else {
+                        Clash::Collision
+                    });
+                }
+            }
+        }
+    }
+    Ok(starts)
+}
+
 /// A stable counting sort: `items` ordered by `key(item)`, which is below
 /// `keys`, and where each key's run starts (`keys + 1` entries).
 pub(super) fn counting_sort<T: Copy>(
@@ -429,28 +472,11 @@ where
         .max(MIN_WORK_PER_PART);
     let r = pilots.len();
     let m = map.slots_per_part();
-    let bucket_of = |hash: u64| map.bucket_in_part(map.split(hash).1) as usize;
-    // starts[b]..starts[b + 1] is bucket b's range in `members`, once they
-    // are grouped by bucket.
-    let (grouped, starts) = counting_sort(members, r, |e| bucket_of(e.hash));
-    members.copy_from_slice(&grouped);
-    drop(grouped);
-    // Equal hashes share a bucket.
-    for window in starts.windows(2) {
-        let bucket = &members[window[0] as usize..window[1] as usize];
-        for (i, a) in bucket.iter().enumerate() {
-            for b in &bucket[i + 1..] {
-                if a.hash == b.hash {
-                    let (ia, ib) = (a.index, b.index);
-                    return if keys(ia as usize) == keys(ib as usize) {
-                        Placement::Duplicate(ia.min(ib))
-                    } else {
-                        Placement::Retry
-                    };
-                }
-            }
-        }
-    }
+    let starts = match group_by_bucket(members, r, map, keys) {
+        Ok(starts) => starts,
+        Err(Clash::Duplicate(id)) => return Placement::Duplicate(id),
+        Err(Clash::Collision) => return Placement::Retry,
+    };
     let size = |b: usize| (starts[b + 1] - starts[b]) as usize;
 
     // Largest buckets first; ties in bucket order.

@@ -25,7 +25,9 @@
 use std::collections::BinaryHeap;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use super::build::{counting_sort, hash_by_part, Hashed, MAX_SEED_ATTEMPTS};
+use super::build::{
+    counting_sort, group_by_bucket, hash_by_part, Clash, Hashed, MAX_SEED_ATTEMPTS,
+};
 use super::{geometry, hash_key, mix, part_count, slot_of_word, BucketMap, Params, PilotWord};
 use crate::cancel::CancelFlag;
 use crate::error::{Error, Result};
@@ -346,25 +348,11 @@ where
     }
     let r = pilots.len();
     let m = part.slots as u64;
-    let bucket_of = |hash: u64| map.bucket_in_part(map.split(hash).1) as usize;
-    let (grouped, starts) = counting_sort(members, r, |e| bucket_of(e.hash));
-    members.copy_from_slice(&grouped);
-    drop(grouped);
-    for window in starts.windows(2) {
-        let bucket = &members[window[0] as usize..window[1] as usize];
-        for (i, a) in bucket.iter().enumerate() {
-            for b in &bucket[i + 1..] {
-                if a.hash == b.hash {
-                    let (ia, ib) = (a.index, b.index);
-                    return if keys(ia as usize) == keys(ib as usize) {
-                        Placement::Duplicate(ia.min(ib))
-                    } else {
-                        Placement::Retry
-                    };
-                }
-            }
-        }
-    }
+    let starts = match group_by_bucket(members, r, map, keys) {
+        Ok(starts) => starts,
+        Err(Clash::Duplicate(id)) => return Placement::Duplicate(id),
+        Err(Clash::Collision) => return Placement::Retry,
+    };
     let size = |b: usize| (starts[b + 1] - starts[b]) as usize;
     let hashes_of = |b: usize| &members[starts[b] as usize..starts[b + 1] as usize];
     let slot = |h: u64, pilot: u64| slot_of_word(h, PilotWord::of(pilot), m) as usize;
