@@ -82,10 +82,9 @@ pub struct Handle {
 /// mapped. Opening without a map and reading the first lookups with
 /// `pread` costs a few microseconds, where a map costs an `mmap`, a page
 /// fault (with the kernel's fault-around) for every page a lookup first
-/// touches, and an `munmap` that undoes them: 26 against 9 µs for open,
-/// one lookup and close (bench/compare.rb, docs/RUBY.md "Opening"). A
-/// store read more than this is mapped, and its lookups then take
-/// nanoseconds.
+/// touches, and an `munmap` that undoes them: 11 against 26 µs for open,
+/// one lookup and close (bench/open.rb, docs/RUBY.md "Opening"). A store
+/// read more than this is mapped, and its lookups then take nanoseconds.
 pub const MAP_AFTER_LOOKUPS: u32 = 16;
 
 /// The store a lookup reads, from start to end. Hold it only for the
