@@ -187,16 +187,8 @@ where
         .collect();
     // The first part that failed, in part order, whatever the threads did;
     // a duplicate (found before any placing) first, then a part that gave up.
-    if let Some(Placement::Duplicate(id)) = outcomes
-        .iter()
-        .find(|o| matches!(o, Placement::Duplicate(_)))
-    {
-        return Err(Error::DuplicateKey {
-            key: keys(*id as usize).to_vec(),
-            first: None,
-            second: None,
-            others: 0,
-        });
+    if let Some(duplicate) = first_duplicate(&outcomes, keys) {
+        return Err(duplicate);
     }
     if outcomes.contains(&Placement::TooHard) {
         return Err(too_hard(params));
@@ -387,9 +379,26 @@ struct SharedOut(*mut Hashed);
 // SAFETY: the threads write disjoint entries (see `hash_by_part`).
 unsafe impl Sync for SharedOut {}
 
-/// How placing a part went.
+/// The duplicate key error of the first part, in part order, that found
+/// a key twice.
+pub(super) fn first_duplicate<'a, K>(outcomes: &[Placement], keys: &K) -> Option<Error>
+where
+    K: Fn(usize) -> &'a [u8] + Sync,
+{
+    outcomes.iter().find_map(|o| match o {
+        Placement::Duplicate(id) => Some(Error::DuplicateKey {
+            key: keys(*id as usize).to_vec(),
+            first: None,
+            second: None,
+            others: 0,
+        }),
+        _ => None,
+    })
+}
+
+/// How placing a part went (either index layout).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Placement {
+pub(super) enum Placement {
     /// Every bucket has its pilot.
     Placed,
     /// The key with this id occurs twice.
@@ -397,7 +406,8 @@ enum Placement {
     /// Two keys share a 64-bit hash, or a bucket found no pilot: try the
     /// next hash seed.
     Retry,
-    /// The part took more work than `MAX_WORK_PER_KEY` allows.
+    /// The part took more work than its layout allows (`MAX_WORK_PER_KEY`,
+    /// `compact::MAX_EVICTIONS_PER_KEY`).
     TooHard,
     /// The build was cancelled, or another part gave up.
     Stopped,

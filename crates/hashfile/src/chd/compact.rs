@@ -26,7 +26,8 @@ use std::collections::BinaryHeap;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::build::{
-    counting_sort, group_by_bucket, hash_by_part, Clash, Hashed, MAX_SEED_ATTEMPTS,
+    counting_sort, first_duplicate, group_by_bucket, hash_by_part, Clash, Hashed, Placement,
+    MAX_SEED_ATTEMPTS,
 };
 use super::{geometry, hash_key, mix, part_count, slot_of_word, BucketMap, Params, PilotWord};
 use crate::cancel::CancelFlag;
@@ -193,22 +194,6 @@ where
     })
 }
 
-/// How placing a part went.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Placement {
-    Placed,
-    /// The key with this id occurs twice.
-    Duplicate(u32),
-    /// Equal 64-bit hashes, or a bucket no pilot can place: try the next
-    /// seed.
-    Retry,
-    /// Too many displacements: the options make buckets too big for their
-    /// parts.
-    TooHard,
-    /// Cancelled, or another part failed.
-    Stopped,
-}
-
 fn try_seed<'a, K, I>(
     keys: &K,
     id: &I,
@@ -289,16 +274,8 @@ where
             placed
         })
         .collect();
-    if let Some(Placement::Duplicate(id)) = outcomes
-        .iter()
-        .find(|o| matches!(o, Placement::Duplicate(_)))
-    {
-        return Err(Error::DuplicateKey {
-            key: keys(*id as usize).to_vec(),
-            first: None,
-            second: None,
-            others: 0,
-        });
+    if let Some(duplicate) = first_duplicate(&outcomes, keys) {
+        return Err(duplicate);
     }
     if outcomes.contains(&Placement::TooHard) {
         return Err(Error::InvalidOption {
