@@ -45,7 +45,7 @@ unless File.exist?(jsonl) && File.exist?(cdb_in)
       entries.times do |i|
         key = case record_bytes
               when 15 then "k#{i.to_s(36)}#{alphabet[rng.rand(36)]}"
-              when 26 then "key#{i.to_s.rjust(7, '0')}-#{random.call(3)}"
+              when 26 then "key#{i.to_s.rjust(7, "0")}-#{random.call(3)}"
               else
                 head = "k#{i.to_s(36)}-"
                 head + random.call([key_bytes - head.bytesize, 0].max)
