@@ -1,6 +1,7 @@
 //! Times the phases of a build: `cargo run --release --example build_time
 //! -p hashfile -- 10000000` for N random keys, or `-- FILE.jsonl` to time
-//! importing a real input too. A second argument sets `keys_per_part`.
+//! importing a real input too. A second argument sets `keys_per_part`;
+//! `INDEX=compact` builds the compact index.
 use hashfile::import::{self, ImportOptions, InputFormat};
 use hashfile::{BuildOptions, Builder};
 use std::time::Instant;
@@ -10,7 +11,8 @@ mod support;
 fn main() {
     let arg = std::env::args().nth(1).unwrap_or_else(|| "10000000".into());
     let t = Instant::now();
-    let mut options = BuildOptions::default();
+    let index = std::env::var("INDEX").unwrap_or_else(|_| "classic".into());
+    let mut options = BuildOptions::for_index(hashfile::IndexKind::parse(&index).unwrap());
     if let Some(k) = std::env::args().nth(2) {
         options.keys_per_part = k.parse().unwrap();
     }
