@@ -8,7 +8,10 @@ use std::time::{Duration, Instant};
 use hashfile_remote::{open, Interrupt, RemoteError, RemoteErrorKind, RemoteOptions};
 
 mod support;
-use support::{store, value, Coalescing, FaultProxy, Faults, Liar, Nginx};
+use support::{
+    assert_a_batch_takes_one_lookups_round_trips, assert_reads_every_nth_key, store, value,
+    Coalescing, FaultProxy, Faults, Liar, Nginx,
+};
 
 const N: u64 = 20_000;
 const VALUE_LEN: usize = 40;
@@ -137,23 +140,7 @@ fn a_batch_takes_the_round_trips_of_one_lookup() {
     let nginx = Nginx::start();
     nginx.publish("s.hf", &store(200_000, VALUE_LEN));
     let remote = open(&nginx.url("/files/s.hf"), quick()).unwrap();
-    let keys: Vec<String> = (0..100u64)
-        .map(|i| format!("key-{}", i * 1999 % 200_000))
-        .collect();
-    let before = remote.source().stats();
-    let found = remote.get_many(&keys).unwrap();
-    let after = remote.source().stats();
-    assert!(
-        after.fetches - before.fetches <= 4,
-        "{} round trips for 100 keys",
-        after.fetches - before.fetches
-    );
-    for (i, record) in (0..100u64).zip(&found) {
-        assert_eq!(
-            record.as_ref().unwrap().value(),
-            value(i * 1999 % 200_000, VALUE_LEN)
-        );
-    }
+    assert_a_batch_takes_one_lookups_round_trips(&remote, 200_000, VALUE_LEN);
 }
 
 /// The compact index over HTTP: every key of a store of two parts, absent
@@ -168,34 +155,8 @@ fn a_store_with_the_compact_index_reads_and_batches_over_http() {
     let remote = open(&nginx.url("/files/c.hf"), quick()).unwrap();
     assert!(remote.header().is_compact());
     assert_eq!(remote.header().geometry.part_count, 2);
-    let keys: Vec<String> = (0..100u64)
-        .map(|i| format!("key-{}", i * 1999 % n))
-        .collect();
-    let before = remote.source().stats();
-    let found = remote.get_many(&keys).unwrap();
-    let after = remote.source().stats();
-    assert!(
-        after.fetches - before.fetches <= 4,
-        "{} round trips for 100 keys",
-        after.fetches - before.fetches
-    );
-    for (i, record) in (0..100u64).zip(&found) {
-        assert_eq!(
-            record.as_ref().unwrap().value(),
-            value(i * 1999 % n, VALUE_LEN)
-        );
-    }
-    for i in (0..n).step_by(997) {
-        assert_eq!(
-            remote
-                .get(format!("key-{i}").as_bytes())
-                .unwrap()
-                .unwrap()
-                .value(),
-            value(i, VALUE_LEN)
-        );
-    }
-    assert!(remote.get(b"absent").unwrap().is_none());
+    assert_a_batch_takes_one_lookups_round_trips(&remote, n, VALUE_LEN);
+    assert_reads_every_nth_key(&remote, n, 997, VALUE_LEN);
     remote.verify().unwrap();
 }
 
@@ -634,17 +595,7 @@ fn a_server_that_coalesces_ranges_into_one_span_is_read_one_range_at_a_time() {
     let n = 20_000;
     let server = Coalescing::start(store(n, VALUE_LEN));
     let remote = open(&server.url(), quick()).unwrap();
-    for i in (0..n).step_by(97) {
-        assert_eq!(
-            remote
-                .get(format!("key-{i}").as_bytes())
-                .unwrap()
-                .unwrap()
-                .value(),
-            value(i, VALUE_LEN),
-            "key-{i}"
-        );
-    }
+    assert_reads_every_nth_key(&remote, n, 97, VALUE_LEN);
     let keys: Vec<String> = (0..500u64).map(|i| format!("key-{}", i * 37 % n)).collect();
     for (i, record) in (0..500u64).zip(remote.get_many(&keys).unwrap()) {
         assert_eq!(record.unwrap().value(), value(i * 37 % n, VALUE_LEN));

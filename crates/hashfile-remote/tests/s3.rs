@@ -6,7 +6,7 @@ use object_store::aws::AmazonS3Builder;
 use object_store::{ObjectStoreExt, PutPayload};
 
 mod support;
-use support::{minio_setting, store, value, Minio};
+use support::{assert_reads_every_nth_key, minio_setting, store, value, Minio};
 
 fn options(minio: &Minio) -> RemoteOptions {
     RemoteOptions {
@@ -104,17 +104,7 @@ fn s3_reads_batches_and_faults_against_minio() {
     };
     let remote = open("s3://stores/a/tenants.hf", small_cache).unwrap();
     assert_eq!(remote.len(), n);
-    for i in (0..n).step_by(97) {
-        assert_eq!(
-            remote
-                .get(format!("key-{i}").as_bytes())
-                .unwrap()
-                .unwrap()
-                .value(),
-            value(i, 40)
-        );
-    }
-    assert!(remote.get(b"absent").unwrap().is_none());
+    assert_reads_every_nth_key(&remote, n, 97, 40);
     let keys: Vec<String> = (0..100u64).map(|i| format!("key-{}", i * 487)).collect();
     // A batch needs its blocks to stay until it reads them: the default
     // cache holds 2,048.

@@ -34,20 +34,7 @@ fn round_trips_at_several_sizes() {
         };
         for (source, store) in stores {
             assert_eq!(store.len(), n);
-            for i in 0..n {
-                assert_eq!(
-                    store.get(&key(i)).unwrap().unwrap().value(),
-                    value(i),
-                    "{source}: n={n} i={i}"
-                );
-            }
-            for i in n..n + 1_000 {
-                assert_eq!(
-                    store.get(&key(i)).unwrap(),
-                    None,
-                    "{source}: absent key {i} at n={n}"
-                );
-            }
+            assert_finds_its_keys_and_no_other(&store, n, source);
             // Iteration gives the records in insertion order.
             let mut count = 0;
             for (i, record) in store.iter().enumerate() {
@@ -84,6 +71,29 @@ fn build_with(n: u64, options: BuildOptions) -> Vec<u8> {
     b.to_bytes().unwrap()
 }
 
+/// Every key of `build_with(n, ..)` has its value in `store`, read through
+/// `source`, and the 1,000 keys after them are absent.
+fn assert_finds_its_keys_and_no_other<S: hashfile::read::Source>(
+    store: &Reader<S>,
+    n: u64,
+    source: &str,
+) {
+    for i in 0..n {
+        assert_eq!(
+            store.get(&key(i)).unwrap().unwrap().value(),
+            value(i),
+            "{source}: n={n} i={i}"
+        );
+    }
+    for i in n..n + 1_000 {
+        assert_eq!(
+            store.get(&key(i)).unwrap(),
+            None,
+            "{source}: absent key {i} at n={n}"
+        );
+    }
+}
+
 /// The compact index (docs/FORMAT.md, "The compact index") in one part
 /// and in many, over every source: every key found, absent keys absent,
 /// `verify` clean, a function under 2.2 bits per key at its defaults, and
@@ -109,20 +119,7 @@ fn compact_stores_round_trip() {
             assert_eq!(header.geometry.part_count, parts, "n={n}");
             let flags = REQUIRED_COMPACT_INDEX | if parts > 1 { REQUIRED_PARTS } else { 0 };
             assert_eq!(header.required_flags, flags, "n={n}");
-            for i in 0..n {
-                assert_eq!(
-                    store.get(&key(i)).unwrap().unwrap().value(),
-                    value(i),
-                    "{source}: n={n} i={i}"
-                );
-            }
-            for i in n..n + 1_000 {
-                assert_eq!(
-                    store.get(&key(i)).unwrap(),
-                    None,
-                    "{source}: absent key {i} at n={n}"
-                );
-            }
+            assert_finds_its_keys_and_no_other(&store, n, source);
             let keys: Vec<Vec<u8>> = (0..n + 100).map(key).collect();
             let found = store.get_many(&keys).unwrap();
             for (i, record) in found.iter().enumerate() {
@@ -199,20 +196,7 @@ fn partitioned_stores_round_trip() {
             let header = store.header();
             assert_eq!(header.geometry.part_count, parts, "n={n}");
             assert_eq!(header.required_flags, REQUIRED_PARTS, "n={n}");
-            for i in 0..n {
-                assert_eq!(
-                    store.get(&key(i)).unwrap().unwrap().value(),
-                    value(i),
-                    "{source}: n={n} i={i}"
-                );
-            }
-            for i in n..n + 1_000 {
-                assert_eq!(
-                    store.get(&key(i)).unwrap(),
-                    None,
-                    "{source}: absent key {i} at n={n}"
-                );
-            }
+            assert_finds_its_keys_and_no_other(&store, n, source);
             store.verify().unwrap_or_else(|e| panic!("{source}: {e}"));
         }
         let store = Reader::new(bytes).unwrap();

@@ -274,7 +274,13 @@ fn rebuilds_the_partitioned_vector_byte_for_byte() {
         hashfile::format::REQUIRED_PARTS
     );
     assert_eq!(store.header().geometry.part_count, 3);
-    for i in 0..40 {
+    assert_holds_key_i_to_value_i(&store, 40);
+}
+
+/// `store` maps `key-I` to `value-I` for every I below `n`, and holds no
+/// `key-N`.
+fn assert_holds_key_i_to_value_i(store: &Reader<memmap2::Mmap>, n: u64) {
+    for i in 0..n {
         assert_eq!(
             store
                 .get(format!("key-{i}").as_bytes())
@@ -284,7 +290,7 @@ fn rebuilds_the_partitioned_vector_byte_for_byte() {
             format!("value-{i}").as_bytes()
         );
     }
-    assert_eq!(store.get(b"key-40").unwrap(), None);
+    assert_eq!(store.get(format!("key-{n}").as_bytes()).unwrap(), None);
 }
 
 /// The options the compact vectors are built with: `BuildOptions::compact`
@@ -349,15 +355,5 @@ fn rebuilds_the_partitioned_compact_vector_byte_for_byte() {
         hashfile::format::REQUIRED_COMPACT_INDEX | hashfile::format::REQUIRED_PARTS
     );
     assert_eq!(store.header().geometry.part_count, 4);
-    for i in 0..1_000 {
-        assert_eq!(
-            store
-                .get(format!("key-{i}").as_bytes())
-                .unwrap()
-                .unwrap()
-                .value(),
-            format!("value-{i}").as_bytes()
-        );
-    }
-    assert_eq!(store.get(b"key-1000").unwrap(), None);
+    assert_holds_key_i_to_value_i(&store, 1_000);
 }

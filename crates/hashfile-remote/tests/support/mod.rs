@@ -63,6 +63,48 @@ pub fn value(i: u64, value_len: usize) -> Vec<u8> {
     v
 }
 
+/// Reads every `step`th key of a `store(n, value_len)` through `remote`,
+/// one lookup each, and checks its value, then that a key it lacks is
+/// absent.
+pub fn assert_reads_every_nth_key(
+    remote: &hashfile_remote::RemoteReader,
+    n: u64,
+    step: usize,
+    value_len: usize,
+) {
+    for i in (0..n).step_by(step) {
+        let found = remote.get(format!("key-{i}").as_bytes()).unwrap();
+        assert_eq!(
+            found.unwrap_or_else(|| panic!("key-{i} missing")).value(),
+            value(i, value_len),
+            "key-{i}"
+        );
+    }
+    assert!(remote.get(b"absent").unwrap().is_none());
+}
+
+/// A batch of 100 keys of a `store(n, value_len)` through `remote`: every
+/// value right, in at most 4 round trips, as many as one lookup takes.
+pub fn assert_a_batch_takes_one_lookups_round_trips(
+    remote: &hashfile_remote::RemoteReader,
+    n: u64,
+    value_len: usize,
+) {
+    let keys: Vec<String> = (0..100u64)
+        .map(|i| format!("key-{}", i * 1999 % n))
+        .collect();
+    let before = remote.source().stats().fetches;
+    let found = remote.get_many(&keys).unwrap();
+    let trips = remote.source().stats().fetches - before;
+    assert!(trips <= 4, "{trips} round trips for 100 keys");
+    for (i, record) in (0..100u64).zip(&found) {
+        assert_eq!(
+            record.as_ref().unwrap().value(),
+            value(i * 1999 % n, value_len)
+        );
+    }
+}
+
 /// nginx serving `root()` at `/files/`, with fault locations.
 pub struct Nginx {
     child: Child,
