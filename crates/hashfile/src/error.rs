@@ -192,6 +192,14 @@ pub enum Error {
         /// Number of hash seeds tried.
         attempts: u32,
     },
+
+    /// zstd failed while compressing values (it could not allocate a
+    /// context, say): the build stops and nothing is published.
+    #[error("compressing values failed: {reason}")]
+    Compression {
+        /// What zstd said.
+        reason: String,
+    },
 }
 
 /// Shorthand for `std::result::Result<T, hashfile::Error>`.

@@ -73,6 +73,7 @@ pub mod bits;
 pub mod build;
 mod cancel;
 pub mod chd;
+pub mod compress;
 pub mod dataset;
 mod error;
 pub mod format;
@@ -86,6 +87,7 @@ pub mod value;
 
 pub use build::{Batch, BuildOptions, Builder, IndexKind, OnDuplicate, DEFAULT_KEYS_PER_PART};
 pub use cancel::CancelFlag;
+pub use compress::Compression;
 pub use error::{DisplayBytes, Error, Location, Position, Result, MAX_PARSE_MESSAGE};
 pub use format::{Record, ValueKind};
 pub use read::{Info, Iter, Reader, RecordBuf};

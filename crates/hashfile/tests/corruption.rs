@@ -122,8 +122,13 @@ fn damaged_headers_name_what_is_wrong() {
         ),
         (
             "unknown required feature",
+            with_header(&good, |h| h.required_flags = 16),
+            Box::new(|e| matches!(e, Error::UnsupportedFeatures { bits: 16, .. })),
+        ),
+        (
+            "compressed values without a dictionary",
             with_header(&good, |h| h.required_flags = 8),
-            Box::new(|e| matches!(e, Error::UnsupportedFeatures { bits: 8, .. })),
+            corrupt("dictionary", "section is missing from the section table"),
         ),
         (
             "section past end",
@@ -290,7 +295,7 @@ fn missing_and_repeated_sections_are_named() {
 }
 
 fn reseal(mut bytes: Vec<u8>) -> Vec<u8> {
-    let len = Header::encoded_len();
+    let len = Header::encoded_len(false);
     let sum = xxhash_rust_free_checksum(&bytes[..len - 8]);
     bytes[len - 8..len].copy_from_slice(&sum.to_le_bytes());
     bytes

@@ -12,14 +12,18 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("cancel", &["error"]),
     ("dataset", &[]),
     ("bits", &["parallel"]),
-    ("format", &["error", "bits"]),
+    ("compress", &["error"]),
+    ("format", &["error", "bits", "compress"]),
     ("value", &["error", "format"]),
     ("chd", &["error", "format", "cancel", "parallel"]),
-    ("read", &["error", "bits", "format", "chd", "value"]),
+    (
+        "read",
+        &["error", "bits", "format", "chd", "value", "compress"],
+    ),
     (
         "build",
         &[
-            "error", "bits", "format", "chd", "value", "read", "cancel", "parallel",
+            "error", "bits", "format", "chd", "value", "read", "cancel", "parallel", "compress",
         ],
     ),
     (

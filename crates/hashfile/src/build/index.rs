@@ -26,6 +26,10 @@ pub(super) struct RecordsSection<'a> {
     pub(super) hashes: Option<&'a [u64]>,
     /// Whether any record holds a typed value.
     pub(super) typed: bool,
+    /// The dictionary section, in a build with compression.
+    pub(super) dictionary: Option<&'a [u8]>,
+    /// Whether any record's value is compressed.
+    pub(super) compressed: bool,
 }
 
 /// Builds the perfect hash over the records' keys and lays out the file.
@@ -89,11 +93,15 @@ pub(super) fn prepare(
     );
     drop(slots);
     index.push((SectionId::Slots, packed_slots));
+    // The dictionary goes right after the records, before the index.
+    if let Some(dictionary) = records.dictionary {
+        index.insert(0, (SectionId::Dictionary, dictionary.to_vec()));
+    }
 
     // File order: header, records, then the index sections, each at a
     // multiple of 8.
-    let header_len = Header::encoded_len();
-    let mut sections = [Section::default(); 7];
+    let header_len = Header::encoded_len(records.dictionary.is_some());
+    let mut sections = [Section::default(); 8];
     let mut at = (header_len as u64).next_multiple_of(8);
     sections[SectionId::Records.index()] = Section {
         offset: at,
@@ -126,6 +134,10 @@ pub(super) fn prepare(
         } | match o.index {
             IndexKind::Classic => 0,
             IndexKind::Compact => format::REQUIRED_COMPACT_INDEX,
+        } | if records.compressed {
+            format::REQUIRED_COMPRESSED_VALUES
+        } else {
+            0
         },
         file_len: at,
         hash_seed: seed,

@@ -4,10 +4,12 @@
 //! - `options`: the build options, their defaults and ranges;
 //! - `batch`: records encoded away from the builder, appended in one go;
 //! - `records`: where the records are kept (memory or the spill file);
+//! - `compress`: the pass that compresses the values, with a dictionary;
 //! - `index`: the perfect hash packed into sections, and the header;
 //! - `publish`: the temporary file and the rename.
 
 mod batch;
+mod compress;
 mod index;
 mod options;
 mod publish;
@@ -18,6 +20,7 @@ use std::path::Path;
 
 use crate::cancel::CancelFlag;
 use crate::chd;
+use crate::compress::Compression;
 use crate::error::{Error, Result};
 use crate::format::{Header, Record, SectionId, ValueKind};
 
@@ -87,6 +90,22 @@ pub struct Builder {
     typed: bool,
     /// Stops writing the store when raised.
     cancel: CancelFlag,
+    /// What the compression pass made, once it has run: its records are
+    /// compressed, so writing the store again reuses this.
+    compressed: Option<CompressedValues>,
+}
+
+/// What the compression pass left for the header and the index.
+#[derive(Debug)]
+struct CompressedValues {
+    /// The dictionary section: stats, then the dictionary.
+    section: Vec<u8>,
+    /// Whether any value was compressed (the required flag).
+    any: bool,
+    /// XXH3 of the rewritten records.
+    checksum: u64,
+    /// The entries the pass rewrote.
+    entries: usize,
 }
 
 impl Builder {
@@ -99,6 +118,7 @@ impl Builder {
             offsets: Offsets::Narrow(Vec::new()),
             typed: false,
             cancel: CancelFlag::new(),
+            compressed: None,
         })
     }
 
@@ -114,7 +134,12 @@ impl Builder {
         let mut temp = TempFile::create_beside(destination).map_err(with_path)?;
         // Room for the header, written last.
         temp.file
-            .write_all(&vec![0u8; Header::encoded_len()])
+            .write_all(&vec![
+                0u8;
+                Header::encoded_len(
+                    options.compression != Compression::None
+                )
+            ])
             .map_err(with_path)?;
         let spill = Spill::new(temp, destination.to_path_buf());
         Ok(Builder {
@@ -123,6 +148,7 @@ impl Builder {
             offsets: Offsets::Narrow(Vec::new()),
             typed: false,
             cancel: CancelFlag::new(),
+            compressed: None,
         })
     }
 
@@ -156,11 +182,82 @@ impl Builder {
         match &self.records {
             Records::Memory(v) => v,
             Records::File(spill) => {
-                let start = Header::encoded_len();
+                let start = Header::encoded_len(self.with_dictionary());
                 &spill.sealed.as_ref().expect("sealed before use")
                     [start..start + spill.len as usize]
             }
         }
+    }
+
+    /// Whether the store gets a dictionary section (a build with
+    /// compression): its header is one section longer.
+    fn with_dictionary(&self) -> bool {
+        self.options.compression != Compression::None
+    }
+
+    /// The compression pass (`compress`): trains the dictionary, rewrites
+    /// the records with their values compressed and replaces the offsets.
+    fn compress_values(&mut self, level: i32) -> Result<CompressedValues> {
+        let dictionary = compress::train(self.records(), &self.offsets);
+        let records_len = self.records_len();
+        let done = match &mut self.records {
+            Records::Memory(records) => {
+                let mut io = compress::InMemory {
+                    records,
+                    out: Vec::with_capacity(records.len()),
+                };
+                let done = compress::rewrite(
+                    &mut io,
+                    &self.offsets,
+                    records_len,
+                    level,
+                    &dictionary,
+                    &self.cancel,
+                )?;
+                let out = io.out;
+                *records = out;
+                done
+            }
+            Records::File(spill) => {
+                // The file changes under the map: read and write it with
+                // positioned calls, then map it again.
+                spill.sealed = None;
+                let start = Header::encoded_len(true) as u64;
+                let path = spill.destination.clone();
+                let with_path = |e: std::io::Error| Error::io(Some(&path), e);
+                let mut io = compress::InFile {
+                    file: &spill.temp.file,
+                    path: &path,
+                    start,
+                    written: 0,
+                };
+                let done = compress::rewrite(
+                    &mut io,
+                    &self.offsets,
+                    records_len,
+                    level,
+                    &dictionary,
+                    &self.cancel,
+                )?;
+                // What lay past the shorter records goes: the index is
+                // written after them, and the gaps must be zero.
+                spill
+                    .temp
+                    .file
+                    .set_len(start + done.len)
+                    .map_err(with_path)?;
+                spill.len = done.len;
+                spill.seal().map_err(with_path)?;
+                done
+            }
+        };
+        self.offsets = done.offsets;
+        Ok(CompressedValues {
+            section: done.section,
+            any: done.any,
+            checksum: done.checksum,
+            entries: self.offsets.len(),
+        })
     }
 
     /// Ends adding to a streaming build: writes what is buffered and makes
@@ -454,13 +551,32 @@ impl Builder {
                 max: chd::MAX_BUILD_ENTRIES as u64,
             });
         }
+        // Records the pass compressed cannot be told from new ones by a
+        // second pass, nor merged with them.
+        if self.compressed.as_ref().is_some_and(|c| c.entries != n) {
+            return Err(Error::InvalidOption {
+                name: "compression",
+                reason: "entries were added after the store was written with compressed values; \
+                         a builder with compression writes one set of entries (start a new one)"
+                    .into(),
+            });
+        }
         self.cancel.check()?;
         self.seal()?;
         self.resolve_duplicates()?;
         self.cancel.check()?;
+        if let (Compression::Zstd { level }, None) = (self.options.compression, &self.compressed) {
+            self.compressed = Some(self.compress_values(level)?);
+        }
+        self.cancel.check()?;
+        let compressed = self.compressed.as_ref();
         let (checksum, hashes) = match &self.records {
-            // A streaming build summed its records as it wrote them.
-            Records::File(spill) => (spill.checksum.digest(), Some(spill.hashes.as_slice())),
+            // A streaming build summed its records as it wrote them (and
+            // the compression pass as it rewrote them).
+            Records::File(spill) => (
+                compressed.map_or_else(|| spill.checksum.digest(), |c| c.checksum),
+                Some(spill.hashes.as_slice()),
+            ),
             Records::Memory(v) => (xxhash_rust::xxh3::xxh3_64(v), None),
         };
         let records = RecordsSection {
@@ -469,6 +585,8 @@ impl Builder {
             checksum,
             hashes,
             typed: self.typed,
+            dictionary: compressed.map(|c| c.section.as_slice()),
+            compressed: compressed.is_some_and(|c| c.any),
         };
         let prepared = match index::prepare(&records, &self.options, &self.cancel) {
             Err(Error::DuplicateKey { .. }) => return Err(self.duplicate_error()),
@@ -482,6 +600,12 @@ impl Builder {
     /// same bytes.
     pub fn write_to<W: Write>(&mut self, out: W) -> Result<u64> {
         let prepared = self.finish()?;
+        self.write_prepared(&prepared, out)
+    }
+
+    /// Writes the store `finish` prepared. `finish` runs once per store:
+    /// the compression pass rewrites the records it reads.
+    fn write_prepared<W: Write>(&self, prepared: &Prepared, out: W) -> Result<u64> {
         let mut out = BufWriter::with_capacity(1 << 20, out);
         let io = |e| Error::io(None, e);
         let header = prepared.header.encode();
@@ -536,19 +660,17 @@ impl Builder {
         let with_path = |e: std::io::Error| Error::io(Some(path), e);
         // Once published, the file is never written again: a second
         // write_file goes through a new temporary file like any other.
-        if matches!(&self.records, Records::File(spill) if spill.destination == path && !spill.temp.published)
-        {
-            let prepared = self.finish().map_err(|e| e.with_path(path))?;
-            // Dropping duplicates may have moved the records to memory;
-            // if not, the index goes into the file that holds them.
-            if let Records::File(spill) = &mut self.records {
-                let len = publish::write_in_place(spill, &prepared)?;
-                return publish::publish(&mut spill.temp, path, len, &self.cancel, before_publish);
-            }
+        let in_place = matches!(&self.records, Records::File(spill) if spill.destination == path && !spill.temp.published);
+        let prepared = self.finish().map_err(|e| e.with_path(path))?;
+        // Dropping duplicates may have moved the records to memory; if not,
+        // the index goes into the file that holds them.
+        if let (true, Records::File(spill)) = (in_place, &mut self.records) {
+            let len = publish::write_in_place(spill, &prepared)?;
+            return publish::publish(&mut spill.temp, path, len, &self.cancel, before_publish);
         }
         let mut temp = TempFile::create_beside(path).map_err(with_path)?;
         let len = self
-            .write_to(&mut temp.file)
+            .write_prepared(&prepared, &mut temp.file)
             .map_err(|e| e.with_path(path))?;
         publish::publish(&mut temp, path, len, &self.cancel, before_publish)
     }

@@ -4,6 +4,7 @@
 
 use crate::bits::BlockLayout;
 use crate::chd;
+use crate::compress::Compression;
 use crate::error::{Error, Result};
 
 /// Build parameters. `Default` gives the documented defaults.
@@ -41,6 +42,10 @@ pub struct BuildOptions {
     /// of up to this many keys has one part and reads without the
     /// partitioned-store feature.
     pub keys_per_part: u64,
+    /// How values are stored: raw (the default), or each compressed with
+    /// zstd and a dictionary trained from the store's values
+    /// (`crate::compress`).
+    pub compression: Compression,
 }
 
 /// What a key added more than once does.
@@ -162,6 +167,7 @@ impl Default for BuildOptions {
             on_duplicate: OnDuplicate::Error,
             keys_per_part: DEFAULT_KEYS_PER_PART,
             index: IndexKind::Classic,
+            compression: Compression::None,
         }
     }
 }

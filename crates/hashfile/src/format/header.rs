@@ -3,7 +3,8 @@
 
 use super::{
     FIXED_HEADER_LEN, HEADER_PREFIX_LEN, KNOWN_REQUIRED_FLAGS, MAGIC, PART_ENTRY_LEN,
-    REQUIRED_COMPACT_INDEX, REQUIRED_PARTS, SECTION_ENTRY_LEN, VERSION_MAJOR,
+    REQUIRED_COMPACT_INDEX, REQUIRED_COMPRESSED_VALUES, REQUIRED_PARTS, SECTION_ENTRY_LEN,
+    VERSION_MAJOR,
 };
 use crate::bits::{self, BlockLayout};
 use crate::error::{Error, Result};
@@ -26,12 +27,15 @@ pub enum SectionId {
     Pilots = 6,
     /// The compact index's parts table: `PART_ENTRY_LEN` bytes per part.
     Parts = 7,
+    /// The compressed values' stats and zstd dictionary
+    /// (`crate::compress`): in a store built with compression.
+    Dictionary = 8,
 }
 
 impl SectionId {
     /// Every section id this version knows (the order of
     /// `Header::sections`).
-    pub const ALL: [SectionId; 7] = [
+    pub const ALL: [SectionId; 8] = [
         SectionId::SeedIndex,
         SectionId::Seeds,
         SectionId::Remap,
@@ -39,6 +43,7 @@ impl SectionId {
         SectionId::Records,
         SectionId::Pilots,
         SectionId::Parts,
+        SectionId::Dictionary,
     ];
 
     /// The sections of a store with the classic index, in section-table
@@ -61,6 +66,37 @@ impl SectionId {
         SectionId::Records,
     ];
 
+    /// `CLASSIC` and the dictionary: a store built with compression.
+    pub const CLASSIC_COMPRESSED: [SectionId; 6] = [
+        SectionId::SeedIndex,
+        SectionId::Seeds,
+        SectionId::Remap,
+        SectionId::Slots,
+        SectionId::Records,
+        SectionId::Dictionary,
+    ];
+
+    /// `COMPACT` and the dictionary.
+    pub const COMPACT_COMPRESSED: [SectionId; 6] = [
+        SectionId::Pilots,
+        SectionId::Parts,
+        SectionId::Remap,
+        SectionId::Slots,
+        SectionId::Records,
+        SectionId::Dictionary,
+    ];
+
+    /// The sections of a store, in section-table order, by its index
+    /// layout and whether it has a dictionary section.
+    pub fn of_store(compact: bool, dictionary: bool) -> &'static [SectionId] {
+        match (compact, dictionary) {
+            (false, false) => &SectionId::CLASSIC,
+            (true, false) => &SectionId::COMPACT,
+            (false, true) => &SectionId::CLASSIC_COMPRESSED,
+            (true, true) => &SectionId::COMPACT_COMPRESSED,
+        }
+    }
+
     /// The section's name in messages and in `info`.
     pub fn name(self) -> &'static str {
         match self {
@@ -71,6 +107,7 @@ impl SectionId {
             SectionId::Records => "records",
             SectionId::Pilots => "pilots",
             SectionId::Parts => "parts",
+            SectionId::Dictionary => "dictionary",
         }
     }
 
@@ -220,8 +257,9 @@ pub struct Header {
     /// Build parameters, informational.
     pub parameters: BuildParameters,
     /// Every section, in `SectionId::ALL` order; those of the other index
-    /// layout are absent (all zero).
-    pub sections: [Section; 7],
+    /// layout, and the dictionary of a store built without compression,
+    /// are absent (all zero).
+    pub sections: [Section; 8],
 }
 
 /// Reads little-endian fields in file order from bytes known to be long
@@ -267,13 +305,23 @@ impl Header {
         self.required_flags & REQUIRED_COMPACT_INDEX != 0
     }
 
+    /// Whether the store has a dictionary section (it was built with
+    /// compression; its records may still all be raw).
+    #[inline]
+    pub fn has_dictionary(&self) -> bool {
+        // No section starts at 0: the header is there.
+        self.section(SectionId::Dictionary).offset != 0
+    }
+
+    /// Whether some records hold compressed values.
+    #[inline]
+    pub fn has_compressed_values(&self) -> bool {
+        self.required_flags & REQUIRED_COMPRESSED_VALUES != 0
+    }
+
     /// The sections the store has, in section-table order.
-    pub fn present_sections(&self) -> [SectionId; 5] {
-        if self.is_compact() {
-            SectionId::COMPACT
-        } else {
-            SectionId::CLASSIC
-        }
+    pub fn present_sections(&self) -> &'static [SectionId] {
+        SectionId::of_store(self.is_compact(), self.has_dictionary())
     }
 
     /// Number of seed blocks (none with the compact index).
@@ -297,14 +345,15 @@ impl Header {
         bits::bits_for(self.geometry.entry_count.saturating_sub(1))
     }
 
-    /// Length of the header this library writes: five sections.
-    pub fn encoded_len() -> usize {
-        FIXED_HEADER_LEN + SectionId::CLASSIC.len() * SECTION_ENTRY_LEN + 8
+    /// Length of the header this library writes: five sections, and a
+    /// sixth, the dictionary, for a build with compression.
+    pub fn encoded_len(with_dictionary: bool) -> usize {
+        FIXED_HEADER_LEN + SectionId::of_store(false, with_dictionary).len() * SECTION_ENTRY_LEN + 8
     }
 
     /// Encodes the header, with its checksum, as docs/FORMAT.md lays it out.
     pub fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(Self::encoded_len());
+        let mut out = Vec::with_capacity(Self::encoded_len(self.has_dictionary()));
         out.extend_from_slice(&MAGIC);
         out.extend_from_slice(&self.major.to_le_bytes());
         out.extend_from_slice(&self.minor.to_le_bytes());
@@ -340,7 +389,7 @@ impl Header {
         };
         out.extend_from_slice(&parts.to_le_bytes());
         debug_assert_eq!(out.len(), FIXED_HEADER_LEN);
-        for id in self.present_sections() {
+        for &id in self.present_sections() {
             let s = self.section(id);
             out.extend_from_slice(&(id as u32).to_le_bytes());
             out.extend_from_slice(&0u32.to_le_bytes());
@@ -471,7 +520,7 @@ impl Header {
                 "section count {section_count} does not match header length {header_len}"
             )));
         }
-        let mut found: [Option<Section>; 7] = [None; 7];
+        let mut found: [Option<Section>; 8] = [None; 8];
         let mut fields = Fields(bytes, FIXED_HEADER_LEN);
         for _ in 0..section_count {
             let id = fields.u32();
@@ -499,14 +548,16 @@ impl Header {
             *slot = Some(section);
         }
         // The sections of the store's index layout must be there; those of
-        // the other are ignored, as unknown ids are.
-        let present = if required_flags & REQUIRED_COMPACT_INDEX != 0 {
-            SectionId::COMPACT
-        } else {
-            SectionId::CLASSIC
-        };
-        let mut sections = [Section::default(); 7];
-        for id in present {
+        // the other are ignored, as unknown ids are. The dictionary must
+        // be there when a record may be compressed; a store built with
+        // compression whose values all stayed raw may have it too.
+        let compressed = required_flags & REQUIRED_COMPRESSED_VALUES != 0;
+        let present = SectionId::of_store(
+            required_flags & REQUIRED_COMPACT_INDEX != 0,
+            compressed || found[SectionId::Dictionary.index()].is_some(),
+        );
+        let mut sections = [Section::default(); 8];
+        for &id in present {
             sections[id.index()] = found[id.index()].ok_or_else(|| {
                 Error::corrupt(id.name(), "section is missing from the section table")
             })?;
@@ -651,6 +702,19 @@ impl Header {
             SectionId::Slots,
             bits::packed_len(g.entry_count, self.offset_bits()),
         )?;
+        if self.has_dictionary() {
+            let len = self.section(SectionId::Dictionary).length;
+            let (least, most) = (
+                crate::compress::STATS_LEN as u64,
+                (crate::compress::STATS_LEN + crate::compress::MAX_DICTIONARY_LEN) as u64,
+            );
+            if !(least..=most).contains(&len) {
+                return Err(Error::corrupt(
+                    "dictionary",
+                    format!("section is {len} bytes, not {least} to {most}"),
+                ));
+            }
+        }
         // The seeds section's length is checked against the seed index's
         // last entry at open, which needs the section's bytes.
         Ok(())

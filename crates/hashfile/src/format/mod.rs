@@ -38,9 +38,15 @@ pub const REQUIRED_PARTS: u64 = 2;
 /// compact index"): one byte per bucket in a pilots section, a parts table
 /// and per-part remaps, in place of the seed index and the seed blocks.
 pub const REQUIRED_COMPACT_INDEX: u64 = 4;
+/// Required-feature bit 3: some records hold compressed values (record
+/// flag bit 7; docs/FORMAT.md, "Compressed values"), decoded with the
+/// dictionary section's dictionary. Set exactly when a record is
+/// compressed, so a build asked to compress values none of which got
+/// smaller stays readable by readers without compression.
+pub const REQUIRED_COMPRESSED_VALUES: u64 = 8;
 /// Required-feature bits this reader understands.
 pub const KNOWN_REQUIRED_FLAGS: u64 =
-    REQUIRED_TYPED_VALUES | REQUIRED_PARTS | REQUIRED_COMPACT_INDEX;
+    REQUIRED_TYPED_VALUES | REQUIRED_PARTS | REQUIRED_COMPACT_INDEX | REQUIRED_COMPRESSED_VALUES;
 /// Bytes of one entry of the compact index's parts table.
 pub const PART_ENTRY_LEN: usize = 32;
 

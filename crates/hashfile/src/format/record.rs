@@ -12,8 +12,9 @@ use super::ValueKind;
 
 /// Bit 6 of a record's first byte: the key is UTF-8 text (else binary).
 pub const KEY_UTF8: u8 = 0x40;
-/// Bit 7 of a record's first byte: reserved, must be 0 in version 1.
-pub const RESERVED: u8 = 0x80;
+/// Bit 7 of a record's first byte: the value is compressed (a zstd frame,
+/// `crate::compress`); only in a store with the compressed-values flag.
+pub const COMPRESSED: u8 = 0x80;
 /// Mask of the value-kind tag in a record's first byte.
 pub const KIND_MASK: u8 = 0x3f;
 /// Longest a record's header (flags and the two lengths) can be.
@@ -35,6 +36,28 @@ pub struct Record<'a> {
     pub value: &'a [u8],
     /// The value's kind.
     pub kind: ValueKind,
+}
+
+/// Bit 7 of the flags of a record whose value `write` stores compressed:
+/// its `value` is then the frame, and `kind` the decoded value's kind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stored<'a> {
+    /// The record, its value as stored.
+    pub record: Record<'a>,
+    /// True if `record.value` is a compressed frame.
+    pub compressed: bool,
+}
+
+impl Stored<'_> {
+    /// Appends the record with its compressed flag.
+    #[inline]
+    pub fn write(&self, out: &mut Vec<u8>) {
+        let start = out.len();
+        self.record.write(out);
+        if self.compressed {
+            out[start] |= COMPRESSED;
+        }
+    }
 }
 
 impl<'a> Record<'a> {
@@ -86,6 +109,9 @@ pub struct Layout {
     pub kind: ValueKind,
     /// True if the key is UTF-8 text.
     pub key_utf8: bool,
+    /// True if the value is compressed (flag bit 7): the bytes at
+    /// `value_start` are a zstd frame, decoded with the store's dictionary.
+    pub compressed: bool,
     /// Where the key starts (the header's length).
     pub key_start: usize,
     /// Where the value starts.
@@ -123,8 +149,6 @@ impl Layout {
 /// What makes a record's header unreadable.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Damage {
-    /// Bit 7 of the flags is set.
-    ReservedFlag,
     /// The value kind is not one this version knows.
     UnknownKind(u8),
     /// A length is not a valid varint, or the lengths overflow.
@@ -134,7 +158,6 @@ pub enum Damage {
 impl fmt::Display for Damage {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Damage::ReservedFlag => f.write_str("record has a reserved flag set"),
             Damage::UnknownKind(tag) => write!(f, "unknown value type {tag}"),
             Damage::BadLength => f.write_str("bad record length"),
         }
@@ -149,15 +172,10 @@ pub fn parse(bytes: &[u8]) -> Result<Option<Layout>, Damage> {
     let Some(&flags) = bytes.first() else {
         return Ok(None);
     };
-    // One test for the reserved bit and every kind past the last known
-    // (kinds are 0..=3); which it was is worked out only for a damaged file.
-    const NOT_KNOWN: u8 = RESERVED | (KIND_MASK & !3);
-    if flags & NOT_KNOWN != 0 {
-        return Err(if flags & RESERVED != 0 {
-            Damage::ReservedFlag
-        } else {
-            Damage::UnknownKind(flags & KIND_MASK)
-        });
+    // Kinds are 0..=3. Whether the store allows a compressed value is the
+    // reader's to check.
+    if flags & KIND_MASK & !3 != 0 {
+        return Err(Damage::UnknownKind(flags & KIND_MASK));
     }
     let kind = match flags & 3 {
         0 => ValueKind::Binary,
@@ -188,6 +206,7 @@ pub fn parse(bytes: &[u8]) -> Result<Option<Layout>, Damage> {
     Ok(Some(Layout {
         kind,
         key_utf8: flags & KEY_UTF8 != 0,
+        compressed: flags & COMPRESSED != 0,
         key_start: pos,
         value_start,
         len,
@@ -248,7 +267,7 @@ mod tests {
 
     #[test]
     fn damaged_headers_are_named() {
-        assert_eq!(parse(&[0x80, 0, 0]), Err(Damage::ReservedFlag));
+        assert!(parse(&[0x80, 0, 0]).unwrap().unwrap().compressed);
         assert_eq!(parse(&[0x05, 0, 0]), Err(Damage::UnknownKind(5)));
         assert_eq!(
             parse(

@@ -103,6 +103,23 @@ impl<'a> RecordBuf<'a> {
         }
     }
 
+    /// A record whose value was decoded (`Reader::decoded`): `bytes` is the
+    /// value followed by the key's last `key_len` bytes.
+    fn from_decoded(bytes: Vec<u8>, key_len: usize, layout: Layout) -> RecordBuf<'a> {
+        // SAFETY: as in `into_owned`: the slices point into the Vec kept
+        // beside them in `_held`, and are handed out only borrowed from
+        // `&self`.
+        let (all, held) = unsafe { Piece::<'a>::owned(bytes).into_parts() };
+        let (value, key) = all.split_at(all.len() - key_len);
+        RecordBuf {
+            key,
+            value,
+            key_utf8: layout.key_utf8,
+            kind: layout.kind,
+            _held: held,
+        }
+    }
+
     /// A record borrowed for `'a` from a source in memory.
     #[inline(always)]
     fn borrowed(key: &'a [u8], value: &'a [u8], layout: Layout) -> RecordBuf<'a> {
@@ -204,6 +221,9 @@ pub struct Reader<S> {
     layout: BlockLayout,
     source: S,
     header: Header,
+    /// The compressed values' decoder, made from the dictionary section by
+    /// the first lookup that needs it (so opening stays a header check).
+    decoder: std::sync::OnceLock<crate::compress::Decoder>,
 }
 
 #[cfg(feature = "mmap")]
@@ -469,6 +489,7 @@ impl<S: Source> Reader<S> {
             layout,
             header,
             source,
+            decoder: std::sync::OnceLock::new(),
         };
         if compact {
             return Ok(reader);
@@ -1141,7 +1162,7 @@ impl<S: Source> Reader<S> {
         if let Some(bytes) = self.source.as_slice() {
             let (layout, key, value) = self.record_in_place(bytes, offset)?;
             return Ok(Some((
-                RecordBuf::borrowed(key, value, layout),
+                self.found(key, value, layout)?,
                 offset + layout.len as u64,
             )));
         }
@@ -1188,10 +1209,90 @@ impl<S: Source> Reader<S> {
                 .read_exact_at(at, layout.len)
                 .map_err(io_error)?;
         }
+        if layout.compressed {
+            let (key, value) = layout
+                .split(&piece)
+                .expect("the piece holds the record, checked above");
+            return Ok(Some((
+                self.decoded(key, value, layout)?,
+                offset + layout.len as u64,
+            )));
+        }
         Ok(Some((
             RecordBuf::new(piece, layout),
             offset + layout.len as u64,
         )))
+    }
+
+    /// The record found in memory: borrowed as it is, or decoded if its
+    /// value is compressed.
+    #[inline(always)]
+    fn found<'b>(
+        &'b self,
+        key: &'b [u8],
+        value: &'b [u8],
+        layout: Layout,
+    ) -> Result<RecordBuf<'b>> {
+        if layout.compressed {
+            return self.decoded(key, value, layout);
+        }
+        Ok(RecordBuf::borrowed(key, value, layout))
+    }
+
+    /// The record of a compressed value, decoded into a buffer of its own.
+    /// Damage is an error: a frame that does not decode, decodes to another
+    /// length than it says, claims more than `compress::MAX_EXPANSION`
+    /// times its length, or is in a store whose header has no compressed
+    /// values.
+    #[cold]
+    fn decoded<'b>(&'b self, key: &[u8], frame: &[u8], layout: Layout) -> Result<RecordBuf<'b>> {
+        if !self.header.has_compressed_values() {
+            return Err(corrupt(
+                SectionId::Records,
+                "a record is compressed, but the header does not say the store has compressed values",
+            ));
+        }
+        let decoder = self.decoder()?;
+        let bytes = decoder
+            .decode(frame, key)
+            .map_err(|what| corrupt(SectionId::Records, &what))?;
+        Ok(RecordBuf::from_decoded(bytes, key.len(), layout))
+    }
+
+    /// The decoder of the store's compressed values, made from the
+    /// dictionary section (its length was checked at open) by the first
+    /// lookup that needs it. A failure is not kept: a remote read that
+    /// failed is tried again by the next lookup.
+    fn decoder(&self) -> Result<&crate::compress::Decoder> {
+        use crate::compress::{Decoder, STATS_LEN};
+        if let Some(decoder) = self.decoder.get() {
+            return Ok(decoder);
+        }
+        let section = self.header.section(SectionId::Dictionary);
+        let bytes = self
+            .source
+            .read_exact_at(
+                section.offset + STATS_LEN as u64,
+                (section.length - STATS_LEN as u64) as usize,
+            )
+            .map_err(io_error)?;
+        let decoder = Decoder::new(&bytes).map_err(|what| corrupt(SectionId::Dictionary, &what))?;
+        // Two threads may both make one; the first kept is the one used.
+        Ok(self.decoder.get_or_init(|| decoder))
+    }
+
+    /// What the dictionary section says of the compressed values (`None`
+    /// for a store built without compression): read from the source.
+    pub fn compression_stats(&self) -> Result<Option<crate::compress::Stats>> {
+        if !self.header.has_dictionary() {
+            return Ok(None);
+        }
+        let section = self.header.section(SectionId::Dictionary);
+        let bytes = self
+            .source
+            .read_exact_at(section.offset, crate::compress::STATS_LEN)
+            .map_err(io_error)?;
+        Ok(Some(crate::compress::Stats::decode(&bytes)))
     }
 
     /// The layout, key and value of the record at byte `offset` of the
@@ -1252,7 +1353,10 @@ impl<S: Source> Reader<S> {
             // The key is compared on the map, and the record built once,
             // where it is returned.
             let (layout, found, value) = self.record_in_place(bytes, offset)?;
-            return Ok((found == key).then(|| RecordBuf::borrowed(found, value, layout)));
+            if found != key {
+                return Ok(None);
+            }
+            return self.found(found, value, layout).map(Some);
         }
         match self.record_at(offset)? {
             Some((record, _)) if record.key() == key => Ok(Some(record)),
@@ -1321,8 +1425,11 @@ impl<S: Source> Reader<S> {
         }
         for (key, &offset) in group.iter().zip(&slots) {
             let (layout, stored, value) = self.record_in_place(bytes, offset)?;
-            let key = key.as_ref();
-            found.push((stored == key).then(|| RecordBuf::borrowed(stored, value, layout)));
+            found.push(if stored == key.as_ref() {
+                Some(self.found(stored, value, layout)?)
+            } else {
+                None
+            });
         }
         Ok(())
     }

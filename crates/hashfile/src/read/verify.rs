@@ -16,7 +16,7 @@ impl<S: Source> Reader<S> {
     /// and that every key's lookup lands on its own record. O(n).
     pub fn verify(&self) -> Result<()> {
         self.verify_padding()?;
-        for id in self.header.present_sections() {
+        for &id in self.header.present_sections() {
             let section = self.header.section(id);
             let mut hasher = xxhash_rust::xxh3::Xxh3::new();
             self.for_each_chunk(section.offset, section.length, |chunk| {

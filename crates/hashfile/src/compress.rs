@@ -1,0 +1,426 @@
+//! Compressed values (docs/FORMAT.md, "Compressed values"): the one place
+//! the zstd frame parameters, the dictionary section's layout, the
+//! dictionary training and the decoding live. A builder compresses each
+//! record's value alone, with a dictionary trained from a sample of the
+//! store's own values, so a lookup decodes only its own value.
+
+use std::cell::RefCell;
+
+use crate::error::{Error, Result};
+
+/// Values shorter than this stay raw. A frame costs 5 bytes before any
+/// data (a 2-byte frame header without the magic number, a 3-byte block
+/// header), and decoding one costs about 80 ns however short it is
+/// (`bench/compression.rb`): below 32 bytes the few bytes a dictionary
+/// saves are not worth a decode on every lookup.
+pub const MIN_COMPRESS_LEN: usize = 32;
+
+/// A compressed value decodes to at most this many times its stored
+/// length: what a reader allocates for a value is bounded by the bytes
+/// the value takes in the file, whatever a damaged or hostile frame
+/// declares. A builder stores a value that would compress further raw
+/// (a run of one byte; nothing realistic).
+pub const MAX_EXPANSION: u64 = 1024;
+
+/// Bytes before the dictionary in the dictionary section: four
+/// little-endian fields, informational (`info`): compressed values (u64),
+/// their decoded bytes (u64), their stored bytes (u64), the level (i32),
+/// and 4 zero bytes.
+pub const STATS_LEN: usize = 32;
+
+/// The longest dictionary a reader accepts: what opening a compressed
+/// store may read and parse is bounded whatever its header says.
+pub const MAX_DICTIONARY_LEN: usize = 1 << 20;
+
+/// The longest dictionary a build trains: zstd's own trainer defaults to
+/// 110 KB; 64 KiB keeps the dictionary small against a store while
+/// gaining most of its effect (docs/BENCHMARKS.md, "Compressed values").
+pub const DICTIONARY_CAPACITY: usize = 64 << 10;
+
+/// A build trains on at most this many bytes of values: zstd's guidance is
+/// about 100 times the dictionary's size.
+pub const SAMPLE_BYTES: usize = 100 * DICTIONARY_CAPACITY;
+
+/// The longest piece of one value a sample takes.
+const SAMPLE_VALUE_LEN: usize = 128 << 10;
+
+/// The level a build uses when none is given: zstd's own default.
+pub const DEFAULT_LEVEL: i32 = 3;
+
+/// The levels a build takes.
+pub const LEVEL_RANGE: (i32, i32) = (1, 22);
+
+/// What the dictionary section says about the compressed values.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Records whose value is compressed.
+    pub values: u64,
+    /// Their values' decoded bytes.
+    pub decoded_bytes: u64,
+    /// Their values' stored (compressed) bytes.
+    pub stored_bytes: u64,
+    /// The zstd level they were compressed at.
+    pub level: i32,
+}
+
+impl Stats {
+    /// The section's first `STATS_LEN` bytes.
+    pub fn encode(&self) -> [u8; STATS_LEN] {
+        let mut out = [0u8; STATS_LEN];
+        out[..8].copy_from_slice(&self.values.to_le_bytes());
+        out[8..16].copy_from_slice(&self.decoded_bytes.to_le_bytes());
+        out[16..24].copy_from_slice(&self.stored_bytes.to_le_bytes());
+        out[24..28].copy_from_slice(&self.level.to_le_bytes());
+        out
+    }
+
+    /// The stats at the start of a dictionary section of at least
+    /// `STATS_LEN` bytes.
+    pub fn decode(bytes: &[u8]) -> Stats {
+        let u64_at = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
+        Stats {
+            values: u64_at(0),
+            decoded_bytes: u64_at(8),
+            stored_bytes: u64_at(16),
+            level: i32::from_le_bytes(bytes[24..28].try_into().expect("4 bytes")),
+        }
+    }
+}
+
+/// The compression a build applies to values.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Compression {
+    /// Values are stored as they are.
+    #[default]
+    None,
+    /// Each value of at least [`MIN_COMPRESS_LEN`] bytes is a zstd frame
+    /// at this level, with a dictionary trained from the store's values;
+    /// a value that does not get smaller stays raw.
+    Zstd {
+        /// 1 to 22.
+        level: i32,
+    },
+}
+
+impl Compression {
+    /// The compression named as the CLI and bindings take it: `none`,
+    /// `zstd` (level 3) or `zstd:LEVEL`.
+    pub fn parse(name: &str) -> Result<Compression> {
+        let bad = |reason: String| Error::InvalidOption {
+            name: "compression",
+            reason,
+        };
+        let (codec, level) = match name.split_once(':') {
+            Some((codec, level)) => (codec, Some(level)),
+            None => (name, None),
+        };
+        match (codec, level) {
+            ("none", None) => Ok(Compression::None),
+            ("zstd", None) => Ok(Compression::Zstd {
+                level: DEFAULT_LEVEL,
+            }),
+            ("zstd", Some(level)) => {
+                let (lo, hi) = LEVEL_RANGE;
+                match level.parse::<i32>() {
+                    Ok(level) if (lo..=hi).contains(&level) => Ok(Compression::Zstd { level }),
+                    _ => Err(bad(format!(
+                        "{name:?}: the zstd level must be an integer from {lo} to {hi}"
+                    ))),
+                }
+            }
+            _ => Err(bad(format!(
+                "{name:?} is not a compression; one of none, zstd, zstd:LEVEL (LEVEL {}..={})",
+                LEVEL_RANGE.0, LEVEL_RANGE.1
+            ))),
+        }
+    }
+
+    /// The name `parse` takes back.
+    pub fn name(self) -> String {
+        match self {
+            Compression::None => "none".into(),
+            Compression::Zstd { level } if level == DEFAULT_LEVEL => "zstd".into(),
+            Compression::Zstd { level } => format!("zstd:{level}"),
+        }
+    }
+}
+
+/// Trains a dictionary on `samples` (values in store order, each cut to
+/// `SAMPLE_VALUE_LEN`). Empty when there is too little to train on or
+/// the trainer gives up: the values are then compressed without one.
+/// Deterministic: zstd's trainer is, for the same samples.
+pub fn train(samples: &[&[u8]]) -> Vec<u8> {
+    let mut joined = Vec::new();
+    let mut sizes = Vec::with_capacity(samples.len());
+    for sample in samples {
+        let sample = &sample[..sample.len().min(SAMPLE_VALUE_LEN)];
+        joined.extend_from_slice(sample);
+        sizes.push(sample.len());
+    }
+    // A dictionary of a tenth of what it is trained on, at most the
+    // capacity; under 1 KiB (10 KiB of values) it is not worth its bytes.
+    let capacity = (joined.len() / 10).min(DICTIONARY_CAPACITY);
+    if capacity < 1024 || sizes.len() < 8 {
+        return Vec::new();
+    }
+    let mut dictionary = Vec::with_capacity(capacity);
+    match zstd_safe::train_from_buffer(&mut dictionary, &joined, &sizes) {
+        Ok(_) => dictionary,
+        Err(_) => Vec::new(),
+    }
+}
+
+/// Compresses values with one dictionary, on one thread.
+pub struct Encoder<'d> {
+    context: zstd_safe::CCtx<'d>,
+    /// The last frame, before it is known to be worth keeping.
+    frame: Vec<u8>,
+}
+
+impl<'d> Encoder<'d> {
+    /// An encoder at `level` with `dictionary` (prepared once per build
+    /// with [`prepare_dictionary`]; `None` for no dictionary).
+    pub fn new(level: i32, dictionary: Option<&'d zstd_safe::CDict<'d>>) -> Result<Encoder<'d>> {
+        use zstd_safe::{CParameter, FrameFormat};
+        let failed = |what: &str, code: usize| Error::Compression {
+            reason: format!("{what}: {}", zstd_safe::get_error_name(code)),
+        };
+        let mut context = zstd_safe::CCtx::try_create().ok_or(Error::Compression {
+            reason: "zstd could not allocate a compression context".into(),
+        })?;
+        for parameter in [
+            CParameter::Format(FrameFormat::Magicless),
+            CParameter::ContentSizeFlag(true),
+            CParameter::ChecksumFlag(false),
+            CParameter::DictIdFlag(false),
+            CParameter::CompressionLevel(level),
+        ] {
+            context
+                .set_parameter(parameter)
+                .map_err(|code| failed("setting a zstd parameter", code))?;
+        }
+        if let Some(dictionary) = dictionary {
+            context
+                .ref_cdict(dictionary)
+                .map_err(|code| failed("loading the dictionary", code))?;
+        }
+        Ok(Encoder {
+            context,
+            frame: Vec::new(),
+        })
+    }
+
+    /// Appends `value` compressed to `out` and returns true, or appends
+    /// nothing and returns false where it would not be smaller (or would
+    /// decode to more than [`MAX_EXPANSION`] times its length).
+    pub fn compress(&mut self, value: &[u8], out: &mut Vec<u8>) -> Result<bool> {
+        if value.len() < MIN_COMPRESS_LEN {
+            return Ok(false);
+        }
+        self.frame.clear();
+        self.frame.reserve(zstd_safe::compress_bound(value.len()));
+        let written = self
+            .context
+            .compress2(&mut self.frame, value)
+            .map_err(|code| Error::Compression {
+                reason: format!("zstd: {}", zstd_safe::get_error_name(code)),
+            })?;
+        let smaller = written < value.len();
+        let bounded = (value.len() as u64) <= (written as u64).saturating_mul(MAX_EXPANSION);
+        if smaller && bounded {
+            out.extend_from_slice(&self.frame);
+            return Ok(true);
+        }
+        Ok(false)
+    }
+}
+
+/// The dictionary prepared for compressing at `level` (`None` for an
+/// empty one).
+pub fn prepare_dictionary(dictionary: &[u8], level: i32) -> Option<zstd_safe::CDict<'static>> {
+    (!dictionary.is_empty()).then(|| zstd_safe::CDict::create(dictionary, level))
+}
+
+/// Decodes the values of one store: its dictionary, parsed once.
+pub struct Decoder {
+    dictionary: Option<zstd_safe::DDict<'static>>,
+}
+
+impl std::fmt::Debug for Decoder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Decoder")
+            .field("dictionary", &self.dictionary.is_some())
+            .finish()
+    }
+}
+
+thread_local! {
+    /// One decompression context per thread, for every store: a context
+    /// takes about 100 KiB and some microseconds to make, a lookup a few
+    /// hundred nanoseconds. The dictionary is given with each call.
+    static CONTEXT: RefCell<Option<zstd_safe::DCtx<'static>>> = const { RefCell::new(None) };
+}
+
+impl Decoder {
+    /// The decoder of a dictionary section's dictionary (the bytes after
+    /// the stats; empty for none). An error if zstd cannot load it.
+    pub fn new(dictionary: &[u8]) -> std::result::Result<Decoder, String> {
+        if dictionary.is_empty() {
+            return Ok(Decoder { dictionary: None });
+        }
+        match zstd_safe::DDict::try_create(dictionary) {
+            Some(d) => Ok(Decoder {
+                dictionary: Some(d),
+            }),
+            None => Err("zstd cannot load the dictionary".into()),
+        }
+    }
+
+    /// The value `frame` holds, after `prefix` in the same buffer: the
+    /// buffer is `prefix` followed by the decoded value. An error names
+    /// what is wrong with the frame.
+    pub fn decode(&self, frame: &[u8], prefix: &[u8]) -> std::result::Result<Vec<u8>, String> {
+        let size = content_size(frame)?;
+        if size > (frame.len() as u64).saturating_mul(MAX_EXPANSION) {
+            return Err(format!(
+                "compressed value of {} bytes claims {size} bytes decoded, more than {MAX_EXPANSION} times its length",
+                frame.len()
+            ));
+        }
+        let size = size as usize;
+        // The value is decoded first and the prefix put after it: the
+        // decoder writes from the start of the buffer.
+        let mut out = Vec::with_capacity(size + prefix.len());
+        CONTEXT.with(|cell| {
+            let mut cell = cell.borrow_mut();
+            let context = match &mut *cell {
+                Some(context) => context,
+                none => none.insert(new_context()?),
+            };
+            let written = match &self.dictionary {
+                Some(d) => context.decompress_using_ddict(&mut out, frame, d),
+                None => context.decompress(&mut out, frame),
+            }
+            .map_err(|code| format!("compressed value: {}", zstd_safe::get_error_name(code)))?;
+            if written != size {
+                return Err(format!(
+                    "compressed value decodes to {written} bytes, its frame says {size}"
+                ));
+            }
+            Ok(())
+        })?;
+        out.extend_from_slice(prefix);
+        Ok(out)
+    }
+}
+
+fn new_context() -> std::result::Result<zstd_safe::DCtx<'static>, String> {
+    let mut context = zstd_safe::DCtx::try_create()
+        .ok_or_else(|| "zstd could not allocate a decompression context".to_string())?;
+    context
+        .set_parameter(zstd_safe::DParameter::Format(
+            zstd_safe::FrameFormat::Magicless,
+        ))
+        .map_err(|code| zstd_safe::get_error_name(code).to_string())?;
+    Ok(context)
+}
+
+/// The decoded length a frame (without its magic number) declares.
+fn content_size(frame: &[u8]) -> std::result::Result<u64, String> {
+    let mut header = std::mem::MaybeUninit::<zstd_sys::ZSTD_FrameHeader>::uninit();
+    // SAFETY: ZSTD_getFrameHeader_advanced reads at most `frame.len()`
+    // bytes from `frame`'s pointer and writes only the header struct it is
+    // given, which is valid for writes of its size; it returns 0 only once
+    // it has filled that struct, and only then is it read.
+    let code = unsafe {
+        zstd_sys::ZSTD_getFrameHeader_advanced(
+            header.as_mut_ptr(),
+            frame.as_ptr().cast(),
+            frame.len(),
+            zstd_sys::ZSTD_format_e::ZSTD_f_zstd1_magicless,
+        )
+    };
+    if code != 0 {
+        // SAFETY: ZSTD_isError only inspects the number.
+        let is_error = unsafe { zstd_sys::ZSTD_isError(code) } != 0;
+        return Err(if is_error {
+            format!("compressed value: {}", zstd_safe::get_error_name(code))
+        } else {
+            "compressed value is shorter than its frame header".into()
+        });
+    }
+    // SAFETY: filled by the call above, which returned 0.
+    let header = unsafe { header.assume_init() };
+    if header.frameContentSize == zstd_sys::ZSTD_CONTENTSIZE_UNKNOWN as u64 {
+        return Err("compressed value's frame does not say its decoded length".into());
+    }
+    Ok(header.frameContentSize)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_parse_back() {
+        for c in [
+            Compression::None,
+            Compression::Zstd { level: 3 },
+            Compression::Zstd { level: 19 },
+        ] {
+            assert_eq!(Compression::parse(&c.name()).unwrap(), c);
+        }
+        for bad in ["lz4", "zstd:0", "zstd:23", "zstd:x", "none:1", ""] {
+            let e = Compression::parse(bad).unwrap_err().to_string();
+            assert!(e.contains("compression"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn values_round_trip_with_and_without_a_dictionary() {
+        let values: Vec<Vec<u8>> = (0..200)
+            .map(|i| format!("{{\"id\":{i},\"name\":\"product {i}\",\"colour\":\"blue\",\"size\":\"large\"}}").into_bytes())
+            .collect();
+        let samples: Vec<&[u8]> = values.iter().map(Vec::as_slice).collect();
+        for dictionary in [train(&samples), Vec::new()] {
+            let prepared = prepare_dictionary(&dictionary, 3);
+            let mut encoder = Encoder::new(3, prepared.as_ref()).unwrap();
+            let decoder = Decoder::new(&dictionary).unwrap();
+            let mut compressed = 0;
+            for value in &values {
+                let mut out = vec![];
+                if encoder.compress(value, &mut out).unwrap() {
+                    compressed += 1;
+                    let decoded = decoder.decode(&out, b"key").unwrap();
+                    assert_eq!(&decoded[..value.len()], &value[..]);
+                    assert_eq!(&decoded[value.len()..], b"key");
+                }
+            }
+            // With a dictionary every value shrinks.
+            assert!(!dictionary.is_empty() || compressed < values.len());
+            if !dictionary.is_empty() {
+                assert_eq!(compressed, values.len());
+            }
+        }
+    }
+
+    #[test]
+    fn short_values_stay_raw_and_damage_is_an_error() {
+        let mut encoder = Encoder::new(3, None).unwrap();
+        let mut out = vec![];
+        assert!(!encoder.compress(b"short", &mut out).unwrap());
+        assert!(out.is_empty());
+        let value = vec![b'a'; 500];
+        assert!(encoder.compress(&value, &mut out).unwrap());
+        let decoder = Decoder::new(&[]).unwrap();
+        assert_eq!(decoder.decode(&out, b"").unwrap(), value);
+        // Cut short, or claiming more than the bound: errors, not values.
+        assert!(decoder.decode(&out[..out.len() - 1], b"").is_err());
+        assert!(decoder.decode(&out[..1], b"").is_err());
+        assert!(decoder.decode(&[], b"").is_err());
+        // A frame header claiming 2^40 bytes for a few stored bytes.
+        let mut bomb = out.clone();
+        bomb[0] |= 0xc0; // 8-byte content size
+        assert!(decoder.decode(&bomb, b"").is_err());
+    }
+}

@@ -1,0 +1,312 @@
+//! Compressed values (docs/FORMAT.md, "Compressed values"): every way of
+//! reading gives back the values as they were added, builds are
+//! deterministic, and damage is an error.
+use hashfile::format::{self, SectionId};
+use hashfile::value::Value;
+use hashfile::{BuildOptions, Builder, Compression, Error, Reader, Record, ValueKind};
+
+mod support;
+
+fn zstd() -> BuildOptions {
+    BuildOptions {
+        compression: Compression::Zstd { level: 3 },
+        ..BuildOptions::default()
+    }
+}
+
+/// A catalogue-like value: JSON text that repeats its field names and
+/// draws its words from a small vocabulary, as product records do.
+fn product(i: u64) -> String {
+    const WORDS: [&str; 12] = [
+        "steel", "garden", "compact", "blue", "kettle", "cordless", "oak", "travel", "kit",
+        "premium", "lamp", "set",
+    ];
+    let word = |k: u64| WORDS[((i * 7 + k * 13) % WORDS.len() as u64) as usize];
+    format!(
+        "{{\"sku\":\"SKU-{i:07}\",\"name\":\"{} {} {}\",\"price\":{}.{:02},\"description\":\"A {} {} for every {} and {}.\"}}",
+        word(1), word(2), word(3), i % 500, i % 100, word(4), word(5), word(6), word(7)
+    )
+}
+
+/// `n` entries: products as UTF-8 strings, every fifth a typed map, every
+/// seventh a value too short to compress, and one binary value.
+fn entries(n: u64) -> Vec<(Vec<u8>, Value)> {
+    (0..n)
+        .map(|i| {
+            let key = format!("product:{i}").into_bytes();
+            let value = if i % 7 == 3 {
+                Value::Str(format!("short {i}").into_bytes(), None)
+            } else if i % 5 == 0 {
+                Value::Map(vec![
+                    (Value::Str(b"sku".to_vec(), None), Value::Int(i as i64)),
+                    (
+                        Value::Str(b"text".to_vec(), None),
+                        Value::Str(product(i).into_bytes(), None),
+                    ),
+                ])
+            } else if i == 1 {
+                Value::Str(product(i).into_bytes(), Some("ASCII-8BIT".into()))
+            } else {
+                Value::Str(product(i).into_bytes(), None)
+            };
+            (key, value)
+        })
+        .collect()
+}
+
+fn build(options: BuildOptions, entries: &[(Vec<u8>, Value)]) -> Vec<u8> {
+    let mut builder = Builder::new(options).unwrap();
+    for (key, value) in entries {
+        builder.insert_value(key, true, value).unwrap();
+    }
+    builder.to_bytes().unwrap()
+}
+
+/// Every entry reads back by `get`, `get_many` and in order by `iter`,
+/// over every kind of source.
+fn assert_reads_back(bytes: &[u8], entries: &[(Vec<u8>, Value)]) {
+    for (source, store) in support::every_source(bytes) {
+        store.verify().unwrap_or_else(|e| panic!("{source}: {e}"));
+        for (key, value) in entries {
+            let found = store.get(key).unwrap().expect("present");
+            assert_eq!(&found.decode().unwrap(), value, "{source}");
+        }
+        let keys: Vec<&[u8]> = entries.iter().map(|(k, _)| k.as_slice()).collect();
+        let many = store.get_many(&keys).unwrap();
+        for ((_, value), found) in entries.iter().zip(many) {
+            assert_eq!(&found.unwrap().decode().unwrap(), value, "{source}");
+        }
+        let listed: Vec<Value> = store.iter().map(|r| r.unwrap().decode().unwrap()).collect();
+        let expected: Vec<Value> = entries.iter().map(|(_, v)| v.clone()).collect();
+        assert_eq!(listed, expected, "{source}");
+        assert!(store.get(b"product:none").unwrap().is_none());
+    }
+}
+
+#[test]
+fn compressed_values_read_back_everywhere_and_take_less_room() {
+    let entries = entries(3_000);
+    let raw = build(BuildOptions::default(), &entries);
+    let compressed = build(zstd(), &entries);
+    assert_reads_back(&compressed, &entries);
+    let store = Reader::new(compressed.clone()).unwrap();
+    let header = store.header();
+    assert!(header.has_compressed_values() && header.has_dictionary());
+    assert_ne!(
+        header.required_flags & format::REQUIRED_COMPRESSED_VALUES,
+        0
+    );
+    let stats = store.compression_stats().unwrap().unwrap();
+    // Every value but the short ones (3 in 7) is compressed.
+    let short = (0..3_000).filter(|i| i % 7 == 3).count() as u64;
+    assert_eq!(stats.values, 3_000 - short);
+    assert_eq!(stats.level, 3);
+    assert!(stats.stored_bytes * 3 < stats.decoded_bytes, "{stats:?}");
+    assert!(
+        compressed.len() * 2 < raw.len(),
+        "{} against {}",
+        compressed.len(),
+        raw.len()
+    );
+    // Kinds come back as they went in.
+    assert_eq!(
+        store.get(b"product:1").unwrap().unwrap().kind(),
+        ValueKind::Binary
+    );
+    assert_eq!(
+        store.get(b"product:2").unwrap().unwrap().kind(),
+        ValueKind::Utf8
+    );
+    assert_eq!(
+        store.get(b"product:5").unwrap().unwrap().kind(),
+        ValueKind::Typed
+    );
+}
+
+#[test]
+fn a_streaming_build_writes_the_bytes_a_build_in_memory_does() {
+    let entries = entries(2_000);
+    let in_memory = build(zstd(), &entries);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("streamed.hf");
+    let mut streaming = Builder::streaming(zstd(), &path).unwrap();
+    for (key, value) in &entries {
+        streaming.insert_value(key, true, value).unwrap();
+    }
+    streaming.write_file(&path).unwrap();
+    assert_eq!(std::fs::read(&path).unwrap(), in_memory);
+    // Nothing is left beside it.
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    // And so does one pool thread against several: the sample, the
+    // dictionary and the waves do not depend on threads.
+    let one = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .unwrap();
+    assert_eq!(one.install(|| build(zstd(), &entries)), in_memory);
+}
+
+#[test]
+fn repeated_keys_are_resolved_before_values_are_compressed() {
+    let mut entries = entries(500);
+    let later = Value::Str(product(9_999).into_bytes(), None);
+    entries.push((b"product:10".to_vec(), later.clone()));
+    let options = BuildOptions {
+        on_duplicate: hashfile::OnDuplicate::Last,
+        ..zstd()
+    };
+    let mem = build(options.clone(), &entries);
+    Reader::new(mem).unwrap().verify().expect("in memory");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("last.hf");
+    let mut streaming = Builder::streaming(options.clone(), &path).unwrap();
+    for (key, value) in &entries {
+        streaming.insert_value(key, true, value).unwrap();
+    }
+    streaming.write_file(&path).unwrap();
+    let store = Reader::open(&path).unwrap();
+    store.verify().unwrap();
+    assert_eq!(store.len(), 500);
+    assert_eq!(
+        store.get(b"product:10").unwrap().unwrap().decode().unwrap(),
+        later
+    );
+    let written = std::fs::read(&path).unwrap();
+    assert_eq!(written, build(options, &entries));
+    // Written again, the same bytes: the values are compressed once.
+    streaming.write_file(&path).unwrap();
+    assert_eq!(std::fs::read(&path).unwrap(), written);
+    assert_eq!(streaming.to_bytes().unwrap(), written);
+}
+
+#[test]
+fn entries_added_after_a_compressed_write_are_refused() {
+    let mut builder = Builder::new(zstd()).unwrap();
+    builder.insert(b"one", product(1).as_bytes());
+    let first = builder.to_bytes().unwrap();
+    assert_eq!(builder.to_bytes().unwrap(), first);
+    builder.insert(b"two", product(2).as_bytes());
+    let e = builder.to_bytes().unwrap_err();
+    assert!(
+        matches!(&e, Error::InvalidOption { name: "compression", reason } if reason.contains("added after")),
+        "{e}"
+    );
+}
+
+#[test]
+fn values_that_do_not_shrink_leave_the_store_readable_without_compression() {
+    let short: Vec<(Vec<u8>, Value)> = (0..100)
+        .map(|i| {
+            (
+                format!("k{i}").into_bytes(),
+                Value::Str(format!("v{i}").into_bytes(), None),
+            )
+        })
+        .collect();
+    let bytes = build(zstd(), &short);
+    let store = Reader::new(bytes.clone()).unwrap();
+    // The dictionary section is there (the header was laid out for it),
+    // but no record is compressed, so the required flag is not set.
+    assert!(store.header().has_dictionary());
+    assert!(!store.header().has_compressed_values());
+    assert_eq!(store.compression_stats().unwrap().unwrap().values, 0);
+    assert_reads_back(&bytes, &short);
+    // An empty store with compression asked for builds too.
+    let empty = build(zstd(), &[]);
+    let store = Reader::new(empty).unwrap();
+    store.verify().unwrap();
+    assert!(store.is_empty());
+}
+
+/// The records section of a store, and where it starts.
+fn records_of(bytes: &[u8]) -> (usize, usize) {
+    let store = Reader::new(bytes.to_vec()).unwrap();
+    let s = store.header().section(SectionId::Records);
+    (s.offset as usize, s.end() as usize)
+}
+
+#[test]
+fn damaged_frames_are_errors_never_panics() {
+    let entries = entries(300);
+    let good = build(zstd(), &entries);
+    let (start, end) = records_of(&good);
+    let mut errors = 0;
+    // Every byte of the records, flipped in turn (a stride keeps it quick):
+    // a lookup gives an error or some value, never a panic or another
+    // key's value, and verify always says what is wrong.
+    for at in (start..end).step_by(7) {
+        let mut bad = good.clone();
+        bad[at] ^= 0x5a;
+        let store = Reader::new(bad).unwrap();
+        for (key, _) in entries.iter().step_by(13) {
+            match store.get(key) {
+                Ok(Some(found)) => assert_eq!(found.key(), key.as_slice()),
+                Ok(None) => {}
+                Err(Error::Corrupt { .. }) => errors += 1,
+                Err(other) => panic!("byte {at}: {other}"),
+            }
+        }
+        assert!(store.verify().is_err(), "byte {at}");
+    }
+    assert!(errors > 0);
+}
+
+#[test]
+fn a_frame_claiming_a_huge_value_is_refused_before_it_is_allocated() {
+    // A value of one repeated byte compresses past MAX_EXPANSION and is
+    // stored raw; a frame that claims 2^40 bytes is refused.
+    let run = vec![b'x'; 1 << 20];
+    let mut builder = Builder::new(zstd()).unwrap();
+    builder.insert(b"run", &run);
+    builder.insert(b"text", product(1).repeat(4).as_bytes());
+    let bytes = builder.to_bytes().unwrap();
+    let store = Reader::new(bytes.clone()).unwrap();
+    assert_eq!(store.get(b"run").unwrap().unwrap().value(), &run[..]);
+    assert_eq!(store.compression_stats().unwrap().unwrap().values, 1);
+    // The text's record: flags, key length 4, value length, "text", frame.
+    let (start, end) = records_of(&bytes);
+    let records = &bytes[start..end];
+    let at = records
+        .windows(4)
+        .position(|w| w == b"text")
+        .expect("the key is stored raw");
+    assert_ne!(records[at - 3] & 0x80, 0, "the record is compressed");
+    let frame_at = start + at + 4;
+    let mut bad = bytes.clone();
+    // Frame header: an 8-byte content size, single segment, of 2^40.
+    bad[frame_at] = 0xe0;
+    bad[frame_at + 1..frame_at + 9].copy_from_slice(&(1u64 << 40).to_le_bytes());
+    let store = Reader::new(bad).unwrap();
+    let e = store.get(b"text").unwrap_err().to_string();
+    assert!(e.contains("claims 1099511627776 bytes decoded"), "{e}");
+}
+
+#[test]
+fn a_compressed_record_in_a_store_without_the_flag_is_damage() {
+    let mut builder = Builder::new(BuildOptions::default()).unwrap();
+    builder.insert_record(Record::text("key", &product(3)));
+    let mut bytes = builder.to_bytes().unwrap();
+    let (start, _) = records_of(&bytes);
+    bytes[start] |= 0x80;
+    let store = Reader::new(bytes).unwrap();
+    let e = store.get(b"key").unwrap_err().to_string();
+    assert!(
+        e.contains("header does not say the store has compressed values"),
+        "{e}"
+    );
+}
+
+#[test]
+fn the_compression_option_is_checked() {
+    assert!(matches!(
+        Compression::parse("zstd:30"),
+        Err(Error::InvalidOption {
+            name: "compression",
+            ..
+        })
+    ));
+    assert_eq!(
+        Compression::parse("zstd:19").unwrap(),
+        Compression::Zstd { level: 19 }
+    );
+}
