@@ -57,6 +57,11 @@ module Hashfile
     #   index"); its keys_per_bucket default is 4.0
     # @param keys_per_part [Integer] most keys per part, on average: larger
     #   stores split into parts built in parallel (docs/FORMAT.md, "Parts")
+    # @param compression [:none, :zstd, String] :zstd (or "zstd:LEVEL", 1 to
+    #   22; level 3 by default) stores each value of 32 bytes or more as a zstd
+    #   frame of its own, with a dictionary trained on the store's values:
+    #   text values take several times less room, and a lookup still decodes
+    #   only its own value (docs/RUBY.md, "Compressed values")
     # @param on_duplicate [:error, :first, :last, :merge] a repeated key
     #   raises, or its first or last occurrence is kept (at that occurrence's
     #   position), or (:merge) the values deep-merge as I18n merges locale

@@ -237,6 +237,7 @@ module Hashfile
           o.on("--hash-seed N", Integer, "first hash seed tried (default #{BUILD_DEFAULTS[:hash_seed]})") { |v| options[:hash_seed] = v }
           o.on("--keys-per-part N", Integer, "most keys per part of the index, on average (default #{BUILD_DEFAULTS[:keys_per_part]})") { |v| options[:keys_per_part] = v }
           o.on("--index LAYOUT", %w[classic compact], "the index layout: classic, or compact (2.2 bits a key, slower to build; default #{BUILD_DEFAULTS[:index]})") { |v| options[:index] = v.to_sym }
+          o.on("--compression C", "none, zstd or zstd:LEVEL (1-22, default 3): each value of 32 bytes or more", "compressed alone, with a dictionary trained on the values (default #{BUILD_DEFAULTS[:compression]})") { |v| options[:compression] = v }
           o.on("-q", "--quiet", "no progress bar and no summary") { quiet = true }
         end.parse!(argv)
         raise UsageError, "build needs at least one INPUT" if argv.empty?
@@ -527,6 +528,10 @@ module Hashfile
       ]
       if (types = info[:value_types])
         rows << ["value types", types.sort_by { |name, n| [-n, name] }.map { |name, n| "#{name} #{commas(n)}" }.join(", ")]
+      end
+      if (c = info[:compression])
+        rows << ["compression", format("%s level %d: %s values, %s decoded in %s (%.2fx); dictionary %s", c[:codec], c[:level], commas(c[:values]),
+                                       human_bytes(c[:decoded_bytes]), human_bytes(c[:stored_bytes]), c[:ratio], human_bytes(c[:dictionary_bytes]))]
       end
       info[:sections].each { |name, bytes| rows << ["section #{name}", human_bytes(bytes)] }
       info[:parameters].each { |name, value| rows << ["build #{name}", value.to_s] }

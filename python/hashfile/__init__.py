@@ -73,7 +73,10 @@ def build(path: PathLike, items: Mapping[Key, Any] | Iterable[tuple[Key, Any]], 
     With ``shards``, builds a dataset of that many shards in the directory
     ``path``. Options: ``on_duplicate`` (``"error"``, ``"first"``,
     ``"last"``, ...), ``keys_per_bucket``, ``load_factor``, ``hash_seed``,
-    ``keys_per_part``. Returns the bytes written.
+    ``keys_per_part``, ``index`` (``"classic"``, ``"compact"``),
+    ``compression`` (``"none"``, ``"zstd"``, ``"zstd:LEVEL"``: each value of
+    32 bytes or more stored as a zstd frame of its own, with a dictionary
+    trained on the values). Returns the bytes written.
     """
     pairs = items.items() if isinstance(items, Mapping) else items
     return _native.build(os.fspath(path), pairs, shards, options or None)

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use hashfile::import::{Column, ImportOptions, InputFormat};
-use hashfile::{BuildOptions, IndexKind, OnDuplicate};
+use hashfile::{BuildOptions, Compression, IndexKind, OnDuplicate};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString};
@@ -129,9 +129,10 @@ fn bounded(name: &str, value: &Bound<'_, PyAny>, max: u64) -> PyResult<u64> {
 }
 
 /// The build options `build` and `build_from` take, by name.
-pub const BUILD_OPTIONS: [&str; 9] = [
+pub const BUILD_OPTIONS: [&str; 10] = [
     "on_duplicate",
     "index",
+    "compression",
     "keys_per_bucket",
     "load_factor",
     "dense_key_fraction",
@@ -179,6 +180,10 @@ pub fn build_options(given: Option<&Bound<'_, PyDict>>) -> PyResult<BuildOptions
             "hash_seed" => o.hash_seed = value.extract()?,
             "seed_block_len" => o.seed_block_len = value.extract()?,
             "keys_per_part" => o.keys_per_part = value.extract()?,
+            "compression" => {
+                let name: String = value.extract()?;
+                o.compression = Compression::parse(&name).py_err()?;
+            }
             other => {
                 return Err(PyTypeError::new_err(format!(
                     "unknown option {other} (expected one of: {})",

@@ -386,6 +386,18 @@ impl NativeReader {
                     sections.set_item(*name, *bytes)?;
                 }
                 info.set_item("sections", sections)?;
+                if let Some(summary) = store.compression_stats().py_err()? {
+                    let stats = summary.stats;
+                    let compression = PyDict::new(py);
+                    compression.set_item("codec", "zstd")?;
+                    compression.set_item("level", stats.level)?;
+                    compression.set_item("values", stats.values)?;
+                    compression.set_item("decoded_bytes", stats.decoded_bytes)?;
+                    compression.set_item("stored_bytes", stats.stored_bytes)?;
+                    compression.set_item("dictionary_bytes", summary.dictionary_bytes)?;
+                    compression.set_item("ratio", summary.ratio())?;
+                    info.set_item("compression", compression)?;
+                }
             }
         }
         info.set_item("remote", table.is_remote())?;

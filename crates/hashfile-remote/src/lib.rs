@@ -237,7 +237,8 @@ fn parse_remote(location: &str) -> hashfile::Result<Location> {
 /// the header and section table) and learns the object's length and ETag.
 /// A second fetches the seed index when it is at most
 /// [`LOAD_SEED_INDEX_UP_TO`] bytes, with the seeds when they are at most
-/// [`PIN_SEEDS_UP_TO`] bytes (kept for the reader's life), so open never
+/// [`PIN_SEEDS_UP_TO`] bytes (kept for the reader's life), and the
+/// dictionary of compressed values (at most 1 MiB), so open never
 /// asks for more than those three bounds together, whatever a header
 /// claims; with
 /// `prefetch_index`, one more fetches the rest of the index. Errors carry
@@ -283,7 +284,16 @@ pub fn open_with<S: Source>(
         };
         // Neither is asked for when larger than the reader would load: what
         // open fetches is bounded whatever the header claims.
-        let mut wanted = Vec::with_capacity(2);
+        let mut wanted = Vec::with_capacity(3);
+        // A store with compressed values: its dictionary, which lies just
+        // before the index, so that no lookup waits for it.
+        let dictionary = header.section(SectionId::Dictionary);
+        if header.has_compressed_values()
+            && dictionary.length
+                <= (hashfile::compress::STATS_LEN + hashfile::compress::MAX_DICTIONARY_LEN) as u64
+        {
+            wanted.push(dictionary.offset..dictionary.end());
+        }
         if index.length <= LOAD_SEED_INDEX_UP_TO {
             wanted.push(index.offset..index.offset + index.length);
         }

@@ -160,6 +160,51 @@ fn a_store_with_the_compact_index_reads_and_batches_over_http() {
     remote.verify().unwrap();
 }
 
+/// Compressed values over HTTP: the dictionary comes with the index at
+/// open, so a cold lookup takes the requests it takes uncompressed, a
+/// batch the round trips of one lookup, and every value decodes.
+#[test]
+fn a_store_with_compressed_values_reads_and_batches_over_http() {
+    let nginx = Nginx::start();
+    let (n, value_len) = (100_000, 200);
+    let options = hashfile::BuildOptions {
+        compression: hashfile::Compression::Zstd { level: 3 },
+        ..hashfile::BuildOptions::default()
+    };
+    let bytes = support::store_with(n, value_len, options);
+    assert!(bytes.len() * 3 < store(n, value_len).len());
+    nginx.publish("z.hf", &bytes);
+    let remote = open(&nginx.url("/files/z.hf"), quick()).unwrap();
+    assert!(remote.header().has_compressed_values());
+    let (open_requests, _) = nginx.count_since(0);
+    assert!(open_requests <= 2, "open took {open_requests} requests");
+    let dictionary = remote
+        .header()
+        .section(hashfile::format::SectionId::Dictionary);
+    let fetches = remote.source().stats().fetches;
+    use hashfile::read::Source;
+    remote
+        .source()
+        .read_exact_at(dictionary.offset, dictionary.length as usize)
+        .unwrap();
+    assert_eq!(
+        remote.source().stats().fetches,
+        fetches,
+        "the dictionary was fetched at open"
+    );
+    let mut most = 0;
+    for i in (0..n).step_by(9_973) {
+        let before = nginx.log().len();
+        let found = remote.get(format!("key-{i}").as_bytes()).unwrap().unwrap();
+        assert_eq!(found.value(), value(i, value_len));
+        most = most.max(nginx.count_since(before).0);
+    }
+    assert!((1..=3).contains(&most), "a cold lookup took {most} requests");
+    assert_a_batch_takes_one_lookups_round_trips(&remote, n, value_len);
+    assert_reads_every_nth_key(&remote, n, 997, value_len);
+    remote.verify().unwrap();
+}
+
 /// With the index pinned at open, every cold lookup is one request.
 #[test]
 fn a_prefetched_index_leaves_one_request_per_lookup() {

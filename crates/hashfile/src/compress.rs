@@ -87,6 +87,27 @@ impl Stats {
     }
 }
 
+/// What `info` reports of a store built with compression
+/// (`Reader::compression_stats`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Summary {
+    /// The dictionary section's stats.
+    pub stats: Stats,
+    /// The dictionary's length (0: the values were compressed without one).
+    pub dictionary_bytes: u64,
+}
+
+impl Summary {
+    /// How many times smaller the compressed values are than decoded
+    /// (1.0 when none is compressed).
+    pub fn ratio(&self) -> f64 {
+        if self.stats.stored_bytes == 0 {
+            return 1.0;
+        }
+        self.stats.decoded_bytes as f64 / self.stats.stored_bytes as f64
+    }
+}
+
 /// The compression a build applies to values.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Compression {

@@ -357,3 +357,54 @@ fn rebuilds_the_partitioned_compact_vector_byte_for_byte() {
     assert_eq!(store.header().geometry.part_count, 4);
     assert_holds_key_i_to_value_i(&store, 1_000);
 }
+
+const COMPRESSED_PATH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/vectors/compressed.hf");
+
+/// The value of entry `i` of the compressed vector (docs/FORMAT.md, "Test
+/// vector"): every tenth a short one that stays raw, the others text from
+/// a small vocabulary, as catalogue descriptions are.
+pub fn compressed_vector_value(i: u64) -> String {
+    const WORDS: [&str; 8] = [
+        "lamp", "garden", "steel", "blue", "kettle", "oak", "travel", "set",
+    ];
+    if i % 10 == 0 {
+        return format!("v{i}");
+    }
+    let w = |k: u64| WORDS[((i * 3 + k * 5) % 8) as usize];
+    format!(
+        "item {i}: a {} {} for every {} and {}, sku {i:05}.",
+        w(1),
+        w(2),
+        w(3),
+        w(4)
+    )
+}
+
+/// `item-0` .. `item-299` with zstd-compressed values at level 3.
+#[test]
+fn rebuilds_the_compressed_vector_byte_for_byte() {
+    let mut builder = Builder::new(BuildOptions {
+        compression: hashfile::Compression::Zstd { level: 3 },
+        ..vector_options()
+    })
+    .unwrap();
+    for i in 0..300 {
+        builder.insert_record(hashfile::Record::text(
+            &format!("item-{i}"),
+            &compressed_vector_value(i),
+        ));
+    }
+    let store = check_vector(builder, COMPRESSED_PATH);
+    assert_eq!(
+        store.header().required_flags,
+        hashfile::format::REQUIRED_COMPRESSED_VALUES
+    );
+    let summary = store.compression_stats().unwrap().unwrap();
+    assert_eq!(summary.stats.values, 270, "every value but the short ones");
+    assert!(summary.dictionary_bytes > 0);
+    for i in 0..300 {
+        let found = store.get(format!("item-{i}").as_bytes()).unwrap().unwrap();
+        assert_eq!(found.value(), compressed_vector_value(i).as_bytes());
+        assert_eq!(found.kind(), ValueKind::Utf8);
+    }
+}

@@ -4,7 +4,7 @@
 //! so that the wrappers and the CLI's help read one source of truth.
 
 use hashfile::import::{Column, ImportOptions, InputFormat};
-use hashfile::{BuildOptions, IndexKind, OnDuplicate};
+use hashfile::{BuildOptions, Compression, IndexKind, OnDuplicate};
 use magnus::{
     prelude::*, r_hash::ForEach, Error, Float, Integer, RHash, RModule, RString, Ruby, Symbol,
     TryConvert, Value,
@@ -110,6 +110,11 @@ pub fn build_options(ruby: &Ruby, opts: RHash) -> Result<BuildOptions, Error> {
                 o.seed_block_len = unsigned(ruby, name, value, u32::MAX as u64)? as u32
             }
             "keys_per_part" => o.keys_per_part = unsigned(ruby, name, value, u64::MAX)?,
+            "compression" => {
+                let given = name_value(ruby, name, value)?;
+                o.compression =
+                    Compression::parse(&given).map_err(|e| arg_error(ruby, e.to_string()))?;
+            }
             "on_duplicate" => {
                 let policy = name_value(ruby, name, value)?;
                 o.on_duplicate = OnDuplicate::from_name(&policy).ok_or_else(|| {
@@ -379,6 +384,10 @@ pub fn init(ruby: &Ruby, module: RModule) -> Result<(), Error> {
                 ruby.to_symbol(d.on_duplicate.name()).as_value(),
             ),
             ("index", ruby.to_symbol(d.index.name()).as_value()),
+            (
+                "compression",
+                ruby.to_symbol(d.compression.name()).as_value(),
+            ),
         ],
     )?;
     module.const_set("BUILD_DEFAULTS", build)?;

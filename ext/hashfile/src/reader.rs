@@ -587,6 +587,18 @@ fn store_info(ruby: &Ruby, store: &hashfile_runtime::Store) -> Result<RHash, Err
     params.aset(sym("slots"), g.slot_count)?;
     params.aset(sym("parts"), g.part_count)?;
     out.aset(sym("parameters"), params)?;
+    if let Some(summary) = store.compression_stats().map_err(|e| to_ruby(ruby, e))? {
+        let stats = summary.stats;
+        let compression = ruby.hash_new();
+        compression.aset(sym("codec"), sym("zstd"))?;
+        compression.aset(sym("level"), stats.level)?;
+        compression.aset(sym("values"), stats.values)?;
+        compression.aset(sym("decoded_bytes"), stats.decoded_bytes)?;
+        compression.aset(sym("stored_bytes"), stats.stored_bytes)?;
+        compression.aset(sym("dictionary_bytes"), summary.dictionary_bytes)?;
+        compression.aset(sym("ratio"), summary.ratio())?;
+        out.aset(sym("compression"), compression)?;
+    }
     if let Some(remote) = store.source().block_cache() {
         let stats = remote.stats();
         let object = remote.fetcher();

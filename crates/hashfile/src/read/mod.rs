@@ -1281,18 +1281,23 @@ impl<S: Source> Reader<S> {
         Ok(self.decoder.get_or_init(|| decoder))
     }
 
-    /// What the dictionary section says of the compressed values (`None`
-    /// for a store built without compression): read from the source.
-    pub fn compression_stats(&self) -> Result<Option<crate::compress::Stats>> {
+    /// What the dictionary section says of the compressed values, and the
+    /// dictionary's length (`None` for a store built without
+    /// compression): read from the source.
+    pub fn compression_stats(&self) -> Result<Option<crate::compress::Summary>> {
+        use crate::compress::{Stats, Summary, STATS_LEN};
         if !self.header.has_dictionary() {
             return Ok(None);
         }
         let section = self.header.section(SectionId::Dictionary);
         let bytes = self
             .source
-            .read_exact_at(section.offset, crate::compress::STATS_LEN)
+            .read_exact_at(section.offset, STATS_LEN)
             .map_err(io_error)?;
-        Ok(Some(crate::compress::Stats::decode(&bytes)))
+        Ok(Some(Summary {
+            stats: Stats::decode(&bytes),
+            dictionary_bytes: section.length - STATS_LEN as u64,
+        }))
     }
 
     /// The layout, key and value of the record at byte `offset` of the

@@ -1,0 +1,127 @@
+# frozen_string_literal: true
+
+require_relative "test_helper"
+require "json"
+require "open3"
+
+# compression: :zstd (docs/RUBY.md, "Compressed values"): every value of 32
+# bytes or more is a zstd frame of its own, with a dictionary trained on
+# the store's values; every way of reading gives back what was stored.
+class CompressionTest < HashfileTest
+  WORDS = %w[steel garden compact blue kettle cordless oak travel kit premium lamp set].freeze
+
+  # Catalogue-like values: JSON-ish text, typed Hashes, short strings,
+  # binary and other encodings.
+  def catalogue(n)
+    (0...n).to_h do |i|
+      words = (1..6).map { |k| WORDS[((i * 7) + (k * 13)) % WORDS.size] }
+      text = "A #{words[0]} #{words[1]} for every #{words[2]} and #{words[3]}, " \
+             "in #{words[4]} and #{words[5]}: sku #{i}."
+      value = case i % 5
+              when 0 then { "sku" => i, "name" => "#{words[0]} #{words[1]}", "text" => text, "tags" => words.first(3) }
+              when 1 then text
+              when 2 then "short #{i}"
+              when 3 then text.encode("UTF-16LE")
+              else text.b
+              end
+      ["product:#{i}", value]
+    end
+  end
+
+  def test_values_read_back_every_way_and_take_less_room
+    data = catalogue(scale(2_000))
+    Hashfile.build(path("raw.hf"), data)
+    written = Hashfile.build(path("z.hf"), data, compression: :zstd)
+    assert_equal File.size(path("z.hf")), written
+    assert_operator File.size(path("z.hf")) * 2, :<, File.size(path("raw.hf"))
+    Hashfile.open(path("z.hf"), verify: true) do |db|
+      data.each { |k, v| assert_same_value v, db[k], k }
+      assert_equal data.keys, db.keys, "in the order added"
+      db.each { |k, v| assert_same_value data.fetch(k), v, k }
+      assert_equal data.values_at("product:0", "product:2", "nope"), db.values_at("product:0", "product:2", "nope")
+      assert_equal data["product:0"]["tags"][1], db.dig("product:0", "tags", 1)
+      assert_equal data["product:5"]["sku"], db.get("product:5", symbolize_names: true)[:sku]
+      # raw: the value's bytes as stored before compression: the typed encoding.
+      raw = db.get("product:1", raw: true)
+      assert_equal data["product:1"].b, raw
+      info = db.info[:compression]
+      assert_equal :zstd, info[:codec]
+      assert_equal 3, info[:level]
+      assert_operator info[:values], :>, data.size / 2
+      assert_operator info[:ratio], :>, 2.0
+      assert_operator info[:dictionary_bytes], :>, 0
+      assert_equal info[:decoded_bytes].fdiv(info[:stored_bytes]), info[:ratio]
+    end
+    Hashfile.open(path("raw.hf")) { |db| assert_nil db.info[:compression] }
+  end
+
+  def test_levels_and_names
+    data = catalogue(scale(500))
+    Hashfile.build(path("19.hf"), data, compression: "zstd:19")
+    Hashfile.open(path("19.hf")) do |db|
+      assert_equal 19, db.info[:compression][:level]
+      assert_equal data["product:1"], db["product:1"]
+    end
+    Hashfile.build(path("none.hf"), data, compression: :none)
+    Hashfile.open(path("none.hf")) { |db| assert_nil db.info[:compression] }
+    assert_equal :none, Hashfile::BUILD_DEFAULTS[:compression]
+  end
+
+  def test_a_bad_compression_is_an_error_naming_it
+    e = assert_raises(ArgumentError) { Hashfile.build(path, { "a" => "b" }, compression: :lz4) }
+    assert_match(/invalid option compression: "lz4" is not a compression; one of none, zstd, zstd:LEVEL/, e.message)
+    e = assert_raises(ArgumentError) { Hashfile.build(path, { "a" => "b" }, compression: "zstd:23") }
+    assert_match(/the zstd level must be an integer from 1 to 22/, e.message)
+    e = assert_raises(TypeError) { Hashfile.build(path, { "a" => "b" }, compression: 3) }
+    assert_match(/compression must be a Symbol or String, not Integer/, e.message)
+    refute File.exist?(path)
+  end
+
+  # Real data nobody here wrote: iso-codes' languages, records as Hashes.
+  def test_build_from_real_records
+    iso = "/usr/share/iso-codes/json/iso_639-3.json"
+    skip "install iso-codes (bin/setup --all does)" unless File.exist?(iso)
+    skip_in_quick_gc_stress("parses and reads 7,910 real records")
+    options = { records_at: "639-3", key_field: "alpha_3", value_field: "*" }
+    Hashfile.build_from(iso, path("raw.hf"), **options)
+    result = Hashfile.build_from(iso, path("z.hf"), compression: :zstd, **options)
+    assert_equal File.size(path("z.hf")), result[:file_bytes]
+    expected = JSON.parse(File.read(iso))["639-3"].to_h { |r| [r["alpha_3"], r] }
+    Hashfile.open(path("z.hf"), verify: true) do |db|
+      assert_equal expected.size, db.size
+      expected.each { |k, v| assert_equal v, db[k], k }
+      assert_equal "French", db.dig("fra", "name")
+    end
+    assert_operator File.size(path("z.hf")), :<, File.size(path("raw.hf"))
+  end
+
+  def test_datasets_compress_each_shard
+    data = catalogue(scale(3_000))
+    Hashfile.build_sharded(path("ds"), data, shards: 3, compression: :zstd)
+    Hashfile.open(path("ds"), verify: true) do |db|
+      data.each { |k, v| assert_same_value v, db[k], k }
+    end
+    Dir[File.join(path("ds"), "*.hf")].each do |shard|
+      Hashfile.open(shard) { |db| assert_operator db.info[:compression][:values], :>, 0, shard }
+    end
+  end
+
+  def test_the_cli_builds_and_reports_compression
+    skip_in_quick_gc_stress("spawns the CLI")
+    input = path("in.jsonl")
+    File.write(input, catalogue(500).map { |k, v| JSON.generate({ "key" => k, "value" => v.is_a?(String) ? v.encode("UTF-8") : v }) + "\n" }.join)
+    exe = File.expand_path("../exe/hashfile", __dir__)
+    out, err, status = Open3.capture3(RbConfig.ruby, exe, "build", input, "-o", path("cli.hf"), "--compression", "zstd:5", "-q")
+    assert status.success?, err
+    assert_empty out
+    out, status = Open3.capture2(RbConfig.ruby, exe, "info", path("cli.hf"))
+    assert status.success?
+    assert_match(/compression\s+zstd level 5: [\d,]+ values, .* \(\d+\.\d\dx\); dictionary/, out)
+    out, status = Open3.capture2(RbConfig.ruby, exe, "get", path("cli.hf"), "product:1")
+    assert status.success?
+    assert_equal catalogue(2)["product:1"], out.chomp
+    _, err, status = Open3.capture3(RbConfig.ruby, exe, "build", input, "-o", path("bad.hf"), "--compression", "lz4")
+    assert_equal 2, status.exitstatus
+    assert_match(/invalid option --compression: "lz4" is not a compression/, err)
+  end
+end
