@@ -30,10 +30,12 @@ class CompressionTest < HashfileTest
 
   def test_values_read_back_every_way_and_take_less_room
     data = catalogue(scale(2_000))
+    # Under GC.stress, 20 entries: too little text to train a dictionary on.
+    trained = data.size >= 300
     Hashfile.build(path("raw.hf"), data)
     written = Hashfile.build(path("z.hf"), data, compression: :zstd)
     assert_equal File.size(path("z.hf")), written
-    assert_operator File.size(path("z.hf")) * 2, :<, File.size(path("raw.hf"))
+    assert_operator File.size(path("z.hf")) * 2, :<, File.size(path("raw.hf")) if trained
     Hashfile.open(path("z.hf"), verify: true) do |db|
       data.each { |k, v| assert_same_value v, db[k], k }
       assert_equal data.keys, db.keys, "in the order added"
@@ -48,8 +50,10 @@ class CompressionTest < HashfileTest
       assert_equal :zstd, info[:codec]
       assert_equal 3, info[:level]
       assert_operator info[:values], :>, data.size / 2
-      assert_operator info[:ratio], :>, 2.0
-      assert_operator info[:dictionary_bytes], :>, 0
+      if trained
+        assert_operator info[:ratio], :>, 2.0
+        assert_operator info[:dictionary_bytes], :>, 0
+      end
       assert_equal info[:decoded_bytes].fdiv(info[:stored_bytes]), info[:ratio]
     end
     Hashfile.open(path("raw.hf")) { |db| assert_nil db.info[:compression] }

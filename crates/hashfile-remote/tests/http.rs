@@ -199,7 +199,10 @@ fn a_store_with_compressed_values_reads_and_batches_over_http() {
         assert_eq!(found.value(), value(i, value_len));
         most = most.max(nginx.count_since(before).0);
     }
-    assert!((1..=3).contains(&most), "a cold lookup took {most} requests");
+    assert!(
+        (1..=3).contains(&most),
+        "a cold lookup took {most} requests"
+    );
     assert_a_batch_takes_one_lookups_round_trips(&remote, n, value_len);
     assert_reads_every_nth_key(&remote, n, 997, value_len);
     remote.verify().unwrap();

@@ -98,7 +98,10 @@ fn compressed_values_read_back_everywhere_and_take_less_room() {
     );
     let summary = store.compression_stats().unwrap().unwrap();
     let stats = summary.stats;
-    assert!(summary.dictionary_bytes > 1024 && summary.ratio() > 3.0, "{summary:?}");
+    assert!(
+        summary.dictionary_bytes > 1024 && summary.ratio() > 3.0,
+        "{summary:?}"
+    );
     // Every value but the short ones (3 in 7) is compressed.
     let short = (0..3_000).filter(|i| i % 7 == 3).count() as u64;
     assert_eq!(stats.values, 3_000 - short);
