@@ -1,6 +1,7 @@
 //! Builds from arbitrary pairs: the store opens, verifies, and finds every
 //! key with its last value; a repeated key is a DuplicateKey error under
-//! the default policy and the last value under `OnDuplicate::Last`.
+//! the default policy and the last value under `OnDuplicate::Last`; with
+//! or without compressed values.
 #![no_main]
 
 use std::collections::HashMap;
@@ -25,7 +26,13 @@ fuzz_target!(|data: &[u8]| {
         } else {
             OnDuplicate::Last
         },
-        keys_per_part: u64::from(choice >> 1).max(1) * 4,
+        keys_per_part: u64::from((choice >> 1) & 0x3f).max(1) * 4,
+        // The top bit: values compressed (and decoded by every lookup).
+        compression: if choice & 0x80 != 0 {
+            hashfile::Compression::Zstd { level: 1 }
+        } else {
+            hashfile::Compression::None
+        },
         ..Default::default()
     };
     let mut builder = Builder::new(options.clone()).unwrap();

@@ -50,6 +50,7 @@ fn exercise<S: Source>(store: &Reader<S>, data: &[u8]) {
     let _ = store.iter().count();
     let _ = store.verify();
     let _ = store.info();
+    let _ = store.compression_stats();
 }
 
 fuzz_target!(|data: &[u8]| {

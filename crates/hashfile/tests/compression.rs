@@ -315,3 +315,28 @@ fn the_compression_option_is_checked() {
         Compression::Zstd { level: 19 }
     );
 }
+
+#[test]
+fn verify_checks_the_stats_against_the_records() {
+    use hashfile::format::Header;
+    let good = build(zstd(), &entries(400));
+    let header = Header::decode(&good, good.len() as u64).unwrap();
+    let dictionary = header.section(SectionId::Dictionary);
+    // One compressed value more than there are, with every checksum
+    // made to match, as a faulty writer would leave it.
+    let mut bad = good.clone();
+    let at = dictionary.offset as usize;
+    let values = u64::from_le_bytes(bad[at..at + 8].try_into().unwrap());
+    bad[at..at + 8].copy_from_slice(&(values + 1).to_le_bytes());
+    let mut header = header;
+    header.sections[SectionId::Dictionary.index()].checksum =
+        hashfile::chd::hash_key(&bad[at..dictionary.end() as usize], 0);
+    let encoded = header.encode();
+    bad[..encoded.len()].copy_from_slice(&encoded);
+    let e = Reader::new(bad).unwrap().verify().unwrap_err();
+    assert!(
+        matches!(&e, Error::Corrupt { section: "dictionary", what, .. } if what.contains("stats say")),
+        "{e}"
+    );
+    Reader::new(good).unwrap().verify().unwrap();
+}

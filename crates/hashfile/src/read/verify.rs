@@ -3,6 +3,7 @@
 
 use super::{Reader, Source};
 use crate::chd;
+use crate::compress::Stats;
 use crate::error::{DisplayBytes, Error, Result};
 use crate::format::{PartEntry, ValueKind, PART_ENTRY_LEN, REQUIRED_TYPED_VALUES};
 
@@ -179,14 +180,33 @@ impl<S: Source> Reader<S> {
         Ok(())
     }
 
-    /// Exactly `len()` well-formed records, each found by its own lookup.
+    /// Exactly `len()` well-formed records, each found by its own lookup,
+    /// and, in a store built with compression, the dictionary section's
+    /// stats those records'.
     fn verify_records(&self) -> Result<()> {
         let mut count = 0u64;
         let mut offset = 0u64;
         let typed_allowed = self.header.required_flags & REQUIRED_TYPED_VALUES != 0;
+        let stats = self.compression_stats()?.map(|summary| summary.stats);
+        let mut seen = Stats::default();
         while let Some((found, next)) = self.record_at(offset)? {
             let record = found.record();
             let key = || DisplayBytes(record.key);
+            if stats.is_some() {
+                // The record as stored: record_at has already checked it.
+                let at = self.records.offset + offset;
+                let stored = self
+                    .source
+                    .read_exact_at(at, (next - offset) as usize)
+                    .map_err(super::io_error)?;
+                if let Ok(Some(layout)) = crate::format::record::parse(&stored) {
+                    if layout.compressed {
+                        seen.values += 1;
+                        seen.decoded_bytes += record.value.len() as u64;
+                        seen.stored_bytes += (layout.len - layout.value_start) as u64;
+                    }
+                }
+            }
             if record.kind == ValueKind::Typed {
                 if !typed_allowed {
                     return Err(Error::corrupt("records", format!("record {count} (key {}) holds a typed value, but the header does not require typed values", key())));
@@ -210,6 +230,19 @@ impl<S: Source> Reader<S> {
             }
             count += 1;
             offset = next;
+        }
+        if let Some(stats) = stats {
+            let said = (stats.values, stats.decoded_bytes, stats.stored_bytes);
+            let held = (seen.values, seen.decoded_bytes, seen.stored_bytes);
+            if said != held {
+                return Err(Error::corrupt(
+                    "dictionary",
+                    format!(
+                        "stats say {} compressed values of {} bytes in {}, the records hold {} of {} in {}",
+                        said.0, said.1, said.2, held.0, held.1, held.2
+                    ),
+                ));
+            }
         }
         if count != self.len() {
             return Err(Error::corrupt(
