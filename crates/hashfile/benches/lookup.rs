@@ -1,6 +1,7 @@
 //! Core lookup and build speed, side by side with std's HashMap on the same
-//! keys, and a batch (`get_many`) against single lookups:
-//! `cargo bench -p hashfile --bench lookup [-- batch]`.
+//! keys, a batch (`get_many`) against single lookups, and compressed
+//! values against raw ones:
+//! `cargo bench -p hashfile --bench lookup [-- batch|compressed]`.
 use std::collections::HashMap;
 use std::hint::black_box;
 
@@ -139,5 +140,74 @@ fn build(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, lookup, batch, build);
+/// Catalogue records of about 200 bytes: JSON text with the same field
+/// names, and words drawn with a skew from a vocabulary of 4,000, as product
+/// descriptions use a few words often and many rarely.
+fn records(n: usize) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut random = support::XorShift::default();
+    let vocabulary: Vec<String> = (0..4_000)
+        .map(|i| String::from_utf8(random.word(3 + i % 7)).unwrap())
+        .collect();
+    let mut pick = |random: &mut support::XorShift| {
+        let r = random.next_u64() % 4_000;
+        vocabulary[(r * r / 4_000) as usize].clone()
+    };
+    (0..n)
+        .map(|i| {
+            let name: Vec<String> = (0..3).map(|_| pick(&mut random)).collect();
+            let text: Vec<String> = (0..18).map(|_| pick(&mut random)).collect();
+            let value = format!(
+                r#"{{"sku":"SKU-{i:08}","name":"{}","price":{}.{:02},"stock":{},"description":"{}."}}"#,
+                name.join(" "),
+                random.next_u64() % 500,
+                random.next_u64() % 100,
+                random.next_u64() % 1000,
+                text.join(" ")
+            );
+            (format!("SKU-{i:08}").into_bytes(), value.into_bytes())
+        })
+        .collect()
+}
+
+/// Lookups of about 200-byte values stored raw and compressed (zstd level
+/// 3 with a trained dictionary), probes spread over the store: what a
+/// decode adds to a lookup.
+fn compressed(c: &mut Criterion) {
+    let mut group = c.benchmark_group("compressed");
+    for n in [100_000usize, 1_000_000] {
+        let entries = records(n);
+        let mut probes: Vec<&[u8]> = entries
+            .iter()
+            .step_by(n / 4096)
+            .map(|(k, _)| k.as_slice())
+            .collect();
+        let mut random = support::XorShift::default();
+        for i in (1..probes.len()).rev() {
+            probes.swap(i, (random.next_u64() % (i as u64 + 1)) as usize);
+        }
+        group.throughput(Throughput::Elements(probes.len() as u64));
+        for (name, compression) in [
+            ("raw", hashfile::Compression::None),
+            ("zstd", hashfile::Compression::Zstd { level: 3 }),
+        ] {
+            let mut builder = Builder::new(BuildOptions {
+                compression,
+                ..BuildOptions::default()
+            })
+            .unwrap();
+            for (k, v) in &entries {
+                builder.insert(k, v);
+            }
+            let bytes = builder.to_bytes().unwrap();
+            eprintln!("compressed/{name}/{n}: {} bytes", bytes.len());
+            let store = Reader::new(bytes).unwrap();
+            group.bench_with_input(BenchmarkId::new(name, n), &probes, |b, probes| {
+                b.iter(|| one_by_one(&store, probes))
+            });
+        }
+    }
+    group.finish();
+}
+
+criterion_group!(benches, lookup, batch, build, compressed);
 criterion_main!(benches);

@@ -15,6 +15,22 @@ use crate::error::{Error, Result};
 /// saves are not worth a decode on every lookup.
 pub const MIN_COMPRESS_LEN: usize = 32;
 
+/// Typed values longer than this stay raw. A typed value is a tree a
+/// lookup often reads only a path of (`dig`, the I18n backend), which a
+/// raw value gives without decoding the rest; compressed, every lookup
+/// would decode all of it, about 1.5 ms for a 1 MB locale
+/// (`bench/compression.rb`), where 64 KiB take some tens of microseconds.
+/// Strings are read whole anyway, and compress at any length.
+pub const MAX_TYPED_COMPRESS_LEN: usize = 64 << 10;
+
+/// Whether a builder compresses a value of this kind and length: at least
+/// [`MIN_COMPRESS_LEN`] bytes, and a typed one at most
+/// [`MAX_TYPED_COMPRESS_LEN`].
+pub fn worth_compressing(kind: crate::format::ValueKind, len: usize) -> bool {
+    len >= MIN_COMPRESS_LEN
+        && (kind != crate::format::ValueKind::Typed || len <= MAX_TYPED_COMPRESS_LEN)
+}
+
 /// A compressed value decodes to at most this many times its stored
 /// length: what a reader allocates for a value is bounded by the bytes
 /// the value takes in the file, whatever a damaged or hostile frame
@@ -233,11 +249,9 @@ impl<'d> Encoder<'d> {
 
     /// Appends `value` compressed to `out` and returns true, or appends
     /// nothing and returns false where it would not be smaller (or would
-    /// decode to more than [`MAX_EXPANSION`] times its length).
+    /// decode to more than [`MAX_EXPANSION`] times its length). The caller
+    /// asks [`worth_compressing`] first.
     pub fn compress(&mut self, value: &[u8], out: &mut Vec<u8>) -> Result<bool> {
-        if value.len() < MIN_COMPRESS_LEN {
-            return Ok(false);
-        }
         self.frame.clear();
         self.frame.reserve(zstd_safe::compress_bound(value.len()));
         let written = self
@@ -427,10 +441,13 @@ mod tests {
 
     #[test]
     fn short_values_stay_raw_and_damage_is_an_error() {
+        use crate::format::ValueKind;
+        assert!(!worth_compressing(ValueKind::Utf8, MIN_COMPRESS_LEN - 1));
+        assert!(worth_compressing(ValueKind::Utf8, 10 << 20));
+        assert!(worth_compressing(ValueKind::Typed, MAX_TYPED_COMPRESS_LEN));
+        assert!(!worth_compressing(ValueKind::Typed, MAX_TYPED_COMPRESS_LEN + 1));
         let mut encoder = Encoder::new(3, None).unwrap();
         let mut out = vec![];
-        assert!(!encoder.compress(b"short", &mut out).unwrap());
-        assert!(out.is_empty());
         let value = vec![b'a'; 500];
         assert!(encoder.compress(&value, &mut out).unwrap());
         let decoder = Decoder::new(&[]).unwrap();

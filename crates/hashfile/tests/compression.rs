@@ -340,3 +340,38 @@ fn verify_checks_the_stats_against_the_records() {
     );
     Reader::new(good).unwrap().verify().unwrap();
 }
+
+#[test]
+fn typed_values_over_64_kib_stay_raw_so_a_dig_reads_only_its_path() {
+    let big = Value::Map(
+        (0..3_000)
+            .map(|i| {
+                (
+                    Value::Str(format!("key {i}").into_bytes(), None),
+                    Value::Str(product(i).into_bytes(), None),
+                )
+            })
+            .collect(),
+    );
+    let long_text = Value::Str((0..1_000).map(product).collect::<String>().into_bytes(), None);
+    let mut entries = entries(200);
+    entries.push((b"big".to_vec(), big.clone()));
+    entries.push((b"long text".to_vec(), long_text.clone()));
+    let bytes = build(zstd(), &entries);
+    let store = Reader::new(bytes.clone()).unwrap();
+    // Each record's layout as stored, by key.
+    let (start, end) = records_of(&bytes);
+    let mut stored = std::collections::HashMap::new();
+    let mut at = start;
+    while at < end {
+        let layout = format::record::parse(&bytes[at..end]).unwrap().unwrap();
+        let key = bytes[at + layout.key_start..at + layout.value_start].to_vec();
+        stored.insert(key, layout);
+        at += layout.len;
+    }
+    assert!(!stored[&b"big"[..]].compressed, "a 200 KB typed value is raw");
+    assert!(stored[&b"long text"[..]].compressed, "a 130 KB string is compressed");
+    assert_eq!(store.get(b"big").unwrap().unwrap().decode().unwrap(), big);
+    assert_eq!(store.get(b"long text").unwrap().unwrap().decode().unwrap(), long_text);
+    assert_reads_back(&bytes, &entries);
+}

@@ -56,8 +56,8 @@ pub(super) fn train(records: &[u8], offsets: &Offsets) -> Vec<u8> {
     let samples: Vec<&[u8]> = (0..n)
         .step_by(stride)
         .filter_map(|i| record::read(&records[offsets.get(i) as usize..]))
+        .filter(|r| compress::worth_compressing(r.kind, r.value.len()))
         .map(|r| r.value)
-        .filter(|v| v.len() >= compress::MIN_COMPRESS_LEN)
         .collect();
     compress::train(&samples)
 }
@@ -124,7 +124,9 @@ pub(super) fn rewrite(
                         record::read(&wave[at..]).expect("a builder's own records are well formed");
                     starts.push(out.len() as u64);
                     frame.clear();
-                    let compressed = encoder.compress(original.value, &mut frame)?;
+                    let compressed =
+                        compress::worth_compressing(original.kind, original.value.len())
+                            && encoder.compress(original.value, &mut frame)?;
                     if compressed {
                         stats.values += 1;
                         stats.decoded_bytes += original.value.len() as u64;

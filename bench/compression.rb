@@ -1,0 +1,189 @@
+# frozen_string_literal: true
+
+# Compressed values (compression: :zstd) on real data nobody here wrote and
+# on a generated catalogue, against the same store uncompressed: file sizes
+# (with MessagePack of the same pairs, and gzip -6 and zstd -3 of the whole
+# uncompressed store, which no lookup could read in place) and lookup time
+# in Ruby, `db[]` over every key in a random order, alternating ROUNDS
+# times after an untimed pass each; the fastest round of each.
+#
+#   ruby bench/compression.rb                       # every data set
+#   SETS=catalogue ROWS=1000000 ruby bench/compression.rb
+#   LEVEL=19 ruby bench/compression.rb              # another zstd level
+#
+# The data sets (Debian packages bin/setup --all installs):
+# - locales: the 318 locale files of ruby-faker, devise, doorkeeper-i18n,
+#   actionview and activesupport, merged as Hashfile::I18n.build merges
+#   them: one entry per locale, its whole tree (1 MB for en). Lookups
+#   here are `db.dig(locale, *path)` of leaf keys, as the I18n backend's.
+# - iso-639-3: iso-codes' 7,910 languages, one record each (Hashes).
+# - unicode: UnicodeData.txt, one Array of 15 fields per code point.
+# - catalogue: ROWS (default 1,000,000; QUICK=1 20,000) JSON Lines products
+#   whose names and descriptions are words of /usr/share/dict/words, drawn
+#   by a Zipf law as words in text are.
+require_relative "support"
+require "msgpack"
+require "open3"
+require "hashfile/i18n"
+
+QUICK = BenchData::QUICK
+LEVEL = Integer(ENV.fetch("LEVEL", 3))
+ROUNDS = Integer(ENV.fetch("ROUNDS", QUICK ? 1 : 3))
+ROWS = Integer(ENV.fetch("ROWS", QUICK ? 20_000 : 1_000_000))
+PROBES = Integer(ENV.fetch("PROBES", QUICK ? 2_000 : 200_000))
+DIR = File.join(BenchData::DIR, "compression")
+FileUtils.mkdir_p(DIR)
+
+GEMS = "/usr/share/rubygems-integration/all/gems"
+WORDS = "/usr/share/dict/words"
+UNICODE = "/usr/share/unicode/UnicodeData.txt"
+ISO = "/usr/share/iso-codes/json/iso_639-3.json"
+
+# Each data set: how to build it (a lambda taking the output path and
+# extra options) and the probes (Arrays of arguments to db.dig).
+def locales
+  files = Dir["#{GEMS}/{faker,doorkeeper-i18n,devise,actionview,activesupport}-*/**/{locale,locales}/**/*.yml"].uniq.sort
+  return nil if files.size < 100
+
+  build = ->(out, **o) { Hashfile::I18n.build(files, out, **o) }
+  raw = File.join(DIR, "locales.hf")
+  build.call(raw)
+  # Every leaf of en and de, as I18n.t would ask for them.
+  probes = []
+  walk = lambda do |value, path|
+    case value
+    when Hash then value.each { |k, v| walk.call(v, path + [k]) }
+    else probes << path
+    end
+  end
+  Hashfile.open(raw) { |db| %w[en de].each { |l| walk.call(db[l], [l]) } }
+  { build: build, probes: probes, dig: true }
+end
+
+def iso
+  return nil unless File.exist?(ISO)
+
+  build = ->(out, **o) { Hashfile.build_from(ISO, out, records_at: "639-3", key_field: "alpha_3", value_field: "*", **o) }
+  { build: build }
+end
+
+def unicode
+  return nil unless File.exist?(UNICODE)
+
+  build = ->(out, **o) { Hashfile.build_from(UNICODE, out, format: :csv, col_sep: ";", header: false, value_column: "*", **o) }
+  { build: build }
+end
+
+def catalogue
+  return nil unless File.exist?(WORDS)
+
+  input = File.join(DIR, "catalogue-#{ROWS}.jsonl")
+  unless File.exist?(input)
+    words = File.readlines(WORDS, chomp: true).grep(/\A[a-z]{3,}\z/)
+    rng = Random.new(26)
+    # Words by a Zipf law over a shuffled word list, as text uses them
+    # (the rank-r word about 1/r as often as the first): log-uniform ranks.
+    words = words.shuffle(random: rng)
+    word = -> { words[(words.size**rng.rand).to_i - 1] }
+    categories = Array.new(40) { word.call.capitalize }
+    brands = Array.new(300) { word.call.capitalize }
+    File.open("#{input}.tmp", "w") do |f|
+      ROWS.times do |i|
+        f.puts JSON.generate({
+                               "sku" => format("SKU-%08d", i),
+                               "name" => "#{brands[rng.rand(300)]} #{Array.new(2 + rng.rand(3)) { word.call }.join(" ")}",
+                               "category" => categories[rng.rand(40)],
+                               "price" => (rng.rand(100_000) / 100.0),
+                               "stock" => rng.rand(500),
+                               "description" => "#{Array.new(12 + rng.rand(20)) { word.call }.join(" ").capitalize}."
+                             })
+      end
+    end
+    File.rename("#{input}.tmp", input)
+  end
+  build = ->(out, **o) { Hashfile.build_from(input, out, key_field: "sku", value_field: "*", **o) }
+  { build: build }
+end
+
+# ns per lookup of each probe, the fastest of ROUNDS.
+def time_lookups(db, probes, dig)
+  best = Float::INFINITY
+  (ROUNDS + 1).times do |round|
+    t = BenchData.clock
+    if dig
+      probes.each { |p| db.dig(*p) }
+    else
+      probes.each { |k| db[k] }
+    end
+    elapsed = (BenchData.clock - t) / probes.size * 1e9
+    best = [best, elapsed].min if round.positive? || ROUNDS.zero?
+  end
+  best
+end
+
+def size_of_command(command, path)
+  out, status = Open3.capture2(*command, "-c", path, binmode: true)
+  status.success? ? out.bytesize : nil
+end
+
+wanted = ENV.fetch("SETS", "locales,iso-639-3,unicode,catalogue").split(",")
+sets = { "locales" => -> { locales }, "iso-639-3" => -> { iso }, "unicode" => -> { unicode }, "catalogue" => -> { catalogue } }
+rows = wanted.filter_map do |name|
+  set = sets.fetch(name).call
+  next warn("#{name}: its input is not installed (bin/setup --all); skipped") unless set
+
+  raw = File.join(DIR, "#{name}.hf")
+  packed = File.join(DIR, "#{name}-zstd.hf")
+  built = BenchData.clock
+  set[:build].call(raw)
+  raw_s = BenchData.clock - built
+  built = BenchData.clock
+  set[:build].call(packed, compression: "zstd:#{LEVEL}")
+  packed_s = BenchData.clock - built
+  hash = Hashfile.open(raw, &:to_h)
+  msgpack = MessagePack.pack(hash).bytesize
+  probes = set[:probes] || hash.keys.shuffle(random: Random.new(7)).first(PROBES)
+  probes = probes.first(PROBES) if set[:probes]
+  hash = nil
+  GC.start
+  times = {}
+  # Alternating, so that both see the same state of the machine.
+  Hashfile.open(raw) do |r|
+    Hashfile.open(packed) do |z|
+      r.values_at(*probes.first(16).map { |p| Array(p).first }) # maps each store
+      z.values_at(*probes.first(16).map { |p| Array(p).first })
+      times[:raw] = time_lookups(r, probes, set[:dig])
+      times[:zstd] = time_lookups(z, probes, set[:dig])
+      times[:raw] = [times[:raw], time_lookups(r, probes, set[:dig])].min
+      times[:zstd] = [times[:zstd], time_lookups(z, probes, set[:dig])].min
+      info = z.info[:compression]
+      {
+        name: name, entries: r.size, raw: File.size(raw), zstd: File.size(packed), msgpack: msgpack,
+        gzip: size_of_command(%w[gzip -6], raw), zstd_file: size_of_command(%w[zstd -3 -q], raw),
+        values_ratio: info[:ratio], dictionary: info[:dictionary_bytes], compressed: info[:values],
+        raw_ns: times[:raw], zstd_ns: times[:zstd], raw_build: raw_s, zstd_build: packed_s, dig: set[:dig]
+      }
+    end
+  end
+end
+
+def mb(bytes)
+  bytes ? format("%.2f MB", bytes / 1e6) : "n/a"
+end
+
+puts "zstd level #{LEVEL}; lookups: the fastest of #{ROUNDS} rounds (#{QUICK ? "QUICK" : "full"} run)"
+puts
+puts "| data | entries | store | compressed | ratio | MessagePack | gzip -6 of the store | zstd -3 of the store | values decoded/stored | dictionary |"
+puts "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+rows.each do |r|
+  puts format("| %s | %d | %s | %s | **%.2fx** | %s (%.2fx) | %s | %s | %.2fx | %.1f KiB |",
+              r[:name], r[:entries], mb(r[:raw]), mb(r[:zstd]), r[:raw].fdiv(r[:zstd]), mb(r[:msgpack]), r[:msgpack].fdiv(r[:zstd]),
+              mb(r[:gzip]), mb(r[:zstd_file]), r[:values_ratio], r[:dictionary] / 1024.0)
+end
+puts
+puts "| data | lookup | uncompressed | compressed | ratio | build uncompressed | build compressed |"
+puts "| --- | --- | --- | --- | --- | --- | --- |"
+rows.each do |r|
+  puts format("| %s | %s | %.0f ns | %.0f ns | **%.2fx** | %.2f s | %.2f s |", r[:name], r[:dig] ? "dig(locale, *path)" : "db[key]",
+              r[:raw_ns], r[:zstd_ns], r[:zstd_ns] / r[:raw_ns], r[:raw_build], r[:zstd_build])
+end
