@@ -39,6 +39,18 @@ class BadInputCatalogueTest < HashfileTest
 
   CLIResult = Struct.new(:status, :message)
 
+  # A store of one compressed value whose frame has a byte flipped: the
+  # header and the index are intact, so only the lookup's decode sees it.
+  def damaged_compressed_value
+    text = (1..40).map { |i| "word#{i % 7} " }.join
+    Hashfile.build(path("z.hf"), { "text" => text }, compression: :zstd)
+    bytes = File.binread(path("z.hf"))
+    at = bytes.index("text") + 4 # the frame follows the key
+    bytes.setbyte(at + 6, bytes.getbyte(at + 6) ^ 0xff)
+    File.binwrite(path("zbad.hf"), bytes)
+    path("zbad.hf")
+  end
+
   # [what, how, expected class (or CLI exit status), message pattern]
   def catalogue
     [
@@ -54,6 +66,7 @@ class BadInputCatalogueTest < HashfileTest
       ["a directory as a store (not a dataset)", -> { Dir.mkdir(path("d")) unless Dir.exist?(path("d")); Hashfile.open(path("d")) }, Hashfile::DatasetError, /no dataset manifest: .*d has no hashfile-dataset.json/],
       ["a store truncated while open", -> { truncated_while_open }, Hashfile::StaleError, /the store file changed while open .*; reopen it/],
       ["a FIFO as a store", -> { File.mkfifo(path("pipe.hf")) unless File.exist?(path("pipe.hf")); Hashfile.open(path("pipe.hf")) }, Hashfile::FormatError, /pipe.hf: a FIFO \(named pipe\), not a regular file; a store is read from a regular file/],
+      ["a damaged compressed value", -> { Hashfile.open(damaged_compressed_value)["text"] }, Hashfile::FormatError, /corrupt store \(records\): compressed value/],
       "Importer inputs", # a heading in docs/ERRORS.md
       ["JSON that is not JSON", -> { Hashfile.build_from(input("a.json", "{\"a\": 1,\n \"b\" 2}"), path) }, Hashfile::ParseError, /a.json: line 2, column 6: expected `:`/],
       ["a JSON duplicate key", -> { Hashfile.build_from(input("d.json", "{\"a\": 1,\n \"b\": 2,\n \"a\": 3}"), path) }, Hashfile::DuplicateKeyError, /duplicate key "a" \(.*d.json: line 1 and .*d.json: line 3\)/],
@@ -104,6 +117,8 @@ class BadInputCatalogueTest < HashfileTest
       ["reload: past a day", -> { Hashfile.open(path("good.hf").tap { good_store }, reload: 1e300) }, ArgumentError, /reload must be nil or a number of seconds from 0 to 86400 \(a day\), not 1e300/],
       ["an output that is another user's link (as root)", -> { planted_link }, Hashfile::UnsafeLinkError, /planted.hf: refusing to write through a symbolic link owned by uid 65534 \(this process runs as uid 0\); only links of this user or root are followed/],
       ["an output that is a FIFO", -> { File.mkfifo(path("fifo")) unless File.exist?(path("fifo")); Hashfile.build(path("fifo"), { "a" => 1 }) }, ArgumentError, /fifo is a FIFO; a store replaces only a regular file: give a file path/],
+      ["an unknown compression", -> { Hashfile.build(path, { "a" => "b" }, compression: :lz4) }, ArgumentError, /invalid option compression: "lz4" is not a compression; one of none, zstd, zstd:LEVEL \(LEVEL 1..=22\)/],
+      ["a zstd level out of range", -> { Hashfile.build(path, { "a" => "b" }, compression: "zstd:30") }, ArgumentError, /invalid option compression: "zstd:30": the zstd level must be an integer from 1 to 22/],
       ["a col_sep that is a quote", -> { Hashfile.build_from(input("c2.csv", "k,v\n"), path, col_sep: "\"") }, ArgumentError, /invalid option col_sep: must be one ASCII character other than a quote or a line break/],
       ["a serializer without load", -> { Hashfile.open(path("good.hf").tap { good_store }, serializer: Object.new) }, ArgumentError, /serializer: expected an object with dump and load/],
       ["a closed store", -> { db = Hashfile.open(path("good.hf").tap { good_store }); db.close; db["a"] }, Hashfile::ClosedError, /closed store/],
@@ -126,6 +141,7 @@ class BadInputCatalogueTest < HashfileTest
       ["an unknown --format", -> { cli("build", "--format", "xml", "x.json", "-o", "y") }, 2, /invalid argument: --format xml \(expected one of: json, json-pairs, jsonl, csv, tsv, msgpack, yaml, lines\)/],
       ["an ambiguous option", -> { cli("build", "--key", "a", "x.csv", "-o", "y") }, 2, /ambiguous option: --key \(it could be --key-column, --key-field, --keys-per-bucket, --keys-per-part\)/],
       ["--key-field on CSV", -> { cli("build", input("q.csv", "name,price\napple,1\n"), "--key-field", "name", "-o", path) }, 2, /invalid option --key-field: applies to json, json-pairs and jsonl inputs, and .*q.csv is read as csv, which would ignore it; for csv give --key-column/],
+      ["an unknown --compression", -> { cli("build", input("z.json", "{}"), "--compression", "gzip", "-o", path) }, 2, /invalid option --compression: "gzip" is not a compression; one of none, zstd, zstd:LEVEL/],
       ["--threads out of range", -> { cli("build", input("t2.json", "{}"), "--threads", "0", "-o", path) }, 2, /threads must be from 1 to \d+/],
       ["a key in two locale files", -> { cli("build", input("a.yml", "en:\n  a: 1\n"), input("b.yml", "en:\n  a: 2\n"), "-o", path) }, 1, /duplicate key "en" \(.*a.yml: line 1, column 1 and .*b.yml: line 1, column 1\)\nTo keep one of them, give --on-duplicate first or last; --merge deep merges nested keys/],
       ["a missing input", -> { cli("build", path("nope.json"), "-o", path) }, 1, /No such file or directory - .*nope.json/],

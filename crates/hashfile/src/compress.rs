@@ -48,10 +48,22 @@ pub const STATS_LEN: usize = 32;
 /// store may read and parse is bounded whatever its header says.
 pub const MAX_DICTIONARY_LEN: usize = 1 << 20;
 
-/// The longest dictionary a build trains: zstd's own trainer defaults to
-/// 110 KB; 64 KiB keeps the dictionary small against a store while
-/// gaining most of its effect (docs/BENCHMARKS.md, "Compressed values").
-pub const DICTIONARY_CAPACITY: usize = 64 << 10;
+/// The longest dictionary a build trains (zstd's own trainer defaults to
+/// 110 KB). A larger dictionary compresses each value better, but it is
+/// bytes of the file too: on a 6.7 MB catalogue, 256 KiB gained what it
+/// cost over 64 KiB (values 2.75x against 2.54x smaller; docs/BENCHMARKS.md,
+/// "Compressed values"), so a store gets 1/256 of its records' bytes, from
+/// [`SMALL_DICTIONARY_CAPACITY`] to this ([`dictionary_capacity`]).
+pub const DICTIONARY_CAPACITY: usize = 256 << 10;
+
+/// The dictionary capacity of stores of up to 16 MiB of records.
+pub const SMALL_DICTIONARY_CAPACITY: usize = 64 << 10;
+
+/// The capacity of the dictionary a build trains for `records_len` bytes
+/// of records.
+pub fn dictionary_capacity(records_len: u64) -> usize {
+    (records_len / 256).clamp(SMALL_DICTIONARY_CAPACITY as u64, DICTIONARY_CAPACITY as u64) as usize
+}
 
 /// A build trains on at most this many bytes of values: zstd's guidance is
 /// about 100 times the dictionary's size.
@@ -182,11 +194,12 @@ impl Compression {
     }
 }
 
-/// Trains a dictionary on `samples` (values in store order, each cut to
-/// `SAMPLE_VALUE_LEN`). Empty when there is too little to train on or
-/// the trainer gives up: the values are then compressed without one.
-/// Deterministic: zstd's trainer is, for the same samples.
-pub fn train(samples: &[&[u8]]) -> Vec<u8> {
+/// Trains a dictionary of at most `capacity` bytes on `samples` (values
+/// in store order, each cut to `SAMPLE_VALUE_LEN`). Empty when there is
+/// too little to train on or the trainer gives up: the values are then
+/// compressed without one. Deterministic: zstd's trainer is, for the same
+/// samples.
+pub fn train(samples: &[&[u8]], capacity: usize) -> Vec<u8> {
     let mut joined = Vec::new();
     let mut sizes = Vec::with_capacity(samples.len());
     for sample in samples {
@@ -196,7 +209,7 @@ pub fn train(samples: &[&[u8]]) -> Vec<u8> {
     }
     // A dictionary of a tenth of what it is trained on, at most the
     // capacity; under 1 KiB (10 KiB of values) it is not worth its bytes.
-    let capacity = (joined.len() / 10).min(DICTIONARY_CAPACITY);
+    let capacity = (joined.len() / 10).min(capacity);
     if capacity < 1024 || sizes.len() < 8 {
         return Vec::new();
     }
@@ -417,7 +430,7 @@ mod tests {
             .map(|i| format!("{{\"id\":{i},\"name\":\"product {i}\",\"colour\":\"blue\",\"size\":\"large\"}}").into_bytes())
             .collect();
         let samples: Vec<&[u8]> = values.iter().map(Vec::as_slice).collect();
-        for dictionary in [train(&samples), Vec::new()] {
+        for dictionary in [train(&samples, SMALL_DICTIONARY_CAPACITY), Vec::new()] {
             let prepared = prepare_dictionary(&dictionary, 3);
             let mut encoder = Encoder::new(3, prepared.as_ref()).unwrap();
             let decoder = Decoder::new(&dictionary).unwrap();
@@ -445,7 +458,10 @@ mod tests {
         assert!(!worth_compressing(ValueKind::Utf8, MIN_COMPRESS_LEN - 1));
         assert!(worth_compressing(ValueKind::Utf8, 10 << 20));
         assert!(worth_compressing(ValueKind::Typed, MAX_TYPED_COMPRESS_LEN));
-        assert!(!worth_compressing(ValueKind::Typed, MAX_TYPED_COMPRESS_LEN + 1));
+        assert!(!worth_compressing(
+            ValueKind::Typed,
+            MAX_TYPED_COMPRESS_LEN + 1
+        ));
         let mut encoder = Encoder::new(3, None).unwrap();
         let mut out = vec![];
         let value = vec![b'a'; 500];

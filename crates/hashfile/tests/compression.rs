@@ -353,7 +353,10 @@ fn typed_values_over_64_kib_stay_raw_so_a_dig_reads_only_its_path() {
             })
             .collect(),
     );
-    let long_text = Value::Str((0..1_000).map(product).collect::<String>().into_bytes(), None);
+    let long_text = Value::Str(
+        (0..1_000).map(product).collect::<String>().into_bytes(),
+        None,
+    );
     let mut entries = entries(200);
     entries.push((b"big".to_vec(), big.clone()));
     entries.push((b"long text".to_vec(), long_text.clone()));
@@ -369,9 +372,18 @@ fn typed_values_over_64_kib_stay_raw_so_a_dig_reads_only_its_path() {
         stored.insert(key, layout);
         at += layout.len;
     }
-    assert!(!stored[&b"big"[..]].compressed, "a 200 KB typed value is raw");
-    assert!(stored[&b"long text"[..]].compressed, "a 130 KB string is compressed");
+    assert!(
+        !stored[&b"big"[..]].compressed,
+        "a 200 KB typed value is raw"
+    );
+    assert!(
+        stored[&b"long text"[..]].compressed,
+        "a 130 KB string is compressed"
+    );
     assert_eq!(store.get(b"big").unwrap().unwrap().decode().unwrap(), big);
-    assert_eq!(store.get(b"long text").unwrap().unwrap().decode().unwrap(), long_text);
+    assert_eq!(
+        store.get(b"long text").unwrap().unwrap().decode().unwrap(),
+        long_text
+    );
     assert_reads_back(&bytes, &entries);
 }

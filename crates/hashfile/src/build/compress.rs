@@ -59,7 +59,10 @@ pub(super) fn train(records: &[u8], offsets: &Offsets) -> Vec<u8> {
         .filter(|r| compress::worth_compressing(r.kind, r.value.len()))
         .map(|r| r.value)
         .collect();
-    compress::train(&samples)
+    compress::train(
+        &samples,
+        compress::dictionary_capacity(records.len() as u64),
+    )
 }
 
 /// Rewrites the `offsets.len()` records of `records_len` bytes with their
