@@ -11,6 +11,11 @@
 #   SETS=catalogue ROWS=1000000 ruby bench/compression.rb
 #   LEVEL=19 ruby bench/compression.rb              # another zstd level
 #
+# Each store (but the locales) is also served by nginx on loopback and read
+# remotely: the bytes fetched for REMOTE_LOOKUPS random lookups with 4 KiB
+# blocks, each from a cold open, and for `each` over the whole store (64 KiB
+# blocks, the open's first block counted).
+#
 # The data sets (Debian packages bin/setup --all installs):
 # - locales: the 318 locale files of ruby-faker, devise, doorkeeper-i18n,
 #   actionview and activesupport, merged as Hashfile::I18n.build merges
@@ -25,12 +30,15 @@ require_relative "support"
 require "msgpack"
 require "open3"
 require "hashfile/i18n"
+$LOAD_PATH.unshift File.expand_path("../test", __dir__)
+require "support/servers"
 
 QUICK = BenchData::QUICK
 LEVEL = Integer(ENV.fetch("LEVEL", 3))
 ROUNDS = Integer(ENV.fetch("ROUNDS", QUICK ? 1 : 3))
 ROWS = Integer(ENV.fetch("ROWS", QUICK ? 20_000 : 1_000_000))
 PROBES = Integer(ENV.fetch("PROBES", QUICK ? 2_000 : 200_000))
+REMOTE_LOOKUPS = Integer(ENV.fetch("REMOTE_LOOKUPS", QUICK ? 20 : 200))
 DIR = File.join(BenchData::DIR, "compression")
 FileUtils.mkdir_p(DIR)
 
@@ -121,11 +129,35 @@ def time_lookups(db, probes, dig)
   best
 end
 
+# Bytes fetched over HTTP from nginx: per random lookup, each from a cold
+# open with 4 KiB blocks; and for `each` over the whole store.
+def remote_bytes(nginx, path, keys)
+  name = File.basename(path)
+  nginx.publish(name, path)
+  url = nginx.url("/files/#{name}")
+  fetched = ->(db) { db.info[:cache][:bytes_fetched] }
+  lookups = keys.sum do |k|
+    Hashfile.open(url, block_size: 4096) do |db|
+      before = fetched.call(db)
+      db[k]
+      fetched.call(db) - before
+    end
+  end
+  # The first block, fetched by the open itself, is not in bytes_fetched.
+  scan = Hashfile.open(url, block_size: 64 << 10, cache_size: 4 << 20) do |db|
+    db.each { |_key, _value| } # reading every record is the point
+    fetched.call(db) + (64 << 10)
+  end
+  [lookups.fdiv(keys.size), scan]
+end
+
 def size_of_command(command, path)
   out, status = Open3.capture2(*command, "-c", path, binmode: true)
   status.success? ? out.bytesize : nil
 end
 
+nginx = Hashfile::TestServers::Nginx.new
+at_exit { nginx.stop }
 wanted = ENV.fetch("SETS", "locales,iso-639-3,unicode,catalogue").split(",")
 sets = { "locales" => -> { locales }, "iso-639-3" => -> { iso }, "unicode" => -> { unicode }, "catalogue" => -> { catalogue } }
 rows = wanted.filter_map do |name|
@@ -156,11 +188,15 @@ rows = wanted.filter_map do |name|
       times[:raw] = [times[:raw], time_lookups(r, probes, set[:dig])].min
       times[:zstd] = [times[:zstd], time_lookups(z, probes, set[:dig])].min
       info = z.info[:compression]
+      remote = unless set[:dig]
+                 sample = probes.first(REMOTE_LOOKUPS)
+                 { raw: remote_bytes(nginx, raw, sample), zstd: remote_bytes(nginx, packed, sample) }
+               end
       {
         name: name, entries: r.size, raw: File.size(raw), zstd: File.size(packed), msgpack: msgpack,
         gzip: size_of_command(%w[gzip -6], raw), zstd_file: size_of_command(%w[zstd -3 -q], raw),
         values_ratio: info[:ratio], dictionary: info[:dictionary_bytes], compressed: info[:values],
-        raw_ns: times[:raw], zstd_ns: times[:zstd], raw_build: raw_s, zstd_build: packed_s, dig: set[:dig]
+        raw_ns: times[:raw], zstd_ns: times[:zstd], raw_build: raw_s, zstd_build: packed_s, dig: set[:dig], remote: remote
       }
     end
   end
@@ -185,4 +221,16 @@ puts "| --- | --- | --- | --- | --- | --- | --- |"
 rows.each do |r|
   puts format("| %s | %s | %.0f ns | %.0f ns | **%.2fx** | %.2f s | %.2f s |", r[:name], r[:dig] ? "dig(locale, *path)" : "db[key]",
               r[:raw_ns], r[:zstd_ns], r[:zstd_ns] / r[:raw_ns], r[:raw_build], r[:zstd_build])
+end
+puts
+puts "Over HTTP (nginx on loopback): bytes fetched"
+puts
+puts "| data | a lookup from a cold open, 4 KiB blocks: uncompressed | compressed | ratio | `each` over the store: uncompressed | compressed | ratio |"
+puts "| --- | --- | --- | --- | --- | --- | --- |"
+rows.each do |r|
+  next unless (remote = r[:remote])
+
+  (raw_lookup, raw_scan), (z_lookup, z_scan) = remote.values_at(:raw, :zstd)
+  puts format("| %s | %.0f B | %.0f B | %.2fx | %s | %s | %.2fx |", r[:name], raw_lookup, z_lookup, z_lookup / raw_lookup,
+              mb(raw_scan), mb(z_scan), z_scan.fdiv(raw_scan))
 end

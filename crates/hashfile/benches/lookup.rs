@@ -148,7 +148,7 @@ fn records(n: usize) -> Vec<(Vec<u8>, Vec<u8>)> {
     let vocabulary: Vec<String> = (0..4_000)
         .map(|i| String::from_utf8(random.word(3 + i % 7)).unwrap())
         .collect();
-    let mut pick = |random: &mut support::XorShift| {
+    let pick = |random: &mut support::XorShift| {
         let r = random.next_u64() % 4_000;
         vocabulary[(r * r / 4_000) as usize].clone()
     };
