@@ -23,12 +23,11 @@ pub const MIN_COMPRESS_LEN: usize = 32;
 /// Strings are read whole anyway, and compress at any length.
 pub const MAX_TYPED_COMPRESS_LEN: usize = 64 << 10;
 
-/// Whether a builder compresses a value of this kind and length: at least
-/// [`MIN_COMPRESS_LEN`] bytes, and a typed one at most
+/// Whether a builder compresses a value of `len` bytes, `typed` or a
+/// string: at least [`MIN_COMPRESS_LEN`] bytes, and a typed one at most
 /// [`MAX_TYPED_COMPRESS_LEN`].
-pub fn worth_compressing(kind: crate::format::ValueKind, len: usize) -> bool {
-    len >= MIN_COMPRESS_LEN
-        && (kind != crate::format::ValueKind::Typed || len <= MAX_TYPED_COMPRESS_LEN)
+pub fn worth_compressing(typed: bool, len: usize) -> bool {
+    len >= MIN_COMPRESS_LEN && (!typed || len <= MAX_TYPED_COMPRESS_LEN)
 }
 
 /// A compressed value decodes to at most this many times its stored
@@ -454,14 +453,10 @@ mod tests {
 
     #[test]
     fn short_values_stay_raw_and_damage_is_an_error() {
-        use crate::format::ValueKind;
-        assert!(!worth_compressing(ValueKind::Utf8, MIN_COMPRESS_LEN - 1));
-        assert!(worth_compressing(ValueKind::Utf8, 10 << 20));
-        assert!(worth_compressing(ValueKind::Typed, MAX_TYPED_COMPRESS_LEN));
-        assert!(!worth_compressing(
-            ValueKind::Typed,
-            MAX_TYPED_COMPRESS_LEN + 1
-        ));
+        assert!(!worth_compressing(false, MIN_COMPRESS_LEN - 1));
+        assert!(worth_compressing(false, 10 << 20));
+        assert!(worth_compressing(true, MAX_TYPED_COMPRESS_LEN));
+        assert!(!worth_compressing(true, MAX_TYPED_COMPRESS_LEN + 1));
         let mut encoder = Encoder::new(3, None).unwrap();
         let mut out = vec![];
         let value = vec![b'a'; 500];

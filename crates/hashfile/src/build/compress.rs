@@ -13,6 +13,7 @@ use crate::cancel::CancelFlag;
 use crate::compress::{self, Encoder, Stats};
 use crate::error::Result;
 use crate::format::record::{self, Stored};
+use crate::format::ValueKind;
 use crate::parallel::*;
 
 /// Bytes of records read, compressed and written back per wave: what the
@@ -56,7 +57,7 @@ pub(super) fn train(records: &[u8], offsets: &Offsets) -> Vec<u8> {
     let samples: Vec<&[u8]> = (0..n)
         .step_by(stride)
         .filter_map(|i| record::read(&records[offsets.get(i) as usize..]))
-        .filter(|r| compress::worth_compressing(r.kind, r.value.len()))
+        .filter(|r| compress::worth_compressing(r.kind == ValueKind::Typed, r.value.len()))
         .map(|r| r.value)
         .collect();
     compress::train(
@@ -127,9 +128,10 @@ pub(super) fn rewrite(
                         record::read(&wave[at..]).expect("a builder's own records are well formed");
                     starts.push(out.len() as u64);
                     frame.clear();
-                    let compressed =
-                        compress::worth_compressing(original.kind, original.value.len())
-                            && encoder.compress(original.value, &mut frame)?;
+                    let compressed = compress::worth_compressing(
+                        original.kind == ValueKind::Typed,
+                        original.value.len(),
+                    ) && encoder.compress(original.value, &mut frame)?;
                     if compressed {
                         stats.values += 1;
                         stats.decoded_bytes += original.value.len() as u64;
