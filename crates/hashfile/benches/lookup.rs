@@ -65,6 +65,17 @@ fn lookup(c: &mut Criterion) {
     group.finish();
 }
 
+/// `keys` in an order of the fixed-seed generator's (Fisher-Yates), so
+/// that successive probes land far apart in the store.
+fn shuffled<'a>(keys: impl Iterator<Item = &'a [u8]>) -> Vec<&'a [u8]> {
+    let mut keys: Vec<&[u8]> = keys.collect();
+    let mut random = support::XorShift::default();
+    for i in (1..keys.len()).rev() {
+        keys.swap(i, (random.next_u64() % (i as u64 + 1)) as usize);
+    }
+    keys
+}
+
 /// `get_many` against the same keys looked up one by one, over a store in
 /// memory, with probes spread over the whole store and too many for the
 /// cache to keep between rounds (a quarter of the keys, shuffled), so each
@@ -85,15 +96,7 @@ fn batch(c: &mut Criterion) {
             builder.insert(k, v);
         }
         let store = Reader::new(builder.to_bytes().unwrap()).unwrap();
-        let mut probes: Vec<&[u8]> = entries
-            .iter()
-            .step_by(4)
-            .map(|(k, _)| k.as_slice())
-            .collect();
-        let mut random = support::XorShift::default();
-        for i in (1..probes.len()).rev() {
-            probes.swap(i, (random.next_u64() % (i as u64 + 1)) as usize);
-        }
+        let probes = shuffled(entries.iter().step_by(4).map(|(k, _)| k.as_slice()));
         group.throughput(Throughput::Elements(probes.len() as u64));
         group.bench_with_input(BenchmarkId::new("get", n), &probes, |b, probes| {
             b.iter(|| one_by_one(&store, probes))
@@ -176,15 +179,7 @@ fn compressed(c: &mut Criterion) {
     let mut group = c.benchmark_group("compressed");
     for n in [100_000usize, 1_000_000] {
         let entries = records(n);
-        let mut probes: Vec<&[u8]> = entries
-            .iter()
-            .step_by(n / 4096)
-            .map(|(k, _)| k.as_slice())
-            .collect();
-        let mut random = support::XorShift::default();
-        for i in (1..probes.len()).rev() {
-            probes.swap(i, (random.next_u64() % (i as u64 + 1)) as usize);
-        }
+        let probes = shuffled(entries.iter().step_by(n / 4096).map(|(k, _)| k.as_slice()));
         group.throughput(Throughput::Elements(probes.len() as u64));
         for (name, compression) in [
             ("raw", hashfile::Compression::None),

@@ -200,22 +200,18 @@ impl Builder {
     fn compress_values(&mut self, level: i32) -> Result<CompressedValues> {
         let dictionary = compress::train(self.records(), &self.offsets);
         let records_len = self.records_len();
+        let (offsets, cancel) = (&self.offsets, &self.cancel);
+        let rewrite = |io: &mut dyn compress::Rewrite| {
+            compress::rewrite(io, offsets, records_len, level, &dictionary, cancel)
+        };
         let done = match &mut self.records {
             Records::Memory(records) => {
                 let mut io = compress::InMemory {
                     records,
                     out: Vec::with_capacity(records.len()),
                 };
-                let done = compress::rewrite(
-                    &mut io,
-                    &self.offsets,
-                    records_len,
-                    level,
-                    &dictionary,
-                    &self.cancel,
-                )?;
-                let out = io.out;
-                *records = out;
+                let done = rewrite(&mut io)?;
+                *records = io.out;
                 done
             }
             Records::File(spill) => {
@@ -225,20 +221,12 @@ impl Builder {
                 let start = Header::encoded_len(true) as u64;
                 let path = spill.destination.clone();
                 let with_path = |e: std::io::Error| Error::io(Some(&path), e);
-                let mut io = compress::InFile {
+                let done = rewrite(&mut compress::InFile {
                     file: &spill.temp.file,
                     path: &path,
                     start,
                     written: 0,
-                };
-                let done = compress::rewrite(
-                    &mut io,
-                    &self.offsets,
-                    records_len,
-                    level,
-                    &dictionary,
-                    &self.cancel,
-                )?;
+                })?;
                 // What lay past the shorter records goes: the index is
                 // written after them, and the gaps must be zero.
                 spill

@@ -89,33 +89,36 @@ impl<'a> RecordBuf<'a> {
         let mut bytes = Vec::with_capacity(self.key.len() + self.value.len());
         bytes.extend_from_slice(self.key);
         bytes.extend_from_slice(self.value);
-        // SAFETY: as in `new`: the slices point into the Vec kept beside
-        // them in `_held`, whose buffer neither moves nor goes while the
-        // record lives, and are handed out only borrowed from `&self`.
-        let (all, held) = unsafe { Piece::<'static>::owned(bytes).into_parts() };
-        let (key, value) = all.split_at(self.key.len());
-        RecordBuf {
-            key,
-            value,
-            key_utf8: self.key_utf8,
-            kind: self.kind,
-            _held: held,
-        }
+        let (key, value) = (0..self.key.len(), self.key.len()..bytes.len());
+        RecordBuf::owning(bytes, key, value, self.key_utf8, self.kind)
     }
 
     /// A record whose value was decoded (`Reader::decoded`): `bytes` is the
     /// value followed by the key's last `key_len` bytes.
     fn from_decoded(bytes: Vec<u8>, key_len: usize, layout: Layout) -> RecordBuf<'a> {
-        // SAFETY: as in `into_owned`: the slices point into the Vec kept
-        // beside them in `_held`, and are handed out only borrowed from
-        // `&self`.
+        let split = bytes.len() - key_len;
+        let (key, value) = (split..bytes.len(), 0..split);
+        RecordBuf::owning(bytes, key, value, layout.key_utf8, layout.kind)
+    }
+
+    /// A record whose key and value are the ranges `key` and `value` of
+    /// `bytes`, which it holds.
+    fn owning(
+        bytes: Vec<u8>,
+        key: Range<usize>,
+        value: Range<usize>,
+        key_utf8: bool,
+        kind: ValueKind,
+    ) -> RecordBuf<'a> {
+        // SAFETY: as in `new`: the slices point into the Vec kept beside
+        // them in `_held`, whose buffer neither moves nor goes while the
+        // record lives, and are handed out only borrowed from `&self`.
         let (all, held) = unsafe { Piece::<'a>::owned(bytes).into_parts() };
-        let (value, key) = all.split_at(all.len() - key_len);
         RecordBuf {
-            key,
-            value,
-            key_utf8: layout.key_utf8,
-            kind: layout.kind,
+            key: &all[key],
+            value: &all[value],
+            key_utf8,
+            kind,
             _held: held,
         }
     }
