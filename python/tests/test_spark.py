@@ -189,8 +189,10 @@ def test_bad_rows_fail_the_job_with_a_local_builds_error_and_publish_nothing(spa
     # Options a job would ignore or cannot honour fail before any task runs.
     with pytest.raises(ValueError, match="on_duplicate"):
         write_dataset(good, out, key="k", shards=2, on_duplicate="last")
-    with pytest.raises(ValueError, match="unknown option 'compression'"):
-        write_dataset(good, out, key="k", shards=2, compression="zstd")
+    with pytest.raises(ValueError, match="unknown option 'codec'"):
+        write_dataset(good, out, key="k", shards=2, codec="zstd")
+    with pytest.raises(ValueError, match="is not a compression"):
+        write_dataset(good, out, key="k", shards=2, compression="lz4")
     with pytest.raises(ValueError, match="give shards or target_shard_bytes"):
         write_dataset(good, out, key="k")
     with pytest.raises(ValueError, match="shards"):
@@ -213,6 +215,20 @@ def test_shards_sized_by_bytes_and_integer_keys(spark, tmp_path):
         # An integer key is keyed by its digits.
         assert db["4999"] == {"id": 4999, "pad": "x" * 100}
         assert len(db) == 5000
+
+
+def test_a_dataset_with_compressed_values(spark, tmp_path):
+    """compression="zstd" reaches every task's shard writer: each shard is
+    compressed in place, and every value reads back."""
+    text = F.concat(F.lit("a steel kettle for every kitchen, item "), F.col("id").cast("string"))
+    rows = spark.range(3000).select(F.col("id"), text.alias("text"))
+    manifest = write_dataset(rows, tmp_path / "ds", key="id", value="text", shards=2, compression="zstd")
+    with hashfile.open(tmp_path / "ds") as db:
+        assert len(db) == 3000
+        assert all(db[str(i)] == f"a steel kettle for every kitchen, item {i}" for i in range(0, 3000, 7))
+    for shard in manifest["shards"]:
+        with hashfile.open(tmp_path / "ds" / shard["file"]) as db:
+            assert db.info()["compression"]["values"] == shard["entries"]
 
 
 def test_a_dataset_written_to_s3_reads_from_python_and_ruby(spark, tmp_path, minio, monkeypatch):
