@@ -49,7 +49,7 @@ class CompressionTest < HashfileTest
       info = db.info[:compression]
       assert_equal :zstd, info[:codec]
       assert_equal 3, info[:level]
-      assert_operator info[:values], :>, data.size / 2
+      assert_operator info[:values], :>, trained ? data.size / 2 : 0
       if trained
         assert_operator info[:ratio], :>, 2.0
         assert_operator info[:dictionary_bytes], :>, 0
