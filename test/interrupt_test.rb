@@ -30,22 +30,30 @@ class InterruptTest < HashfileTest
   def test_an_interrupted_build_from_publishes_nothing
     input = jsonl(scale(300_000))
     out = path("out.hf")
+    cancelled = 0
     [0.0, 0.01, 0.05, 0.1, 0.2, 0.4].each do |delay|
       File.write(out, "old")
       main = Thread.current
       interrupter = Thread.new { sleep delay; main.raise(Interrupt) }
       returned = false
       begin
-        Hashfile.build_from(input, out)
-        returned = true
+        # The Interrupt is taken only where the call blocks (waiting for
+        # the build), so one that comes after the build returned waits
+        # until `returned` says so, rather than landing in between.
+        Thread.handle_interrupt(Interrupt => :on_blocking) do
+          Hashfile.build_from(input, out)
+          returned = true
+        end
         interrupter.kill.join
       rescue Interrupt
         assert_equal "old", File.binread(out), "interrupted at #{delay} s, the build published" unless returned
+        cancelled += 1 unless returned
       end
       Hashfile.open(out, &:verify) if returned
       assert_empty temporary_files, "interrupted at #{delay} s"
       assert_equal 0, build_threads, "interrupted at #{delay} s, a build thread is left"
     end
+    assert_operator cancelled, :>, 0, "no Interrupt reached a build under way"
   end
 
   def test_hashfile_build_can_be_interrupted
