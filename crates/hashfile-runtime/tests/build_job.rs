@@ -33,6 +33,7 @@ fn three_reports() -> BuildJob {
         Ok(Summary {
             entries: 3,
             file_bytes: 100,
+            spilled: None,
         })
     }))
     .unwrap()

@@ -85,7 +85,10 @@ pub mod pipeline;
 pub mod read;
 pub mod value;
 
-pub use build::{Batch, BuildOptions, Builder, IndexKind, OnDuplicate, DEFAULT_KEYS_PER_PART};
+pub use build::{
+    Batch, BuildOptions, Builder, IndexKind, MemoryLimit, OnDuplicate, SpillStats,
+    DEFAULT_KEYS_PER_PART, MIN_MEMORY_LIMIT,
+};
 pub use cancel::CancelFlag;
 pub use compress::Compression;
 pub use error::{DisplayBytes, Error, Location, Position, Result, MAX_PARSE_MESSAGE};

@@ -227,6 +227,9 @@ pub struct Summary {
     pub entries: u64,
     /// Length of the file written.
     pub file_bytes: u64,
+    /// What the build did if its index went over the memory limit and
+    /// spilled to temporary files (`BuildOptions::memory`).
+    pub spilled: Option<crate::build::SpillStats>,
 }
 
 /// Least time between two progress reports while reading.
@@ -303,6 +306,7 @@ pub fn build_from(
         Ok(file_bytes) => Ok(Summary {
             entries: builder.len() as u64,
             file_bytes,
+            spilled: builder.spill_stats(),
         }),
         Err(e) => Err(locate_duplicate(inputs, e)),
     }

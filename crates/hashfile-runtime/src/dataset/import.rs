@@ -61,5 +61,6 @@ pub fn build_from(
     Ok(Summary {
         entries: manifest.entries,
         file_bytes: manifest.shards.iter().map(|s| s.bytes).sum(),
+        spilled: dataset.spill_stats(),
     })
 }

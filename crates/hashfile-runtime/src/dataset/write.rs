@@ -32,6 +32,7 @@ impl DatasetBuilder {
     /// `options`, holding the entries in memory.
     pub fn new(shards: u32, options: BuildOptions) -> hashfile::Result<DatasetBuilder> {
         let shard_count = check_shards(shards)?;
+        let options = per_shard(options, shards)?;
         let builders = (0..shards)
             .map(|_| Builder::new(options.clone()))
             .collect::<hashfile::Result<Vec<_>>>()?;
@@ -54,6 +55,7 @@ impl DatasetBuilder {
         dir: &Path,
     ) -> hashfile::Result<DatasetBuilder> {
         let shard_count = check_shards(shards)?;
+        let options = per_shard(options, shards)?;
         create_dir(dir)?;
         let generation = new_generation();
         let n = shards as usize;
@@ -111,6 +113,20 @@ impl DatasetBuilder {
     /// Entries added.
     pub fn len(&self) -> usize {
         self.builders.iter().map(Builder::len).sum()
+    }
+
+    /// What the shards that spilled their index did, summed (`None` if
+    /// none did): temporary bytes are summed too, an upper bound, since
+    /// shards build a few at a time.
+    pub fn spill_stats(&self) -> Option<hashfile::SpillStats> {
+        self.builders
+            .iter()
+            .filter_map(Builder::spill_stats)
+            .reduce(|a, b| hashfile::SpillStats {
+                groups: a.groups + b.groups,
+                temporary_bytes: a.temporary_bytes + b.temporary_bytes,
+                attempts: a.attempts.max(b.attempts),
+            })
     }
 
     /// True if nothing was added.
@@ -323,6 +339,17 @@ fn civil_from_days(days: i64) -> (i64, u32, u32) {
     let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
     let year = yoe + era * 400 + i64::from(month <= 2);
     (year, month, day)
+}
+
+/// Each shard's options: the memory limit shared out, since every shard
+/// holds its hashes while entries come, and shards build in parallel. A
+/// shard never gets less than `MIN_MEMORY_LIMIT`.
+fn per_shard(options: BuildOptions, shards: u32) -> hashfile::Result<BuildOptions> {
+    let memory = (options.memory.resolve() / shards.max(1) as u64).max(hashfile::MIN_MEMORY_LIMIT);
+    Ok(BuildOptions {
+        memory: hashfile::MemoryLimit::bytes(memory)?,
+        ..options
+    })
 }
 
 #[cfg(test)]

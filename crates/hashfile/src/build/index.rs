@@ -8,7 +8,7 @@ use crate::bits::{self, BlockLayout};
 use crate::cancel::CancelFlag;
 use crate::chd;
 use crate::error::{Error, Result};
-use crate::format::{self, BuildParameters, Header, PartEntry, Section, SectionId};
+use crate::format::{self, BuildParameters, Geometry, Header, PartEntry, Section, SectionId};
 
 /// A built index, ready to be written after the records.
 pub(super) struct Prepared {
@@ -98,50 +98,92 @@ pub(super) fn prepare(
         index.insert(0, (SectionId::Dictionary, dictionary.to_vec()));
     }
 
-    // File order: header, records, then the index sections, each at a
-    // multiple of 8.
-    let header_len = Header::encoded_len(records.dictionary.is_some());
+    let sections: Vec<(SectionId, u64, u64)> = index
+        .iter()
+        .map(|(id, bytes)| (*id, bytes.len() as u64, xxhash_rust::xxh3::xxh3_64(bytes)))
+        .collect();
+    let header = lay_out(
+        &Shape {
+            records_len,
+            records_checksum: records.checksum,
+            typed: records.typed,
+            compressed: records.compressed,
+            with_dictionary: records.dictionary.is_some(),
+            seed,
+            geometry,
+        },
+        &sections,
+        options,
+    );
+    Ok(Prepared { header, index })
+}
+
+/// What a header says of a build besides where its index sections lie.
+pub(super) struct Shape {
+    pub(super) records_len: u64,
+    pub(super) records_checksum: u64,
+    /// Whether any record holds a typed value.
+    pub(super) typed: bool,
+    /// Whether any record's value is compressed.
+    pub(super) compressed: bool,
+    /// Whether the store has a dictionary section (a build with
+    /// compression), which makes the header one section longer.
+    pub(super) with_dictionary: bool,
+    pub(super) seed: u64,
+    pub(super) geometry: Geometry,
+}
+
+/// The header of a build: the records right after it, then the index
+/// sections given (id, length, checksum) in file order, each at a
+/// multiple of 8. The one place a build lays out its file, in memory or
+/// spilled (`super::spill`).
+pub(super) fn lay_out(
+    shape: &Shape,
+    index: &[(SectionId, u64, u64)],
+    options: &BuildOptions,
+) -> Header {
+    let header_len = Header::encoded_len(shape.with_dictionary);
     let mut sections = [Section::default(); 8];
     let mut at = (header_len as u64).next_multiple_of(8);
     sections[SectionId::Records.index()] = Section {
         offset: at,
-        length: records_len,
-        checksum: records.checksum,
+        length: shape.records_len,
+        checksum: shape.records_checksum,
     };
-    at += records_len;
-    for (id, bytes) in &index {
+    at += shape.records_len;
+    for &(id, length, checksum) in index {
         at = at.next_multiple_of(8);
         sections[id.index()] = Section {
             offset: at,
-            length: bytes.len() as u64,
-            checksum: xxhash_rust::xxh3::xxh3_64(bytes),
+            length,
+            checksum,
         };
-        at += bytes.len() as u64;
+        at += length;
     }
     let o = options;
-    let header = Header {
+    Header {
         major: format::VERSION_MAJOR,
         minor: format::VERSION_MINOR,
         header_len: header_len as u32,
-        required_flags: if records.typed {
+        required_flags: if shape.typed {
             format::REQUIRED_TYPED_VALUES
         } else {
             0
-        } | if geometry.part_count > 1 {
+        } | if shape.geometry.part_count > 1 {
             format::REQUIRED_PARTS
         } else {
             0
         } | match o.index {
             IndexKind::Classic => 0,
             IndexKind::Compact => format::REQUIRED_COMPACT_INDEX,
-        } | if records.compressed {
+        } | if shape.compressed {
             format::REQUIRED_COMPRESSED_VALUES
         } else {
             0
         },
         file_len: at,
-        hash_seed: seed,
-        geometry,
+        hash_seed: shape.seed,
+        geometry: shape.geometry,
         seed_block_len: match o.index {
             IndexKind::Classic => o.seed_block_len,
             IndexKind::Compact => 0,
@@ -153,31 +195,76 @@ pub(super) fn prepare(
             dense_bucket_fraction: o.dense_bucket_fraction,
         },
         sections,
-    };
-    Ok(Prepared { header, index })
+    }
 }
 
 /// The classic index's pilots as seed blocks: the seed index (cumulative
 /// widths) and the blocks, each packed at its widest pilot's width.
-fn seed_blocks(pilots: &[u32], seed_block_len: u32) -> Result<(Vec<u8>, Vec<u8>)> {
-    let layout = BlockLayout::from_block_len(seed_block_len).expect("validated");
-    let mut seed_index = Vec::new();
-    let mut seeds = Vec::new();
-    let mut units = 0u32;
-    seed_index.extend_from_slice(&units.to_le_bytes());
-    let mut block = vec![0u32; layout.block_len()];
-    for chunk in pilots.chunks(layout.block_len()) {
-        block.fill(0);
-        block[..chunk.len()].copy_from_slice(chunk);
-        let (width, packed) = layout.compress(&block);
-        seeds.extend_from_slice(&packed);
-        units = units.checked_add(width as u32).ok_or(Error::Limit {
+pub(super) fn seed_blocks(pilots: &[u32], seed_block_len: u32) -> Result<(Vec<u8>, Vec<u8>)> {
+    let mut blocks = SeedBlocks::new(seed_block_len);
+    blocks.extend(pilots)?;
+    blocks.finish()
+}
+
+/// The seed index and seed blocks, made as pilots come in bucket order:
+/// a spilled build has one group of parts' pilots at a time.
+pub(super) struct SeedBlocks {
+    layout: BlockLayout,
+    /// Pilots not yet in a block.
+    pending: Vec<u32>,
+    seed_index: Vec<u8>,
+    seeds: Vec<u8>,
+    /// The seed index's running sum of block widths.
+    units: u32,
+}
+
+impl SeedBlocks {
+    pub(super) fn new(seed_block_len: u32) -> SeedBlocks {
+        let layout = BlockLayout::from_block_len(seed_block_len).expect("validated");
+        SeedBlocks {
+            layout,
+            pending: Vec::with_capacity(layout.block_len()),
+            seed_index: 0u32.to_le_bytes().to_vec(),
+            seeds: Vec::new(),
+            units: 0,
+        }
+    }
+
+    /// Adds the next pilots, in bucket order.
+    pub(super) fn extend(&mut self, mut pilots: &[u32]) -> Result<()> {
+        let len = self.layout.block_len();
+        while !pilots.is_empty() {
+            let take = (len - self.pending.len()).min(pilots.len());
+            self.pending.extend_from_slice(&pilots[..take]);
+            pilots = &pilots[take..];
+            if self.pending.len() == len {
+                self.block()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Packs the pending pilots as a block, zeros after them.
+    fn block(&mut self) -> Result<()> {
+        self.pending.resize(self.layout.block_len(), 0);
+        let (width, packed) = self.layout.compress(&self.pending);
+        self.pending.clear();
+        self.seeds.extend_from_slice(&packed);
+        self.units = self.units.checked_add(width as u32).ok_or(Error::Limit {
             what: "bit widths of the seed blocks",
             max: u32::MAX as u64,
         })?;
-        seed_index.extend_from_slice(&units.to_le_bytes());
+        self.seed_index.extend_from_slice(&self.units.to_le_bytes());
+        Ok(())
     }
-    Ok((seed_index, seeds))
+
+    /// The seed index and the seeds sections.
+    pub(super) fn finish(mut self) -> Result<(Vec<u8>, Vec<u8>)> {
+        if !self.pending.is_empty() {
+            self.block()?;
+        }
+        Ok((self.seed_index, self.seeds))
+    }
 }
 
 /// The compact index's sections before the slots: the pilots (a byte per

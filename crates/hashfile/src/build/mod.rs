@@ -6,6 +6,7 @@
 //! - `records`: where the records are kept (memory or the spill file);
 //! - `compress`: the pass that compresses the values, with a dictionary;
 //! - `index`: the perfect hash packed into sections, and the header;
+//! - `spill`: the index of a build over its memory limit, group by group;
 //! - `publish`: the temporary file and the rename.
 
 mod batch;
@@ -14,6 +15,7 @@ mod index;
 mod options;
 mod publish;
 mod records;
+mod spill;
 
 use std::io::{BufWriter, Write};
 use std::path::Path;
@@ -26,10 +28,11 @@ use crate::format::{Header, Record, SectionId, ValueKind};
 
 pub use batch::Batch;
 pub use options::{
-    BuildOptions, IndexKind, OnDuplicate, COMPACT_KEYS_PER_BUCKET, DEFAULT_KEYS_PER_PART,
-    KEYS_PER_BUCKET_RANGE, LOAD_FACTOR_RANGE,
+    BuildOptions, IndexKind, MemoryLimit, OnDuplicate, COMPACT_KEYS_PER_BUCKET,
+    DEFAULT_KEYS_PER_PART, KEYS_PER_BUCKET_RANGE, LOAD_FACTOR_RANGE, MIN_MEMORY_LIMIT,
 };
 pub use publish::{destination, publish_file};
+pub use spill::SpillStats;
 
 use index::{Prepared, RecordsSection};
 use publish::TempFile;
@@ -93,7 +96,21 @@ pub struct Builder {
     /// What the compression pass made, once it has run: its records are
     /// compressed, so writing the store again reuses this.
     compressed: Option<CompressedValues>,
+    /// Entries added.
+    entries: usize,
+    /// The memory limit, resolved (`BuildOptions::memory`).
+    memory: u64,
+    /// A streaming build whose hashes and offsets passed half the memory
+    /// limit stopped keeping them (`offsets` is empty): it will spill,
+    /// and the spill reads them back from the records.
+    dropped_index: bool,
+    /// What the last spilled write did (`write_file`).
+    spill_stats: Option<SpillStats>,
 }
+
+/// Entries between two looks at the memory a streaming build's hashes and
+/// offsets take.
+const MEMORY_CHECK_EVERY: usize = 1 << 12;
 
 /// What the compression pass left for the header and the index.
 #[derive(Debug)]
@@ -112,6 +129,7 @@ impl Builder {
     /// A builder with these options, checked.
     pub fn new(options: BuildOptions) -> Result<Builder> {
         options.validate()?;
+        let memory = options.memory.resolve();
         Ok(Builder {
             options,
             records: Records::Memory(Vec::new()),
@@ -119,6 +137,10 @@ impl Builder {
             typed: false,
             cancel: CancelFlag::new(),
             compressed: None,
+            entries: 0,
+            memory,
+            dropped_index: false,
+            spill_stats: None,
         })
     }
 
@@ -142,6 +164,7 @@ impl Builder {
             ])
             .map_err(with_path)?;
         let spill = Spill::new(temp, destination.to_path_buf());
+        let memory = options.memory.resolve();
         Ok(Builder {
             options,
             records: Records::File(Box::new(spill)),
@@ -149,6 +172,10 @@ impl Builder {
             typed: false,
             cancel: CancelFlag::new(),
             compressed: None,
+            entries: 0,
+            memory,
+            dropped_index: false,
+            spill_stats: None,
         })
     }
 
@@ -268,12 +295,36 @@ impl Builder {
 
     /// Number of entries added so far.
     pub fn len(&self) -> usize {
-        self.offsets.len()
+        self.entries
     }
 
     /// True if nothing has been added.
     pub fn is_empty(&self) -> bool {
-        self.offsets.len() == 0
+        self.entries == 0
+    }
+
+    /// What the last `write_file` did if it spilled its index to
+    /// temporary files (`BuildOptions::memory`); `None` if it built in
+    /// memory.
+    pub fn spill_stats(&self) -> Option<SpillStats> {
+        self.spill_stats
+    }
+
+    /// A streaming build's hashes and offsets, once past half the memory
+    /// limit, are dropped: the build will spill, and reads them back.
+    fn check_memory(&mut self) {
+        let Records::File(spill) = &mut self.records else {
+            return;
+        };
+        let held = match &self.offsets {
+            Offsets::Narrow(v) => v.len() * 4,
+            Offsets::Wide(v) => v.len() * 8,
+        } + spill.hashes.len() * 8;
+        if held as u64 > self.memory / 2 {
+            self.offsets = Offsets::Narrow(Vec::new());
+            spill.hashes = Vec::new();
+            self.dropped_index = true;
+        }
     }
 
     /// Adds a binary key and a binary value.
@@ -290,6 +341,13 @@ impl Builder {
     #[inline]
     pub fn insert_record(&mut self, record: Record<'_>) {
         self.typed |= record.kind == ValueKind::Typed;
+        self.entries += 1;
+        if self.dropped_index {
+            if let Records::File(spill) = &mut self.records {
+                spill.push_record(record);
+            }
+            return;
+        }
         self.offsets.push(self.records_len());
         match &mut self.records {
             Records::Memory(v) => record.write(v),
@@ -299,6 +357,9 @@ impl Builder {
                     .push(chd::hash_key(record.key, self.options.hash_seed));
                 spill.push_record(record);
             }
+        }
+        if self.entries % MEMORY_CHECK_EVERY == 0 {
+            self.check_memory();
         }
     }
 
@@ -315,6 +376,13 @@ impl Builder {
     pub fn append(&mut self, batch: &Batch) {
         let base = self.records_len();
         self.typed |= batch.typed;
+        self.entries += batch.len();
+        if self.dropped_index {
+            if let Records::File(spill) = &mut self.records {
+                spill.write(&batch.records);
+            }
+            return;
+        }
         for &start in &batch.starts {
             self.offsets.push(base + start as u64);
         }
@@ -335,6 +403,7 @@ impl Builder {
                 spill.write(&batch.records);
             }
         }
+        self.check_memory();
     }
 
     /// Adds a typed value. Strings in UTF-8, US-ASCII or binary are stored
@@ -447,6 +516,7 @@ impl Builder {
         }
         self.records = Records::Memory(records);
         self.offsets = offsets;
+        self.entries = self.offsets.len();
         Ok(())
     }
 
@@ -532,7 +602,7 @@ impl Builder {
     /// Checks the entry count, seals a streaming build and resolves
     /// duplicates, then builds the index.
     fn finish(&mut self) -> Result<Prepared> {
-        let n = self.offsets.len();
+        let n = self.entries;
         if n > chd::MAX_BUILD_ENTRIES {
             return Err(Error::Limit {
                 what: "entries in one build",
@@ -646,6 +716,12 @@ impl Builder {
         let resolved = publish::destination(path)?;
         let path = resolved.as_path();
         let with_path = |e: std::io::Error| Error::io(Some(path), e);
+        self.spill_stats = None;
+        if self.dropped_index || spill::needed(self.entries as u64, self.memory) {
+            return self
+                .write_spilled(path, before_publish)
+                .map_err(|e| e.with_path(path));
+        }
         // Once published, the file is never written again: a second
         // write_file goes through a new temporary file like any other.
         let in_place = matches!(&self.records, Records::File(spill) if spill.destination == path && !spill.temp.published);
@@ -661,5 +737,104 @@ impl Builder {
             .write_prepared(&prepared, &mut temp.file)
             .map_err(|e| e.with_path(path))?;
         publish::publish(&mut temp, path, len, &self.cancel, before_publish)
+    }
+
+    /// `write_file` for a build whose index data would pass the memory
+    /// limit: the index is built group by group from temporary files
+    /// (`spill`), after the records in the temporary file of the store.
+    fn write_spilled(
+        &mut self,
+        path: &Path,
+        before_publish: &mut dyn FnMut() -> Result<()>,
+    ) -> Result<u64> {
+        let o = &self.options;
+        let unsupported = |what: &str| {
+            Error::InvalidOption {
+            name: "memory",
+            reason: format!(
+                "{} entries need about {} MiB of index data, over the memory limit of {} MiB, so the build would spill to temporary files, and {what}; raise memory to at least {} MiB",
+                self.entries,
+                (self.entries as u64 * spill::INDEX_BYTES_PER_KEY).div_ceil(1 << 20),
+                self.memory >> 20,
+                (self.entries as u64 * spill::INDEX_BYTES_PER_KEY).div_ceil(1 << 20),
+            ),
+        }
+        };
+        if self.entries > chd::MAX_BUILD_ENTRIES && o.on_duplicate != OnDuplicate::Error {
+            return Err(Error::Limit {
+                what: "entries in one build with on_duplicate other than error",
+                max: chd::MAX_BUILD_ENTRIES as u64,
+            });
+        }
+        if o.on_duplicate != OnDuplicate::Error {
+            return Err(unsupported(&format!(
+                "on_duplicate: {} resolves repeated keys in memory (a spilled build takes on_duplicate: error)",
+                o.on_duplicate.name()
+            )));
+        }
+        if o.compression != Compression::None {
+            return Err(unsupported(
+                "compression trains its dictionary and rewrites the values from offsets held in memory",
+            ));
+        }
+        if o.index == IndexKind::Compact {
+            return Err(unsupported("the compact index builds in memory"));
+        }
+        self.cancel.check()?;
+        self.seal()?;
+        // An in-memory build's records go to a temporary file first; so
+        // do a streaming build's, if it is written somewhere else than
+        // the destination it was made for.
+        let in_place = matches!(&self.records, Records::File(spill) if spill.destination == path && !spill.temp.published);
+        if !in_place {
+            let temp = TempFile::create_beside(path).map_err(|e| Error::io(Some(path), e))?;
+            let mut moved = Spill::new(temp, path.to_path_buf());
+            moved.write(&vec![0u8; Header::encoded_len(false)]);
+            // The checksum covers the records, not the header's room.
+            moved.flush();
+            moved.checksum = xxhash_rust::xxh3::Xxh3::new();
+            moved.len = 0;
+            moved.write(self.records());
+            moved.flush();
+            if let Some(e) = moved.error.take() {
+                return Err(Error::io(Some(path), e));
+            }
+            moved.seal().map_err(|e| Error::io(Some(path), e))?;
+            self.records = Records::File(Box::new(moved));
+        }
+        let Records::File(spill) = &mut self.records else {
+            unreachable!("moved to a file above")
+        };
+        let start = Header::encoded_len(false);
+        let header = {
+            let sealed = spill.sealed.as_ref().expect("sealed above");
+            let records = spill::RecordsFile {
+                file: &spill.temp.file,
+                start: start as u64,
+                mapped: &sealed[start..start + spill.len as usize],
+                entries: self.entries as u64,
+                checksum: spill.checksum.digest(),
+                typed: self.typed,
+                destination: path,
+            };
+            let mut stats = SpillStats::default();
+            let header = spill::build(
+                &records,
+                &self.options,
+                self.memory,
+                &self.cancel,
+                &mut stats,
+            )?;
+            self.spill_stats = Some(stats);
+            header
+        };
+        self.cancel.check()?;
+        publish::publish(
+            &mut spill.temp,
+            path,
+            header.file_len,
+            &self.cancel,
+            before_publish,
+        )
     }
 }

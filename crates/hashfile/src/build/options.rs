@@ -46,6 +46,115 @@ pub struct BuildOptions {
     /// zstd and a dictionary trained from the store's values
     /// (`crate::compress`).
     pub compression: Compression,
+    /// How much memory the index data of a build may take (`MemoryLimit`):
+    /// a build to a file whose keys' hashes, offsets and placement would
+    /// take more builds its index part by part from temporary files beside
+    /// the output (`build::spill`), into the same bytes. Default `Auto`.
+    pub memory: MemoryLimit,
+}
+
+/// The memory a build's index data may take (`BuildOptions::memory`).
+/// Records are not counted: a streaming build writes them to its file as
+/// they come, an in-memory one holds them anyway.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum MemoryLimit {
+    /// An eighth of the machine's physical memory, at least
+    /// `MIN_MEMORY_LIMIT`: a build of up to about 100 million keys on a
+    /// 24 GiB machine stays in memory, a larger one spills.
+    #[default]
+    Auto,
+    /// At most this many bytes (at least `MIN_MEMORY_LIMIT`).
+    Bytes(u64),
+}
+
+/// The smallest memory limit: below it, the fixed buffers of a spilled
+/// build (one per temporary file, the read buffer) are most of it.
+pub const MIN_MEMORY_LIMIT: u64 = 16 << 20;
+
+impl MemoryLimit {
+    /// Parses `auto`, a number of bytes, or a number with a binary suffix
+    /// `K`, `M`, `G` or `T` (`64M` is 64 MiB; `KiB`, `MB`, ... read the
+    /// same).
+    pub fn parse(given: &str) -> Result<MemoryLimit> {
+        let bad = |why: &str| Error::InvalidOption {
+            name: "memory",
+            reason: format!("{given:?} {why}"),
+        };
+        let text = given.trim();
+        if text.eq_ignore_ascii_case("auto") {
+            return Ok(MemoryLimit::Auto);
+        }
+        let digits = text.bytes().take_while(u8::is_ascii_digit).count();
+        let (number, unit) = text.split_at(digits);
+        let shift = match unit.trim().to_ascii_uppercase().as_str() {
+            "" | "B" => 0,
+            "K" | "KB" | "KIB" => 10,
+            "M" | "MB" | "MIB" => 20,
+            "G" | "GB" | "GIB" => 30,
+            "T" | "TB" | "TIB" => 40,
+            _ => {
+                return Err(bad(
+                    "is not a size: give bytes, a number with K, M, G or T (64M), or auto",
+                ))
+            }
+        };
+        let bytes = number
+            .parse::<u64>()
+            .ok()
+            .and_then(|n| n.checked_mul(1 << shift))
+            .ok_or_else(|| {
+                bad("is not a size: give bytes, a number with K, M, G or T (64M), or auto")
+            })?;
+        MemoryLimit::bytes(bytes)
+    }
+
+    /// A limit of `bytes`, checked against `MIN_MEMORY_LIMIT`.
+    pub fn bytes(bytes: u64) -> Result<MemoryLimit> {
+        if bytes < MIN_MEMORY_LIMIT {
+            return Err(Error::InvalidOption {
+                name: "memory",
+                reason: format!(
+                    "{bytes} bytes is below the least a build can work in, {} MiB",
+                    MIN_MEMORY_LIMIT >> 20
+                ),
+            });
+        }
+        Ok(MemoryLimit::Bytes(bytes))
+    }
+
+    /// The name `parse` takes back: `auto` or the bytes.
+    pub fn name(self) -> String {
+        match self {
+            MemoryLimit::Auto => "auto".into(),
+            MemoryLimit::Bytes(b) => b.to_string(),
+        }
+    }
+
+    /// The limit in bytes on this machine.
+    pub fn resolve(self) -> u64 {
+        match self {
+            MemoryLimit::Bytes(b) => b,
+            MemoryLimit::Auto => (physical_memory() / 8).max(MIN_MEMORY_LIMIT),
+        }
+    }
+}
+
+/// The machine's physical memory, from `sysconf` (4 GiB if it will not
+/// say).
+fn physical_memory() -> u64 {
+    // SAFETY: sysconf only reads system configuration; it has no
+    // preconditions and returns -1 for a name it does not know.
+    let (pages, page) = unsafe {
+        (
+            libc::sysconf(libc::_SC_PHYS_PAGES),
+            libc::sysconf(libc::_SC_PAGESIZE),
+        )
+    };
+    if pages > 0 && page > 0 {
+        pages as u64 * page as u64
+    } else {
+        4 << 30
+    }
 }
 
 /// What a key added more than once does.
@@ -168,6 +277,7 @@ impl Default for BuildOptions {
             keys_per_part: DEFAULT_KEYS_PER_PART,
             index: IndexKind::Classic,
             compression: Compression::None,
+            memory: MemoryLimit::Auto,
         }
     }
 }
@@ -241,6 +351,9 @@ impl BuildOptions {
                     self.seed_block_len
                 ),
             });
+        }
+        if let MemoryLimit::Bytes(bytes) = self.memory {
+            MemoryLimit::bytes(bytes)?;
         }
         if BlockLayout::from_block_len(self.seed_block_len).is_none() {
             return Err(Error::InvalidOption {

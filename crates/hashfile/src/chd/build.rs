@@ -157,44 +157,17 @@ where
         }));
     }
     let map = BucketMap::new(&geometry);
-    let per_part = geometry.buckets_per_part() as usize;
-    let spp = geometry.slots_per_part();
-
-    // Each part on its own: its pilots, then its keys' slots in place of
-    // their hashes. Parts are independent, so the result does not depend on
-    // the number of threads.
     let mut pilots = vec![0u32; geometry.bucket_count as usize];
-    let mut chunks: Vec<&mut [Hashed]> = Vec::with_capacity(parts as usize);
-    let mut rest = hashed.as_mut_slice();
-    for w in part_starts.windows(2) {
-        let (head, tail) = rest.split_at_mut(w[1] - w[0]);
-        chunks.push(head);
-        rest = tail;
-    }
-    // A part that gives up stops the others at their next look.
-    let gave_up = AtomicBool::new(false);
-    let stop = Stop {
+    let outcomes = place_parts(
+        &mut hashed,
+        &part_starts,
+        &mut pilots,
+        &map,
+        0,
+        keys,
         cancel,
-        gave_up: &gave_up,
-    };
-    let outcomes: Vec<Placement> = chunks
-        .into_par_iter()
-        .zip(pilots.par_chunks_mut(per_part))
-        .enumerate()
-        .map(|(part, (members, pilots))| {
-            place_part(members, pilots, &map, part as u64 * spp, keys, &stop)
-        })
-        .collect();
-    // The first part that failed, in part order, whatever the threads did;
-    // a duplicate (found before any placing) first, then a part that gave up.
-    if let Some(duplicate) = first_duplicate(&outcomes, keys) {
-        return Err(duplicate);
-    }
-    if outcomes.contains(&Placement::TooHard) {
-        return Err(too_hard(params));
-    }
-    cancel.check()?;
-    if outcomes.iter().any(|o| *o != Placement::Placed) {
+    );
+    if !judge(&outcomes, keys, params, cancel)? {
         return Ok(None); // a 64-bit collision or no pilot: next seed
     }
 
@@ -228,6 +201,76 @@ where
         remap,
         slots: hashed,
     }))
+}
+
+/// Places a run of whole parts, the first of them part `first_part`:
+/// `hashed` holds their keys grouped by part (part `first_part + p` is
+/// `part_starts[p]..part_starts[p + 1]`), and `pilots` their buckets'
+/// pilots, which this fills. Each part on its own, on the pool: its pilots,
+/// then its keys' slots in place of their hashes. Parts are independent, so
+/// the result depends neither on the number of threads nor on which other
+/// parts are placed in the same call (a spilled build places a group of
+/// parts at a time, `build::spill`). One outcome per part, in part order.
+pub(crate) fn place_parts<'a, K>(
+    hashed: &mut [Hashed],
+    part_starts: &[usize],
+    pilots: &mut [u32],
+    map: &BucketMap,
+    first_part: u64,
+    keys: &K,
+    cancel: &CancelFlag,
+) -> Vec<Placement>
+where
+    K: Fn(usize) -> &'a [u8] + Sync,
+{
+    let per_part = map.buckets_per_part() as usize;
+    let spp = map.slots_per_part();
+    let mut chunks: Vec<&mut [Hashed]> = Vec::with_capacity(part_starts.len());
+    let mut rest = hashed;
+    for w in part_starts.windows(2) {
+        let (head, tail) = rest.split_at_mut(w[1] - w[0]);
+        chunks.push(head);
+        rest = tail;
+    }
+    // A part that gives up stops the others at their next look.
+    let gave_up = AtomicBool::new(false);
+    let stop = Stop {
+        cancel,
+        gave_up: &gave_up,
+    };
+    chunks
+        .into_par_iter()
+        .zip(pilots.par_chunks_mut(per_part))
+        .enumerate()
+        .map(|(part, (members, pilots))| {
+            let first_slot = (first_part + part as u64) * spp;
+            place_part(members, pilots, map, first_slot, keys, &stop)
+        })
+        .collect()
+}
+
+/// What placing parts came to: `Ok(true)` if every part was placed,
+/// `Ok(false)` if the next hash seed must be tried, or the error of the
+/// first part that failed, in part order, whatever the threads did: a
+/// duplicate (found before any placing) first, then a part that gave up,
+/// then a cancelled build.
+pub(crate) fn judge<'a, K>(
+    outcomes: &[Placement],
+    keys: &K,
+    params: &Params,
+    cancel: &CancelFlag,
+) -> Result<bool>
+where
+    K: Fn(usize) -> &'a [u8] + Sync,
+{
+    if let Some(duplicate) = first_duplicate(outcomes, keys) {
+        return Err(duplicate);
+    }
+    if outcomes.contains(&Placement::TooHard) {
+        return Err(too_hard(params));
+    }
+    cancel.check()?;
+    Ok(outcomes.iter().all(|o| *o == Placement::Placed))
 }
 
 /// `(hash, id)` of every key, grouped by part, in index order within a
@@ -398,7 +441,7 @@ where
 
 /// How placing a part went (either index layout).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Placement {
+pub(crate) enum Placement {
     /// Every bucket has its pilot.
     Placed,
     /// The key with this id occurs twice.

@@ -35,7 +35,7 @@ pub fn hash_key(key: &[u8], seed: u64) -> u64 {
 }
 
 #[inline]
-fn mul_high(a: u64, b: u64) -> u64 {
+pub(crate) fn mul_high(a: u64, b: u64) -> u64 {
     ((a as u128 * b as u128) >> 64) as u64
 }
 

@@ -1,0 +1,347 @@
+//! Builds over their memory limit (`BuildOptions::memory`): the index is
+//! built group by group from temporary files, into the bytes an unlimited
+//! build writes; the temporary files go on success, failure and cancel; a
+//! full disk is an error that leaves the destination as it was.
+
+use std::path::Path;
+
+use hashfile::{
+    BuildOptions, Builder, CancelFlag, Error, IndexKind, MemoryLimit, OnDuplicate, Reader, Record,
+    MIN_MEMORY_LIMIT,
+};
+
+/// Enough keys that the least memory limit spills them: 16 MiB holds the
+/// index data of about 520,000.
+const SPILLED: usize = 700_000;
+
+fn limited() -> MemoryLimit {
+    MemoryLimit::bytes(MIN_MEMORY_LIMIT).unwrap()
+}
+
+fn unlimited() -> MemoryLimit {
+    MemoryLimit::bytes(1 << 40).unwrap()
+}
+
+fn key(i: usize) -> String {
+    format!("user:{i:08}")
+}
+
+/// Adds `n` entries (strings, every third a typed value when `typed`).
+fn fill(builder: &mut Builder, n: usize, typed: bool) {
+    for i in 0..n {
+        let k = key(i);
+        if typed && i % 3 == 0 {
+            let value = hashfile::value::Value::Int(i as i64 * 7);
+            builder.insert_value(k.as_bytes(), true, &value).unwrap();
+        } else {
+            builder.insert_record(Record::text(&k, &format!("value {i}")));
+        }
+    }
+}
+
+/// Builds `n` entries with `options` and `memory` into `dir/name`, with a
+/// streaming builder or an in-memory one; the bytes and the spill stats.
+fn build(
+    dir: &Path,
+    name: &str,
+    options: &BuildOptions,
+    memory: MemoryLimit,
+    n: usize,
+    streaming: bool,
+    typed: bool,
+) -> (Vec<u8>, Option<hashfile::SpillStats>) {
+    let path = dir.join(name);
+    let options = BuildOptions {
+        memory,
+        ..options.clone()
+    };
+    let mut builder = if streaming {
+        Builder::streaming(options, &path).unwrap()
+    } else {
+        Builder::new(options).unwrap()
+    };
+    fill(&mut builder, n, typed);
+    builder.write_file(&path).unwrap();
+    (std::fs::read(&path).unwrap(), builder.spill_stats())
+}
+
+/// The files in `dir` besides `keep`.
+fn others(dir: &Path, keep: &[&str]) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| !keep.contains(&name.as_str()))
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn a_spilled_build_writes_the_bytes_of_an_unlimited_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        ("defaults", BuildOptions::default(), true, false),
+        (
+            "small parts, typed, 32-pilot blocks, load 0.9",
+            BuildOptions {
+                keys_per_part: 5_000,
+                seed_block_len: 32,
+                load_factor: 0.9,
+                hash_seed: 42,
+                ..BuildOptions::default()
+            },
+            true,
+            true,
+        ),
+        ("in memory", BuildOptions::default(), false, false),
+    ];
+    for (what, options, streaming, typed) in cases {
+        let (spilled, stats) = build(
+            dir.path(),
+            "spilled.hf",
+            &options,
+            limited(),
+            SPILLED,
+            streaming,
+            typed,
+        );
+        let stats = stats.unwrap_or_else(|| panic!("{what}: 16 MiB should spill {SPILLED} keys"));
+        assert!(stats.groups > 1, "{what}: {stats:?}");
+        assert!(
+            stats.temporary_bytes >= SPILLED as u64 * 16,
+            "{what}: {stats:?}"
+        );
+        let (whole, none) = build(
+            dir.path(),
+            "whole.hf",
+            &options,
+            unlimited(),
+            SPILLED,
+            streaming,
+            typed,
+        );
+        assert_eq!(none, None, "{what}: a terabyte holds the index");
+        assert!(
+            spilled == whole,
+            "{what}: the spilled store differs from the unlimited one"
+        );
+        let store = Reader::open(dir.path().join("spilled.hf")).unwrap();
+        store.verify().unwrap();
+        for i in (0..SPILLED).step_by(997) {
+            assert!(
+                store.get(key(i).as_bytes()).unwrap().is_some(),
+                "{what}: {i}"
+            );
+        }
+        assert!(store.get(b"user:absent").unwrap().is_none());
+        assert_eq!(
+            others(dir.path(), &["spilled.hf", "whole.hf"]),
+            Vec::<String>::new(),
+            "{what}"
+        );
+    }
+}
+
+#[test]
+fn a_spilled_build_reports_a_repeated_key_as_an_unlimited_one_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let error = |memory: MemoryLimit| {
+        let path = dir.path().join("out.hf");
+        let options = BuildOptions {
+            memory,
+            ..BuildOptions::default()
+        };
+        let mut builder = Builder::streaming(options, &path).unwrap();
+        fill(&mut builder, SPILLED, false);
+        // Three keys repeated, the one at 400,000 first in input order.
+        for i in [400_000, 5, 400_000, 650_000] {
+            builder.insert_record(Record::text(&key(i), "again"));
+        }
+        let error = builder.write_file(&path).unwrap_err();
+        assert!(!path.exists());
+        (
+            error.to_string(),
+            builder.spill_stats().is_some() || memory == limited(),
+        )
+    };
+    let (spilled, _) = error(limited());
+    let (whole, _) = error(unlimited());
+    assert_eq!(spilled, whole);
+    assert!(spilled.contains("user:00400000"), "{spilled}");
+    assert!(spilled.contains("2 other"), "{spilled}");
+    assert_eq!(others(dir.path(), &[]), Vec::<String>::new());
+}
+
+#[test]
+fn options_a_spilled_build_cannot_honour_are_errors_naming_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("out.hf");
+    std::fs::write(&path, b"before").unwrap();
+    for (what, options) in [
+        (
+            "on_duplicate",
+            BuildOptions {
+                on_duplicate: OnDuplicate::Last,
+                ..BuildOptions::default()
+            },
+        ),
+        (
+            "compression",
+            BuildOptions {
+                compression: hashfile::Compression::parse("zstd").unwrap(),
+                ..BuildOptions::default()
+            },
+        ),
+        ("compact", BuildOptions::for_index(IndexKind::Compact)),
+    ] {
+        let options = BuildOptions {
+            memory: limited(),
+            ..options
+        };
+        let mut builder = Builder::streaming(options, &path).unwrap();
+        fill(&mut builder, SPILLED, false);
+        match builder.write_file(&path) {
+            Err(Error::InvalidOption {
+                name: "memory",
+                reason,
+            }) => {
+                assert!(reason.contains(what), "{what}: {reason}");
+                assert!(reason.contains("raise memory"), "{what}: {reason}");
+            }
+            other => panic!("{what}: expected an error naming memory, got {other:?}"),
+        }
+        assert_eq!(std::fs::read(&path).unwrap(), b"before");
+    }
+    assert_eq!(others(dir.path(), &["out.hf"]), Vec::<String>::new());
+}
+
+#[test]
+fn a_cancelled_spilled_build_removes_its_temporary_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("out.hf");
+    let options = BuildOptions {
+        memory: limited(),
+        ..BuildOptions::default()
+    };
+    let mut builder = Builder::streaming(options, &path).unwrap();
+    fill(&mut builder, SPILLED, false);
+    let cancel = CancelFlag::new();
+    builder.set_cancel(cancel.clone());
+    // Raised once the temporary files exist: while the groups are placed.
+    let watcher = {
+        let (dir, cancel) = (dir.path().to_path_buf(), cancel.clone());
+        std::thread::spawn(move || {
+            let start = std::time::Instant::now();
+            while start.elapsed() < std::time::Duration::from_secs(60) {
+                if std::fs::read_dir(&dir).unwrap().count() > 2 {
+                    cancel.cancel();
+                    return true;
+                }
+                std::thread::yield_now();
+            }
+            false
+        })
+    };
+    let result = builder.write_file(&path);
+    let raised = watcher.join().unwrap();
+    assert!(raised, "the temporary files never appeared");
+    assert!(matches!(result, Err(Error::Cancelled)), "{result:?}");
+    drop(builder);
+    assert_eq!(others(dir.path(), &[]), Vec::<String>::new());
+}
+
+#[test]
+fn memory_limits_parse_and_refuse_what_is_not_a_size() {
+    assert_eq!(MemoryLimit::parse("auto").unwrap(), MemoryLimit::Auto);
+    assert_eq!(
+        MemoryLimit::parse("64M").unwrap(),
+        MemoryLimit::Bytes(64 << 20)
+    );
+    assert_eq!(
+        MemoryLimit::parse("4GiB").unwrap(),
+        MemoryLimit::Bytes(4 << 30)
+    );
+    assert_eq!(
+        MemoryLimit::parse("2g").unwrap(),
+        MemoryLimit::Bytes(2 << 30)
+    );
+    assert_eq!(
+        MemoryLimit::parse("20000000").unwrap(),
+        MemoryLimit::Bytes(20_000_000)
+    );
+    for bad in ["", "lots", "64X", "-1G", "1.5G", "99999999999999999999T"] {
+        match MemoryLimit::parse(bad) {
+            Err(Error::InvalidOption {
+                name: "memory",
+                reason,
+            }) => {
+                assert!(reason.contains("not a size"), "{bad:?}: {reason}")
+            }
+            other => panic!("{bad:?}: {other:?}"),
+        }
+    }
+    match MemoryLimit::parse("1M") {
+        Err(Error::InvalidOption {
+            name: "memory",
+            reason,
+        }) => {
+            assert!(reason.contains("16 MiB"), "{reason}")
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(MemoryLimit::Auto.resolve() >= MIN_MEMORY_LIMIT);
+    let options = BuildOptions {
+        memory: MemoryLimit::Bytes(5),
+        ..BuildOptions::default()
+    };
+    assert!(matches!(
+        options.validate(),
+        Err(Error::InvalidOption { name: "memory", .. })
+    ));
+}
+
+/// A full disk while spilling: an I/O error naming the store, the file
+/// that was there untouched, and no temporary file left. On a tmpfs of its
+/// own, which needs root (CI runs as root).
+#[test]
+fn a_full_disk_while_spilling_is_an_error_that_leaves_the_destination() {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: mounting a tmpfs needs root");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mount = dir.path().join("small");
+    std::fs::create_dir(&mount).unwrap();
+    let mounted = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=24m", "tmpfs"])
+        .arg(&mount)
+        .status()
+        .unwrap();
+    assert!(mounted.success(), "mount -t tmpfs failed");
+    struct Unmount<'a>(&'a Path);
+    impl Drop for Unmount<'_> {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("umount").arg(self.0).status();
+        }
+    }
+    let _unmount = Unmount(&mount);
+    let path = mount.join("out.hf");
+    std::fs::write(&path, b"the store that was there").unwrap();
+    let options = BuildOptions {
+        memory: limited(),
+        ..BuildOptions::default()
+    };
+    let mut builder = Builder::streaming(options, &path).unwrap();
+    // About 20 MB of records, then 16 bytes a key of groups: past 24 MiB.
+    fill(&mut builder, 1_000_000, false);
+    let error = builder.write_file(&path).unwrap_err();
+    drop(builder);
+    let message = error.to_string();
+    assert!(
+        message.contains("No space left on device") && message.contains("out.hf"),
+        "{message}"
+    );
+    assert_eq!(std::fs::read(&path).unwrap(), b"the store that was there");
+    assert_eq!(others(&mount, &["out.hf"]), Vec::<String>::new());
+}
