@@ -62,6 +62,11 @@ module Hashfile
     #   frame of its own, with a dictionary trained on the store's values:
     #   text values take several times less room, and a lookup still decodes
     #   only its own value (docs/RUBY.md, "Compressed values")
+    # @param memory [:auto, Integer, String] the most the index data of the
+    #   build may take, in bytes or as "64M", "4G": a build past it builds
+    #   its index part by part from temporary files beside +path+ (16 bytes
+    #   a key), into the same bytes. :auto is an eighth of the machine's
+    #   memory (docs/RUBY.md, "Big builds")
     # @param on_duplicate [:error, :first, :last, :merge] a repeated key
     #   raises, or its first or last occurrence is kept (at that occurrence's
     #   position), or (:merge) the values deep-merge as I18n merges locale
@@ -152,7 +157,9 @@ module Hashfile
     #   the directory +output+, as Hashfile.build_sharded does (the shards
     #   built in parallel); +file_bytes+ then counts every shard
     # Plus every option of Hashfile.build.
-    # @return [Hash] +{entries:, file_bytes:}+
+    # @return [Hash] +{entries:, file_bytes:}+, and +spilled:+
+    #   +{groups:, temporary_bytes:, attempts:}+ if the index went over
+    #   +memory+ and was built from temporary files
     # @raise [ParseError] naming the input, line and column (or entry) and what was expected
     # @raise [DuplicateKeyError] naming the key and where it occurs
     def build_from(inputs, output, progress: nil, threads: nil, shards: nil, **options, &block)

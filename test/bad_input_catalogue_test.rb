@@ -51,6 +51,15 @@ class BadInputCatalogueTest < HashfileTest
     path("zbad.hf")
   end
 
+  # 700,000 pairs in JSON Lines: over the least memory limit (16 MiB).
+  # Written by awk, not by 700,000 Ruby strings, which GC.stress would
+  # collect after each.
+  def many_pairs
+    out = path("many.jsonl")
+    system("awk", %(BEGIN { for (i = 0; i < 700000; i++) printf "{\\"key\\":\\"k%d\\",\\"value\\":\\"v\\"}\\n", i }), out: out, exception: true)
+    out
+  end
+
   # [what, how, expected class (or CLI exit status), message pattern]
   def catalogue
     [
@@ -119,6 +128,10 @@ class BadInputCatalogueTest < HashfileTest
       ["an output that is a FIFO", -> { File.mkfifo(path("fifo")) unless File.exist?(path("fifo")); Hashfile.build(path("fifo"), { "a" => 1 }) }, ArgumentError, /fifo is a FIFO; a store replaces only a regular file: give a file path/],
       ["an unknown compression", -> { Hashfile.build(path, { "a" => "b" }, compression: :lz4) }, ArgumentError, /invalid option compression: "lz4" is not a compression; one of none, zstd, zstd:LEVEL \(LEVEL 1..=22\)/],
       ["a zstd level out of range", -> { Hashfile.build(path, { "a" => "b" }, compression: "zstd:30") }, ArgumentError, /invalid option compression: "zstd:30": the zstd level must be an integer from 1 to 22/],
+      ["a memory limit that is not a size", -> { Hashfile.build(path, { "a" => "b" }, memory: "lots") }, ArgumentError, /invalid option memory: "lots" is not a size: give bytes, a number with K, M, G or T \(64M\), or auto/],
+      ["a memory limit below the least", -> { Hashfile.build(path, { "a" => "b" }, memory: 1000) }, ArgumentError, /invalid option memory: 1000 bytes is below the least a build can work in, 16 MiB/],
+      ["a build over its memory limit with on_duplicate other than error", -> { Hashfile.build_from(many_pairs, path, memory: "16M", on_duplicate: :last) }, ArgumentError,
+       /invalid option memory: 700000 entries need about 22 MiB of index data, over the memory limit of 16 MiB, so the build would spill to temporary files, and on_duplicate: last resolves repeated keys in memory \(a spilled build takes on_duplicate: error\); raise memory to at least 22 MiB/],
       ["a col_sep that is a quote", -> { Hashfile.build_from(input("c2.csv", "k,v\n"), path, col_sep: "\"") }, ArgumentError, /invalid option col_sep: must be one ASCII character other than a quote or a line break/],
       ["a serializer without load", -> { Hashfile.open(path("good.hf").tap { good_store }, serializer: Object.new) }, ArgumentError, /serializer: expected an object with dump and load/],
       ["a closed store", -> { db = Hashfile.open(path("good.hf").tap { good_store }); db.close; db["a"] }, Hashfile::ClosedError, /closed store/],
@@ -141,6 +154,7 @@ class BadInputCatalogueTest < HashfileTest
       ["an unknown --format", -> { cli("build", "--format", "xml", "x.json", "-o", "y") }, 2, /invalid argument: --format xml \(expected one of: json, json-pairs, jsonl, csv, tsv, msgpack, yaml, lines\)/],
       ["an ambiguous option", -> { cli("build", "--key", "a", "x.csv", "-o", "y") }, 2, /ambiguous option: --key \(it could be --key-column, --key-field, --keys-per-bucket, --keys-per-part\)/],
       ["--key-field on CSV", -> { cli("build", input("q.csv", "name,price\napple,1\n"), "--key-field", "name", "-o", path) }, 2, /invalid option --key-field: applies to json, json-pairs and jsonl inputs, and .*q.csv is read as csv, which would ignore it; for csv give --key-column/],
+      ["a --memory that is not a size", -> { cli("build", input("m.json", "{}"), "--memory", "2X", "-o", path) }, 2, /invalid option --memory: "2X" is not a size/],
       ["an unknown --compression", -> { cli("build", input("z.json", "{}"), "--compression", "gzip", "-o", path) }, 2, /invalid option --compression: "gzip" is not a compression; one of none, zstd, zstd:LEVEL/],
       ["--threads out of range", -> { cli("build", input("t2.json", "{}"), "--threads", "0", "-o", path) }, 2, /threads must be from 1 to \d+/],
       ["a key in two locale files", -> { cli("build", input("a.yml", "en:\n  a: 1\n"), input("b.yml", "en:\n  a: 2\n"), "-o", path) }, 1, /duplicate key "en" \(.*a.yml: line 1, column 1 and .*b.yml: line 1, column 1\)\nTo keep one of them, give --on-duplicate first or last; --merge deep merges nested keys/],

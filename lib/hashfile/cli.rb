@@ -238,6 +238,7 @@ module Hashfile
           o.on("--keys-per-part N", Integer, "most keys per part of the index, on average (default #{BUILD_DEFAULTS[:keys_per_part]})") { |v| options[:keys_per_part] = v }
           o.on("--index LAYOUT", %w[classic compact], "the index layout: classic, or compact (2.2 bits a key, slower to build; default #{BUILD_DEFAULTS[:index]})") { |v| options[:index] = v.to_sym }
           o.on("--compression C", "none, zstd or zstd:LEVEL (1-22, default 3): each value of 32 bytes or more", "compressed alone, with a dictionary trained on the values (default #{BUILD_DEFAULTS[:compression]})") { |v| options[:compression] = v }
+          o.on("--memory SIZE", "most memory for the index data (64M, 4G; default #{BUILD_DEFAULTS[:memory]}: an eighth of RAM);", "past it the index is built from temporary files beside OUT (16 bytes a key), same bytes") { |v| options[:memory] = v }
           o.on("-q", "--quiet", "no progress bar and no summary") { quiet = true }
         end.parse!(argv)
         raise UsageError, "build needs at least one INPUT" if argv.empty?
@@ -259,6 +260,10 @@ module Hashfile
         unless quiet
           in_shards = options[:shards] ? format(" in %d shards", options[:shards]) : ""
           @err.puts format("wrote %s: %d entries, %d bytes%s in %.2f s", output, result[:entries], result[:file_bytes], in_shards, clock - started)
+          if (spilled = result[:spilled])
+            @err.puts format("the index went over --memory %s: built in %d groups of parts from %s of temporary files, since removed",
+                             options.fetch(:memory, BUILD_DEFAULTS[:memory]), spilled[:groups], human_bytes(spilled[:temporary_bytes]))
+          end
         end
         0
       end

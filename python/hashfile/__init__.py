@@ -76,7 +76,10 @@ def build(path: PathLike, items: Mapping[Key, Any] | Iterable[tuple[Key, Any]], 
     ``keys_per_part``, ``index`` (``"classic"``, ``"compact"``),
     ``compression`` (``"none"``, ``"zstd"``, ``"zstd:LEVEL"``: each value of
     32 bytes or more stored as a zstd frame of its own, with a dictionary
-    trained on the values). Returns the bytes written.
+    trained on the values), ``memory`` (bytes, or ``"64M"``, ``"4G"``,
+    ``"auto"``: the most the index data may take; a build past it spills
+    to temporary files beside the output, into the same bytes). Returns the
+    bytes written.
     """
     pairs = items.items() if isinstance(items, Mapping) else items
     return _native.build(os.fspath(path), pairs, shards, options or None)
@@ -103,15 +106,21 @@ def build_from(
     is a ``ValueError``) and ``build``'s. ``progress(entries, bytes_read,
     bytes_total, phase)`` is called at most every 0.1 s; an exception from
     it, or Ctrl-C, cancels the build and publishes nothing. Returns
-    ``{"entries": ..., "file_bytes": ...}``.
+    ``{"entries": ..., "file_bytes": ...}``, with ``"spilled": {"groups":
+    ..., "temporary_bytes": ..., "attempts": ...}`` if the index went over
+    ``memory`` and was built from temporary files.
     """
     if isinstance(inputs, (str, bytes, os.PathLike)):
         inputs = [inputs]
     paths = [os.fspath(i) for i in inputs]
     build_options = {k: v for k, v in options.items() if k in _native.BUILD_OPTIONS}
     import_options = {k: v for k, v in options.items() if k not in _native.BUILD_OPTIONS}
-    entries, file_bytes = _native.build_from(paths, os.fspath(output), shards, build_options or None, import_options or None, progress)
-    return {"entries": entries, "file_bytes": file_bytes}
+    entries, file_bytes, spilled = _native.build_from(paths, os.fspath(output), shards, build_options or None, import_options or None, progress)
+    result = {"entries": entries, "file_bytes": file_bytes}
+    if spilled is not None:
+        groups, temporary_bytes, attempts = spilled
+        result["spilled"] = {"groups": groups, "temporary_bytes": temporary_bytes, "attempts": attempts}
+    return result
 
 
 def shard_of(key: Key, shards: int) -> int:

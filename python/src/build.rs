@@ -89,7 +89,7 @@ pub fn build_from(
     build_opts: Option<&Bound<'_, PyDict>>,
     import_opts: Option<&Bound<'_, PyDict>>,
     progress: Option<Bound<'_, PyAny>>,
-) -> PyResult<(u64, u64)> {
+) -> PyResult<(u64, u64, Option<(u64, u64, u32)>)> {
     let options = build_options(build_opts)?;
     let (format, import) = import_options(import_opts)?;
     let inputs = inputs
@@ -135,7 +135,10 @@ pub fn build_from(
                     return Err(e);
                 }
                 let summary = result.py_err()?;
-                return Ok((summary.entries, summary.file_bytes));
+                let spilled = summary
+                    .spilled
+                    .map(|s| (s.groups, s.temporary_bytes, s.attempts));
+                return Ok((summary.entries, summary.file_bytes, spilled));
             }
             Some(BuildEvent::Died(_)) => {
                 return Err(raised.unwrap_or_else(|| {

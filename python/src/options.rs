@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use hashfile::import::{Column, ImportOptions, InputFormat};
-use hashfile::{BuildOptions, Compression, IndexKind, OnDuplicate};
+use hashfile::{BuildOptions, Compression, IndexKind, MemoryLimit, OnDuplicate};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString};
@@ -129,10 +129,11 @@ fn bounded(name: &str, value: &Bound<'_, PyAny>, max: u64) -> PyResult<u64> {
 }
 
 /// The build options `build` and `build_from` take, by name.
-pub const BUILD_OPTIONS: [&str; 10] = [
+pub const BUILD_OPTIONS: [&str; 11] = [
     "on_duplicate",
     "index",
     "compression",
+    "memory",
     "keys_per_bucket",
     "load_factor",
     "dense_key_fraction",
@@ -183,6 +184,15 @@ pub fn build_options(given: Option<&Bound<'_, PyDict>>) -> PyResult<BuildOptions
             "compression" => {
                 let name: String = value.extract()?;
                 o.compression = Compression::parse(&name).py_err()?;
+            }
+            "memory" => {
+                o.memory = match value.extract::<i128>() {
+                    Ok(bytes) => MemoryLimit::bytes(u64::try_from(bytes).map_err(|_| {
+                        PyValueError::new_err(format!("memory must be a size in bytes, not {bytes}"))
+                    })?),
+                    Err(_) => MemoryLimit::parse(&value.extract::<String>()?),
+                }
+                .py_err()?;
             }
             other => {
                 return Err(PyTypeError::new_err(format!(

@@ -1,6 +1,7 @@
 //! Times the phases of `pipeline::build_from`, the path `hashfile build`
 //! takes, with the default options:
-//! `cargo run --release --example phases -p hashfile -- IN.jsonl OUT.hf`.
+//! `cargo run --release --example phases -p hashfile -- IN.jsonl OUT.hf [MEMORY]`
+//! (MEMORY as `--memory` takes it: `64M`, `auto`).
 use hashfile::import::{ImportOptions, InputFormat};
 use hashfile::pipeline::{build_from, Input, Phase};
 use hashfile::BuildOptions;
@@ -8,13 +9,22 @@ use std::time::Instant;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let input = Input::new(&args[1], None, &ImportOptions::new(InputFormat::JsonLines)).unwrap();
+    let input = Input::new(
+        &args[1],
+        Some(InputFormat::JsonLines),
+        &ImportOptions::new(InputFormat::JsonLines),
+    )
+    .unwrap();
     let t = Instant::now();
     let mut last = (Phase::Reading, 0.0);
     let summary = build_from(
         &[input],
         args[2].as_ref(),
-        BuildOptions::default(),
+        BuildOptions {
+            memory: hashfile::MemoryLimit::parse(args.get(3).map_or("auto", |m| m.as_str()))
+                .unwrap(),
+            ..BuildOptions::default()
+        },
         &hashfile::CancelFlag::new(),
         &mut |p| {
             if p.phase != last.0 {

@@ -119,6 +119,13 @@ fn build_from(
                 let out = ruby.hash_new();
                 out.aset(ruby.to_symbol("entries"), summary.entries)?;
                 out.aset(ruby.to_symbol("file_bytes"), summary.file_bytes)?;
+                if let Some(spilled) = summary.spilled {
+                    let stats = ruby.hash_new();
+                    stats.aset(ruby.to_symbol("groups"), spilled.groups)?;
+                    stats.aset(ruby.to_symbol("temporary_bytes"), spilled.temporary_bytes)?;
+                    stats.aset(ruby.to_symbol("attempts"), spilled.attempts)?;
+                    out.aset(ruby.to_symbol("spilled"), stats)?;
+                }
                 return Ok(out);
             }
             BuildEvent::Died(panic) => {

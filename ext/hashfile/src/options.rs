@@ -4,7 +4,7 @@
 //! so that the wrappers and the CLI's help read one source of truth.
 
 use hashfile::import::{Column, ImportOptions, InputFormat};
-use hashfile::{BuildOptions, Compression, IndexKind, OnDuplicate};
+use hashfile::{BuildOptions, Compression, IndexKind, MemoryLimit, OnDuplicate};
 use magnus::{
     prelude::*, r_hash::ForEach, Error, Float, Integer, RHash, RModule, RString, Ruby, Symbol,
     TryConvert, Value,
@@ -110,6 +110,16 @@ pub fn build_options(ruby: &Ruby, opts: RHash) -> Result<BuildOptions, Error> {
                 o.seed_block_len = unsigned(ruby, name, value, u32::MAX as u64)? as u32
             }
             "keys_per_part" => o.keys_per_part = unsigned(ruby, name, value, u64::MAX)?,
+            "memory" => {
+                o.memory = if let Some(i) = Integer::from_value(value) {
+                    MemoryLimit::bytes(i.to_u64().map_err(|_| {
+                        arg_error(ruby, format!("memory must be a size in bytes, got {i}"))
+                    })?)
+                } else {
+                    MemoryLimit::parse(&name_value(ruby, name, value)?)
+                }
+                .map_err(|e| arg_error(ruby, e.to_string()))?;
+            }
             "compression" => {
                 let given = name_value(ruby, name, value)?;
                 o.compression =
@@ -388,6 +398,7 @@ pub fn init(ruby: &Ruby, module: RModule) -> Result<(), Error> {
                 "compression",
                 ruby.to_symbol(d.compression.name()).as_value(),
             ),
+            ("memory", ruby.to_symbol(d.memory.name()).as_value()),
         ],
     )?;
     module.const_set("BUILD_DEFAULTS", build)?;

@@ -1,0 +1,148 @@
+# frozen_string_literal: true
+
+# Builds of 10M, 100M (and, when asked, 1B) string pairs from JSON Lines on
+# standard input, each under a memory limit, as a user runs them:
+#
+#   examples/pairs N | hashfile build - --format jsonl -o N.hf --memory M
+#
+# and reports, per size: wall time, the store's size, the build's peak
+# resident set (/usr/bin/time), the most temporary disk at once (the
+# directory polled every 0.2 s: the groups' and slots' files, and the
+# store's own temporary file, which becomes the store), and random lookups
+# in Rust (examples/lookups) and in Ruby (Hashfile#[] on keys drawn before
+# timing).
+#
+#   ruby bench/scale/run.rb                            # 10M and 100M, --memory auto
+#   SIZES=1000000000 MEMORY=3G ruby bench/scale/run.rb  # the billion (about 40 GB of disk)
+#   QUICK=1 ruby bench/scale/run.rb                    # CI: 1M keys, checks the bytes
+#
+# QUICK=1 builds 1M pairs three ways, --memory 16M (which spills: 1M keys'
+# index data is about 32 MB), 64M and unlimited, and fails unless the three
+# stores are the same bytes and the first spilled. DIR puts the stores
+# elsewhere than bench/data/scale; each is removed after its size is
+# measured, so that the next has the disk.
+require_relative "../support"
+require "open3"
+require "rbconfig"
+
+ROOT = File.expand_path("../..", __dir__)
+QUICK = BenchData::QUICK
+DIR = ENV.fetch("DIR", File.join(BenchData::DIR, "scale"))
+HASHFILE = [RbConfig.ruby, "-I", File.join(ROOT, "lib"), File.join(ROOT, "exe", "hashfile")].freeze
+EXAMPLES = File.join(ROOT, "target", "release", "examples")
+
+def sh!(*cmd, **opts)
+  system(*cmd, exception: true, **opts)
+end
+
+def human(bytes)
+  units = %w[B KB MB GB TB]
+  i = bytes.zero? ? 0 : [(Math.log(bytes) / Math.log(1000)).floor, units.size - 1].min
+  format("%.2f %s", bytes.to_f / (1000**i), units[i])
+end
+
+# Bytes of the temporary files of `output`'s build in its directory:
+# [all of them, those besides the store's own]. The store's own is the
+# first made, `.NAME.PID.N.tmp` with the least N; it becomes the store.
+def temporary_bytes(output)
+  prefix = ".#{File.basename(output)}."
+  dir = File.dirname(output)
+  sizes = Dir.children(dir).filter_map do |name|
+    next unless name.start_with?(prefix) && name.end_with?(".tmp")
+
+    [Integer(name.split(".")[-2], exception: false) || 0, (File.size(File.join(dir, name)) rescue 0)]
+  end.sort
+  [sizes.sum(&:last), sizes.drop(1).sum(&:last)]
+end
+
+# Builds `entries` pairs into `output` with `memory`; returns the measures.
+def build(entries, output, memory)
+  FileUtils.rm_f(output)
+  peak_temporary = peak_spill = 0
+  done = false
+  poller = Thread.new do
+    until done
+      all, spill = temporary_bytes(output)
+      peak_temporary = [peak_temporary, all].max
+      peak_spill = [peak_spill, spill].max
+      sleep 0.2
+    end
+  end
+  started = BenchData.clock
+  pipeline = "#{File.join(EXAMPLES, "pairs")} #{entries} | /usr/bin/time -f 'PEAK_RSS_KB %M' " \
+             "#{HASHFILE.map { |a| "'#{a}'" }.join(" ")} build - --format jsonl -o '#{output}' --memory #{memory}"
+  out, status = Open3.capture2e("bash", "-o", "pipefail", "-c", pipeline)
+  seconds = BenchData.clock - started
+  done = true
+  poller.join
+  abort "build of #{entries} failed:\n#{out}" unless status.success?
+  rss = Integer(out[/PEAK_RSS_KB (\d+)/, 1]) * 1024
+  { entries: entries, seconds: seconds, bytes: File.size(output), rss: rss, temporary: peak_temporary, spill: peak_spill,
+    spilled: out.include?("went over --memory") }
+end
+
+def rust_lookups(output, entries)
+  out = `#{File.join(EXAMPLES, "lookups")} '#{output}' #{entries} #{QUICK ? 200_000 : 2_000_000}`
+  raise "lookups failed" unless $?.success?
+
+  Float(out[/([\d.]+) ns second/, 1])
+end
+
+def ruby_lookups(output, entries)
+  count = QUICK ? 100_000 : 1_000_000
+  rng = Random.new(7)
+  keys = Array.new(count) { format("key%010d", rng.rand(entries)) }
+  Hashfile.open(output) do |db|
+    keys.each { |k| db[k] } # the first pass faults the pages in
+    t = BenchData.clock
+    keys.each { |k| db[k] || raise("#{k} missing") }
+    (BenchData.clock - t) * 1e9 / count
+  end
+end
+
+FileUtils.mkdir_p(DIR)
+sh!("cargo", "build", "--release", "--locked", "--quiet", "--example", "pairs", "--example", "lookups", "-p", "hashfile", chdir: ROOT)
+
+if QUICK
+  entries = 1_000_000
+  outputs = {}
+  spilled = {}
+  %w[16M 64M 64G].each do |memory|
+    output = File.join(DIR, "quick-#{memory}.hf")
+    measured = build(entries, output, memory)
+    outputs[memory] = output
+    spilled[memory] = measured[:spilled]
+    puts format("1M pairs, --memory %-4s %.2f s, %s, peak RSS %s, temporary disk besides the store's at most %s%s",
+                memory, measured[:seconds], human(measured[:bytes]), human(measured[:rss]), human(measured[:spill]),
+                measured[:spilled] ? " (spilled)" : "")
+  end
+  bytes = outputs.transform_values { |path| File.binread(path) }
+  abort "FAIL: --memory 16M, 64M and unlimited wrote different stores" unless bytes.values.uniq.size == 1
+  abort "FAIL: 1M keys under --memory 16M did not spill" unless spilled["16M"]
+  abort "FAIL: 1M keys spilled without a limit" if spilled["64G"]
+  puts "OK: 1M pairs under --memory 16M (spilled) and 64M give the bytes of an unlimited build"
+  outputs.each_value { |p| FileUtils.rm_f(p) }
+  exit 0
+end
+
+sizes = ENV.fetch("SIZES", "10000000,100000000").split(",").map { |s| Integer(s.delete("_")) }
+memory = ENV.fetch("MEMORY", "auto")
+rows = sizes.map do |entries|
+  output = File.join(DIR, "pairs-#{entries}.hf")
+  warn "building #{entries} pairs under --memory #{memory} ..."
+  measured = build(entries, output, memory)
+  measured[:rust_ns] = rust_lookups(output, entries)
+  measured[:ruby_ns] = ruby_lookups(output, entries)
+  FileUtils.rm_f(output) unless ENV["KEEP"] == "1"
+  row = format("| %s | %.1f s | %.2f M/s | %s | %s | %s (%.2fx) | %s (%.2fx) | %.0f ns | %.0f ns |",
+               entries.to_s.reverse.scan(/\d{1,3}/).join(",").reverse, measured[:seconds], entries / measured[:seconds] / 1e6,
+               human(measured[:bytes]), human(measured[:rss]), human(measured[:spill]), measured[:spill].to_f / measured[:bytes],
+               human(measured[:temporary]), measured[:temporary].to_f / measured[:bytes], measured[:rust_ns], measured[:ruby_ns])
+  puts row
+  $stdout.flush
+  row
+end
+puts
+puts "| pairs | build | rate | store | peak RSS | spill files at most (x store) | all temporary files at most (x store) | Rust lookup | Ruby db[] |"
+puts "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+puts rows

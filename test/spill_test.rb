@@ -1,0 +1,132 @@
+# frozen_string_literal: true
+
+require "test_helper"
+require "open3"
+
+# memory: / --memory: a build whose index data would pass the limit builds
+# it part by part from temporary files, into the bytes an unlimited build
+# writes (crates/hashfile/tests/spill.rs has the core's cases).
+class SpillTest < HashfileTest
+  EXE = File.expand_path("../exe/hashfile", __dir__)
+  # 16 MiB, the least limit, holds the index data of about 520,000 keys.
+  SPILLED = 700_000
+
+  def setup
+    super
+    skip_in_quick_gc_stress("builds #{SPILLED} entries to go over the least memory limit")
+  end
+
+  def jsonl(lines = SPILLED)
+    File.open(path("in.jsonl"), "w") { |f| lines.times { |i| f << %({"key":"user:#{i}","value":"v#{i * 7}"}\n) } }
+    path("in.jsonl")
+  end
+
+  def temporary_files
+    Dir.glob(File.join(tmpdir, ".*.tmp"))
+  end
+
+  def test_the_default_is_auto
+    assert_equal :auto, Hashfile::BUILD_DEFAULTS[:memory]
+  end
+
+  def test_build_from_over_the_limit_spills_into_the_bytes_of_an_unlimited_build
+    input = jsonl
+    spilled = Hashfile.build_from(input, path("spilled.hf"), memory: "16M")
+    whole = Hashfile.build_from(input, path("whole.hf"), memory: 64 << 30)
+    assert_equal SPILLED, spilled[:entries]
+    assert_operator spilled.dig(:spilled, :groups), :>, 1
+    assert_operator spilled.dig(:spilled, :temporary_bytes), :>=, SPILLED * 16
+    assert_nil whole[:spilled]
+    assert File.binread(path("spilled.hf")) == File.binread(path("whole.hf")), "the stores differ"
+    Hashfile.open(path("spilled.hf")) do |db|
+      db.verify
+      assert_equal "v#{123_456 * 7}", db["user:123456"]
+      assert_nil db["user:-1"]
+    end
+    assert_empty temporary_files
+  end
+
+  def test_build_from_a_hash_spills_too
+    data = {}
+    SPILLED.times { |i| data["k#{i}"] = i }
+    Hashfile.build(path("spilled.hf"), data, memory: "16M")
+    Hashfile.build(path("whole.hf"), data)
+    assert File.binread(path("spilled.hf")) == File.binread(path("whole.hf")), "the stores differ"
+    assert_equal 4242, Hashfile.open(path("spilled.hf")) { |db| db["k4242"] }
+  end
+
+  def test_options_a_spilled_build_cannot_honour_raise_naming_memory
+    input = jsonl
+    File.write(path("out.hf"), "before")
+    e = assert_raises(ArgumentError) { Hashfile.build_from(input, path("out.hf"), memory: "16M", on_duplicate: :last) }
+    assert_match(/\Ainvalid option memory: 700000 entries need about \d+ MiB of index data, over the memory limit of 16 MiB/, e.message)
+    assert_match(/on_duplicate: last resolves repeated keys in memory/, e.message)
+    assert_match(/raise memory to at least \d+ MiB/, e.message)
+    e = assert_raises(ArgumentError) { Hashfile.build_from(input, path("out.hf"), memory: "16M", compression: :zstd) }
+    assert_match(/compression trains its dictionary/, e.message)
+    assert_equal "before", File.binread(path("out.hf"))
+    assert_empty temporary_files
+  end
+
+  def test_bad_limits_are_errors_of_their_own_class
+    data = { "k" => "v" }
+    e = assert_raises(ArgumentError) { Hashfile.build(path, data, memory: "lots") }
+    assert_match(/memory: "lots" is not a size: give bytes, a number with K, M, G or T \(64M\), or auto/, e.message)
+    e = assert_raises(ArgumentError) { Hashfile.build(path, data, memory: 1000) }
+    assert_match(/memory: 1000 bytes is below the least a build can work in, 16 MiB/, e.message)
+    e = assert_raises(ArgumentError) { Hashfile.build(path, data, memory: -1) }
+    assert_match(/memory must be a size in bytes, got -1/, e.message)
+    e = assert_raises(TypeError) { Hashfile.build(path, data, memory: 1.5) }
+    assert_match(/memory must be a Symbol or String, not Float/, e.message)
+    # A limit the build stays under changes nothing.
+    assert_equal Hashfile.build(path("a.hf"), data), Hashfile.build(path("b.hf"), data, memory: :auto)
+    assert_equal File.binread(path("a.hf")), File.binread(path("b.hf"))
+  end
+
+  def test_the_cli_reads_standard_input_and_says_it_spilled
+    input = jsonl
+    out, status = Open3.capture2e(RbConfig.ruby, EXE, "build", "-", "--format", "jsonl", "-o", path("cli.hf"), "--memory", "16M", stdin_data: File.binread(input))
+    assert status.success?, out
+    assert_match(/wrote #{Regexp.escape(path("cli.hf"))}: 700000 entries/, out)
+    assert_match(/the index went over --memory 16M: built in \d+ groups of parts from [\d.]+ MiB of temporary files, since removed/, out)
+    Hashfile.build_from(input, path("whole.hf"))
+    assert File.binread(path("cli.hf")) == File.binread(path("whole.hf")), "the stores differ"
+
+    out, status = Open3.capture2e(RbConfig.ruby, EXE, "build", input, "-o", path("bad.hf"), "--memory", "2X")
+    refute status.success?
+    assert_match(/invalid option --memory: "2X" is not a size/, out)
+  end
+
+  # SIGTERM and Ctrl-C while the groups are placed: the build stops, and
+  # its temporary files (the store's, the groups', the slots') all go.
+  def test_signals_while_spilling_leave_no_temporary_file
+    skip "no POSIX signals here" unless Signal.list.key?("TERM")
+    input = jsonl(1_500_000)
+    out = path("cli.hf")
+    caught = 0
+    %w[TERM INT].each do |signal|
+      File.write(out, "old")
+      pid = Process.spawn(*ruby_with_default_signals(EXE, "build", input, "-o", out, "--memory", "16M", "--quiet"), err: path("err.txt"))
+      # More than the store's own temporary file: the spill is under way.
+      deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + 60
+      sleep 0.001 while temporary_files.size < 2 && !Process.wait(pid, Process::WNOHANG) && Process.clock_gettime(Process::CLOCK_MONOTONIC) < deadline
+      spilling = temporary_files.size >= 2
+      begin
+        Process.kill(signal, pid)
+      rescue Errno::ESRCH
+        nil # it finished first
+      end
+      status = begin
+        Process.wait2(pid)[1]
+      rescue Errno::ECHILD
+        $?
+      end
+      unless status.success?
+        caught += 1 if spilling
+        assert_equal "old", File.binread(out)
+      end
+      assert_empty temporary_files, "SIG#{signal} left a temporary file"
+    end
+    assert_operator caught, :>=, 1, "no signal arrived while the build spilled"
+  end
+end
