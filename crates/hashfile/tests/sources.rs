@@ -562,3 +562,88 @@ fn a_header_claiming_a_huge_index_makes_open_ask_for_little() {
     let reader = opened.unwrap();
     assert!(!matches!(reader.get(b"anything"), Ok(Some(_))));
 }
+
+/// A source that notes the read-ahead hints it is given.
+struct Hinted {
+    bytes: Vec<u8>,
+    hints: std::sync::Mutex<Vec<(u64, u64)>>,
+}
+
+impl Source for Hinted {
+    fn size(&self) -> u64 {
+        self.bytes.len() as u64
+    }
+
+    fn read_at(&self, offset: u64, len: usize) -> io::Result<Piece<'_>> {
+        self.bytes.read_at(offset, len)
+    }
+
+    fn will_read(&self, offset: u64, len: u64) {
+        self.hints.lock().unwrap().push((offset, len));
+    }
+}
+
+/// A pass in order (iteration, verify) asks its source to read the records
+/// ahead, in order, covering the whole section: stores are mapped with
+/// random-access advice, so without the hints a pass over a cold store
+/// would fault in one page at a time. Lookups give no hints.
+#[test]
+fn passes_in_order_ask_to_read_ahead_and_lookups_do_not() {
+    let bytes = store(400_000, 40); // about 20 MB of records
+    let records = {
+        let reader = Reader::new(bytes.as_slice()).unwrap();
+        reader
+            .header()
+            .section(hashfile::format::SectionId::Records)
+    };
+    let reader = Reader::new(Hinted {
+        bytes,
+        hints: Default::default(),
+    })
+    .unwrap();
+    assert!(reader.get(b"key-7").unwrap().is_some());
+    assert_eq!(*reader.source().hints.lock().unwrap(), vec![]);
+
+    assert_eq!(reader.iter().count(), 400_000);
+    let hints = std::mem::take(&mut *reader.source().hints.lock().unwrap());
+    assert!(hints.len() >= 3, "{hints:?}");
+    let mut covered = records.offset;
+    for &(offset, len) in &hints {
+        assert!(offset <= covered, "a gap before {offset}: {hints:?}");
+        covered = covered.max(offset + len);
+    }
+    assert!(covered >= records.offset + records.length, "{hints:?}");
+
+    reader.verify().unwrap();
+    assert!(!reader.source().hints.lock().unwrap().is_empty());
+}
+
+/// `Reader::open` maps a large store with random-access advice (`VmFlags:
+/// rr` in /proc/self/smaps), so that a lookup in a store larger than memory
+/// reads its pages, not the device's whole readahead window around each; a
+/// small one keeps the default.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_mapped_store_has_random_access_advice() {
+    let dir = tempfile::tempdir().unwrap();
+    let random = |path: &std::path::Path| {
+        let _reader = Reader::open(path).unwrap();
+        let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+        let name = path.to_str().unwrap();
+        let flags = smaps
+            .split_inclusive("VmFlags:")
+            .zip(smaps.split("VmFlags:").skip(1))
+            .find(|(head, _)| head.contains(name))
+            .map(|(_, flags)| flags.lines().next().unwrap_or("").to_owned())
+            .expect("the store is mapped");
+        flags.split_whitespace().any(|flag| flag == "rr")
+    };
+    let small = dir.path().join("small.hf");
+    std::fs::write(&small, store(1_000, 8)).unwrap();
+    assert!(!random(&small));
+    let large = dir.path().join("large.hf");
+    let bytes = store(1_000_000, 60);
+    assert!(bytes.len() as u64 >= hashfile::read::RANDOM_ADVICE_FROM);
+    std::fs::write(&large, bytes).unwrap();
+    assert!(random(&large));
+}

@@ -27,6 +27,14 @@ pub use iter::Iter;
 pub use source::{FileSource, Piece, Source};
 pub use verify::VERIFY_CHUNK;
 
+/// Stores of at least this many bytes are mapped with random-access
+/// advice (`map_open_file`).
+pub const RANDOM_ADVICE_FROM: u64 = 64 << 20;
+
+/// Bytes of records a pass in order asks to have read ahead at a time
+/// (`Reader::read_ahead`): the device's usual readahead window.
+const READ_AHEAD: u64 = 8 << 20;
+
 /// Bytes a reader asks for at open: the fixed header and a section table of
 /// up to about 500 sections, in one read. A longer header takes a second.
 pub const OPEN_READ_LEN: usize = 16 << 10;
@@ -358,7 +366,20 @@ pub(crate) fn map_open_file(file: &std::fs::File) -> std::io::Result<memmap2::Mm
     // file truncated by another process raises SIGBUS, the same caveat
     // as every mmap-based reader (fst, LMDB, sparkey), unless the map
     // is guarded (`open_guarded`, `fault`).
-    unsafe { memmap2::Mmap::map(file) }
+    let map = unsafe { memmap2::Mmap::map(file) }?;
+    // A lookup reads a few scattered pages (seeds, slots, one record):
+    // without this advice each fault reads ahead up to the device's
+    // read_ahead_kb (8 MiB on this project's VMs), and a store larger than
+    // memory reads 2,000 times what its lookups use (1.9 ms a cold lookup
+    // in a 33 GB store against 0.22 ms with it, measured; RocksDB opens
+    // its files with the same advice, `advise_random_on_open`). Passes in
+    // order ask for their pages ahead (`Source::will_read`). A small
+    // store keeps the default: a few faults read all of it, and its open
+    // saves the call. Advice only: a failure loses nothing but speed.
+    if map.len() as u64 >= RANDOM_ADVICE_FROM {
+        let _ = map.advise(memmap2::Advice::Random);
+    }
+    Ok(map)
 }
 
 /// An error unless `metadata` is a regular file's: a directory is
@@ -1141,6 +1162,24 @@ impl<S: Source> Reader<S> {
             )),
             found => Ok(found),
         }
+    }
+
+    /// For a pass over the records in order, at records offset `offset`:
+    /// asks the source to read ahead the next `READ_AHEAD` bytes once the
+    /// pass is halfway through what it last asked for (`*ahead`, records
+    /// offset). A lookup's pages are read one at a time (random-access
+    /// advice); a pass would otherwise fault in a page at a time too.
+    #[inline]
+    pub(crate) fn read_ahead(&self, offset: u64, ahead: &mut u64) {
+        if offset + READ_AHEAD / 2 < *ahead {
+            return;
+        }
+        let from = offset.max(*ahead);
+        let len = READ_AHEAD.min(self.records.length.saturating_sub(from));
+        if len > 0 {
+            self.source.will_read(self.records.offset + from, len);
+        }
+        *ahead = from + READ_AHEAD;
     }
 
     /// The record at byte `offset` of the records section and the offset of

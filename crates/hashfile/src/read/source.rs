@@ -178,6 +178,12 @@ pub trait Source {
     /// cannot be had.
     fn read_at(&self, offset: u64, len: usize) -> io::Result<Piece<'_>>;
 
+    /// A hint that `offset..offset + len` will be read soon, in order (an
+    /// iteration, a checksum pass): a memory map or a file asks the kernel
+    /// to read it ahead, since a store is mapped with random-access advice
+    /// (`read::map_open_file`). The default does nothing.
+    fn will_read(&self, _offset: u64, _len: u64) {}
+
     /// Every byte of `offset..offset + len`. The default reads pieces until
     /// it has them all, copying only if there is more than one; a source
     /// that can fetch a range in one go (one HTTP request) should do so.
@@ -278,6 +284,38 @@ impl<T: AsRef<[u8]> + ?Sized> Source for T {
     fn as_slice(&self) -> Option<&[u8]> {
         Some(self.as_ref())
     }
+
+    /// `MADV_WILLNEED` on the pages of the range: for a memory map, the
+    /// kernel reads them ahead; for bytes on the heap it does nothing.
+    fn will_read(&self, offset: u64, len: u64) {
+        let bytes = self.as_ref();
+        let (Ok(start), Ok(len)) = (usize::try_from(offset), usize::try_from(len)) else {
+            return;
+        };
+        let Some(range) = bytes.get(start..start.saturating_add(len).min(bytes.len())) else {
+            return;
+        };
+        if range.is_empty() {
+            return;
+        }
+        // SAFETY: sysconf has no preconditions.
+        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(1) as usize;
+        let address = range.as_ptr() as usize;
+        let aligned = address - address % page;
+        // SAFETY: MADV_WILLNEED only asks the kernel to read pages in; it
+        // changes no memory, so it cannot break any Rust reference. The
+        // range starts at most a page before `range` (rounded down to the
+        // page, which a map's own start always is) and ends with it: pages
+        // of this process's memory. A failure (a range not all mapped) is
+        // only a lost hint.
+        unsafe {
+            libc::madvise(
+                aligned as *mut libc::c_void,
+                range.len() + (address - aligned),
+                libc::MADV_WILLNEED,
+            );
+        }
+    }
 }
 
 /// A file read with positioned reads (`pread`), for when a memory map will
@@ -339,6 +377,25 @@ impl FileSource {
 impl Source for FileSource {
     fn size(&self) -> u64 {
         self.len
+    }
+
+    /// `POSIX_FADV_WILLNEED`: the kernel reads the range into its cache.
+    fn will_read(&self, offset: u64, len: u64) {
+        use std::os::fd::AsRawFd;
+        let (Ok(offset), Ok(len)) = (libc::off_t::try_from(offset), libc::off_t::try_from(len))
+        else {
+            return;
+        };
+        // SAFETY: posix_fadvise reads no memory of ours; the descriptor is
+        // the open file this source owns. A failure is only a lost hint.
+        unsafe {
+            libc::posix_fadvise(
+                self.file.as_raw_fd(),
+                offset,
+                len,
+                libc::POSIX_FADV_WILLNEED,
+            );
+        }
     }
 
     fn read_at(&self, offset: u64, len: usize) -> io::Result<Piece<'_>> {

@@ -52,6 +52,10 @@ impl<S: Source> Reader<S> {
         let mut at = 0;
         while at < length {
             let len = (length - at).min(VERIFY_CHUNK as u64) as usize;
+            // This chunk and the next, read ahead (the map's advice is
+            // random access).
+            self.source
+                .will_read(offset + at, (length - at).min(2 * VERIFY_CHUNK as u64));
             let chunk = self
                 .source
                 .read_exact_at(offset + at, len)
@@ -189,7 +193,12 @@ impl<S: Source> Reader<S> {
         let typed_allowed = self.header.required_flags & REQUIRED_TYPED_VALUES != 0;
         let stats = self.compression_stats()?.map(|summary| summary.stats);
         let mut seen = Stats::default();
-        while let Some((found, next)) = self.record_at(offset)? {
+        let mut ahead = 0;
+        loop {
+            self.read_ahead(offset, &mut ahead);
+            let Some((found, next)) = self.record_at(offset)? else {
+                break;
+            };
             let record = found.record();
             let key = || DisplayBytes(record.key);
             if stats.is_some() {
