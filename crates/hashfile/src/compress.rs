@@ -70,7 +70,7 @@ pub fn dictionary_capacity(records_len: u64) -> usize {
 pub const SAMPLE_BYTES: usize = 100 * DICTIONARY_CAPACITY;
 
 /// The longest piece of one value a sample takes.
-const SAMPLE_VALUE_LEN: usize = 128 << 10;
+pub const SAMPLE_VALUE_LEN: usize = 128 << 10;
 
 /// The level a build uses when none is given: zstd's own default.
 pub const DEFAULT_LEVEL: i32 = 3;

@@ -34,7 +34,11 @@ fn fill(builder: &mut Builder, n: usize, typed: bool) {
             let value = hashfile::value::Value::Int(i as i64 * 7);
             builder.insert_value(k.as_bytes(), true, &value).unwrap();
         } else {
-            builder.insert_record(Record::text(&k, &format!("value {i}")));
+            // Long enough to compress (32 bytes), alike enough to shrink.
+            builder.insert_record(Record::text(
+                &k,
+                &format!("value {i} of a build that spills"),
+            ));
         }
     }
 }
@@ -94,6 +98,25 @@ fn a_spilled_build_writes_the_bytes_of_an_unlimited_one() {
             true,
         ),
         ("in memory", BuildOptions::default(), false, false),
+        (
+            "compressed",
+            BuildOptions {
+                compression: hashfile::Compression::parse("zstd").unwrap(),
+                ..BuildOptions::default()
+            },
+            true,
+            true,
+        ),
+        (
+            "compressed, in memory",
+            BuildOptions {
+                compression: hashfile::Compression::parse("zstd:9").unwrap(),
+                keys_per_part: 20_000,
+                ..BuildOptions::default()
+            },
+            false,
+            false,
+        ),
     ];
     for (what, options, streaming, typed) in cases {
         let (spilled, stats) = build(
@@ -127,6 +150,10 @@ fn a_spilled_build_writes_the_bytes_of_an_unlimited_one() {
         );
         let store = Reader::open(dir.path().join("spilled.hf")).unwrap();
         store.verify().unwrap();
+        if options.compression != hashfile::Compression::None {
+            let stats = store.compression_stats().unwrap().expect("compressed");
+            assert!(stats.stats.values > SPILLED as u64 / 2, "{what}: {stats:?}");
+        }
         for i in (0..SPILLED).step_by(997) {
             assert!(
                 store.get(key(i).as_bytes()).unwrap().is_some(),
@@ -172,6 +199,58 @@ fn a_spilled_build_reports_a_repeated_key_as_an_unlimited_one_does() {
     assert_eq!(others(dir.path(), &[]), Vec::<String>::new());
 }
 
+/// `on_duplicate: first` and `last` drop the repeats from a spilled
+/// build's records (in place, in order) into the bytes of an unlimited
+/// build: the first or the last occurrence's record, at its position.
+#[test]
+fn a_spilled_build_keeps_the_first_or_last_of_a_repeated_key_as_an_unlimited_one_does() {
+    let dir = tempfile::tempdir().unwrap();
+    for (policy, kept) in [
+        (OnDuplicate::First, "value 400000 of a build that spills"),
+        (OnDuplicate::Last, "the third"),
+    ] {
+        let build = |name: &str, memory: MemoryLimit| {
+            let path = dir.path().join(name);
+            let options = BuildOptions {
+                memory,
+                on_duplicate: policy,
+                ..BuildOptions::default()
+            };
+            let mut builder = Builder::streaming(options, &path).unwrap();
+            fill(&mut builder, SPILLED, false);
+            for (i, value) in [
+                (400_000, "the second"),
+                (5, "again"),
+                (400_000, "the third"),
+                (650_000, "again"),
+            ] {
+                builder.insert_record(Record::text(&key(i), value));
+            }
+            builder.write_file(&path).unwrap();
+            assert_eq!(builder.len(), SPILLED, "{policy:?}");
+            (std::fs::read(&path).unwrap(), builder.spill_stats())
+        };
+        let (spilled, stats) = build("spilled.hf", limited());
+        assert!(stats.is_some(), "{policy:?}");
+        let (whole, _) = build("whole.hf", unlimited());
+        assert!(
+            spilled == whole,
+            "{policy:?}: the spilled store differs from the unlimited one"
+        );
+        let store = Reader::open(dir.path().join("spilled.hf")).unwrap();
+        store.verify().unwrap();
+        assert_eq!(store.len(), SPILLED as u64);
+        assert_eq!(
+            store.get(key(400_000).as_bytes()).unwrap().unwrap().value(),
+            kept.as_bytes()
+        );
+        assert_eq!(
+            others(dir.path(), &["spilled.hf", "whole.hf"]),
+            Vec::<String>::new()
+        );
+    }
+}
+
 #[test]
 fn options_a_spilled_build_cannot_honour_are_errors_naming_memory() {
     let dir = tempfile::tempdir().unwrap();
@@ -181,14 +260,7 @@ fn options_a_spilled_build_cannot_honour_are_errors_naming_memory() {
         (
             "on_duplicate",
             BuildOptions {
-                on_duplicate: OnDuplicate::Last,
-                ..BuildOptions::default()
-            },
-        ),
-        (
-            "compression",
-            BuildOptions {
-                compression: hashfile::Compression::parse("zstd").unwrap(),
+                on_duplicate: OnDuplicate::Merge,
                 ..BuildOptions::default()
             },
         ),
@@ -200,16 +272,9 @@ fn options_a_spilled_build_cannot_honour_are_errors_naming_memory() {
         };
         let mut builder = Builder::streaming(options, &path).unwrap();
         fill(&mut builder, SPILLED, false);
-        match builder.write_file(&path) {
-            Err(Error::InvalidOption {
-                name: "memory",
-                reason,
-            }) => {
-                assert!(reason.contains(what), "{what}: {reason}");
-                assert!(reason.contains("raise memory"), "{what}: {reason}");
-            }
-            other => panic!("{what}: expected an error naming memory, got {other:?}"),
-        }
+        let reason = memory_error(builder.write_file(&path));
+        assert!(reason.contains(what), "{what}: {reason}");
+        assert!(reason.contains("raise memory"), "{what}: {reason}");
         assert_eq!(std::fs::read(&path).unwrap(), b"before");
     }
     assert_eq!(others(dir.path(), &["out.hf"]), Vec::<String>::new());
@@ -250,6 +315,17 @@ fn a_cancelled_spilled_build_removes_its_temporary_files() {
     assert_eq!(others(dir.path(), &[]), Vec::<String>::new());
 }
 
+/// The reason of an `InvalidOption` error naming `memory`.
+fn memory_error<T: std::fmt::Debug>(result: hashfile::Result<T>) -> String {
+    match result {
+        Err(Error::InvalidOption {
+            name: "memory",
+            reason,
+        }) => reason,
+        other => panic!("expected an error naming memory, got {other:?}"),
+    }
+}
+
 #[test]
 fn memory_limits_parse_and_refuse_what_is_not_a_size() {
     assert_eq!(MemoryLimit::parse("auto").unwrap(), MemoryLimit::Auto);
@@ -270,34 +346,16 @@ fn memory_limits_parse_and_refuse_what_is_not_a_size() {
         MemoryLimit::Bytes(20_000_000)
     );
     for bad in ["", "lots", "64X", "-1G", "1.5G", "99999999999999999999T"] {
-        match MemoryLimit::parse(bad) {
-            Err(Error::InvalidOption {
-                name: "memory",
-                reason,
-            }) => {
-                assert!(reason.contains("not a size"), "{bad:?}: {reason}")
-            }
-            other => panic!("{bad:?}: {other:?}"),
-        }
+        let reason = memory_error(MemoryLimit::parse(bad));
+        assert!(reason.contains("not a size"), "{bad:?}: {reason}");
     }
-    match MemoryLimit::parse("1M") {
-        Err(Error::InvalidOption {
-            name: "memory",
-            reason,
-        }) => {
-            assert!(reason.contains("16 MiB"), "{reason}")
-        }
-        other => panic!("{other:?}"),
-    }
+    assert!(memory_error(MemoryLimit::parse("1M")).contains("16 MiB"));
     assert!(MemoryLimit::Auto.resolve() >= MIN_MEMORY_LIMIT);
     let options = BuildOptions {
         memory: MemoryLimit::Bytes(5),
         ..BuildOptions::default()
     };
-    assert!(matches!(
-        options.validate(),
-        Err(Error::InvalidOption { name: "memory", .. })
-    ));
+    assert!(memory_error(options.validate()).contains("below the least"));
 }
 
 /// A full disk while spilling: an I/O error naming the store, the file

@@ -5,6 +5,8 @@
 //! (`crate::compress`). A record never grows, so a streaming build
 //! rewrites its own file in place, a wave at a time: each wave is read
 //! whole before any of it is written back, at or before where it was.
+//! Both passes find the records by parsing them in order, so neither needs
+//! the builder's offsets (a spilled build has none).
 
 use std::borrow::Cow;
 
@@ -38,94 +40,149 @@ pub(super) struct Compressed {
     pub(super) section: Vec<u8>,
     /// Whether any value was compressed (the required flag).
     pub(super) any: bool,
-    /// Each entry's offset in the rewritten records.
-    pub(super) offsets: Offsets,
+    /// Each entry's offset in the rewritten records, if asked for (a
+    /// spilled build reads them back from the file instead).
+    pub(super) offsets: Option<Offsets>,
     /// The rewritten records' length.
     pub(super) len: u64,
     /// XXH3 of the rewritten records (the section checksum).
     pub(super) checksum: u64,
 }
 
-/// The dictionary trained on every `stride`-th record's value, where the
-/// stride keeps the sample near `compress::SAMPLE_BYTES`: the same records
-/// whatever the thread count, so the same dictionary and bytes.
-pub(super) fn train(records: &[u8], offsets: &Offsets) -> Vec<u8> {
-    let n = offsets.len();
-    let stride = (records.len() as u64)
-        .div_ceil(compress::SAMPLE_BYTES as u64)
-        .max(1) as usize;
-    let samples: Vec<&[u8]> = (0..n)
-        .step_by(stride)
-        .filter_map(|i| record::read(&records[offsets.get(i) as usize..]))
-        .filter(|r| compress::worth_compressing(r.kind == ValueKind::Typed, r.value.len()))
-        .map(|r| r.value)
-        .collect();
-    compress::train(
-        &samples,
-        compress::dictionary_capacity(records.len() as u64),
-    )
+/// Bytes of records the sampling pass reads at a time.
+const SCAN_BYTES: u64 = 8 << 20;
+
+/// Where each whole record at the start of `bytes` ends, relative to
+/// `bytes`.
+fn whole_records(bytes: &[u8]) -> Vec<usize> {
+    let mut ends = Vec::new();
+    let mut used = 0;
+    while let Ok(Some(layout)) = record::parse(&bytes[used..]) {
+        if used + layout.len > bytes.len() {
+            break;
+        }
+        used += layout.len;
+        ends.push(used);
+    }
+    ends
 }
 
-/// Rewrites the `offsets.len()` records of `records_len` bytes with their
-/// values compressed at `level` with `dictionary`.
+/// The records from `start`: at least one whole record and about `bytes`
+/// of them, and where each ends relative to `start`. The first record's
+/// header is read first, so that a record longer than `bytes` is read
+/// whole in one go.
+fn read_whole<'a>(
+    io: &'a mut dyn Rewrite,
+    start: u64,
+    bytes: u64,
+    records_len: u64,
+) -> Result<(Cow<'a, [u8]>, Vec<usize>)> {
+    let damaged = || {
+        crate::error::Error::corrupt(
+            "records",
+            format!("the build's own records do not read back at {start}"),
+        )
+    };
+    let first_len = {
+        let probe_end = (start + record::MAX_HEADER_LEN as u64).min(records_len);
+        let probe = io.read(start..probe_end)?;
+        match record::parse(&probe) {
+            Ok(Some(layout)) => layout.len as u64,
+            _ => return Err(damaged()),
+        }
+    };
+    let want = bytes.max(first_len).min(records_len - start);
+    let chunk = io.read(start..start + want)?;
+    let ends = whole_records(&chunk);
+    if ends.is_empty() {
+        return Err(damaged());
+    }
+    Ok((chunk, ends))
+}
+
+/// The dictionary trained on every `stride`-th record's value (each cut to
+/// `compress::SAMPLE_VALUE_LEN`), where the stride keeps the sample near
+/// `compress::SAMPLE_BYTES`: the same records whatever the thread count,
+/// so the same dictionary and bytes. One pass over the records in order,
+/// through `io`: a spilled build's file is read, not mapped.
+pub(super) fn train(
+    io: &mut dyn Rewrite,
+    records_len: u64,
+    cancel: &CancelFlag,
+) -> Result<Vec<u8>> {
+    let stride = records_len.div_ceil(compress::SAMPLE_BYTES as u64).max(1);
+    let mut samples: Vec<Vec<u8>> = Vec::new();
+    let (mut at, mut index) = (0u64, 0u64);
+    while at < records_len {
+        cancel.check()?;
+        let (chunk, ends) = read_whole(io, at, SCAN_BYTES, records_len)?;
+        let mut from = 0;
+        for &end in &ends {
+            if index % stride == 0 {
+                let r = record::read(&chunk[from..end]).expect("whole records parse");
+                if compress::worth_compressing(r.kind == ValueKind::Typed, r.value.len()) {
+                    samples.push(r.value[..r.value.len().min(compress::SAMPLE_VALUE_LEN)].to_vec());
+                }
+            }
+            index += 1;
+            from = end;
+        }
+        at += from as u64;
+    }
+    let samples: Vec<&[u8]> = samples.iter().map(Vec::as_slice).collect();
+    Ok(compress::train(
+        &samples,
+        compress::dictionary_capacity(records_len),
+    ))
+}
+
+/// Rewrites the records of `records_len` bytes with their values
+/// compressed at `level` with `dictionary`, a wave of whole records at a
+/// time, found by parsing them; the new offsets too if `keep_offsets`.
 pub(super) fn rewrite(
     io: &mut dyn Rewrite,
-    offsets: &Offsets,
     records_len: u64,
     level: i32,
     dictionary: &[u8],
+    keep_offsets: bool,
     cancel: &CancelFlag,
 ) -> Result<Compressed> {
     let prepared = compress::prepare_dictionary(dictionary, level);
-    let n = offsets.len();
-    let end_of = |i: usize| {
-        if i + 1 < n {
-            offsets.get(i + 1)
-        } else {
-            records_len
-        }
-    };
-    let mut new_offsets = Offsets::Narrow(Vec::with_capacity(n));
+    let mut new_offsets = keep_offsets.then(|| Offsets::Narrow(Vec::new()));
     let mut checksum = xxhash_rust::xxh3::Xxh3::new();
     let mut stats = Stats {
         level,
         ..Stats::default()
     };
     let mut written = 0u64;
-    let mut first = 0usize;
-    while first < n {
+    let mut start = 0u64;
+    while start < records_len {
         cancel.check()?;
-        // A wave: whole records from entry `first`, about WAVE_BYTES, cut
-        // into tasks of about TASK_BYTES.
-        let start = offsets.get(first);
-        let (mut tasks, mut task_first, mut last) = (Vec::new(), first, first);
-        while last < n {
-            let end = end_of(last);
-            last += 1;
-            if end - offsets.get(task_first) >= TASK_BYTES {
-                tasks.push(task_first..last);
-                task_first = last;
-            }
-            if end - start >= WAVE_BYTES {
-                break;
+        // A wave: whole records from `start`, about WAVE_BYTES, cut into
+        // tasks of about TASK_BYTES.
+        let (wave, ends) = read_whole(io, start, WAVE_BYTES, records_len)?;
+        let consumed = *ends.last().expect("at least one whole record");
+        let mut tasks: Vec<std::ops::Range<usize>> = Vec::new();
+        let mut task_start = 0;
+        for (k, &end) in ends.iter().enumerate() {
+            if end - task_start >= TASK_BYTES as usize || k + 1 == ends.len() {
+                tasks.push(task_start..end);
+                task_start = end;
             }
         }
-        if task_first < last {
-            tasks.push(task_first..last);
-        }
-        let wave = io.read(start..end_of(last - 1))?;
         let done: Vec<(Vec<u8>, Vec<u64>, Stats)> = tasks
             .par_iter()
             .map(|task| {
                 let mut encoder = Encoder::new(level, prepared.as_ref())?;
                 let mut out = Vec::new();
-                let mut starts = Vec::with_capacity(task.len());
+                let mut starts = Vec::new();
                 let mut stats = Stats::default();
                 let mut frame = Vec::new();
-                for i in task.clone() {
-                    let at = (offsets.get(i) - start) as usize;
-                    let original =
-                        record::read(&wave[at..]).expect("a builder's own records are well formed");
+                let mut at = task.start;
+                while at < task.end {
+                    let original = record::read(&wave[at..task.end])
+                        .expect("a builder's own records are well formed");
+                    at += original.encoded_len();
                     starts.push(out.len() as u64);
                     frame.clear();
                     let compressed = compress::worth_compressing(
@@ -151,8 +208,10 @@ pub(super) fn rewrite(
             .collect::<Result<_>>()?;
         drop(wave);
         for (out, starts, task_stats) in done {
-            for s in starts {
-                new_offsets.push(written + s);
+            if let Some(offsets) = &mut new_offsets {
+                for s in starts {
+                    offsets.push(written + s);
+                }
             }
             checksum.update(&out);
             io.write(&out)?;
@@ -161,7 +220,7 @@ pub(super) fn rewrite(
             stats.decoded_bytes += task_stats.decoded_bytes;
             stats.stored_bytes += task_stats.stored_bytes;
         }
-        first = last;
+        start += consumed as u64;
     }
     let mut section = stats.encode().to_vec();
     section.extend_from_slice(dictionary);

@@ -222,22 +222,28 @@ impl Builder {
         self.options.compression != Compression::None
     }
 
-    /// The compression pass (`compress`): trains the dictionary, rewrites
-    /// the records with their values compressed and replaces the offsets.
-    fn compress_values(&mut self, level: i32) -> Result<CompressedValues> {
-        let dictionary = compress::train(self.records(), &self.offsets);
+    /// The compression pass (`compress`): trains the dictionary and
+    /// rewrites the records with their values compressed; replaces the
+    /// offsets, unless the index will spill (`keep_offsets` false: it
+    /// reads the records back).
+    fn compress_values(&mut self, level: i32, keep_offsets: bool) -> Result<CompressedValues> {
         let records_len = self.records_len();
-        let (offsets, cancel) = (&self.offsets, &self.cancel);
-        let rewrite = |io: &mut dyn compress::Rewrite| {
-            compress::rewrite(io, offsets, records_len, level, &dictionary, cancel)
-        };
+        let cancel = &self.cancel;
         let done = match &mut self.records {
             Records::Memory(records) => {
                 let mut io = compress::InMemory {
                     records,
                     out: Vec::with_capacity(records.len()),
                 };
-                let done = rewrite(&mut io)?;
+                let dictionary = compress::train(&mut io, records_len, cancel)?;
+                let done = compress::rewrite(
+                    &mut io,
+                    records_len,
+                    level,
+                    &dictionary,
+                    keep_offsets,
+                    cancel,
+                )?;
                 *records = io.out;
                 done
             }
@@ -248,12 +254,21 @@ impl Builder {
                 let start = Header::encoded_len(true) as u64;
                 let path = spill.destination.clone();
                 let with_path = |e: std::io::Error| Error::io(Some(&path), e);
-                let done = rewrite(&mut compress::InFile {
+                let mut io = compress::InFile {
                     file: &spill.temp.file,
                     path: &path,
                     start,
                     written: 0,
-                })?;
+                };
+                let dictionary = compress::train(&mut io, records_len, cancel)?;
+                let done = compress::rewrite(
+                    &mut io,
+                    records_len,
+                    level,
+                    &dictionary,
+                    keep_offsets,
+                    cancel,
+                )?;
                 // What lay past the shorter records goes: the index is
                 // written after them, and the gaps must be zero.
                 spill
@@ -266,12 +281,14 @@ impl Builder {
                 done
             }
         };
-        self.offsets = done.offsets;
+        if let Some(offsets) = done.offsets {
+            self.offsets = offsets;
+        }
         Ok(CompressedValues {
             section: done.section,
             any: done.any,
             checksum: done.checksum,
-            entries: self.offsets.len(),
+            entries: self.entries,
         })
     }
 
@@ -609,22 +626,13 @@ impl Builder {
                 max: chd::MAX_BUILD_ENTRIES as u64,
             });
         }
-        // Records the pass compressed cannot be told from new ones by a
-        // second pass, nor merged with them.
-        if self.compressed.as_ref().is_some_and(|c| c.entries != n) {
-            return Err(Error::InvalidOption {
-                name: "compression",
-                reason: "entries were added after the store was written with compressed values; \
-                         a builder with compression writes one set of entries (start a new one)"
-                    .into(),
-            });
-        }
+        self.check_compressed_entries()?;
         self.cancel.check()?;
         self.seal()?;
         self.resolve_duplicates()?;
         self.cancel.check()?;
         if let (Compression::Zstd { level }, None) = (self.options.compression, &self.compressed) {
-            self.compressed = Some(self.compress_values(level)?);
+            self.compressed = Some(self.compress_values(level, true)?);
         }
         self.cancel.check()?;
         let compressed = self.compressed.as_ref();
@@ -652,6 +660,25 @@ impl Builder {
         };
         self.cancel.check()?;
         Ok(prepared)
+    }
+
+    /// Records the compression pass compressed cannot be told from new
+    /// ones by a second pass, nor merged with them: an error if entries
+    /// came after it.
+    fn check_compressed_entries(&self) -> Result<()> {
+        if self
+            .compressed
+            .as_ref()
+            .is_some_and(|c| c.entries != self.entries)
+        {
+            return Err(Error::InvalidOption {
+                name: "compression",
+                reason: "entries were added after the store was written with compressed values; \
+                         a builder with compression writes one set of entries (start a new one)"
+                    .into(),
+            });
+        }
+        Ok(())
     }
 
     /// Builds the store and writes it to `out`. Same entries and options,
@@ -760,28 +787,23 @@ impl Builder {
             ),
         }
         };
-        if self.entries > chd::MAX_BUILD_ENTRIES && o.on_duplicate != OnDuplicate::Error {
-            return Err(Error::Limit {
-                what: "entries in one build with on_duplicate other than error",
-                max: chd::MAX_BUILD_ENTRIES as u64,
-            });
-        }
-        if o.on_duplicate != OnDuplicate::Error {
-            return Err(unsupported(&format!(
-                "on_duplicate: {} resolves repeated keys in memory (a spilled build takes on_duplicate: error)",
-                o.on_duplicate.name()
-            )));
-        }
-        if o.compression != Compression::None {
-            return Err(unsupported(
-                "compression trains its dictionary and rewrites the values from offsets held in memory",
-            ));
-        }
+        let keep = match o.on_duplicate {
+            OnDuplicate::Error => None,
+            OnDuplicate::First => Some(spill::Keep::First),
+            OnDuplicate::Last => Some(spill::Keep::Last),
+            OnDuplicate::Merge => {
+                return Err(unsupported(
+                    "on_duplicate: merge merges repeated keys' values in memory (a spilled build takes on_duplicate: error, first or last)",
+                ))
+            }
+        };
         if o.index == IndexKind::Compact {
             return Err(unsupported("the compact index builds in memory"));
         }
+        self.check_compressed_entries()?;
         self.cancel.check()?;
         self.seal()?;
+        let with_dictionary = self.with_dictionary();
         // An in-memory build's records go to a temporary file first; so
         // do a streaming build's, if it is written somewhere else than
         // the destination it was made for.
@@ -789,7 +811,7 @@ impl Builder {
         if !in_place {
             let temp = TempFile::create_beside(path).map_err(|e| Error::io(Some(path), e))?;
             let mut moved = Spill::new(temp, path.to_path_buf());
-            moved.write(&vec![0u8; Header::encoded_len(false)]);
+            moved.write(&vec![0u8; Header::encoded_len(with_dictionary)]);
             // The checksum covers the records, not the header's room.
             moved.flush();
             moved.checksum = xxhash_rust::xxh3::Xxh3::new();
@@ -802,10 +824,39 @@ impl Builder {
             moved.seal().map_err(|e| Error::io(Some(path), e))?;
             self.records = Records::File(Box::new(moved));
         }
+        let start = Header::encoded_len(with_dictionary);
+        if let (Some(keep), Records::File(spill)) = (keep, &mut self.records) {
+            let sealed = spill.sealed.as_ref().expect("sealed above");
+            let records = spill::RecordsFile {
+                file: &spill.temp.file,
+                start: start as u64,
+                mapped: &sealed[start..start + spill.len as usize],
+                entries: self.entries as u64,
+                checksum: 0,
+                typed: self.typed,
+                dictionary: None,
+                compressed: false,
+                destination: path,
+            };
+            let kept =
+                spill::drop_repeats(&records, keep, &self.options, self.memory, &self.cancel)?;
+            if let Some(kept) = kept {
+                spill.sealed = None;
+                spill.len = kept.len;
+                spill.checksum = kept.checksum;
+                self.entries = kept.entries as usize;
+                spill.seal().map_err(|e| Error::io(Some(path), e))?;
+            }
+        }
+        self.cancel.check()?;
+        if let (Compression::Zstd { level }, None) = (self.options.compression, &self.compressed) {
+            self.compressed = Some(self.compress_values(level, false)?);
+        }
+        self.cancel.check()?;
+        let compressed = self.compressed.as_ref();
         let Records::File(spill) = &mut self.records else {
             unreachable!("moved to a file above")
         };
-        let start = Header::encoded_len(false);
         let header = {
             let sealed = spill.sealed.as_ref().expect("sealed above");
             let records = spill::RecordsFile {
@@ -813,8 +864,10 @@ impl Builder {
                 start: start as u64,
                 mapped: &sealed[start..start + spill.len as usize],
                 entries: self.entries as u64,
-                checksum: spill.checksum.digest(),
+                checksum: compressed.map_or_else(|| spill.checksum.digest(), |c| c.checksum),
                 typed: self.typed,
+                dictionary: compressed.map(|c| c.section.as_slice()),
+                compressed: compressed.is_some_and(|c| c.any),
                 destination: path,
             };
             let mut stats = SpillStats::default();

@@ -85,6 +85,11 @@ pub(super) struct RecordsFile<'a> {
     pub(super) entries: u64,
     pub(super) checksum: u64,
     pub(super) typed: bool,
+    /// The dictionary section, in a build with compression (after the
+    /// compression pass, which a spilled build runs on the file first).
+    pub(super) dictionary: Option<&'a [u8]>,
+    /// Whether any record's value is compressed.
+    pub(super) compressed: bool,
     /// The store's path: temporary files go beside it, errors name it.
     pub(super) destination: &'a Path,
 }
@@ -300,9 +305,11 @@ fn changed(records: &RecordsFile<'_>) -> Error {
     ))
 }
 
-/// Calls `f(offset, key)` for every record, in order, reading the file a
-/// buffer at a time.
-fn each_key(
+/// Calls `f(offset, record)` for every record, in order, with its whole
+/// bytes, reading the file a buffer at a time. `f` may write the file
+/// before the record it is given (`drop_repeats` does): each buffer is
+/// read before any call for it.
+fn each_record(
     records: &RecordsFile<'_>,
     cancel: &CancelFlag,
     mut f: impl FnMut(u64, &[u8]) -> Result<()>,
@@ -323,8 +330,7 @@ fn each_key(
                 Ok(_) => break,
                 Err(_) => return Err(changed(records)),
             };
-            let key = &buffer[used + layout.key_start..used + layout.value_start];
-            f(at + used as u64, key)?;
+            f(at + used as u64, &buffer[used..used + layout.len])?;
             used += layout.len;
             count += 1;
             if count % CHECK_EVERY == 0 {
@@ -345,6 +351,18 @@ fn each_key(
         cancel.check()?;
     }
     Ok(())
+}
+
+/// Calls `f(offset, key)` for every record, in order.
+fn each_key(
+    records: &RecordsFile<'_>,
+    cancel: &CancelFlag,
+    mut f: impl FnMut(u64, &[u8]) -> Result<()>,
+) -> Result<()> {
+    each_record(records, cancel, |offset, record| {
+        let key = record::key_of(record).ok_or_else(|| changed(records))?;
+        f(offset, key)
+    })
 }
 
 /// What placing every group leaves for writing.
@@ -588,13 +606,20 @@ fn write(
         records_len: records.len(),
         records_checksum: records.checksum,
         typed: records.typed,
-        compressed: false,
-        with_dictionary: false,
+        compressed: records.compressed,
+        with_dictionary: records.dictionary.is_some(),
         seed,
         geometry: placed.geometry,
     };
     let checksum = xxhash_rust::xxh3::xxh3_64;
-    let mut sections = vec![
+    // The dictionary goes right after the records, as in `index::prepare`.
+    let dictionary = records.dictionary.unwrap_or_default();
+    let mut sections: Vec<(SectionId, u64, u64)> = records
+        .dictionary
+        .map(|d| (SectionId::Dictionary, d.len() as u64, checksum(d)))
+        .into_iter()
+        .collect();
+    sections.extend([
         (
             SectionId::SeedIndex,
             seed_index.len() as u64,
@@ -603,11 +628,15 @@ fn write(
         (SectionId::Seeds, seeds.len() as u64, checksum(&seeds)),
         (SectionId::Remap, remap.len() as u64, checksum(&remap)),
         (SectionId::Slots, slots_len, 0),
-    ];
+    ]);
     // Where each section goes does not depend on the checksums.
     let at = |header: &Header, id| header.section(id).offset;
     let header = index::lay_out(&shape, &sections, options);
     let file = records.file;
+    if records.dictionary.is_some() {
+        file.write_all_at(dictionary, at(&header, SectionId::Dictionary))
+            .map_err(io)?;
+    }
     file.write_all_at(&seed_index, at(&header, SectionId::SeedIndex))
         .map_err(io)?;
     file.write_all_at(&seeds, at(&header, SectionId::Seeds))
@@ -643,76 +672,244 @@ fn write(
         first_slot += SLOT_CHUNK;
     }
     drop(placed.slots);
-    sections[3].2 = hasher.digest();
+    sections.last_mut().expect("the slots").2 = hasher.digest();
     let header = index::lay_out(&shape, &sections, options);
     file.set_len(header.file_len).map_err(io)?;
     file.write_all_at(&header.encode(), 0).map_err(io)?;
     Ok(header)
 }
 
+/// Calls `f` with the offsets, ascending, of every key that occurs more
+/// than once in the group `file`. A key's occurrences share a hash, so a
+/// group holds them all.
+fn each_repeated_key(
+    records: &RecordsFile<'_>,
+    file: &TempFile,
+    mut f: impl FnMut(&[u64]) -> Result<()>,
+) -> Result<()> {
+    let key = |offset: u64| key_at(records.mapped, offset as usize);
+    let len = file.file.metadata().map_err(|e| records.io(e))?.len();
+    let mut bytes = vec![0u8; len as usize];
+    file.file
+        .read_exact_at(&mut bytes, 0)
+        .map_err(|e| records.io(e))?;
+    let mut entries: Vec<(u64, u64)> = bytes
+        .chunks_exact(SPILL_ENTRY)
+        .map(|e| {
+            (
+                u64::from_le_bytes(e[..8].try_into().expect("8 bytes")),
+                u64::from_le_bytes(e[8..].try_into().expect("8 bytes")),
+            )
+        })
+        .collect();
+    drop(bytes);
+    entries.sort_unstable();
+    let mut occurrences = Vec::new();
+    for run in entries
+        .chunk_by(|a, b| a.0 == b.0)
+        .filter(|run| run.len() > 1)
+    {
+        // In offset order: each key's first occurrence, then the later
+        // ones of the same key.
+        let mut counted = vec![false; run.len()];
+        for i in 0..run.len() {
+            if counted[i] {
+                continue;
+            }
+            occurrences.clear();
+            occurrences.push(run[i].1);
+            for j in i + 1..run.len() {
+                if !counted[j] && key(run[j].1) == key(run[i].1) {
+                    counted[j] = true;
+                    occurrences.push(run[j].1);
+                }
+            }
+            if occurrences.len() > 1 {
+                f(&occurrences)?;
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The duplicate key error of a spilled build, as an unlimited build
 /// gives it (`Builder::duplicate_error`): the key whose second occurrence
-/// comes first in input order, and how many other keys repeat. A key's
-/// occurrences share a hash, so a group at a time finds them; `files`
+/// comes first in input order, and how many other keys repeat. `files`
 /// are the groups not yet placed, where every repeat lies.
 fn duplicate_error(
     records: &RecordsFile<'_>,
     files: &[Option<TempFile>],
     cancel: &CancelFlag,
 ) -> Result<Error> {
-    let key = |offset: u64| key_at(records.mapped, offset as usize);
     // The earliest second occurrence, and its key's first.
     let mut earliest: Option<(u64, u64)> = None;
     let mut repeated_keys = 0u64;
     for file in files.iter().flatten() {
         cancel.check()?;
-        let len = file.file.metadata().map_err(|e| records.io(e))?.len();
-        let mut bytes = vec![0u8; len as usize];
-        file.file
-            .read_exact_at(&mut bytes, 0)
-            .map_err(|e| records.io(e))?;
-        let mut entries: Vec<(u64, u64)> = bytes
-            .chunks_exact(SPILL_ENTRY)
-            .map(|e| {
-                (
-                    u64::from_le_bytes(e[..8].try_into().expect("8 bytes")),
-                    u64::from_le_bytes(e[8..].try_into().expect("8 bytes")),
-                )
-            })
-            .collect();
-        drop(bytes);
-        entries.sort_unstable();
-        for run in entries.chunk_by(|a, b| a.0 == b.0) {
-            // In offset order: each key's first occurrence, then whether
-            // a later one repeats it.
-            let mut counted = vec![false; run.len()];
-            for i in 0..run.len() {
-                if counted[i] {
-                    continue;
-                }
-                let mut second = None;
-                for j in i + 1..run.len() {
-                    if !counted[j] && key(run[j].1) == key(run[i].1) {
-                        counted[j] = true;
-                        second.get_or_insert(run[j].1);
-                    }
-                }
-                if let Some(second) = second {
-                    repeated_keys += 1;
-                    if earliest.is_none_or(|(s, _)| second < s) {
-                        earliest = Some((second, run[i].1));
-                    }
-                }
+        each_repeated_key(records, file, |occurrences| {
+            repeated_keys += 1;
+            if earliest.is_none_or(|(second, _)| occurrences[1] < second) {
+                earliest = Some((occurrences[1], occurrences[0]));
             }
-        }
+            Ok(())
+        })?;
     }
     let (_, first) = earliest.ok_or_else(|| changed(records))?;
     Ok(Error::DuplicateKey {
-        key: key(first).to_vec(),
+        key: key_at(records.mapped, first as usize).to_vec(),
         first: None,
         second: None,
         others: repeated_keys.saturating_sub(1),
     })
+}
+
+/// Which occurrence of a repeated key a spilled build keeps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Keep {
+    First,
+    Last,
+}
+
+/// The records left once repeated keys are dropped (`drop_repeats`).
+pub(super) struct Kept {
+    /// Entries kept.
+    pub(super) entries: u64,
+    /// Their bytes.
+    pub(super) len: u64,
+    /// XXH3 of them.
+    pub(super) checksum: xxhash_rust::xxh3::Xxh3,
+}
+
+/// `on_duplicate: first` or `last` for a spilled build: every occurrence
+/// of a repeated key but the one kept is dropped from the records, which
+/// close up in place, in order, as an unlimited build's resolve leaves
+/// them (`Builder::resolve_duplicates`). The groups are scattered once to
+/// find the repeats (each group's dropped offsets go to a file of its
+/// own, sorted), then one pass copies each record kept down over those
+/// dropped. The file is then as if only the kept entries had been added.
+pub(super) fn drop_repeats(
+    records: &RecordsFile<'_>,
+    keep: Keep,
+    options: &BuildOptions,
+    memory: u64,
+    cancel: &CancelFlag,
+) -> Result<Option<Kept>> {
+    let io = |e| records.io(e);
+    let plan = Plan::new(records.entries, options, memory)?;
+    let mut groups = scatter(records, &plan, options.hash_seed, cancel)?;
+    let mut dropped_files = Vec::new();
+    let mut any = false;
+    for file in groups.files.iter_mut() {
+        cancel.check()?;
+        let file = file.take().expect("each group once");
+        let mut dropped = Vec::new();
+        each_repeated_key(records, &file, |occurrences| {
+            let (before, after) = match keep {
+                Keep::First => (&occurrences[..0], &occurrences[1..]),
+                Keep::Last => (&occurrences[..occurrences.len() - 1], &occurrences[..0]),
+            };
+            dropped.extend_from_slice(before);
+            dropped.extend_from_slice(after);
+            Ok(())
+        })?;
+        drop(file);
+        dropped.sort_unstable();
+        any |= !dropped.is_empty();
+        let out = TempFile::create_beside(records.destination).map_err(io)?;
+        let bytes: Vec<u8> = dropped.iter().flat_map(|o| o.to_le_bytes()).collect();
+        out.file.write_all_at(&bytes, 0).map_err(io)?;
+        dropped_files.push((out, dropped.len() as u64));
+    }
+    if !any {
+        return Ok(None);
+    }
+    // The dropped offsets of every group, merged in order as the records
+    // are copied down.
+    let mut readers: Vec<DroppedReader> = dropped_files
+        .iter()
+        .map(|(temp, count)| DroppedReader {
+            file: &temp.file,
+            count: *count,
+            read: 0,
+            buffer: Vec::new(),
+            at: 0,
+        })
+        .collect();
+    let mut next: std::collections::BinaryHeap<std::cmp::Reverse<(u64, usize)>> =
+        std::collections::BinaryHeap::new();
+    for (g, reader) in readers.iter_mut().enumerate() {
+        if let Some(offset) = reader.next().map_err(io)? {
+            next.push(std::cmp::Reverse((offset, g)));
+        }
+    }
+    let mut kept = Kept {
+        entries: 0,
+        len: 0,
+        checksum: xxhash_rust::xxh3::Xxh3::new(),
+    };
+    let mut out = Vec::with_capacity(SCAN_BUFFER);
+    each_record(records, cancel, |offset, record| {
+        if let Some(&std::cmp::Reverse((drop_at, g))) = next.peek() {
+            if drop_at == offset {
+                next.pop();
+                if let Some(following) = readers[g].next().map_err(io)? {
+                    next.push(std::cmp::Reverse((following, g)));
+                }
+                return Ok(());
+            }
+        }
+        kept.entries += 1;
+        kept.checksum.update(record);
+        out.extend_from_slice(record);
+        if out.len() >= SCAN_BUFFER {
+            // At or before where the records read were: never over one
+            // not yet read (each_record reads ahead of this).
+            records
+                .file
+                .write_all_at(&out, records.start + kept.len)
+                .map_err(io)?;
+            kept.len += out.len() as u64;
+            out.clear();
+        }
+        Ok(())
+    })?;
+    records
+        .file
+        .write_all_at(&out, records.start + kept.len)
+        .map_err(io)?;
+    kept.len += out.len() as u64;
+    records.file.set_len(records.start + kept.len).map_err(io)?;
+    Ok(Some(kept))
+}
+
+/// A group's dropped offsets, read back in order a buffer at a time.
+struct DroppedReader<'a> {
+    file: &'a std::fs::File,
+    count: u64,
+    read: u64,
+    buffer: Vec<u64>,
+    at: usize,
+}
+
+impl DroppedReader<'_> {
+    fn next(&mut self) -> std::io::Result<Option<u64>> {
+        if self.at == self.buffer.len() {
+            let take = (self.count - self.read).min(1 << 16);
+            if take == 0 {
+                return Ok(None);
+            }
+            let mut bytes = vec![0u8; take as usize * 8];
+            self.file.read_exact_at(&mut bytes, self.read * 8)?;
+            self.buffer = bytes
+                .chunks_exact(8)
+                .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
+                .collect();
+            self.read += take;
+            self.at = 0;
+        }
+        self.at += 1;
+        Ok(Some(self.buffer[self.at - 1]))
+    }
 }
 
 #[cfg(test)]
