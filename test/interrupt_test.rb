@@ -85,18 +85,7 @@ class InterruptTest < HashfileTest
       File.write(out, "old")
       pid = Process.spawn(*ruby_with_default_signals(EXE, "build", input, "-o", out, "--quiet"), err: path("err.txt"))
       # Once the build has its temporary file, it is under way.
-      deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + 20
-      sleep 0.01 while temporary_files.empty? && !Process.wait(pid, Process::WNOHANG) && Process.clock_gettime(Process::CLOCK_MONOTONIC) < deadline
-      begin
-        Process.kill(signal, pid)
-      rescue Errno::ESRCH
-        nil # it finished first
-      end
-      status = begin
-        Process.wait2(pid)[1]
-      rescue Errno::ECHILD
-        $?
-      end
+      status, = signal_when(pid, signal) { temporary_files.any? }
       err = File.read(path("err.txt"))
       if status.success?
         Hashfile.open(out, &:verify)

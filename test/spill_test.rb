@@ -16,8 +16,13 @@ class SpillTest < HashfileTest
     skip_in_quick_gc_stress("builds #{SPILLED} entries to go over the least memory limit")
   end
 
+  # Long enough to compress (32 bytes and more), alike enough to shrink.
+  def value(i)
+    "v#{i * 7}: a steel kettle, in blue or oak"
+  end
+
   def jsonl(lines = SPILLED)
-    File.open(path("in.jsonl"), "w") { |f| lines.times { |i| f << %({"key":"user:#{i}","value":"v#{i * 7}"}\n) } }
+    File.open(path("in.jsonl"), "w") { |f| lines.times { |i| f << %({"key":"user:#{i}","value":"#{value(i)}"}\n) } }
     path("in.jsonl")
   end
 
@@ -40,8 +45,34 @@ class SpillTest < HashfileTest
     assert File.binread(path("spilled.hf")) == File.binread(path("whole.hf")), "the stores differ"
     Hashfile.open(path("spilled.hf")) do |db|
       db.verify
-      assert_equal "v#{123_456 * 7}", db["user:123456"]
+      assert_equal value(123_456), db["user:123456"]
       assert_nil db["user:-1"]
+    end
+    assert_empty temporary_files
+  end
+
+  def test_a_compressed_build_spills_into_the_same_bytes
+    input = jsonl
+    spilled = Hashfile.build_from(input, path("spilled.hf"), memory: "16M", compression: :zstd)
+    Hashfile.build_from(input, path("whole.hf"), compression: :zstd)
+    assert spilled[:spilled]
+    assert File.binread(path("spilled.hf")) == File.binread(path("whole.hf")), "the stores differ"
+    Hashfile.open(path("spilled.hf")) do |db|
+      assert_operator db.info.dig(:compression, :values), :>, 0
+      assert_equal value(4242), db["user:4242"]
+    end
+  end
+
+  def test_repeated_keys_first_and_last_spill_into_the_same_bytes
+    input = jsonl
+    File.open(input, "a") { |f| f << %({"key":"user:42","value":"later"}\n{"key":"user:7","value":"later"}\n) }
+    { first: value(42), last: "later" }.each do |policy, kept|
+      spilled = Hashfile.build_from(input, path("spilled.hf"), memory: "16M", on_duplicate: policy)
+      Hashfile.build_from(input, path("whole.hf"), on_duplicate: policy)
+      assert_equal SPILLED, spilled[:entries]
+      assert spilled[:spilled], policy
+      assert File.binread(path("spilled.hf")) == File.binread(path("whole.hf")), "#{policy}: the stores differ"
+      assert_equal kept, Hashfile.open(path("spilled.hf")) { |db| db["user:42"] }
     end
     assert_empty temporary_files
   end
@@ -58,12 +89,12 @@ class SpillTest < HashfileTest
   def test_options_a_spilled_build_cannot_honour_raise_naming_memory
     input = jsonl
     File.write(path("out.hf"), "before")
-    e = assert_raises(ArgumentError) { Hashfile.build_from(input, path("out.hf"), memory: "16M", on_duplicate: :last) }
+    e = assert_raises(ArgumentError) { Hashfile.build_from(input, path("out.hf"), memory: "16M", on_duplicate: :merge) }
     assert_match(/\Ainvalid option memory: 700000 entries need about \d+ MiB of index data, over the memory limit of 16 MiB/, e.message)
-    assert_match(/on_duplicate: last resolves repeated keys in memory/, e.message)
+    assert_match(/on_duplicate: merge merges repeated keys' values in memory/, e.message)
     assert_match(/raise memory to at least \d+ MiB/, e.message)
-    e = assert_raises(ArgumentError) { Hashfile.build_from(input, path("out.hf"), memory: "16M", compression: :zstd) }
-    assert_match(/compression trains its dictionary/, e.message)
+    e = assert_raises(ArgumentError) { Hashfile.build_from(input, path("out.hf"), memory: "16M", index: :compact) }
+    assert_match(/the compact index builds in memory/, e.message)
     assert_equal "before", File.binread(path("out.hf"))
     assert_empty temporary_files
   end
@@ -108,19 +139,7 @@ class SpillTest < HashfileTest
       File.write(out, "old")
       pid = Process.spawn(*ruby_with_default_signals(EXE, "build", input, "-o", out, "--memory", "16M", "--quiet"), err: path("err.txt"))
       # More than the store's own temporary file: the spill is under way.
-      deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + 60
-      sleep 0.001 while temporary_files.size < 2 && !Process.wait(pid, Process::WNOHANG) && Process.clock_gettime(Process::CLOCK_MONOTONIC) < deadline
-      spilling = temporary_files.size >= 2
-      begin
-        Process.kill(signal, pid)
-      rescue Errno::ESRCH
-        nil # it finished first
-      end
-      status = begin
-        Process.wait2(pid)[1]
-      rescue Errno::ECHILD
-        $?
-      end
+      status, spilling = signal_when(pid, signal, timeout: 60) { temporary_files.size >= 2 }
       unless status.success?
         caught += 1 if spilling
         assert_equal "old", File.binread(out)

@@ -92,6 +92,25 @@ class HashfileTest < Minitest::Test
     [RbConfig.ruby, "-e", "#{DEFAULT_SIGNALS}$0 = ARGV.shift; load $0", file, *args]
   end
 
+  # Waits (up to +timeout+ s) until the block is true or the process +pid+
+  # has ended, sends it +signal+ (it may have finished first), and reaps
+  # it: [its Process::Status, whether the block had come true].
+  def signal_when(pid, signal, timeout: 20)
+    deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + timeout
+    sleep 0.001 until (reached = yield) || Process.wait(pid, Process::WNOHANG) || Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
+    begin
+      Process.kill(signal, pid)
+    rescue Errno::ESRCH
+      nil # it finished first
+    end
+    status = begin
+      Process.wait2(pid)[1]
+    rescue Errno::ECHILD
+      $?
+    end
+    [status, reached]
+  end
+
   # Runs the CLI in-process: [exit status, stdout, stderr].
   def run_cli(*argv)
     require "hashfile/cli"

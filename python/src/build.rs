@@ -67,10 +67,15 @@ pub fn build(
     .py_err()
 }
 
+/// What a spilled build did (`hashfile::SpillStats`): groups, temporary
+/// bytes, seeds tried; `hashfile.build_from` makes it a dict.
+type Spilled = (u64, u64, u32);
+
 /// `build_from(inputs, output, shards, build_options, import_options,
 /// progress)`: imports the files `inputs` (`-` is standard input) and
 /// publishes `output` (a dataset's directory with `shards`). Returns
-/// (entries, file_bytes).
+/// (entries, file_bytes, spilled), `spilled` `None` for a build that kept
+/// its index in memory.
 ///
 /// The build runs on a thread of its own. The calling thread waits without
 /// the GIL, taking it back every 50 ms to look for a signal (Ctrl-C) and at
@@ -89,7 +94,7 @@ pub fn build_from(
     build_opts: Option<&Bound<'_, PyDict>>,
     import_opts: Option<&Bound<'_, PyDict>>,
     progress: Option<Bound<'_, PyAny>>,
-) -> PyResult<(u64, u64, Option<(u64, u64, u32)>)> {
+) -> PyResult<(u64, u64, Option<Spilled>)> {
     let options = build_options(build_opts)?;
     let (format, import) = import_options(import_opts)?;
     let inputs = inputs

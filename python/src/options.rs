@@ -188,7 +188,9 @@ pub fn build_options(given: Option<&Bound<'_, PyDict>>) -> PyResult<BuildOptions
             "memory" => {
                 o.memory = match value.extract::<i128>() {
                     Ok(bytes) => MemoryLimit::bytes(u64::try_from(bytes).map_err(|_| {
-                        PyValueError::new_err(format!("memory must be a size in bytes, not {bytes}"))
+                        PyValueError::new_err(format!(
+                            "memory must be a size in bytes, not {bytes}"
+                        ))
                     })?),
                     Err(_) => MemoryLimit::parse(&value.extract::<String>()?),
                 }

@@ -33,10 +33,24 @@ def test_a_build_over_the_limit_spills_into_the_same_bytes(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl", "spilled.hf", "whole.hf"]
 
 
+def test_a_compressed_build_spills_into_the_same_bytes(tmp_path):
+    source = tmp_path / "in.jsonl"
+    with open(source, "w") as f:
+        for i in range(SPILLED):
+            f.write(f'{{"key":"k{i}","value":"v{i}: a steel kettle, in blue or oak"}}\n')
+    spilled = hashfile.build_from(source, tmp_path / "spilled.hf", memory="16M", compression="zstd")
+    hashfile.build_from(source, tmp_path / "whole.hf", compression="zstd")
+    assert spilled["spilled"]["groups"] > 1
+    assert (tmp_path / "spilled.hf").read_bytes() == (tmp_path / "whole.hf").read_bytes()
+    with hashfile.open(tmp_path / "spilled.hf") as db:
+        assert db.info()["compression"]["values"] > 0
+        assert db["k77"] == "v77: a steel kettle, in blue or oak"
+
+
 def test_options_a_spilled_build_cannot_honour_raise(tmp_path):
     source = write_jsonl(tmp_path / "in.jsonl")
-    with pytest.raises(ValueError, match=r"memory: 700000 entries need about \d+ MiB .* on_duplicate: first resolves repeated keys in memory"):
-        hashfile.build_from(source, tmp_path / "out.hf", memory="16M", on_duplicate="first")
+    with pytest.raises(ValueError, match=r"memory: 700000 entries need about \d+ MiB .* on_duplicate: merge merges repeated keys' values in memory"):
+        hashfile.build_from(source, tmp_path / "out.hf", memory="16M", on_duplicate="merge")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl"]
 
 
