@@ -403,3 +403,43 @@ fn a_full_disk_while_spilling_is_an_error_that_leaves_the_destination() {
     assert_eq!(std::fs::read(&path).unwrap(), b"the store that was there");
     assert_eq!(others(&mount, &["out.hf"]), Vec::<String>::new());
 }
+
+/// A streaming builder's file becomes the store when it is published:
+/// entries added after that must not be written into it. The store stays
+/// as published, and writing the builder again is an error.
+#[test]
+fn entries_added_after_a_streaming_build_is_published_leave_the_store_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("out.hf");
+    for memory in [limited(), unlimited()] {
+        let options = BuildOptions {
+            memory,
+            ..BuildOptions::default()
+        };
+        let mut builder = Builder::streaming(options, &path).unwrap();
+        fill(&mut builder, 1_000, false);
+        builder.write_file(&path).unwrap();
+        let published = std::fs::read(&path).unwrap();
+        // More than the 1 MiB a streaming build buffers between writes.
+        for i in 0..100_000 {
+            builder.insert_record(Record::text(
+                &format!("later:{i}"),
+                "a value written after the store was published",
+            ));
+        }
+        for _ in 0..2 {
+            let error = builder.write_file(&path).unwrap_err().to_string();
+            assert!(
+                error.contains("added after this streaming build published"),
+                "{error}"
+            );
+        }
+        drop(builder);
+        assert!(
+            std::fs::read(&path).unwrap() == published,
+            "the published store changed"
+        );
+        Reader::open(&path).unwrap().verify().unwrap();
+        assert_eq!(others(dir.path(), &["out.hf"]), Vec::<String>::new());
+    }
+}

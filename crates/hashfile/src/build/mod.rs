@@ -298,12 +298,16 @@ impl Builder {
         let Records::File(spill) = &mut self.records else {
             return Ok(());
         };
-        if spill.sealed.is_some() {
+        // Written since it was sealed: only after publishing, an error.
+        let unsealed = spill.sealed.is_none() || !spill.buffer_is_empty() || spill.error.is_some();
+        if !unsealed {
             return Ok(());
         }
         spill.flush();
-        if let Some(e) = spill.error.take() {
-            return Err(Error::io(Some(&spill.destination), e));
+        // Kept: every later write of this builder fails the same way.
+        if let Some(e) = &spill.error {
+            let again = std::io::Error::new(e.kind(), e.to_string());
+            return Err(Error::io(Some(&spill.destination), again));
         }
         spill
             .seal()
@@ -803,6 +807,13 @@ impl Builder {
         self.check_compressed_entries()?;
         self.cancel.check()?;
         self.seal()?;
+        // The spill reads the records back: hashes and offsets kept while
+        // entries came (up to half the limit) would only add to its peak.
+        self.offsets = Offsets::Narrow(Vec::new());
+        if let Records::File(spill) = &mut self.records {
+            spill.hashes = Vec::new();
+        }
+        self.dropped_index = true;
         let with_dictionary = self.with_dictionary();
         // An in-memory build's records go to a temporary file first; so
         // do a streaming build's, if it is written somewhere else than

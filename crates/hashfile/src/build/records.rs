@@ -73,7 +73,26 @@ impl Spill {
         }
     }
 
+    /// True (and the error noted) if the store was published: the file is
+    /// the store now, and entries added since must not be written into it.
+    fn published(&mut self) -> bool {
+        if !self.temp.published {
+            return false;
+        }
+        self.buffer.clear();
+        self.error.get_or_insert_with(|| {
+            std::io::Error::other(
+                "entries were added after this streaming build published its store; \
+                 a streaming builder writes one store (start a new one)",
+            )
+        });
+        true
+    }
+
     pub(super) fn flush(&mut self) {
+        if self.published() {
+            return;
+        }
         self.checksum.update(&self.buffer);
         if self.error.is_none() && !self.buffer.is_empty() {
             if let Err(e) = self.temp.file.write_all(&self.buffer) {
@@ -94,6 +113,9 @@ impl Spill {
 
     pub(super) fn write(&mut self, bytes: &[u8]) {
         self.len += bytes.len() as u64;
+        if self.published() {
+            return;
+        }
         if self.buffer.len() + bytes.len() <= SPILL_BUFFER {
             self.buffer.extend_from_slice(bytes);
             return;
@@ -105,6 +127,11 @@ impl Spill {
                 self.error = Some(e);
             }
         }
+    }
+
+    /// Whether records wait in the buffer.
+    pub(super) fn buffer_is_empty(&self) -> bool {
+        self.buffer.is_empty()
     }
 
     /// Makes the written file readable as bytes.
