@@ -56,6 +56,7 @@ class DocsTest < HashfileTest
     write["export.tsv", "# an export\nkey\tvalue\nx\t\"quoted\n"]
     write["part1.jsonl", %(["k1", 1]\n["k2", 2]\n)]
     write["part2.jsonl", %(["k2", 20]\n["k3", 3]\n)]
+    write["events.jsonl", %({"key":"e1","value":"login"}\n{"key":"e2","value":"logout"}\n)]
     write["oui.csv", "Registry,Assignment,Organization Name\nMA-L,00000C,Cisco Systems\nMA-L,0050C2,IEEE\n"]
     write["locales/en.yml", "en:\n  hello: Hello %{name}\n  date:\n    formats:\n      short: \"%b %d\"\n    day_names: [Sunday, Monday]\n"]
     write["locales/de.yml", "de:\n  hello: Hallo %{name}\n  date:\n    formats:\n      short: \"%d. %b\"\n"]
