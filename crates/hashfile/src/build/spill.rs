@@ -161,19 +161,27 @@ impl Plan {
         };
         // The scatter's buffers come out of the groups' share: a quarter.
         let per_group = for_groups * 3 / 4;
-        let groups = (n.saturating_mul(GROUP_BYTES_PER_KEY))
+        // Groups hold whole parts: the largest holds ceil(parts / groups)
+        // of them, and a part a little more than its share of keys (an
+        // eighth, which the parts of a hash keep well under). As few
+        // groups as fit; a group's keys go by 32-bit ids.
+        let most = parts.min(MAX_GROUPS);
+        let largest = |groups: u64| {
+            let per_part = n.div_ceil(parts);
+            parts.div_ceil(groups) * (per_part + per_part / 8)
+        };
+        let fits = |groups: u64| {
+            largest(groups).saturating_mul(GROUP_BYTES_PER_KEY) <= per_group
+                && largest(groups) < u32::MAX as u64
+        };
+        let first = (n.saturating_mul(GROUP_BYTES_PER_KEY))
             .div_ceil(per_group)
-            // A group's keys go by 32-bit ids.
-            .max(n.div_ceil(u32::MAX as u64))
-            .clamp(1, parts.min(MAX_GROUPS));
-        // The parts are of about one size; the largest group of them holds
-        // a little more than its share.
-        let largest = (n / groups) + (n / groups) / 8 + options.keys_per_part;
-        if largest.saturating_mul(GROUP_BYTES_PER_KEY) > per_group
-            && groups == parts.min(MAX_GROUPS)
-        {
-            return Err(too_small(whole + largest * GROUP_BYTES_PER_KEY * 4 / 3));
-        }
+            .clamp(1, most);
+        let Some(groups) = (first..=most).find(|&g| fits(g)) else {
+            return Err(too_small(
+                whole + largest(most) * GROUP_BYTES_PER_KEY * 4 / 3,
+            ));
+        };
         let buffer = ((for_groups / 4) / groups).clamp(4 << 10, 1 << 20) as usize;
         Ok(Plan {
             parts,
