@@ -136,6 +136,19 @@ pub(super) fn train(
     ))
 }
 
+/// The whole pass over the records `io` reads and writes: the dictionary
+/// (`train`), then every record rewritten with it (`rewrite`).
+pub(super) fn pass(
+    io: &mut dyn Rewrite,
+    records_len: u64,
+    level: i32,
+    keep_offsets: bool,
+    cancel: &CancelFlag,
+) -> Result<Compressed> {
+    let dictionary = train(io, records_len, cancel)?;
+    rewrite(io, records_len, level, &dictionary, keep_offsets, cancel)
+}
+
 /// Rewrites the records of `records_len` bytes with their values
 /// compressed at `level` with `dictionary`, a wave of whole records at a
 /// time, found by parsing them; the new offsets too if `keep_offsets`.

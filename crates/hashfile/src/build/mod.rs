@@ -235,15 +235,7 @@ impl Builder {
                     records,
                     out: Vec::with_capacity(records.len()),
                 };
-                let dictionary = compress::train(&mut io, records_len, cancel)?;
-                let done = compress::rewrite(
-                    &mut io,
-                    records_len,
-                    level,
-                    &dictionary,
-                    keep_offsets,
-                    cancel,
-                )?;
+                let done = compress::pass(&mut io, records_len, level, keep_offsets, cancel)?;
                 *records = io.out;
                 done
             }
@@ -260,15 +252,7 @@ impl Builder {
                     start,
                     written: 0,
                 };
-                let dictionary = compress::train(&mut io, records_len, cancel)?;
-                let done = compress::rewrite(
-                    &mut io,
-                    records_len,
-                    level,
-                    &dictionary,
-                    keep_offsets,
-                    cancel,
-                )?;
+                let done = compress::pass(&mut io, records_len, level, keep_offsets, cancel)?;
                 // What lay past the shorter records goes: the index is
                 // written after them, and the gaps must be zero.
                 spill
