@@ -10,6 +10,7 @@
 #   ruby bench/compression.rb                       # every data set
 #   SETS=catalogue ROWS=1000000 ruby bench/compression.rb
 #   LEVEL=19 ruby bench/compression.rb              # another zstd level
+#   ORDER=random SETS=locales ruby bench/compression.rb  # digs out of order
 #
 # Each store (but the locales) is also served by nginx on loopback and read
 # remotely: the bytes fetched for REMOTE_LOOKUPS random lookups with 4 KiB
@@ -65,6 +66,8 @@ def locales
     end
   end
   Hashfile.open(raw) { |db| %w[en de].each { |l| walk.call(db[l], [l]) } }
+  # In tree order, as a page's keys often come; ORDER=random shuffles them.
+  probes.shuffle!(random: Random.new(26)) if ENV["ORDER"] == "random"
   { build: build, probes: probes, dig: true }
 end
 

@@ -59,6 +59,42 @@ class CompressionTest < HashfileTest
     Hashfile.open(path("raw.hf")) { |db| assert_nil db.info[:compression] }
   end
 
+  # A tree too big to compress whole (over 64 KiB) keeps its upper levels
+  # raw and its subtrees compressed each alone, so a dig decodes only the
+  # subtree its path enters (docs/FORMAT.md, "Compressed items").
+  def test_a_big_tree_is_compressed_item_by_item_and_dig_reads_its_path
+    skip_in_quick_gc_stress("a 150 KB tree, built and read whole several times")
+    texts = catalogue(900).values.grep(String).select { |v| v.encoding == Encoding::UTF_8 && v.size > 40 }
+    tree = (0...30).to_h do |i|
+      section = (0...30).to_h do |j|
+        ["entry#{j}", { "name" => texts[((i * 30) + j) % texts.size], "tags" => WORDS.rotate(i + j).first(4), "n" => j }]
+      end
+      ["section#{i}", section]
+    end
+    tree["names"] = Array.new(3_000) { |i| "name #{i % 101}" }
+    data = { "tree" => tree, "small" => "x" }
+    Hashfile.build(path("raw.hf"), data)
+    Hashfile.build(path("z.hf"), data, compression: :zstd)
+    assert_operator File.size(path("z.hf")) * 2, :<, File.size(path("raw.hf"))
+    Hashfile.open(path("z.hf"), verify: true) do |db|
+      assert_equal tree, db["tree"]
+      assert_equal data.to_a, db.to_a
+      paths = [%w[section3 entry7 name], ["section3", "entry7", "tags", -1], %w[section3 entry7], %w[section3],
+               ["names", 2_999], ["names", 3_000], %w[section3 nope], %w[nope entry1], []]
+      paths.each { |pa| assert_equal pa.empty? ? tree : tree.dig(*pa), db.dig("tree", *pa), pa.inspect }
+      # Past a scalar: Ruby's own error, as Hash#dig gives it.
+      expected = assert_raises(TypeError) { tree.dig("section3", "entry7", "n", 0) }
+      actual = assert_raises(TypeError) { db.dig("tree", "section3", "entry7", "n", 0) }
+      assert_equal expected.message, actual.message
+      assert_equal tree["section3"]["entry7"]["name"], db.dig("tree", :section3, :entry7, :name, symbolize_names: true)
+      assert_predicate db.dig("tree", "section3", freeze: true), :frozen?
+      assert_equal tree["names"], db.get("tree", symbolize_names: true)[:names]
+      info = db.info[:compression]
+      assert_equal 1, info[:values], "the tree; \"x\" is too short"
+      assert_equal db.get("tree", raw: true).bytesize, info[:decoded_bytes]
+    end
+  end
+
   def test_levels_and_names
     data = catalogue(scale(500))
     Hashfile.build(path("19.hf"), data, compression: "zstd:19")

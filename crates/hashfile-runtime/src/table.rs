@@ -94,6 +94,21 @@ impl Table {
         }
     }
 
+    /// `Reader::dig_with`: walks `path` into the value of `key`, decoding
+    /// only what the path needs.
+    pub fn dig_with<R>(
+        &self,
+        key: &[u8],
+        path: &[hashfile::value::Probe<'_>],
+        symbolize_names: bool,
+        answer: impl FnOnce(&hashfile::Record<'_>, Option<hashfile::value::Dig<'_>>) -> R,
+    ) -> hashfile::Result<Option<R>> {
+        match self {
+            Table::Store(store) => store.dig_with(key, path, symbolize_names, answer),
+            Table::Dataset(dataset, _) => dataset.dig_with(key, path, symbolize_names, answer),
+        }
+    }
+
     /// The records of `keys`, in order: one batch per store.
     pub fn get_many<K: AsRef<[u8]>>(
         &self,

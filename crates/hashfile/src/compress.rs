@@ -16,13 +16,22 @@ use crate::error::{Error, Result};
 /// saves are not worth it.
 pub const MIN_COMPRESS_LEN: usize = 32;
 
-/// Typed values longer than this stay raw. A typed value is a tree a
-/// lookup often reads only a path of (`dig`, the I18n backend), which a
-/// raw value gives without decoding the rest; compressed, every lookup
-/// would decode all of it, about 1.5 ms for a 1 MB locale
-/// (`bench/compression.rb`), where 64 KiB take some tens of microseconds.
-/// Strings are read whole anyway, and compress at any length.
+/// Typed values longer than this are not compressed whole. A typed value
+/// is a tree a lookup often reads only a path of (`dig`, the I18n
+/// backend); compressed whole, every lookup would decode all of it, about
+/// 1.5 ms for a 1 MB locale (`bench/compression.rb`), where 64 KiB take
+/// some tens of microseconds. A longer one keeps its upper levels raw and
+/// its subtrees compressed (`value::frames`). Strings are read whole
+/// anyway, and compress whole at any length.
 pub const MAX_TYPED_COMPRESS_LEN: usize = 64 << 10;
+
+/// Inside a typed value longer than [`MAX_TYPED_COMPRESS_LEN`], a
+/// subtree of at most this many bytes is one frame (`value::frames`): a
+/// `dig` decodes at most this much besides an array or a small map of
+/// scalars it ends on. On Debian's locale tree (`bench/compression.rb`)
+/// frames of at most 1, 4 and 16 KiB made the store 2.22, 2.28 and 2.34
+/// times smaller: past 4 KiB a dig decodes more for little gain.
+pub const ITEM_FRAME_LEN: usize = 4 << 10;
 
 /// Whether a builder compresses a value of `len` bytes, `typed` or a
 /// string: at least [`MIN_COMPRESS_LEN`] bytes, and a typed one at most
@@ -292,7 +301,20 @@ pub fn prepare_dictionary(dictionary: &[u8], level: i32) -> Option<zstd_safe::CD
 /// Decodes the values of one store: its dictionary, parsed once.
 pub struct Decoder {
     dictionary: Option<zstd_safe::DDict<'static>>,
+    /// Never the same for two decoders: what a thread's last decoded item
+    /// ([`Decoder::decode_item`]) is kept under, with the frame's place.
+    id: u64,
 }
+
+/// Where a compressed item lies: its decoder's id, its frame's address
+/// and length.
+type ItemPlace = (u64, usize, usize);
+
+/// The next [`Decoder`]'s id.
+static NEXT_DECODER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// The longest decoded item a thread keeps ([`Decoder::decode_item`]).
+pub const KEPT_ITEM_LEN: usize = 64 << 10;
 
 impl std::fmt::Debug for Decoder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -307,21 +329,53 @@ thread_local! {
     /// takes about 100 KiB and some microseconds to make, a lookup a few
     /// hundred nanoseconds. The dictionary is given with each call.
     static CONTEXT: RefCell<Option<zstd_safe::DCtx<'static>>> = const { RefCell::new(None) };
+
+    /// The last compressed item this thread decoded, by decoder id and the
+    /// frame's address and length: paths a program digs one after
+    /// another (an I18n backend's keys of one page) often enter the same
+    /// subtree. At most [`KEPT_ITEM_LEN`] bytes a thread.
+    static LAST_ITEM: RefCell<Option<(ItemPlace, Vec<u8>)>> = const { RefCell::new(None) };
 }
 
 impl Decoder {
     /// The decoder of a dictionary section's dictionary (the bytes after
     /// the stats; empty for none). An error if zstd cannot load it.
     pub fn new(dictionary: &[u8]) -> std::result::Result<Decoder, String> {
+        let id = NEXT_DECODER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         if dictionary.is_empty() {
-            return Ok(Decoder { dictionary: None });
+            return Ok(Decoder {
+                dictionary: None,
+                id,
+            });
         }
         match zstd_safe::DDict::try_create(dictionary) {
             Some(d) => Ok(Decoder {
                 dictionary: Some(d),
+                id,
             }),
             None => Err("zstd cannot load the dictionary".into()),
         }
+    }
+
+    /// The item a compressed item's `frame` holds (`value::frames`), where
+    /// `frame` lies in the store's bytes, which do not move while the
+    /// store is open: the thread's last such item is kept, by this
+    /// decoder's id (no other decoder's) and the frame's address, and
+    /// copied out again when the same frame is asked for next.
+    pub fn decode_item(&self, frame: &[u8]) -> std::result::Result<Vec<u8>, String> {
+        let place = (self.id, frame.as_ptr() as usize, frame.len());
+        let kept = LAST_ITEM.with(|last| match &*last.borrow() {
+            Some((at, item)) if *at == place => Some(item.clone()),
+            _ => None,
+        });
+        if let Some(item) = kept {
+            return Ok(item);
+        }
+        let item = self.decode(frame, b"")?;
+        if item.len() <= KEPT_ITEM_LEN {
+            LAST_ITEM.with(|last| *last.borrow_mut() = Some((place, item.clone())));
+        }
+        Ok(item)
     }
 
     /// The value `frame` holds, after `prefix` in the same buffer: the
@@ -450,6 +504,30 @@ mod tests {
                 assert_eq!(compressed, values.len());
             }
         }
+    }
+
+    #[test]
+    fn a_kept_item_comes_back_only_to_its_own_decoder() {
+        let values: Vec<Vec<u8>> = (0..400)
+            .map(|i| {
+                format!("{{\"id\":{i},\"name\":\"product {i}\",\"colour\":\"blue\",\"size\":\"large\"}}").into_bytes()
+            })
+            .collect();
+        let samples: Vec<&[u8]> = values.iter().map(Vec::as_slice).collect();
+        let dictionary = train(&samples, SMALL_DICTIONARY_CAPACITY);
+        assert!(!dictionary.is_empty());
+        let prepared = prepare_dictionary(&dictionary, 3);
+        let mut encoder = Encoder::new(3, prepared.as_ref()).unwrap();
+        let mut frame = vec![];
+        assert!(encoder.compress(&values[7], &mut frame).unwrap());
+        let decoder = Decoder::new(&dictionary).unwrap();
+        // Decoded, then given back from the thread's last item.
+        assert_eq!(decoder.decode_item(&frame).unwrap(), values[7]);
+        assert_eq!(decoder.decode_item(&frame).unwrap(), values[7]);
+        // Another store's decoder at the same frame decodes it itself:
+        // without the dictionary it gets an error or other bytes.
+        let other = Decoder::new(&[]).unwrap();
+        assert_ne!(other.decode_item(&frame).ok().as_ref(), Some(&values[7]));
     }
 
     #[test]

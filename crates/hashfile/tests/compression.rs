@@ -341,8 +341,34 @@ fn verify_checks_the_stats_against_the_records() {
     Reader::new(good).unwrap().verify().unwrap();
 }
 
+/// A tree like a merged locale: sections of entries, each entry a map
+/// with a name and a few tags, and one long array of short names.
+fn locale_like() -> Value {
+    let s = |text: String| Value::Str(text.into_bytes(), None);
+    let sections = (0..40).map(|i| {
+        let section = (0..30).map(|j| {
+            let entry = Value::Map(vec![
+                (s("name".into()), s(product(i * 30 + j))),
+                (
+                    s("tags".into()),
+                    Value::Array(
+                        (0..5)
+                            .map(|k| s(format!("tag {}", (i + j + k) % 17)))
+                            .collect(),
+                    ),
+                ),
+            ]);
+            (s(format!("e{j}")), entry)
+        });
+        (s(format!("s{i}")), Value::Map(section.collect()))
+    });
+    let names = Value::Array((0..5_000).map(|i| s(format!("name {}", i % 997))).collect());
+    Value::Map(sections.chain([(s("names".into()), names)]).collect())
+}
+
 #[test]
-fn typed_values_over_64_kib_stay_raw_so_a_dig_reads_only_its_path() {
+fn typed_values_over_64_kib_are_compressed_item_by_item_and_a_dig_walks_only_its_path() {
+    use hashfile::value::{dig, Probe};
     let big = Value::Map(
         (0..3_000)
             .map(|i| {
@@ -353,15 +379,21 @@ fn typed_values_over_64_kib_stay_raw_so_a_dig_reads_only_its_path() {
             })
             .collect(),
     );
+    let tree = locale_like();
     let long_text = Value::Str(
         (0..1_000).map(product).collect::<String>().into_bytes(),
         None,
     );
     let mut entries = entries(200);
     entries.push((b"big".to_vec(), big.clone()));
+    entries.push((b"tree".to_vec(), tree.clone()));
     entries.push((b"long text".to_vec(), long_text.clone()));
     let bytes = build(zstd(), &entries);
     let store = Reader::new(bytes.clone()).unwrap();
+    assert_eq!(
+        store.header().required_flags & format::REQUIRED_COMPRESSED_ITEMS,
+        format::REQUIRED_COMPRESSED_ITEMS
+    );
     // Each record's layout as stored, by key.
     let (start, end) = records_of(&bytes);
     let mut stored = std::collections::HashMap::new();
@@ -369,21 +401,108 @@ fn typed_values_over_64_kib_stay_raw_so_a_dig_reads_only_its_path() {
     while at < end {
         let layout = format::record::parse(&bytes[at..end]).unwrap().unwrap();
         let key = bytes[at + layout.key_start..at + layout.value_start].to_vec();
-        stored.insert(key, layout);
+        stored.insert(key, (at, layout));
         at += layout.len;
     }
+    let mut raw_tree = Vec::new();
+    tree.encode(&mut raw_tree).unwrap();
+    let (tree_at, tree_layout) = stored[&b"tree"[..]];
+    assert!(tree_layout.items && !tree_layout.compressed);
     assert!(
-        !stored[&b"big"[..]].compressed,
-        "a 200 KB typed value is raw"
+        stored[&b"big"[..]].1.items,
+        "a 200 KB map of strings, string by string"
     );
     assert!(
-        stored[&b"long text"[..]].compressed,
-        "a 130 KB string is compressed"
+        stored[&b"long text"[..]].1.compressed,
+        "a 130 KB string, whole"
     );
-    assert_eq!(store.get(b"big").unwrap().unwrap().decode().unwrap(), big);
-    assert_eq!(
-        store.get(b"long text").unwrap().unwrap().decode().unwrap(),
-        long_text
+    let stored_len = tree_layout.len - tree_layout.value_start;
+    assert!(
+        stored_len * 2 < raw_tree.len(),
+        "{stored_len} stored of {}",
+        raw_tree.len()
     );
+    assert_eq!(store.get(b"tree").unwrap().unwrap().value(), &raw_tree[..]);
     assert_reads_back(&bytes, &entries);
+
+    // A dig over every source ends where a dig of the raw value does,
+    // item for item (containers expanded): through raw levels into a
+    // frame, onto a frame, onto raw levels holding frames, into the long
+    // array, past a string, and paths that miss.
+    let key = |k: &'static str| Probe::Str {
+        bytes: k.as_bytes(),
+        binary: false,
+    };
+    let paths: Vec<Vec<Probe<'static>>> = vec![
+        vec![key("s3"), key("e7"), key("name")],
+        vec![key("s3"), key("e7"), key("tags"), Probe::Int(-1)],
+        vec![key("s3"), key("e7")],
+        vec![key("s3")],
+        vec![],
+        vec![key("names"), Probe::Int(4_999)],
+        vec![key("names"), Probe::Int(5_000)],
+        vec![key("names"), key("x")],
+        vec![key("s3"), key("e7"), key("name"), Probe::Int(0)],
+        vec![key("s3"), key("e99")],
+        vec![key("missing"), key("e1")],
+    ];
+    for (source, store) in support::every_source(&bytes) {
+        for path in &paths {
+            let expected = format!("{:?}", Some(dig(&raw_tree, path, false).unwrap()));
+            let walked = store
+                .dig_with(b"tree", path, false, |_, walked| format!("{walked:?}"))
+                .unwrap();
+            assert_eq!(
+                walked.as_deref(),
+                Some(expected.as_str()),
+                "{source}: {path:?}"
+            );
+        }
+        let walked = store.dig_with(b"long text", &[key("x")], false, |record, walked| {
+            (record.kind, walked.is_none())
+        });
+        assert_eq!(walked.unwrap(), Some((ValueKind::Utf8, true)), "{source}");
+        assert!(store
+            .dig_with(b"absent", &[], false, |_, _| ())
+            .unwrap()
+            .is_none());
+    }
+
+    // Damage in the tree's record: an error or some answer, never a
+    // panic, and verify says what is wrong.
+    let mut errors = 0;
+    for at in (tree_at..tree_at + tree_layout.len).step_by(97) {
+        let mut bad = bytes.clone();
+        bad[at] ^= 0x5a;
+        let store = Reader::new(bad).unwrap();
+        for path in &paths {
+            match store.dig_with(b"tree", path, false, |_, _| ()) {
+                Ok(_) => {}
+                Err(Error::Corrupt { .. }) => errors += 1,
+                Err(other) => panic!("byte {at}: {other}"),
+            }
+        }
+        match store.get(b"tree") {
+            Ok(_) | Err(Error::Corrupt { .. }) => {}
+            Err(other) => panic!("byte {at}: {other}"),
+        }
+        assert!(store.verify().is_err(), "byte {at}");
+    }
+    assert!(errors > 0);
+}
+
+#[test]
+fn compressed_items_in_a_store_without_their_flag_are_damage() {
+    let mut entries = entries(20);
+    entries.push((b"tree".to_vec(), locale_like()));
+    let mut bytes = build(zstd(), &entries);
+    // Clear required flag bit 4 (the header's checksum is rewritten, so
+    // only the flag is wrong).
+    let mut header = format::Header::decode(&bytes, bytes.len() as u64).unwrap();
+    header.required_flags &= !format::REQUIRED_COMPRESSED_ITEMS;
+    let encoded = header.encode();
+    bytes[..encoded.len()].copy_from_slice(&encoded);
+    let store = Reader::new(bytes).unwrap();
+    let e = store.get(b"tree").unwrap_err().to_string();
+    assert!(e.contains("does not say the store has them"), "{e}");
 }

@@ -122,8 +122,16 @@ fn damaged_headers_name_what_is_wrong() {
         ),
         (
             "unknown required feature",
+            with_header(&good, |h| h.required_flags = 32),
+            Box::new(|e| matches!(e, Error::UnsupportedFeatures { bits: 32, .. })),
+        ),
+        (
+            "compressed items without compressed values",
             with_header(&good, |h| h.required_flags = 16),
-            Box::new(|e| matches!(e, Error::UnsupportedFeatures { bits: 16, .. })),
+            corrupt(
+                "header",
+                "the compressed-items flag is set without the compressed-values flag",
+            ),
         ),
         (
             "compressed values without a dictionary",

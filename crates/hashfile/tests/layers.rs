@@ -14,7 +14,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("bits", &["parallel"]),
     ("compress", &["error"]),
     ("format", &["error", "bits", "compress"]),
-    ("value", &["error", "format"]),
+    ("value", &["error", "format", "compress"]),
     ("chd", &["error", "format", "cancel", "parallel"]),
     (
         "read",

@@ -408,3 +408,59 @@ fn rebuilds_the_compressed_vector_byte_for_byte() {
         assert_eq!(found.kind(), ValueKind::Utf8);
     }
 }
+
+const COMPRESSED_ITEMS_PATH: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/vectors/compressed-items.hf"
+);
+
+/// The tree of the compressed-items vector (docs/FORMAT.md, "Test
+/// vector"): 24 sections of 40 entries `{"text" => vector value, "n" => i}`,
+/// about 72 KB encoded, and an array of 600 short names.
+pub fn compressed_items_tree() -> Value {
+    let s = |text: String| Value::Str(text.into_bytes(), None);
+    let sections = (0..24u64).map(|i| {
+        let entries = (0..40u64).map(|j| {
+            let n = i * 40 + j;
+            (
+                s(format!("e{j}")),
+                Value::Map(vec![
+                    (s("text".into()), s(compressed_vector_value(n))),
+                    (s("n".into()), Value::Int(n as i64)),
+                ]),
+            )
+        });
+        (s(format!("s{i}")), Value::Map(entries.collect()))
+    });
+    let names = Value::Array((0..600).map(|i| s(format!("name {}", i % 37))).collect());
+    Value::Map(sections.chain([(s("names".into()), names)]).collect())
+}
+
+/// `tree` (a typed value over 64 KiB, stored item by item) and `small`
+/// (compressed whole) with zstd at level 3.
+#[test]
+fn rebuilds_the_compressed_items_vector_byte_for_byte() {
+    let mut builder = Builder::new(BuildOptions {
+        compression: hashfile::Compression::Zstd { level: 3 },
+        ..vector_options()
+    })
+    .unwrap();
+    let tree = compressed_items_tree();
+    builder.insert_value(b"tree", true, &tree).unwrap();
+    builder
+        .insert_value(
+            b"small",
+            true,
+            &Value::Str(compressed_vector_value(1).repeat(3).into_bytes(), None),
+        )
+        .unwrap();
+    let store = check_vector(builder, COMPRESSED_ITEMS_PATH);
+    assert_eq!(
+        store.header().required_flags,
+        hashfile::format::REQUIRED_TYPED_VALUES
+            | hashfile::format::REQUIRED_COMPRESSED_VALUES
+            | hashfile::format::REQUIRED_COMPRESSED_ITEMS
+    );
+    assert_eq!(store.get(b"tree").unwrap().unwrap().decode().unwrap(), tree);
+    assert_eq!(store.compression_stats().unwrap().unwrap().stats.values, 2);
+}

@@ -15,7 +15,7 @@ use crate::memo::Memo;
 use crate::store;
 use crate::strings;
 use crate::typed_data::unwrap_self;
-use crate::value::{DecodeFlags, Decoder};
+use crate::value::{DecodeFlags, Decoder, OwnedProbe};
 
 /// The open location is a `hashfile_runtime::SerializedHandle` (the GVL
 /// serializes every call): it holds the store read now and swaps in a
@@ -356,13 +356,40 @@ impl Reader {
         let reader = unwrap_self::<Self>(ruby, rb_self, "Hashfile::Reader")?;
         let flags = reader.flags.with_options(ruby, options)?;
         reader.with_store(ruby, |store| {
-            match store::find(ruby, reader.handle.handle(), store, key)? {
-                Some(Ok(Some(record))) => reader
-                    .decoder(ruby, flags)
-                    .dig(&record.record(), path)
-                    .map_err(|e| reader.locate(ruby, e, record.key())),
-                Some(Ok(None)) | None => Ok(ruby.qnil().as_value()),
-                Some(Err(e)) => Err(to_ruby(ruby, e.with_path(reader.path().as_ref()))),
+            let decoder = reader.decoder(ruby, flags);
+            if store.is_remote() || flags.has(DecodeFlags::RAW) {
+                // The whole record, fetched once (remotely, without the
+                // GVL), then walked.
+                return match store::find(ruby, reader.handle.handle(), store, key)? {
+                    Some(Ok(Some(record))) => decoder
+                        .dig(&record.record(), path)
+                        .map_err(|e| reader.locate(ruby, e, record.key())),
+                    Some(Ok(None)) | None => Ok(ruby.qnil().as_value()),
+                    Some(Err(e)) => Err(to_ruby(ruby, e.with_path(reader.path().as_ref()))),
+                };
+            }
+            // The walk reads the store in place and decodes only the
+            // compressed items its path enters. The key is copied: Ruby
+            // runs while the answer is decoded.
+            let Some(key) = store::with_key(key, <[u8]>::to_vec)? else {
+                return Ok(ruby.qnil().as_value());
+            };
+            let owned = decoder.probes(path)?;
+            let probes: Vec<_> = owned.iter().map(OwnedProbe::probe).collect();
+            let symbolize_names = flags.has(DecodeFlags::SYMBOLIZE_NAMES);
+            let answered = store.dig_with(&key, &probes, symbolize_names, |record, walked| {
+                match walked {
+                    Some(walked) => decoder.answer(walked, path, probes.len()),
+                    None => decoder.whole(record, path),
+                }
+                .map_err(|e| reader.locate(ruby, e, record.key))
+            });
+            match answered {
+                Ok(Some(answer)) => answer,
+                Ok(None) => Ok(ruby.qnil().as_value()),
+                // A damaged value names the store and the key, as a
+                // decoding error does.
+                Err(e) => Err(reader.locate(ruby, to_ruby(ruby, e), &key)),
             }
         })
     }

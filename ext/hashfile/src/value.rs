@@ -33,11 +33,11 @@ pub struct DecodeFlags(u8);
 
 impl DecodeFlags {
     /// Hash keys that are strings become Symbols (as JSON's option).
-    const SYMBOLIZE_NAMES: u8 = 1;
+    pub(crate) const SYMBOLIZE_NAMES: u8 = 1;
     /// Every value deep-frozen; strings deduplicated (`-str`).
-    const FREEZE: u8 = 2;
+    pub(crate) const FREEZE: u8 = 2;
     /// The stored bytes as a binary String, not decoded.
-    const RAW: u8 = 4;
+    pub(crate) const RAW: u8 = 4;
     /// The options by name.
     const NAMES: [(&'static str, u8); 3] = [
         ("symbolize_names", Self::SYMBOLIZE_NAMES),
@@ -45,7 +45,7 @@ impl DecodeFlags {
         ("raw", Self::RAW),
     ];
 
-    fn has(self, bit: u8) -> bool {
+    pub(crate) fn has(self, bit: u8) -> bool {
         self.0 & bit != 0
     }
 
@@ -607,11 +607,29 @@ impl Decoder<'_> {
     /// rest, so the answers and errors are exactly those of `Hash#dig`.
     pub fn dig(&self, record: &Record<'_>, path: RArray) -> Result<Value, Error> {
         if record.kind != ValueKind::Typed || self.flags.has(DecodeFlags::RAW) {
-            return self.fallback(self.record(record)?.as_raw(), path, 0);
+            return self.whole(record, path);
         }
-        // The path's keys as probes, copied out of their Ruby objects (so
-        // that no borrow of a Ruby String outlives Ruby running), up to the
-        // first that is not one.
+        let owned = self.probes(path)?;
+        let probes: Vec<Probe<'_>> = owned.iter().map(OwnedProbe::probe).collect();
+        let walked = codec::dig(
+            record.value,
+            &probes,
+            self.flags.has(DecodeFlags::SYMBOLIZE_NAMES),
+        )
+        .map_err(|e| malformed(self.ruby, e))?;
+        self.answer(walked, path, probes.len())
+    }
+
+    /// `dig` on a record's whole value: Ruby's own, on the decoded value
+    /// (a string's, or with `raw:`).
+    pub fn whole(&self, record: &Record<'_>, path: RArray) -> Result<Value, Error> {
+        self.fallback(self.record(record)?.as_raw(), path, 0)
+    }
+
+    /// The path's keys as probes, copied out of their Ruby objects (so
+    /// that no borrow of a Ruby String outlives Ruby running), up to the
+    /// first that is not one.
+    pub fn probes(&self, path: RArray) -> Result<Vec<OwnedProbe>, Error> {
         let mut owned = Vec::with_capacity(path.len());
         for i in 0..path.len() {
             match probe_of(self.ruby, path.entry(i as isize)?)? {
@@ -619,24 +637,21 @@ impl Decoder<'_> {
                 None => break,
             }
         }
-        let probes: Vec<Probe<'_>> = owned.iter().map(OwnedProbe::probe).collect();
+        Ok(owned)
+    }
+
+    /// The answer of a walk of the first `steps` steps of `path`: what it
+    /// ended on decoded, and the rest of the path taken by Ruby's own dig.
+    pub fn answer(&self, walked: Dig<'_>, path: RArray, steps: usize) -> Result<Value, Error> {
         let depth_after = |steps: usize| MAX_DEPTH.saturating_sub(steps);
-        match codec::dig(
-            record.value,
-            &probes,
-            self.flags.has(DecodeFlags::SYMBOLIZE_NAMES),
-        )
-        .map_err(|e| malformed(self.ruby, e))?
-        {
+        match walked {
             Dig::Absent => Ok(self.ruby.qnil().as_value()),
             Dig::Stuck { step, item } => {
                 self.fallback(self.decode_item(item, depth_after(step))?, path, step)
             }
-            Dig::Found(item) => self.fallback(
-                self.decode_item(item, depth_after(probes.len()))?,
-                path,
-                probes.len(),
-            ),
+            Dig::Found(item) => {
+                self.fallback(self.decode_item(item, depth_after(steps))?, path, steps)
+            }
         }
     }
 
@@ -668,14 +683,14 @@ impl Decoder<'_> {
 }
 
 /// A path step copied out of its Ruby object.
-enum OwnedProbe {
+pub enum OwnedProbe {
     Str(Vec<u8>, bool),
     Symbol(Vec<u8>),
     Int(i64),
 }
 
 impl OwnedProbe {
-    fn probe(&self) -> Probe<'_> {
+    pub fn probe(&self) -> Probe<'_> {
         match self {
             OwnedProbe::Str(bytes, binary) => Probe::Str {
                 bytes,

@@ -253,6 +253,18 @@ impl Dataset {
         self.shard(self.shard_of(key))?.get(key)
     }
 
+    /// `Reader::dig_with` on the shard of `key`.
+    pub fn dig_with<R>(
+        &self,
+        key: &[u8],
+        path: &[hashfile::value::Probe<'_>],
+        symbolize_names: bool,
+        answer: impl FnOnce(&hashfile::Record<'_>, Option<hashfile::value::Dig<'_>>) -> R,
+    ) -> hashfile::Result<Option<R>> {
+        self.shard(self.shard_of(key))?
+            .dig_with(key, path, symbolize_names, answer)
+    }
+
     /// The records of `keys`, in order: grouped by shard, each shard's
     /// keys read as one batch (remotely, level by level, each level's
     /// requests together).

@@ -38,8 +38,10 @@ pub(super) trait Rewrite {
 pub(super) struct Compressed {
     /// The dictionary section: the stats, then the dictionary.
     pub(super) section: Vec<u8>,
-    /// Whether any value was compressed (the required flag).
-    pub(super) any: bool,
+    /// The required-feature bits the rewritten records need: compressed
+    /// values if any value or item was compressed, and compressed items
+    /// if any typed value holds them.
+    pub(super) required_flags: u64,
     /// Each entry's offset in the rewritten records, if asked for (a
     /// spilled build reads them back from the file instead).
     pub(super) offsets: Option<Offsets>,
@@ -120,8 +122,13 @@ pub(super) fn train(
         for &end in &ends {
             if index % stride == 0 {
                 let r = record::read(&chunk[from..end]).expect("whole records parse");
-                if compress::worth_compressing(r.kind == ValueKind::Typed, r.value.len()) {
-                    samples.push(r.value[..r.value.len().min(compress::SAMPLE_VALUE_LEN)].to_vec());
+                let typed = r.kind == ValueKind::Typed;
+                let cut = &r.value[..r.value.len().min(compress::SAMPLE_VALUE_LEN)];
+                if compress::worth_compressing(typed, r.value.len()) {
+                    samples.push(cut.to_vec());
+                } else if typed && r.value.len() > compress::MAX_TYPED_COMPRESS_LEN {
+                    // Compressed item by item: pieces the size of items.
+                    samples.extend(cut.chunks(compress::ITEM_FRAME_LEN).map(<[u8]>::to_vec));
                 }
             }
             index += 1;
@@ -169,6 +176,7 @@ pub(super) fn rewrite(
     };
     let mut written = 0u64;
     let mut start = 0u64;
+    let mut items = false;
     while start < records_len {
         cancel.check()?;
         // A wave: whole records from `start`, about WAVE_BYTES, cut into
@@ -183,7 +191,7 @@ pub(super) fn rewrite(
                 task_start = end;
             }
         }
-        let done: Vec<(Vec<u8>, Vec<u64>, Stats)> = tasks
+        let done: Vec<(Vec<u8>, Vec<u64>, Stats, bool)> = tasks
             .par_iter()
             .map(|task| {
                 let mut encoder = Encoder::new(level, prepared.as_ref())?;
@@ -191,6 +199,7 @@ pub(super) fn rewrite(
                 let mut starts = Vec::new();
                 let mut stats = Stats::default();
                 let mut frame = Vec::new();
+                let mut items = false;
                 let mut at = task.start;
                 while at < task.end {
                     let original = record::read(&wave[at..task.end])
@@ -198,29 +207,48 @@ pub(super) fn rewrite(
                     at += original.encoded_len();
                     starts.push(out.len() as u64);
                     frame.clear();
-                    let compressed = compress::worth_compressing(
-                        original.kind == ValueKind::Typed,
-                        original.value.len(),
-                    ) && encoder.compress(original.value, &mut frame)?;
-                    if compressed {
+                    let typed = original.kind == ValueKind::Typed;
+                    let (compressed, split) =
+                        if compress::worth_compressing(typed, original.value.len()) {
+                            (encoder.compress(original.value, &mut frame)?, false)
+                        } else if typed && original.value.len() > compress::MAX_TYPED_COMPRESS_LEN {
+                            // A tree too big to decode whole for every
+                            // path: its subtrees, each alone.
+                            let frames = crate::value::frames::split(
+                                original.value,
+                                &mut |item, out| encoder.compress(item, out),
+                                &mut frame,
+                            )?;
+                            (false, frames > 0)
+                        } else {
+                            (false, false)
+                        };
+                    if compressed || split {
                         stats.values += 1;
                         stats.decoded_bytes += original.value.len() as u64;
                         stats.stored_bytes += frame.len() as u64;
                     }
+                    items |= split;
                     Stored {
                         record: record::Record {
-                            value: if compressed { &frame } else { original.value },
+                            value: if compressed || split {
+                                &frame
+                            } else {
+                                original.value
+                            },
                             ..original
                         },
                         compressed,
+                        items: split,
                     }
                     .write(&mut out);
                 }
-                Ok((out, starts, stats))
+                Ok((out, starts, stats, items))
             })
             .collect::<Result<_>>()?;
         drop(wave);
-        for (out, starts, task_stats) in done {
+        for (out, starts, task_stats, task_items) in done {
+            items |= task_items;
             if let Some(offsets) = &mut new_offsets {
                 for s in starts {
                     offsets.push(written + s);
@@ -239,7 +267,13 @@ pub(super) fn rewrite(
     section.extend_from_slice(dictionary);
     Ok(Compressed {
         section,
-        any: stats.values > 0,
+        required_flags: if stats.values == 0 {
+            0
+        } else if items {
+            crate::format::REQUIRED_COMPRESSED_VALUES | crate::format::REQUIRED_COMPRESSED_ITEMS
+        } else {
+            crate::format::REQUIRED_COMPRESSED_VALUES
+        },
         offsets: new_offsets,
         len: written,
         checksum: checksum.digest(),

@@ -28,8 +28,9 @@ pub(super) struct RecordsSection<'a> {
     pub(super) typed: bool,
     /// The dictionary section, in a build with compression.
     pub(super) dictionary: Option<&'a [u8]>,
-    /// Whether any record's value is compressed.
-    pub(super) compressed: bool,
+    /// The required-feature bits the compressed records need (none, or
+    /// compressed values, with or without compressed items).
+    pub(super) compression_flags: u64,
 }
 
 /// Builds the perfect hash over the records' keys and lays out the file.
@@ -107,7 +108,7 @@ pub(super) fn prepare(
             records_len,
             records_checksum: records.checksum,
             typed: records.typed,
-            compressed: records.compressed,
+            compression_flags: records.compression_flags,
             with_dictionary: records.dictionary.is_some(),
             seed,
             geometry,
@@ -124,8 +125,8 @@ pub(super) struct Shape {
     pub(super) records_checksum: u64,
     /// Whether any record holds a typed value.
     pub(super) typed: bool,
-    /// Whether any record's value is compressed.
-    pub(super) compressed: bool,
+    /// The required-feature bits the compressed records need.
+    pub(super) compression_flags: u64,
     /// Whether the store has a dictionary section (a build with
     /// compression), which makes the header one section longer.
     pub(super) with_dictionary: bool,
@@ -176,11 +177,7 @@ pub(super) fn lay_out(
         } | match o.index {
             IndexKind::Classic => 0,
             IndexKind::Compact => format::REQUIRED_COMPACT_INDEX,
-        } | if shape.compressed {
-            format::REQUIRED_COMPRESSED_VALUES
-        } else {
-            0
-        },
+        } | shape.compression_flags,
         file_len: at,
         hash_seed: shape.seed,
         geometry: shape.geometry,

@@ -117,8 +117,8 @@ const MEMORY_CHECK_EVERY: usize = 1 << 12;
 struct CompressedValues {
     /// The dictionary section: stats, then the dictionary.
     section: Vec<u8>,
-    /// Whether any value was compressed (the required flag).
-    any: bool,
+    /// The required-feature bits the rewritten records need.
+    required_flags: u64,
     /// XXH3 of the rewritten records.
     checksum: u64,
     /// The entries the pass rewrote.
@@ -270,7 +270,7 @@ impl Builder {
         }
         Ok(CompressedValues {
             section: done.section,
-            any: done.any,
+            required_flags: done.required_flags,
             checksum: done.checksum,
             entries: self.entries,
         })
@@ -640,7 +640,7 @@ impl Builder {
             hashes,
             typed: self.typed,
             dictionary: compressed.map(|c| c.section.as_slice()),
-            compressed: compressed.is_some_and(|c| c.any),
+            compression_flags: compressed.map_or(0, |c| c.required_flags),
         };
         let prepared = match index::prepare(&records, &self.options, &self.cancel) {
             Err(Error::DuplicateKey { .. }) => return Err(self.duplicate_error()),
@@ -830,7 +830,7 @@ impl Builder {
                 checksum: 0,
                 typed: self.typed,
                 dictionary: None,
-                compressed: false,
+                compression_flags: 0,
                 destination: path,
             };
             let kept =
@@ -862,7 +862,7 @@ impl Builder {
                 checksum: compressed.map_or_else(|| spill.checksum.digest(), |c| c.checksum),
                 typed: self.typed,
                 dictionary: compressed.map(|c| c.section.as_slice()),
-                compressed: compressed.is_some_and(|c| c.any),
+                compression_flags: compressed.map_or(0, |c| c.required_flags),
                 destination: path,
             };
             let mut stats = SpillStats::default();

@@ -88,8 +88,8 @@ pub(super) struct RecordsFile<'a> {
     /// The dictionary section, in a build with compression (after the
     /// compression pass, which a spilled build runs on the file first).
     pub(super) dictionary: Option<&'a [u8]>,
-    /// Whether any record's value is compressed.
-    pub(super) compressed: bool,
+    /// The required-feature bits the compressed records need.
+    pub(super) compression_flags: u64,
     /// The store's path: temporary files go beside it, errors name it.
     pub(super) destination: &'a Path,
 }
@@ -614,7 +614,7 @@ fn write(
         records_len: records.len(),
         records_checksum: records.checksum,
         typed: records.typed,
-        compressed: records.compressed,
+        compression_flags: records.compression_flags,
         with_dictionary: records.dictionary.is_some(),
         seed,
         geometry: placed.geometry,

@@ -3,8 +3,8 @@
 
 use super::{
     FIXED_HEADER_LEN, HEADER_PREFIX_LEN, KNOWN_REQUIRED_FLAGS, MAGIC, PART_ENTRY_LEN,
-    REQUIRED_COMPACT_INDEX, REQUIRED_COMPRESSED_VALUES, REQUIRED_PARTS, SECTION_ENTRY_LEN,
-    VERSION_MAJOR,
+    REQUIRED_COMPACT_INDEX, REQUIRED_COMPRESSED_ITEMS, REQUIRED_COMPRESSED_VALUES, REQUIRED_PARTS,
+    SECTION_ENTRY_LEN, VERSION_MAJOR,
 };
 use crate::bits::{self, BlockLayout};
 use crate::error::{Error, Result};
@@ -319,6 +319,12 @@ impl Header {
         self.required_flags & REQUIRED_COMPRESSED_VALUES != 0
     }
 
+    /// Whether some typed values hold compressed items.
+    #[inline]
+    pub fn has_compressed_items(&self) -> bool {
+        self.required_flags & REQUIRED_COMPRESSED_ITEMS != 0
+    }
+
     /// The sections the store has, in section-table order.
     pub fn present_sections(&self) -> &'static [SectionId] {
         SectionId::of_store(self.is_compact(), self.has_dictionary())
@@ -477,6 +483,14 @@ impl Header {
                 path: None,
                 bits: required_flags & !KNOWN_REQUIRED_FLAGS,
             });
+        }
+        if required_flags & REQUIRED_COMPRESSED_ITEMS != 0
+            && required_flags & REQUIRED_COMPRESSED_VALUES == 0
+        {
+            return Err(Error::corrupt(
+                "header",
+                "the compressed-items flag is set without the compressed-values flag",
+            ));
         }
         let stated_len = fields.u64();
         let entry_count = fields.u64();

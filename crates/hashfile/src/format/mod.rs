@@ -44,9 +44,17 @@ pub const REQUIRED_COMPACT_INDEX: u64 = 4;
 /// compressed, so a build asked to compress values none of which got
 /// smaller stays readable by readers without compression.
 pub const REQUIRED_COMPRESSED_VALUES: u64 = 8;
+/// Required-feature bit 4: some typed values hold compressed items (record
+/// flag bit 5; docs/FORMAT.md, "Compressed items"), decoded with the
+/// dictionary section's dictionary. Set exactly when a record does, and
+/// always with bit 3.
+pub const REQUIRED_COMPRESSED_ITEMS: u64 = 16;
 /// Required-feature bits this reader understands.
-pub const KNOWN_REQUIRED_FLAGS: u64 =
-    REQUIRED_TYPED_VALUES | REQUIRED_PARTS | REQUIRED_COMPACT_INDEX | REQUIRED_COMPRESSED_VALUES;
+pub const KNOWN_REQUIRED_FLAGS: u64 = REQUIRED_TYPED_VALUES
+    | REQUIRED_PARTS
+    | REQUIRED_COMPACT_INDEX
+    | REQUIRED_COMPRESSED_VALUES
+    | REQUIRED_COMPRESSED_ITEMS;
 /// Bytes of one entry of the compact index's parts table.
 pub const PART_ENTRY_LEN: usize = 32;
 

@@ -15,8 +15,13 @@ pub const KEY_UTF8: u8 = 0x40;
 /// Bit 7 of a record's first byte: the value is compressed (a zstd frame,
 /// `crate::compress`); only in a store with the compressed-values flag.
 pub const COMPRESSED: u8 = 0x80;
+/// Bit 5 of a record's first byte: the value is a typed value holding
+/// compressed items (`crate::value::frames`), decoded with the store's
+/// dictionary; only in a store with the compressed-items flag, and never
+/// with bit 7.
+pub const COMPRESSED_ITEMS: u8 = 0x20;
 /// Mask of the value-kind tag in a record's first byte.
-pub const KIND_MASK: u8 = 0x3f;
+pub const KIND_MASK: u8 = 0x1f;
 /// Longest a record's header (flags and the two lengths) can be.
 pub const MAX_HEADER_LEN: usize = 1 + 2 * MAX_VARINT_LEN;
 /// Shortest a record can be: flags and two one-byte lengths.
@@ -38,24 +43,30 @@ pub struct Record<'a> {
     pub kind: ValueKind,
 }
 
-/// Bit 7 of the flags of a record whose value `write` stores compressed:
-/// its `value` is then the frame, and `kind` the decoded value's kind.
+/// A record as `write` stores it, flagged when its value is compressed:
+/// its `value` is then the frame (bit 7), or a typed value holding
+/// compressed items (bit 5), and `kind` the decoded value's kind.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Stored<'a> {
     /// The record, its value as stored.
     pub record: Record<'a>,
     /// True if `record.value` is a compressed frame.
     pub compressed: bool,
+    /// True if `record.value` is a typed value holding compressed items.
+    pub items: bool,
 }
 
 impl Stored<'_> {
-    /// Appends the record with its compressed flag.
+    /// Appends the record with its compression flags.
     #[inline]
     pub fn write(&self, out: &mut Vec<u8>) {
         let start = out.len();
         self.record.write(out);
         if self.compressed {
             out[start] |= COMPRESSED;
+        }
+        if self.items {
+            out[start] |= COMPRESSED_ITEMS;
         }
     }
 }
@@ -112,6 +123,9 @@ pub struct Layout {
     /// True if the value is compressed (flag bit 7): the bytes at
     /// `value_start` are a zstd frame, decoded with the store's dictionary.
     pub compressed: bool,
+    /// True if the value is a typed value holding compressed items (flag
+    /// bit 5, `crate::value::frames`).
+    pub items: bool,
     /// Where the key starts (the header's length).
     pub key_start: usize,
     /// Where the value starts.
@@ -153,6 +167,8 @@ pub enum Damage {
     UnknownKind(u8),
     /// A length is not a valid varint, or the lengths overflow.
     BadLength,
+    /// The compressed-items flag on a value compressed whole or not typed.
+    BadFlags(u8),
 }
 
 impl fmt::Display for Damage {
@@ -160,6 +176,10 @@ impl fmt::Display for Damage {
         match self {
             Damage::UnknownKind(tag) => write!(f, "unknown value type {tag}"),
             Damage::BadLength => f.write_str("bad record length"),
+            Damage::BadFlags(flags) => write!(
+                f,
+                "record flags {flags:#04x}: compressed items in a value that is compressed whole or not typed"
+            ),
         }
     }
 }
@@ -183,6 +203,10 @@ pub fn parse(bytes: &[u8]) -> Result<Option<Layout>, Damage> {
         2 => ValueKind::Ascii,
         _ => ValueKind::Typed,
     };
+    let items = flags & COMPRESSED_ITEMS != 0;
+    if items && (flags & COMPRESSED != 0 || kind != ValueKind::Typed) {
+        return Err(Damage::BadFlags(flags));
+    }
     let mut pos = 1;
     let (Some(key_len), Some(value_len)) =
         (read_varint(bytes, &mut pos), read_varint(bytes, &mut pos))
@@ -207,6 +231,7 @@ pub fn parse(bytes: &[u8]) -> Result<Option<Layout>, Damage> {
         kind,
         key_utf8: flags & KEY_UTF8 != 0,
         compressed: flags & COMPRESSED != 0,
+        items,
         key_start: pos,
         value_start,
         len,
@@ -268,7 +293,12 @@ mod tests {
     #[test]
     fn damaged_headers_are_named() {
         assert!(parse(&[0x80, 0, 0]).unwrap().unwrap().compressed);
+        assert!(parse(&[0x23, 0, 0]).unwrap().unwrap().items);
         assert_eq!(parse(&[0x05, 0, 0]), Err(Damage::UnknownKind(5)));
+        assert_eq!(parse(&[0x10, 0, 0]), Err(Damage::UnknownKind(0x10)));
+        // Compressed items in a string, or in a value compressed whole.
+        assert_eq!(parse(&[0x21, 0, 0]), Err(Damage::BadFlags(0x21)));
+        assert_eq!(parse(&[0xa3, 0, 0]), Err(Damage::BadFlags(0xa3)));
         assert_eq!(
             parse(
                 &[0x01; 1]

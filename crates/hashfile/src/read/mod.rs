@@ -1251,7 +1251,7 @@ impl<S: Source> Reader<S> {
                 .read_exact_at(at, layout.len)
                 .map_err(io_error)?;
         }
-        if layout.compressed {
+        if layout.compressed || layout.items {
             let (key, value) = layout
                 .split(&piece)
                 .expect("the piece holds the record, checked above");
@@ -1275,30 +1275,111 @@ impl<S: Source> Reader<S> {
         value: &'b [u8],
         layout: Layout,
     ) -> Result<RecordBuf<'b>> {
-        if layout.compressed {
+        if layout.compressed || layout.items {
             return self.decoded(key, value, layout);
         }
         Ok(RecordBuf::borrowed(key, value, layout))
     }
 
-    /// The record of a compressed value, decoded into a buffer of its own.
-    /// Damage is an error: a frame that does not decode, decodes to another
-    /// length than it says, claims more than `compress::MAX_EXPANSION`
-    /// times its length, or is in a store whose header has no compressed
-    /// values.
+    /// The record of a compressed value, or of a typed value holding
+    /// compressed items, decoded into a buffer of its own. Damage is an
+    /// error: a frame that does not decode, decodes to another length than
+    /// it says, claims more than `compress::MAX_EXPANSION` times its
+    /// length, or is in a store whose header has no compressed values (or
+    /// items); an item that does not hold exactly one item.
     #[cold]
-    fn decoded<'b>(&'b self, key: &[u8], frame: &[u8], layout: Layout) -> Result<RecordBuf<'b>> {
+    fn decoded<'b>(&'b self, key: &[u8], value: &[u8], layout: Layout) -> Result<RecordBuf<'b>> {
+        let decoder = self.decoder_for(layout)?;
+        let bytes = if layout.items {
+            let mut bytes = Vec::with_capacity(value.len() * 4 + key.len());
+            crate::value::frames::expand(value, &|frame| decode_item(decoder, frame), &mut bytes)?;
+            bytes.extend_from_slice(key);
+            bytes
+        } else {
+            decoder
+                .decode(value, key)
+                .map_err(|what| corrupt(SectionId::Records, &what))?
+        };
+        Ok(RecordBuf::from_decoded(bytes, key.len(), layout))
+    }
+
+    /// The decoder of a record compressed as `layout` says, once the
+    /// header is found to allow it.
+    fn decoder_for(&self, layout: Layout) -> Result<&crate::compress::Decoder> {
         if !self.header.has_compressed_values() {
             return Err(corrupt(
                 SectionId::Records,
                 "a record is compressed, but the header does not say the store has compressed values",
             ));
         }
-        let decoder = self.decoder()?;
-        let bytes = decoder
-            .decode(frame, key)
-            .map_err(|what| corrupt(SectionId::Records, &what))?;
-        Ok(RecordBuf::from_decoded(bytes, key.len(), layout))
+        if layout.items && !self.header.has_compressed_items() {
+            return Err(corrupt(
+                SectionId::Records,
+                "a record holds compressed items, but the header does not say the store has them",
+            ));
+        }
+        self.decoder()
+    }
+
+    /// `dig(key, *path)`: walks `path` into the value of `key` and calls
+    /// `answer` with the record and where the walk ended (`None` for a
+    /// value that is not typed: there is no path to walk in a string).
+    /// `Ok(None)` if the key is absent. In a value holding compressed items
+    /// (`value::frames`) only the frames the path needs are decoded; any
+    /// other value is read as `get` reads it, then walked
+    /// (`value::dig`). The record `answer` sees is as stored: its value is
+    /// not to be decoded without the walk.
+    pub fn dig_with<R>(
+        &self,
+        key: &[u8],
+        path: &[crate::value::Probe<'_>],
+        symbolize_names: bool,
+        answer: impl FnOnce(&Record<'_>, Option<crate::value::Dig<'_>>) -> R,
+    ) -> Result<Option<R>> {
+        if self.is_empty() {
+            return Ok(None);
+        }
+        let slot = self.slot_of(chd::hash_key(key, self.hash_seed))?;
+        let offset = self.slot_offset(slot)?;
+        if let Some(bytes) = self.source.as_slice() {
+            let (layout, found, value) = self.record_in_place(bytes, offset)?;
+            if found != key {
+                return Ok(None);
+            }
+            if layout.items && !layout.compressed {
+                let decoder = self.decoder_for(layout)?;
+                let mut scratch = Vec::new();
+                let record = Record {
+                    key: found,
+                    key_utf8: layout.key_utf8,
+                    value,
+                    kind: layout.kind,
+                };
+                // The frames lie in the source's bytes, in place for as
+                // long as the reader is open: the thread's last item may
+                // be kept (`Decoder::decode_item`).
+                let walked = crate::value::frames::dig_in(
+                    value,
+                    path,
+                    symbolize_names,
+                    &|frame| {
+                        decoder
+                            .decode_item(frame)
+                            .map_err(|what| corrupt(SectionId::Records, &what))
+                    },
+                    &mut scratch,
+                )?;
+                return Ok(Some(answer(&record, Some(walked))));
+            }
+            let found = self.found(found, value, layout)?;
+            return walk(&found.record(), path, symbolize_names, answer).map(Some);
+        }
+        match self.record_at(offset)? {
+            Some((found, _)) if found.key() == key => {
+                walk(&found.record(), path, symbolize_names, answer).map(Some)
+            }
+            _ => Ok(None),
+        }
     }
 
     /// The decoder of the store's compressed values, made from the
@@ -1540,4 +1621,25 @@ pub struct Info {
     /// The displacement seeds and their block index alone (the compact
     /// index's pilots), in bits per key.
     pub seed_bits_per_key: f64,
+}
+
+/// One compressed item's frame decoded with the store's decoder.
+fn decode_item(decoder: &crate::compress::Decoder, frame: &[u8]) -> Result<Vec<u8>> {
+    decoder
+        .decode(frame, b"")
+        .map_err(|what| corrupt(SectionId::Records, &what))
+}
+
+/// `Reader::dig_with` on a record read whole: its value walked in place.
+fn walk<R>(
+    record: &Record<'_>,
+    path: &[crate::value::Probe<'_>],
+    symbolize_names: bool,
+    answer: impl FnOnce(&Record<'_>, Option<crate::value::Dig<'_>>) -> R,
+) -> Result<R> {
+    if record.kind != ValueKind::Typed {
+        return Ok(answer(record, None));
+    }
+    let walked = crate::value::dig(record.value, path, symbolize_names)?;
+    Ok(answer(record, Some(walked)))
 }

@@ -209,7 +209,7 @@ impl<S: Source> Reader<S> {
                     .read_exact_at(at, (next - offset) as usize)
                     .map_err(super::io_error)?;
                 if let Ok(Some(layout)) = crate::format::record::parse(&stored) {
-                    if layout.compressed {
+                    if layout.compressed || layout.items {
                         seen.values += 1;
                         seen.decoded_bytes += record.value.len() as u64;
                         seen.stored_bytes += (layout.len - layout.value_start) as u64;

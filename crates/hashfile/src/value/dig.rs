@@ -86,6 +86,18 @@ pub fn find_in_map<'a>(
     probe: &Probe<'_>,
     symbolize_names: bool,
 ) -> Result<Option<Item<'a>>> {
+    find_in_map_raw(map, probe, symbolize_names)?
+        .map(|raw| Cursor::new(raw).next_item())
+        .transpose()
+}
+
+/// [`find_in_map`]'s value as its encoded bytes, not read: a compressed
+/// item among them too.
+pub(super) fn find_in_map_raw<'a>(
+    map: Container<'a>,
+    probe: &Probe<'_>,
+    symbolize_names: bool,
+) -> Result<Option<&'a [u8]>> {
     let mut cursor = map.cursor();
     let mut found = None;
     for _ in 0..map.len {
@@ -99,7 +111,7 @@ pub fn find_in_map<'a>(
             (_, None) => matches(probe, cursor.next_item()?, symbolize_names),
         };
         if hit {
-            found = Some(cursor.next_item()?);
+            found = Some(cursor.next_raw()?);
         } else {
             cursor.skip()?;
         }
@@ -131,6 +143,13 @@ fn compatible(bytes: &[u8], binary: bool, encoding: Encoding<'_>) -> bool {
 
 /// The element at `index` of an array (negative from the end), or `None`.
 pub fn find_in_array(array: Container<'_>, index: i64) -> Result<Option<Item<'_>>> {
+    find_in_array_raw(array, index)?
+        .map(|raw| Cursor::new(raw).next_item())
+        .transpose()
+}
+
+/// [`find_in_array`]'s element as its encoded bytes, not read.
+pub(super) fn find_in_array_raw(array: Container<'_>, index: i64) -> Result<Option<&[u8]>> {
     let len = array.len as i64;
     let index = if index < 0 { index + len } else { index };
     if index < 0 || index >= len {
@@ -140,5 +159,5 @@ pub fn find_in_array(array: Container<'_>, index: i64) -> Result<Option<Item<'_>
     for _ in 0..index {
         cursor.skip()?;
     }
-    Ok(Some(cursor.next_item()?))
+    Ok(Some(cursor.next_raw()?))
 }

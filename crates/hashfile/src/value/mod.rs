@@ -26,6 +26,7 @@
 //! ```
 
 mod dig;
+pub mod frames;
 mod merge;
 
 use crate::error::{Error, Result};
@@ -82,6 +83,14 @@ pub mod tag {
     pub const CUSTOM: u8 = 0xce;
     /// An integer 128..=255: one byte.
     pub const UINT8: u8 = 0xcf;
+    /// A compressed item (`frames`): `len:varint`, then `len` bytes that
+    /// the store's decoder turns into exactly one item holding no frame.
+    /// Only in a record with the compressed-items flag; a [`Cursor`]
+    /// skips it whole but never reads it as an item: such a record is
+    /// expanded (`frames::expand`) or walked (`frames::dig_in`) first.
+    ///
+    /// [`Cursor`]: super::Cursor
+    pub const FRAME: u8 = 0xd0;
     /// 0xe0..=0xff: the integer -32..=-1.
     pub const NEGATIVE_FIXINT_MIN: u8 = 0xe0;
 }
@@ -318,6 +327,12 @@ impl<'a> Cursor<'a> {
                 Item::Custom(self.take(n)?)
             }
             tag::NEGATIVE_FIXINT_MIN..=0xff => Item::Int(tag as i8 as i64),
+            tag::FRAME => {
+                return Err(malformed(
+                    "a compressed item outside a record with compressed items, or inside another",
+                    self.pos - 1,
+                ))
+            }
             _ => return Err(malformed(&format!("unknown tag {tag:#04x}"), self.pos - 1)),
         })
     }
@@ -360,8 +375,22 @@ impl<'a> Cursor<'a> {
                 self.pos += 9;
                 Ok(())
             }
+            Some(&tag::FRAME) => {
+                self.pos += 1;
+                let len = self.varint()?;
+                self.take(len).map(|_| ())
+            }
             _ => self.next_item().map(|_| ()),
         }
+    }
+
+    /// The next item's encoded bytes, skipped whole (a compressed item
+    /// too: its tag, length and frame).
+    #[inline]
+    pub fn next_raw(&mut self) -> Result<&'a [u8]> {
+        let start = self.pos;
+        self.skip()?;
+        Ok(&self.bytes[start..self.pos])
     }
 
     /// If the next item is a UTF-8 string of at most 31 bytes (the common

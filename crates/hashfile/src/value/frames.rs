@@ -1,0 +1,473 @@
+//! Compressed items: a typed value too big to compress whole keeps its
+//! upper containers raw and holds its subtrees as frames (docs/FORMAT.md,
+//! "Compressed items"), so that `dig` walks the raw levels, skipping
+//! siblings whole as ever, and decodes only the one frame its path enters.
+//!
+//! A frame item is `tag::FRAME`, `len:varint` and `len` bytes that the
+//! store's decoder (`crate::compress::Decoder`, passed in here as a
+//! function) turns into exactly one encoded item that holds no frame. The
+//! container bodies above a frame count the frame's stored bytes, so a
+//! record with frames is rewritten ([`expand`]) before a decoder that
+//! knows nothing of frames reads it.
+//!
+//! - [`split`] writes a value with its subtrees compressed (a build).
+//! - [`expand`] writes it back as it was before [`split`] (a lookup of the
+//!   whole value, `each`, `verify`).
+//! - [`dig_in`] walks a path, decoding only what the path needs.
+
+use super::dig::{find_in_array_raw, find_in_map_raw};
+use super::{malformed, tag, ContainerStart, Cursor, Dig, Item, Probe, MAX_DEPTH};
+use crate::compress::{ITEM_FRAME_LEN, MAX_TYPED_COMPRESS_LEN, MIN_COMPRESS_LEN};
+use crate::error::Result;
+use crate::format::varint::{varint_len, write_varint};
+
+/// Decodes one frame's bytes into the item they hold.
+pub type DecodeFrame<'d> = dyn Fn(&[u8]) -> Result<Vec<u8>> + 'd;
+
+/// Compresses an item's bytes into the given buffer: false (and nothing
+/// written) where that would not be smaller.
+pub type CompressItem<'c> = dyn FnMut(&[u8], &mut Vec<u8>) -> Result<bool> + 'c;
+
+/// Writes `value` (one encoded container) to `out` with its subtrees
+/// compressed by `compress`: a map's or array's element becomes a frame
+/// when it is at least [`MIN_COMPRESS_LEN`] bytes and a scalar, a
+/// container of at most [`ITEM_FRAME_LEN`] bytes, or a container of
+/// scalars only of at most [`MAX_TYPED_COMPRESS_LEN`] (an array of names
+/// a path ends on, read whole anyway); a larger container stays raw with
+/// its elements treated the same way. Map keys and `value` itself stay
+/// raw. Returns how many frames it wrote.
+pub fn split(value: &[u8], compress: &mut CompressItem<'_>, out: &mut Vec<u8>) -> Result<u64> {
+    let mut frames = 0;
+    let mut cursor = Cursor::new(value);
+    let raw = cursor.next_raw()?;
+    if !cursor.is_at_end() {
+        return Err(malformed("trailing bytes", cursor.position()));
+    }
+    split_children(raw, compress, out, &mut frames, MAX_DEPTH)?;
+    Ok(frames)
+}
+
+/// `raw`, a container written with its elements split, or any other item
+/// as it is.
+fn split_children(
+    raw: &[u8],
+    compress: &mut CompressItem<'_>,
+    out: &mut Vec<u8>,
+    frames: &mut u64,
+    depth_left: usize,
+) -> Result<()> {
+    let (container, is_map) = match Cursor::new(raw).next_item()? {
+        Item::Map(c) => (c, true),
+        Item::Array(c) => (c, false),
+        _ => {
+            out.extend_from_slice(raw);
+            return Ok(());
+        }
+    };
+    let depth = depth_left
+        .checked_sub(1)
+        .ok_or_else(|| malformed("nested too deep", 0))?;
+    let start = ContainerStart::begin(out);
+    let mut inner = container.cursor();
+    for _ in 0..container.len {
+        if is_map {
+            out.extend_from_slice(inner.next_raw()?);
+        }
+        split_item(inner.next_raw()?, compress, out, frames, depth)?;
+    }
+    if is_map {
+        start.end_map(out, container.len);
+    } else {
+        start.end_array(out, container.len);
+    }
+    Ok(())
+}
+
+/// One element: a frame where [`split`]'s rule says so and the frame is
+/// smaller, else a container split further or the item as it is.
+fn split_item(
+    raw: &[u8],
+    compress: &mut CompressItem<'_>,
+    out: &mut Vec<u8>,
+    frames: &mut u64,
+    depth_left: usize,
+) -> Result<()> {
+    let item = Cursor::new(raw).next_item()?;
+    let container = match item {
+        Item::Map(c) | Item::Array(c) => Some((c, matches!(item, Item::Map(_)))),
+        _ => None,
+    };
+    let whole = raw.len() >= MIN_COMPRESS_LEN
+        && match container {
+            None => true,
+            Some((c, is_map)) => {
+                raw.len() <= ITEM_FRAME_LEN
+                    || ((!is_map || raw.len() <= MAX_TYPED_COMPRESS_LEN)
+                        && holds_scalars_only(c, is_map)?)
+            }
+        };
+    if whole {
+        let mut frame = Vec::new();
+        if compress(raw, &mut frame)?
+            && 1 + varint_len(frame.len() as u64) + frame.len() < raw.len()
+        {
+            out.push(tag::FRAME);
+            write_varint(out, frame.len() as u64);
+            out.extend_from_slice(&frame);
+            *frames += 1;
+            return Ok(());
+        }
+    }
+    if container.is_some() && raw.len() > ITEM_FRAME_LEN {
+        split_children(raw, compress, out, frames, depth_left)
+    } else {
+        out.extend_from_slice(raw);
+        Ok(())
+    }
+}
+
+/// Whether no element of a container (no value, for a map) is itself a
+/// container.
+fn holds_scalars_only(c: super::Container<'_>, is_map: bool) -> Result<bool> {
+    let mut inner = c.cursor();
+    for _ in 0..c.len {
+        if is_map {
+            inner.skip()?;
+        }
+        let raw = inner.next_raw()?;
+        if matches!(Cursor::new(raw).next_item()?, Item::Map(_) | Item::Array(_)) {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// Writes `value` to `out` as it was before [`split`]: every frame
+/// decoded by `decode` in its place, and the containers above it given
+/// their new body lengths. Damage is an error: a frame that does not hold
+/// exactly one item, a frame inside a frame, nesting past [`MAX_DEPTH`].
+pub fn expand(value: &[u8], decode: &DecodeFrame<'_>, out: &mut Vec<u8>) -> Result<()> {
+    let mut cursor = Cursor::new(value);
+    expand_item(cursor.next_raw()?, decode, out, MAX_DEPTH)?;
+    if !cursor.is_at_end() {
+        return Err(malformed("trailing bytes", cursor.position()));
+    }
+    Ok(())
+}
+
+fn expand_item(
+    raw: &[u8],
+    decode: &DecodeFrame<'_>,
+    out: &mut Vec<u8>,
+    depth_left: usize,
+) -> Result<()> {
+    if raw[0] == tag::FRAME {
+        out.extend_from_slice(&open(raw, decode)?);
+        return Ok(());
+    }
+    let (container, is_map) = match Cursor::new(raw).next_item()? {
+        Item::Map(c) => (c, true),
+        Item::Array(c) => (c, false),
+        _ => {
+            out.extend_from_slice(raw);
+            return Ok(());
+        }
+    };
+    let depth = depth_left
+        .checked_sub(1)
+        .ok_or_else(|| malformed(&format!("nested deeper than {MAX_DEPTH} levels"), 0))?;
+    let start = ContainerStart::begin(out);
+    let mut inner = container.cursor();
+    let items = if is_map {
+        container.len * 2
+    } else {
+        container.len
+    };
+    for _ in 0..items {
+        expand_item(inner.next_raw()?, decode, out, depth)?;
+    }
+    if !inner.is_at_end() {
+        return Err(malformed(
+            "container body longer than its items",
+            inner.position(),
+        ));
+    }
+    if is_map {
+        start.end_map(out, container.len);
+    } else {
+        start.end_array(out, container.len);
+    }
+    Ok(())
+}
+
+/// The item a frame item (`raw`: its tag, length and frame) holds,
+/// checked to be exactly one item that is not itself a frame.
+fn open(raw: &[u8], decode: &DecodeFrame<'_>) -> Result<Vec<u8>> {
+    let mut at = 1;
+    let len = crate::format::varint::read_varint(raw, &mut at)
+        .ok_or_else(|| malformed("bad varint", 1))?;
+    let frame = &raw[at..];
+    debug_assert_eq!(frame.len() as u64, len, "next_raw bounded the frame");
+    let decoded = decode(frame)?;
+    let mut cursor = Cursor::new(&decoded);
+    let one = decoded.first() != Some(&tag::FRAME) && cursor.skip().is_ok() && cursor.is_at_end();
+    if !one {
+        return Err(malformed(
+            "a compressed item does not hold exactly one item",
+            0,
+        ));
+    }
+    Ok(decoded)
+}
+
+/// Whether an item holds a frame anywhere inside it (or is one).
+fn holds_frames(raw: &[u8], depth_left: usize) -> Result<bool> {
+    if raw[0] == tag::FRAME {
+        return Ok(true);
+    }
+    let (container, items) = match Cursor::new(raw).next_item()? {
+        Item::Map(c) => (c, c.len * 2),
+        Item::Array(c) => (c, c.len),
+        _ => return Ok(false),
+    };
+    let depth = depth_left
+        .checked_sub(1)
+        .ok_or_else(|| malformed(&format!("nested deeper than {MAX_DEPTH} levels"), 0))?;
+    let mut inner = container.cursor();
+    for _ in 0..items {
+        if holds_frames(inner.next_raw()?, depth)? {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+/// [`super::dig`] into a value that may hold frames: the raw levels are
+/// walked in place, and the one frame the path enters, or the frames
+/// under what it ends on, are decoded into `scratch`, which the answer may
+/// borrow. Frames never hold frames, so `scratch` is needed once.
+pub fn dig_in<'a>(
+    value: &'a [u8],
+    path: &[Probe<'_>],
+    symbolize_names: bool,
+    decode: &DecodeFrame<'_>,
+    scratch: &'a mut Vec<u8>,
+) -> Result<Dig<'a>> {
+    let mut scratch = Some(scratch);
+    let mut bytes: &'a [u8] = Cursor::new(value).next_raw()?;
+    for (step, probe) in path.iter().enumerate() {
+        if bytes[0] == tag::FRAME {
+            bytes = into_scratch(open(bytes, decode)?, &mut scratch)?;
+        }
+        let item = Cursor::new(bytes).next_item()?;
+        let next = match item {
+            Item::Nil => return Ok(Dig::Absent),
+            Item::Map(map) => find_in_map_raw(map, probe, symbolize_names)?,
+            Item::Array(array) => match *probe {
+                Probe::Int(index) => find_in_array_raw(array, index)?,
+                _ => {
+                    return Ok(Dig::Stuck {
+                        step,
+                        item: settle(bytes, decode, &mut scratch)?,
+                    })
+                }
+            },
+            _ => return Ok(Dig::Stuck { step, item }),
+        };
+        match next {
+            Some(found) => bytes = found,
+            None => return Ok(Dig::Absent),
+        }
+    }
+    Ok(Dig::Found(settle(bytes, decode, &mut scratch)?))
+}
+
+/// The item `bytes` encode, its frames decoded: as it is if it holds none.
+fn settle<'a>(
+    bytes: &'a [u8],
+    decode: &DecodeFrame<'_>,
+    scratch: &mut Option<&'a mut Vec<u8>>,
+) -> Result<Item<'a>> {
+    let bytes = if holds_frames(bytes, MAX_DEPTH)? {
+        let mut expanded = Vec::new();
+        expand_item(bytes, decode, &mut expanded, MAX_DEPTH)?;
+        into_scratch(expanded, scratch)?
+    } else {
+        bytes
+    };
+    Cursor::new(bytes).next_item()
+}
+
+/// `bytes`, moved into the scratch buffer the answer may borrow.
+fn into_scratch<'a>(bytes: Vec<u8>, scratch: &mut Option<&'a mut Vec<u8>>) -> Result<&'a [u8]> {
+    let buffer = scratch
+        .take()
+        .ok_or_else(|| malformed("a compressed item inside another", 0))?;
+    *buffer = bytes;
+    let buffer: &'a Vec<u8> = buffer;
+    Ok(buffer)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::value::{check, dig, Value};
+    use std::cell::RefCell;
+
+    fn tree(width: usize, depth: usize) -> Value {
+        if depth == 0 {
+            return Value::str(&format!("leaf text {width} {}", "x".repeat(30)));
+        }
+        Value::Map(
+            (0..width)
+                .map(|i| (Value::str(&format!("k{i}")), tree(width, depth - 1)))
+                .collect(),
+        )
+    }
+
+    /// A stand-in codec: a "frame" is the index of the item's bytes in a
+    /// table, so it is always smaller and decodes to exactly what was
+    /// compressed. zstd's own round trip is tested through the reader
+    /// (tests/compression.rs).
+    struct Table(RefCell<Vec<Vec<u8>>>);
+
+    impl Table {
+        fn compress(&self, raw: &[u8], out: &mut Vec<u8>) -> Result<bool> {
+            let mut t = self.0.borrow_mut();
+            write_varint(out, t.len() as u64);
+            t.push(raw.to_vec());
+            Ok(true)
+        }
+        fn decode(&self, frame: &[u8]) -> Result<Vec<u8>> {
+            let mut at = 0;
+            let i = crate::format::varint::read_varint(frame, &mut at).unwrap() as usize;
+            Ok(self.0.borrow()[i].clone())
+        }
+    }
+
+    fn encoded(value: &Value) -> Vec<u8> {
+        let mut bytes = Vec::new();
+        value.encode(&mut bytes).unwrap();
+        bytes
+    }
+
+    #[test]
+    fn split_frames_subtrees_expand_restores_the_bytes_and_dig_finds_the_same() {
+        // 6^4 leaves of 44 bytes: about 60 KB, its subtrees of depth 2
+        // (about 1.7 KB) framed whole, the levels above raw.
+        let bytes = encoded(&tree(6, 4));
+        let table = Table(RefCell::new(Vec::new()));
+        let mut split_bytes = Vec::new();
+        let frames = split(
+            &bytes,
+            &mut |raw, out| table.compress(raw, out),
+            &mut split_bytes,
+        )
+        .unwrap();
+        assert_eq!(frames, 36);
+        assert!(
+            split_bytes.len() < bytes.len() / 100,
+            "{}",
+            split_bytes.len()
+        );
+        let decode = |frame: &[u8]| table.decode(frame);
+        let mut expanded = Vec::new();
+        expand(&split_bytes, &decode, &mut expanded).unwrap();
+        assert_eq!(expanded, bytes);
+        // Every path of up to 4 steps, some missing, gives what dig on the
+        // raw value gives, item for item: containers come back expanded.
+        let keys: Vec<String> = (0..7).map(|i| format!("k{i}")).collect();
+        for a in &keys {
+            for b in &keys {
+                for depth in 0..=4 {
+                    let path: Vec<Probe<'_>> = [a, b, a, b][..depth]
+                        .iter()
+                        .map(|k| Probe::Str {
+                            bytes: k.as_bytes(),
+                            binary: false,
+                        })
+                        .collect();
+                    let mut scratch = Vec::new();
+                    let walked = dig_in(&split_bytes, &path, false, &decode, &mut scratch).unwrap();
+                    assert_eq!(walked, dig(&bytes, &path, false).unwrap(), "{path:?}");
+                }
+            }
+        }
+        // A path past a leaf, and an array step on a map: stuck alike.
+        let past = [
+            Probe::Str {
+                bytes: b"k0",
+                binary: false,
+            },
+            Probe::Str {
+                bytes: b"k1",
+                binary: false,
+            },
+            Probe::Str {
+                bytes: b"k2",
+                binary: false,
+            },
+            Probe::Str {
+                bytes: b"k3",
+                binary: false,
+            },
+            Probe::Int(0),
+        ];
+        let mut scratch = Vec::new();
+        assert_eq!(
+            dig_in(&split_bytes, &past, false, &decode, &mut scratch).unwrap(),
+            dig(&bytes, &past, false).unwrap()
+        );
+    }
+
+    #[test]
+    fn frames_that_are_not_smaller_are_not_kept() {
+        let bytes = encoded(&tree(6, 4));
+        // Every "frame" is the item itself: 2 bytes longer with its tag
+        // and length, so none is kept and the value is written as it was.
+        let mut same = |raw: &[u8], out: &mut Vec<u8>| {
+            out.extend_from_slice(raw);
+            Ok(true)
+        };
+        let mut split_bytes = Vec::new();
+        assert_eq!(split(&bytes, &mut same, &mut split_bytes).unwrap(), 0);
+        assert_eq!(split_bytes, bytes);
+    }
+
+    #[test]
+    fn damaged_frames_are_errors() {
+        let bytes = encoded(&tree(6, 4));
+        let table = Table(RefCell::new(Vec::new()));
+        let mut split_bytes = Vec::new();
+        split(
+            &bytes,
+            &mut |raw, out| table.compress(raw, out),
+            &mut split_bytes,
+        )
+        .unwrap();
+        let path = [
+            Probe::Str {
+                bytes: b"k0",
+                binary: false,
+            },
+            Probe::Str {
+                bytes: b"k0",
+                binary: false,
+            },
+        ];
+        // A frame that decodes to two items, or to none.
+        for wrong in [vec![0x01, 0x02], vec![]] {
+            let decode = |_: &[u8]| Ok(wrong.clone());
+            assert!(expand(&split_bytes, &decode, &mut Vec::new()).is_err());
+            assert!(dig_in(&split_bytes, &path, false, &decode, &mut Vec::new()).is_err());
+        }
+        // A frame that holds a frame: expanded, the value does not check.
+        let framed = |_: &[u8]| Ok(split_bytes.clone());
+        let mut expanded = Vec::new();
+        expand(&split_bytes, &framed, &mut expanded).unwrap();
+        assert!(check(&expanded).is_err());
+        // A frame item read as an item, outside a record with frames.
+        assert!(check(&split_bytes).is_err());
+        assert!(dig(&split_bytes, &path, false).is_err());
+    }
+}
