@@ -1336,11 +1336,9 @@ impl<S: Source> Reader<S> {
         symbolize_names: bool,
         answer: impl FnOnce(&Record<'_>, Option<crate::value::Dig<'_>>) -> R,
     ) -> Result<Option<R>> {
-        if self.is_empty() {
+        let Some(offset) = self.offset_of(key)? else {
             return Ok(None);
-        }
-        let slot = self.slot_of(chd::hash_key(key, self.hash_seed))?;
-        let offset = self.slot_offset(slot)?;
+        };
         if let Some(bytes) = self.source.as_slice() {
             let (layout, found, value) = self.record_in_place(bytes, offset)?;
             if found != key {
@@ -1472,11 +1470,9 @@ impl<S: Source> Reader<S> {
     /// ```
     #[inline]
     pub fn get(&self, key: &[u8]) -> Result<Option<RecordBuf<'_>>> {
-        if self.is_empty() {
+        let Some(offset) = self.offset_of(key)? else {
             return Ok(None);
-        }
-        let slot = self.slot_of(chd::hash_key(key, self.hash_seed))?;
-        let offset = self.slot_offset(slot)?;
+        };
         if let Some(bytes) = self.source.as_slice() {
             // The key is compared on the map, and the record built once,
             // where it is returned.
@@ -1490,6 +1486,17 @@ impl<S: Source> Reader<S> {
             Some((record, _)) if record.key() == key => Ok(Some(record)),
             _ => Ok(None),
         }
+    }
+
+    /// The offset of the record `key` would be in, from the index
+    /// (`None` in an empty store): the stored key is still to be compared.
+    #[inline(always)]
+    fn offset_of(&self, key: &[u8]) -> Result<Option<u64>> {
+        if self.is_empty() {
+            return Ok(None);
+        }
+        let slot = self.slot_of(chd::hash_key(key, self.hash_seed))?;
+        self.slot_offset(slot).map(Some)
     }
 
     /// `get_many` over a source in memory. A lookup is three dependent

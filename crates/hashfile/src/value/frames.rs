@@ -75,11 +75,7 @@ fn split_children(
         }
         split_item(inner.next_raw()?, compress, out, frames, depth)?;
     }
-    if is_map {
-        start.end_map(out, container.len);
-    } else {
-        start.end_array(out, container.len);
-    }
+    start.end(out, container.len, is_map);
     Ok(())
 }
 
@@ -192,11 +188,7 @@ fn expand_item(
             inner.position(),
         ));
     }
-    if is_map {
-        start.end_map(out, container.len);
-    } else {
-        start.end_array(out, container.len);
-    }
+    start.end(out, container.len, is_map);
     Ok(())
 }
 

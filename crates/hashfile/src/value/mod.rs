@@ -551,15 +551,24 @@ impl ContainerStart {
 
     /// Finishes an array of `len` elements.
     pub fn end_array(self, out: &mut Vec<u8>, len: u64) {
-        self.end(out, len, tag::FIXARRAY, tag::ARRAY)
+        self.end_with(out, len, tag::FIXARRAY, tag::ARRAY)
     }
 
     /// Finishes a map of `len` key-value pairs.
     pub fn end_map(self, out: &mut Vec<u8>, len: u64) {
-        self.end(out, len, tag::FIXMAP, tag::MAP)
+        self.end_with(out, len, tag::FIXMAP, tag::MAP)
     }
 
-    fn end(self, out: &mut Vec<u8>, len: u64, fix: u8, long: u8) {
+    /// Finishes a map of `len` pairs or an array of `len` elements.
+    pub fn end(self, out: &mut Vec<u8>, len: u64, is_map: bool) {
+        if is_map {
+            self.end_map(out, len)
+        } else {
+            self.end_array(out, len)
+        }
+    }
+
+    fn end_with(self, out: &mut Vec<u8>, len: u64, fix: u8, long: u8) {
         let mut header = Vec::with_capacity(21);
         if len <= 15 {
             header.push(fix + len as u8);
