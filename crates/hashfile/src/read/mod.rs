@@ -1292,7 +1292,7 @@ impl<S: Source> Reader<S> {
         let decoder = self.decoder_for(layout)?;
         let bytes = if layout.items {
             let mut bytes = Vec::with_capacity(value.len() * 4 + key.len());
-            crate::value::frames::expand(value, &|frame| decode_item(decoder, frame), &mut bytes)?;
+            crate::value::frames::expand(value, &|frame| decode_frame(decoder, frame), &mut bytes)?;
             bytes.extend_from_slice(key);
             bytes
         } else {
@@ -1344,7 +1344,7 @@ impl<S: Source> Reader<S> {
             if found != key {
                 return Ok(None);
             }
-            if layout.items && !layout.compressed {
+            if layout.items {
                 let decoder = self.decoder_for(layout)?;
                 let mut scratch = Vec::new();
                 let record = Record {
@@ -1630,8 +1630,10 @@ pub struct Info {
     pub seed_bits_per_key: f64,
 }
 
-/// One compressed item's frame decoded with the store's decoder.
-fn decode_item(decoder: &crate::compress::Decoder, frame: &[u8]) -> Result<Vec<u8>> {
+/// One compressed item's frame decoded with the store's decoder, for a
+/// whole value's expansion (a walk keeps the thread's last item instead:
+/// `Decoder::decode_item`).
+fn decode_frame(decoder: &crate::compress::Decoder, frame: &[u8]) -> Result<Vec<u8>> {
     decoder
         .decode(frame, b"")
         .map_err(|what| corrupt(SectionId::Records, &what))

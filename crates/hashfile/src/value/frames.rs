@@ -16,7 +16,7 @@
 //! - [`dig_in`] walks a path, decoding only what the path needs.
 
 use super::dig::{find_in_array_raw, find_in_map_raw};
-use super::{malformed, tag, ContainerStart, Cursor, Dig, Item, Probe, MAX_DEPTH};
+use super::{malformed, tag, Container, ContainerStart, Cursor, Dig, Item, Probe, MAX_DEPTH};
 use crate::compress::{ITEM_FRAME_LEN, MAX_TYPED_COMPRESS_LEN, MIN_COMPRESS_LEN};
 use crate::error::Result;
 use crate::format::varint::{varint_len, write_varint};
@@ -56,17 +56,11 @@ fn split_children(
     frames: &mut u64,
     depth_left: usize,
 ) -> Result<()> {
-    let (container, is_map) = match Cursor::new(raw).next_item()? {
-        Item::Map(c) => (c, true),
-        Item::Array(c) => (c, false),
-        _ => {
-            out.extend_from_slice(raw);
-            return Ok(());
-        }
+    let Some((container, is_map)) = container_of(raw)? else {
+        out.extend_from_slice(raw);
+        return Ok(());
     };
-    let depth = depth_left
-        .checked_sub(1)
-        .ok_or_else(|| malformed("nested too deep", 0))?;
+    let depth = deeper(depth_left)?;
     let start = ContainerStart::begin(out);
     let mut inner = container.cursor();
     for _ in 0..container.len {
@@ -88,11 +82,7 @@ fn split_item(
     frames: &mut u64,
     depth_left: usize,
 ) -> Result<()> {
-    let item = Cursor::new(raw).next_item()?;
-    let container = match item {
-        Item::Map(c) | Item::Array(c) => Some((c, matches!(item, Item::Map(_)))),
-        _ => None,
-    };
+    let container = container_of(raw)?;
     let whole = raw.len() >= MIN_COMPRESS_LEN
         && match container {
             None => true,
@@ -122,9 +112,26 @@ fn split_item(
     }
 }
 
+/// The array or map `raw` encodes and whether it is a map; `None` for
+/// any other item.
+fn container_of(raw: &[u8]) -> Result<Option<(Container<'_>, bool)>> {
+    Ok(match Cursor::new(raw).next_item()? {
+        Item::Map(c) => Some((c, true)),
+        Item::Array(c) => Some((c, false)),
+        _ => None,
+    })
+}
+
+/// The depth left one level down, or an error past [`MAX_DEPTH`].
+fn deeper(depth_left: usize) -> Result<usize> {
+    depth_left
+        .checked_sub(1)
+        .ok_or_else(|| malformed(&format!("nested deeper than {MAX_DEPTH} levels"), 0))
+}
+
 /// Whether no element of a container (no value, for a map) is itself a
 /// container.
-fn holds_scalars_only(c: super::Container<'_>, is_map: bool) -> Result<bool> {
+fn holds_scalars_only(c: Container<'_>, is_map: bool) -> Result<bool> {
     let mut inner = c.cursor();
     for _ in 0..c.len {
         if is_map {
@@ -161,17 +168,11 @@ fn expand_item(
         out.extend_from_slice(&open(raw, decode)?);
         return Ok(());
     }
-    let (container, is_map) = match Cursor::new(raw).next_item()? {
-        Item::Map(c) => (c, true),
-        Item::Array(c) => (c, false),
-        _ => {
-            out.extend_from_slice(raw);
-            return Ok(());
-        }
+    let Some((container, is_map)) = container_of(raw)? else {
+        out.extend_from_slice(raw);
+        return Ok(());
     };
-    let depth = depth_left
-        .checked_sub(1)
-        .ok_or_else(|| malformed(&format!("nested deeper than {MAX_DEPTH} levels"), 0))?;
+    let depth = deeper(depth_left)?;
     let start = ContainerStart::begin(out);
     let mut inner = container.cursor();
     let items = if is_map {
@@ -217,14 +218,15 @@ fn holds_frames(raw: &[u8], depth_left: usize) -> Result<bool> {
     if raw[0] == tag::FRAME {
         return Ok(true);
     }
-    let (container, items) = match Cursor::new(raw).next_item()? {
-        Item::Map(c) => (c, c.len * 2),
-        Item::Array(c) => (c, c.len),
-        _ => return Ok(false),
+    let Some((container, is_map)) = container_of(raw)? else {
+        return Ok(false);
     };
-    let depth = depth_left
-        .checked_sub(1)
-        .ok_or_else(|| malformed(&format!("nested deeper than {MAX_DEPTH} levels"), 0))?;
+    let items = if is_map {
+        container.len * 2
+    } else {
+        container.len
+    };
+    let depth = deeper(depth_left)?;
     let mut inner = container.cursor();
     for _ in 0..items {
         if holds_frames(inner.next_raw()?, depth)? {
