@@ -31,7 +31,9 @@ ROOT = File.expand_path("../..", __dir__)
 QUICK = BenchData::QUICK
 DIR = ENV.fetch("DIR", File.join(BenchData::DIR, "scale"))
 HASHFILE = [RbConfig.ruby, "-I", File.join(ROOT, "lib"), File.join(ROOT, "exe", "hashfile")].freeze
-EXAMPLES = File.join(ROOT, "target", "release", "examples")
+# In the profile the extension is built in (the Rakefile's CARGO_PROFILE).
+PROFILE = ENV.fetch("HASHFILE_CARGO_PROFILE", "release")
+EXAMPLES = File.join(ROOT, "target", PROFILE == "dev" ? "debug" : PROFILE, "examples")
 
 def sh!(*cmd, **opts)
   system(*cmd, exception: true, **opts)
@@ -112,7 +114,7 @@ def ruby_lookups(output, entries)
 end
 
 FileUtils.mkdir_p(DIR)
-sh!("cargo", "build", "--release", "--locked", "--quiet", "--example", "pairs", "--example", "lookups", "-p", "hashfile", chdir: ROOT)
+sh!("cargo", "build", "--profile", PROFILE, "--locked", "--quiet", "--example", "pairs", "--example", "lookups", "-p", "hashfile", chdir: ROOT)
 # Each size starts with nothing of the last in the page cache, when allowed (root).
 drop_caches = lambda do
   system("sync") && File.write("/proc/sys/vm/drop_caches", "3")

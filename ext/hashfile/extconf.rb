@@ -25,6 +25,10 @@ shared_target_dir = ENV.fetch("HASHFILE_GEM_TARGET_DIR", nil)
 target_dir = shared_target_dir || File.join(__dir__, "target")
 remove_build = shared_target_dir ? "rm -f $(SO)" : "rm -rf #{target_dir} $(SO)"
 install_dir = "$(DESTDIR)#{RbConfig::CONFIG["sitearchdir"]}/hashfile"
+# Release unless HASHFILE_CARGO_PROFILE names another (the Rakefile says why
+# CI does).
+profile = ENV.fetch("HASHFILE_CARGO_PROFILE", "release")
+profile_dir = profile == "dev" ? "debug" : profile
 
 File.write("Makefile", <<~MAKE)
   SO = hashfile_ruby.#{dlext}
@@ -32,8 +36,8 @@ File.write("Makefile", <<~MAKE)
   all: $(SO)
 
   $(SO):
-  \t#{cargo} build --release --locked -p hashfile-ruby --manifest-path #{File.join(root, "Cargo.toml")} --target-dir #{target_dir}
-  \tcp #{File.join(target_dir, "release", built)} $(SO)
+  \t#{cargo} build --profile #{profile} --locked -p hashfile-ruby --manifest-path #{File.join(root, "Cargo.toml")} --target-dir #{target_dir}
+  \tcp #{File.join(target_dir, profile_dir, built)} $(SO)
 
   install: $(SO)
   \tmkdir -p #{install_dir}
