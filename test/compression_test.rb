@@ -89,6 +89,15 @@ class CompressionTest < HashfileTest
       assert_equal tree["section3"]["entry7"]["name"], db.dig("tree", :section3, :entry7, :name, symbolize_names: true)
       assert_predicate db.dig("tree", "section3", freeze: true), :frozen?
       assert_equal tree["names"], db.get("tree", symbolize_names: true)[:names]
+      # The items digs decoded are kept (up to a limit): the same paths
+      # again decode nothing and answer the same.
+      cache = db.info[:compression][:item_cache]
+      assert_operator cache[:entries], :>, 0
+      assert_operator cache[:bytes], :<=, cache[:limit]
+      paths.each { |pa| assert_equal pa.empty? ? tree : tree.dig(*pa), db.dig("tree", *pa), pa.inspect }
+      again = db.info[:compression][:item_cache]
+      assert_equal cache[:misses], again[:misses]
+      assert_operator again[:hits], :>=, cache[:hits] + 4
       info = db.info[:compression]
       assert_equal 1, info[:values], "the tree; \"x\" is too short"
       assert_equal db.get("tree", raw: true).bytesize, info[:decoded_bytes]

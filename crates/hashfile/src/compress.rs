@@ -5,6 +5,8 @@
 //! store's own values, so a lookup decodes only its own value.
 
 use std::cell::RefCell;
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
 
 use crate::error::{Error, Result};
 
@@ -298,23 +300,103 @@ pub fn prepare_dictionary(dictionary: &[u8], level: i32) -> Option<zstd_safe::CD
     (!dictionary.is_empty()).then(|| zstd_safe::CDict::create(dictionary, level))
 }
 
-/// Decodes the values of one store: its dictionary, parsed once.
+/// Decodes the values of one store: its dictionary, parsed once, and the
+/// items of its compressed items a `dig` decoded, kept for the next.
 pub struct Decoder {
     dictionary: Option<zstd_safe::DDict<'static>>,
-    /// Never the same for two decoders: what a thread's last decoded item
-    /// ([`Decoder::decode_item`]) is kept under, with the frame's place.
-    id: u64,
+    items: Mutex<ItemCache>,
 }
 
-/// Where a compressed item lies: its decoder's id, its frame's address
-/// and length.
-type ItemPlace = (u64, usize, usize);
+/// The most bytes of decoded items one open store keeps
+/// ([`Decoder::decode_item`]): a dig that enters a kept item skips its
+/// decode. Debian's merged locale tree, every leaf of en and de dug in a
+/// shuffled order, enters about 1.2 MB of items (docs/BENCHMARKS.md,
+/// "Compressed values").
+pub const ITEM_CACHE_LEN: usize = 4 << 20;
 
-/// The next [`Decoder`]'s id.
-static NEXT_DECODER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-
-/// The longest decoded item a thread keeps ([`Decoder::decode_item`]).
+/// The longest decoded item kept: a longer one is decoded for each dig.
 pub const KEPT_ITEM_LEN: usize = 64 << 10;
+
+/// What a store's cache of decoded items holds and has done
+/// ([`Decoder::item_cache_stats`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ItemCacheStats {
+    /// Items kept.
+    pub entries: u64,
+    /// Their decoded bytes (at most [`ITEM_CACHE_LEN`]).
+    pub bytes: u64,
+    /// Digs that entered a kept item.
+    pub hits: u64,
+    /// Digs that decoded their item.
+    pub misses: u64,
+}
+
+/// Decoded items by their frame's address and length in the store's
+/// bytes, which do not move while the store is open: each decoder has its
+/// own, so a frame of another store (or of the same file opened again)
+/// is never answered from it. Evicts by CLOCK (second chance): an item
+/// entered since the hand last passed it stays another round.
+#[derive(Default)]
+struct ItemCache {
+    items: HashMap<(usize, usize), KeptItem>,
+    /// Every kept item's place, in the order the hand visits them.
+    hand: VecDeque<(usize, usize)>,
+    bytes: usize,
+    hits: u64,
+    misses: u64,
+}
+
+struct KeptItem {
+    bytes: Arc<[u8]>,
+    entered: bool,
+}
+
+impl ItemCache {
+    fn get(&mut self, place: (usize, usize)) -> Option<Arc<[u8]>> {
+        match self.items.get_mut(&place) {
+            Some(kept) => {
+                kept.entered = true;
+                self.hits += 1;
+                Some(kept.bytes.clone())
+            }
+            None => {
+                self.misses += 1;
+                None
+            }
+        }
+    }
+
+    fn insert(&mut self, place: (usize, usize), item: Arc<[u8]>) {
+        if item.len() > KEPT_ITEM_LEN || self.items.contains_key(&place) {
+            return;
+        }
+        while self.bytes + item.len() > ITEM_CACHE_LEN {
+            let Some(oldest) = self.hand.pop_front() else {
+                break;
+            };
+            let kept = self
+                .items
+                .get_mut(&oldest)
+                .expect("the hand holds kept places");
+            if kept.entered {
+                kept.entered = false;
+                self.hand.push_back(oldest);
+            } else {
+                self.bytes -= kept.bytes.len();
+                self.items.remove(&oldest);
+            }
+        }
+        self.bytes += item.len();
+        self.hand.push_back(place);
+        self.items.insert(
+            place,
+            KeptItem {
+                bytes: item,
+                entered: false,
+            },
+        );
+    }
+}
 
 impl std::fmt::Debug for Decoder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -329,53 +411,60 @@ thread_local! {
     /// takes about 100 KiB and some microseconds to make, a lookup a few
     /// hundred nanoseconds. The dictionary is given with each call.
     static CONTEXT: RefCell<Option<zstd_safe::DCtx<'static>>> = const { RefCell::new(None) };
-
-    /// The last compressed item this thread decoded, by decoder id and the
-    /// frame's address and length: paths a program digs one after
-    /// another (an I18n backend's keys of one page) often enter the same
-    /// subtree. At most [`KEPT_ITEM_LEN`] bytes a thread.
-    static LAST_ITEM: RefCell<Option<(ItemPlace, Vec<u8>)>> = const { RefCell::new(None) };
 }
 
 impl Decoder {
     /// The decoder of a dictionary section's dictionary (the bytes after
     /// the stats; empty for none). An error if zstd cannot load it.
     pub fn new(dictionary: &[u8]) -> std::result::Result<Decoder, String> {
-        let id = NEXT_DECODER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        if dictionary.is_empty() {
-            return Ok(Decoder {
-                dictionary: None,
-                id,
-            });
-        }
-        match zstd_safe::DDict::try_create(dictionary) {
-            Some(d) => Ok(Decoder {
-                dictionary: Some(d),
-                id,
-            }),
-            None => Err("zstd cannot load the dictionary".into()),
-        }
+        let dictionary = if dictionary.is_empty() {
+            None
+        } else {
+            Some(
+                zstd_safe::DDict::try_create(dictionary)
+                    .ok_or_else(|| "zstd cannot load the dictionary".to_string())?,
+            )
+        };
+        Ok(Decoder {
+            dictionary,
+            items: Mutex::new(ItemCache::default()),
+        })
     }
 
     /// The item a compressed item's `frame` holds (`value::frames`), where
     /// `frame` lies in the store's bytes, which do not move while the
-    /// store is open: the thread's last such item is kept, by this
-    /// decoder's id (no other decoder's) and the frame's address, and
-    /// copied out again when the same frame is asked for next.
-    pub fn decode_item(&self, frame: &[u8]) -> std::result::Result<Vec<u8>, String> {
-        let place = (self.id, frame.as_ptr() as usize, frame.len());
-        let kept = LAST_ITEM.with(|last| match &*last.borrow() {
-            Some((at, item)) if *at == place => Some(item.clone()),
-            _ => None,
-        });
-        if let Some(item) = kept {
+    /// store is open: kept in this decoder's cache of items (up to
+    /// [`ITEM_CACHE_LEN`] bytes, shared by the threads reading the store)
+    /// and answered from it when the same frame is asked for again.
+    pub fn decode_item(&self, frame: &[u8]) -> std::result::Result<Arc<[u8]>, String> {
+        let place = (frame.as_ptr() as usize, frame.len());
+        if let Some(item) = self.item_cache().get(place) {
             return Ok(item);
         }
-        let item = self.decode(frame, b"")?;
-        if item.len() <= KEPT_ITEM_LEN {
-            LAST_ITEM.with(|last| *last.borrow_mut() = Some((place, item.clone())));
-        }
+        // Decoded outside the lock: another thread may decode the same
+        // frame meanwhile, and the first kept is the one kept.
+        let item: Arc<[u8]> = self.decode(frame, b"")?.into();
+        self.item_cache().insert(place, item.clone());
         Ok(item)
+    }
+
+    /// What the cache of decoded items holds and has done.
+    pub fn item_cache_stats(&self) -> ItemCacheStats {
+        let cache = self.item_cache();
+        ItemCacheStats {
+            entries: cache.items.len() as u64,
+            bytes: cache.bytes as u64,
+            hits: cache.hits,
+            misses: cache.misses,
+        }
+    }
+
+    fn item_cache(&self) -> std::sync::MutexGuard<'_, ItemCache> {
+        // Nothing panics while holding it; if something did, the cache is
+        // still whole (each change completes before the next).
+        self.items
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// The value `frame` holds, after `prefix` in the same buffer: the
@@ -507,7 +596,7 @@ mod tests {
     }
 
     #[test]
-    fn a_kept_item_comes_back_only_to_its_own_decoder() {
+    fn kept_items_come_back_only_to_their_own_decoder_and_stay_within_the_limit() {
         let values: Vec<Vec<u8>> = (0..400)
             .map(|i| {
                 format!("{{\"id\":{i},\"name\":\"product {i}\",\"colour\":\"blue\",\"size\":\"large\"}}").into_bytes()
@@ -521,13 +610,47 @@ mod tests {
         let mut frame = vec![];
         assert!(encoder.compress(&values[7], &mut frame).unwrap());
         let decoder = Decoder::new(&dictionary).unwrap();
-        // Decoded, then given back from the thread's last item.
-        assert_eq!(decoder.decode_item(&frame).unwrap(), values[7]);
-        assert_eq!(decoder.decode_item(&frame).unwrap(), values[7]);
+        // Decoded, then given back from the cache: the same bytes, shared.
+        let first = decoder.decode_item(&frame).unwrap();
+        let again = decoder.decode_item(&frame).unwrap();
+        assert_eq!(&*first, &values[7][..]);
+        assert!(Arc::ptr_eq(&first, &again));
+        let stats = decoder.item_cache_stats();
+        assert_eq!(
+            (stats.entries, stats.bytes, stats.hits, stats.misses),
+            (1, values[7].len() as u64, 1, 1)
+        );
         // Another store's decoder at the same frame decodes it itself:
         // without the dictionary it gets an error or other bytes.
         let other = Decoder::new(&[]).unwrap();
-        assert_ne!(other.decode_item(&frame).ok().as_ref(), Some(&values[7]));
+        assert_ne!(
+            other.decode_item(&frame).ok().as_deref(),
+            Some(&values[7][..])
+        );
+
+        // Items past the limit evict others; one entered again since the
+        // hand passed it stays (second chance); one over KEPT_ITEM_LEN is
+        // decoded each time and never kept.
+        let mut cache = ItemCache::default();
+        let item = |n: usize| -> Arc<[u8]> { vec![n as u8; KEPT_ITEM_LEN].into() };
+        let per_cache = ITEM_CACHE_LEN / KEPT_ITEM_LEN;
+        for n in 0..per_cache {
+            cache.insert((n, 1), item(n));
+        }
+        assert_eq!(cache.bytes, ITEM_CACHE_LEN);
+        assert!(cache.get((0, 1)).is_some());
+        cache.insert((per_cache, 1), item(per_cache));
+        assert_eq!(cache.bytes, ITEM_CACHE_LEN);
+        assert!(cache.get((0, 1)).is_some(), "entered since: kept");
+        assert!(
+            cache.get((1, 1)).is_none(),
+            "the oldest not entered: evicted"
+        );
+        assert_eq!(cache.items.len(), cache.hand.len());
+        let long: Arc<[u8]> = vec![0; KEPT_ITEM_LEN + 1].into();
+        cache.insert((usize::MAX, 1), long);
+        assert!(cache.get((usize::MAX, 1)).is_none());
+        assert!(cache.bytes <= ITEM_CACHE_LEN);
     }
 
     #[test]

@@ -468,6 +468,48 @@ fn typed_values_over_64_kib_are_compressed_item_by_item_and_a_dig_walks_only_its
             .is_none());
     }
 
+    // The items walks decoded are kept by the reader, up to its limit:
+    // the same paths again decode nothing and answer the same.
+    let store = Reader::new(bytes.clone()).unwrap();
+    assert_eq!(store.item_cache_stats(), Some(Default::default()));
+    let answers = |store: &Reader<Vec<u8>>| -> Vec<String> {
+        paths
+            .iter()
+            .map(|path| {
+                store
+                    .dig_with(b"tree", path, false, |_, walked| format!("{walked:?}"))
+                    .unwrap()
+                    .unwrap()
+            })
+            .collect()
+    };
+    let first = answers(&store);
+    let after_first = store.item_cache_stats().unwrap();
+    assert!(after_first.entries > 0 && after_first.misses > 0);
+    assert!(after_first.bytes <= hashfile::compress::ITEM_CACHE_LEN as u64);
+    assert_eq!(answers(&store), first);
+    let after_second = store.item_cache_stats().unwrap();
+    assert_eq!(after_second.misses, after_first.misses);
+    assert!(after_second.hits > after_first.hits);
+    // Threads share the cache: a fresh reader dug from four at once
+    // answers as one thread does.
+    let shared = Reader::new(bytes.clone()).unwrap();
+    std::thread::scope(|scope| {
+        let digs: Vec<_> = (0..4).map(|_| scope.spawn(|| answers(&shared))).collect();
+        for dig in digs {
+            assert_eq!(dig.join().unwrap(), first);
+        }
+    });
+    assert!(shared.item_cache_stats().unwrap().hits > 0);
+    let uncompressed = Reader::new(
+        Builder::new(BuildOptions::default())
+            .unwrap()
+            .to_bytes()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(uncompressed.item_cache_stats(), None);
+
     // Damage in the tree's record: an error or some answer, never a
     // panic, and verify says what is wrong.
     let mut errors = 0;

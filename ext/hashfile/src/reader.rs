@@ -624,6 +624,15 @@ fn store_info(ruby: &Ruby, store: &hashfile_runtime::Store) -> Result<RHash, Err
         compression.aset(sym("stored_bytes"), stats.stored_bytes)?;
         compression.aset(sym("dictionary_bytes"), summary.dictionary_bytes)?;
         compression.aset(sym("ratio"), summary.ratio())?;
+        if let Some(items) = store.item_cache_stats() {
+            let cache = ruby.hash_new();
+            cache.aset(sym("entries"), items.entries)?;
+            cache.aset(sym("bytes"), items.bytes)?;
+            cache.aset(sym("limit"), hashfile::compress::ITEM_CACHE_LEN)?;
+            cache.aset(sym("hits"), items.hits)?;
+            cache.aset(sym("misses"), items.misses)?;
+            compression.aset(sym("item_cache"), cache)?;
+        }
         out.aset(sym("compression"), compression)?;
     }
     if let Some(remote) = store.source().block_cache() {

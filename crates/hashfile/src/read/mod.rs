@@ -1346,7 +1346,7 @@ impl<S: Source> Reader<S> {
             }
             if layout.items {
                 let decoder = self.decoder_for(layout)?;
-                let mut scratch = Vec::new();
+                let mut scratch = None;
                 let record = Record {
                     key: found,
                     key_utf8: layout.key_utf8,
@@ -1354,8 +1354,8 @@ impl<S: Source> Reader<S> {
                     kind: layout.kind,
                 };
                 // The frames lie in the source's bytes, in place for as
-                // long as the reader is open: the thread's last item may
-                // be kept (`Decoder::decode_item`).
+                // long as the reader is open: the items they hold are
+                // kept in the decoder's cache (`Decoder::decode_item`).
                 let walked = crate::value::frames::dig_in(
                     value,
                     path,
@@ -1400,6 +1400,21 @@ impl<S: Source> Reader<S> {
         let decoder = Decoder::new(&bytes).map_err(|what| corrupt(SectionId::Dictionary, &what))?;
         // Two threads may both make one; the first kept is the one used.
         Ok(self.decoder.get_or_init(|| decoder))
+    }
+
+    /// What the cache of decoded items holds and has done
+    /// (`compress::Decoder::decode_item`): `None` for a store without
+    /// compressed items, zeros before the first dig into one.
+    pub fn item_cache_stats(&self) -> Option<crate::compress::ItemCacheStats> {
+        if !self.header.has_compressed_items() {
+            return None;
+        }
+        Some(
+            self.decoder
+                .get()
+                .map(|d| d.item_cache_stats())
+                .unwrap_or_default(),
+        )
     }
 
     /// What the dictionary section says of the compressed values, and the
@@ -1631,8 +1646,8 @@ pub struct Info {
 }
 
 /// One compressed item's frame decoded with the store's decoder, for a
-/// whole value's expansion (a walk keeps the thread's last item instead:
-/// `Decoder::decode_item`).
+/// whole value's expansion, which keeps none of them (a walk's items are
+/// kept: `Decoder::decode_item`).
 fn decode_frame(decoder: &crate::compress::Decoder, frame: &[u8]) -> Result<Vec<u8>> {
     decoder
         .decode(frame, b"")

@@ -21,8 +21,10 @@ use crate::compress::{ITEM_FRAME_LEN, MAX_TYPED_COMPRESS_LEN, MIN_COMPRESS_LEN};
 use crate::error::Result;
 use crate::format::varint::{varint_len, write_varint};
 
-/// Decodes one frame's bytes into the item they hold.
-pub type DecodeFrame<'d> = dyn Fn(&[u8]) -> Result<Vec<u8>> + 'd;
+/// Decodes one frame's bytes into the item they hold: a buffer of its
+/// own, or one a cache shares (`compress::Decoder::decode_item` gives an
+/// `Arc<[u8]>`).
+pub type DecodeFrame<'d, T = Vec<u8>> = dyn Fn(&[u8]) -> Result<T> + 'd;
 
 /// Compresses an item's bytes into the given buffer: false (and nothing
 /// written) where that would not be smaller.
@@ -149,7 +151,11 @@ fn holds_scalars_only(c: Container<'_>, is_map: bool) -> Result<bool> {
 /// decoded by `decode` in its place, and the containers above it given
 /// their new body lengths. Damage is an error: a frame that does not hold
 /// exactly one item, a frame inside a frame, nesting past [`MAX_DEPTH`].
-pub fn expand(value: &[u8], decode: &DecodeFrame<'_>, out: &mut Vec<u8>) -> Result<()> {
+pub fn expand<T: AsRef<[u8]>>(
+    value: &[u8],
+    decode: &DecodeFrame<'_, T>,
+    out: &mut Vec<u8>,
+) -> Result<()> {
     let mut cursor = Cursor::new(value);
     expand_item(cursor.next_raw()?, decode, out, MAX_DEPTH)?;
     if !cursor.is_at_end() {
@@ -158,14 +164,14 @@ pub fn expand(value: &[u8], decode: &DecodeFrame<'_>, out: &mut Vec<u8>) -> Resu
     Ok(())
 }
 
-fn expand_item(
+fn expand_item<T: AsRef<[u8]>>(
     raw: &[u8],
-    decode: &DecodeFrame<'_>,
+    decode: &DecodeFrame<'_, T>,
     out: &mut Vec<u8>,
     depth_left: usize,
 ) -> Result<()> {
     if raw[0] == tag::FRAME {
-        out.extend_from_slice(&open(raw, decode)?);
+        out.extend_from_slice(open(raw, decode)?.as_ref());
         return Ok(());
     }
     let Some((container, is_map)) = container_of(raw)? else {
@@ -195,15 +201,16 @@ fn expand_item(
 
 /// The item a frame item (`raw`: its tag, length and frame) holds,
 /// checked to be exactly one item that is not itself a frame.
-fn open(raw: &[u8], decode: &DecodeFrame<'_>) -> Result<Vec<u8>> {
+fn open<T: AsRef<[u8]>>(raw: &[u8], decode: &DecodeFrame<'_, T>) -> Result<T> {
     let mut at = 1;
     let len = crate::format::varint::read_varint(raw, &mut at)
         .ok_or_else(|| malformed("bad varint", 1))?;
     let frame = &raw[at..];
     debug_assert_eq!(frame.len() as u64, len, "next_raw bounded the frame");
     let decoded = decode(frame)?;
-    let mut cursor = Cursor::new(&decoded);
-    let one = decoded.first() != Some(&tag::FRAME) && cursor.skip().is_ok() && cursor.is_at_end();
+    let bytes = decoded.as_ref();
+    let mut cursor = Cursor::new(bytes);
+    let one = bytes.first() != Some(&tag::FRAME) && cursor.skip().is_ok() && cursor.is_at_end();
     if !one {
         return Err(malformed(
             "a compressed item does not hold exactly one item",
@@ -238,14 +245,15 @@ fn holds_frames(raw: &[u8], depth_left: usize) -> Result<bool> {
 
 /// [`super::dig`] into a value that may hold frames: the raw levels are
 /// walked in place, and the one frame the path enters, or the frames
-/// under what it ends on, are decoded into `scratch`, which the answer may
-/// borrow. Frames never hold frames, so `scratch` is needed once.
-pub fn dig_in<'a>(
+/// under what it ends on, are decoded into `scratch` (empty before), which
+/// the answer may borrow. Frames never hold frames, so `scratch` is needed
+/// once.
+pub fn dig_in<'a, T: AsRef<[u8]> + From<Vec<u8>>>(
     value: &'a [u8],
     path: &[Probe<'_>],
     symbolize_names: bool,
-    decode: &DecodeFrame<'_>,
-    scratch: &'a mut Vec<u8>,
+    decode: &DecodeFrame<'_, T>,
+    scratch: &'a mut Option<T>,
 ) -> Result<Dig<'a>> {
     let mut scratch = Some(scratch);
     let mut bytes: &'a [u8] = Cursor::new(value).next_raw()?;
@@ -277,15 +285,15 @@ pub fn dig_in<'a>(
 }
 
 /// The item `bytes` encode, its frames decoded: as it is if it holds none.
-fn settle<'a>(
+fn settle<'a, T: AsRef<[u8]> + From<Vec<u8>>>(
     bytes: &'a [u8],
-    decode: &DecodeFrame<'_>,
-    scratch: &mut Option<&'a mut Vec<u8>>,
+    decode: &DecodeFrame<'_, T>,
+    scratch: &mut Option<&'a mut Option<T>>,
 ) -> Result<Item<'a>> {
     let bytes = if holds_frames(bytes, MAX_DEPTH)? {
         let mut expanded = Vec::new();
         expand_item(bytes, decode, &mut expanded, MAX_DEPTH)?;
-        into_scratch(expanded, scratch)?
+        into_scratch(T::from(expanded), scratch)?
     } else {
         bytes
     };
@@ -293,13 +301,15 @@ fn settle<'a>(
 }
 
 /// `bytes`, moved into the scratch buffer the answer may borrow.
-fn into_scratch<'a>(bytes: Vec<u8>, scratch: &mut Option<&'a mut Vec<u8>>) -> Result<&'a [u8]> {
+fn into_scratch<'a, T: AsRef<[u8]>>(
+    bytes: T,
+    scratch: &mut Option<&'a mut Option<T>>,
+) -> Result<&'a [u8]> {
     let buffer = scratch
         .take()
         .ok_or_else(|| malformed("a compressed item inside another", 0))?;
-    *buffer = bytes;
-    let buffer: &'a Vec<u8> = buffer;
-    Ok(buffer)
+    let buffer: &'a T = buffer.insert(bytes);
+    Ok(buffer.as_ref())
 }
 
 #[cfg(test)]
@@ -381,7 +391,7 @@ mod tests {
                             binary: false,
                         })
                         .collect();
-                    let mut scratch = Vec::new();
+                    let mut scratch = None;
                     let walked = dig_in(&split_bytes, &path, false, &decode, &mut scratch).unwrap();
                     assert_eq!(walked, dig(&bytes, &path, false).unwrap(), "{path:?}");
                 }
@@ -407,7 +417,7 @@ mod tests {
             },
             Probe::Int(0),
         ];
-        let mut scratch = Vec::new();
+        let mut scratch = None;
         assert_eq!(
             dig_in(&split_bytes, &past, false, &decode, &mut scratch).unwrap(),
             dig(&bytes, &past, false).unwrap()
@@ -453,7 +463,7 @@ mod tests {
         for wrong in [vec![0x01, 0x02], vec![]] {
             let decode = |_: &[u8]| Ok(wrong.clone());
             assert!(expand(&split_bytes, &decode, &mut Vec::new()).is_err());
-            assert!(dig_in(&split_bytes, &path, false, &decode, &mut Vec::new()).is_err());
+            assert!(dig_in(&split_bytes, &path, false, &decode, &mut None).is_err());
         }
         // A frame that holds a frame: expanded, the value does not check.
         let framed = |_: &[u8]| Ok(split_bytes.clone());
