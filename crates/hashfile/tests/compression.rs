@@ -468,11 +468,41 @@ fn typed_values_over_64_kib_are_compressed_item_by_item_and_a_dig_walks_only_its
             .is_none());
     }
 
-    // The items walks decoded are kept by the reader, up to its limit:
-    // the same paths again decode nothing and answer the same.
-    let store = Reader::new(bytes.clone()).unwrap();
-    assert_eq!(store.item_cache_stats(), Some(Default::default()));
-    let answers = |store: &Reader<Vec<u8>>| -> Vec<String> {
+    // The items walks decoded are kept by the reader, up to its limit,
+    // whether it maps the store or reads it: the same paths again decode
+    // nothing and answer the same.
+    for (source, store) in support::every_source(&bytes) {
+        assert_eq!(
+            store.item_cache_stats(),
+            Some(Default::default()),
+            "{source}"
+        );
+        let answers = || -> Vec<String> {
+            paths
+                .iter()
+                .map(|path| {
+                    store
+                        .dig_with(b"tree", path, false, |_, walked| format!("{walked:?}"))
+                        .unwrap()
+                        .unwrap()
+                })
+                .collect()
+        };
+        let first = answers();
+        let after_first = store.item_cache_stats().unwrap();
+        assert!(
+            after_first.entries > 0 && after_first.misses > 0,
+            "{source}"
+        );
+        assert!(after_first.bytes <= hashfile::compress::ITEM_CACHE_LEN as u64);
+        assert_eq!(answers(), first, "{source}");
+        let after_second = store.item_cache_stats().unwrap();
+        assert_eq!(after_second.misses, after_first.misses, "{source}");
+        assert!(after_second.hits > after_first.hits, "{source}");
+    }
+    // Threads share the cache: a fresh reader dug from four at once
+    // answers as one thread does.
+    let dig_all = |store: &Reader<Vec<u8>>| -> Vec<String> {
         paths
             .iter()
             .map(|path| {
@@ -483,19 +513,10 @@ fn typed_values_over_64_kib_are_compressed_item_by_item_and_a_dig_walks_only_its
             })
             .collect()
     };
-    let first = answers(&store);
-    let after_first = store.item_cache_stats().unwrap();
-    assert!(after_first.entries > 0 && after_first.misses > 0);
-    assert!(after_first.bytes <= hashfile::compress::ITEM_CACHE_LEN as u64);
-    assert_eq!(answers(&store), first);
-    let after_second = store.item_cache_stats().unwrap();
-    assert_eq!(after_second.misses, after_first.misses);
-    assert!(after_second.hits > after_first.hits);
-    // Threads share the cache: a fresh reader dug from four at once
-    // answers as one thread does.
     let shared = Reader::new(bytes.clone()).unwrap();
+    let first = dig_all(&shared);
     std::thread::scope(|scope| {
-        let digs: Vec<_> = (0..4).map(|_| scope.spawn(|| answers(&shared))).collect();
+        let digs: Vec<_> = (0..4).map(|_| scope.spawn(|| dig_all(&shared))).collect();
         for dig in digs {
             assert_eq!(dig.join().unwrap(), first);
         }

@@ -1190,6 +1190,33 @@ impl<S: Source> Reader<S> {
     /// again whole only if it runs past that prefix.
     #[inline]
     pub fn record_at(&self, offset: u64) -> Result<Option<(RecordBuf<'_>, u64)>> {
+        if let Some(bytes) = self.source.as_slice() {
+            if offset == self.records.length {
+                return Ok(None);
+            }
+            let (layout, key, value) = self.record_in_place(bytes, offset)?;
+            return Ok(Some((
+                self.found(key, value, layout)?,
+                offset + layout.len as u64,
+            )));
+        }
+        let Some((piece, layout)) = self.stored_record_at(offset)? else {
+            return Ok(None);
+        };
+        let next = offset + layout.len as u64;
+        if layout.compressed || layout.items {
+            let (key, value) = layout
+                .split(&piece)
+                .expect("the piece holds the record, checked by stored_record_at");
+            return Ok(Some((self.decoded(key, value, layout)?, next)));
+        }
+        Ok(Some((RecordBuf::new(piece, layout), next)))
+    }
+
+    /// The record at byte `offset` of the records as stored (a compressed
+    /// value not decoded), read from the source, and its layout: `None`
+    /// at the end of the records.
+    fn stored_record_at(&self, offset: u64) -> Result<Option<(Piece<'_>, Layout)>> {
         let records = &self.records;
         let Some(remaining) = records.length.checked_sub(offset) else {
             return Err(corrupt(
@@ -1201,13 +1228,6 @@ impl<S: Source> Reader<S> {
             return Ok(None);
         }
         let at = records.offset + offset;
-        if let Some(bytes) = self.source.as_slice() {
-            let (layout, key, value) = self.record_in_place(bytes, offset)?;
-            return Ok(Some((
-                self.found(key, value, layout)?,
-                offset + layout.len as u64,
-            )));
-        }
         let mut piece = self
             .source
             .read_at(at, usize::try_from(remaining).unwrap_or(usize::MAX))
@@ -1251,19 +1271,7 @@ impl<S: Source> Reader<S> {
                 .read_exact_at(at, layout.len)
                 .map_err(io_error)?;
         }
-        if layout.compressed || layout.items {
-            let (key, value) = layout
-                .split(&piece)
-                .expect("the piece holds the record, checked above");
-            return Ok(Some((
-                self.decoded(key, value, layout)?,
-                offset + layout.len as u64,
-            )));
-        }
-        Ok(Some((
-            RecordBuf::new(piece, layout),
-            offset + layout.len as u64,
-        )))
+        Ok(Some((piece, layout)))
     }
 
     /// The record found in memory: borrowed as it is, or decoded if its
@@ -1345,39 +1353,79 @@ impl<S: Source> Reader<S> {
                 return Ok(None);
             }
             if layout.items {
-                let decoder = self.decoder_for(layout)?;
-                let mut scratch = None;
-                let record = Record {
-                    key: found,
-                    key_utf8: layout.key_utf8,
-                    value,
-                    kind: layout.kind,
-                };
-                // The frames lie in the source's bytes, in place for as
-                // long as the reader is open: the items they hold are
-                // kept in the decoder's cache (`Decoder::decode_item`).
-                let walked = crate::value::frames::dig_in(
-                    value,
-                    path,
-                    symbolize_names,
-                    &|frame| {
-                        decoder
-                            .decode_item(frame)
-                            .map_err(|what| corrupt(SectionId::Records, &what))
-                    },
-                    &mut scratch,
-                )?;
-                return Ok(Some(answer(&record, Some(walked))));
+                let walked =
+                    self.dig_in_items(found, value, offset, layout, path, symbolize_names, answer)?;
+                return Ok(Some(walked));
             }
             let found = self.found(found, value, layout)?;
             return walk(&found.record(), path, symbolize_names, answer).map(Some);
         }
-        match self.record_at(offset)? {
-            Some((found, _)) if found.key() == key => {
-                walk(&found.record(), path, symbolize_names, answer).map(Some)
-            }
-            _ => Ok(None),
+        let Some((piece, layout)) = self.stored_record_at(offset)? else {
+            return Err(corrupt(
+                SectionId::Records,
+                "record offset past end of records",
+            ));
+        };
+        let (found, value) = layout
+            .split(&piece)
+            .expect("the piece holds the record, checked by stored_record_at");
+        if found != key {
+            return Ok(None);
         }
+        if layout.items {
+            let walked =
+                self.dig_in_items(found, value, offset, layout, path, symbolize_names, answer)?;
+            return Ok(Some(walked));
+        }
+        let found = self.found(found, value, layout)?;
+        walk(&found.record(), path, symbolize_names, answer).map(Some)
+    }
+
+    /// `dig_with` into the value of the record at `offset` (its `key` and
+    /// `value` as stored), which holds compressed items: `value::frames`
+    /// walks the raw levels in place and decodes only the frames the path
+    /// needs, each kept in the decoder's cache by its offset in the file.
+    #[allow(clippy::too_many_arguments)]
+    fn dig_in_items<R>(
+        &self,
+        key: &[u8],
+        value: &[u8],
+        offset: u64,
+        layout: Layout,
+        path: &[crate::value::Probe<'_>],
+        symbolize_names: bool,
+        answer: impl FnOnce(&Record<'_>, Option<crate::value::Dig<'_>>) -> R,
+    ) -> Result<R> {
+        let decoder = self.decoder_for(layout)?;
+        let value_at = self.records.offset + offset + layout.value_start as u64;
+        let mut scratch = None;
+        let record = Record {
+            key,
+            key_utf8: layout.key_utf8,
+            value,
+            kind: layout.kind,
+        };
+        let walked = crate::value::frames::dig_in(
+            value,
+            path,
+            symbolize_names,
+            &|frame| {
+                // Frames lie in `value`, which gives the frame's place in
+                // the file. One elsewhere is in an item decoded from a
+                // frame: damage, refused before it is decoded or kept.
+                let within = (frame.as_ptr() as usize)
+                    .checked_sub(value.as_ptr() as usize)
+                    .filter(|within| within + frame.len() <= value.len())
+                    .ok_or_else(|| {
+                        corrupt(SectionId::Records, "a compressed item inside another")
+                    })?;
+                decoder
+                    .decode_item(value_at + within as u64, frame)
+                    .map_err(|what| corrupt(SectionId::Records, &what))
+            },
+            &mut scratch,
+        )?;
+        Ok(answer(&record, Some(walked)))
     }
 
     /// The decoder of the store's compressed values, made from the
