@@ -477,46 +477,26 @@ fn typed_values_over_64_kib_are_compressed_item_by_item_and_a_dig_walks_only_its
             Some(Default::default()),
             "{source}"
         );
-        let answers = || -> Vec<String> {
-            paths
-                .iter()
-                .map(|path| {
-                    store
-                        .dig_with(b"tree", path, false, |_, walked| format!("{walked:?}"))
-                        .unwrap()
-                        .unwrap()
-                })
-                .collect()
-        };
-        let first = answers();
+        let first = dig_every(&store, &paths);
         let after_first = store.item_cache_stats().unwrap();
         assert!(
             after_first.entries > 0 && after_first.misses > 0,
             "{source}"
         );
         assert!(after_first.bytes <= hashfile::compress::ITEM_CACHE_LEN as u64);
-        assert_eq!(answers(), first, "{source}");
+        assert_eq!(dig_every(&store, &paths), first, "{source}");
         let after_second = store.item_cache_stats().unwrap();
         assert_eq!(after_second.misses, after_first.misses, "{source}");
         assert!(after_second.hits > after_first.hits, "{source}");
     }
     // Threads share the cache: a fresh reader dug from four at once
     // answers as one thread does.
-    let dig_all = |store: &Reader<Vec<u8>>| -> Vec<String> {
-        paths
-            .iter()
-            .map(|path| {
-                store
-                    .dig_with(b"tree", path, false, |_, walked| format!("{walked:?}"))
-                    .unwrap()
-                    .unwrap()
-            })
-            .collect()
-    };
     let shared = Reader::new(bytes.clone()).unwrap();
-    let first = dig_all(&shared);
+    let first = dig_every(&shared, &paths);
     std::thread::scope(|scope| {
-        let digs: Vec<_> = (0..4).map(|_| scope.spawn(|| dig_all(&shared))).collect();
+        let digs: Vec<_> = (0..4)
+            .map(|_| scope.spawn(|| dig_every(&shared, &paths)))
+            .collect();
         for dig in digs {
             assert_eq!(dig.join().unwrap(), first);
         }
@@ -568,4 +548,20 @@ fn compressed_items_in_a_store_without_their_flag_are_damage() {
     let store = Reader::new(bytes).unwrap();
     let e = store.get(b"tree").unwrap_err().to_string();
     assert!(e.contains("does not say the store has them"), "{e}");
+}
+
+/// Where a dig of each path into the value of "tree" ends, as text.
+fn dig_every<S: hashfile::read::Source>(
+    store: &Reader<S>,
+    paths: &[Vec<hashfile::value::Probe<'_>>],
+) -> Vec<String> {
+    paths
+        .iter()
+        .map(|path| {
+            store
+                .dig_with(b"tree", path, false, |_, walked| format!("{walked:?}"))
+                .unwrap()
+                .unwrap()
+        })
+        .collect()
 }

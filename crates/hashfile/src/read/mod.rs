@@ -1347,28 +1347,24 @@ impl<S: Source> Reader<S> {
         let Some(offset) = self.offset_of(key)? else {
             return Ok(None);
         };
-        if let Some(bytes) = self.source.as_slice() {
-            let (layout, found, value) = self.record_in_place(bytes, offset)?;
-            if found != key {
-                return Ok(None);
+        // The record as stored: in place, or read from the source.
+        let piece;
+        let (layout, found, value) = match self.source.as_slice() {
+            Some(bytes) => self.record_in_place(bytes, offset)?,
+            None => {
+                let Some((read, layout)) = self.stored_record_at(offset)? else {
+                    return Err(corrupt(
+                        SectionId::Records,
+                        "record offset past end of records",
+                    ));
+                };
+                piece = read;
+                let (key, value) = layout
+                    .split(&piece)
+                    .expect("the piece holds the record, checked by stored_record_at");
+                (layout, key, value)
             }
-            if layout.items {
-                let walked =
-                    self.dig_in_items(found, value, offset, layout, path, symbolize_names, answer)?;
-                return Ok(Some(walked));
-            }
-            let found = self.found(found, value, layout)?;
-            return walk(&found.record(), path, symbolize_names, answer).map(Some);
-        }
-        let Some((piece, layout)) = self.stored_record_at(offset)? else {
-            return Err(corrupt(
-                SectionId::Records,
-                "record offset past end of records",
-            ));
         };
-        let (found, value) = layout
-            .split(&piece)
-            .expect("the piece holds the record, checked by stored_record_at");
         if found != key {
             return Ok(None);
         }
