@@ -331,16 +331,17 @@ pub struct ItemCacheStats {
     pub entries: u64,
     /// Their decoded bytes (at most [`ITEM_CACHE_LEN`]).
     pub bytes: u64,
-    /// Digs that entered a kept item.
+    /// Items asked for that were kept.
     pub hits: u64,
-    /// Digs that decoded their item.
+    /// Items asked for that were decoded.
     pub misses: u64,
 }
 
 /// Decoded items by their frame's offset in the store's file and length:
 /// each decoder has its own, so a frame of another store (or of the same
-/// path opened again) is never answered from it. Evicts by CLOCK (second chance): an item
-/// entered since the hand last passed it stays another round.
+/// path opened again) is never answered from it. Evicts by CLOCK (second
+/// chance): an item asked for since the hand last passed it stays another
+/// round.
 #[derive(Default)]
 struct ItemCache {
     items: HashMap<ItemPlace, KeptItem>,

@@ -1368,39 +1368,16 @@ impl<S: Source> Reader<S> {
         if found != key {
             return Ok(None);
         }
-        if layout.items {
-            let walked =
-                self.dig_in_items(found, value, offset, layout, path, symbolize_names, answer)?;
-            return Ok(Some(walked));
+        if !layout.items {
+            let found = self.found(found, value, layout)?;
+            return walk(&found.record(), path, symbolize_names, answer).map(Some);
         }
-        let found = self.found(found, value, layout)?;
-        walk(&found.record(), path, symbolize_names, answer).map(Some)
-    }
-
-    /// `dig_with` into the value of the record at `offset` (its `key` and
-    /// `value` as stored), which holds compressed items: `value::frames`
-    /// walks the raw levels in place and decodes only the frames the path
-    /// needs, each kept in the decoder's cache by its offset in the file.
-    #[allow(clippy::too_many_arguments)]
-    fn dig_in_items<R>(
-        &self,
-        key: &[u8],
-        value: &[u8],
-        offset: u64,
-        layout: Layout,
-        path: &[crate::value::Probe<'_>],
-        symbolize_names: bool,
-        answer: impl FnOnce(&Record<'_>, Option<crate::value::Dig<'_>>) -> R,
-    ) -> Result<R> {
+        // A value holding compressed items: `value::frames` walks its raw
+        // levels in place and decodes only the frames the path needs, each
+        // kept in the decoder's cache by its offset in the file.
         let decoder = self.decoder_for(layout)?;
         let value_at = self.records.offset + offset + layout.value_start as u64;
         let mut scratch = None;
-        let record = Record {
-            key,
-            key_utf8: layout.key_utf8,
-            value,
-            kind: layout.kind,
-        };
         let walked = crate::value::frames::dig_in(
             value,
             path,
@@ -1421,7 +1398,13 @@ impl<S: Source> Reader<S> {
             },
             &mut scratch,
         )?;
-        Ok(answer(&record, Some(walked)))
+        let record = Record {
+            key: found,
+            key_utf8: layout.key_utf8,
+            value,
+            kind: layout.kind,
+        };
+        Ok(Some(answer(&record, Some(walked))))
     }
 
     /// The decoder of the store's compressed values, made from the
