@@ -117,6 +117,23 @@ fn a_spilled_build_writes_the_bytes_of_an_unlimited_one() {
             false,
             false,
         ),
+        (
+            "compact index",
+            BuildOptions::for_index(IndexKind::Compact),
+            true,
+            false,
+        ),
+        (
+            "compact index, small parts, typed, compressed, seed 7, in memory",
+            BuildOptions {
+                keys_per_part: 20_000,
+                hash_seed: 7,
+                compression: hashfile::Compression::parse("zstd").unwrap(),
+                ..BuildOptions::for_index(IndexKind::Compact)
+            },
+            false,
+            true,
+        ),
     ];
     for (what, options, streaming, typed) in cases {
         let (spilled, stats) = build(
@@ -150,6 +167,11 @@ fn a_spilled_build_writes_the_bytes_of_an_unlimited_one() {
         );
         let store = Reader::open(dir.path().join("spilled.hf")).unwrap();
         store.verify().unwrap();
+        assert_eq!(
+            store.header().is_compact(),
+            options.index == IndexKind::Compact,
+            "{what}"
+        );
         if options.compression != hashfile::Compression::None {
             let stats = store.compression_stats().unwrap().expect("compressed");
             assert!(stats.stats.values > SPILLED as u64 / 2, "{what}: {stats:?}");
@@ -172,31 +194,30 @@ fn a_spilled_build_writes_the_bytes_of_an_unlimited_one() {
 #[test]
 fn a_spilled_build_reports_a_repeated_key_as_an_unlimited_one_does() {
     let dir = tempfile::tempdir().unwrap();
-    let error = |memory: MemoryLimit| {
-        let path = dir.path().join("out.hf");
-        let options = BuildOptions {
-            memory,
-            ..BuildOptions::default()
+    for index in [IndexKind::Classic, IndexKind::Compact] {
+        let error = |memory: MemoryLimit| {
+            let path = dir.path().join("out.hf");
+            let options = BuildOptions {
+                memory,
+                ..BuildOptions::for_index(index)
+            };
+            let mut builder = Builder::streaming(options, &path).unwrap();
+            fill(&mut builder, SPILLED, false);
+            // Three keys repeated, the one at 400,000 first in input order.
+            for i in [400_000, 5, 400_000, 650_000] {
+                builder.insert_record(Record::text(&key(i), "again"));
+            }
+            let error = builder.write_file(&path).unwrap_err();
+            assert!(!path.exists());
+            (error.to_string(), builder.spill_stats())
         };
-        let mut builder = Builder::streaming(options, &path).unwrap();
-        fill(&mut builder, SPILLED, false);
-        // Three keys repeated, the one at 400,000 first in input order.
-        for i in [400_000, 5, 400_000, 650_000] {
-            builder.insert_record(Record::text(&key(i), "again"));
-        }
-        let error = builder.write_file(&path).unwrap_err();
-        assert!(!path.exists());
-        (
-            error.to_string(),
-            builder.spill_stats().is_some() || memory == limited(),
-        )
-    };
-    let (spilled, _) = error(limited());
-    let (whole, _) = error(unlimited());
-    assert_eq!(spilled, whole);
-    assert!(spilled.contains("user:00400000"), "{spilled}");
-    assert!(spilled.contains("2 other"), "{spilled}");
-    assert_eq!(others(dir.path(), &[]), Vec::<String>::new());
+        let (spilled, _) = error(limited());
+        let (whole, _) = error(unlimited());
+        assert_eq!(spilled, whole, "{index:?}");
+        assert!(spilled.contains("user:00400000"), "{spilled}");
+        assert!(spilled.contains("2 other"), "{spilled}");
+        assert_eq!(others(dir.path(), &[]), Vec::<String>::new());
+    }
 }
 
 /// `on_duplicate: first` and `last` drop the repeats from a spilled
@@ -264,7 +285,13 @@ fn options_a_spilled_build_cannot_honour_are_errors_naming_memory() {
                 ..BuildOptions::default()
             },
         ),
-        ("compact", BuildOptions::for_index(IndexKind::Compact)),
+        (
+            "on_duplicate",
+            BuildOptions {
+                on_duplicate: OnDuplicate::Merge,
+                ..BuildOptions::for_index(IndexKind::Compact)
+            },
+        ),
     ] {
         let options = BuildOptions {
             memory: limited(),

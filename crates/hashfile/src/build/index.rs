@@ -267,7 +267,7 @@ impl SeedBlocks {
 /// The compact index's sections before the slots: the pilots (a byte per
 /// bucket), the parts table, and each part's remap packed at its own width
 /// one after another (docs/FORMAT.md, "The compact index").
-fn compact_sections(hash: &chd::compact::CompactHash) -> Vec<(SectionId, Vec<u8>)> {
+pub(super) fn compact_sections(hash: &chd::compact::CompactHash) -> Vec<(SectionId, Vec<u8>)> {
     let mut parts = Vec::with_capacity(hash.parts().len() * format::PART_ENTRY_LEN);
     let mut remap_bit = 0u64;
     let mut entries = Vec::new();

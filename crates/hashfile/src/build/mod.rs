@@ -785,9 +785,6 @@ impl Builder {
                 ))
             }
         };
-        if o.index == IndexKind::Compact {
-            return Err(unsupported("the compact index builds in memory"));
-        }
         self.check_compressed_entries()?;
         self.cancel.check()?;
         self.seal()?;

@@ -15,9 +15,14 @@
 //!    part, and placed; the pilots go into the seed blocks (in memory: a
 //!    few bits per key), the slots in slot order to a temporary file, and
 //!    the group's file is removed. A free slot below `n` is written as 0
-//!    and remembered, as is each key placed at a slot past `n`.
-//! 3. *Write*: the seed index, the seeds and the remap go after the
-//!    records; the slots are copied after them, each free slot filled with
+//!    and remembered, as is each key placed at a slot past `n`. The
+//!    compact index places its parts the same way
+//!    (`chd::compact::place_parts`), keeping a byte per bucket and each
+//!    part's remap in memory; its keys' slots are their final indices, so
+//!    none is left free.
+//! 3. *Write*: the index sections go after the records (the seed index,
+//!    the seeds and the remap; or the pilots, the parts table and the
+//!    remap); the slots are copied after them, each free slot filled with
 //!    the offset of the key the remap sends there, and the header goes
 //!    first.
 //!
@@ -36,11 +41,12 @@ use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 use super::index::{self, SeedBlocks, Shape};
-use super::options::BuildOptions;
+use super::options::{BuildOptions, IndexKind};
 use super::publish::TempFile;
 use super::records::key_at;
 use crate::bits;
 use crate::cancel::CancelFlag;
+use crate::chd::compact::{self, CompactHash};
 use crate::chd::{self, build::Hashed, BucketMap};
 use crate::error::{Error, Result};
 use crate::format::{record, Header, SectionId};
@@ -228,7 +234,15 @@ pub(super) fn build(
         cancel.check()?;
         let groups = scatter(records, &plan, seed, cancel)?;
         stats.temporary_bytes = stats.temporary_bytes.max(n * SPILL_ENTRY as u64);
-        if let Some(index) = place(records, &plan, groups, seed, offset_bits, options, cancel)? {
+        let placed = match options.index {
+            IndexKind::Classic => {
+                place(records, &plan, groups, seed, offset_bits, options, cancel)?
+            }
+            IndexKind::Compact => {
+                place_compact(records, &plan, groups, seed, offset_bits, options, cancel)?
+            }
+        };
+        if let Some(index) = placed {
             stats.temporary_bytes = stats
                 .temporary_bytes
                 .max(bits::packed_len(n, offset_bits).expect("the slots fit the file"));
@@ -376,13 +390,23 @@ fn each_key(
 /// What placing every group leaves for writing.
 struct Placed {
     geometry: crate::format::Geometry,
-    seeds: SeedBlocks,
+    index: PlacedIndex,
     /// The slots, in slot order, free ones 0: `packed_len(n, width)` bytes.
     slots: TempFile,
-    /// The free slots below `n`, ascending.
-    free: Vec<u64>,
-    /// The used slots past `n`, ascending, and their keys' offsets.
-    past_n: Vec<(u64, u64)>,
+}
+
+/// The index sections besides the slots, by layout.
+enum PlacedIndex {
+    Classic {
+        seeds: SeedBlocks,
+        /// The free slots below `n`, ascending.
+        free: Vec<u64>,
+        /// The used slots past `n`, ascending, and their keys' offsets.
+        past_n: Vec<(u64, u64)>,
+    },
+    /// The compact index's function: its slots are the keys' final
+    /// indices, so none below `n` is free.
+    Compact(CompactHash),
 }
 
 /// Places every group in part order. `None` if the seed failed.
@@ -474,10 +498,103 @@ fn place(
     );
     Ok(Some(Placed {
         geometry,
-        seeds,
+        index: PlacedIndex::Classic {
+            seeds,
+            free,
+            past_n,
+        },
         slots: slots.finish(n).map_err(io)?,
-        free,
-        past_n,
+    }))
+}
+
+/// Places every group in part order with the compact index
+/// (`chd::compact::place_parts`, as an unlimited build places all its
+/// parts at once). `None` if the seed failed.
+fn place_compact(
+    records: &RecordsFile<'_>,
+    plan: &Plan,
+    mut groups: Groups,
+    seed: u64,
+    offset_bits: u32,
+    options: &BuildOptions,
+    cancel: &CancelFlag,
+) -> Result<Option<Placed>> {
+    let n = records.entries;
+    let io = |e| records.io(e);
+    let params = chd::Params {
+        hash_seed: seed,
+        ..options.chd_params()
+    };
+    let max_part = groups.counts.iter().copied().max().unwrap_or(0);
+    let mut geometry = chd::geometry(n, plan.parts, max_part, &params)?;
+    let map = BucketMap::new(&geometry);
+    let (table, remap_len) = compact::part_table(&groups.counts, params.load_factor);
+    geometry.slot_count = n + remap_len;
+    let per_part = geometry.buckets_per_part() as usize;
+    let mut pilots = vec![0u8; geometry.bucket_count as usize];
+    let mut remap = vec![0u32; remap_len as usize];
+    let mut slots = SlotWriter::new(
+        TempFile::create_beside(records.destination).map_err(io)?,
+        offset_bits,
+    );
+    for g in 0..plan.groups {
+        cancel.check()?;
+        let parts = plan.parts_of(g);
+        let (first, last) = (parts.start as usize, parts.end as usize);
+        let counts = &groups.counts[first..last];
+        let file = groups.files[g as usize].take().expect("each group once");
+        let (mut hashed, offsets, _) = read_group(records, &file, plan.parts, parts.start, counts)?;
+        let keys = |id: usize| key_at(records.mapped, offsets[id] as usize);
+        let group = &table[first..last];
+        let remap_of = |part: &compact::Part| {
+            let start = part.remap_first as usize;
+            start..start + (part.slots - part.keys) as usize
+        };
+        let remaps = remap_of(&group[0]).start..remap_of(&group[group.len() - 1]).end;
+        let outcomes = compact::place_parts(
+            &mut hashed,
+            group,
+            parts.start,
+            &mut pilots[first * per_part..last * per_part],
+            &mut remap[remaps],
+            &map,
+            seed,
+            &keys,
+            cancel,
+        );
+        match compact::judge(&outcomes, &keys, &params, n.div_ceil(plan.parts), cancel) {
+            Ok(true) => {}
+            Ok(false) => return Ok(None),
+            Err(Error::DuplicateKey { .. }) => {
+                // Earlier groups had no repeated key: they were placed.
+                groups.files[g as usize] = Some(file);
+                return Err(duplicate_error(
+                    records,
+                    &groups.files[g as usize..],
+                    cancel,
+                )?);
+            }
+            Err(e) => return Err(e),
+        }
+        drop(file);
+        // The group's keys take the final indices from its first part's
+        // first key on, one each: their offsets in that order.
+        let first_key = group[0].first_key;
+        let mut by_index = vec![0u64; hashed.len()];
+        for e in &hashed {
+            by_index[(e.hash - first_key) as usize] = offsets[e.index as usize];
+        }
+        drop(hashed);
+        drop(offsets);
+        for &offset in &by_index {
+            slots.push(offset).map_err(io)?;
+        }
+    }
+    let hash = CompactHash::from_parts(seed, geometry, pilots, table, remap);
+    Ok(Some(Placed {
+        geometry,
+        index: PlacedIndex::Compact(hash),
+        slots: slots.finish(n).map_err(io)?,
     }))
 }
 
@@ -600,15 +717,30 @@ fn write(
 ) -> Result<Header> {
     let io = |e| records.io(e);
     let n = records.entries;
-    let (seed_index, seeds) = placed.seeds.finish()?;
-    // remap[s - n] is where the key at slot s >= n goes: the free slots
-    // below n, in order.
-    let m = placed.geometry.slot_count;
-    let mut remap = vec![0u64; (m - n) as usize];
-    for (&(s, _), &to) in placed.past_n.iter().zip(&placed.free) {
-        remap[(s - n) as usize] = to;
-    }
-    let remap = bits::pack(&remap, bits::bits_for(n.saturating_sub(1)));
+    let (index, free, past_n) = match placed.index {
+        PlacedIndex::Classic {
+            seeds,
+            free,
+            past_n,
+        } => {
+            let (seed_index, seeds) = seeds.finish()?;
+            // remap[s - n] is where the key at slot s >= n goes: the free
+            // slots below n, in order.
+            let m = placed.geometry.slot_count;
+            let mut remap = vec![0u64; (m - n) as usize];
+            for (&(s, _), &to) in past_n.iter().zip(&free) {
+                remap[(s - n) as usize] = to;
+            }
+            let remap = bits::pack(&remap, bits::bits_for(n.saturating_sub(1)));
+            let index = vec![
+                (SectionId::SeedIndex, seed_index),
+                (SectionId::Seeds, seeds),
+                (SectionId::Remap, remap),
+            ];
+            (index, free, past_n)
+        }
+        PlacedIndex::Compact(hash) => (index::compact_sections(&hash), Vec::new(), Vec::new()),
+    };
     let slots_len = bits::packed_len(n, offset_bits).expect("the slots fit the file");
     let shape = Shape {
         records_len: records.len(),
@@ -627,16 +759,12 @@ fn write(
         .map(|d| (SectionId::Dictionary, d.len() as u64, checksum(d)))
         .into_iter()
         .collect();
-    sections.extend([
-        (
-            SectionId::SeedIndex,
-            seed_index.len() as u64,
-            checksum(&seed_index),
-        ),
-        (SectionId::Seeds, seeds.len() as u64, checksum(&seeds)),
-        (SectionId::Remap, remap.len() as u64, checksum(&remap)),
-        (SectionId::Slots, slots_len, 0),
-    ]);
+    sections.extend(
+        index
+            .iter()
+            .map(|(id, bytes)| (*id, bytes.len() as u64, checksum(bytes))),
+    );
+    sections.push((SectionId::Slots, slots_len, 0));
     // Where each section goes does not depend on the checksums.
     let at = |header: &Header, id| header.section(id).offset;
     let header = index::lay_out(&shape, &sections, options);
@@ -645,18 +773,15 @@ fn write(
         file.write_all_at(dictionary, at(&header, SectionId::Dictionary))
             .map_err(io)?;
     }
-    file.write_all_at(&seed_index, at(&header, SectionId::SeedIndex))
-        .map_err(io)?;
-    file.write_all_at(&seeds, at(&header, SectionId::Seeds))
-        .map_err(io)?;
-    file.write_all_at(&remap, at(&header, SectionId::Remap))
-        .map_err(io)?;
+    for (id, bytes) in &index {
+        file.write_all_at(bytes, at(&header, *id)).map_err(io)?;
+    }
+    drop(index);
     // The slots, each free one given the offset of the key the remap
     // sends there.
-    let mut fill = placed
-        .free
+    let mut fill = free
         .iter()
-        .zip(placed.past_n.iter().map(|&(_, offset)| offset))
+        .zip(past_n.iter().map(|&(_, offset)| offset))
         .peekable();
     let mut hasher = xxhash_rust::xxh3::Xxh3::new();
     let mut chunk = vec![0u8; chunk_bytes(offset_bits) + 8];

@@ -84,6 +84,25 @@ pub struct CompactHash {
 }
 
 impl CompactHash {
+    /// The function of the parts `place_parts` placed, with the hash seed
+    /// and geometry they were placed with.
+    pub(crate) fn from_parts(
+        seed: u64,
+        geometry: Geometry,
+        pilots: Vec<u8>,
+        parts: Vec<Part>,
+        remap: Vec<u32>,
+    ) -> CompactHash {
+        CompactHash {
+            seed,
+            map: BucketMap::new(&geometry),
+            geometry,
+            pilots,
+            parts,
+            remap,
+        }
+    }
+
     /// Builds the function of `keys` (distinct) with `params`; the
     /// `keys_per_part`, `keys_per_bucket`, `load_factor` and skew apply as
     /// in the classic layout.
@@ -220,32 +239,79 @@ where
         .unwrap_or(0);
     let mut geometry = geometry(n64, parts, max_part as u64, params)?;
     let map = BucketMap::new(&geometry);
-    let per_part = geometry.buckets_per_part() as usize;
-    let part_slots = |keys: usize| -> u32 {
-        ((keys as f64 / params.load_factor).ceil() as u64).max(keys as u64) as u32
-    };
-    let mut table = Vec::with_capacity(parts as usize);
+    let counts: Vec<u64> = part_starts
+        .windows(2)
+        .map(|w| (w[1] - w[0]) as u64)
+        .collect();
+    let (table, remap_len) = part_table(&counts, params.load_factor);
+    geometry.slot_count = n64 + remap_len;
+
+    let mut pilots = vec![0u8; geometry.bucket_count as usize];
+    let mut remap = vec![0u32; remap_len as usize];
+    let outcomes = place_parts(
+        &mut hashed,
+        &table,
+        0,
+        &mut pilots,
+        &mut remap,
+        &map,
+        seed,
+        keys,
+        cancel,
+    );
+    if !judge(&outcomes, keys, params, n64.div_ceil(parts), cancel)? {
+        return Ok(None);
+    }
+    let hash = CompactHash::from_parts(seed, geometry, pilots, table, remap);
+    Ok(Some((hash, hashed)))
+}
+
+/// The parts table of parts holding `counts` keys each, in order: each
+/// gets `ceil(n_p / load_factor)` slots (at least `n_p`) and its remap
+/// entries follow the previous part's. Also the remap's length in all.
+pub(crate) fn part_table(counts: &[u64], load_factor: f64) -> (Vec<Part>, u64) {
+    let mut table = Vec::with_capacity(counts.len());
     let (mut first_key, mut remap_first) = (0u64, 0u64);
-    for w in part_starts.windows(2) {
-        let keys = w[1] - w[0];
-        let slots = part_slots(keys);
+    for &keys in counts {
+        let slots = ((keys as f64 / load_factor).ceil() as u64).max(keys) as u32;
         table.push(Part {
             first_key,
             remap_first,
             keys: keys as u32,
             slots,
         });
-        first_key += keys as u64;
-        remap_first += (slots as usize - keys) as u64;
+        first_key += keys;
+        remap_first += slots as u64 - keys;
     }
-    geometry.slot_count = n64 + remap_first;
+    (table, remap_first)
+}
 
-    let mut pilots = vec![0u8; geometry.bucket_count as usize];
-    let mut remap = vec![0u32; remap_first as usize];
-    let mut chunks: Vec<&mut [Hashed]> = Vec::with_capacity(parts as usize);
-    let mut remaps: Vec<&mut [u32]> = Vec::with_capacity(parts as usize);
-    let (mut rest, mut remap_rest) = (hashed.as_mut_slice(), remap.as_mut_slice());
-    for part in &table {
+/// Places the parts `table` describes, the first of which is part
+/// `first_part` of the store, in parallel: `hashed` holds their keys
+/// grouped by part, in table order, `pilots` their buckets' pilots and `remap` their remap entries
+/// (from `table[0].remap_first` on). Each key's hash becomes its final
+/// index. A whole build places every part at once; a spilled one
+/// (`build::spill`) a group of parts at a time, into the same bytes.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn place_parts<'a, K>(
+    hashed: &mut [Hashed],
+    table: &[Part],
+    first_part: u64,
+    pilots: &mut [u8],
+    remap: &mut [u32],
+    map: &BucketMap,
+    seed: u64,
+    keys: &K,
+    cancel: &CancelFlag,
+) -> Vec<Placement>
+where
+    K: Fn(usize) -> &'a [u8] + Sync,
+{
+    let per_part = map.buckets_per_part() as usize;
+    let mut chunks: Vec<&mut [Hashed]> = Vec::with_capacity(table.len());
+    let mut remaps: Vec<&mut [u32]> = Vec::with_capacity(table.len());
+    let (mut rest, mut remap_rest) = (hashed, remap);
+    for part in table {
         let (head, tail) = rest.split_at_mut(part.keys as usize);
         chunks.push(head);
         rest = tail;
@@ -254,19 +320,20 @@ where
         remap_rest = tail;
     }
     let gave_up = AtomicBool::new(false);
-    let outcomes: Vec<Placement> = chunks
+    chunks
         .into_par_iter()
         .zip(remaps)
         .zip(pilots.par_chunks_mut(per_part.max(1)))
         .enumerate()
-        .map(|(p, ((members, remap), pilots))| {
+        .map(|(i, ((members, remap), pilots))| {
+            let p = first_part + i as u64;
             let placed = place_part(
                 members,
                 pilots,
                 remap,
-                &map,
-                &table[p],
-                mix(seed ^ (p as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)),
+                map,
+                &table[i],
+                mix(seed ^ p.wrapping_mul(0x9e37_79b9_7f4a_7c15)),
                 keys,
                 cancel,
                 &gave_up,
@@ -276,33 +343,37 @@ where
             }
             placed
         })
-        .collect();
-    if let Some(duplicate) = first_duplicate(&outcomes, keys) {
+        .collect()
+}
+
+/// What placing parts came to: `Ok(true)` if every part was placed,
+/// `Ok(false)` if the next hash seed should be tried, and an error for a
+/// repeated key, parts the options make too hard (parts of about
+/// `keys_per_part` keys), or a cancelled build.
+pub(crate) fn judge<'a, K>(
+    outcomes: &[Placement],
+    keys: &K,
+    params: &Params,
+    keys_per_part: u64,
+    cancel: &CancelFlag,
+) -> Result<bool>
+where
+    K: Fn(usize) -> &'a [u8] + Sync,
+{
+    if let Some(duplicate) = first_duplicate(outcomes, keys) {
         return Err(duplicate);
     }
     if outcomes.contains(&Placement::TooHard) {
         return Err(Error::InvalidOption {
             name: "keys_per_bucket",
             reason: format!(
-                "the compact index could not place buckets of {} keys on average in parts of about {} keys after {MAX_EVICTIONS_PER_KEY} displacements per key; lower keys_per_bucket (the compact default is 4.0), raise keys_per_part, or lower load_factor",
+                "the compact index could not place buckets of {} keys on average in parts of about {keys_per_part} keys after {MAX_EVICTIONS_PER_KEY} displacements per key; lower keys_per_bucket (the compact default is 4.0), raise keys_per_part, or lower load_factor",
                 params.keys_per_bucket,
-                n64.div_ceil(parts)
             ),
         });
     }
     cancel.check()?;
-    if outcomes.iter().any(|o| *o != Placement::Placed) {
-        return Ok(None);
-    }
-    let hash = CompactHash {
-        seed,
-        geometry,
-        map,
-        pilots,
-        parts: table,
-        remap,
-    };
-    Ok(Some((hash, hashed)))
+    Ok(outcomes.iter().all(|o| *o == Placement::Placed))
 }
 
 /// Pilots whose first key's slot `free_pilot` works out together.
