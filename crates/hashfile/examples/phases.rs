@@ -1,7 +1,8 @@
 //! Times the phases of `pipeline::build_from`, the path `hashfile build`
 //! takes, with the default options:
 //! `cargo run --release --example phases -p hashfile -- IN.jsonl OUT.hf [MEMORY]`
-//! (MEMORY as `--memory` takes it: `64M`, `auto`).
+//! (MEMORY as `--memory` takes it: `64M`, `auto`); `INDEX=compact` builds
+//! the compact index.
 use hashfile::import::{ImportOptions, InputFormat};
 use hashfile::pipeline::{build_from, Input, Phase};
 use hashfile::BuildOptions;
@@ -23,7 +24,10 @@ fn main() {
         BuildOptions {
             memory: hashfile::MemoryLimit::parse(args.get(3).map_or("auto", |m| m.as_str()))
                 .unwrap(),
-            ..BuildOptions::default()
+            ..BuildOptions::for_index(
+                hashfile::IndexKind::parse(&std::env::var("INDEX").unwrap_or("classic".into()))
+                    .unwrap(),
+            )
         },
         &hashfile::CancelFlag::new(),
         &mut |p| {

@@ -65,8 +65,14 @@ pub(super) fn prepare(
             (built.seed, built.geometry, index, built.slots)
         }
         IndexKind::Compact => {
-            let (hash, slots) =
-                chd::compact::build(n, key, offsets.ids(), &options.chd_params(), cancel)?;
+            let (hash, slots) = chd::compact::build(
+                n,
+                key,
+                offsets.ids(),
+                records.hashes,
+                &options.chd_params(),
+                cancel,
+            )?;
             cancel.check()?;
             (
                 hash.seed(),

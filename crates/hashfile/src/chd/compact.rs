@@ -107,7 +107,14 @@ impl CompactHash {
     /// `keys_per_part`, `keys_per_bucket`, `load_factor` and skew apply as
     /// in the classic layout.
     pub fn new(keys: &[&[u8]], params: &Params) -> Result<CompactHash> {
-        let (hash, _) = build(keys.len(), |i| keys[i], None, params, &CancelFlag::new())?;
+        let (hash, _) = build(
+            keys.len(),
+            |i| keys[i],
+            None,
+            None,
+            params,
+            &CancelFlag::new(),
+        )?;
         Ok(hash)
     }
 
@@ -189,13 +196,15 @@ pub fn remap_bits(keys: u32) -> u32 {
     (32 - keys.saturating_sub(1).leading_zeros()).max(1)
 }
 
-/// Builds the compact function of `n` keys (key `i` is `keys(id(i))`, as
-/// in `build::build`), trying seeds `hash_seed`, `+1`, ... Returns it with
+/// Builds the compact function of `n` keys (key `i` is `keys(id(i))`, and
+/// `hashes`, if given, their hashes with `params.hash_seed`, as in
+/// `build::build`), trying seeds `hash_seed`, `+1`, ... Returns it with
 /// every key's final index (in the `hash` field) and id.
 pub(crate) fn build<'a, K>(
     n: usize,
     keys: K,
     ids: Option<&[u32]>,
+    hashes: Option<&[u64]>,
     params: &Params,
     cancel: &CancelFlag,
 ) -> Result<(CompactHash, Vec<Hashed>)>
@@ -206,7 +215,10 @@ where
     let id = |i: usize| ids.map_or(i as u32, |ids| ids[i]);
     for attempt in 0..MAX_SEED_ATTEMPTS {
         let seed = params.hash_seed.wrapping_add(attempt as u64);
-        if let Some(built) = try_seed(&keys, &id, n, seed, params, cancel)? {
+        // A builder's hashes spare reading every key again (and, in a
+        // streaming build, mapping every page of its records).
+        let hashes = hashes.filter(|h| attempt == 0 && h.len() == n);
+        if let Some(built) = try_seed(&keys, &id, hashes, n, seed, params, cancel)? {
             return Ok(built);
         }
     }
@@ -219,6 +231,7 @@ where
 fn try_seed<'a, K, I>(
     keys: &K,
     id: &I,
+    hashes: Option<&[u64]>,
     n: usize,
     seed: u64,
     params: &Params,
@@ -230,8 +243,10 @@ where
 {
     let n64 = n as u64;
     let parts = part_count(n64, params.keys_per_part);
-    let (mut hashed, part_starts) =
-        hash_by_part(&|i| hash_key(keys(id(i) as usize), seed), id, n, parts);
+    let (mut hashed, part_starts) = match hashes {
+        Some(hashes) => hash_by_part(&|i| hashes[i], id, n, parts),
+        None => hash_by_part(&|i| hash_key(keys(id(i) as usize), seed), id, n, parts),
+    };
     let max_part = part_starts
         .windows(2)
         .map(|w| w[1] - w[0])
@@ -626,8 +641,15 @@ mod tests {
         ] {
             let keys = keys(n);
             let refs: Vec<&[u8]> = keys.iter().map(|k| k.as_slice()).collect();
-            let (hash, slots) =
-                build(n, |i| refs[i], None, &params(per_part), &CancelFlag::new()).unwrap();
+            let (hash, slots) = build(
+                n,
+                |i| refs[i],
+                None,
+                None,
+                &params(per_part),
+                &CancelFlag::new(),
+            )
+            .unwrap();
             let mut seen = vec![false; n];
             for e in &slots {
                 let index = hash.index(refs[e.index as usize]);
