@@ -16,11 +16,13 @@
 #
 #   ruby bench/scale/run.rb                            # 10M and 100M, --memory auto
 #   SIZES=1000000000 MEMORY=3G ruby bench/scale/run.rb  # the billion (about 40 GB of disk)
+#   INDEX=compact ruby bench/scale/run.rb              # the compact index (--index compact)
 #   QUICK=1 ruby bench/scale/run.rb                    # CI: 1M keys, checks the bytes
 #
 # QUICK=1 builds 1M pairs three ways, --memory 16M (which spills: 1M keys'
-# index data is about 32 MB), 64M and unlimited, and fails unless the three
-# stores are the same bytes and the first spilled. DIR puts the stores
+# index data is about 32 MB), 64M and unlimited, with each index layout,
+# and fails unless each layout's three stores are the same bytes and the
+# first spilled. DIR puts the stores
 # elsewhere than bench/data/scale; each is removed after its size is
 # measured, so that the next has the disk.
 require_relative "../support"
@@ -30,6 +32,7 @@ require "rbconfig"
 ROOT = File.expand_path("../..", __dir__)
 QUICK = BenchData::QUICK
 DIR = ENV.fetch("DIR", File.join(BenchData::DIR, "scale"))
+INDEX = ENV.fetch("INDEX", "classic")
 HASHFILE = [RbConfig.ruby, "-I", File.join(ROOT, "lib"), File.join(ROOT, "exe", "hashfile")].freeze
 # In the profile the extension is built in (the Rakefile's CARGO_PROFILE).
 PROFILE = ENV.fetch("HASHFILE_CARGO_PROFILE", "release")
@@ -65,7 +68,7 @@ def temporary_bytes(output)
 end
 
 # Builds `entries` pairs into `output` with `memory`; returns the measures.
-def build(entries, output, memory)
+def build(entries, output, memory, index = INDEX)
   FileUtils.rm_f(output)
   peak_temporary = peak_spill = 0
   done = false
@@ -79,7 +82,7 @@ def build(entries, output, memory)
   end
   started = BenchData.clock
   pipeline = "#{File.join(EXAMPLES, "pairs")} #{entries} | /usr/bin/time -f 'PEAK_RSS_KB %M' " \
-             "#{HASHFILE.map { |a| "'#{a}'" }.join(" ")} build - --format jsonl -o '#{output}' --memory #{memory}"
+             "#{HASHFILE.map { |a| "'#{a}'" }.join(" ")} build - --format jsonl -o '#{output}' --memory #{memory} --index #{index}"
   out, status = Open3.capture2e("bash", "-o", "pipefail", "-c", pipeline)
   seconds = BenchData.clock - started
   done = true
@@ -124,23 +127,25 @@ end
 
 if QUICK
   pairs = 1_000_000
-  outputs = {}
-  spilled = {}
-  %w[16M 64M 64G].each do |memory|
-    output = File.join(DIR, "quick-#{memory}.hf")
-    measured = build(pairs, output, memory)
-    outputs[memory] = output
-    spilled[memory] = measured[:spilled]
-    puts format("1M pairs, --memory %-4s %.2f s, %s, peak RSS %s, temporary disk besides the store's at most %s%s",
-                memory, measured[:seconds], human(measured[:bytes]), human(measured[:rss]), human(measured[:spill]),
-                measured[:spilled] ? " (spilled)" : "")
+  %w[classic compact].each do |index|
+    outputs = {}
+    spilled = {}
+    %w[16M 64M 64G].each do |memory|
+      output = File.join(DIR, "quick-#{index}-#{memory}.hf")
+      measured = build(pairs, output, memory, index)
+      outputs[memory] = output
+      spilled[memory] = measured[:spilled]
+      puts format("1M pairs, --index %-7s --memory %-4s %.2f s, %s, peak RSS %s, temporary disk besides the store's at most %s%s",
+                  index, memory, measured[:seconds], human(measured[:bytes]), human(measured[:rss]), human(measured[:spill]),
+                  measured[:spilled] ? " (spilled)" : "")
+    end
+    bytes = outputs.transform_values { |path| File.binread(path) }
+    abort "FAIL: --index #{index}: --memory 16M, 64M and unlimited wrote different stores" unless bytes.values.uniq.size == 1
+    abort "FAIL: --index #{index}: 1M keys under --memory 16M did not spill" unless spilled["16M"]
+    abort "FAIL: --index #{index}: 1M keys spilled without a limit" if spilled["64G"]
+    puts "OK: 1M pairs under --memory 16M (spilled) and 64M give the bytes of an unlimited build, --index #{index}"
+    outputs.each_value { |p| FileUtils.rm_f(p) }
   end
-  bytes = outputs.transform_values { |path| File.binread(path) }
-  abort "FAIL: --memory 16M, 64M and unlimited wrote different stores" unless bytes.values.uniq.size == 1
-  abort "FAIL: 1M keys under --memory 16M did not spill" unless spilled["16M"]
-  abort "FAIL: 1M keys spilled without a limit" if spilled["64G"]
-  puts "OK: 1M pairs under --memory 16M (spilled) and 64M give the bytes of an unlimited build"
-  outputs.each_value { |p| FileUtils.rm_f(p) }
   exit 0
 end
 
@@ -148,7 +153,7 @@ sizes = ENV.fetch("SIZES", "10000000,100000000").split(",").map { |s| Integer(s.
 memory = ENV.fetch("MEMORY", "auto")
 rows = sizes.map do |entries|
   output = File.join(DIR, "pairs-#{entries}.hf")
-  warn "building #{entries} pairs under --memory #{memory} ..."
+  warn "building #{entries} pairs under --memory #{memory}, --index #{INDEX} ..."
   drop_caches.call
   measured = build(entries, output, memory)
   warn format("  built in %.1f s: %s, peak RSS %s, spill files at most %s, all temporary files at most %s%s",
