@@ -80,6 +80,7 @@ class BuildTest < HashfileTest
     Hashfile.open(path) do |db|
       data.each { |k, v| assert_equal v, db[k] }
       assert_equal %i[pilots parts remap slots records], db.info[:sections].keys
+      assert_equal :compact, db.info[:index]
       assert_operator db.info[:mphf_bits_per_key], :<, 2.3
       assert db.verify
     end

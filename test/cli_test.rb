@@ -41,6 +41,7 @@ class CLITest < HashfileTest
     assert_equal 3, info["entries"]
     assert_equal File.size(path), info["file_bytes"]
     assert_kind_of Float, info["mphf_bits_per_key"]
+    assert_equal "classic", info["index"]
     assert_equal %w[seed_index seeds remap slots records], info["sections"].keys
     assert_equal 3.5, info["parameters"]["keys_per_bucket"]
 
@@ -51,6 +52,7 @@ class CLITest < HashfileTest
     assert_match(/^  entries +3$/, out)
     assert_match(/^  file size +\d+ B \(\d+ bytes\)$/, out)
     assert_match(/^  value types +string 3$/, out)
+    assert_match(/^  index +classic, \d+\.\d\d bits\/key \(the seeds and their index: \d+\.\d\d\)$/, out)
     assert_match(/^  build keys_per_bucket +3.5$/, out)
     # Every value starts in the same column.
     assert_equal 1, out.lines.drop(1).map { |l| l[/\A  \S+(?: \S+)*  +/].size }.uniq.size

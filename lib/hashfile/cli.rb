@@ -529,7 +529,8 @@ module Hashfile
       rows = [
         ["entries", commas(info[:entries])],
         ["file size", "#{human_bytes(info[:file_bytes])} (#{commas(info[:file_bytes])} bytes)"],
-        ["index", format("%.2f bits/key (the seeds and their index: %.2f)", info[:mphf_bits_per_key], info[:seed_bits_per_key])]
+        ["index", format("%s, %.2f bits/key (the %s: %.2f)", info[:index], info[:mphf_bits_per_key],
+                         info[:index] == :compact ? "pilots" : "seeds and their index", info[:seed_bits_per_key])]
       ]
       if (types = info[:value_types])
         rows << ["value types", types.sort_by { |name, n| [-n, name] }.map { |name, n| "#{name} #{commas(n)}" }.join(", ")]

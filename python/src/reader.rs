@@ -379,6 +379,7 @@ impl NativeReader {
                 let store = table.as_store().expect("a store or a dataset");
                 let i = store.info();
                 info.set_item("entries", i.entries)?;
+                info.set_item("index", i.index.name())?;
                 info.set_item("file_bytes", i.file_bytes)?;
                 info.set_item("mphf_bits_per_key", i.mphf_bits_per_key)?;
                 let sections = PyDict::new(py);

@@ -97,6 +97,7 @@ def test_the_compact_index(tmp_path):
         assert all(db[k] == v for k, v in data.items())
         info = db.info()
         assert set(info["sections"]) == {"pilots", "parts", "remap", "slots", "records"}
+        assert info["index"] == "compact"
         assert info["mphf_bits_per_key"] < 2.3
         assert db.verify() is True
     with pytest.raises(ValueError, match="seed_block_len applies to the classic index"):

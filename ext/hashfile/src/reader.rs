@@ -593,6 +593,7 @@ fn store_info(ruby: &Ruby, store: &hashfile_runtime::Store) -> Result<RHash, Err
         format!("{}.{}", header.major, header.minor),
     )?;
     out.aset(sym("entries"), info.entries)?;
+    out.aset(sym("index"), sym(info.index.name()))?;
     out.aset(sym("file_bytes"), info.file_bytes)?;
     out.aset(sym("mphf_bits_per_key"), info.mphf_bits_per_key)?;
     out.aset(sym("seed_bits_per_key"), info.seed_bits_per_key)?;

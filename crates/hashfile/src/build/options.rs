@@ -205,52 +205,9 @@ impl OnDuplicate {
     }
 }
 
-/// The index layout a build writes.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum IndexKind {
-    /// The smallest pilot below 2^24 for each bucket, in bit-packed blocks.
-    #[default]
-    Classic,
-    /// A pilot of one byte for each bucket, found by evict-and-retry, and
-    /// parts of their own size: about 2.17 bits per key.
-    Compact,
-}
-
-impl IndexKind {
-    /// The names options give the layouts.
-    pub const NAMES: [(&'static str, IndexKind); 2] = [
-        ("classic", IndexKind::Classic),
-        ("compact", IndexKind::Compact),
-    ];
-
-    /// The layout named `name`.
-    pub fn from_name(name: &str) -> Option<IndexKind> {
-        Self::NAMES
-            .iter()
-            .find(|(n, _)| *n == name)
-            .map(|(_, k)| *k)
-    }
-
-    /// The layout's name.
-    pub fn name(self) -> &'static str {
-        Self::NAMES
-            .iter()
-            .find(|(_, k)| *k == self)
-            .map_or("classic", |(n, _)| n)
-    }
-
-    /// The layout named `name`, or an error listing the names: for a
-    /// binding's `index` option.
-    pub fn parse(name: &str) -> Result<IndexKind> {
-        Self::from_name(name).ok_or_else(|| Error::InvalidOption {
-            name: "index",
-            reason: format!(
-                "{name:?} is not an index layout; one of {}",
-                Self::NAMES.map(|(n, _)| n).join(", ")
-            ),
-        })
-    }
-}
+/// The index layout a build writes (defined with the format, whose
+/// headers name it too).
+pub use crate::format::IndexKind;
 
 /// keys_per_bucket of [`BuildOptions::compact`]: 8 bits a bucket over 4
 /// keys, 2 bits a key, plus the remap (about 0.17).

@@ -305,6 +305,16 @@ impl Header {
         self.required_flags & REQUIRED_COMPACT_INDEX != 0
     }
 
+    /// The store's index layout.
+    #[inline]
+    pub fn index_kind(&self) -> IndexKind {
+        if self.is_compact() {
+            IndexKind::Compact
+        } else {
+            IndexKind::Classic
+        }
+    }
+
     /// Whether the store has a dictionary section (it was built with
     /// compression; its records may still all be raw).
     #[inline]
@@ -732,5 +742,53 @@ impl Header {
         // The seeds section's length is checked against the seed index's
         // last entry at open, which needs the section's bytes.
         Ok(())
+    }
+}
+
+/// The index layout of a store: what a build writes (`BuildOptions::index`)
+/// and a header says (`Header::index_kind`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum IndexKind {
+    /// The smallest pilot below 2^24 for each bucket, in bit-packed blocks.
+    #[default]
+    Classic,
+    /// A pilot of one byte for each bucket, found by evict-and-retry, and
+    /// parts of their own size: about 2.17 bits per key.
+    Compact,
+}
+
+impl IndexKind {
+    /// The names options give the layouts.
+    pub const NAMES: [(&'static str, IndexKind); 2] = [
+        ("classic", IndexKind::Classic),
+        ("compact", IndexKind::Compact),
+    ];
+
+    /// The layout named `name`.
+    pub fn from_name(name: &str) -> Option<IndexKind> {
+        Self::NAMES
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, k)| *k)
+    }
+
+    /// The layout's name.
+    pub fn name(self) -> &'static str {
+        Self::NAMES
+            .iter()
+            .find(|(_, k)| *k == self)
+            .map_or("classic", |(n, _)| n)
+    }
+
+    /// The layout named `name`, or an error listing the names: for a
+    /// binding's `index` option.
+    pub fn parse(name: &str) -> Result<IndexKind> {
+        Self::from_name(name).ok_or_else(|| Error::InvalidOption {
+            name: "index",
+            reason: format!(
+                "{name:?} is not an index layout; one of {}",
+                Self::NAMES.map(|(n, _)| n).join(", ")
+            ),
+        })
     }
 }

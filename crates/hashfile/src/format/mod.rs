@@ -8,7 +8,7 @@ mod header;
 pub mod record;
 pub mod varint;
 
-pub use header::{BuildParameters, Geometry, Header, PartEntry, Section, SectionId};
+pub use header::{BuildParameters, Geometry, Header, IndexKind, PartEntry, Section, SectionId};
 pub use record::Record;
 
 /// First eight bytes of every store. The high byte and the CR LF catch files

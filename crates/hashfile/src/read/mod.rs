@@ -18,7 +18,8 @@ use crate::chd::{self, BucketMap};
 use crate::error::{Error, Result};
 use crate::format::record::{self, Layout};
 use crate::format::{
-    Header, PartEntry, Record, Section, SectionId, ValueKind, HEADER_PREFIX_LEN, PART_ENTRY_LEN,
+    Header, IndexKind, PartEntry, Record, Section, SectionId, ValueKind, HEADER_PREFIX_LEN,
+    PART_ENTRY_LEN,
 };
 use std::ops::Range;
 
@@ -1647,6 +1648,7 @@ impl<S: Source> Reader<S> {
         };
         Info {
             entries: h.geometry.entry_count,
+            index: h.index_kind(),
             file_bytes: h.file_len,
             section_bytes: sizes,
             mphf_bits_per_key: per_key(mphf_bytes),
@@ -1660,6 +1662,8 @@ impl<S: Source> Reader<S> {
 pub struct Info {
     /// Number of entries.
     pub entries: u64,
+    /// The index layout.
+    pub index: IndexKind,
     /// Length of the file.
     pub file_bytes: u64,
     /// Length of each section, in section-table order.
