@@ -409,6 +409,45 @@ enum PlacedIndex {
     Compact(CompactHash),
 }
 
+/// The perfect hash's parameters with `seed`, and the geometry the
+/// scatter's counts give, as an unlimited build works them out.
+fn shape_of(
+    n: u64,
+    plan: &Plan,
+    groups: &Groups,
+    seed: u64,
+    options: &BuildOptions,
+) -> Result<(chd::Params, crate::format::Geometry)> {
+    let params = chd::Params {
+        hash_seed: seed,
+        ..options.chd_params()
+    };
+    let max_part = groups.counts.iter().copied().max().unwrap_or(0);
+    let geometry = chd::geometry(n, plan.parts, max_part, &params)?;
+    Ok((params, geometry))
+}
+
+/// What placing group `g` (read from `file`) came to, judged: `Ok(true)`
+/// if it was placed, `Ok(false)` if the seed failed, and for a repeated
+/// key the error an unlimited build gives, found in the groups not yet
+/// placed (earlier groups had no repeated key: they were placed).
+fn settle(
+    judged: Result<bool>,
+    records: &RecordsFile<'_>,
+    groups: &mut Groups,
+    g: usize,
+    file: TempFile,
+    cancel: &CancelFlag,
+) -> Result<bool> {
+    match judged {
+        Err(Error::DuplicateKey { .. }) => {
+            groups.files[g] = Some(file);
+            Err(duplicate_error(records, &groups.files[g..], cancel)?)
+        }
+        judged => judged,
+    }
+}
+
 /// Places every group in part order. `None` if the seed failed.
 fn place(
     records: &RecordsFile<'_>,
@@ -421,12 +460,7 @@ fn place(
 ) -> Result<Option<Placed>> {
     let n = records.entries;
     let io = |e| records.io(e);
-    let params = chd::Params {
-        hash_seed: seed,
-        ..options.chd_params()
-    };
-    let max_part = groups.counts.iter().copied().max().unwrap_or(0);
-    let geometry = chd::geometry(n, plan.parts, max_part, &params)?;
+    let (params, geometry) = shape_of(n, plan, &groups, seed, options)?;
     let map = BucketMap::new(&geometry);
     let spp = geometry.slots_per_part();
     let per_part = geometry.buckets_per_part() as usize;
@@ -454,21 +488,10 @@ fn place(
             &keys,
             cancel,
         );
-        match chd::build::judge(&outcomes, &keys, &params, cancel) {
-            Ok(true) => {}
-            Ok(false) => return Ok(None),
-            Err(Error::DuplicateKey { .. }) => {
-                // Earlier groups had no repeated key: they were placed.
-                groups.files[g as usize] = Some(file);
-                return Err(duplicate_error(
-                    records,
-                    &groups.files[g as usize..],
-                    cancel,
-                )?);
-            }
-            Err(e) => return Err(e),
+        let judged = chd::build::judge(&outcomes, &keys, &params, cancel);
+        if !settle(judged, records, &mut groups, g as usize, file, cancel)? {
+            return Ok(None);
         }
-        drop(file);
         seeds.extend(&pilots)?;
         drop(pilots);
         // The group's slots in slot order: each key's offset at its slot.
@@ -521,12 +544,7 @@ fn place_compact(
 ) -> Result<Option<Placed>> {
     let n = records.entries;
     let io = |e| records.io(e);
-    let params = chd::Params {
-        hash_seed: seed,
-        ..options.chd_params()
-    };
-    let max_part = groups.counts.iter().copied().max().unwrap_or(0);
-    let mut geometry = chd::geometry(n, plan.parts, max_part, &params)?;
+    let (params, mut geometry) = shape_of(n, plan, &groups, seed, options)?;
     let map = BucketMap::new(&geometry);
     let (table, remap_len) = compact::part_table(&groups.counts, params.load_factor);
     geometry.slot_count = n + remap_len;
@@ -562,21 +580,10 @@ fn place_compact(
             &keys,
             cancel,
         );
-        match compact::judge(&outcomes, &keys, &params, n.div_ceil(plan.parts), cancel) {
-            Ok(true) => {}
-            Ok(false) => return Ok(None),
-            Err(Error::DuplicateKey { .. }) => {
-                // Earlier groups had no repeated key: they were placed.
-                groups.files[g as usize] = Some(file);
-                return Err(duplicate_error(
-                    records,
-                    &groups.files[g as usize..],
-                    cancel,
-                )?);
-            }
-            Err(e) => return Err(e),
+        let judged = compact::judge(&outcomes, &keys, &params, n.div_ceil(plan.parts), cancel);
+        if !settle(judged, records, &mut groups, g as usize, file, cancel)? {
+            return Ok(None);
         }
-        drop(file);
         // The group's keys take the final indices from its first part's
         // first key on, one each: their offsets in that order.
         let first_key = group[0].first_key;
