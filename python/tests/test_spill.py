@@ -47,6 +47,17 @@ def test_a_compressed_build_spills_into_the_same_bytes(tmp_path):
         assert db["k77"] == "v77: a steel kettle, in blue or oak"
 
 
+def test_a_compact_index_spills_into_the_same_bytes(tmp_path):
+    source = write_jsonl(tmp_path / "in.jsonl")
+    spilled = hashfile.build_from(source, tmp_path / "spilled.hf", memory="16M", index="compact")
+    hashfile.build_from(source, tmp_path / "whole.hf", index="compact")
+    assert spilled["spilled"]["groups"] > 1
+    assert (tmp_path / "spilled.hf").read_bytes() == (tmp_path / "whole.hf").read_bytes()
+    with hashfile.open(tmp_path / "spilled.hf") as db:
+        assert db.info()["index"] == "compact"
+        assert db["user:4242"] == f"v{4242 * 7}"
+
+
 def test_options_a_spilled_build_cannot_honour_raise(tmp_path):
     source = write_jsonl(tmp_path / "in.jsonl")
     with pytest.raises(ValueError, match=r"memory: 700000 entries need about \d+ MiB .* on_duplicate: merge merges repeated keys' values in memory"):
