@@ -51,15 +51,6 @@ class BadInputCatalogueTest < HashfileTest
     path("zbad.hf")
   end
 
-  # 700,000 pairs in JSON Lines: over the least memory limit (16 MiB).
-  # Written by awk, not by 700,000 Ruby strings, which GC.stress would
-  # collect after each.
-  def many_pairs
-    out = path("many.jsonl")
-    system("awk", %(BEGIN { for (i = 0; i < 700000; i++) printf "{\\"key\\":\\"k%d\\",\\"value\\":\\"v\\"}\\n", i }), out: out, exception: true)
-    out
-  end
-
   # [what, how, expected class (or CLI exit status), message pattern]
   def catalogue
     [
@@ -130,8 +121,6 @@ class BadInputCatalogueTest < HashfileTest
       ["a zstd level out of range", -> { Hashfile.build(path, { "a" => "b" }, compression: "zstd:30") }, ArgumentError, /invalid option compression: "zstd:30": the zstd level must be an integer from 1 to 22/],
       ["a memory limit that is not a size", -> { Hashfile.build(path, { "a" => "b" }, memory: "lots") }, ArgumentError, /invalid option memory: "lots" is not a size: give bytes, a number with K, M, G or T \(64M\), or auto/],
       ["a memory limit below the least", -> { Hashfile.build(path, { "a" => "b" }, memory: 1000) }, ArgumentError, /invalid option memory: 1000 bytes is below the least a build can work in, 16 MiB/],
-      ["a build over its memory limit with on_duplicate: :merge", -> { Hashfile.build_from(many_pairs, path, memory: "16M", on_duplicate: :merge) }, ArgumentError,
-       /invalid option memory: 700000 entries need about 22 MiB of index data, over the memory limit of 16 MiB, so the build would spill to temporary files, and on_duplicate: merge merges repeated keys' values in memory \(a spilled build takes on_duplicate: error, first or last\); raise memory to at least 22 MiB/],
       ["a col_sep that is a quote", -> { Hashfile.build_from(input("c2.csv", "k,v\n"), path, col_sep: "\"") }, ArgumentError, /invalid option col_sep: must be one ASCII character other than a quote or a line break/],
       ["a serializer without load", -> { Hashfile.open(path("good.hf").tap { good_store }, serializer: Object.new) }, ArgumentError, /serializer: expected an object with dump and load/],
       ["a closed store", -> { db = Hashfile.open(path("good.hf").tap { good_store }); db.close; db["a"] }, Hashfile::ClosedError, /closed store/],

@@ -101,14 +101,30 @@ class SpillTest < HashfileTest
     assert_equal 4242, Hashfile.open(path("spilled.hf")) { |db| db["k4242"] }
   end
 
-  def test_options_a_spilled_build_cannot_honour_raise_naming_memory
+  # Maps under a repeated key deep-merge, as I18n merges locale files; a
+  # later scalar replaces; a later nil changes nothing. The merged value
+  # sits at the key's first position, as in an unlimited build.
+  def test_on_duplicate_merge_spills_into_the_same_bytes
     input = jsonl
-    File.write(path("out.hf"), "before")
-    e = assert_raises(ArgumentError) { Hashfile.build_from(input, path("out.hf"), memory: "16M", on_duplicate: :merge) }
-    assert_match(/\Ainvalid option memory: 700000 entries need about \d+ MiB of index data, over the memory limit of 16 MiB/, e.message)
-    assert_match(/on_duplicate: merge merges repeated keys' values in memory/, e.message)
-    assert_match(/raise memory to at least \d+ MiB/, e.message)
-    assert_equal "before", File.binread(path("out.hf"))
+    File.open(input, "a") do |f|
+      f << %({"key":"user:42","value":{"en":{"hello":"hi"}}}\n)
+      f << %({"key":"user:42","value":{"en":{"bye":"ciao"},"de":{"hello":"hallo"}}}\n)
+      f << %({"key":"user:7","value":null}\n)
+      f << %({"key":"user:1","value":{"long":"#{"x" * 20_000}"}}\n)
+    end
+    spilled = Hashfile.build_from(input, path("spilled.hf"), memory: "16M", on_duplicate: :merge)
+    whole = Hashfile.build_from(input, path("whole.hf"), on_duplicate: :merge)
+    assert spilled[:spilled]
+    refute whole[:spilled]
+    assert_equal SPILLED, spilled[:entries]
+    assert File.binread(path("spilled.hf")) == File.binread(path("whole.hf")), "the stores differ"
+    Hashfile.open(path("spilled.hf")) do |db|
+      assert_equal({ "en" => { "hello" => "hi", "bye" => "ciao" }, "de" => { "hello" => "hallo" } }, db["user:42"])
+      assert_equal value(7), db["user:7"]
+      assert_equal 20_000, db["user:1"]["long"].size
+      assert_equal %w[user:0 user:1 user:2], db.each_key.first(3)
+      db.verify
+    end
     assert_empty temporary_files
   end
 

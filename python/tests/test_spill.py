@@ -58,11 +58,21 @@ def test_a_compact_index_spills_into_the_same_bytes(tmp_path):
         assert db["user:4242"] == f"v{4242 * 7}"
 
 
-def test_options_a_spilled_build_cannot_honour_raise(tmp_path):
+def test_on_duplicate_merge_spills_into_the_same_bytes(tmp_path):
     source = write_jsonl(tmp_path / "in.jsonl")
-    with pytest.raises(ValueError, match=r"memory: 700000 entries need about \d+ MiB .* on_duplicate: merge merges repeated keys' values in memory"):
-        hashfile.build_from(source, tmp_path / "out.hf", memory="16M", on_duplicate="merge")
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl"]
+    with open(source, "a") as f:
+        f.write('{"key":"user:42","value":{"en":{"hello":"hi"}}}\n')
+        f.write('{"key":"user:42","value":{"en":{"bye":"ciao"},"de":{"hello":"hallo"}}}\n')
+        f.write('{"key":"user:7","value":null}\n')
+    spilled = hashfile.build_from(source, tmp_path / "spilled.hf", memory="16M", on_duplicate="merge")
+    hashfile.build_from(source, tmp_path / "whole.hf", on_duplicate="merge")
+    assert spilled["spilled"]["groups"] > 1
+    assert spilled["entries"] == SPILLED
+    assert (tmp_path / "spilled.hf").read_bytes() == (tmp_path / "whole.hf").read_bytes()
+    with hashfile.open(tmp_path / "spilled.hf") as db:
+        assert db["user:42"] == {"en": {"hello": "hi", "bye": "ciao"}, "de": {"hello": "hallo"}}
+        assert db["user:7"] == "v49"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl", "spilled.hf", "whole.hf"]
 
 
 @pytest.mark.parametrize(

@@ -272,39 +272,145 @@ fn a_spilled_build_keeps_the_first_or_last_of_a_repeated_key_as_an_unlimited_one
     }
 }
 
+/// A typed map of string keys and values.
+fn map(pairs: &[(&str, hashfile::value::Value)]) -> hashfile::value::Value {
+    use hashfile::value::Value;
+    Value::Map(
+        pairs
+            .iter()
+            .map(|(k, v)| (Value::Str(k.as_bytes().to_vec(), None), v.clone()))
+            .collect(),
+    )
+}
+
+fn text(s: &str) -> hashfile::value::Value {
+    hashfile::value::Value::Str(s.as_bytes().to_vec(), None)
+}
+
+/// `on_duplicate: merge` resolves a spilled build's repeats as an
+/// unlimited build does: maps deep-merged into the first occurrence's
+/// position, a later nil ignored, anything else replacing. A merge may
+/// leave a record longer than the one it replaces, early in the file (so
+/// the records cannot close up in place); the bytes are the unlimited
+/// build's all the same, with either index layout, compressed or not.
 #[test]
-fn options_a_spilled_build_cannot_honour_are_errors_naming_memory() {
+fn a_spilled_build_merges_repeated_keys_as_an_unlimited_one_does() {
+    use hashfile::value::Value;
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("out.hf");
-    std::fs::write(&path, b"before").unwrap();
-    for (what, options) in [
+    let long = "x".repeat(20_000);
+    let later: Vec<(String, Value)> = vec![
+        // A text, then a map: the map replaces it; then a map merged in.
         (
-            "on_duplicate",
+            key(400_000),
+            map(&[("a", Value::Int(1)), ("b", map(&[("c", text("one"))]))]),
+        ),
+        (key(400_000), map(&[("b", map(&[("d", text("two"))]))])),
+        // A later nil changes nothing.
+        (key(5), Value::Nil),
+        // Anything else replaces: a record 20 KB long at the second key.
+        (key(1), map(&[("long", text(&long))])),
+        // A key that first comes late: two maps, merged.
+        ("locale:en".into(), map(&[("greeting", text("hi"))])),
+        (key(650_000), text("again")),
+        (
+            "locale:en".into(),
+            map(&[("farewell", text("bye")), ("greeting", text("hello"))]),
+        ),
+    ];
+    for (what, options) in [
+        ("classic", BuildOptions::default()),
+        ("compact", BuildOptions::for_index(IndexKind::Compact)),
+        (
+            "compressed",
             BuildOptions {
-                on_duplicate: OnDuplicate::Merge,
+                compression: hashfile::Compression::parse("zstd").unwrap(),
                 ..BuildOptions::default()
             },
         ),
-        (
-            "on_duplicate",
-            BuildOptions {
-                on_duplicate: OnDuplicate::Merge,
-                ..BuildOptions::for_index(IndexKind::Compact)
-            },
-        ),
     ] {
-        let options = BuildOptions {
-            memory: limited(),
-            ..options
+        let build = |name: &str, memory: MemoryLimit, streaming: bool| {
+            let path = dir.path().join(name);
+            let options = BuildOptions {
+                memory,
+                on_duplicate: OnDuplicate::Merge,
+                ..options.clone()
+            };
+            let mut builder = if streaming {
+                Builder::streaming(options, &path).unwrap()
+            } else {
+                Builder::new(options).unwrap()
+            };
+            fill(&mut builder, SPILLED, false);
+            for (k, value) in &later {
+                builder.insert_value(k.as_bytes(), true, value).unwrap();
+            }
+            builder.write_file(&path).unwrap();
+            assert_eq!(builder.len(), SPILLED + 1, "{what}");
+            (std::fs::read(&path).unwrap(), builder.spill_stats())
         };
-        let mut builder = Builder::streaming(options, &path).unwrap();
-        fill(&mut builder, SPILLED, false);
-        let reason = memory_error(builder.write_file(&path));
-        assert!(reason.contains(what), "{what}: {reason}");
-        assert!(reason.contains("raise memory"), "{what}: {reason}");
-        assert_eq!(std::fs::read(&path).unwrap(), b"before");
+        let (spilled, stats) = build("spilled.hf", limited(), true);
+        assert!(stats.is_some(), "{what}: 16 MiB should spill");
+        let (whole, none) = build("whole.hf", unlimited(), true);
+        assert_eq!(none, None);
+        assert!(
+            spilled == whole,
+            "{what}: the spilled store differs from the unlimited one"
+        );
+        let (in_memory, _) = build("in-memory.hf", limited(), false);
+        assert!(
+            in_memory == whole,
+            "{what}: the spilled in-memory build differs"
+        );
+
+        let store = Reader::open(dir.path().join("spilled.hf")).unwrap();
+        store.verify().unwrap();
+        assert_eq!(store.len(), SPILLED as u64 + 1);
+        let value = |k: &str| {
+            let found = store.get(k.as_bytes()).unwrap().unwrap();
+            Value::of_record(&found.record()).unwrap()
+        };
+        assert_eq!(
+            value(&key(400_000)),
+            map(&[
+                ("a", Value::Int(1)),
+                ("b", map(&[("c", text("one")), ("d", text("two"))]))
+            ]),
+            "{what}"
+        );
+        assert_eq!(
+            value(&key(5)),
+            text("value 5 of a build that spills"),
+            "{what}"
+        );
+        assert_eq!(value(&key(1)), map(&[("long", text(&long))]), "{what}");
+        assert_eq!(value(&key(650_000)), text("again"), "{what}");
+        assert_eq!(
+            value("locale:en"),
+            map(&[("greeting", text("hello")), ("farewell", text("bye"))]),
+            "{what}"
+        );
+        assert_eq!(
+            value(&key(2)),
+            text("value 2 of a build that spills"),
+            "{what}"
+        );
+        // Input order: the merged key sits where it first came.
+        let keys: Vec<Vec<u8>> = store
+            .iter()
+            .take(3)
+            .map(|r| r.unwrap().key().to_vec())
+            .collect();
+        assert_eq!(
+            keys,
+            [key(0), key(1), key(2)].map(String::into_bytes),
+            "{what}"
+        );
+        assert_eq!(
+            others(dir.path(), &["spilled.hf", "whole.hf", "in-memory.hf"]),
+            Vec::<String>::new(),
+            "{what}"
+        );
     }
-    assert_eq!(others(dir.path(), &["out.hf"]), Vec::<String>::new());
 }
 
 #[test]

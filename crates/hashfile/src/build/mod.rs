@@ -5,6 +5,7 @@
 //! - `batch`: records encoded away from the builder, appended in one go;
 //! - `records`: where the records are kept (memory or the spill file);
 //! - `compress`: the pass that compresses the values, with a dictionary;
+//! - `merge`: what `on_duplicate: merge` makes of a repeated key;
 //! - `index`: the perfect hash packed into sections, and the header;
 //! - `spill`: the index of a build over its memory limit, group by group;
 //! - `publish`: the temporary file and the rename.
@@ -12,6 +13,7 @@
 mod batch;
 mod compress;
 mod index;
+mod merge;
 mod options;
 mod publish;
 mod records;
@@ -39,30 +41,7 @@ use publish::TempFile;
 use records::{key_at, Offsets, Records, Spill};
 
 use crate::format::record;
-use crate::value::{self, Value};
-
-/// What one position of a build's output holds once repeated keys are
-/// resolved (`Builder::resolve_duplicates`).
-enum Holds {
-    /// Entry `i`'s record as it is.
-    Record(usize),
-    /// A deep-merged value, under entry `key_of`'s key.
-    Merged { key_of: usize, value: Value },
-}
-
-/// The outermost item of a record's typed value (`None` for the string
-/// kinds): what a merge looks at to tell maps and nil from the rest.
-fn typed_item<'a>(record: &Record<'a>) -> Option<value::Item<'a>> {
-    (record.kind == ValueKind::Typed)
-        .then(|| value::Cursor::new(record.value).next_item().ok())
-        .flatten()
-}
-
-/// True if the record's value is a typed map: the only values a merge
-/// merges into.
-fn is_map(record: &Record<'_>) -> bool {
-    matches!(typed_item(record), Some(value::Item::Map(_)))
-}
+use merge::Holds;
 
 /// Collects entries and writes a store.
 ///
@@ -468,7 +447,7 @@ impl Builder {
         // another occurrence's record, or a merged value. A key's survivor
         // sits at its first occurrence's position, except with `Last`, at
         // its last's (as when the later entry alone had been given).
-        let mut holds: Vec<Option<Holds>> = (0..count)
+        let mut holds: Vec<Option<Holds<usize>>> = (0..count)
             .map(|i| (first_of[i] == i).then_some(Holds::Record(i)))
             .collect();
         let mut survivor_at: Vec<usize> = (0..count).collect();
@@ -483,7 +462,7 @@ impl Builder {
             let (at, held) = match policy {
                 OnDuplicate::First | OnDuplicate::Error => (at, held),
                 OnDuplicate::Last => (j, Holds::Record(j)),
-                OnDuplicate::Merge => (at, self.merged(held, j)?),
+                OnDuplicate::Merge => (at, merge::merged(held, j, |i| self.record(i))?),
             };
             survivor_at[first] = at;
             holds[at] = Some(held);
@@ -507,15 +486,7 @@ impl Builder {
                     records.extend_from_slice(&old[start..end]);
                 }
                 Holds::Merged { key_of, value } => {
-                    let record = self.record(*key_of);
-                    let mut bytes = Vec::new();
-                    value.encode(&mut bytes)?;
-                    Record {
-                        value: &bytes,
-                        kind: ValueKind::Typed,
-                        ..record
-                    }
-                    .write(&mut records);
+                    merge::write_merged(self.record(*key_of), value, &mut records)?
                 }
             }
         }
@@ -523,27 +494,6 @@ impl Builder {
         self.offsets = offsets;
         self.entries = self.offsets.len();
         Ok(())
-    }
-
-    /// `held` with entry `later` merged into it: a map into a map merges
-    /// (`value::deep_merge`); a later nil changes nothing (I18n loads a
-    /// locale file's `en:` with nothing under it as an empty Hash); anything
-    /// else the later record replaces.
-    fn merged(&self, held: Holds, later: usize) -> Result<Holds> {
-        let later_record = self.record(later);
-        if matches!(typed_item(&later_record), Some(value::Item::Nil)) {
-            return Ok(held);
-        }
-        if !is_map(&later_record) {
-            return Ok(Holds::Record(later));
-        }
-        let (key_of, mut value) = match held {
-            Holds::Record(i) if is_map(&self.record(i)) => (i, Value::of_record(&self.record(i))?),
-            Holds::Merged { key_of, value } => (key_of, value),
-            Holds::Record(_) => return Ok(Holds::Record(later)),
-        };
-        value::deep_merge(&mut value, Value::of_record(&later_record)?)?;
-        Ok(Holds::Merged { key_of, value })
     }
 
     /// Entry `index`'s record.
@@ -762,28 +712,11 @@ impl Builder {
         path: &Path,
         before_publish: &mut dyn FnMut() -> Result<()>,
     ) -> Result<u64> {
-        let o = &self.options;
-        let unsupported = |what: &str| {
-            Error::InvalidOption {
-            name: "memory",
-            reason: format!(
-                "{} entries need about {} MiB of index data, over the memory limit of {} MiB, so the build would spill to temporary files, and {what}; raise memory to at least {} MiB",
-                self.entries,
-                (self.entries as u64 * spill::INDEX_BYTES_PER_KEY).div_ceil(1 << 20),
-                self.memory >> 20,
-                (self.entries as u64 * spill::INDEX_BYTES_PER_KEY).div_ceil(1 << 20),
-            ),
-        }
-        };
-        let keep = match o.on_duplicate {
+        let keep = match self.options.on_duplicate {
             OnDuplicate::Error => None,
             OnDuplicate::First => Some(spill::Keep::First),
             OnDuplicate::Last => Some(spill::Keep::Last),
-            OnDuplicate::Merge => {
-                return Err(unsupported(
-                    "on_duplicate: merge merges repeated keys' values in memory (a spilled build takes on_duplicate: error, first or last)",
-                ))
-            }
+            OnDuplicate::Merge => Some(spill::Keep::Merge),
         };
         self.check_compressed_entries()?;
         self.cancel.check()?;
@@ -831,9 +764,13 @@ impl Builder {
                 destination: path,
             };
             let kept =
-                spill::drop_repeats(&records, keep, &self.options, self.memory, &self.cancel)?;
+                spill::resolve_repeats(&records, keep, &self.options, self.memory, &self.cancel)?;
             if let Some(kept) = kept {
                 spill.sealed = None;
+                if let Some(moved) = kept.moved {
+                    // The old temporary file goes as it is dropped.
+                    spill.temp = moved;
+                }
                 spill.len = kept.len;
                 spill.checksum = kept.checksum;
                 self.entries = kept.entries as usize;

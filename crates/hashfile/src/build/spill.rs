@@ -41,6 +41,7 @@ use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 use super::index::{self, SeedBlocks, Shape};
+use super::merge;
 use super::options::{BuildOptions, IndexKind};
 use super::publish::TempFile;
 use super::records::key_at;
@@ -329,7 +330,7 @@ fn changed(records: &RecordsFile<'_>) -> Error {
 
 /// Calls `f(offset, record)` for every record, in order, with its whole
 /// bytes, reading the file a buffer at a time. `f` may write the file
-/// before the record it is given (`drop_repeats` does): each buffer is
+/// before the record it is given (`resolve_repeats` does): each buffer is
 /// read before any call for it.
 fn each_record(
     records: &RecordsFile<'_>,
@@ -903,14 +904,17 @@ fn duplicate_error(
     })
 }
 
-/// Which occurrence of a repeated key a spilled build keeps.
+/// What a spilled build keeps of a repeated key (`on_duplicate`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Keep {
     First,
     Last,
+    /// Their values deep-merged into the first occurrence's position
+    /// (`merge`).
+    Merge,
 }
 
-/// The records left once repeated keys are dropped (`drop_repeats`).
+/// The records left once repeated keys are resolved (`resolve_repeats`).
 pub(super) struct Kept {
     /// Entries kept.
     pub(super) entries: u64,
@@ -918,16 +922,49 @@ pub(super) struct Kept {
     pub(super) len: u64,
     /// XXH3 of them.
     pub(super) checksum: xxhash_rust::xxh3::Xxh3,
+    /// The new temporary file of the store, with the same room before the
+    /// records, if they could not close up in place (a merge left a
+    /// record in place of a shorter one).
+    pub(super) moved: Option<TempFile>,
 }
 
-/// `on_duplicate: first` or `last` for a spilled build: every occurrence
-/// of a repeated key but the one kept is dropped from the records, which
-/// close up in place, in order, as an unlimited build's resolve leaves
-/// them (`Builder::resolve_duplicates`). The groups are scattered once to
-/// find the repeats (each group's dropped offsets go to a file of its
-/// own, sorted), then one pass copies each record kept down over those
-/// dropped. The file is then as if only the kept entries had been added.
-pub(super) fn drop_repeats(
+/// What becomes of one occurrence of a repeated key, at `offset`: it is
+/// dropped, or its record is replaced by `len` bytes at `at` in the
+/// replacements file.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct Change {
+    offset: u64,
+    at: u64,
+    len: u64,
+}
+
+impl Change {
+    /// `at` of a dropped occurrence.
+    const DROP: u64 = u64::MAX;
+    /// Bytes of a change in a group's file: offset, at, len.
+    const BYTES: usize = 24;
+
+    fn drop(offset: u64) -> Change {
+        Change {
+            offset,
+            at: Change::DROP,
+            len: 0,
+        }
+    }
+}
+
+/// `on_duplicate: first`, `last` or `merge` for a spilled build, leaving
+/// the records an unlimited build's resolve leaves
+/// (`Builder::resolve_duplicates`): every occurrence of a repeated key but
+/// one is dropped, and a merge's record takes the place of the first. The
+/// groups are scattered once to find the repeats; each group's changes go
+/// to a file of its own, sorted by offset, and a merge's records to a
+/// replacements file. Then one pass copies the records kept, in order:
+/// down over those dropped, in place, or to a new temporary file when a
+/// replacement is there (it may be longer than what it replaces). The file
+/// is then as if only the kept entries had been added. `None` if no key
+/// repeats.
+pub(super) fn resolve_repeats(
     records: &RecordsFile<'_>,
     keep: Keep,
     options: &BuildOptions,
@@ -937,37 +974,81 @@ pub(super) fn drop_repeats(
     let io = |e| records.io(e);
     let plan = Plan::new(records.entries, options, memory)?;
     let mut groups = scatter(records, &plan, options.hash_seed, cancel)?;
-    let mut dropped_files = Vec::new();
+    let record_at = |offset: u64| {
+        record::read(&records.mapped[offset as usize..])
+            .expect("a builder's own records are well formed")
+    };
+    let mut replacements: Option<(TempFile, u64)> = None;
+    let mut change_files = Vec::new();
     let mut any = false;
     for file in groups.files.iter_mut() {
         cancel.check()?;
         let file = file.take().expect("each group once");
-        let mut dropped = Vec::new();
+        let mut changes = Vec::new();
+        let mut merged_bytes = Vec::new();
         each_repeated_key(records, &file, |occurrences| {
-            let (before, after) = match keep {
-                Keep::First => (&occurrences[..0], &occurrences[1..]),
-                Keep::Last => (&occurrences[..occurrences.len() - 1], &occurrences[..0]),
+            let first = occurrences[0];
+            let dropped = match keep {
+                Keep::First | Keep::Merge => &occurrences[1..],
+                Keep::Last => &occurrences[..occurrences.len() - 1],
             };
-            dropped.extend_from_slice(before);
-            dropped.extend_from_slice(after);
+            changes.extend(dropped.iter().map(|&o| Change::drop(o)));
+            if keep != Keep::Merge {
+                return Ok(());
+            }
+            let mut held = merge::Holds::Record(first);
+            for &later in &occurrences[1..] {
+                held = merge::merged(held, later, record_at)?;
+            }
+            merged_bytes.clear();
+            match held {
+                merge::Holds::Record(o) if o == first => return Ok(()),
+                merge::Holds::Record(o) => {
+                    let len = record::parse(&records.mapped[o as usize..])
+                        .ok()
+                        .flatten()
+                        .expect("a builder's own records are well formed")
+                        .len;
+                    merged_bytes.extend_from_slice(&records.mapped[o as usize..o as usize + len]);
+                }
+                merge::Holds::Merged { key_of, value } => {
+                    merge::write_merged(record_at(key_of), &value, &mut merged_bytes)?
+                }
+            }
+            let (temp, end) = match &mut replacements {
+                Some(r) => r,
+                None => replacements
+                    .insert((TempFile::create_beside(records.destination).map_err(io)?, 0)),
+            };
+            temp.file.write_all_at(&merged_bytes, *end).map_err(io)?;
+            changes.push(Change {
+                offset: first,
+                at: *end,
+                len: merged_bytes.len() as u64,
+            });
+            *end += merged_bytes.len() as u64;
             Ok(())
         })?;
         drop(file);
-        dropped.sort_unstable();
-        any |= !dropped.is_empty();
+        changes.sort_unstable();
+        any |= !changes.is_empty();
         let out = TempFile::create_beside(records.destination).map_err(io)?;
-        let bytes: Vec<u8> = dropped.iter().flat_map(|o| o.to_le_bytes()).collect();
+        let bytes: Vec<u8> = changes
+            .iter()
+            .flat_map(|c| [c.offset, c.at, c.len])
+            .flat_map(u64::to_le_bytes)
+            .collect();
         out.file.write_all_at(&bytes, 0).map_err(io)?;
-        dropped_files.push((out, dropped.len() as u64));
+        change_files.push((out, changes.len() as u64));
     }
     if !any {
         return Ok(None);
     }
-    // The dropped offsets of every group, merged in order as the records
-    // are copied down.
-    let mut readers: Vec<DroppedReader> = dropped_files
+    // The changes of every group, merged in order as the records are
+    // copied.
+    let mut readers: Vec<ChangeReader> = change_files
         .iter()
-        .map(|(temp, count)| DroppedReader {
+        .map(|(temp, count)| ChangeReader {
             file: &temp.file,
             count: *count,
             read: 0,
@@ -975,37 +1056,59 @@ pub(super) fn drop_repeats(
             at: 0,
         })
         .collect();
-    let mut next: std::collections::BinaryHeap<std::cmp::Reverse<(u64, usize)>> =
-        std::collections::BinaryHeap::new();
+    let mut next = std::collections::BinaryHeap::new();
     for (g, reader) in readers.iter_mut().enumerate() {
-        if let Some(offset) = reader.next().map_err(io)? {
-            next.push(std::cmp::Reverse((offset, g)));
+        if let Some(change) = reader.next().map_err(io)? {
+            next.push(std::cmp::Reverse((change, g)));
         }
     }
+    // Records close up in place unless a replacement may run ahead of
+    // the records not yet read.
+    let moved = match replacements {
+        Some(_) => {
+            let temp = TempFile::create_beside(records.destination).map_err(io)?;
+            temp.file.set_len(records.start).map_err(io)?;
+            Some(temp)
+        }
+        None => None,
+    };
+    let out_file = moved.as_ref().map_or(records.file, |t| &t.file);
     let mut kept = Kept {
         entries: 0,
         len: 0,
         checksum: xxhash_rust::xxh3::Xxh3::new(),
+        moved: None,
     };
     let mut out = Vec::with_capacity(SCAN_BUFFER);
+    let mut replacement = Vec::new();
     each_record(records, cancel, |offset, record| {
-        if let Some(&std::cmp::Reverse((drop_at, g))) = next.peek() {
-            if drop_at == offset {
+        let mut record = record;
+        if let Some(&std::cmp::Reverse((change, g))) = next.peek() {
+            if change.offset == offset {
                 next.pop();
                 if let Some(following) = readers[g].next().map_err(io)? {
                     next.push(std::cmp::Reverse((following, g)));
                 }
-                return Ok(());
+                if change.at == Change::DROP {
+                    return Ok(());
+                }
+                let (temp, _) = replacements
+                    .as_ref()
+                    .expect("a replacement is written first");
+                replacement.resize(change.len as usize, 0);
+                temp.file
+                    .read_exact_at(&mut replacement, change.at)
+                    .map_err(io)?;
+                record = &replacement;
             }
         }
         kept.entries += 1;
         kept.checksum.update(record);
         out.extend_from_slice(record);
         if out.len() >= SCAN_BUFFER {
-            // At or before where the records read were: never over one
-            // not yet read (each_record reads ahead of this).
-            records
-                .file
+            // In place, at or before where the records read were: never
+            // over one not yet read (each_record reads ahead of this).
+            out_file
                 .write_all_at(&out, records.start + kept.len)
                 .map_err(io)?;
             kept.len += out.len() as u64;
@@ -1013,36 +1116,42 @@ pub(super) fn drop_repeats(
         }
         Ok(())
     })?;
-    records
-        .file
+    out_file
         .write_all_at(&out, records.start + kept.len)
         .map_err(io)?;
     kept.len += out.len() as u64;
-    records.file.set_len(records.start + kept.len).map_err(io)?;
+    out_file.set_len(records.start + kept.len).map_err(io)?;
+    kept.moved = moved;
     Ok(Some(kept))
 }
 
-/// A group's dropped offsets, read back in order a buffer at a time.
-struct DroppedReader<'a> {
+/// A group's changes, read back in order a buffer at a time.
+struct ChangeReader<'a> {
     file: &'a std::fs::File,
     count: u64,
     read: u64,
-    buffer: Vec<u64>,
+    buffer: Vec<Change>,
     at: usize,
 }
 
-impl DroppedReader<'_> {
-    fn next(&mut self) -> std::io::Result<Option<u64>> {
+impl ChangeReader<'_> {
+    fn next(&mut self) -> std::io::Result<Option<Change>> {
         if self.at == self.buffer.len() {
             let take = (self.count - self.read).min(1 << 16);
             if take == 0 {
                 return Ok(None);
             }
-            let mut bytes = vec![0u8; take as usize * 8];
-            self.file.read_exact_at(&mut bytes, self.read * 8)?;
+            let mut bytes = vec![0u8; take as usize * Change::BYTES];
+            self.file
+                .read_exact_at(&mut bytes, self.read * Change::BYTES as u64)?;
+            let word = |b: &[u8]| u64::from_le_bytes(b.try_into().expect("8 bytes"));
             self.buffer = bytes
-                .chunks_exact(8)
-                .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
+                .chunks_exact(Change::BYTES)
+                .map(|b| Change {
+                    offset: word(&b[..8]),
+                    at: word(&b[8..16]),
+                    len: word(&b[16..]),
+                })
                 .collect();
             self.read += take;
             self.at = 0;
