@@ -349,7 +349,7 @@ fn a_spilled_build_merges_repeated_keys_as_an_unlimited_one_does() {
             (std::fs::read(&path).unwrap(), builder.spill_stats())
         };
         let (spilled, stats) = build("spilled.hf", limited(), true);
-        assert!(stats.is_some(), "{what}: 16 MiB should spill");
+        let stats = stats.unwrap_or_else(|| panic!("{what}: 16 MiB should spill"));
         let (whole, none) = build("whole.hf", unlimited(), true);
         assert_eq!(none, None);
         assert!(
@@ -365,6 +365,15 @@ fn a_spilled_build_merges_repeated_keys_as_an_unlimited_one_does() {
         let store = Reader::open(dir.path().join("spilled.hf")).unwrap();
         store.verify().unwrap();
         assert_eq!(store.len(), SPILLED as u64 + 1);
+        // The records were copied to a new temporary file: counted.
+        let records = store
+            .header()
+            .section(hashfile::format::SectionId::Records)
+            .length;
+        assert!(
+            stats.temporary_bytes > records,
+            "{what}: {stats:?}, {records}"
+        );
         let value = |k: &str| {
             let found = store.get(k.as_bytes()).unwrap().unwrap();
             Value::of_record(&found.record()).unwrap()

@@ -750,6 +750,7 @@ impl Builder {
             self.records = Records::File(Box::new(moved));
         }
         let start = Header::encoded_len(with_dictionary);
+        let mut stats = SpillStats::default();
         if let (Some(keep), Records::File(spill)) = (keep, &mut self.records) {
             let sealed = spill.sealed.as_ref().expect("sealed above");
             let records = spill::RecordsFile {
@@ -763,8 +764,14 @@ impl Builder {
                 compression_flags: 0,
                 destination: path,
             };
-            let kept =
-                spill::resolve_repeats(&records, keep, &self.options, self.memory, &self.cancel)?;
+            let kept = spill::resolve_repeats(
+                &records,
+                keep,
+                &self.options,
+                self.memory,
+                &self.cancel,
+                &mut stats,
+            )?;
             if let Some(kept) = kept {
                 spill.sealed = None;
                 if let Some(moved) = kept.moved {
@@ -799,7 +806,6 @@ impl Builder {
                 compression_flags: compressed.map_or(0, |c| c.required_flags),
                 destination: path,
             };
-            let mut stats = SpillStats::default();
             let header = spill::build(
                 &records,
                 &self.options,

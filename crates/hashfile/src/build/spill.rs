@@ -970,6 +970,7 @@ pub(super) fn resolve_repeats(
     options: &BuildOptions,
     memory: u64,
     cancel: &CancelFlag,
+    stats: &mut SpillStats,
 ) -> Result<Option<Kept>> {
     let io = |e| records.io(e);
     let plan = Plan::new(records.entries, options, memory)?;
@@ -1041,6 +1042,17 @@ pub(super) fn resolve_repeats(
         out.file.write_all_at(&bytes, 0).map_err(io)?;
         change_files.push((out, changes.len() as u64));
     }
+    // The groups' files are all there until the first group is read; the
+    // changes, the replacements and a moved copy of the records at the
+    // end.
+    let changes_bytes: u64 = change_files
+        .iter()
+        .map(|(_, count)| count * Change::BYTES as u64)
+        .sum();
+    let replaced_bytes = replacements.as_ref().map_or(0, |(_, end)| *end);
+    stats.temporary_bytes = stats
+        .temporary_bytes
+        .max(records.entries * SPILL_ENTRY as u64 + changes_bytes);
     if !any {
         return Ok(None);
     }
@@ -1121,6 +1133,11 @@ pub(super) fn resolve_repeats(
         .map_err(io)?;
     kept.len += out.len() as u64;
     out_file.set_len(records.start + kept.len).map_err(io)?;
+    if moved.is_some() {
+        stats.temporary_bytes = stats
+            .temporary_bytes
+            .max(changes_bytes + replaced_bytes + records.start + kept.len);
+    }
     kept.moved = moved;
     Ok(Some(kept))
 }
