@@ -230,14 +230,18 @@ fn a_spilled_build_keeps_the_first_or_last_of_a_repeated_key_as_an_unlimited_one
         (OnDuplicate::First, "value 400000 of a build that spills"),
         (OnDuplicate::Last, "the third"),
     ] {
-        let build = |name: &str, memory: MemoryLimit| {
+        let build = |name: &str, memory: MemoryLimit, streaming: bool| {
             let path = dir.path().join(name);
             let options = BuildOptions {
                 memory,
                 on_duplicate: policy,
                 ..BuildOptions::default()
             };
-            let mut builder = Builder::streaming(options, &path).unwrap();
+            let mut builder = if streaming {
+                Builder::streaming(options, &path).unwrap()
+            } else {
+                Builder::new(options).unwrap()
+            };
             fill(&mut builder, SPILLED, false);
             for (i, value) in [
                 (400_000, "the second"),
@@ -251,12 +255,20 @@ fn a_spilled_build_keeps_the_first_or_last_of_a_repeated_key_as_an_unlimited_one
             assert_eq!(builder.len(), SPILLED, "{policy:?}");
             (std::fs::read(&path).unwrap(), builder.spill_stats())
         };
-        let (spilled, stats) = build("spilled.hf", limited());
+        let (spilled, stats) = build("spilled.hf", limited(), true);
         assert!(stats.is_some(), "{policy:?}");
-        let (whole, _) = build("whole.hf", unlimited());
+        let (whole, _) = build("whole.hf", unlimited(), true);
         assert!(
             spilled == whole,
             "{policy:?}: the spilled store differs from the unlimited one"
+        );
+        // Resolved in memory (`Builder::resolve_duplicates`), not in a
+        // file: the same bytes.
+        let (in_memory, none) = build("whole.hf", unlimited(), false);
+        assert_eq!(none, None);
+        assert!(
+            in_memory == whole,
+            "{policy:?}: the in-memory build differs"
         );
         let store = Reader::open(dir.path().join("spilled.hf")).unwrap();
         store.verify().unwrap();
@@ -361,6 +373,11 @@ fn a_spilled_build_merges_repeated_keys_as_an_unlimited_one_does() {
             in_memory == whole,
             "{what}: the spilled in-memory build differs"
         );
+        // An unlimited build in memory resolves without a file
+        // (`Builder::resolve_duplicates`): the same bytes again.
+        let (in_memory, none) = build("in-memory.hf", unlimited(), false);
+        assert_eq!(none, None);
+        assert!(in_memory == whole, "{what}: the in-memory build differs");
 
         let store = Reader::open(dir.path().join("spilled.hf")).unwrap();
         store.verify().unwrap();

@@ -422,6 +422,64 @@ impl Builder {
         Ok(())
     }
 
+    /// What a build keeps of a repeated key; `None` for `on_duplicate:
+    /// error`, where the index build finds and reports them.
+    fn keep(&self) -> Option<spill::Keep> {
+        match self.options.on_duplicate {
+            OnDuplicate::Error => None,
+            OnDuplicate::First => Some(spill::Keep::First),
+            OnDuplicate::Last => Some(spill::Keep::Last),
+            OnDuplicate::Merge => Some(spill::Keep::Merge),
+        }
+    }
+
+    /// Resolves repeated keys in the records of a sealed build in its
+    /// temporary file (`spill::resolve_repeats`: in place, or into a new
+    /// temporary file), holding about what a spilled build holds whatever
+    /// the records' size. The file is then as if only the kept entries had
+    /// been added; its offsets and hashes are not kept. True if any key
+    /// repeated.
+    fn resolve_in_file(&mut self, keep: spill::Keep, stats: &mut SpillStats) -> Result<bool> {
+        let start = Header::encoded_len(self.with_dictionary());
+        let Records::File(spill) = &mut self.records else {
+            unreachable!("resolved in the file its records are in")
+        };
+        let records = spill::RecordsFile::sealed(spill, start, self.entries as u64, self.typed);
+        let kept = spill::resolve_repeats(
+            &records,
+            keep,
+            &self.options,
+            self.memory,
+            &self.cancel,
+            stats,
+        )?;
+        let Some(kept) = kept else {
+            return Ok(false);
+        };
+        let path = spill.destination.clone();
+        spill.sealed = None;
+        if let Some(moved) = kept.moved {
+            // The old temporary file goes as it is dropped.
+            spill.temp = moved;
+        }
+        spill.len = kept.len;
+        spill.checksum = kept.checksum;
+        self.entries = kept.entries as usize;
+        spill.seal().map_err(|e| Error::io(Some(&path), e))?;
+        Ok(true)
+    }
+
+    /// Each record's offset and its key's hash with the build's seed, read
+    /// back from a sealed streaming build's file in one pass.
+    fn read_offsets_and_hashes(&self) -> Result<(Offsets, Vec<u64>)> {
+        let Records::File(spill) = &self.records else {
+            unreachable!("read from the file its records are in")
+        };
+        let start = Header::encoded_len(self.with_dictionary());
+        let records = spill::RecordsFile::sealed(spill, start, self.entries as u64, self.typed);
+        spill::offsets_and_hashes(&records, self.options.hash_seed, &self.cancel)
+    }
+
     /// Resolves repeated keys per `on_duplicate`: `First` and `Last` drop
     /// all but one occurrence, `Merge` deep-merges them into the first
     /// occurrence's position; the survivors stay in input order. Nothing to
@@ -429,7 +487,29 @@ impl Builder {
     /// itself.
     fn resolve_duplicates(&mut self) -> Result<()> {
         let policy = self.options.on_duplicate;
-        if policy == OnDuplicate::Error {
+        let Some(keep) = self.keep() else {
+            return Ok(());
+        };
+        if let Records::File(spill) = &self.records {
+            // A streaming build resolves in its file, as a spilled one
+            // does: its records never come into memory. Only if two
+            // hashes are equal, which the hashes kept tell without
+            // reading a key.
+            if !spill::may_repeat(&spill.hashes, self.entries) {
+                return Ok(());
+            }
+            // Read back once the records are resolved: kept meanwhile,
+            // they would only add to the resolve's peak.
+            self.offsets = Offsets::Narrow(Vec::new());
+            if let Records::File(spill) = &mut self.records {
+                spill.hashes = Vec::new();
+            }
+            self.resolve_in_file(keep, &mut SpillStats::default())?;
+            let (offsets, hashes) = self.read_offsets_and_hashes()?;
+            self.offsets = offsets;
+            if let Records::File(spill) = &mut self.records {
+                spill.hashes = hashes;
+            }
             return Ok(());
         }
         let count = self.offsets.len();
@@ -467,8 +547,6 @@ impl Builder {
             survivor_at[first] = at;
             holds[at] = Some(held);
         }
-        // Survivors go to memory, even from a streaming build: repeated
-        // keys are the rare case.
         let old = self.records();
         let mut records = Vec::with_capacity(old.len());
         let mut offsets = Offsets::Narrow(Vec::new());
@@ -712,12 +790,6 @@ impl Builder {
         path: &Path,
         before_publish: &mut dyn FnMut() -> Result<()>,
     ) -> Result<u64> {
-        let keep = match self.options.on_duplicate {
-            OnDuplicate::Error => None,
-            OnDuplicate::First => Some(spill::Keep::First),
-            OnDuplicate::Last => Some(spill::Keep::Last),
-            OnDuplicate::Merge => Some(spill::Keep::Merge),
-        };
         self.check_compressed_entries()?;
         self.cancel.check()?;
         self.seal()?;
@@ -751,38 +823,8 @@ impl Builder {
         }
         let start = Header::encoded_len(with_dictionary);
         let mut stats = SpillStats::default();
-        if let (Some(keep), Records::File(spill)) = (keep, &mut self.records) {
-            let sealed = spill.sealed.as_ref().expect("sealed above");
-            let records = spill::RecordsFile {
-                file: &spill.temp.file,
-                start: start as u64,
-                mapped: &sealed[start..start + spill.len as usize],
-                entries: self.entries as u64,
-                checksum: 0,
-                typed: self.typed,
-                dictionary: None,
-                compression_flags: 0,
-                destination: path,
-            };
-            let kept = spill::resolve_repeats(
-                &records,
-                keep,
-                &self.options,
-                self.memory,
-                &self.cancel,
-                &mut stats,
-            )?;
-            if let Some(kept) = kept {
-                spill.sealed = None;
-                if let Some(moved) = kept.moved {
-                    // The old temporary file goes as it is dropped.
-                    spill.temp = moved;
-                }
-                spill.len = kept.len;
-                spill.checksum = kept.checksum;
-                self.entries = kept.entries as usize;
-                spill.seal().map_err(|e| Error::io(Some(path), e))?;
-            }
+        if let Some(keep) = self.keep() {
+            self.resolve_in_file(keep, &mut stats)?;
         }
         self.cancel.check()?;
         if let (Compression::Zstd { level }, None) = (self.options.compression, &self.compressed) {

@@ -44,13 +44,14 @@ use super::index::{self, SeedBlocks, Shape};
 use super::merge;
 use super::options::{BuildOptions, IndexKind};
 use super::publish::TempFile;
-use super::records::key_at;
+use super::records::{key_at, Offsets, Spill};
 use crate::bits;
 use crate::cancel::CancelFlag;
 use crate::chd::compact::{self, CompactHash};
 use crate::chd::{self, build::Hashed, BucketMap};
 use crate::error::{Error, Result};
 use crate::format::{record, Header, SectionId};
+use crate::parallel::*;
 
 /// Bytes of index data an unlimited build holds per key at its peak:
 /// hashes and offsets as entries come, then the sorted `(hash, id)` array,
@@ -102,6 +103,28 @@ pub(super) struct RecordsFile<'a> {
 }
 
 impl RecordsFile<'_> {
+    /// The records of a sealed streaming build, before any compression
+    /// pass: they start `start` bytes into its file.
+    pub(super) fn sealed(
+        spill: &Spill,
+        start: usize,
+        entries: u64,
+        typed: bool,
+    ) -> RecordsFile<'_> {
+        let sealed = spill.sealed.as_ref().expect("sealed first");
+        RecordsFile {
+            file: &spill.temp.file,
+            start: start as u64,
+            mapped: &sealed[start..start + spill.len as usize],
+            entries,
+            checksum: 0,
+            typed,
+            dictionary: None,
+            compression_flags: 0,
+            destination: &spill.destination,
+        }
+    }
+
     fn len(&self) -> u64 {
         self.mapped.len() as u64
     }
@@ -818,6 +841,39 @@ fn write(
     file.set_len(header.file_len).map_err(io)?;
     file.write_all_at(&header.encode(), 0).map_err(io)?;
     Ok(header)
+}
+
+/// False if no two of a build's `entries` keys can be the same: their
+/// `hashes` (one per entry, as a streaming build keeps them) are all
+/// different. True if two are equal, or the hashes were not kept.
+pub(super) fn may_repeat(hashes: &[u64], entries: usize) -> bool {
+    if hashes.len() != entries {
+        return true;
+    }
+    let mut sorted = hashes.to_vec();
+    sorted.par_sort_unstable();
+    sorted.windows(2).any(|w| w[0] == w[1])
+}
+
+/// Each record's offset and its key's hash with `seed`, in order: what a
+/// streaming build keeps as entries come, read back after a resolve
+/// rewrote its records.
+pub(super) fn offsets_and_hashes(
+    records: &RecordsFile<'_>,
+    seed: u64,
+    cancel: &CancelFlag,
+) -> Result<(Offsets, Vec<u64>)> {
+    let mut offsets = Offsets::Narrow(Vec::with_capacity(records.entries as usize));
+    let mut hashes = Vec::with_capacity(records.entries as usize);
+    each_key(records, cancel, |offset, key| {
+        offsets.push(offset);
+        hashes.push(chd::hash_key(key, seed));
+        Ok(())
+    })?;
+    if hashes.len() as u64 != records.entries {
+        return Err(changed(records));
+    }
+    Ok((offsets, hashes))
 }
 
 /// Calls `f` with the offsets, ascending, of every key that occurs more
