@@ -220,6 +220,32 @@ fn a_spilled_build_reports_a_repeated_key_as_an_unlimited_one_does() {
     }
 }
 
+/// Builds with `build(name, memory, streaming)` four ways: spilled and
+/// unlimited, streaming and in memory. Repeated keys are resolved in the
+/// temporary file by all but the unlimited in-memory build, which resolves
+/// them in memory (`Builder::resolve_duplicates`). Checks the four stores
+/// are the same bytes, and returns the spilled streaming build's stats.
+fn assert_every_build_agrees(
+    what: &str,
+    build: impl Fn(&str, MemoryLimit, bool) -> (Vec<u8>, Option<hashfile::SpillStats>),
+) -> hashfile::SpillStats {
+    let (spilled, stats) = build("spilled.hf", limited(), true);
+    let stats = stats.unwrap_or_else(|| panic!("{what}: 16 MiB should spill"));
+    for (how, memory, streaming) in [
+        ("unlimited", unlimited(), true),
+        ("spilled in memory", limited(), false),
+        ("unlimited in memory", unlimited(), false),
+    ] {
+        let (other, other_stats) = build("other.hf", memory, streaming);
+        assert_eq!(other_stats.is_some(), memory == limited(), "{what}, {how}");
+        assert!(
+            spilled == other,
+            "{what}: the {how} build differs from the spilled one"
+        );
+    }
+    stats
+}
+
 /// `on_duplicate: first` and `last` drop the repeats from a spilled
 /// build's records (in place, in order) into the bytes of an unlimited
 /// build: the first or the last occurrence's record, at its position.
@@ -255,21 +281,7 @@ fn a_spilled_build_keeps_the_first_or_last_of_a_repeated_key_as_an_unlimited_one
             assert_eq!(builder.len(), SPILLED, "{policy:?}");
             (std::fs::read(&path).unwrap(), builder.spill_stats())
         };
-        let (spilled, stats) = build("spilled.hf", limited(), true);
-        assert!(stats.is_some(), "{policy:?}");
-        let (whole, _) = build("whole.hf", unlimited(), true);
-        assert!(
-            spilled == whole,
-            "{policy:?}: the spilled store differs from the unlimited one"
-        );
-        // Resolved in memory (`Builder::resolve_duplicates`), not in a
-        // file: the same bytes.
-        let (in_memory, none) = build("whole.hf", unlimited(), false);
-        assert_eq!(none, None);
-        assert!(
-            in_memory == whole,
-            "{policy:?}: the in-memory build differs"
-        );
+        assert_every_build_agrees(&format!("{policy:?}"), build);
         let store = Reader::open(dir.path().join("spilled.hf")).unwrap();
         store.verify().unwrap();
         assert_eq!(store.len(), SPILLED as u64);
@@ -278,7 +290,7 @@ fn a_spilled_build_keeps_the_first_or_last_of_a_repeated_key_as_an_unlimited_one
             kept.as_bytes()
         );
         assert_eq!(
-            others(dir.path(), &["spilled.hf", "whole.hf"]),
+            others(dir.path(), &["spilled.hf", "other.hf"]),
             Vec::<String>::new()
         );
     }
@@ -360,24 +372,7 @@ fn a_spilled_build_merges_repeated_keys_as_an_unlimited_one_does() {
             assert_eq!(builder.len(), SPILLED + 1, "{what}");
             (std::fs::read(&path).unwrap(), builder.spill_stats())
         };
-        let (spilled, stats) = build("spilled.hf", limited(), true);
-        let stats = stats.unwrap_or_else(|| panic!("{what}: 16 MiB should spill"));
-        let (whole, none) = build("whole.hf", unlimited(), true);
-        assert_eq!(none, None);
-        assert!(
-            spilled == whole,
-            "{what}: the spilled store differs from the unlimited one"
-        );
-        let (in_memory, _) = build("in-memory.hf", limited(), false);
-        assert!(
-            in_memory == whole,
-            "{what}: the spilled in-memory build differs"
-        );
-        // An unlimited build in memory resolves without a file
-        // (`Builder::resolve_duplicates`): the same bytes again.
-        let (in_memory, none) = build("in-memory.hf", unlimited(), false);
-        assert_eq!(none, None);
-        assert!(in_memory == whole, "{what}: the in-memory build differs");
+        let stats = assert_every_build_agrees(what, build);
 
         let store = Reader::open(dir.path().join("spilled.hf")).unwrap();
         store.verify().unwrap();
@@ -432,7 +427,7 @@ fn a_spilled_build_merges_repeated_keys_as_an_unlimited_one_does() {
             "{what}"
         );
         assert_eq!(
-            others(dir.path(), &["spilled.hf", "whole.hf", "in-memory.hf"]),
+            others(dir.path(), &["spilled.hf", "other.hf"]),
             Vec::<String>::new(),
             "{what}"
         );
