@@ -5,7 +5,7 @@
 //! - `batch`: records encoded away from the builder, appended in one go;
 //! - `records`: where the records are kept (memory or the spill file);
 //! - `compress`: the pass that compresses the values, with a dictionary;
-//! - `merge`: what `on_duplicate: merge` makes of a repeated key;
+//! - `repeats`: what `on_duplicate` leaves of a repeated key;
 //! - `index`: the perfect hash packed into sections, and the header;
 //! - `spill`: the index of a build over its memory limit, group by group;
 //! - `publish`: the temporary file and the rename.
@@ -13,10 +13,10 @@
 mod batch;
 mod compress;
 mod index;
-mod merge;
 mod options;
 mod publish;
 mod records;
+mod repeats;
 mod spill;
 
 use std::io::{BufWriter, Write};
@@ -41,7 +41,7 @@ use publish::TempFile;
 use records::{key_at, Offsets, Records, Spill};
 
 use crate::format::record;
-use merge::Holds;
+use repeats::Holds;
 
 /// Collects entries and writes a store.
 ///
@@ -422,15 +422,11 @@ impl Builder {
         Ok(())
     }
 
-    /// What a build keeps of a repeated key; `None` for `on_duplicate:
-    /// error`, where the index build finds and reports them.
-    fn keep(&self) -> Option<spill::Keep> {
-        match self.options.on_duplicate {
-            OnDuplicate::Error => None,
-            OnDuplicate::First => Some(spill::Keep::First),
-            OnDuplicate::Last => Some(spill::Keep::Last),
-            OnDuplicate::Merge => Some(spill::Keep::Merge),
-        }
+    /// The `on_duplicate` policy a build resolves repeated keys by; `None`
+    /// for `error`, where the index build finds and reports them.
+    fn resolving(&self) -> Option<OnDuplicate> {
+        let policy = self.options.on_duplicate;
+        (policy != OnDuplicate::Error).then_some(policy)
     }
 
     /// Resolves repeated keys in the records of a sealed build in its
@@ -439,7 +435,7 @@ impl Builder {
     /// the records' size. The file is then as if only the kept entries had
     /// been added; its offsets and hashes are not kept. True if any key
     /// repeated.
-    fn resolve_in_file(&mut self, keep: spill::Keep, stats: &mut SpillStats) -> Result<bool> {
+    fn resolve_in_file(&mut self, policy: OnDuplicate, stats: &mut SpillStats) -> Result<bool> {
         let start = Header::encoded_len(self.with_dictionary());
         let Records::File(spill) = &mut self.records else {
             unreachable!("resolved in the file its records are in")
@@ -447,7 +443,7 @@ impl Builder {
         let records = spill::RecordsFile::sealed(spill, start, self.entries as u64, self.typed);
         let kept = spill::resolve_repeats(
             &records,
-            keep,
+            policy,
             &self.options,
             self.memory,
             &self.cancel,
@@ -480,14 +476,13 @@ impl Builder {
         spill::offsets_and_hashes(&records, self.options.hash_seed, &self.cancel)
     }
 
-    /// Resolves repeated keys per `on_duplicate`: `First` and `Last` drop
-    /// all but one occurrence, `Merge` deep-merges them into the first
-    /// occurrence's position; the survivors stay in input order. Nothing to
-    /// do for `Error`: the perfect hash build finds and reports duplicates
-    /// itself.
+    /// Resolves repeated keys per `on_duplicate` (`repeats::resolve`):
+    /// `first` and `last` keep one occurrence, `merge` deep-merges them
+    /// into the first occurrence's position; the survivors stay in input
+    /// order. Nothing to do for `error`: the perfect hash build finds and
+    /// reports duplicates itself.
     fn resolve_duplicates(&mut self) -> Result<()> {
-        let policy = self.options.on_duplicate;
-        let Some(keep) = self.keep() else {
+        let Some(policy) = self.resolving() else {
             return Ok(());
         };
         if let Records::File(spill) = &self.records {
@@ -504,7 +499,7 @@ impl Builder {
             if let Records::File(spill) = &mut self.records {
                 spill.hashes = Vec::new();
             }
-            self.resolve_in_file(keep, &mut SpillStats::default())?;
+            self.resolve_in_file(policy, &mut SpillStats::default())?;
             let (offsets, hashes) = self.read_offsets_and_hashes()?;
             self.offsets = offsets;
             if let Records::File(spill) = &mut self.records {
@@ -512,59 +507,44 @@ impl Builder {
             }
             return Ok(());
         }
+        // The entries dropped, and the positions kept that hold another
+        // record than their own: memory for the repeats only, besides a
+        // byte per entry.
         let count = self.offsets.len();
-        // For each entry, the first entry of its key.
-        let mut first_of: Vec<usize> = (0..count).collect();
-        let mut any = false;
-        self.each_repeat(|i, j| {
-            first_of[j] = first_of[j].min(i);
-            any = true;
-        });
-        if !any {
+        let mut dropped = vec![false; count];
+        let mut replaced = std::collections::HashMap::new();
+        self.each_repeated_key(|occurrences| {
+            let resolved = repeats::resolve(policy, occurrences, |i| self.record(i))?;
+            for &o in occurrences {
+                dropped[o] |= o != resolved.at;
+            }
+            if !resolved.keeps_its_record() {
+                replaced.insert(resolved.at, resolved.holds);
+            }
+            Ok(())
+        })?;
+        if !dropped.contains(&true) {
             return Ok(());
         }
-        // What each position of the output holds: an entry's own record,
-        // another occurrence's record, or a merged value. A key's survivor
-        // sits at its first occurrence's position, except with `Last`, at
-        // its last's (as when the later entry alone had been given).
-        let mut holds: Vec<Option<Holds<usize>>> = (0..count)
-            .map(|i| (first_of[i] == i).then_some(Holds::Record(i)))
-            .collect();
-        let mut survivor_at: Vec<usize> = (0..count).collect();
-        for (j, &first) in first_of.iter().enumerate() {
-            if first == j {
-                continue;
-            }
-            let at = survivor_at[first];
-            let held = holds[at]
-                .take()
-                .expect("a key's survivor is held somewhere");
-            let (at, held) = match policy {
-                OnDuplicate::First | OnDuplicate::Error => (at, held),
-                OnDuplicate::Last => (j, Holds::Record(j)),
-                OnDuplicate::Merge => (at, merge::merged(held, j, |i| self.record(i))?),
-            };
-            survivor_at[first] = at;
-            holds[at] = Some(held);
-        }
         let old = self.records();
+        let whole = |i: usize| {
+            let start = self.offsets.get(i) as usize;
+            let end = if i + 1 < count {
+                self.offsets.get(i + 1) as usize
+            } else {
+                old.len()
+            };
+            &old[start..end]
+        };
         let mut records = Vec::with_capacity(old.len());
         let mut offsets = Offsets::Narrow(Vec::new());
-        for held in &holds {
-            let Some(held) = held else { continue };
+        for i in (0..count).filter(|&i| !dropped[i]) {
             offsets.push(records.len() as u64);
-            match held {
-                Holds::Record(i) => {
-                    let start = self.offsets.get(*i) as usize;
-                    let end = if i + 1 < count {
-                        self.offsets.get(i + 1) as usize
-                    } else {
-                        old.len()
-                    };
-                    records.extend_from_slice(&old[start..end]);
-                }
-                Holds::Merged { key_of, value } => {
-                    merge::write_merged(self.record(*key_of), value, &mut records)?
+            match replaced.remove(&i) {
+                None => records.extend_from_slice(whole(i)),
+                Some(Holds::Record(o)) => records.extend_from_slice(whole(o)),
+                Some(Holds::Merged { key_of, value }) => {
+                    repeats::write_merged(self.record(key_of), &value, &mut records)?
                 }
             }
         }
@@ -580,52 +560,30 @@ impl Builder {
             .expect("a builder's own records are well formed")
     }
 
-    /// Calls `f(i, j)` for every pair of entries `i < j` with equal keys:
-    /// within a run of equal hashes (indices ascending), each pair whose
-    /// keys are equal.
-    fn each_repeat(&self, mut f: impl FnMut(usize, usize)) {
+    /// Calls `f` with the entries, ascending, of every key added more
+    /// than once (`repeats::each_repeated_key`).
+    fn each_repeated_key(&self, f: impl FnMut(&[usize]) -> Result<()>) -> Result<()> {
         let hashed = chd::build::sorted_hashes(&|i| self.key(i), self.offsets.len(), 0);
-        let mut start = 0;
-        while start < hashed.len() {
-            let mut end = start + 1;
-            while end < hashed.len() && hashed[end].hash == hashed[start].hash {
-                end += 1;
-            }
-            for a in start..end {
-                for b in a + 1..end {
-                    let (i, j) = (hashed[a].index as usize, hashed[b].index as usize);
-                    if self.key(i) == self.key(j) {
-                        f(i.min(j), i.max(j));
-                    }
-                }
-            }
-            start = end;
-        }
+        repeats::each_repeated_key(
+            &hashed,
+            |h| h.hash,
+            |h| h.index as usize,
+            |i| self.key(i),
+            f,
+        )
     }
 
-    /// The error for a build with repeated keys: the key repeated first in
-    /// input order (the perfect hash build stops at whichever it meets),
-    /// and how many other keys repeat. Runs only on this failing path.
+    /// The error for a build with repeated keys (`repeats::FirstRepeat`).
+    /// Runs only on this failing path.
     fn duplicate_error(&self) -> Error {
-        let n = self.offsets.len();
-        // Entries an earlier entry repeats, and entries a later one repeats:
-        // a key occurring k times marks its first entry only in the second.
-        let (mut repeats, mut repeated) = (vec![false; n], vec![false; n]);
-        let (mut earliest_second, mut first_of_earliest) = (usize::MAX, 0);
-        self.each_repeat(|i, j| {
-            repeats[j] = true;
-            repeated[i] = true;
-            if j < earliest_second {
-                (earliest_second, first_of_earliest) = (j, i);
-            }
+        let mut repeats = repeats::FirstRepeat::new();
+        // Counting cannot fail, and finds the two equal keys the perfect
+        // hash build found (equal keys hash alike with any seed).
+        let _ = self.each_repeated_key(|occurrences| {
+            repeats.add(occurrences);
+            Ok(())
         });
-        let keys = (0..n).filter(|&i| repeated[i] && !repeats[i]).count() as u64;
-        Error::DuplicateKey {
-            key: self.key(first_of_earliest).to_vec(),
-            first: None,
-            second: None,
-            others: keys.saturating_sub(1),
-        }
+        repeats.error(self.key(repeats.first().unwrap_or(0)))
     }
 
     fn key(&self, index: usize) -> &[u8] {
@@ -823,8 +781,8 @@ impl Builder {
         }
         let start = Header::encoded_len(with_dictionary);
         let mut stats = SpillStats::default();
-        if let Some(keep) = self.keep() {
-            self.resolve_in_file(keep, &mut stats)?;
+        if let Some(policy) = self.resolving() {
+            self.resolve_in_file(policy, &mut stats)?;
         }
         self.cancel.check()?;
         if let (Compression::Zstd { level }, None) = (self.options.compression, &self.compressed) {

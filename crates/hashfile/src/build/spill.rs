@@ -41,10 +41,10 @@ use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 use super::index::{self, SeedBlocks, Shape};
-use super::merge;
-use super::options::{BuildOptions, IndexKind};
+use super::options::{BuildOptions, IndexKind, OnDuplicate};
 use super::publish::TempFile;
 use super::records::{key_at, Offsets, Spill};
+use super::repeats;
 use crate::bits;
 use crate::cancel::CancelFlag;
 use crate::chd::compact::{self, CompactHash};
@@ -882,7 +882,7 @@ pub(super) fn offsets_and_hashes(
 fn each_repeated_key(
     records: &RecordsFile<'_>,
     file: &TempFile,
-    mut f: impl FnMut(&[u64]) -> Result<()>,
+    f: impl FnMut(&[u64]) -> Result<()>,
 ) -> Result<()> {
     let key = |offset: u64| key_at(records.mapped, offset as usize);
     let len = file.file.metadata().map_err(|e| records.io(e))?.len();
@@ -901,32 +901,7 @@ fn each_repeated_key(
         .collect();
     drop(bytes);
     entries.sort_unstable();
-    let mut occurrences = Vec::new();
-    for run in entries
-        .chunk_by(|a, b| a.0 == b.0)
-        .filter(|run| run.len() > 1)
-    {
-        // In offset order: each key's first occurrence, then the later
-        // ones of the same key.
-        let mut counted = vec![false; run.len()];
-        for i in 0..run.len() {
-            if counted[i] {
-                continue;
-            }
-            occurrences.clear();
-            occurrences.push(run[i].1);
-            for j in i + 1..run.len() {
-                if !counted[j] && key(run[j].1) == key(run[i].1) {
-                    counted[j] = true;
-                    occurrences.push(run[j].1);
-                }
-            }
-            if occurrences.len() > 1 {
-                f(&occurrences)?;
-            }
-        }
-    }
-    Ok(())
+    repeats::each_repeated_key(&entries, |e| e.0, |e| e.1, key, f)
 }
 
 /// The duplicate key error of a spilled build, as an unlimited build
@@ -938,36 +913,16 @@ fn duplicate_error(
     files: &[Option<TempFile>],
     cancel: &CancelFlag,
 ) -> Result<Error> {
-    // The earliest second occurrence, and its key's first.
-    let mut earliest: Option<(u64, u64)> = None;
-    let mut repeated_keys = 0u64;
+    let mut repeats = repeats::FirstRepeat::new();
     for file in files.iter().flatten() {
         cancel.check()?;
         each_repeated_key(records, file, |occurrences| {
-            repeated_keys += 1;
-            if earliest.is_none_or(|(second, _)| occurrences[1] < second) {
-                earliest = Some((occurrences[1], occurrences[0]));
-            }
+            repeats.add(occurrences);
             Ok(())
         })?;
     }
-    let (_, first) = earliest.ok_or_else(|| changed(records))?;
-    Ok(Error::DuplicateKey {
-        key: key_at(records.mapped, first as usize).to_vec(),
-        first: None,
-        second: None,
-        others: repeated_keys.saturating_sub(1),
-    })
-}
-
-/// What a spilled build keeps of a repeated key (`on_duplicate`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Keep {
-    First,
-    Last,
-    /// Their values deep-merged into the first occurrence's position
-    /// (`merge`).
-    Merge,
+    let first = repeats.first().ok_or_else(|| changed(records))?;
+    Ok(repeats.error(key_at(records.mapped, first as usize)))
 }
 
 /// The records left once repeated keys are resolved (`resolve_repeats`).
@@ -1022,7 +977,7 @@ impl Change {
 /// repeats.
 pub(super) fn resolve_repeats(
     records: &RecordsFile<'_>,
-    keep: Keep,
+    policy: OnDuplicate,
     options: &BuildOptions,
     memory: u64,
     cancel: &CancelFlag,
@@ -1044,23 +999,19 @@ pub(super) fn resolve_repeats(
         let mut changes = Vec::new();
         let mut merged_bytes = Vec::new();
         each_repeated_key(records, &file, |occurrences| {
-            let first = occurrences[0];
-            let dropped = match keep {
-                Keep::First | Keep::Merge => &occurrences[1..],
-                Keep::Last => &occurrences[..occurrences.len() - 1],
-            };
-            changes.extend(dropped.iter().map(|&o| Change::drop(o)));
-            if keep != Keep::Merge {
+            let resolved = repeats::resolve(policy, occurrences, record_at)?;
+            changes.extend(
+                occurrences
+                    .iter()
+                    .filter(|&&o| o != resolved.at)
+                    .map(|&o| Change::drop(o)),
+            );
+            if resolved.keeps_its_record() {
                 return Ok(());
             }
-            let mut held = merge::Holds::Record(first);
-            for &later in &occurrences[1..] {
-                held = merge::merged(held, later, record_at)?;
-            }
             merged_bytes.clear();
-            match held {
-                merge::Holds::Record(o) if o == first => return Ok(()),
-                merge::Holds::Record(o) => {
+            match resolved.holds {
+                repeats::Holds::Record(o) => {
                     let len = record::parse(&records.mapped[o as usize..])
                         .ok()
                         .flatten()
@@ -1068,8 +1019,8 @@ pub(super) fn resolve_repeats(
                         .len;
                     merged_bytes.extend_from_slice(&records.mapped[o as usize..o as usize + len]);
                 }
-                merge::Holds::Merged { key_of, value } => {
-                    merge::write_merged(record_at(key_of), &value, &mut merged_bytes)?
+                repeats::Holds::Merged { key_of, value } => {
+                    repeats::write_merged(record_at(key_of), &value, &mut merged_bytes)?
                 }
             }
             let (temp, end) = match &mut replacements {
@@ -1079,7 +1030,7 @@ pub(super) fn resolve_repeats(
             };
             temp.file.write_all_at(&merged_bytes, *end).map_err(io)?;
             changes.push(Change {
-                offset: first,
+                offset: resolved.at,
                 at: *end,
                 len: merged_bytes.len() as u64,
             });
