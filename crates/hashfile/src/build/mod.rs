@@ -433,9 +433,8 @@ impl Builder {
     /// temporary file (`spill::resolve_repeats`: in place, or into a new
     /// temporary file), holding about what a spilled build holds whatever
     /// the records' size. The file is then as if only the kept entries had
-    /// been added; its offsets and hashes are not kept. True if any key
-    /// repeated.
-    fn resolve_in_file(&mut self, policy: OnDuplicate, stats: &mut SpillStats) -> Result<bool> {
+    /// been added; its offsets and hashes are not kept.
+    fn resolve_in_file(&mut self, policy: OnDuplicate, stats: &mut SpillStats) -> Result<()> {
         let start = Header::encoded_len(self.with_dictionary());
         let Records::File(spill) = &mut self.records else {
             unreachable!("resolved in the file its records are in")
@@ -450,7 +449,7 @@ impl Builder {
             stats,
         )?;
         let Some(kept) = kept else {
-            return Ok(false);
+            return Ok(());
         };
         let path = spill.destination.clone();
         spill.sealed = None;
@@ -461,8 +460,7 @@ impl Builder {
         spill.len = kept.len;
         spill.checksum = kept.checksum;
         self.entries = kept.entries as usize;
-        spill.seal().map_err(|e| Error::io(Some(&path), e))?;
-        Ok(true)
+        spill.seal().map_err(|e| Error::io(Some(&path), e))
     }
 
     /// Each record's offset and its key's hash with the build's seed, read

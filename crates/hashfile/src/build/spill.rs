@@ -35,6 +35,11 @@
 //! a bucket without a pilot) starts the build over with the next seed,
 //! from the scatter, as an unlimited build moves to the next seed: same
 //! seed, same bytes.
+//!
+//! Repeated keys (`on_duplicate` first, last or merge) are resolved before
+//! all this, by a scatter of their own (`resolve_repeats`), in the file
+//! the records are in: for a spilled build, and for any streaming build,
+//! whose records then never come into memory.
 
 use std::io::Write;
 use std::os::unix::fs::FileExt;
