@@ -540,22 +540,37 @@ fn a_full_disk_while_spilling_is_an_error_that_leaves_the_destination() {
     let _unmount = Unmount(&mount);
     let path = mount.join("out.hf");
     std::fs::write(&path, b"the store that was there").unwrap();
-    let options = BuildOptions {
-        memory: limited(),
-        ..BuildOptions::default()
-    };
-    let mut builder = Builder::streaming(options, &path).unwrap();
-    // About 20 MB of records, then 16 bytes a key of groups: past 24 MiB.
-    fill(&mut builder, 1_000_000, false);
-    let error = builder.write_file(&path).unwrap_err();
-    drop(builder);
-    let message = error.to_string();
-    assert!(
-        message.contains("No space left on device") && message.contains("out.hf"),
-        "{message}"
-    );
-    assert_eq!(std::fs::read(&path).unwrap(), b"the store that was there");
-    assert_eq!(others(&mount, &["out.hf"]), Vec::<String>::new());
+    // About 50 MB of records, which do not fit, under the least limit;
+    // then about 15 MB of records and a merge, which copies them to a
+    // second temporary file, which does not fit either (a streaming build
+    // resolves repeated keys in its file, whatever the limit).
+    for (memory, entries, policy) in [
+        (limited(), 1_000_000, OnDuplicate::Error),
+        (unlimited(), 300_000, OnDuplicate::Merge),
+    ] {
+        let options = BuildOptions {
+            memory,
+            on_duplicate: policy,
+            ..BuildOptions::default()
+        };
+        let mut builder = Builder::streaming(options, &path).unwrap();
+        fill(&mut builder, entries, false);
+        if policy == OnDuplicate::Merge {
+            let value = hashfile::value::Value::Map(vec![]);
+            builder
+                .insert_value(key(1).as_bytes(), true, &value)
+                .unwrap();
+        }
+        let error = builder.write_file(&path).unwrap_err();
+        drop(builder);
+        let message = error.to_string();
+        assert!(
+            message.contains("No space left on device") && message.contains("out.hf"),
+            "{policy:?}: {message}"
+        );
+        assert_eq!(std::fs::read(&path).unwrap(), b"the store that was there");
+        assert_eq!(others(&mount, &["out.hf"]), Vec::<String>::new());
+    }
 }
 
 /// A streaming builder's file becomes the store when it is published:
