@@ -524,29 +524,50 @@ impl Builder {
         if !dropped.contains(&true) {
             return Ok(());
         }
-        let old = self.records();
-        let whole = |i: usize| {
-            let start = self.offsets.get(i) as usize;
+        let len = self.records_len() as usize;
+        let range = |offsets: &Offsets, i: usize| {
             let end = if i + 1 < count {
-                self.offsets.get(i + 1) as usize
+                offsets.get(i + 1) as usize
             } else {
-                old.len()
+                len
             };
-            &old[start..end]
+            offsets.get(i) as usize..end
         };
-        let mut records = Vec::with_capacity(old.len());
         let mut offsets = Offsets::Narrow(Vec::new());
-        for i in (0..count).filter(|&i| !dropped[i]) {
-            offsets.push(records.len() as u64);
-            match replaced.remove(&i) {
-                None => records.extend_from_slice(whole(i)),
-                Some(Holds::Record(o)) => records.extend_from_slice(whole(o)),
-                Some(Holds::Merged { key_of, value }) => {
-                    repeats::write_merged(self.record(key_of), &value, &mut records)?
+        if replaced.is_empty() {
+            // Drops only (`first`, `last`, a merge that changed no value):
+            // the records close up in place, each moved down over those
+            // dropped before it.
+            let Records::Memory(records) = &mut self.records else {
+                unreachable!("a streaming build resolved in its file above")
+            };
+            let mut to = 0;
+            for i in (0..count).filter(|&i| !dropped[i]) {
+                let from = range(&self.offsets, i);
+                let n = from.len();
+                offsets.push(to as u64);
+                records.copy_within(from, to);
+                to += n;
+            }
+            records.truncate(to);
+        } else {
+            // A merged record may be longer than the one it replaces.
+            let old = self.records();
+            let mut records = Vec::with_capacity(old.len());
+            for i in (0..count).filter(|&i| !dropped[i]) {
+                offsets.push(records.len() as u64);
+                match replaced.remove(&i) {
+                    None => records.extend_from_slice(&old[range(&self.offsets, i)]),
+                    Some(Holds::Record(o)) => {
+                        records.extend_from_slice(&old[range(&self.offsets, o)])
+                    }
+                    Some(Holds::Merged { key_of, value }) => {
+                        repeats::write_merged(self.record(key_of), &value, &mut records)?
+                    }
                 }
             }
+            self.records = Records::Memory(records);
         }
-        self.records = Records::Memory(records);
         self.offsets = offsets;
         self.entries = self.offsets.len();
         Ok(())
