@@ -41,6 +41,9 @@ pub(super) struct Spill {
     pub(super) len: u64,
     /// The first write error, reported when the store is written.
     pub(super) error: Option<std::io::Error>,
+    /// Bytes written since the kernel was last asked to start writing the
+    /// file out (`start_writeback`).
+    unflushed: u64,
     /// The records and the room before them, once every entry is in
     /// (`Builder::seal`).
     pub(super) sealed: Option<Sealed>,
@@ -59,6 +62,13 @@ impl std::fmt::Debug for Spill {
 /// Bytes of records a streaming build buffers between writes.
 const SPILL_BUFFER: usize = 1 << 20;
 
+/// Bytes a streaming build writes between asking the kernel to start
+/// writing them out (`sync_file_range`), as RocksDB's `bytes_per_sync`
+/// does. Without it, a gigabyte of records sits dirty in the page cache
+/// until the fsync before the rename, which then waits for all of it (0.56
+/// s for 1 GB here); with it the disk writes while the build parses.
+const WRITEBACK_EVERY: u64 = 16 << 20;
+
 impl Spill {
     pub(super) fn new(temp: TempFile, destination: PathBuf) -> Spill {
         Spill {
@@ -69,6 +79,7 @@ impl Spill {
             hashes: Vec::new(),
             len: 0,
             error: None,
+            unflushed: 0,
             sealed: None,
         }
     }
@@ -95,11 +106,22 @@ impl Spill {
         }
         self.checksum.update(&self.buffer);
         if self.error.is_none() && !self.buffer.is_empty() {
-            if let Err(e) = self.temp.file.write_all(&self.buffer) {
-                self.error = Some(e);
+            match self.temp.file.write_all(&self.buffer) {
+                Ok(()) => self.wrote(self.buffer.len()),
+                Err(e) => self.error = Some(e),
             }
         }
         self.buffer.clear();
+    }
+
+    /// Counts `bytes` written, and every `WRITEBACK_EVERY` asks the kernel to
+    /// start writing the file's dirty pages out, without waiting for them.
+    fn wrote(&mut self, bytes: usize) {
+        self.unflushed += bytes as u64;
+        if self.unflushed >= WRITEBACK_EVERY {
+            self.unflushed = 0;
+            start_writeback(&self.temp.file);
+        }
     }
 
     pub(super) fn push_record(&mut self, record: Record<'_>) {
@@ -123,8 +145,9 @@ impl Spill {
         self.flush();
         self.checksum.update(bytes);
         if self.error.is_none() {
-            if let Err(e) = self.temp.file.write_all(bytes) {
-                self.error = Some(e);
+            match self.temp.file.write_all(bytes) {
+                Ok(()) => self.wrote(bytes.len()),
+                Err(e) => self.error = Some(e),
             }
         }
     }
@@ -152,6 +175,24 @@ impl Spill {
         }
         Ok(())
     }
+}
+
+/// Asks the kernel to start writing `file`'s dirty pages out, and returns
+/// without waiting for them. Only a head start for the fsync that publishes
+/// the store, which still waits for every page: an error here changes
+/// nothing, so it is ignored (the fsync reports what matters).
+fn start_writeback(file: &std::fs::File) {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        // SAFETY: a plain system call on a descriptor `file` keeps open for
+        // the call; offset 0 and length 0 mean the whole file.
+        unsafe {
+            libc::sync_file_range(file.as_raw_fd(), 0, 0, libc::SYNC_FILE_RANGE_WRITE);
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = file;
 }
 
 /// The key of the record at `start` of `records`, a record the builder
