@@ -434,7 +434,31 @@ fn mixed_json_lines() -> Vec<u8> {
     text.into_bytes()
 }
 
+/// A reader that hands out at most `most` bytes a read, as a pipe may.
+struct Trickle<'a> {
+    text: &'a [u8],
+    most: usize,
+}
+
+impl std::io::Read for Trickle<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = buf.len().min(self.most).min(self.text.len());
+        buf[..n].copy_from_slice(&self.text[..n]);
+        self.text = &self.text[n..];
+        Ok(n)
+    }
+}
+
 fn parallel_build(text: &[u8], chunk: usize, threads: usize) -> hashfile::Result<Vec<u8>> {
+    parallel_build_from(text, text.len(), chunk, threads)
+}
+
+fn parallel_build_from(
+    input: impl std::io::Read + Send,
+    len: usize,
+    chunk: usize,
+    threads: usize,
+) -> hashfile::Result<Vec<u8>> {
     rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .build()
@@ -443,19 +467,19 @@ fn parallel_build(text: &[u8], chunk: usize, threads: usize) -> hashfile::Result
             let mut builder = Builder::new(BuildOptions::default()).unwrap();
             let mut last_read = 0;
             hashfile::import::import_json_lines_parallel(
-                text,
+                input,
                 "input",
                 &ImportOptions::new(InputFormat::JsonLines),
                 chunk,
                 &hashfile::Batch::new(),
                 &mut |batch, read| {
-                    assert!(read >= last_read && read <= text.len() as u64);
+                    assert!(read >= last_read && read <= len as u64);
                     last_read = read;
                     builder.append(batch);
                     Ok(())
                 },
             )?;
-            assert_eq!(last_read, text.len() as u64);
+            assert_eq!(last_read, len as u64);
             builder.to_bytes()
         })
 }
@@ -484,6 +508,17 @@ fn parallel_json_lines_build_what_the_serial_importer_builds() {
                 "chunk {chunk}, {threads} threads"
             );
         }
+        // Reads that come short: a run still ends at a line end, and no
+        // byte is read twice or dropped.
+        let trickle = Trickle {
+            text: &text,
+            most: 5,
+        };
+        assert_eq!(
+            parallel_build_from(trickle, text.len(), chunk, 2).unwrap(),
+            serial,
+            "chunk {chunk}, reads of 5 bytes"
+        );
     }
     assert_eq!(
         parallel_build(b"", 64, 2).unwrap(),
