@@ -458,15 +458,23 @@ impl Decoder<'_> {
 
     /// Decodes the next item into a Ruby object.
     pub fn item(&self, cursor: &mut Cursor<'_>, depth_left: usize) -> Result<VALUE, Error> {
-        let item = cursor.next_item().map_err(|e| malformed(self.ruby, e))?;
-        self.decode_item(item, depth_left)
+        // Matched, not `map_err(..)?`, which built a second Result and moved
+        // the item through it.
+        let item = match cursor.next_item() {
+            Ok(item) => item,
+            Err(e) => return Err(malformed(self.ruby, e)),
+        };
+        self.decode_item(&item, depth_left)
     }
 
-    fn decode_item(&self, item: Item<'_>, depth_left: usize) -> Result<VALUE, Error> {
+    /// Takes the item by reference: moved by value, each item (40 bytes)
+    /// was copied through the stack at odd offsets that the loads after
+    /// could not forward from, a third of a `db[]` of a small nested value.
+    fn decode_item(&self, item: &Item<'_>, depth_left: usize) -> Result<VALUE, Error> {
         let freeze = self.flags.has(DecodeFlags::FREEZE);
         // SAFETY (all blocks below): each C function is given live VALUEs
         // and valid pointers, and returns a live VALUE.
-        Ok(match item {
+        Ok(match *item {
             Item::Nil => rb_sys::Qnil as VALUE,
             Item::Bool(true) => rb_sys::Qtrue as VALUE,
             Item::Bool(false) => rb_sys::Qfalse as VALUE,
@@ -564,12 +572,16 @@ impl Decoder<'_> {
     /// A Hash key: strings interned (as Hash#[]= would store them), or
     /// Symbols under SYMBOLIZE_NAMES.
     fn key(&self, cursor: &mut Cursor<'_>, depth_left: usize) -> Result<VALUE, Error> {
-        match cursor.next_item().map_err(|e| malformed(self.ruby, e))? {
+        let item = match cursor.next_item() {
+            Ok(item) => item,
+            Err(e) => return Err(malformed(self.ruby, e)),
+        };
+        match item {
             Item::Str(bytes, encoding) if self.flags.has(DecodeFlags::SYMBOLIZE_NAMES) => {
                 self.symbol(bytes, encoding)
             }
             Item::Str(bytes, encoding) => self.string(bytes, encoding, true),
-            other => self.decode_item(other, depth_left),
+            _ => self.decode_item(&item, depth_left),
         }
     }
 
@@ -647,10 +659,10 @@ impl Decoder<'_> {
         match walked {
             Dig::Absent => Ok(self.ruby.qnil().as_value()),
             Dig::Stuck { step, item } => {
-                self.fallback(self.decode_item(item, depth_after(step))?, path, step)
+                self.fallback(self.decode_item(&item, depth_after(step))?, path, step)
             }
             Dig::Found(item) => {
-                self.fallback(self.decode_item(item, depth_after(steps))?, path, steps)
+                self.fallback(self.decode_item(&item, depth_after(steps))?, path, steps)
             }
         }
     }
