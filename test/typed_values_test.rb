@@ -252,6 +252,51 @@ class TypedValuesTest < HashfileTest
     end
   end
 
+  # Hash keys, and strings under freeze:, are the interned strings (what
+  # `-str` returns, as Hash#[]= stores keys), in their own encodings; the
+  # extension keeps recent ones in a cache by content (strings.rs), which
+  # must hand back that same object after collisions, evictions and a
+  # compaction that moves it.
+  def test_keys_and_frozen_strings_are_the_interned_strings
+    words = Array.new(scale(3000)) { |i| "key #{i} ✓" }
+    same_bytes = ["é", "é".b, (+"\xC3\xA9").force_encoding(Encoding::US_ASCII)]
+    ascii = ["plan", "plan".b, (+"plan").force_encoding(Encoding::US_ASCII)]
+    long = "k" * 65
+    Hashfile.build(path, {
+      "words" => words.to_h { |w| [w, w] },
+      "utf8" => { same_bytes[0] => 1 }, "binary" => { same_bytes[1] => 2 }, "us-ascii" => { same_bytes[2] => 3 },
+      "ascii" => ascii.map { |a| { a => a } }, "long" => { long => long }
+    })
+    check = lambda do |db|
+      2.times do
+        db["words"].each do |key, value|
+          assert_same(-key.dup, key)
+          assert_same key, value
+        end
+      end
+      %w[utf8 binary us-ascii].zip(same_bytes).each do |name, text|
+        key = db[name].keys.first
+        assert_equal text.encoding, key.encoding
+        assert_same(-text.dup, key)
+      end
+      db["ascii"].zip(ascii).each do |map, text|
+        key, value = map.first
+        assert_equal text.encoding, key.encoding, "an ASCII key keeps its encoding"
+        assert_same(-text.dup, key)
+        assert_same(-text.dup, value)
+      end
+      key, value = db["long"].first
+      assert_same(-long.dup, key)
+      assert_same(key, value)
+    end
+    Hashfile.open(path, freeze: true) do |db|
+      check.call(db)
+      GC.start(full_mark: true, immediate_sweep: true)
+      GC.compact if GC.respond_to?(:compact)
+      check.call(db)
+    end
+  end
+
   def realistic_configs(rng)
     flags = (0...scale(200)).to_h { |i| ["feature_#{i}", { "enabled" => rng.rand < 0.5, "rollout" => rng.rand.round(4), "owners" => %w[a b c].sample(rng.rand(0..3), random: rng) }] }
     i18n = %w[en de fr ja].to_h do |locale|

@@ -5,7 +5,12 @@
 use std::ffi::{c_char, c_long, CString};
 
 use hashfile::value::Encoding;
-use magnus::{encoding::EncodingCapable, rb_sys::FromRawValue, Error, RString, Ruby, Value};
+use magnus::{
+    encoding::EncodingCapable,
+    rb_sys::{AsRawValue, FromRawValue},
+    value::Lazy,
+    Error, RArray, RString, Ruby, Value,
+};
 use rb_sys::{StableApiDefinition, VALUE};
 
 /// A Ruby String's encoding as a store keeps it: one of the three the
@@ -34,7 +39,6 @@ pub fn stored_encoding(ruby: &Ruby, s: RString) -> Stored {
 /// A Symbol's name as the String Ruby keeps for it (frozen, in the
 /// Symbol's own encoding, which need not be UTF-8).
 pub fn symbol_name(sym: magnus::Symbol) -> RString {
-    use magnus::rb_sys::AsRawValue;
     // SAFETY: a live Symbol; rb_sym2str returns its frozen name String,
     // which lives as long as the Symbol, and calls no Ruby code.
     let name = unsafe { Value::from_raw(rb_sys::rb_sym2str(sym.as_raw())) };
@@ -47,7 +51,6 @@ pub fn symbol_name(sym: magnus::Symbol) -> RString {
 /// The slice must be dropped before any Ruby code runs or any Ruby object
 /// is allocated: either could move or free the String's buffer.
 pub unsafe fn bytes<'a>(s: RString) -> &'a [u8] {
-    use magnus::rb_sys::AsRawValue;
     let api = rb_sys::stable_api::get_default();
     let raw = s.as_raw();
     // SAFETY: `raw` is a live String; the caller bounds the slice's life.
@@ -102,15 +105,9 @@ pub fn new_raw(
             (Encoding::Ascii, false) => {
                 rb_sys::rb_enc_str_new(ptr, len, rb_sys::rb_usascii_encoding())
             }
-            (Encoding::Utf8, true) => {
-                rb_sys::rb_enc_interned_str(ptr, len, rb_sys::rb_utf8_encoding())
-            }
-            (Encoding::Binary, true) => {
-                rb_sys::rb_enc_interned_str(ptr, len, rb_sys::rb_ascii8bit_encoding())
-            }
-            (Encoding::Ascii, true) => {
-                rb_sys::rb_enc_interned_str(ptr, len, rb_sys::rb_usascii_encoding())
-            }
+            (Encoding::Utf8, true) => cached_interned(ruby, bytes, Region::Utf8),
+            (Encoding::Binary, true) => cached_interned(ruby, bytes, Region::Binary),
+            (Encoding::Ascii, true) => cached_interned(ruby, bytes, Region::Ascii),
             (Encoding::Named(name), interned) => {
                 let enc = rb_sys::rb_enc_from_index(encoding_index(ruby, name)?);
                 if interned {
@@ -121,6 +118,149 @@ pub fn new_raw(
             }
         })
     }
+}
+
+// ---------------------------------------------------------------------------
+// Interned strings, cached by content
+// ---------------------------------------------------------------------------
+
+/// Sets per encoding in the cache of interned strings (a power of two),
+/// of `INTERNED_WAYS` slots each: with one slot a set, two of a small
+/// Hash's keys that met in one (a one-in-twenty chance for 11 keys) threw
+/// each other out on every lookup.
+const INTERNED_SETS: usize = 1024;
+const INTERNED_WAYS: usize = 2;
+/// Slots per encoding.
+const INTERNED_SLOTS: usize = INTERNED_SETS * INTERNED_WAYS;
+/// Longer strings are interned without the cache: Hash keys, the strings
+/// decoded most often, are short, and a bound on the length bounds what
+/// the cache keeps alive (3 × 2,048 strings of at most 64 bytes).
+const INTERNED_MAX_LEN: usize = 64;
+
+/// The three tagged encodings, each with its own part of the cache, so a
+/// hit needs no encoding check: a string found in a part has its encoding.
+#[derive(Clone, Copy)]
+enum Region {
+    Utf8 = 0,
+    Ascii = 1,
+    Binary = 2,
+}
+
+/// The interned (deduplicated, frozen) strings decoded lately, by a hash of
+/// their bytes, one slot each, the newer replacing the older. Every Hash
+/// key a typed lookup decodes is interned, as `Hash#[]=` would intern it;
+/// Ruby's own `rb_enc_interned_str` hashes the bytes with SipHash, scans
+/// them for their coderange and probes the VM's table of all interned
+/// strings, which was about a fifth of a `db[]` of a small nested value
+/// (`perf`, bench/BENCHMARKS.md). A hit here is a short hash, one load and
+/// a byte compare, and returns the very object `rb_enc_interned_str`
+/// would: the cache keeps that object alive, so the VM's table keeps
+/// mapping these bytes to it.
+///
+/// A Ruby Array registered with the GC (`Lazy` does that, which also pins
+/// the Array itself), so the strings are marked, and moved entries are
+/// updated in place by compaction: no VALUE is kept in Rust memory. Every
+/// use holds the GVL, which serializes them; a forked child has its copy.
+static INTERNED: Lazy<RArray> = Lazy::new(|ruby| {
+    let cache = ruby.ary_new_capa(3 * INTERNED_SLOTS);
+    for _ in 0..3 * INTERNED_SLOTS {
+        cache.push(ruby.qnil()).expect("a new Array takes elements");
+    }
+    cache
+});
+
+/// Which set of its region `bytes` is in: a multiplicative hash (FxHash's
+/// constant) of eight bytes at a time, its top bits. The last word is read
+/// overlapping the one before, and a short string as two overlapping
+/// halves or three bytes (as wyhash reads them): copied into a zeroed
+/// word instead, the bytes went through memory in pieces that the load
+/// after could not forward, most of this function's time (`perf annotate`).
+#[inline]
+fn interned_set(bytes: &[u8]) -> usize {
+    const K: u64 = 0x517c_c1b7_2722_0a95;
+    let n = bytes.len();
+    let word = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().expect("eight bytes"));
+    let half = |at: usize| {
+        u64::from(u32::from_le_bytes(
+            bytes[at..at + 4].try_into().expect("four bytes"),
+        ))
+    };
+    let mut hash = (n as u64).wrapping_mul(K);
+    let last = if n >= 8 {
+        let mut at = 0;
+        while at + 8 < n {
+            hash = (hash.rotate_left(5) ^ word(at)).wrapping_mul(K);
+            at += 8;
+        }
+        word(n - 8)
+    } else if n >= 4 {
+        half(0) | half(n - 4) << 32
+    } else if n > 0 {
+        u64::from(bytes[0]) | u64::from(bytes[n / 2]) << 8 | u64::from(bytes[n - 1]) << 16
+    } else {
+        0
+    };
+    hash = (hash.rotate_left(5) ^ last).wrapping_mul(K);
+    (hash >> (64 - INTERNED_SETS.trailing_zeros())) as usize
+}
+
+/// The interned String of `bytes` in `region`'s encoding, from the cache
+/// when it holds it.
+#[inline]
+fn cached_interned(ruby: &Ruby, bytes: &[u8], region: Region) -> VALUE {
+    let (ptr, len) = (bytes.as_ptr() as *const c_char, bytes.len() as c_long);
+    let intern = || {
+        // SAFETY: the encoding functions return Ruby's static encodings;
+        // rb_enc_interned_str copies the live slice `ptr`/`len` and returns
+        // a live interned String.
+        unsafe {
+            let encoding = match region {
+                Region::Utf8 => rb_sys::rb_utf8_encoding(),
+                Region::Ascii => rb_sys::rb_usascii_encoding(),
+                Region::Binary => rb_sys::rb_ascii8bit_encoding(),
+            };
+            rb_sys::rb_enc_interned_str(ptr, len, encoding)
+        }
+    };
+    if bytes.len() > INTERNED_MAX_LEN {
+        return intern();
+    }
+    let cache = ruby.get_inner(&INTERNED).as_raw();
+    let first = region as usize * INTERNED_SLOTS + interned_set(bytes) * INTERNED_WAYS;
+    let api = rb_sys::stable_api::get_default();
+    for slot in first..first + INTERNED_WAYS {
+        // SAFETY: `cache` is the live Array of 3 × INTERNED_SLOTS elements
+        // made above, never resized, and `slot` is within it; its elements
+        // are nil or Strings this function stored. The slice of a String's
+        // bytes is compared before anything else runs or allocates.
+        let cached = unsafe { api.rarray_aref(cache, slot as isize) };
+        if cached == rb_sys::Qnil as VALUE {
+            break;
+        }
+        // SAFETY: as above.
+        let held = unsafe {
+            std::slice::from_raw_parts(
+                api.rstring_ptr(cached) as *const u8,
+                api.rstring_len(cached) as usize,
+            )
+        };
+        if held == bytes {
+            return cached;
+        }
+    }
+    let fresh = intern();
+    // The newest string goes first, the set's others one way along, the
+    // last one out. SAFETY: a live Array and Strings (or nil); rb_ary_store
+    // takes the write barrier, and every index is in bounds, so it does not
+    // grow the Array. Nothing allocates in between.
+    unsafe {
+        for slot in (first + 1..first + INTERNED_WAYS).rev() {
+            let older = api.rarray_aref(cache, slot as isize - 1);
+            rb_sys::rb_ary_store(cache, slot as c_long, older);
+        }
+        rb_sys::rb_ary_store(cache, first as c_long, fresh);
+    }
+    fresh
 }
 
 /// `new_raw` as an `RString`.
