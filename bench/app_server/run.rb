@@ -6,9 +6,12 @@
 # JSON.parse at boot, a Hash from MessagePack, SQLite (a prepared
 # statement, the value as JSON), and a Hashfile store. For each: boot time
 # to the first 200, throughput and latency percentiles from wrk at fixed
-# connection counts after a warm-up (each run repeated; medians), RSS and
-# PSS of the master and every worker after the load and again after a
-# GC.compact in each worker, and total PSS as the worker count grows.
+# connection counts after a warm-up, RSS and PSS of the master and every
+# worker after the load and again after a GC.compact in each worker, and
+# total PSS as the worker count grows. The load runs in ROUNDS rounds, each
+# starting every variant in turn, and reports medians: this machine's speed
+# drifts by a quarter within an hour, which measuring one variant after
+# another put into the ratios (memory is measured in the first round).
 # Prints what it does, then a table and the ratios; with CHARTS=1 also writes docs/app_server_latency.png and
 # docs/app_server_pss.png (REDRAW=1 CHARTS=1 draws them again from the last
 # run's results, measuring nothing).
@@ -26,7 +29,7 @@ ENTRIES = Integer(ENV.fetch("ENTRIES", QUICK ? 20_000 : 1_000_000))
 WORKERS = Integer(ENV.fetch("WORKERS", QUICK ? 2 : 4))
 CONNECTIONS = QUICK ? [4] : [8, 32]
 DURATION = QUICK ? 1 : 10
-REPEAT = QUICK ? 1 : 2
+ROUNDS = Integer(ENV.fetch("ROUNDS", QUICK ? 1 : 3))
 SCALING = QUICK ? [1, 2] : [1, 2, 4, 8]
 VARIANTS = %w[json msgpack sqlite hashfile].freeze
 HERE = __dir__
@@ -153,23 +156,33 @@ if ENV["REDRAW"] == "1"
 else
   prepare_data
   results = {}
-  VARIANTS.each do |variant|
-    say "#{variant}: starting Puma, #{WORKERS} workers, preload_app!"
-    pid, port, boot, config_load = start(variant, WORKERS)
-    say format("#{variant}: first 200 after %.3f s (config loaded in %.6f s); warming up", boot, config_load)
-    wrk(port, CONNECTIONS.max, QUICK ? 1 : 3)
-    load = CONNECTIONS.to_h do |c|
-      runs = Array.new(REPEAT) do |r|
-        say "#{variant}: wrk, #{c} connections, #{DURATION} s (run #{r + 1}/#{REPEAT})"
-        wrk(port, c, DURATION)
+  runs = VARIANTS.to_h { |v| [v, { boot: [], config_load: [], load: CONNECTIONS.to_h { |c| [c, []] } }] }
+  ROUNDS.times do |round|
+    VARIANTS.each do |variant|
+      say "#{variant}: starting Puma, #{WORKERS} workers, preload_app! (round #{round + 1}/#{ROUNDS})"
+      pid, port, boot, config_load = start(variant, WORKERS)
+      say format("#{variant}: first 200 after %.3f s (config loaded in %.6f s); warming up", boot, config_load)
+      runs[variant][:boot] << boot
+      runs[variant][:config_load] << config_load
+      wrk(port, CONNECTIONS.max, QUICK ? 1 : 3)
+      CONNECTIONS.each do |c|
+        say "#{variant}: wrk, #{c} connections, #{DURATION} s"
+        runs[variant][:load][c] << wrk(port, c, DURATION)
       end
-      [c, %i[rps p50 p90 p99 p999 errors].to_h { |k| [k, median(runs.map { |x| x[k] })] }]
+      if round.zero?
+        workers = workers_of(pid)
+        results[variant] = { master: memory_kb(pid), workers: workers.map { |w| memory_kb(w) } }
+        say "#{variant}: GC.compact in each worker"
+        results[variant][:workers_compacted] = compact_workers(workers)
+      end
+      stop(pid)
     end
-    workers = workers_of(pid)
-    results[variant] = { boot: boot, config_load: config_load, load: load, master: memory_kb(pid), workers: workers.map { |w| memory_kb(w) } }
-    say "#{variant}: GC.compact in each worker"
-    results[variant][:workers_compacted] = compact_workers(workers)
-    stop(pid)
+  end
+  VARIANTS.each do |v|
+    r = runs[v]
+    results[v].merge!(boot: median(r[:boot]), config_load: median(r[:config_load]),
+                      load: r[:load].transform_values { |l| %i[rps p50 p90 p99 p999 errors].to_h { |k| [k, median(l.map { |x| x[k] })] } },
+                      rps_by_round: r[:load].transform_values { |l| l.map { |x| x[:rps].round } })
   end
 
   scaling = Hash.new { |h, k| h[k] = {} }
@@ -185,7 +198,7 @@ else
 end
 
 puts
-puts "#{ENTRIES} tenants, #{WORKERS} workers (4 threads each), 15 lookups per request; wrk medians of #{REPEAT} runs of #{DURATION} s"
+puts "#{ENTRIES} tenants, #{WORKERS} workers (4 threads each), 15 lookups per request; medians of #{ROUNDS} rounds (wrk, #{DURATION} s)"
 puts format("%-9s %9s %10s %6s %9s %8s %8s %8s %9s %12s %12s %15s", "variant", "boot s", "config s", "conns", "req/s", "p50 ms", "p90 ms", "p99 ms", "p99.9 ms", "master PSS", "workers PSS", "after compact")
 VARIANTS.each do |v|
   r = results[v]
@@ -194,6 +207,18 @@ VARIANTS.each do |v|
     puts format("%-9s %9.3f %10.6f %6d %9.0f %8.2f %8.2f %8.2f %9.2f %9d KB %9d KB %15s", v, r[:boot], r[:config_load], c, l[:rps], l[:p50] / 1e3, l[:p90] / 1e3, l[:p99] / 1e3, l[:p999] / 1e3,
                 r[:master][:pss], r[:workers].sum { |w| w[:pss] }, compacted)
   end
+end
+puts
+puts "req/s by round (the variants take turns in each):"
+VARIANTS.each do |v|
+  by_round = results[v][:rps_by_round] or next
+  puts format("%-9s %s", v, by_round.map { |c, list| "#{c} conns: #{list.join(", ")}" }.join("; "))
+end
+if results["hashfile"][:rps_by_round] && results["json"][:rps_by_round]
+  ratios = results["hashfile"][:rps_by_round].map do |c, list|
+    "#{c} conns: " + list.zip(results["json"][:rps_by_round][c]).map { |h, j| format("%.2fx", h.to_f / j) }.join(", ")
+  end
+  puts "hashfile / json, round by round: #{ratios.join("; ")}"
 end
 puts
 puts "per worker after the load, then after GC.compact (RSS / PSS, MB):"
@@ -211,8 +236,9 @@ h = results["hashfile"]
 j = results["json"]
 s = results["sqlite"]
 puts
-puts format("hashfile vs json: boot to the first 200 %.1fx faster, config load %.0fx faster; workers' PSS %.2fx; p99 %s; throughput vs sqlite %s",
+puts format("hashfile vs json: boot to the first 200 %.1fx faster, config load %.0fx faster; workers' PSS %.2fx; req/s %s; p99 %s; throughput vs sqlite %s",
             j[:boot] / h[:boot], j[:config_load] / h[:config_load], h[:workers].sum { |w| w[:pss] }.to_f / j[:workers].sum { |w| w[:pss] },
+            CONNECTIONS.map { |c| format("%.2fx at %d conns", h[:load][c][:rps] / j[:load][c][:rps], c) }.join(", "),
             CONNECTIONS.map { |c| format("%.2fx at %d conns", h[:load][c][:p99] / j[:load][c][:p99], c) }.join(", "),
             CONNECTIONS.map { |c| format("%.2fx at %d conns", h[:load][c][:rps] / s[:load][c][:rps], c) }.join(", "))
 File.write(File.join(DATA, "results.json"), JSON.pretty_generate({ results: results, scaling: scaling })) unless ENV["REDRAW"] == "1"
