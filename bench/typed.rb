@@ -24,6 +24,12 @@ TYPICAL = {
   "owners" => %w[alice bob], "threshold" => 0.995, "region_count" => 3
 }.freeze
 
+# The app server's tenant (bench/app_server): 5 fields, 2 of them maps of 3.
+TENANT = {
+  "plan" => "pro", "region" => "eu-1", "limits" => { "api" => 4711, "burst" => 250, "seats" => 17 },
+  "flags" => { "checkout" => true, "beta" => false, "new_ui" => true }, "name" => "Tenant 123456"
+}.freeze
+
 # A large nested value: 200 tenants, each with settings and per-feature flags.
 LARGE = (0...200).to_h do |t|
   ["tenant_#{t}", {
@@ -35,9 +41,9 @@ end.freeze
 dir = BenchData::DIR
 FileUtils.mkdir_p(dir)
 store = File.join(dir, "typed.hf")
-Hashfile.build(store, { "typical" => TYPICAL, "large" => LARGE })
+Hashfile.build(store, { "typical" => TYPICAL, "tenant" => TENANT, "large" => LARGE })
 db = Hashfile.open(store)
-raise "round trip" unless db["typical"] == TYPICAL && db["large"] == LARGE
+raise "round trip" unless db["typical"] == TYPICAL && db["tenant"] == TENANT && db["large"] == LARGE
 
 packed = MessagePack.pack(TYPICAL)
 json = JSON.generate(TYPICAL)
@@ -58,6 +64,17 @@ report(results, :decode, Benchmark.ips do |x|
   end
   x.report("JSON.parse") { JSON.parse(json) }
   x.report("Hashfile db[] (lookup + decode)") { db["typical"] }
+  x.compare!
+end)
+
+packed_tenant = MessagePack.pack(TENANT)
+json_tenant = JSON.generate(TENANT)
+puts "\n== decode the app server's tenant (5 fields, 2 of them maps of 3) =="
+report(results, :tenant, Benchmark.ips do |x|
+  x.config(**IPS)
+  x.report("MessagePack.unpack") { MessagePack.unpack(packed_tenant) }
+  x.report("JSON.parse") { JSON.parse(json_tenant) }
+  x.report("Hashfile db[] (lookup + decode)") { db["tenant"] }
   x.compare!
 end)
 
@@ -83,10 +100,13 @@ sizes.each do |name, (ours, msgpack, json_size)|
 end
 
 d = results[:decode]
+t = results[:tenant]
 g = results[:dig]
 puts "\n== summary =="
 puts format("decode: db[] takes %.2fx the time of MessagePack.unpack (target <= 1.2x), %.2fx of JSON.parse",
             d["MessagePack.unpack"] / d["Hashfile db[] (lookup + decode)"], d["JSON.parse"] / d["Hashfile db[] (lookup + decode)"])
+puts format("tenant: db[] takes %.2fx the time of MessagePack.unpack, %.2fx of JSON.parse",
+            t["MessagePack.unpack"] / t["Hashfile db[] (lookup + decode)"], t["JSON.parse"] / t["Hashfile db[] (lookup + decode)"])
 puts format("dig: db.dig takes %.2fx the time of Hash#dig on a parsed copy; %.0fx faster than unpack + dig",
             g["Hash#dig on a parsed copy"] / g["Hashfile db.dig"], g["Hashfile db.dig"] / g["MessagePack.unpack + Hash#dig"])
 puts format("size: typical value %.3fx MessagePack, large value %.3fx (target <= 1.1x)", sizes[:typical][0].to_f / sizes[:typical][1], sizes[:large][0].to_f / sizes[:large][1])
