@@ -262,11 +262,12 @@ class TypedValuesTest < HashfileTest
     same_bytes = ["é", "é".b, (+"\xC3\xA9").force_encoding(Encoding::US_ASCII)]
     ascii = ["plan", "plan".b, (+"plan").force_encoding(Encoding::US_ASCII)]
     long = "k" * 65
-    Hashfile.build(path, {
+    config = {
       "words" => words.to_h { |w| [w, w] },
       "utf8" => { same_bytes[0] => 1 }, "binary" => { same_bytes[1] => 2 }, "us-ascii" => { same_bytes[2] => 3 },
       "ascii" => ascii.map { |a| { a => a } }, "long" => { long => long }
-    })
+    }
+    Hashfile.build(path, config)
     check = lambda do |db|
       2.times do
         db["words"].each do |key, value|
