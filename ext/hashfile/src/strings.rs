@@ -146,14 +146,15 @@ enum Region {
     Binary = 2,
 }
 
-/// The interned (deduplicated, frozen) strings decoded lately, by a hash of
-/// their bytes, one slot each, the newer replacing the older. Every Hash
+/// The interned (deduplicated, frozen) strings decoded lately, in sets of
+/// `INTERNED_WAYS` slots chosen by a hash of their bytes, the newest first
+/// and the oldest leaving a full set. Every Hash
 /// key a typed lookup decodes is interned, as `Hash#[]=` would intern it;
 /// Ruby's own `rb_enc_interned_str` hashes the bytes with SipHash, scans
 /// them for their coderange and probes the VM's table of all interned
 /// strings, which was about a fifth of a `db[]` of a small nested value
-/// (`perf`, bench/BENCHMARKS.md). A hit here is a short hash, one load and
-/// a byte compare, and returns the very object `rb_enc_interned_str`
+/// (`perf`, docs/BENCHMARKS.md). A hit here is a short hash, a load or two
+/// and a byte compare, and returns the very object `rb_enc_interned_str`
 /// would: the cache keeps that object alive, so the VM's table keeps
 /// mapping these bytes to it.
 ///
