@@ -298,6 +298,32 @@ class TypedValuesTest < HashfileTest
     end
   end
 
+  # Symbols (keys under symbolize_names:, and stored Symbols) come from a
+  # cache by name too (strings.rs): the same Symbol, whatever was evicted
+  # or moved meanwhile, and a name in each encoding its own Symbol.
+  def test_symbols_from_the_cache_are_the_symbols_of_their_names
+    words = Array.new(scale(3000)) { |i| "key #{i} ✓" }
+    stored = [:plan, :"é", "é".b.to_sym, "\xFF".b.to_sym, :"#{"k" * 65}"]
+    Hashfile.build(path, { "words" => words.to_h { |w| [w, w.to_sym] }, "stored" => stored })
+    check = lambda do |db|
+      2.times do
+        db.get("words", symbolize_names: true).each do |key, value|
+          assert_same key, value
+          assert_same key.to_s.to_sym, key
+        end
+      end
+      assert_equal stored, db["stored"]
+      assert_equal [Encoding::US_ASCII, Encoding::UTF_8, Encoding::BINARY, Encoding::BINARY], db["stored"].first(4).map(&:encoding)
+      refute_same db["stored"][1], db["stored"][2]
+    end
+    Hashfile.open(path) do |db|
+      check.call(db)
+      GC.start(full_mark: true, immediate_sweep: true)
+      GC.compact if GC.respond_to?(:compact)
+      check.call(db)
+    end
+  end
+
   def realistic_configs(rng)
     flags = (0...scale(200)).to_h { |i| ["feature_#{i}", { "enabled" => rng.rand < 0.5, "rollout" => rng.rand.round(4), "owners" => %w[a b c].sample(rng.rand(0..3), random: rng) }] }
     i18n = %w[en de fr ja].to_h do |locale|

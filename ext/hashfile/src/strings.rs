@@ -134,7 +134,8 @@ const INTERNED_WAYS: usize = 2;
 const INTERNED_SLOTS: usize = INTERNED_SETS * INTERNED_WAYS;
 /// Longer strings are interned without the cache: Hash keys, the strings
 /// decoded most often, are short, and a bound on the length bounds what
-/// the cache keeps alive (3 × 2,048 strings of at most 64 bytes).
+/// what the caches keep alive (3 × 2,048 strings of at most 64 bytes, and
+/// as many Symbols with their names).
 const INTERNED_MAX_LEN: usize = 64;
 
 /// The three tagged encodings, each with its own part of the cache, so a
@@ -144,6 +145,20 @@ enum Region {
     Utf8 = 0,
     Ascii = 1,
     Binary = 2,
+}
+
+impl Region {
+    /// Ruby's encoding for this region.
+    fn encoding(self) -> *mut rb_sys::OnigEncodingTypeST {
+        // SAFETY: each returns a pointer to one of Ruby's static encodings.
+        unsafe {
+            match self {
+                Region::Utf8 => rb_sys::rb_utf8_encoding(),
+                Region::Ascii => rb_sys::rb_usascii_encoding(),
+                Region::Binary => rb_sys::rb_ascii8bit_encoding(),
+            }
+        }
+    }
 }
 
 /// The interned (deduplicated, frozen) strings decoded lately, in sets of
@@ -211,57 +226,128 @@ fn interned_set(bytes: &[u8]) -> usize {
 fn cached_interned(ruby: &Ruby, bytes: &[u8], region: Region) -> VALUE {
     let (ptr, len) = (bytes.as_ptr() as *const c_char, bytes.len() as c_long);
     let intern = || {
-        // SAFETY: the encoding functions return Ruby's static encodings;
-        // rb_enc_interned_str copies the live slice `ptr`/`len` and returns
-        // a live interned String.
-        unsafe {
-            let encoding = match region {
-                Region::Utf8 => rb_sys::rb_utf8_encoding(),
-                Region::Ascii => rb_sys::rb_usascii_encoding(),
-                Region::Binary => rb_sys::rb_ascii8bit_encoding(),
-            };
-            rb_sys::rb_enc_interned_str(ptr, len, encoding)
-        }
+        // SAFETY: rb_enc_interned_str copies the live slice `ptr`/`len`
+        // and returns a live interned String.
+        unsafe { rb_sys::rb_enc_interned_str(ptr, len, region.encoding()) }
     };
     if bytes.len() > INTERNED_MAX_LEN {
         return intern();
     }
     let cache = ruby.get_inner(&INTERNED).as_raw();
-    let first = region as usize * INTERNED_SLOTS + interned_set(bytes) * INTERNED_WAYS;
+    by_name(cache, 1, bytes, region, || {
+        let name = intern();
+        Some((name, name))
+    })
+    .expect("interning a String cannot fail")
+}
+
+/// The Symbols of names decoded lately (`symbolize_names:` keys, stored
+/// Symbols), as `INTERNED` keeps Strings, in slots of two: the Symbol's
+/// name (an interned String, whose bytes are compared), then the Symbol.
+/// `rb_intern3` probes the VM's symbol table by a hash of the whole name,
+/// which made a `db[]` of a small nested value with `symbolize_names:` take
+/// 1.5× one with String keys; a hit here is what a String key's hit is.
+/// Holding the Symbol keeps a dynamic one alive, so `rb_intern3` would
+/// return this same object.
+static SYMBOLS: Lazy<RArray> = Lazy::new(|ruby| {
+    let cache = ruby.ary_new_capa(2 * 3 * INTERNED_SLOTS);
+    for _ in 0..2 * 3 * INTERNED_SLOTS {
+        cache.push(ruby.qnil()).expect("a new Array takes elements");
+    }
+    cache
+});
+
+/// The Symbol named `bytes` in `encoding`, if `encoding` is one of the
+/// three tagged ones and the name is valid in it; None otherwise (the
+/// caller takes the slow, protected path, where an invalid name raises).
+#[inline]
+pub fn symbol(ruby: &Ruby, bytes: &[u8], encoding: Encoding<'_>) -> Option<VALUE> {
+    let region = match encoding {
+        Encoding::Utf8 => Region::Utf8,
+        Encoding::Ascii => Region::Ascii,
+        Encoding::Binary => Region::Binary,
+        Encoding::Named(_) => return None,
+    };
+    // rb_intern3 raises (a longjmp) for a name that is not valid in its
+    // encoding, which only a damaged file can hold: valid UTF-8 or
+    // US-ASCII names, and binary ones, cannot raise.
+    let intern = || {
+        let valid = match region {
+            Region::Utf8 => std::str::from_utf8(bytes).is_ok(),
+            Region::Ascii => bytes.is_ascii(),
+            Region::Binary => true,
+        };
+        let (ptr, len) = (bytes.as_ptr() as *const c_char, bytes.len() as c_long);
+        // SAFETY: rb_intern3 copies a name that is valid in its encoding
+        // (checked above); rb_id2sym returns its Symbol, rb_sym2str the
+        // Symbol's frozen name, which lives as long as the Symbol.
+        valid.then(|| unsafe {
+            let symbol = rb_sys::rb_id2sym(rb_sys::rb_intern3(ptr, len, region.encoding()));
+            (rb_sys::rb_sym2str(symbol), symbol)
+        })
+    };
+    if bytes.len() > INTERNED_MAX_LEN {
+        return intern().map(|(_, symbol)| symbol);
+    }
+    let cache = ruby.get_inner(&SYMBOLS).as_raw();
+    by_name(cache, 2, bytes, region, intern)
+}
+
+/// The object a cache (`INTERNED`, `SYMBOLS`) holds for `bytes` in
+/// `region`, or the one `make` returns (None: nothing to cache, nothing
+/// returned), which then goes first in its set. Each slot is `width`
+/// elements: the name String, compared by its bytes, and (when `width` is
+/// 2) the object returned, else the name itself.
+#[inline]
+fn by_name(
+    cache: VALUE,
+    width: usize,
+    bytes: &[u8],
+    region: Region,
+    make: impl FnOnce() -> Option<(VALUE, VALUE)>,
+) -> Option<VALUE> {
+    let first = (region as usize * INTERNED_SLOTS + interned_set(bytes) * INTERNED_WAYS) * width;
     let api = rb_sys::stable_api::get_default();
-    for slot in first..first + INTERNED_WAYS {
-        // SAFETY: `cache` is the live Array of 3 × INTERNED_SLOTS elements
-        // made above, never resized, and `slot` is within it; its elements
-        // are nil or Strings this function stored. The slice of a String's
-        // bytes is compared before anything else runs or allocates.
-        let cached = unsafe { api.rarray_aref(cache, slot as isize) };
-        if cached == rb_sys::Qnil as VALUE {
+    for way in 0..INTERNED_WAYS {
+        let at = first + way * width;
+        // SAFETY: `cache` is a live Array of 3 × INTERNED_SLOTS × `width`
+        // elements, made with it, never resized, and `at` is within it; its
+        // names are nil or Strings this function stored. The slice of a
+        // String's bytes is compared before anything else runs or
+        // allocates.
+        let name = unsafe { api.rarray_aref(cache, at as isize) };
+        if name == rb_sys::Qnil as VALUE {
             break;
         }
         // SAFETY: as above.
         let held = unsafe {
             std::slice::from_raw_parts(
-                api.rstring_ptr(cached) as *const u8,
-                api.rstring_len(cached) as usize,
+                api.rstring_ptr(name) as *const u8,
+                api.rstring_len(name) as usize,
             )
         };
         if held == bytes {
-            return cached;
+            // SAFETY: as above; the slot's last element is its object.
+            return Some(unsafe { api.rarray_aref(cache, (at + width - 1) as isize) });
         }
     }
-    let fresh = intern();
-    // The newest string goes first, the set's others one way along, the
-    // last one out. SAFETY: a live Array and Strings (or nil); rb_ary_store
-    // takes the write barrier, and every index is in bounds, so it does not
-    // grow the Array. Nothing allocates in between.
+    let (name, object) = make()?;
+    // The newest goes first, the set's others one way along, the last one
+    // out. SAFETY: a live Array and objects (or nil); rb_ary_store takes
+    // the write barrier, and every index is in bounds, so it does not grow
+    // the Array. Nothing allocates in between; `name` and `object` are on
+    // this stack until stored.
     unsafe {
-        for slot in (first + 1..first + INTERNED_WAYS).rev() {
-            let older = api.rarray_aref(cache, slot as isize - 1);
-            rb_sys::rb_ary_store(cache, slot as c_long, older);
+        for at in (first + width..first + INTERNED_WAYS * width).rev() {
+            let older = api.rarray_aref(cache, (at - width) as isize);
+            rb_sys::rb_ary_store(cache, at as c_long, older);
         }
-        rb_sys::rb_ary_store(cache, first as c_long, fresh);
+        rb_sys::rb_ary_store(cache, first as c_long, name);
+        if width == 2 {
+            rb_sys::rb_ary_store(cache, first as c_long + 1, object);
+        }
     }
-    fresh
+    Some(object)
 }
 
 /// `new_raw` as an `RString`.

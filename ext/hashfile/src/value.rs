@@ -371,14 +371,6 @@ fn malformed(ruby: &Ruby, e: hashfile::Error) -> Error {
     Error::new(ruby.get_inner(&FORMAT_ERROR), e.to_string())
 }
 
-#[inline]
-fn ptr_len(bytes: &[u8]) -> (*const std::ffi::c_char, c_long) {
-    (
-        bytes.as_ptr() as *const std::ffi::c_char,
-        bytes.len() as c_long,
-    )
-}
-
 impl Decoder<'_> {
     /// A String with these bytes. With `interned`, the deduplicated frozen
     /// String (`-str`): for Hash keys, and for every string under FREEZE.
@@ -388,24 +380,12 @@ impl Decoder<'_> {
     }
 
     fn symbol(&self, bytes: &[u8], encoding: Encoding<'_>) -> Result<VALUE, Error> {
-        let (ptr, len) = ptr_len(bytes);
-        // rb_intern3 raises (a longjmp) for a name that is not valid in its
-        // encoding, which only a damaged file can hold. Names that are valid
-        // UTF-8 or US-ASCII, and binary names, cannot raise and take the
-        // direct path; anything else goes through a protected `to_sym`.
-        let direct: Option<unsafe extern "C" fn() -> *mut rb_sys::OnigEncodingTypeST> =
-            match encoding {
-                Encoding::Utf8 if std::str::from_utf8(bytes).is_ok() => {
-                    Some(rb_sys::rb_utf8_encoding)
-                }
-                Encoding::Ascii if bytes.is_ascii() => Some(rb_sys::rb_usascii_encoding),
-                Encoding::Binary => Some(rb_sys::rb_ascii8bit_encoding),
-                _ => None,
-            };
-        if let Some(enc) = direct {
-            // SAFETY: rb_intern3 copies a name that is valid in its
-            // encoding (checked above); rb_id2sym returns its Symbol.
-            return Ok(unsafe { rb_sys::rb_id2sym(rb_sys::rb_intern3(ptr, len, enc())) });
+        // Names in the three tagged encodings that are valid in theirs take
+        // the direct path (through a cache); anything else goes through a
+        // protected `to_sym`, which raises for a name that is not valid in
+        // its encoding, as only a damaged file can hold.
+        if let Some(symbol) = strings::symbol(self.ruby, bytes, encoding) {
+            return Ok(symbol);
         }
         let name = self.string(bytes, encoding, false)?;
         // SAFETY: a live String VALUE.
