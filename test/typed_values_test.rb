@@ -290,12 +290,16 @@ class TypedValuesTest < HashfileTest
       assert_same(-long.dup, key)
       assert_same(key, value)
     end
-    Hashfile.open(path, freeze: true) do |db|
-      check.call(db)
-      GC.start(full_mark: true, immediate_sweep: true)
-      GC.compact if GC.respond_to?(:compact)
-      check.call(db)
-    end
+    Hashfile.open(path, freeze: true) { |db| around_a_compaction { check.call(db) } }
+  end
+
+  # Yields, collects and compacts the heap (which moves what the caches
+  # hold), then yields again.
+  def around_a_compaction
+    yield
+    GC.start(full_mark: true, immediate_sweep: true)
+    GC.compact if GC.respond_to?(:compact)
+    yield
   end
 
   # Symbols (keys under symbolize_names:, and stored Symbols) come from a
@@ -316,12 +320,7 @@ class TypedValuesTest < HashfileTest
       assert_equal [Encoding::US_ASCII, Encoding::UTF_8, Encoding::BINARY, Encoding::BINARY], db["stored"].first(4).map(&:encoding)
       refute_same db["stored"][1], db["stored"][2]
     end
-    Hashfile.open(path) do |db|
-      check.call(db)
-      GC.start(full_mark: true, immediate_sweep: true)
-      GC.compact if GC.respond_to?(:compact)
-      check.call(db)
-    end
+    Hashfile.open(path) { |db| around_a_compaction { check.call(db) } }
   end
 
   def realistic_configs(rng)
