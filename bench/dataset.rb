@@ -12,6 +12,11 @@
 #
 #   ruby bench/dataset.rb                    # 10,000,000 pairs
 #   QUICK=1 ruby bench/dataset.rb            # seconds: checks it runs (CI)
+
+# Each line as printed: a log cut short (a CI time limit) shows where
+# the run was.
+$stdout.sync = true
+
 $LOAD_PATH.unshift File.expand_path("../lib", __dir__)
 $LOAD_PATH.unshift File.expand_path("../test", __dir__)
 require "hashfile"

@@ -16,6 +16,11 @@
 #
 #   ruby bench/remote.rb            # 1,000,000 entries
 #   QUICK=1 ruby bench/remote.rb    # a few seconds: checks it runs (CI)
+
+# Each line as printed: a log cut short (a CI time limit) shows where
+# the run was.
+$stdout.sync = true
+
 $LOAD_PATH.unshift File.expand_path("../lib", __dir__)
 $LOAD_PATH.unshift File.expand_path("../test", __dir__)
 require "hashfile"

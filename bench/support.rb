@@ -1,5 +1,9 @@
 # frozen_string_literal: true
 
+# Each line as printed: a log cut short (a CI time limit) shows where
+# the run was.
+$stdout.sync = true
+
 $LOAD_PATH.unshift File.expand_path("../lib", __dir__)
 require "hashfile"
 require "json"

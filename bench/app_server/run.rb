@@ -18,6 +18,11 @@
 #
 #   ruby bench/app_server/run.rb              # the full run (about 10 minutes)
 #   QUICK=1 ruby bench/app_server/run.rb      # a few seconds: checks it runs (CI)
+
+# Each line as printed: a log cut short (a CI time limit) shows where
+# the run was.
+$stdout.sync = true
+
 require "json"
 require "fileutils"
 require "net/http"
