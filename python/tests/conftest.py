@@ -128,8 +128,15 @@ class Minio:
         raise RuntimeError(f"could not make bucket {name}")
 
     def stop(self) -> None:
+        """Asks MinIO to stop, and kills it if it has not within 30 s: a
+        stop never holds the suite up (test/support/servers.rb does the
+        same for Ruby's servers)."""
         self.process.terminate()
-        self.process.wait(timeout=30)
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
 
 
 @pytest.fixture(scope="session")
