@@ -423,28 +423,6 @@ fn section_slice<'b>(bytes: &'b [u8], section: &Section) -> Option<&'b [u8]> {
     bytes.get(usize::try_from(section.offset).ok()?..usize::try_from(section.end()).ok()?)
 }
 
-/// Whether a stored key is `key`, byte for byte. Keys of 4 to 16 bytes,
-/// most keys, are compared inline, two overlapping loads a side that
-/// together cover every byte; others with `==`. A call to libc's `memcmp`
-/// was 18 of the 260 instructions of a lookup in a cache-resident store
-/// (docs/BENCHMARKS.md).
-#[inline(always)]
-fn same_key(stored: &[u8], key: &[u8]) -> bool {
-    let n = key.len();
-    if stored.len() != n {
-        return false;
-    }
-    // The ranges below lie inside both slices (length n): neither the
-    // slicing nor the conversion to an array can fail.
-    let word = |s: &[u8], at: usize| u64::from_le_bytes(s[at..at + 8].try_into().unwrap_or([0; 8]));
-    let half = |s: &[u8], at: usize| u32::from_le_bytes(s[at..at + 4].try_into().unwrap_or([0; 4]));
-    match n {
-        8..=16 => (word(stored, 0) ^ word(key, 0)) | (word(stored, n - 8) ^ word(key, n - 8)) == 0,
-        4..=7 => (half(stored, 0) ^ half(key, 0)) | (half(stored, n - 4) ^ half(key, n - 4)) == 0,
-        _ => stored == key,
-    }
-}
-
 /// Keys a batch over a source in memory looks up side by side: enough for
 /// the misses of a group to overlap (a core keeps about 10 to 20 misses in
 /// flight), few enough that its lines stay in the cache between levels.
@@ -942,7 +920,7 @@ impl<S: Source> Reader<S> {
             },
             |i| {
                 if let Some((record, _)) = self.record_at(offsets[i])? {
-                    if same_key(record.key(), keys[i].as_ref()) {
+                    if record.key() == keys[i].as_ref() {
                         found[i] = Some(record.detached());
                     }
                 }
@@ -1388,7 +1366,7 @@ impl<S: Source> Reader<S> {
                 (layout, key, value)
             }
         };
-        if !same_key(found, key) {
+        if found != key {
             return Ok(None);
         }
         if !layout.items {
@@ -1542,13 +1520,13 @@ impl<S: Source> Reader<S> {
             // The key is compared on the map, and the record built once,
             // where it is returned.
             let (layout, found, value) = self.record_in_place(bytes, offset)?;
-            if !same_key(found, key) {
+            if found != key {
                 return Ok(None);
             }
             return self.found(found, value, layout).map(Some);
         }
         match self.record_at(offset)? {
-            Some((record, _)) if same_key(record.key(), key) => Ok(Some(record)),
+            Some((record, _)) if record.key() == key => Ok(Some(record)),
             _ => Ok(None),
         }
     }
@@ -1625,7 +1603,7 @@ impl<S: Source> Reader<S> {
         }
         for (key, &offset) in group.iter().zip(&slots) {
             let (layout, stored, value) = self.record_in_place(bytes, offset)?;
-            found.push(if same_key(stored, key.as_ref()) {
+            found.push(if stored == key.as_ref() {
                 Some(self.found(stored, value, layout)?)
             } else {
                 None
@@ -1719,32 +1697,4 @@ fn walk<R>(
     }
     let walked = crate::value::dig(record.value, path, symbolize_names)?;
     Ok(answer(record, Some(walked)))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::same_key;
-
-    /// The inline compare agrees with `==` at every length around its
-    /// cases, for equal keys, keys that differ in any one byte, and keys
-    /// one of which is the other's prefix.
-    #[test]
-    fn same_key_is_byte_for_byte_equality() {
-        for n in 0..=40usize {
-            let key: Vec<u8> = (0..n).map(|i| (i * 37 + n) as u8).collect();
-            assert!(same_key(&key.clone(), &key), "length {n}");
-            for at in 0..n {
-                for bit in [0x01, 0x80] {
-                    let mut other = key.clone();
-                    other[at] ^= bit;
-                    assert!(!same_key(&other, &key), "length {n}, byte {at}");
-                    assert!(!same_key(&key, &other), "length {n}, byte {at}");
-                }
-            }
-            if n > 0 {
-                assert!(!same_key(&key[..n - 1], &key), "length {n}, prefix");
-                assert!(!same_key(&key, &key[..n - 1]), "length {n}, prefix");
-            }
-        }
-    }
 }
