@@ -39,8 +39,8 @@ module Hashfile
       # checks it before it waits for events, so a TERM that lands between
       # the check and the wait, as one sent just after a client closes its
       # connection can, is acted on only at the next event, which may
-      # never come (one stop in about ten did so here, and CI ran out of
-      # time in it).
+      # never come (CI once ran out of time waiting; here, 2 stops of 150
+      # in a loop needed a second TERM).
       def stop(grace: 10)
         deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + grace
         loop do
