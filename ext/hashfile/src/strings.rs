@@ -134,7 +134,7 @@ const INTERNED_WAYS: usize = 2;
 const INTERNED_SLOTS: usize = INTERNED_SETS * INTERNED_WAYS;
 /// Longer strings are interned without the cache: Hash keys, the strings
 /// decoded most often, are short, and a bound on the length bounds what
-/// what the caches keep alive (3 × 2,048 strings of at most 64 bytes, and
+/// the caches keep alive (3 × 2,048 strings of at most 64 bytes, and
 /// as many Symbols with their names).
 const INTERNED_MAX_LEN: usize = 64;
 
@@ -177,13 +177,16 @@ impl Region {
 /// the Array itself), so the strings are marked, and moved entries are
 /// updated in place by compaction: no VALUE is kept in Rust memory. Every
 /// use holds the GVL, which serializes them; a forked child has its copy.
-static INTERNED: Lazy<RArray> = Lazy::new(|ruby| {
-    let cache = ruby.ary_new_capa(3 * INTERNED_SLOTS);
-    for _ in 0..3 * INTERNED_SLOTS {
+static INTERNED: Lazy<RArray> = Lazy::new(|ruby| empty_cache(ruby, 3 * INTERNED_SLOTS));
+
+/// A cache's Array: `len` nils.
+fn empty_cache(ruby: &Ruby, len: usize) -> RArray {
+    let cache = ruby.ary_new_capa(len);
+    for _ in 0..len {
         cache.push(ruby.qnil()).expect("a new Array takes elements");
     }
     cache
-});
+}
 
 /// Which set of its region `bytes` is in: a multiplicative hash (FxHash's
 /// constant) of eight bytes at a time, its top bits. The last word is read
@@ -234,11 +237,12 @@ fn cached_interned(ruby: &Ruby, bytes: &[u8], region: Region) -> VALUE {
         return intern();
     }
     let cache = ruby.get_inner(&INTERNED).as_raw();
+    // `make` always gives a String, so `by_name` always returns one.
     by_name(cache, 1, bytes, region, || {
         let name = intern();
         Some((name, name))
     })
-    .expect("interning a String cannot fail")
+    .unwrap_or_else(intern)
 }
 
 /// The Symbols of names decoded lately (`symbolize_names:` keys, stored
@@ -249,13 +253,7 @@ fn cached_interned(ruby: &Ruby, bytes: &[u8], region: Region) -> VALUE {
 /// 1.5× one with String keys; a hit here is what a String key's hit is.
 /// Holding the Symbol keeps a dynamic one alive, so `rb_intern3` would
 /// return this same object.
-static SYMBOLS: Lazy<RArray> = Lazy::new(|ruby| {
-    let cache = ruby.ary_new_capa(2 * 3 * INTERNED_SLOTS);
-    for _ in 0..2 * 3 * INTERNED_SLOTS {
-        cache.push(ruby.qnil()).expect("a new Array takes elements");
-    }
-    cache
-});
+static SYMBOLS: Lazy<RArray> = Lazy::new(|ruby| empty_cache(ruby, 2 * 3 * INTERNED_SLOTS));
 
 /// The Symbol named `bytes` in `encoding`, if `encoding` is one of the
 /// three tagged ones and the name is valid in it; None otherwise (the
