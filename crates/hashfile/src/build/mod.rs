@@ -342,7 +342,7 @@ impl Builder {
                 spill.push_record(record);
             }
         }
-        if self.entries % MEMORY_CHECK_EVERY == 0 {
+        if self.entries.is_multiple_of(MEMORY_CHECK_EVERY) {
             self.check_memory();
         }
     }
