@@ -370,10 +370,10 @@ pub fn import_into<S: Sink>(
         import::import(reader, &input.name(), &input.options, &mut |record, _| {
             sink.insert_record(record);
             report.entries += 1;
-            if report.entries.is_multiple_of(4096) {
+            if report.entries % 4096 == 0 {
                 cancel.check()?;
             }
-            if report.entries.is_multiple_of(4096) && last.elapsed() >= PROGRESS_INTERVAL {
+            if report.entries % 4096 == 0 && last.elapsed() >= PROGRESS_INTERVAL {
                 last = Instant::now();
                 report.bytes_read = read.get();
                 progress(&report)?;

@@ -367,7 +367,7 @@ pub fn compressed_vector_value(i: u64) -> String {
     const WORDS: [&str; 8] = [
         "lamp", "garden", "steel", "blue", "kettle", "oak", "travel", "set",
     ];
-    if i.is_multiple_of(10) {
+    if i % 10 == 0 {
         return format!("v{i}");
     }
     let w = |k: u64| WORDS[((i * 3 + k * 5) % 8) as usize];

@@ -342,7 +342,7 @@ impl Builder {
                 spill.push_record(record);
             }
         }
-        if self.entries.is_multiple_of(MEMORY_CHECK_EVERY) {
+        if self.entries % MEMORY_CHECK_EVERY == 0 {
             self.check_memory();
         }
     }

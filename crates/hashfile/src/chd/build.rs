@@ -4,7 +4,6 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use super::lanes::{Lanes, LANES};
 use super::{geometry, hash_key, mul_high, part_count, slot_of_word, BucketMap, Params, PilotWord};
 use crate::cancel::CancelFlag;
 use crate::error::{Error, Result};
@@ -542,7 +541,6 @@ where
     let mut taken = vec![0u64; (m as usize).div_ceil(64)];
     let mut bucket_slots: Vec<u64> = Vec::with_capacity(max_size);
     let mut hashes: Vec<u64> = Vec::with_capacity(max_size + 3);
-    let lanes = Lanes::new(m);
     for (placed, &b) in order.iter().enumerate() {
         if placed % 64 == 0 && stop.now() {
             return Placement::Stopped;
@@ -559,7 +557,7 @@ where
             // A try tests at most one group of four keys per group.
             let groups = hashes.len().div_ceil(4) as u64;
             let until = from.saturating_add(budget / groups).min(MAX_PILOT);
-            let pilot = match free_pilot(&mut hashes, from, until, &taken, m, lanes, stop) {
+            let pilot = match free_pilot(&mut hashes, from, until, &taken, m, stop) {
                 Search::Found(pilot) => pilot,
                 Search::Stopped => return Placement::Stopped,
                 Search::Exhausted if until == MAX_PILOT => return Placement::Retry,
@@ -623,15 +621,13 @@ enum Search {
 /// their own size. Pads `hashes` to a multiple of four by repeating a key,
 /// which changes no answer. Slots come from `slot_of_word`, the formula
 /// lookups use; pilots are walked as words. Looks at `stop` every
-/// `TRIALS_PER_CHECK` pilots. With `lanes`, eight pilots are tried at
-/// once, every key of each (the same answer).
+/// `TRIALS_PER_CHECK` pilots.
 fn free_pilot(
     hashes: &mut Vec<u64>,
     from: u64,
     until: u64,
     taken: &[u64],
     m: u64,
-    lanes: Option<Lanes>,
     stop: &Stop<'_>,
 ) -> Search {
     #[inline(always)]
@@ -664,9 +660,6 @@ fn free_pilot(
         }
         Search::Exhausted
     }
-    if let (Some(lanes), false) = (lanes, hashes.is_empty()) {
-        return search_lanes(hashes, from, until, taken, lanes, stop);
-    }
     match *hashes.as_slice() {
         [] if from < until => Search::Found(from),
         [] => Search::Exhausted,
@@ -682,39 +675,6 @@ fn free_pilot(
             })
         }
     }
-}
-
-/// `free_pilot` eight pilots at a time (`hashes` not empty).
-fn search_lanes(
-    hashes: &[u64],
-    from: u64,
-    until: u64,
-    taken: &[u64],
-    lanes: Lanes,
-    stop: &Stop<'_>,
-) -> Search {
-    let mut word = PilotWord::of(from);
-    let mut pilot = from;
-    while pilot < until {
-        let end = pilot.saturating_add(TRIALS_PER_CHECK).min(until);
-        while pilot < end {
-            // Lanes at or past `end` are no answer.
-            let open = match end - pilot {
-                left if left >= LANES => u8::MAX,
-                left => (1u8 << left) - 1,
-            };
-            let free = !lanes.taken(hashes, word, taken) & open;
-            if free != 0 {
-                return Search::Found(pilot + free.trailing_zeros() as u64);
-            }
-            word = word.skip(LANES);
-            pilot += LANES;
-        }
-        if stop.now() {
-            return Search::Stopped;
-        }
-    }
-    Search::Exhausted
 }
 
 #[cfg(test)]
@@ -757,45 +717,11 @@ mod tests {
                     cancel: &never,
                     gave_up: &AtomicBool::new(false),
                 };
-                // Pilot by pilot, and eight at a time where the CPU can;
-                // the limit, too, cuts the eight short.
-                for lanes in [None, Lanes::new(m)] {
-                    assert_eq!(
-                        free_pilot(
-                            &mut hashes.clone(),
-                            from,
-                            MAX_PILOT,
-                            &taken,
-                            m,
-                            lanes,
-                            &stop
-                        ),
-                        expected,
-                        "size {size}, seed {seed}, lanes {lanes:?}"
-                    );
-                    if let Search::Found(p) = expected {
-                        for until in [p, p + 1, p + 2, p + 9] {
-                            let within = if until > p {
-                                expected
-                            } else {
-                                Search::Exhausted
-                            };
-                            assert_eq!(
-                                free_pilot(
-                                    &mut hashes.clone(),
-                                    from,
-                                    until,
-                                    &taken,
-                                    m,
-                                    lanes,
-                                    &stop
-                                ),
-                                within,
-                                "size {size}, seed {seed}, until {until}, lanes {lanes:?}"
-                            );
-                        }
-                    }
-                }
+                assert_eq!(
+                    free_pilot(&mut hashes.clone(), from, MAX_PILOT, &taken, m, &stop),
+                    expected,
+                    "size {size}, seed {seed}"
+                );
             }
         }
     }

@@ -29,7 +29,6 @@ use super::build::{
     counting_sort, first_duplicate, group_by_bucket, hash_by_part, Clash, Hashed, Placement,
     MAX_SEED_ATTEMPTS,
 };
-use super::lanes::{Lanes, LANES};
 use super::{geometry, hash_key, mix, part_count, slot_of_word, BucketMap, Params, PilotWord};
 use crate::cancel::CancelFlag;
 use crate::error::{Error, Result};
@@ -392,45 +391,27 @@ where
     Ok(outcomes.iter().all(|o| *o == Placement::Placed))
 }
 
-/// Pilots `free_pilot` works out together: the lanes' eight.
-const PILOT_BATCH: u64 = LANES;
+/// Pilots whose first key's slot `free_pilot` works out together.
+const PILOT_BATCH: u64 = 8;
 
 /// The smallest pilot that sends every key of `bucket` (not empty) to a
-/// free slot of its own, if one below `PILOTS` does. With `lanes`, eight
-/// pilots are tried on every key at once, and only those that find all
-/// slots free are looked at for two keys on one slot. Without, the first
-/// key's slot is worked out for `PILOT_BATCH` pilots at a time,
-/// independent multiplies the core overlaps; most pilots fail there, and
-/// only those that pass look at the other keys. (The same answer as trying
-/// each pilot in turn, which took twice the time.) `hashes` is scratch.
+/// free slot of its own, if one below `PILOTS` does. The first key's slot
+/// is worked out for `PILOT_BATCH` pilots at a time, independent
+/// multiplies the core overlaps; most pilots fail there, and only those
+/// that pass look at the other keys. (The same answer as trying each pilot
+/// in turn, which took twice the time.)
 #[inline]
-fn free_pilot(
-    bucket: &[Hashed],
-    taken: &[u64],
-    m: u64,
-    lanes: Option<Lanes>,
-    slots_now: &mut Vec<usize>,
-    hashes: &mut Vec<u64>,
-) -> Option<u64> {
+fn free_pilot(bucket: &[Hashed], taken: &[u64], m: u64, slots_now: &mut Vec<usize>) -> Option<u64> {
     let is_free = |s: usize| taken[s / 64] >> (s % 64) & 1 == 0;
     let (first, rest) = (bucket[0].hash, &bucket[1..]);
-    if lanes.is_some() {
-        hashes.clear();
-        hashes.extend(bucket.iter().map(|e| e.hash));
-    }
     let mut word = PilotWord::of(0);
     for base in (0..PILOTS).step_by(PILOT_BATCH as usize) {
         let mut passed = 0u32;
-        match lanes {
-            Some(lanes) => passed = !lanes.taken(hashes, word, taken) as u32 & 0xff,
-            None => {
-                for j in 0..PILOT_BATCH {
-                    let s = slot_of_word(first, word.skip(j), m) as usize;
-                    passed |= (is_free(s) as u32) << j;
-                }
-            }
+        for j in 0..PILOT_BATCH {
+            let s = slot_of_word(first, word, m) as usize;
+            passed |= (is_free(s) as u32) << j;
+            word = word.next();
         }
-        word = word.skip(PILOT_BATCH);
         while passed != 0 {
             let pilot = base + passed.trailing_zeros() as u64;
             passed &= passed - 1;
@@ -503,8 +484,6 @@ where
     let mut placed_at = vec![0u64; r];
     let mut placements = 0u64;
     let mut slots_now: Vec<usize> = Vec::with_capacity(max_size);
-    let mut hashes: Vec<u64> = Vec::with_capacity(max_size);
-    let lanes = Lanes::new(m);
     let mut evictions = 0u64;
     let budget = (members.len() as u64).saturating_mul(MAX_EVICTIONS_PER_KEY);
     for (placed, &first) in order.iter().enumerate() {
@@ -519,7 +498,7 @@ where
         while let Some((_, std::cmp::Reverse(b))) = queue.pop() {
             let bucket = hashes_of(b as usize);
             // A pilot whose slots are free and distinct, the smallest.
-            let free = free_pilot(bucket, &taken, m, lanes, &mut slots_now, &mut hashes);
+            let free = free_pilot(bucket, &taken, m, &mut slots_now);
             let pilot = match free {
                 Some(p) => p,
                 None => {
@@ -528,7 +507,7 @@ where
                         gave_up.store(true, Ordering::Relaxed);
                         return Placement::TooHard;
                     }
-                    if evictions.is_multiple_of(4096)
+                    if evictions % 4096 == 0
                         && (cancel.is_cancelled() || gave_up.load(Ordering::Relaxed))
                     {
                         return Placement::Stopped;
@@ -647,51 +626,6 @@ mod tests {
         (0..n)
             .map(|i| format!("key-{i}-{}", i * 7919 % 1013).into_bytes())
             .collect()
-    }
-
-    /// The pilot search, eight pilots at a time or not, finds the pilot a
-    /// plain search with the lookup's slot function finds: the smallest
-    /// whose slots are all free and all different, or none below 256.
-    #[test]
-    fn free_pilot_agrees_with_the_slot_function() {
-        let m = 1_000u64;
-        let is_free = |taken: &[u64], s: u64| taken[(s / 64) as usize] >> (s % 64) & 1 == 0;
-        let mut found = [0usize; 2];
-        for density in [2u64, 3, 5, 50] {
-            let mut taken = vec![0u64; (m as usize).div_ceil(64)];
-            // All but every `density`-th slot taken: from half to nearly all.
-            for s in (0..m).filter(|s| s % density != 0) {
-                taken[(s / 64) as usize] |= 1 << (s % 64);
-            }
-            for size in 1..=9 {
-                for seed in 0..30u64 {
-                    let bucket: Vec<Hashed> = (0..size)
-                        .map(|k| Hashed {
-                            hash: hash_key(&[seed as u8, k as u8, density as u8], 7),
-                            index: k,
-                        })
-                        .collect();
-                    let expected = (0..PILOTS).find(|&p| {
-                        let slots: Vec<u64> = bucket
-                            .iter()
-                            .map(|e| super::super::slot(e.hash, p, m))
-                            .collect();
-                        slots.iter().all(|&s| is_free(&taken, s))
-                            && (1..slots.len()).all(|i| !slots[..i].contains(&slots[i]))
-                    });
-                    found[expected.is_some() as usize] += 1;
-                    for lanes in [None, Lanes::new(m)] {
-                        assert_eq!(
-                            free_pilot(&bucket, &taken, m, lanes, &mut Vec::new(), &mut Vec::new()),
-                            expected,
-                            "density {density}, size {size}, seed {seed}, lanes {lanes:?}"
-                        );
-                    }
-                }
-            }
-        }
-        // Both outcomes came up.
-        assert!(found[0] > 0 && found[1] > 0, "{found:?}");
     }
 
     /// Every key gets its own index below n, the one `index` answers and

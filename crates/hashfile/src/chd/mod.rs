@@ -18,7 +18,6 @@
 
 pub(crate) mod build;
 pub mod compact;
-mod lanes;
 
 use crate::format::Geometry;
 
@@ -40,21 +39,14 @@ pub(crate) fn mul_high(a: u64, b: u64) -> u64 {
     ((a as u128 * b as u128) >> 64) as u64
 }
 
-/// The two multipliers of `mix` (murmur3's), named for the pilot searches'
-/// eight-lane copy of it (`lanes`).
-const MIX_MULTIPLIERS: [u64; 2] = [0xff51_afd7_ed55_8ccd, 0xc4ce_b9fe_1a85_ec53];
-
-/// The shift of each of `mix`'s three xor-shifts.
-const MIX_SHIFT: u32 = 33;
-
 /// murmur3's 64-bit finalizer: a cheap bijective mix.
 #[inline]
 fn mix(mut x: u64) -> u64 {
-    x ^= x >> MIX_SHIFT;
-    x = x.wrapping_mul(MIX_MULTIPLIERS[0]);
-    x ^= x >> MIX_SHIFT;
-    x = x.wrapping_mul(MIX_MULTIPLIERS[1]);
-    x ^ (x >> MIX_SHIFT)
+    x ^= x >> 33;
+    x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    x ^= x >> 33;
+    x = x.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    x ^ (x >> 33)
 }
 
 /// A pilot as the slot function mixes it in: `pilot × PILOT_MULTIPLIER`.
@@ -73,13 +65,7 @@ impl PilotWord {
     /// The word of the next pilot: `of(p).next() == of(p + 1)`.
     #[inline]
     pub fn next(self) -> PilotWord {
-        self.skip(1)
-    }
-
-    /// The word of the pilot `n` on: `of(p).skip(n) == of(p + n)`.
-    #[inline]
-    pub fn skip(self, n: u64) -> PilotWord {
-        PilotWord(self.0.wrapping_add(n.wrapping_mul(PILOT_MULTIPLIER)))
+        PilotWord(self.0.wrapping_add(PILOT_MULTIPLIER))
     }
 }
 

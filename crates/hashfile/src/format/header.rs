@@ -448,7 +448,7 @@ impl Header {
         let header_len = fields.u32() as usize;
         if header_len < FIXED_HEADER_LEN + 8
             || header_len as u64 > file_len
-            || !(header_len - FIXED_HEADER_LEN - 8).is_multiple_of(SECTION_ENTRY_LEN)
+            || (header_len - FIXED_HEADER_LEN - 8) % SECTION_ENTRY_LEN != 0
         {
             return Err(corrupt(format!(
                 "header length {header_len} is invalid for a file of {file_len} bytes"
@@ -634,9 +634,7 @@ impl Header {
                 ));
             }
         } else {
-            if g.bucket_count == 0
-                || g.bucket_count > g.entry_count
-                || !g.bucket_count.is_multiple_of(parts)
+            if g.bucket_count == 0 || g.bucket_count > g.entry_count || g.bucket_count % parts != 0
             {
                 return Err(corrupt(format!(
                     "bucket count {} is invalid for {} entries in {parts} parts",
@@ -646,7 +644,7 @@ impl Header {
             // Classic parts are of equal size; compact ones of their own.
             if g.slot_count < g.entry_count
                 || g.slot_count / 2 > g.entry_count
-                || (!compact && !g.slot_count.is_multiple_of(parts))
+                || (!compact && g.slot_count % parts != 0)
             {
                 return Err(corrupt(format!(
                     "slot count {} is invalid for {} entries in {parts} parts",
