@@ -176,6 +176,35 @@ fn stores(
         let vlen = records[at + 1 + klen] as usize;
         (stored == key).then(|| &records[at + 2 + klen..at + 2 + klen + vlen])
     };
+    // The same table with hashfile's record layout (flags, varint lengths),
+    // its offsets as u32s or bit-packed as the slots section packs them:
+    // between the bare table and `Reader::get`, these rows show what the
+    // layout costs and what the reader's own work (parts, bounds checks,
+    // the `RecordBuf`) costs.
+    let (hf_offsets, hf_records) = {
+        let mut offsets = vec![0u64; n];
+        let mut records = Vec::new();
+        for (i, key) in keys.iter().enumerate() {
+            offsets[ptr.index(&xxhash_rust::xxh3::xxh3_64(key))] = records.len() as u64;
+            hashfile::Record::binary(key, &value(i)).write(&mut records);
+        }
+        (offsets, records)
+    };
+    let width = hashfile::bits::bits_for(hf_records.len() as u64);
+    let mut packed = hashfile::bits::pack(&hf_offsets, width);
+    packed.extend_from_slice(&[0; 8]);
+    let hf_table_get = |key: &[u8], packed_offsets: bool| -> Option<&[u8]> {
+        let slot = ptr.index(&xxhash_rust::xxh3::xxh3_64(key));
+        let at = if packed_offsets {
+            hashfile::bits::unpack_one(&packed, width, slot as u64)?
+        } else {
+            hf_offsets[slot]
+        } as usize;
+        let rest = hf_records.get(at..)?;
+        let layout = hashfile::format::record::parse(rest).ok()??;
+        let (stored, value) = layout.split(rest)?;
+        (stored == key).then_some(value)
+    };
     let mut group = c.benchmark_group(format!("store/{n}"));
     group.sample_size(10);
     for (name, store) in [("classic", &classic), ("compact", &compact)] {
@@ -196,6 +225,23 @@ fn stores(
                 .sum::<usize>()
         })
     });
+    for (name, packed_offsets) in [
+        ("ptr_hash table, hashfile records", false),
+        ("ptr_hash table, hashfile records, packed offsets", true),
+    ] {
+        group.bench_function(BenchmarkId::new("get", name), |b| {
+            b.iter(|| {
+                order
+                    .iter()
+                    .map(|&i| {
+                        hf_table_get(keys[i as usize], packed_offsets)
+                            .unwrap()
+                            .len()
+                    })
+                    .sum::<usize>()
+            })
+        });
+    }
     for (name, store) in [("classic", &classic), ("compact", &compact)] {
         let probes: Vec<&[u8]> = order.iter().map(|&i| keys[i as usize]).collect();
         group.bench_function(BenchmarkId::new("get_many of 1,000", name), |b| {
