@@ -449,34 +449,6 @@ fn prefetch(bytes: &[u8], at: u64) {
     let _ = (bytes, at);
 }
 
-/// Whether a stored key is the key looked up. Keys of up to 16 bytes,
-/// most keys apps look up, are compared as two words that overlap in the
-/// middle, in place: a slice comparison calls `memcmp` through the C
-/// library, and that call was about a tenth of a lookup's instructions
-/// (callgrind, `examples/lookups` on a 100,000-key store).
-#[inline(always)]
-fn same_key(stored: &[u8], key: &[u8]) -> bool {
-    let len = key.len();
-    if stored.len() != len {
-        return false;
-    }
-    let word = |bytes: &[u8], at: usize| -> u64 {
-        u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"))
-    };
-    let half = |bytes: &[u8], at: usize| -> u64 {
-        u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes")).into()
-    };
-    match len {
-        8..=16 => {
-            (word(stored, 0) ^ word(key, 0)) | (word(stored, len - 8) ^ word(key, len - 8)) == 0
-        }
-        4..=7 => {
-            (half(stored, 0) ^ half(key, 0)) | (half(stored, len - 4) ^ half(key, len - 4)) == 0
-        }
-        _ => stored == key,
-    }
-}
-
 /// The error for damage a lookup ran into.
 #[cold]
 fn corrupt(section: SectionId, what: &str) -> Error {
@@ -1394,7 +1366,7 @@ impl<S: Source> Reader<S> {
                 (layout, key, value)
             }
         };
-        if !same_key(found, key) {
+        if found != key {
             return Ok(None);
         }
         if !layout.items {
@@ -1548,7 +1520,7 @@ impl<S: Source> Reader<S> {
             // The key is compared on the map, and the record built once,
             // where it is returned.
             let (layout, found, value) = self.record_in_place(bytes, offset)?;
-            if !same_key(found, key) {
+            if found != key {
                 return Ok(None);
             }
             return self.found(found, value, layout).map(Some);
@@ -1631,7 +1603,7 @@ impl<S: Source> Reader<S> {
         }
         for (key, &offset) in group.iter().zip(&slots) {
             let (layout, stored, value) = self.record_in_place(bytes, offset)?;
-            found.push(if same_key(stored, key.as_ref()) {
+            found.push(if stored == key.as_ref() {
                 Some(self.found(stored, value, layout)?)
             } else {
                 None
@@ -1725,39 +1697,4 @@ fn walk<R>(
     }
     let walked = crate::value::dig(record.value, path, symbolize_names)?;
     Ok(answer(record, Some(walked)))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::same_key;
-
-    /// `same_key` agrees with slice equality for every length up to and
-    /// past the word paths, for keys that differ in one byte at any
-    /// position (the first, the last, those only one of two overlapping
-    /// words covers) and for keys one byte longer or shorter.
-    #[test]
-    fn same_key_is_slice_equality() {
-        for len in 0..=40usize {
-            let key: Vec<u8> = (0..len).map(|i| (i * 37 + 11) as u8).collect();
-            assert!(same_key(&key, &key.clone()), "len {len}");
-            for at in 0..len {
-                for flip in [0x01u8, 0x80, 0xff] {
-                    let mut other = key.clone();
-                    other[at] ^= flip;
-                    assert!(
-                        !same_key(&other, &key),
-                        "len {len}, byte {at}, flip {flip:#x}"
-                    );
-                    assert!(
-                        !same_key(&key, &other),
-                        "len {len}, byte {at}, flip {flip:#x}"
-                    );
-                }
-            }
-            let mut longer = key.clone();
-            longer.push(0);
-            assert!(!same_key(&longer, &key), "len {len}, one more byte");
-            assert!(!same_key(&key, &longer), "len {len}, one fewer byte");
-        }
-    }
 }
