@@ -185,7 +185,7 @@ fn block_stops(block: &[u8; 16]) -> (u32, u32) {
 
 /// `string_end` eight bytes a step, as words (the classic "has a zero
 /// byte" trick, with the bytes below 0x20 found the same way), then a byte
-/// at a time: for what is left past the blocks of sixteen.
+/// at a time: for strings under sixteen bytes, and off x86-64.
 fn string_end_in_words(bytes: &[u8]) -> Option<(usize, bool)> {
     const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
     const HIGH: u64 = u64::from_ne_bytes([0x80; 8]);
