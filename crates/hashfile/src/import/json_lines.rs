@@ -494,9 +494,10 @@ mod tests {
 
     #[test]
     fn string_end_at_every_position_of_a_word() {
-        // Past two blocks of sixteen, so that a stop meets every position
-        // of a block, of the word after the blocks and of the bytes after
-        // that, with a non-ASCII byte before it in each.
+        // Strings under sixteen bytes (the word scan) and up to three blocks
+        // of sixteen (the last one overlapping those before it), so that a
+        // stop meets every position of a word and of a block, with a
+        // non-ASCII byte before it in each.
         for len in 0..48 {
             for at in 0..len {
                 for stop in [b'"', b'\\', 0x00, 0x1f] {
