@@ -373,67 +373,6 @@ fn a_streaming_build_writes_what_an_in_memory_build_writes() {
     assert!(err.contains("no/such.hf"), "{err}");
 }
 
-/// A streaming build writes its records past the first 64 MiB directly to
-/// the disk (`build/direct.rs`): in whole aligned blocks from a buffer, the
-/// last partial block through the page cache. Records of every length, one
-/// at a time and in batches, so that the writes start and end anywhere in a
-/// block; the file must be byte for byte the in-memory build's, written in
-/// place and written elsewhere (which copies the records to a new file).
-#[test]
-fn streaming_build_past_the_page_cache_writes_the_same_bytes() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("big.hf");
-    let elsewhere = dir.path().join("elsewhere.hf");
-    let long_value = |i: u64| {
-        let len = (i * 7_919 % 4_099) as usize;
-        (0..len)
-            .map(|j| (i as usize * 31 + j) as u8)
-            .collect::<Vec<u8>>()
-    };
-    let n = 36_000u64; // about 74 MB of records
-    let mut memory = Builder::new(BuildOptions::default()).unwrap();
-    let mut streaming = Builder::streaming(BuildOptions::default(), &path).unwrap();
-    let mut batch = streaming.new_batch();
-    for i in 0..n {
-        memory.insert(&key(i), &long_value(i));
-        if i % 3 == 0 {
-            batch.insert_record(hashfile::Record {
-                key: &key(i),
-                key_utf8: false,
-                value: &long_value(i),
-                kind: ValueKind::Binary,
-            });
-            if i % 9 == 0 {
-                streaming.append(&batch);
-                batch.clear();
-            }
-        } else {
-            streaming.append(&batch);
-            batch.clear();
-            streaming.insert(&key(i), &long_value(i));
-        }
-    }
-    streaming.append(&batch);
-    let expected = memory.to_bytes().unwrap();
-    assert!(expected.len() > 70 << 20, "{} bytes", expected.len());
-    streaming.write_file(&path).unwrap();
-    assert!(
-        std::fs::read(&path).unwrap() == expected,
-        "written in place"
-    );
-    streaming.write_file(&elsewhere).unwrap();
-    assert!(
-        std::fs::read(&elsewhere).unwrap() == expected,
-        "written elsewhere"
-    );
-    let store = Reader::open(&path).unwrap();
-    store.verify().unwrap();
-    assert_eq!(
-        store.get(&key(n - 1)).unwrap().unwrap().value(),
-        long_value(n - 1)
-    );
-}
-
 #[test]
 fn empty_store_is_valid() {
     for (source, store) in every_source(&build_bytes(0)) {

@@ -4,8 +4,6 @@
 //! - `options`: the build options, their defaults and ranges;
 //! - `batch`: records encoded away from the builder, appended in one go;
 //! - `records`: where the records are kept (memory or the spill file);
-//! - `direct`: a large streaming build's records written past the page
-//!   cache;
 //! - `compress`: the pass that compresses the values, with a dictionary;
 //! - `repeats`: what `on_duplicate` leaves of a repeated key;
 //! - `index`: the perfect hash packed into sections, and the header;
@@ -14,7 +12,6 @@
 
 mod batch;
 mod compress;
-mod direct;
 mod index;
 mod options;
 mod publish;

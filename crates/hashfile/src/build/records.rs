@@ -5,7 +5,6 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use super::direct::DirectWrites;
 use super::publish::TempFile;
 use crate::format::{record, Record};
 
@@ -45,11 +44,6 @@ pub(super) struct Spill {
     /// Bytes written since the kernel was last asked to start writing the
     /// file out (`start_writeback`).
     unflushed: u64,
-    /// Records past the first `DIRECT_AFTER` bytes, on their way to the
-    /// disk past the page cache, until `seal`.
-    direct: Option<DirectWrites>,
-    /// Whether `direct` was tried: once per build.
-    tried_direct: bool,
     /// The records and the room before them, once every entry is in
     /// (`Builder::seal`).
     pub(super) sealed: Option<Sealed>,
@@ -75,13 +69,6 @@ const SPILL_BUFFER: usize = 1 << 20;
 /// s for 1 GB here); with it the disk writes while the build parses.
 const WRITEBACK_EVERY: u64 = 16 << 20;
 
-/// Bytes of records a streaming build writes through the page cache before
-/// it writes the rest directly to the disk (`direct`): a store smaller
-/// than this is written as before and is in the page cache when it is
-/// published; a larger one neither waits on the kernel filling fresh pages
-/// for it nor pushes other programs' pages out.
-const DIRECT_AFTER: u64 = 64 << 20;
-
 impl Spill {
     pub(super) fn new(temp: TempFile, destination: PathBuf) -> Spill {
         Spill {
@@ -93,8 +80,6 @@ impl Spill {
             len: 0,
             error: None,
             unflushed: 0,
-            direct: None,
-            tried_direct: false,
             sealed: None,
         }
     }
@@ -121,43 +106,12 @@ impl Spill {
         }
         self.checksum.update(&self.buffer);
         if self.error.is_none() && !self.buffer.is_empty() {
-            let buffer = std::mem::take(&mut self.buffer);
-            if let Err(e) = self.put(&buffer) {
-                self.error = Some(e);
+            match self.temp.file.write_all(&self.buffer) {
+                Ok(()) => self.wrote(self.buffer.len()),
+                Err(e) => self.error = Some(e),
             }
-            self.buffer = buffer;
         }
         self.buffer.clear();
-    }
-
-    /// Writes `bytes` after what was written: directly once past
-    /// `DIRECT_AFTER`, else through the page cache.
-    fn put(&mut self, bytes: &[u8]) -> std::io::Result<()> {
-        if !self.tried_direct && self.len >= DIRECT_AFTER {
-            self.tried_direct = true;
-            self.direct = DirectWrites::start(&self.temp.file);
-        }
-        if let Some(direct) = &mut self.direct {
-            let Err(left) = direct.write(&self.temp.file, bytes) else {
-                return Ok(());
-            };
-            // A direct write failed: what is buffered goes through the page
-            // cache, and so does everything after it.
-            self.end_direct()?;
-            return self.put(&bytes[bytes.len() - left..]);
-        }
-        self.temp.file.write_all(bytes)?;
-        self.wrote(bytes.len());
-        Ok(())
-    }
-
-    /// Ends direct writes, if they started: the file holds every record
-    /// put, and its position is at their end.
-    fn end_direct(&mut self) -> std::io::Result<()> {
-        match self.direct.take() {
-            Some(direct) => direct.finish(&self.temp.file),
-            None => Ok(()),
-        }
     }
 
     /// Counts `bytes` written, and every `WRITEBACK_EVERY` asks the kernel to
@@ -191,8 +145,9 @@ impl Spill {
         self.flush();
         self.checksum.update(bytes);
         if self.error.is_none() {
-            if let Err(e) = self.put(bytes) {
-                self.error = Some(e);
+            match self.temp.file.write_all(bytes) {
+                Ok(()) => self.wrote(bytes.len()),
+                Err(e) => self.error = Some(e),
             }
         }
     }
@@ -204,7 +159,6 @@ impl Spill {
 
     /// Makes the written file readable as bytes.
     pub(super) fn seal(&mut self) -> std::io::Result<()> {
-        self.end_direct()?;
         #[cfg(feature = "mmap")]
         {
             // SAFETY: the file is our own temporary file, created with
