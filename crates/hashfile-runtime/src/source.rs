@@ -209,6 +209,17 @@ impl Source for StoreSource {
         }
     }
 
+    /// Forwarded like every other method: without it a pass in order
+    /// (`iter`, `verify`) over a map with random-access advice faulted its
+    /// pages in one at a time (a cold `verify` of a 1 GB store took 28 s).
+    fn will_read(&self, offset: u64, len: u64) {
+        match self {
+            StoreSource::Local(map) => map.will_read(offset, len),
+            StoreSource::File(file, _) => file.will_read(offset, len),
+            StoreSource::Remote(cache) => cache.will_read(offset, len),
+        }
+    }
+
     #[inline]
     fn read_exact_at(&self, offset: u64, len: usize) -> io::Result<Piece<'_>> {
         match self {

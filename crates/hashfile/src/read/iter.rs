@@ -10,8 +10,6 @@ pub struct Iter<'a, S> {
     offset: u64,
     index: u64,
     failed: bool,
-    /// How far the source was asked to read ahead (`Reader::read_ahead`).
-    ahead: u64,
 }
 
 impl<'a, S: Source> Iter<'a, S> {
@@ -21,7 +19,6 @@ impl<'a, S: Source> Iter<'a, S> {
             offset: 0,
             index: 0,
             failed: false,
-            ahead: 0,
         }
     }
 
@@ -39,7 +36,6 @@ impl<'a, S: Source> Iterator for Iter<'a, S> {
         if self.failed {
             return None;
         }
-        self.reader.read_ahead(self.offset, &mut self.ahead);
         match self.reader.next_record(self.offset, self.index) {
             Ok(Some((record, next))) => {
                 self.offset = next;

@@ -33,7 +33,7 @@ pub use verify::VERIFY_CHUNK;
 pub const RANDOM_ADVICE_FROM: u64 = 64 << 20;
 
 /// Bytes of records a pass in order asks to have read ahead at a time
-/// (`Reader::read_ahead`): the device's usual readahead window.
+/// (`Reader::read_ahead_past`): the device's usual readahead window.
 const READ_AHEAD: u64 = 8 << 20;
 
 /// Bytes a reader asks for at open: the fixed header and a section table of
@@ -1161,26 +1161,34 @@ impl<S: Source> Reader<S> {
                     self.entry_count
                 ),
             )),
-            found => Ok(found),
+            found => {
+                if let Some((_, next)) = &found {
+                    self.read_ahead_past(offset, *next);
+                }
+                Ok(found)
+            }
         }
     }
 
-    /// For a pass over the records in order, at records offset `offset`:
-    /// asks the source to read ahead the next `READ_AHEAD` bytes once the
-    /// pass is halfway through what it last asked for (`*ahead`, records
-    /// offset). A lookup's pages are read one at a time (random-access
+    /// For a pass over the records in order, after the record at records
+    /// offset `offset`, which ends at `next`: at the first record, and each
+    /// time the pass enters a new window of `READ_AHEAD / 2` bytes, asks the
+    /// source to read that window and the next. Without state between
+    /// records, so that a pass by cursor (`next_record`, which the
+    /// bindings' iterations call chunk by chunk) reads ahead as `iter` and
+    /// `verify` do. A lookup's pages are read one at a time (random-access
     /// advice); a pass would otherwise fault in a page at a time too.
     #[inline]
-    pub(crate) fn read_ahead(&self, offset: u64, ahead: &mut u64) {
-        if offset + READ_AHEAD / 2 < *ahead {
+    pub(crate) fn read_ahead_past(&self, offset: u64, next: u64) {
+        const WINDOW: u64 = READ_AHEAD / 2;
+        if offset != 0 && offset / WINDOW == next / WINDOW {
             return;
         }
-        let from = offset.max(*ahead);
+        let from = next - next % WINDOW;
         let len = READ_AHEAD.min(self.records.length.saturating_sub(from));
         if len > 0 {
             self.source.will_read(self.records.offset + from, len);
         }
-        *ahead = from + READ_AHEAD;
     }
 
     /// The record at byte `offset` of the records section and the offset of

@@ -285,8 +285,9 @@ impl<T: AsRef<[u8]> + ?Sized> Source for T {
         Some(self.as_ref())
     }
 
-    /// `MADV_WILLNEED` on the pages of the range: for a memory map, the
-    /// kernel reads them ahead; for bytes on the heap it does nothing.
+    /// `MADV_WILLNEED` on the pages of the range, a piece at a time
+    /// (`WILL_READ_PIECE`): for a memory map, the kernel reads them ahead;
+    /// for bytes on the heap it does nothing.
     fn will_read(&self, offset: u64, len: u64) {
         let bytes = self.as_ref();
         let (Ok(start), Ok(len)) = (usize::try_from(offset), usize::try_from(len)) else {
@@ -302,21 +303,30 @@ impl<T: AsRef<[u8]> + ?Sized> Source for T {
         let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(1) as usize;
         let address = range.as_ptr() as usize;
         let aligned = address - address % page;
-        // SAFETY: MADV_WILLNEED only asks the kernel to read pages in; it
-        // changes no memory, so it cannot break any Rust reference. The
-        // range starts at most a page before `range` (rounded down to the
-        // page, which a map's own start always is) and ends with it: pages
-        // of this process's memory. A failure (a range not all mapped) is
-        // only a lost hint.
-        unsafe {
-            libc::madvise(
-                aligned as *mut libc::c_void,
-                range.len() + (address - aligned),
-                libc::MADV_WILLNEED,
-            );
+        let end = address + range.len();
+        let mut from = aligned;
+        while from < end {
+            let to = end.min(from + WILL_READ_PIECE);
+            // SAFETY: MADV_WILLNEED only asks the kernel to read pages in;
+            // it changes no memory, so it cannot break any Rust reference.
+            // `from..to` lies within the range, rounded down to a page
+            // (which a map's own start always is): pages of this process's
+            // memory. A failure (a range not all mapped) is only a lost
+            // hint.
+            unsafe {
+                libc::madvise(from as *mut libc::c_void, to - from, libc::MADV_WILLNEED);
+            }
+            from = to;
         }
     }
 }
+
+/// Bytes a `will_read` asks the kernel for at once. Linux reads at most a
+/// readahead window per `MADV_WILLNEED` or `POSIX_FADV_WILLNEED` call
+/// (`force_page_cache_ra`: the larger of the device's `read_ahead_kb` and
+/// its largest request), silently dropping the rest; 128 KiB is the
+/// smallest default window, so each piece is read whole.
+const WILL_READ_PIECE: usize = 128 << 10;
 
 /// A file read with positioned reads (`pread`), for when a memory map will
 /// not do: a file that may change under the reader, or a platform or
@@ -379,22 +389,27 @@ impl Source for FileSource {
         self.len
     }
 
-    /// `POSIX_FADV_WILLNEED`: the kernel reads the range into its cache.
+    /// `POSIX_FADV_WILLNEED`, a piece at a time (`WILL_READ_PIECE`): the
+    /// kernel reads the range into its cache.
     fn will_read(&self, offset: u64, len: u64) {
         use std::os::fd::AsRawFd;
-        let (Ok(offset), Ok(len)) = (libc::off_t::try_from(offset), libc::off_t::try_from(len))
-        else {
-            return;
-        };
-        // SAFETY: posix_fadvise reads no memory of ours; the descriptor is
-        // the open file this source owns. A failure is only a lost hint.
-        unsafe {
-            libc::posix_fadvise(
-                self.file.as_raw_fd(),
-                offset,
-                len,
-                libc::POSIX_FADV_WILLNEED,
-            );
+        let end = offset.saturating_add(len).min(self.len);
+        let mut from = offset;
+        while from < end {
+            let to = end.min(from + WILL_READ_PIECE as u64);
+            let (Ok(at), Ok(piece)) = (
+                libc::off_t::try_from(from),
+                libc::off_t::try_from(to - from),
+            ) else {
+                return;
+            };
+            // SAFETY: posix_fadvise reads no memory of ours; the descriptor
+            // is the open file this source owns. A failure is only a lost
+            // hint.
+            unsafe {
+                libc::posix_fadvise(self.file.as_raw_fd(), at, piece, libc::POSIX_FADV_WILLNEED);
+            }
+            from = to;
         }
     }
 

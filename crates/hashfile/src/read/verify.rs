@@ -193,12 +193,8 @@ impl<S: Source> Reader<S> {
         let typed_allowed = self.header.required_flags & REQUIRED_TYPED_VALUES != 0;
         let stats = self.compression_stats()?.map(|summary| summary.stats);
         let mut seen = Stats::default();
-        let mut ahead = 0;
-        loop {
-            self.read_ahead(offset, &mut ahead);
-            let Some((found, next)) = self.record_at(offset)? else {
-                break;
-            };
+        while let Some((found, next)) = self.record_at(offset)? {
+            self.read_ahead_past(offset, next);
             let record = found.record();
             let key = || DisplayBytes(record.key);
             if stats.is_some() {
