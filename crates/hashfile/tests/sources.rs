@@ -636,6 +636,43 @@ fn passes_in_order_ask_to_read_ahead_and_lookups_do_not() {
     assert_hints_cover_the_records("verify");
 }
 
+/// A pass in order over a store behind a block cache (a remote store: 16
+/// KiB blocks) fetches a read-ahead window at a time, not a block at a
+/// time, and a pass that stops after a few records fetches little, since
+/// the windows start at 64 KiB.
+#[test]
+fn a_pass_through_a_block_cache_fetches_windows_not_blocks() {
+    use hashfile::read::{BlockCache, CacheOptions};
+    let bytes = store(400_000, 40); // about 20 MB of records
+    let records = Reader::new(bytes.as_slice())
+        .unwrap()
+        .header()
+        .section(hashfile::format::SectionId::Records);
+    let reader = Reader::new(BlockCache::new(
+        support::MemoryFetch::new(&bytes),
+        CacheOptions::default(),
+    ))
+    .unwrap();
+    let stats = || reader.source().stats();
+    let opened = stats();
+
+    let peeked = reader.iter().take(10).count();
+    assert_eq!(peeked, 10);
+    let peek_bytes = stats().bytes_fetched - opened.bytes_fetched;
+    assert!(
+        peek_bytes <= 160 << 10,
+        "ten records fetched {peek_bytes} bytes"
+    );
+
+    assert_eq!(reader.iter().count(), 400_000);
+    let fetches = stats().fetches - opened.fetches;
+    let blocks = records.length / CacheOptions::DEFAULT_BLOCK_LEN as u64;
+    assert!(
+        fetches <= records.length / (4 << 20) + 16,
+        "{fetches} fetches for {blocks} blocks of records"
+    );
+}
+
 /// `Reader::open` maps a large store with random-access advice (`VmFlags:
 /// rr` in /proc/self/smaps), so that a lookup in a store larger than memory
 /// reads its pages, not the device's whole readahead window around each; a

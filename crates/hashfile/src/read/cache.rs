@@ -447,6 +447,16 @@ impl<F: RangeFetch> Source for BlockCache<F> {
         Ok(self.assemble(range, &blocks))
     }
 
+    /// A pass in order's hint: the missing blocks of the range are fetched
+    /// now, adjacent ones in one request, as many as the cache holds
+    /// (`prefetch`), so that a pass takes a round trip per window rather
+    /// than one per block (a 1 GB store is 65,536 blocks of 16 KiB). A
+    /// failed fetch is only a lost hint: the read that needs the bytes
+    /// fetches them again and reports its error.
+    fn will_read(&self, offset: u64, len: u64) {
+        let _ = self.prefetch(std::slice::from_ref(&(offset..offset.saturating_add(len))));
+    }
+
     /// Fetches the missing blocks of `ranges`, as many as the cache holds:
     /// blocks past that would evict the first ones before anything read
     /// them, so they are left for the reads to fetch (a caller that wants

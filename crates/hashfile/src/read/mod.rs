@@ -36,6 +36,22 @@ pub const RANDOM_ADVICE_FROM: u64 = 64 << 20;
 /// (`Reader::read_ahead_past`): the device's usual readahead window.
 const READ_AHEAD: u64 = 8 << 20;
 
+/// The read-ahead window that records offset `at` is in, as its start and
+/// length: 0..64 KiB, then windows that double (64..128 KiB, 128..256 KiB,
+/// and so on) up to `READ_AHEAD / 2`, then windows of that length.
+fn read_ahead_window(at: u64) -> (u64, u64) {
+    const FIRST: u64 = 64 << 10;
+    const LAST: u64 = READ_AHEAD / 2;
+    if at < FIRST {
+        (0, FIRST)
+    } else if at < LAST {
+        let start = 1 << (63 - at.leading_zeros());
+        (start, start)
+    } else {
+        (at - at % LAST, LAST)
+    }
+}
+
 /// Bytes a reader asks for at open: the fixed header and a section table of
 /// up to about 500 sections, in one read. A longer header takes a second.
 pub const OPEN_READ_LEN: usize = 16 << 10;
@@ -1172,20 +1188,22 @@ impl<S: Source> Reader<S> {
 
     /// For a pass over the records in order, after the record at records
     /// offset `offset`, which ends at `next`: at the first record, and each
-    /// time the pass enters a new window of `READ_AHEAD / 2` bytes, asks the
-    /// source to read that window and the next. Without state between
-    /// records, so that a pass by cursor (`next_record`, which the
-    /// bindings' iterations call chunk by chunk) reads ahead as `iter` and
-    /// `verify` do. A lookup's pages are read one at a time (random-access
-    /// advice); a pass would otherwise fault in a page at a time too.
+    /// time the pass enters a new window, asks the source to read that
+    /// window and the next. Windows double from 64 KiB to `READ_AHEAD / 2`
+    /// (`read_ahead_window`), so that a pass that stops after a few records
+    /// asked for little: a remote source fetches what it is asked for.
+    /// Without state between records, so that a pass by cursor
+    /// (`next_record`, which the bindings' iterations call chunk by chunk)
+    /// reads ahead as `iter` and `verify` do. A lookup's pages are read one
+    /// at a time (random-access advice); a pass would otherwise fault in a
+    /// page at a time too.
     #[inline]
     pub(crate) fn read_ahead_past(&self, offset: u64, next: u64) {
-        const WINDOW: u64 = READ_AHEAD / 2;
-        if offset != 0 && offset / WINDOW == next / WINDOW {
+        let (from, window) = read_ahead_window(next);
+        if offset != 0 && read_ahead_window(offset).0 == from {
             return;
         }
-        let from = next - next % WINDOW;
-        let len = READ_AHEAD.min(self.records.length.saturating_sub(from));
+        let len = (2 * window).min(self.records.length.saturating_sub(from));
         if len > 0 {
             self.source.will_read(self.records.offset + from, len);
         }
