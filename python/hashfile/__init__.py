@@ -53,8 +53,9 @@ def open(  # noqa: A001
     ``dict`` does (docs/PYTHON.md, "Hot keys"). ``remote``: the remote
     options (``headers``, ``timeout``, ``connect_timeout``, ``retries``,
     ``concurrency``, ``cache_size``, ``block_size``, ``prefetch_index``,
-    ``http2``, ``s3_endpoint``, ``s3_region``); an unknown one is a
-    ``TypeError``.
+    ``http2``, ``s3_endpoint``, ``s3_region``, and ``allow_origins``: the
+    places a dataset's manifest may list shards at besides its own, the
+    one a local dataset takes too); an unknown one is a ``TypeError``.
     """
     if on_change not in ("raise", "reopen"):
         raise ValueError(f"on_change must be 'raise' or 'reopen', not {on_change!r}")

@@ -162,7 +162,13 @@ impl NativeReader {
             )));
         }
         let is_remote = hashfile_remote::Location::is_remote(&location);
-        if remote.is_some_and(|r| !r.is_empty()) && !is_remote {
+        let only_local = |given: &Bound<'_, PyDict>| {
+            given.keys().iter().all(|name| {
+                name.extract::<String>()
+                    .is_ok_and(|n| hashfile_remote::LOCAL_OPTION_NAMES.contains(&n.as_str()))
+            })
+        };
+        if remote.is_some_and(|r| !r.is_empty() && !only_local(r)) && !is_remote {
             return Err(PyValueError::new_err(format!(
                 "remote options are for remote stores (http://, https://, s3://), and {location} is a file"
             )));

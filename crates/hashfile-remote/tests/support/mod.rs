@@ -223,6 +223,22 @@ impl Nginx {
             .collect()
     }
 
+    /// The URI and the Authorization header (empty if none) of every
+    /// request logged so far.
+    pub fn authorizations(&self) -> Vec<(String, String)> {
+        let path = self.dir.path().join("access.log");
+        self.log();
+        std::fs::read_to_string(path)
+            .unwrap_or_default()
+            .lines()
+            .map(|line| {
+                let quoted: Vec<&str> = line.split('"').collect();
+                let auth = quoted.get(5).copied().unwrap_or_default();
+                (quoted[1].to_owned(), auth.trim_matches('-').to_owned())
+            })
+            .collect()
+    }
+
     /// Requests logged since `since` lines, and the distinct connections
     /// they came on.
     pub fn count_since(&self, since: usize) -> (usize, usize) {
