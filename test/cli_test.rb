@@ -176,8 +176,8 @@ class CLITest < HashfileTest
     status = nil
     PTY.spawn(RbConfig.ruby, exe, *argv) do |reader, _writer, pid|
       loop { output << reader.readpartial(4096) }
-    rescue Errno::EIO
-      # Linux: the child closed the terminal.
+    rescue Errno::EIO, EOFError
+      # The child closed the terminal: EIO on Linux, EOF elsewhere.
     ensure
       _, status = Process.wait2(pid)
     end
