@@ -1,5 +1,6 @@
 # frozen_string_literal: true
 
+require "tmpdir"
 require_relative "../hashfile"
 
 module Hashfile
@@ -23,14 +24,64 @@ module Hashfile
 
     # Builds a store of translations from `sources` (locale files, or
     # directories searched for *.yml, *.yaml and *.json, sorted by path),
-    # merged in the order given the way I18n::Backend::Simple merges its
-    # load path: later files win, nested Hashes merge (on_duplicate:
-    # :merge). Pass `I18n.load_path` to get the store of what an app loads.
+    # holding what I18n::Backend::Simple holds after loading the same
+    # files in the same order: each file read as Simple reads it (Symbol
+    # keys; a String key and a Symbol key of the same name are one key,
+    # the later value at the earlier one's place; a locale named twice in a
+    # file is its last), then merged into what the files before it gave as
+    # Simple's store_translations merges (I18n::Utils.deep_merge!: Hashes
+    # under the same key merge, anything else the later value replaces; a
+    # locale with nothing under it is an empty Hash). Pass `I18n.load_path`
+    # to get the store of what an app loads.
+    #
+    # The files are parsed by Hashfile's importers (a store each, in a
+    # scratch directory) and merged here: Simple's merge is Ruby Hash
+    # merging after its keys became Symbols, which the store's own
+    # +on_duplicate: :merge+ (keys compared as stored) is not.
+    # @param options as for Hashfile.build (compression:, index:, ...)
     # @return [Hash] +{entries:, file_bytes:}+, as Hashfile.build_from
     # @raise [ArgumentError] for a Ruby locale file or an unknown extension
     def self.build(sources, output, **options)
-      Hashfile.build_from(files(sources), output, on_duplicate: :merge, **options)
+      translations = {}
+      Dir.mktmpdir("hashfile-i18n") do |scratch|
+        files(sources).each_with_index do |file, i|
+          each_locale(file, File.join(scratch, "#{i}.hf")) do |locale, data|
+            held = translations[locale]
+            data ||= {}
+            translations[locale] = held.is_a?(Hash) && data.is_a?(Hash) ? deep_merge!(held, data) : data
+          end
+        end
+      end
+      entries = translations.transform_values { |data| stored_keys(data) }
+      { entries: entries.size, file_bytes: Hashfile.build(output, entries, **options) }
     end
+
+    # Yields each locale of `file` and its data, as Simple loads them
+    # (YAML.unsafe_load_file or JSON.load_file with symbolize_names: a
+    # repeated key is its last value at its first place), read with
+    # Hashfile's importers through a store at `scratch`.
+    def self.each_locale(file, scratch, &block)
+      Hashfile.build_from([file], scratch, on_duplicate: :last)
+      Hashfile.open(scratch, symbolize_names: true, freeze: false) { |store| store.each_pair(&block) }
+    end
+
+    # I18n::Utils.deep_merge!, without the i18n gem.
+    def self.deep_merge!(held, data)
+      held.merge!(data) { |_key, old, new| old.is_a?(Hash) && new.is_a?(Hash) ? deep_merge!(old, new) : new }
+    end
+
+    # `data` with its Symbol keys as UTF-8 Strings, as the importers store
+    # keys: a reader opened with symbolize_names (the backend's) gets the
+    # Symbols back, and a lookup compares short keys in place. Lossless:
+    # no Hash holds a String and a Symbol of one name any more.
+    def self.stored_keys(data)
+      case data
+      when Hash then data.to_h { |key, value| [key.is_a?(Symbol) ? key.to_s.force_encoding(Encoding::UTF_8) : key, stored_keys(value)] }
+      when Array then data.map { |value| stored_keys(value) }
+      else data
+      end
+    end
+    private_class_method :each_locale, :deep_merge!, :stored_keys
 
     # The locale files `sources` name, in load order.
     def self.files(sources)
