@@ -24,12 +24,13 @@ class I18nDifferentialTest < HashfileTest
   TREES = Integer(ENV.fetch("I18N_DIFF_TREES", 60))
   LOOKUPS = Integer(ENV.fetch("I18N_DIFF_LOOKUPS", 150))
 
-  LOCALES = [:en, :de, "fr", :"pt-BR"].freeze
+  # :de and "de" are one locale to Simple (a file may name it both ways).
+  LOCALES = [:en, :de, "de", "fr", :"pt-BR"].freeze
   # Map keys, as a locale file can hold them: Symbols (`:a:` in YAML),
   # Strings (`a:`, `"0":`; Symbols to Simple), Integers (`0:`), booleans
   # (`true:`), nil (`~:`) and a Float.
   KEYS = [:a, :b, :c, "a", "b", :one, :other, :zero, :few, "one", "other", :attributes, :l, :x,
-          0, 1, 2, -1, 10, :"0", :"1", :"-1", "0", "1", "2", "10", true, false, :true, :false, "true", "false",
+          0, 1, 2, -1, 10, :"0", :"1", :"-1", "0", "1", "2", "10", true, false, "true".to_sym, "false".to_sym, "true", "false",
           nil, 1.5, :"a.b"].freeze
   # Lookup segments: what I18n.normalize_keys makes Symbols, Integers
   # ("-0", "+1" too) and booleans of, and texts no key has.
@@ -66,6 +67,63 @@ class I18nDifferentialTest < HashfileTest
     assert_empty differences, "I18N_DIFF_SEED=#{SEED}:\n#{differences.join("\n")}"
   end
 
+  # The cases the random trees found, written out: keys that normalize
+  # alike (the Integer or boolean key is Simple's first choice), a
+  # pluralization Hash reached through them, and a String key and a Symbol
+  # key of one name in two files (one key to Simple, so their Hashes
+  # merge) or in one (the later wins).
+  def test_keys_that_normalize_alike_answer_as_simple_does
+    File.write(path("a.yml"), <<~YAML)
+      en:
+        one:
+          c:
+            0:
+              true:
+                few: "a few"
+        n:
+          0: integer
+          "0": quoted
+        t:
+          :true: symbol
+          true: boolean
+        m:
+          "1": quoted
+          :"1": symbol
+        g:
+          x: "1"
+      de:
+        "0": quoted
+    YAML
+    File.write(path("b.yml"), "en:\n  :g:\n    y: \"2\"\n  :m:\n    :\"1\": later\n")
+    File.write(path("c.json"), JSON.generate({ de: { "0" => "json", "de" => "x" } }))
+    files = [path("a.yml"), path("b.yml"), path("c.json")]
+    simple = ::I18n::Backend::Simple.new
+    ::I18n.load_path = files
+    simple.send(:init_translations)
+    Hashfile::I18n.build(files, path)
+    ours = Hashfile::I18n::Backend.new(path)
+    cases = [
+      ["one.c.0.true", { count: 1 }, [::I18n::InvalidPluralizationData, /key 'one' is missing/]],
+      ["n.0", {}, "integer"], ["n.-0", {}, "integer"], ["t.true", {}, "boolean"], ["m.1", {}, "later"],
+      ["g", {}, { x: "1", y: "2" }], ["0", { locale: :de }, "json"], [0, { scope: :n }, "integer"],
+      ["one|c|0|true|few", { separator: "|" }, "a few"]
+    ]
+    cases.each do |key, options, want|
+      locale = options.delete(:locale) || :en
+      expected = answer(simple) { |b| b.translate(locale, key, **options) }
+      if want.is_a?(Array)
+        assert_equal want[0], expected[0], key
+        assert_match want[1], expected[1], key
+      elsif !want.nil?
+        assert_equal want, expected, key
+      end
+      assert_equal expected, answer(ours) { |b| b.translate(locale, key, **options) }, "#{key} #{options}"
+    end
+    assert_equal in_order(simple.send(:translations)), in_order(ours.send(:translations))
+  ensure
+    ours&.store&.close
+  end
+
   # The first differences between the two backends over one tree.
   def compare(random, files, tree)
     simple = ::I18n::Backend::Simple.new
@@ -87,7 +145,7 @@ class I18nDifferentialTest < HashfileTest
     end
     check.call("translations") { |b| in_order(b.send(:translations).transform_values { |data| data || {} }) }
     check.call("available_locales", &:available_locales)
-    paths = simple.send(:translations).to_h { |locale, data| [locale, paths_in(data)] }
+    paths = simple.send(:translations).transform_values { |data| paths_in(data) }
     LOOKUPS.times do
       locale = LOCALES.sample(random: random)
       key, options = lookup(random, paths[locale.to_sym])
@@ -188,9 +246,10 @@ class I18nDifferentialTest < HashfileTest
                else
                  Array.new(random.rand(1..4)) { SEGMENTS.sample(random: random) }
                end
-    key = case random.rand(6)
+    key = case random.rand(7)
           when 0 then segments.map(&:to_sym)
           when 1 then segments.join(separator).to_sym
+          when 2 then segments.size == 1 && segments[0].match?(/\A-?\d+\z/) ? Integer(segments[0]) : segments.join(separator)
           else segments.join(separator)
           end
     options = {}

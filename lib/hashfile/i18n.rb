@@ -43,7 +43,7 @@ module Hashfile
     # @raise [ArgumentError] for a Ruby locale file or an unknown extension
     def self.build(sources, output, **options)
       translations = {}
-      Dir.mktmpdir("hashfile-i18n") do |scratch|
+      Dir.mktmpdir("hashfile-i18n", scratch_parent) do |scratch|
         files(sources).each_with_index do |file, i|
           each_locale(file, File.join(scratch, "#{i}.hf")) do |locale, data|
             held = translations[locale]
@@ -61,8 +61,28 @@ module Hashfile
     # repeated key is its last value at its first place), read with
     # Hashfile's importers through a store at `scratch`.
     def self.each_locale(file, scratch, &block)
-      Hashfile.build_from([file], scratch, on_duplicate: :last)
-      Hashfile.open(scratch, symbolize_names: true, freeze: false) { |store| store.each_pair(&block) }
+      read(file, scratch, :error).each_pair(&block)
+    rescue DuplicateKeyError
+      # A locale named twice (`en:` and `:en:`): its last data, at its
+      # first place.
+      last = read(file, scratch, :last)
+      read(file, scratch, :first).each_key { |locale| yield locale, last[locale] }
+    end
+
+    # `file`'s locales and their data, its repeated ones as `on_duplicate`
+    # says.
+    def self.read(file, scratch, on_duplicate)
+      # One thread: a locale file is small, and threads cost more than
+      # they save (318 files: 0.2 s against 0.5).
+      Hashfile.build_from([file], scratch, on_duplicate: on_duplicate, threads: 1)
+      Hashfile.open(scratch, symbolize_names: true, freeze: false, &:to_h)
+    end
+
+    # Where the scratch stores go: memory where there is a tmpfs, since
+    # each build fsyncs what it writes (318 locale files: 0.5 s there,
+    # 2.2 s on disk).
+    def self.scratch_parent
+      File.directory?("/dev/shm") && File.writable?("/dev/shm") ? "/dev/shm" : Dir.tmpdir
     end
 
     # I18n::Utils.deep_merge!, without the i18n gem.
@@ -81,7 +101,7 @@ module Hashfile
       else data
       end
     end
-    private_class_method :each_locale, :deep_merge!, :stored_keys
+    private_class_method :each_locale, :read, :scratch_parent, :deep_merge!, :stored_keys
 
     # The locale files `sources` name, in load order.
     def self.files(sources)

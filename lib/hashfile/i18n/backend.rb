@@ -66,7 +66,9 @@ module Hashfile
       # Every translation, as Simple's +translations+ holds them: decodes
       # the whole store (for tools that export translations).
       def translations(do_init: false) # rubocop:disable Lint/UnusedMethodArgument
-        @store.to_h.transform_keys(&:to_sym)
+        # A locale with nothing under it is an empty Hash to Simple (stores
+        # built before hold nil for it).
+        @store.to_h { |locale, data| [locale.to_sym, data.nil? ? {} : data] }
       end
 
       # I18n.reload!: reads a store published at the path since.
@@ -147,8 +149,9 @@ module Hashfile
       # (#simple_key), then whether the value there is a Hash (or nil), so
       # the walk goes on in the store, or something else, which ends it:
       # a Symbol is a link, anything else is the answer at the last step
-      # and nothing before it. Only values that are not Hashes and the
-      # answer are decoded.
+      # and nothing before it. Decoded: values that are not Hashes, the
+      # answer, and what #simple_key needs for an Integer or boolean
+      # segment; each lookup once per process (the cache).
       def walk(head, rest)
         path = []
         return nil if leaf_at(head, path)
@@ -163,6 +166,7 @@ module Hashfile
 
           value = leaf[0]
           return value if i == rest.size - 1
+
           return value.is_a?(Symbol) ? Link.new(value, step, rest.drop(i + 1)) : nil
         end
         @store.dig(head, *path)
