@@ -21,20 +21,22 @@ require "yaml"
 # I18N_DIFF_TREES and I18N_DIFF_LOOKUPS (per tree) run more.
 class I18nDifferentialTest < HashfileTest
   SEED = Integer(ENV.fetch("I18N_DIFF_SEED", Random.new_seed % 1_000_000))
-  TREES = Integer(ENV.fetch("I18N_DIFF_TREES", 60))
+  TREES = Integer(ENV.fetch("I18N_DIFF_TREES", 100))
   LOOKUPS = Integer(ENV.fetch("I18N_DIFF_LOOKUPS", 150))
 
   # :de and "de" are one locale to Simple (a file may name it both ways).
   LOCALES = [:en, :de, "de", "fr", :"pt-BR"].freeze
   # Map keys, as a locale file can hold them: Symbols (`:a:` in YAML),
   # Strings (`a:`, `"0":`; Symbols to Simple), Integers (`0:`), booleans
-  # (`true:`), nil (`~:`) and a Float.
+  # (`true:`), nil (`~:`), a Float, and an Integer past 64 bits.
   KEYS = [:a, :b, :c, "a", "b", :one, :other, :zero, :few, "one", "other", :attributes, :l, :x,
           0, 1, 2, -1, 10, :"0", :"1", :"-1", "0", "1", "2", "10", true, false, "true".to_sym, "false".to_sym, "true", "false",
-          nil, 1.5, :"a.b"].freeze
+          nil, 1.5, :"a.b", :i18n, 12_345_678_901_234_567_890].freeze
   # Lookup segments: what I18n.normalize_keys makes Symbols, Integers
-  # ("-0", "+1" too) and booleans of, and texts no key has.
-  SEGMENTS = %w[a b c one other zero few attributes l x y 0 1 2 10 -1 -0 +1 007 true false nope].freeze
+  # ("-0", "+1" and one past 64 bits too) and booleans of, and texts no
+  # key has.
+  SEGMENTS = %w[a b c one other zero few attributes l x y i18n 0 1 2 10 -1 -0 +1 007 true false nope
+                12345678901234567890].freeze
   # Links point under :l, which holds none, so no link loops.
   LINKS = %i[l l.x l.a l.0 l.a.b l.one l.x.other nope].freeze
 
