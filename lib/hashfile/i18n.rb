@@ -34,8 +34,8 @@ module Hashfile
     # locale with nothing under it is an empty Hash). Pass `I18n.load_path`
     # to get the store of what an app loads.
     #
-    # The files are parsed by Hashfile's importers (a store each, in a
-    # scratch directory) and merged here: Simple's merge is Ruby Hash
+    # The files are parsed by Hashfile's importers (each into a scratch
+    # store) and merged here: Simple's merge is Ruby Hash
     # merging after its keys became Symbols, which the store's own
     # +on_duplicate: :merge+ (keys compared as stored) is not.
     # @param options as for Hashfile.build (compression:, index:, ...)
@@ -44,8 +44,11 @@ module Hashfile
     def self.build(sources, output, **options)
       translations = {}
       Dir.mktmpdir("hashfile-i18n", scratch_parent) do |scratch|
-        files(sources).each_with_index do |file, i|
-          each_locale(file, File.join(scratch, "#{i}.hf")) do |locale, data|
+        # One scratch store, rebuilt for each file: the room of the
+        # largest file, whatever the count (a container's /dev/shm may be
+        # 64 MB).
+        files(sources).each do |file|
+          each_locale(file, File.join(scratch, "locale.hf")) do |locale, data|
             held = translations[locale]
             data ||= {}
             translations[locale] = held.is_a?(Hash) && data.is_a?(Hash) ? deep_merge!(held, data) : data

@@ -28,8 +28,10 @@ module Hashfile
       #   +reload:+), and serve it from then on
       # @param freeze [Boolean] Hashes and Arrays come back deep-frozen,
       #   their Strings deduplicated: less memory for what the process
-      #   looks up, but not what Simple gives (its results are not frozen),
-      #   so code that changes a result raises FrozenError. Off by default.
+      #   looks up, but code that changes a result raises FrozenError.
+      #   Off by default. (Simple, loading YAML with Psych 4, hands out
+      #   Hashes and Arrays frozen as loaded, and unfrozen where files
+      #   merged: unfrozen results serve any code Simple's serve.)
       def initialize(path, reload: nil, freeze: false)
         raise ArgumentError, "reload must be nil or a number of seconds, 0 or more" unless reload.nil? || (reload.is_a?(Numeric) && reload >= 0)
 
