@@ -291,13 +291,14 @@ class CLITest < HashfileTest
     assert_includes err, "#{path("ds\\e[2J")}/hashfile-dataset.json"
     assert_includes err, %(shard file "\\u{1b}]52;c;eA==\\u{7}\\u{9b}.hf" is not)
     # A shard's URL is not checked as a name is: it reached the terminal
-    # in the error of the request (nothing listens on port 1).
+    # in the error that refuses it (a local manifest lists local shards).
     listed["shards"][0]["file"] = "http://127.0.0.1:1/x\e[2J\u009b\r.hf"
     File.write(manifest, JSON.generate(listed))
     status, _, err = run_cli("info", path("ds\e[2J"))
     assert_equal 1, status
     assert_shows_no_controls err, "a shard's URL"
-    assert_includes err, "hashfile: http://127.0.0.1:1/x\\e[2J\\u{9b}\\r.hf: GET of bytes"
+    assert_includes err, "hashfile: http://127.0.0.1:1/x\\e[2J\\u{9b}\\r.hf: shard 0 of 2"
+    assert_includes err, "is remote, and the manifest is a local file"
     File.delete(manifest)
     status, _, err = run_cli("get", path("ds\e[2J"), "a")
     assert_equal 1, status

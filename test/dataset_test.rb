@@ -205,6 +205,11 @@ class DatasetTest < HashfileTest
     e = assert_raises(Hashfile::DatasetError) { Hashfile.open(path("ds")) }
     assert_match(/is remote, and the manifest is a local file.*allow_origins/, e.message)
     Hashfile.open(path("ds"), allow_origins: [elsewhere.url("/files/")]) { |db| assert_equal data, db.to_h }
+    key = data.keys.find { |k| data[k].is_a?(String) && Hashfile.shard_of(k, 2) == 1 }
+    status, _, err = run_cli("get", path("ds"), key)
+    assert_equal [1, true], [status, err.include?("is remote, and the manifest is a local file")], err
+    status, out, = run_cli("get", path("ds"), key, "--allow-origin", elsewhere.url("/files/"))
+    assert_equal [0, data[key]], [status, out.chomp]
     e = assert_raises(ArgumentError) { Hashfile.open(path("ds"), allow_origins: [elsewhere.url("/files/")], timeout: 5) }
     assert_match(/timeout is for remote stores/, e.message)
     store = path("ds/#{manifest["shards"][0]["file"]}")

@@ -411,6 +411,10 @@ module Hashfile
         (remote[:headers] ||= {})[name.strip] = value.strip
       end
       o.on("--timeout SECONDS", Float, "longest a request may take") { |v| remote[:timeout] = v }
+      o.on("--allow-origin URL", "a dataset's manifest may list shards under URL too (repeatable;",
+           "read without --header): https://HOST[:PORT][/PATH] or s3://BUCKET[/PREFIX]") do |v|
+        (remote[:allow_origins] ||= []) << v
+      end
     end
 
     # --raw, for the commands that print data.

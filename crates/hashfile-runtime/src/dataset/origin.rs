@@ -154,9 +154,7 @@ pub(crate) fn allowed(given: &[String]) -> Result<Vec<Prefix>, String> {
         .iter()
         .map(|text| {
             Prefix::parse(text).map_err(|e| {
-                format!(
-                    "allow_origins: {e}; give http(s)://HOST[:PORT][/PATH] or s3://BUCKET[/PREFIX]"
-                )
+                format!("{e}; give http(s)://HOST[:PORT][/PATH] or s3://BUCKET[/PREFIX]")
             })
         })
         .collect()
@@ -369,7 +367,7 @@ mod tests {
         assert!(allowed(&["https://a.example".into(), "s3://b".into()]).is_ok());
         let e = allowed(&["cdn.example.com".into()]).unwrap_err();
         assert!(
-            e.contains("allow_origins") && e.contains("cdn.example.com"),
+            e.contains("give http(s)://") && e.contains("cdn.example.com"),
             "{e}"
         );
     }
