@@ -437,7 +437,7 @@ fn the_test_vectors_read_as_documented() {
 
 fn check_vector(vector: &Path) {
     if std::env::var_os("UPDATE_DATASET_VECTOR").is_some() && vector.ends_with("dataset-v1") {
-        let _ = std::fs::remove_dir_all(&vector);
+        let _ = std::fs::remove_dir_all(vector);
         let mut builder = DatasetBuilder::new(3, BuildOptions::default()).unwrap();
         for i in 0..40 {
             builder.insert(
