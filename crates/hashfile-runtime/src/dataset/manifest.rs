@@ -20,10 +20,10 @@ pub const OLDEST_MANIFEST_VERSION: u32 = 1;
 
 /// The largest manifest read: about 100 bytes per shard for the most
 /// shards, with room for long names. A manifest is read whole and parsed:
-/// while it is, the process holds its bytes and the parsed shards (about
-/// its size again); then about its size plus 80 bytes a shard, and each
-/// shard's store state only once a lookup first reads it
-/// (docs/FORMAT.md, "Dataset manifest").
+/// while it is, the process holds its bytes and the parsed shards; then
+/// the shards alone (about 180 bytes each with 40-character names), and
+/// each shard's store state only once a lookup first reads it
+/// (docs/REMOTE.md, "Where a dataset's shards may be").
 pub const MAX_MANIFEST_LEN: u64 = 512 * MAX_SHARDS as u64;
 
 /// The longest shard file name and generation id.

@@ -28,7 +28,6 @@ use hashfile_remote::{Location, RemoteOptions};
 
 use crate::source::{open_store, LocalOpen, Store};
 use manifest::{dataset_error, parse_checksum, Manifest, MANIFEST_NAME, MAX_MANIFEST_LEN};
-use origin::Prefix;
 
 #[cfg(feature = "import")]
 pub use import::build_from;
@@ -46,9 +45,9 @@ pub struct Dataset {
     /// its URL without the last segment.
     base: String,
     remote: RemoteOptions,
-    /// Where shards may be besides the manifest's own place: the caller's
+    /// Where shards may be: the manifest's own place, and the caller's
     /// `allow_origins`.
-    allowed: Vec<Prefix>,
+    places: origin::Places,
     /// The shards, opened and checked on first use. Boxed, so that a shard
     /// never used costs a pointer and not a store's state: a manifest may
     /// list a million shards, and a lookup reads one.
@@ -93,12 +92,13 @@ impl Dataset {
         remote: &RemoteOptions,
     ) -> hashfile::Result<Dataset> {
         let manifest = Manifest::parse(bytes, &manifest_at)?;
-        let allowed = origin::allowed(&remote.allow_origins).map_err(|reason| {
-            hashfile::Error::InvalidOption {
-                name: "allow_origins",
-                reason,
-            }
-        })?;
+        let places =
+            origin::Places::new(&manifest_at, &remote.allow_origins).map_err(|reason| {
+                hashfile::Error::InvalidOption {
+                    name: "allow_origins",
+                    reason,
+                }
+            })?;
         let base = match manifest_at.rfind('/') {
             Some(slash) => manifest_at[..=slash].to_owned(),
             None => String::new(),
@@ -116,7 +116,7 @@ impl Dataset {
             shard_count,
             base,
             remote: remote.clone(),
-            allowed,
+            places,
             remote_parts,
         };
         // Every shard's place is checked now, so that a manifest that names
@@ -262,7 +262,8 @@ impl Dataset {
     /// How shard `i` may be read, or the error that refuses the manifest
     /// ([`origin::reach`]).
     fn reach(&self, i: usize) -> hashfile::Result<origin::Reach> {
-        origin::reach(&self.location, &self.shard_location(i), &self.allowed)
+        self.places
+            .reach(&self.manifest.shards[i].file)
             .map_err(|what| self.shard_error(i, what))
     }
 

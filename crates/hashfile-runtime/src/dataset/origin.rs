@@ -146,63 +146,68 @@ impl Prefix {
     }
 }
 
-/// The places a caller allows shards at beyond the manifest's own, parsed
-/// from the `allow_origins` option: an error names the one that is not a
-/// URL.
-pub(crate) fn allowed(given: &[String]) -> Result<Vec<Prefix>, String> {
-    given
-        .iter()
-        .map(|text| {
-            Prefix::parse(text).map_err(|e| {
-                format!("{e}; give http(s)://HOST[:PORT][/PATH] or s3://BUCKET[/PREFIX]")
-            })
-        })
-        .collect()
+/// Where the shards of one manifest may be: the manifest's own place and
+/// the ones the caller allows, parsed once per manifest.
+#[derive(Debug)]
+pub(crate) struct Places {
+    /// The manifest's directory, for a remote manifest.
+    own: Option<Prefix>,
+    allowed: Vec<Prefix>,
 }
 
-/// How shard location `shard` (a URL, or a path beside a local manifest)
-/// of the manifest at `manifest_at` may be read, or why it may not.
-pub(crate) fn reach(manifest_at: &str, shard: &str, allowed: &[Prefix]) -> Result<Reach, String> {
-    let manifest_remote = Location::is_remote(manifest_at);
-    if !Location::is_remote(shard) {
-        // A file name beside a local manifest (the manifest's own check
-        // keeps it in the directory), or a name joined to a remote
-        // manifest's prefix, which parses below as a URL.
-        return if manifest_remote {
-            Err(format!("{shard:?} is not a URL"))
+impl Places {
+    /// The places of the manifest at `manifest_at`, with `allow_origins`
+    /// (the caller's option: an error names the entry that is not a URL).
+    pub(crate) fn new(manifest_at: &str, allow_origins: &[String]) -> Result<Places, String> {
+        let allowed = allow_origins
+            .iter()
+            .map(|text| {
+                Prefix::parse(text).map_err(|e| {
+                    format!("{e}; give http(s)://HOST[:PORT][/PATH] or s3://BUCKET[/PREFIX]")
+                })
+            })
+            .collect::<Result<_, _>>()?;
+        let own = if Location::is_remote(manifest_at) {
+            Some(Prefix::of_manifest(manifest_at)?)
         } else {
-            Ok(Reach::Own)
+            None
         };
+        Ok(Places { own, allowed })
     }
-    let at = Prefix::of_location(shard)?;
-    let own = if manifest_remote {
-        Some(Prefix::of_manifest(manifest_at)?)
-    } else {
-        None
-    };
-    if own.as_ref().is_some_and(|own| own.scheme == "https") && at.scheme == "http" {
-        return Err(format!(
-            "{} is plain http under an https manifest: a dataset read over https is never read over http",
-            at.display()
-        ));
+
+    /// How a shard the manifest lists as `file` may be read, or why it may
+    /// not. A file name (not a URL) is beside the manifest: its own check
+    /// keeps the name in the directory.
+    pub(crate) fn reach(&self, file: &str) -> Result<Reach, String> {
+        if !Location::is_remote(file) {
+            return Ok(Reach::Own);
+        }
+        let at = Prefix::of_location(file)?;
+        let own = self.own.as_ref();
+        if own.is_some_and(|own| own.scheme == "https") && at.scheme == "http" {
+            return Err(format!(
+                "{} is plain http under an https manifest: a dataset read over https is never read over http",
+                at.display()
+            ));
+        }
+        if own.is_some_and(|own| own.holds(&at)) {
+            return Ok(Reach::Own);
+        }
+        if self.allowed.iter().any(|prefix| prefix.holds(&at)) {
+            return Ok(Reach::Allowed);
+        }
+        Err(match own {
+            Some(own) => format!(
+                "{} is not under the manifest's own place ({}): a manifest lists shards under its own scheme, host, port and directory, or under a place the caller allows (allow_origins)",
+                at.display(),
+                own.display()
+            ),
+            None => format!(
+                "{} is remote, and the manifest is a local file: a local dataset reads local shards, or remote ones under a place the caller allows (allow_origins)",
+                at.display()
+            ),
+        })
     }
-    if own.as_ref().is_some_and(|own| own.holds(&at)) {
-        return Ok(Reach::Own);
-    }
-    if allowed.iter().any(|prefix| prefix.holds(&at)) {
-        return Ok(Reach::Allowed);
-    }
-    Err(match own {
-        Some(own) => format!(
-            "{} is not under the manifest's own place ({}): a manifest lists shards under its own scheme, host, port and directory, or under a place the caller allows (allow_origins)",
-            at.display(),
-            own.display()
-        ),
-        None => format!(
-            "{} is remote, and the manifest is a local file: a local dataset reads local shards, or remote ones under a place the caller allows (allow_origins)",
-            at.display()
-        ),
-    })
 }
 
 #[cfg(test)]
@@ -212,14 +217,13 @@ mod tests {
     const MANIFEST: &str = "https://cdn.example.com/ds/hashfile-dataset.json";
 
     fn reach_of(manifest: &str, shard: &str, allowed: &[&str]) -> Result<&'static str, String> {
-        let allowed = allowed
-            .iter()
-            .map(|a| Prefix::parse(a).unwrap())
-            .collect::<Vec<_>>();
-        reach(manifest, shard, &allowed).map(|r| match r {
-            Reach::Own => "own",
-            Reach::Allowed => "allowed",
-        })
+        let allowed = allowed.iter().map(|a| a.to_string()).collect::<Vec<_>>();
+        Places::new(manifest, &allowed)?
+            .reach(shard)
+            .map(|r| match r {
+                Reach::Own => "own",
+                Reach::Allowed => "allowed",
+            })
     }
 
     #[test]
@@ -364,8 +368,8 @@ mod tests {
 
     #[test]
     fn allowed_places_are_urls() {
-        assert!(allowed(&["https://a.example".into(), "s3://b".into()]).is_ok());
-        let e = allowed(&["cdn.example.com".into()]).unwrap_err();
+        assert!(Places::new(MANIFEST, &["https://a.example".into(), "s3://b".into()]).is_ok());
+        let e = Places::new(MANIFEST, &["cdn.example.com".into()]).unwrap_err();
         assert!(
             e.contains("give http(s)://") && e.contains("cdn.example.com"),
             "{e}"
