@@ -228,6 +228,26 @@ impl NativeReader {
         self.read(key.py(), |t| Ok(t.get(k)?.is_some()))
     }
 
+    /// `dig`'s walk: None if `key` is absent or the path finds nothing;
+    /// else `(steps, value)`, the steps of `path` taken on the stored
+    /// bytes and what they ended on (`decode::dig`). Python's `dig` takes
+    /// the rest of the path.
+    fn _dig<'py>(
+        &self,
+        key: &Bound<'py, PyAny>,
+        path: &Bound<'py, PyTuple>,
+    ) -> PyResult<Option<(usize, Bound<'py, PyAny>)>> {
+        let py = key.py();
+        let Some(k) = Key::of(key.as_borrowed())? else {
+            return Ok(None);
+        };
+        let k = k.bytes();
+        match self.read(py, |t| Ok(owned(t.get(k)?)))? {
+            Some(r) => decode::dig(py, r.kind(), r.value(), path),
+            None => Ok(None),
+        }
+    }
+
     /// The values of `keys` (None where absent), in order: one batch per
     /// store, the GIL released for a remote one; memoized values from the
     /// memo.
