@@ -23,7 +23,9 @@
 //! silently kept one of them. `dig` walks the stored bytes with Ruby's key
 //! equality (the core's `value::dig`), so it reaches each of such keys.
 
-use hashfile::value::{self as codec, join_items, Container, Cursor, Dig, Encoding, Item, Probe, MAX_DEPTH};
+use hashfile::value::{
+    self as codec, join_items, Container, Cursor, Dig, Encoding, Item, Probe, MAX_DEPTH,
+};
 use hashfile::ValueKind;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
@@ -79,7 +81,11 @@ fn item<'py>(
 }
 
 /// The Python object of an item already read.
-fn from_item<'py>(py: Python<'py>, item: &Item<'_>, depth_left: usize) -> PyResult<Bound<'py, PyAny>> {
+fn from_item<'py>(
+    py: Python<'py>,
+    item: &Item<'_>,
+    depth_left: usize,
+) -> PyResult<Bound<'py, PyAny>> {
     Ok(match *item {
         Item::Nil => py.None().into_bound(py),
         Item::Bool(b) => PyBool::new(py, b).to_owned().into_any(),
@@ -245,6 +251,9 @@ pub fn dig<'py>(
     Ok(match codec::dig(bytes, &probes, false).py_err()? {
         Dig::Absent => None,
         Dig::Stuck { step, item } => Some((step, from_item(py, &item, depth_after(step))?)),
-        Dig::Found(item) => Some((probes.len(), from_item(py, &item, depth_after(probes.len()))?)),
+        Dig::Found(item) => Some((
+            probes.len(),
+            from_item(py, &item, depth_after(probes.len()))?,
+        )),
     })
 }
