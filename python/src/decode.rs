@@ -187,7 +187,7 @@ fn collision(py: Python<'_>, c: Container<'_>, key: &Bound<'_, PyAny>, depth_lef
 }
 
 /// A step of `dig`'s path the core's walk compares, copied out of Python.
-enum Step {
+pub enum Step {
     Int(i64),
     Float(f64),
     Bool(bool),
@@ -215,7 +215,21 @@ impl Step {
         Ok(None)
     }
 
-    fn probe(&self) -> Probe<'_> {
+    /// The path's steps the walk takes: up to the first that is not a probe.
+    pub fn of_path(path: &Bound<'_, PyTuple>) -> PyResult<Vec<Step>> {
+        let mut steps = Vec::with_capacity(path.len());
+        for step in path.iter() {
+            match Step::of(&step)? {
+                Some(s) => steps.push(s),
+                None => break,
+            }
+        }
+        Ok(steps)
+    }
+
+    /// The core's probe. A `str` is a `Text` probe: a String or a Symbol,
+    /// as the decoded map would have it (both at once: an error).
+    pub fn probe(&self) -> Probe<'_> {
         match self {
             Step::Int(i) => Probe::Int(*i),
             Step::Float(x) => Probe::Float(*x),
@@ -225,35 +239,37 @@ impl Step {
     }
 }
 
-/// `dig` into a record's value: None if the path finds nothing; else how
-/// many steps of `path` the walk took and what it ended on, decoded, for
-/// Python to take the rest by indexing. The walk compares keys as Ruby's
-/// `Hash` does (`1` finds `1`, not `1.0` or `true`), skipping siblings
-/// whole and decoding only what it ends on.
+/// `dig`'s answer for a walk of `steps` probes (`None`: the value is not
+/// typed, so the whole of it, decoded, for Python to index): None if the
+/// path finds nothing; else how many steps the walk took and what it
+/// ended on, decoded (its maps checked as any are), for Python to take the
+/// rest by indexing.
+pub fn answer<'py>(
+    py: Python<'py>,
+    record: &hashfile::Record<'_>,
+    walked: Option<Dig<'_>>,
+    steps: usize,
+) -> PyResult<Option<(usize, Bound<'py, PyAny>)>> {
+    let depth_after = |steps: usize| MAX_DEPTH.saturating_sub(steps);
+    Ok(match walked {
+        None => Some((0, value(py, record.kind, record.value)?)),
+        Some(Dig::Absent) => None,
+        Some(Dig::Stuck { step, item }) => Some((step, from_item(py, &item, depth_after(step))?)),
+        Some(Dig::Found(item)) => Some((steps, from_item(py, &item, depth_after(steps))?)),
+    })
+}
+
+/// `dig` into a record's value already read whole (from a remote store):
+/// the core's walk on its bytes, then [`answer`].
 pub fn dig<'py>(
     py: Python<'py>,
-    kind: ValueKind,
-    bytes: &[u8],
-    path: &Bound<'py, PyTuple>,
+    record: &hashfile::Record<'_>,
+    steps: &[Step],
 ) -> PyResult<Option<(usize, Bound<'py, PyAny>)>> {
-    if kind != ValueKind::Typed {
-        return Ok(Some((0, value(py, kind, bytes)?)));
-    }
-    let mut steps = Vec::with_capacity(path.len());
-    for step in path.iter() {
-        match Step::of(&step)? {
-            Some(s) => steps.push(s),
-            None => break,
-        }
+    if record.kind != ValueKind::Typed {
+        return answer(py, record, None, steps.len());
     }
     let probes: Vec<Probe<'_>> = steps.iter().map(Step::probe).collect();
-    let depth_after = |steps: usize| MAX_DEPTH.saturating_sub(steps);
-    Ok(match codec::dig(bytes, &probes, false).py_err()? {
-        Dig::Absent => None,
-        Dig::Stuck { step, item } => Some((step, from_item(py, &item, depth_after(step))?)),
-        Dig::Found(item) => Some((
-            probes.len(),
-            from_item(py, &item, depth_after(probes.len()))?,
-        )),
-    })
+    let walked = codec::dig(record.value, &probes, false).py_err()?;
+    answer(py, record, Some(walked), probes.len())
 }

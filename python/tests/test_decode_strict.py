@@ -8,12 +8,15 @@ bodies are resealed (tests/crafted.py) so that no checksum gives them away.
 
 from __future__ import annotations
 
+import http.server
 import json
+import pathlib
+import threading
 
 import pytest
 
 import hashfile
-from conftest import ruby
+from conftest import ROOT, ruby
 from crafted import replace_once, reseal
 from hashfile.errors import FormatError, UnsupportedError
 
@@ -259,3 +262,57 @@ def test_a_symbol_name_invalid_in_its_encoding_is_refused_here_and_in_ruby(tmp_p
         str(crafted),
     )
     assert "a symbol name is not valid in its encoding" in refused, refused
+
+
+def test_dig_walks_compressed_items_in_place(colliding):
+    # crates/hashfile/tests/vectors.rs, compressed_items_tree: 24 sections
+    # of 40 entries {"text" => ..., "n" => i}, then 600 names.
+    with hashfile.open(ROOT / "crates/hashfile/tests/vectors/compressed-items.hf") as db:
+        tree = db["tree"]
+        assert db.dig("tree", "s3", "e5", "n") == 125
+        assert db.dig("tree", "s3", "e5") == tree["s3"]["e5"]
+        assert db.dig("tree", "names", -1) == f"name {599 % 37}"
+        assert db.dig("tree", "s3", 5) is None  # an int finds no String key
+        assert db.dig("tree", "s99", default="none") == "none"
+
+
+class _RangeHandler(http.server.BaseHTTPRequestHandler):
+    """Serves one file's bytes with Range requests, as object storage does."""
+
+    body = b""
+
+    def do_GET(self):  # noqa: N802
+        body = type(self).body
+        first, last = 0, len(body) - 1
+        wanted = self.headers.get("Range")
+        if wanted:
+            start, _, end = wanted.removeprefix("bytes=").partition("-")
+            first, last = int(start), min(int(end) if end else last, last)
+            self.send_response(206)
+            self.send_header("Content-Range", f"bytes {first}-{last}/{len(body)}")
+        else:
+            self.send_response(200)
+        self.send_header("Content-Length", str(last - first + 1))
+        self.send_header("ETag", '"fixed"')
+        self.end_headers()
+        self.wfile.write(body[first : last + 1])
+
+    def log_message(self, *args):
+        pass
+
+
+def test_dig_answers_the_same_from_a_remote_store(colliding):
+    _RangeHandler.body = pathlib.Path(colliding).read_bytes()
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _RangeHandler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        with hashfile.open(f"http://127.0.0.1:{server.server_port}/colliding.hf") as db:
+            assert [db.dig("prices", p) for p in (1, 1.0, True, 2)] == ["int", "float", "true", None]
+            with pytest.raises(UnsupportedError, match='a map holds keys "a" and :a'):
+                db.dig("names", "a")
+            with pytest.raises(UnsupportedError, match="keys 0 and false"):
+                db["zero"]
+    finally:
+        server.shutdown()
+        server.server_close()
