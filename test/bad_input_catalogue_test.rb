@@ -51,6 +51,19 @@ class BadInputCatalogueTest < HashfileTest
     path("zbad.hf")
   end
 
+  # A store whose typed value {"name" => "ann", "role" => "admin"} has its
+  # map count made 1: the second pair hidden in the body. Lookups do not
+  # check section checksums, so the decoder's check is the one that fires
+  # (python/tests/test_decode_strict.py reseals such stores for verify).
+  def hidden_pair_store
+    Hashfile.build(path("hidden.hf"), { "user" => { "name" => "ann", "role" => "admin" } })
+    bytes = File.binread(path("hidden.hf"))
+    at = bytes.index("\x82\x14\xa4name".b)
+    bytes.setbyte(at, 0x81)
+    File.binwrite(path("hidden.hf"), bytes)
+    path("hidden.hf")
+  end
+
   # [what, how, expected class (or CLI exit status), message pattern]
   def catalogue
     [
@@ -67,6 +80,7 @@ class BadInputCatalogueTest < HashfileTest
       ["a store truncated while open", -> { truncated_while_open }, Hashfile::StaleError, /the store file changed while open .*; reopen it/],
       ["a FIFO as a store", -> { File.mkfifo(path("pipe.hf")) unless File.exist?(path("pipe.hf")); Hashfile.open(path("pipe.hf")) }, Hashfile::FormatError, /pipe.hf: a FIFO \(named pipe\), not a regular file; a store is read from a regular file/],
       ["a damaged compressed value", -> { Hashfile.open(damaged_compressed_value)["text"] }, Hashfile::FormatError, /corrupt store \(records\): compressed value/],
+      ["a map whose count hides a pair", -> { Hashfile.open(hidden_pair_store)["user"] }, Hashfile::FormatError, /corrupt store \(records\): malformed value: container body longer than its items at byte 9/],
       "Importer inputs", # a heading in docs/ERRORS.md
       ["JSON that is not JSON", -> { Hashfile.build_from(input("a.json", "{\"a\": 1,\n \"b\" 2}"), path) }, Hashfile::ParseError, /a.json: line 2, column 6: expected `:`/],
       ["a JSON duplicate key", -> { Hashfile.build_from(input("d.json", "{\"a\": 1,\n \"b\": 2,\n \"a\": 3}"), path) }, Hashfile::DuplicateKeyError, /duplicate key "a" \(.*d.json: line 1 and .*d.json: line 3\)/],

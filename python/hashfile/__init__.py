@@ -29,7 +29,6 @@ __all__ = ["open", "build", "build_from", "shard_of", "Reader", "Key", *errors._
 Key = Union[str, bytes]
 PathLike = Union[str, "os.PathLike[str]"]
 
-_MISSING = object()
 # Entries read per call while iterating.
 _CHUNK = 1024
 
@@ -169,18 +168,28 @@ class Reader(_native.NativeReader, Mapping):
             chunk, cursor = pinned._chunk(cursor, _CHUNK, keys_only)
             yield from chunk
 
-    def dig(self, key: Key, *path: str | int, default: Any = None) -> Any:
+    def dig(self, key: Key, *path: Any, default: Any = None) -> Any:
         """The value at ``path`` inside the value of ``key`` (dict keys and
-        list indexes), or ``default`` if any step is missing."""
-        value = self.get(key, _MISSING)
-        for step in path:
-            if value is _MISSING:
-                break
+        list indexes), or ``default`` if any step is missing.
+
+        Keys compare as Ruby's ``Hash#dig`` compares them, so both
+        languages answer alike: an ``int`` finds an Integer key (not a
+        Float or ``true``), a ``float`` a Float key, a ``bool`` a
+        ``true``/``false`` key, a ``str`` a String or Symbol key
+        (docs/PYTHON.md, "dig")."""
+        found = self._dig(key, path)
+        if found is None:
+            return default
+        taken, value = found
+        for step in path[taken:]:
+            # A bool is no list index, as in Ruby (where it raises).
+            if isinstance(step, bool) and isinstance(value, list):
+                return default
             try:
                 value = value[step]
             except (KeyError, IndexError, TypeError):
-                value = _MISSING
-        return default if value is _MISSING else value
+                return default
+        return value
 
     def __enter__(self) -> "Reader":
         return self

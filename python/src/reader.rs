@@ -234,6 +234,46 @@ impl NativeReader {
         self.read(key.py(), |t| Ok(t.get(k)?.is_some()))
     }
 
+    /// `dig`'s walk: None if `key` is absent or the path finds nothing;
+    /// else `(steps, value)`, the steps of `path` taken on the stored
+    /// bytes and what they ended on (`decode::answer`). Python's `dig`
+    /// takes the rest of the path. A local store is walked in place by
+    /// `dig_with`, the walk Ruby's `dig` takes, which decodes only the
+    /// compressed items the path enters; a remote record is fetched whole
+    /// without the GIL, then walked.
+    fn _dig<'py>(
+        &self,
+        key: &Bound<'py, PyAny>,
+        path: &Bound<'py, PyTuple>,
+    ) -> PyResult<Option<(usize, Bound<'py, PyAny>)>> {
+        let py = key.py();
+        let Some(k) = Key::of(key.as_borrowed())? else {
+            return Ok(None);
+        };
+        let k = k.bytes();
+        let steps = decode::Step::of_path(path)?;
+        let table = self.handle.current().py_err()?;
+        if !table.is_remote() {
+            let probes: Vec<_> = steps.iter().map(decode::Step::probe).collect();
+            let answered = table
+                .dig_with(k, &probes, false, |record, walked| {
+                    decode::answer(py, record, walked, probes.len())
+                })
+                .py_err()?;
+            // As in `lookup`: an answer read from a page that faulted is dropped.
+            self.handle.check_faults(&table).py_err()?;
+            return Ok(answered.transpose()?.flatten());
+        }
+        let table = table.to_arc();
+        let found = py
+            .detach(|| self.handle.read_on(&table, |t| Ok(owned(t.get(k)?))))
+            .py_err()?;
+        match found {
+            Some(r) => decode::dig(py, &r.record(), &steps),
+            None => Ok(None),
+        }
+    }
+
     /// The values of `keys` (None where absent), in order: one batch per
     /// store, the GIL released for a remote one; memoized values from the
     /// memo.
