@@ -715,9 +715,11 @@ impl Builder {
     }
 
     /// Builds the store and publishes it at `path` atomically: the bytes go
-    /// to a temporary file `.NAME.PID.N.tmp` in the same directory, which is
-    /// fsynced and renamed over `path`. If anything fails, the temporary file
-    /// is removed and `path` is untouched. Returns the file's length.
+    /// to a temporary file `.NAME.hashfile-PID-START-N.tmp` in the same
+    /// directory, which is fsynced and renamed over `path`. If anything
+    /// fails, the temporary file is removed and `path` is untouched; if the
+    /// process is killed, the next build into the directory removes it.
+    /// Returns the file's length.
     ///
     /// `path` may be a regular file, a path that does not exist, or a
     /// symbolic link, whose target is replaced (the link stays). A
