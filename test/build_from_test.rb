@@ -139,6 +139,9 @@ class BuildFromTest < HashfileTest
       end
     end
     leftovers = Dir.children(tmpdir) - ["store.hf", "big.jsonl"]
-    assert leftovers.all? { |f| f.match?(/\A\.store\.hf\.\d+\.\d+\.tmp\z/) }, "only recognisable temp files remain: #{leftovers}"
+    assert leftovers.all? { |f| f.match?(/\A\.store\.hf\.hashfile-\d+-\d+-\d+\.tmp\z/) }, "only recognisable temp files remain: #{leftovers}"
+    # Each build removes what the killed ones left in its directory.
+    Hashfile.build(path("next.hf"), { "k" => "v" })
+    assert_equal %w[big.jsonl next.hf store.hf], Dir.children(tmpdir).sort
   end
 end

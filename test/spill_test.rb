@@ -30,6 +30,19 @@ class SpillTest < HashfileTest
     Dir.glob(File.join(tmpdir, ".*.tmp"))
   end
 
+  # The temporary files process `pid` has open in the test's directory,
+  # from /proc/PID/fd: the store's, named .NAME.hashfile-PID-START-N.tmp,
+  # and the spill's, which have no name and show as "DIR/#INODE (deleted)".
+  def open_temporary_files(pid)
+    dir = File.realpath(tmpdir)
+    Dir.glob("/proc/#{pid}/fd/*").filter_map do |fd|
+      target = File.readlink(fd)
+      target if File.dirname(target) == dir && target.end_with?(".tmp", " (deleted)")
+    rescue SystemCallError
+      nil # closed since it was listed
+    end
+  end
+
   def test_the_default_is_auto
     assert_equal :auto, Hashfile::BUILD_DEFAULTS[:memory]
   end
@@ -168,7 +181,7 @@ class SpillTest < HashfileTest
       File.write(out, "old")
       pid = Process.spawn(*ruby_with_default_signals(EXE, "build", input, "-o", out, "--memory", "16M", "--quiet"), err: path("err.txt"))
       # More than the store's own temporary file: the spill is under way.
-      status, spilling = signal_when(pid, signal, timeout: 60) { temporary_files.size >= 2 }
+      status, spilling = signal_when(pid, signal, timeout: 60) { open_temporary_files(pid).size >= 2 }
       unless status.success?
         caught += 1 if spilling
         assert_equal "old", File.binread(out)
@@ -176,5 +189,25 @@ class SpillTest < HashfileTest
       assert_empty temporary_files, "SIG#{signal} left a temporary file"
     end
     assert_operator caught, :>=, 1, "no signal arrived while the build spilled"
+  end
+
+  # SIGKILL while spilling: the spill's files have no name, so none is
+  # left; the store's temporary file is, and the next build into the
+  # directory removes it.
+  def test_sigkill_while_spilling_leaves_only_what_the_next_build_removes
+    skip "no /proc to see the build's open files in" unless File.directory?("/proc/self/fd")
+    input = jsonl(1_500_000)
+    out = path("cli.hf")
+    File.write(out, "old")
+    pid = Process.spawn(*ruby_with_default_signals(EXE, "build", input, "-o", out, "--memory", "16M", "--quiet"), err: path("err.txt"))
+    open = []
+    _, spilling = signal_when(pid, "KILL", timeout: 60) { (open = open_temporary_files(pid)).size >= 3 }
+    assert spilling, "the build never spilled"
+    assert_equal "old", File.binread(out)
+    left = Dir.children(tmpdir) - ["in.jsonl", "cli.hf", "err.txt"]
+    assert_equal 1, left.size, "only the store's temporary file (of #{open}) is left: #{left}"
+    assert_match(/\A\.cli\.hf\.hashfile-#{pid}-\d+-\d+\.tmp\z/, left.first)
+    Hashfile.build(path("next.hf"), { "k" => "v" })
+    assert_equal %w[cli.hf err.txt in.jsonl next.hf], Dir.children(tmpdir).sort
   end
 end

@@ -6,9 +6,9 @@
 #   examples/pairs N | hashfile build - --format jsonl -o N.hf --memory M
 #
 # and reports, per size: wall time, the store's size, the build's peak
-# resident set (/usr/bin/time), the most temporary disk at once (the
-# directory polled every 0.2 s: the groups' and slots' files, and the
-# store's own temporary file, which becomes the store), and random lookups
+# resident set (/usr/bin/time), the most temporary disk at once (polled
+# every 0.2 s: the groups' and slots' files, and the store's own temporary
+# file, which becomes the store; see temporary_bytes), and random lookups
 # in Rust (examples/lookups, 200,000 keys) and in Ruby (Hashfile#[],
 # 100,000 keys), keys drawn before timing, each set looked up twice: first
 # with the page cache dropped (as root), then again. On a store larger than
@@ -49,22 +49,35 @@ def human(bytes)
 end
 
 # Bytes of the temporary files of `output`'s build in its directory:
-# [all of them, those besides the store's own]. The store's own is the
-# first made, `.NAME.PID.N.tmp` with the least N; it becomes the store.
+# [all of them, those besides the store's own]. The store's own is named,
+# `.NAME.hashfile-PID-START-N.tmp` with the least N, and becomes the store;
+# the spill's files have no name (O_TMPFILE, or unlinked at once), so they
+# are found among the files processes hold open there (/proc/PID/fd:
+# "DIR/#INODE (deleted)"), which also sees any named ones.
 def temporary_bytes(output)
   prefix = ".#{File.basename(output)}."
-  dir = File.dirname(output)
-  sizes = Dir.children(dir).filter_map do |name|
+  dir = File.realpath(File.dirname(output))
+  files = {}
+  named = Dir.children(dir).filter_map do |name|
     next unless name.start_with?(prefix) && name.end_with?(".tmp")
 
-    size = begin
-      File.size(File.join(dir, name))
-    rescue SystemCallError
-      0 # removed since it was listed
-    end
-    [Integer(name.split(".")[-2], exception: false) || 0, size]
+    stat = File.stat(File.join(dir, name))
+    files[[stat.dev, stat.ino]] = stat.size
+    [Integer(name.delete_suffix(".tmp").split("-").last, exception: false) || 0, stat.size]
+  rescue SystemCallError
+    nil # removed since it was listed
   end.sort
-  [sizes.sum(&:last), sizes.drop(1).sum(&:last)]
+  Dir.glob("/proc/[0-9]*/fd/*").each do |fd|
+    target = File.readlink(fd)
+    next unless target.end_with?(" (deleted)") && File.dirname(target) == dir
+
+    stat = File.stat(fd)
+    files[[stat.dev, stat.ino]] = stat.size
+  rescue SystemCallError
+    nil # closed since it was listed, or another user's
+  end
+  all = files.values.sum
+  [all, all - (named.first&.last || 0)]
 end
 
 # Builds `entries` pairs into `output` with `memory`; returns the measures.

@@ -834,4 +834,34 @@ fn a_remote_manifest_sends_the_callers_headers_only_to_its_own_origin() {
         [String::new()].into(),
         "read without the caller's headers"
     );
+
+/// What a dataset build killed with SIGKILL leaves, its shards' and its
+/// manifest's temporary files (`.NAME.hashfile-PID-START-N.tmp`), the
+/// next build into the directory removes; files of other names stay.
+#[test]
+fn a_dataset_build_removes_what_a_killed_one_left() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut dead = std::process::Command::new("true").spawn().unwrap();
+    let pid = dead.id();
+    dead.wait().unwrap();
+    let left = [
+        format!(".20261128T050000Z-0badcafe-00000-of-00002.hf.hashfile-{pid}-1-0.tmp"),
+        format!(".20261128T050000Z-0badcafe-00001-of-00002.hf.hashfile-{pid}-1-0.tmp"),
+        format!(".{MANIFEST_NAME}.hashfile-{pid}-1-0.tmp"),
+    ];
+    let others = [".notes.tmp", ".store.hf.123.0.tmp"];
+    for name in left.iter().map(String::as_str).chain(others) {
+        std::fs::write(dir.path().join(name), b"left").unwrap();
+    }
+    let manifest = build(dir.path(), 100, 2, "next");
+    let mut names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    let mut expected: Vec<String> = manifest.shards.iter().map(|s| s.file.clone()).collect();
+    expected.extend(others.iter().map(|s| s.to_string()));
+    expected.push(MANIFEST_NAME.to_string());
+    expected.sort();
+    assert_eq!(names, expected);
 }

@@ -446,13 +446,14 @@ fn a_cancelled_spilled_build_removes_its_temporary_files() {
     fill(&mut builder, SPILLED, false);
     let cancel = CancelFlag::new();
     builder.set_cancel(cancel.clone());
-    // Raised once the temporary files exist: while the groups are placed.
+    // Raised once the spill's files are open besides the store's: while
+    // the groups are placed.
     let watcher = {
         let (dir, cancel) = (dir.path().to_path_buf(), cancel.clone());
         std::thread::spawn(move || {
             let start = std::time::Instant::now();
             while start.elapsed() < std::time::Duration::from_secs(60) {
-                if std::fs::read_dir(&dir).unwrap().count() > 2 {
+                if open_in(std::process::id(), &dir).len() >= 2 {
                     cancel.cancel();
                     return true;
                 }
@@ -467,6 +468,103 @@ fn a_cancelled_spilled_build_removes_its_temporary_files() {
     assert!(matches!(result, Err(Error::Cancelled)), "{result:?}");
     drop(builder);
     assert_eq!(others(dir.path(), &[]), Vec::<String>::new());
+}
+
+/// The files process `pid` has open in `dir`, as `/proc/PID/fd` shows
+/// them: a path, or for a file without a name its directory's path and
+/// `/#INODE (deleted)` (Linux's `O_TMPFILE`) or its old name and
+/// ` (deleted)`. Empty where there is no `/proc`.
+fn open_in(pid: u32, dir: &Path) -> Vec<String> {
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return Vec::new();
+    };
+    let dir = dir.canonicalize().unwrap();
+    fds.flatten()
+        .filter_map(|fd| std::fs::read_link(fd.path()).ok())
+        .filter(|target| target.parent() == Some(dir.as_path()))
+        .map(|target| target.to_string_lossy().into_owned())
+        .collect()
+}
+
+/// Set to a directory, `killed_build` builds into it: it runs in a child
+/// process of
+/// `a_build_killed_while_spilling_leaves_only_what_the_next_build_removes`,
+/// which kills it.
+const KILLED_BUILD_DIR: &str = "HASHFILE_TEST_KILLED_BUILD_DIR";
+
+/// Three million keys, about what a red team's SIGKILL left 13 spill
+/// files of (79 MB).
+const KILLED_BUILD_KEYS: usize = 3_000_000;
+
+#[test]
+fn killed_build() {
+    let Some(dir) = std::env::var_os(KILLED_BUILD_DIR) else {
+        return;
+    };
+    let path = Path::new(&dir).join("out.hf");
+    let options = BuildOptions {
+        memory: limited(),
+        ..BuildOptions::default()
+    };
+    let mut builder = Builder::streaming(options, &path).unwrap();
+    fill(&mut builder, KILLED_BUILD_KEYS, false);
+    builder.write_file(&path).unwrap();
+}
+
+/// A build killed with SIGKILL while it spills leaves no spill file (they
+/// have no name), only the store's temporary file; the next build into the
+/// same directory removes that, and the store that was there stays.
+#[test]
+fn a_build_killed_while_spilling_leaves_only_what_the_next_build_removes() {
+    if !Path::new("/proc/self/fd").exists() {
+        eprintln!("skipped: no /proc to see the child's open files in");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("out.hf");
+    let mut builder = Builder::new(BuildOptions::default()).unwrap();
+    builder.insert(b"state", b"old");
+    builder.write_file(&path).unwrap();
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "killed_build", "--test-threads", "1"])
+        .env(KILLED_BUILD_DIR, dir.path())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // The store's temporary file and at least two groups' open: spilling.
+    let start = std::time::Instant::now();
+    let mut open = Vec::new();
+    while open.len() < 3 && start.elapsed() < std::time::Duration::from_secs(300) {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the build ended before it spilled"
+        );
+        open = open_in(child.id(), dir.path());
+        std::thread::yield_now();
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(open.len() >= 3, "the build never spilled: {open:?}");
+    let left = others(dir.path(), &["out.hf"]);
+    assert_eq!(
+        left.len(),
+        1,
+        "only the store's temporary file (of {open:?}) is left: {left:?}"
+    );
+    assert!(
+        left[0].starts_with(".out.hf.hashfile-") && left[0].ends_with(".tmp"),
+        "{left:?}"
+    );
+
+    let mut builder = Builder::new(BuildOptions::default()).unwrap();
+    builder.insert(b"state", b"next");
+    builder.write_file(&dir.path().join("next.hf")).unwrap();
+    assert_eq!(
+        others(dir.path(), &["out.hf", "next.hf"]),
+        Vec::<String>::new()
+    );
+    let old = Reader::open(&path).unwrap();
+    assert_eq!(old.get(b"state").unwrap().unwrap().value(), b"old");
 }
 
 /// The reason of an `InvalidOption` error naming `memory`.

@@ -389,8 +389,8 @@ pub fn discard_generation(
 }
 
 /// Removes the temporary files of generation `generation`'s shards that
-/// attempts killed mid-write left (`.NAME.PID.N.tmp`, the atomic publish's
-/// names).
+/// attempts killed mid-write left (`.NAME.hashfile-PID-START-N.tmp`, the
+/// atomic publish's names).
 fn remove_leftovers(dir: &Path, generation: &str) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;

@@ -8,7 +8,8 @@
 //! - `repeats`: what `on_duplicate` leaves of a repeated key;
 //! - `index`: the perfect hash packed into sections, and the header;
 //! - `spill`: the index of a build over its memory limit, group by group;
-//! - `publish`: the temporary file and the rename.
+//! - `publish`: where a store goes, and the rename;
+//! - `temp`: the temporary files, and what a killed build left of them.
 
 mod batch;
 mod compress;
@@ -18,6 +19,7 @@ mod publish;
 mod records;
 mod repeats;
 mod spill;
+mod temp;
 
 use std::io::{BufWriter, Write};
 use std::path::Path;
@@ -37,8 +39,8 @@ pub use publish::{destination, publish_file};
 pub use spill::SpillStats;
 
 use index::{Prepared, RecordsSection};
-use publish::TempFile;
 use records::{key_at, Offsets, Records, Spill};
+use temp::TempFile;
 
 use crate::format::record;
 use repeats::Holds;
@@ -713,9 +715,11 @@ impl Builder {
     }
 
     /// Builds the store and publishes it at `path` atomically: the bytes go
-    /// to a temporary file `.NAME.PID.N.tmp` in the same directory, which is
-    /// fsynced and renamed over `path`. If anything fails, the temporary file
-    /// is removed and `path` is untouched. Returns the file's length.
+    /// to a temporary file `.NAME.hashfile-PID-START-N.tmp` in the same
+    /// directory, which is fsynced and renamed over `path`. If anything
+    /// fails, the temporary file is removed and `path` is untouched; if the
+    /// process is killed, the next build into the directory removes it.
+    /// Returns the file's length.
     ///
     /// `path` may be a regular file, a path that does not exist, or a
     /// symbolic link, whose target is replaced (the link stays). A

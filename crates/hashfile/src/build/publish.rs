@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use super::index::Prepared;
 use super::records::Spill;
+use super::temp::TempFile;
 use crate::cancel::CancelFlag;
 use crate::error::{Error, Result};
 use crate::parallel::*;
@@ -106,62 +107,6 @@ fn check_link_owner(link: &Path, meta: &fs::Metadata) -> Result<()> {
     })
 }
 
-/// A temporary file beside a destination, removed on drop unless published.
-#[derive(Debug)]
-pub(super) struct TempFile {
-    pub(super) file: fs::File,
-    pub(super) path: PathBuf,
-    pub(super) published: bool,
-}
-
-impl TempFile {
-    /// Creates `.NAME.PID.N.tmp` in the destination's directory.
-    pub(super) fn create_beside(destination: &Path) -> std::io::Result<TempFile> {
-        let name = destination.file_name().ok_or_else(|| {
-            std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a file path")
-        })?;
-        let dir = match destination.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d,
-            _ => Path::new("."),
-        };
-        let mut options = fs::OpenOptions::new();
-        options.read(true).write(true).create_new(true);
-        // Private until published: `publish` gives it the mode of the file
-        // it replaces (or a new file's) just before the rename, so no other
-        // user can open it while it is being written and read it later.
-        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-        for attempt in 0u32.. {
-            let path = dir.join(format!(
-                ".{}.{}.{attempt}.tmp",
-                name.to_string_lossy(),
-                std::process::id()
-            ));
-            match options.open(&path) {
-                Ok(file) => {
-                    return Ok(TempFile {
-                        file,
-                        path,
-                        published: false,
-                    })
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && attempt < 1000 => {
-                    continue
-                }
-                Err(e) => return Err(e),
-            }
-        }
-        unreachable!("the loop returns")
-    }
-}
-
-impl Drop for TempFile {
-    fn drop(&mut self) {
-        if !self.published {
-            let _ = fs::remove_file(&self.path);
-        }
-    }
-}
-
 /// Bytes of the index written at once by one thread.
 const WRITE_PIECE: usize = 1 << 22;
 
@@ -217,7 +162,7 @@ pub(super) fn publish(
     // The point of no return: after the rename the store is published.
     cancel.check()?;
     fs::rename(&temp.path, path).map_err(with_path)?;
-    temp.published = true;
+    temp.mark_published();
     // Make the rename itself durable.
     if let Ok(dir) = fs::File::open(temp.path.parent().unwrap_or(Path::new("."))) {
         let _ = dir.sync_all();
@@ -241,7 +186,7 @@ pub fn publish_file(path: &Path, bytes: &[u8]) -> Result<()> {
     temp.file.sync_all().map_err(with_path)?;
     take_mode_of(&temp.file, path).map_err(with_path)?;
     fs::rename(&temp.path, path).map_err(with_path)?;
-    temp.published = true;
+    temp.mark_published();
     if let Ok(dir) = fs::File::open(temp.path.parent().unwrap_or(Path::new("."))) {
         let _ = dir.sync_all();
     }

@@ -5,7 +5,7 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use super::publish::TempFile;
+use super::temp::TempFile;
 use crate::format::{record, Record};
 
 /// The records of a build.

@@ -29,7 +29,10 @@
 //! Memory: about `GROUP_BYTES_PER_KEY` per key of the largest group, plus
 //! the seed blocks and the remap's pairs for the whole store. Temporary
 //! disk: 16 bytes per key for the groups (removed as they are placed), and
-//! the slots section once more while it is copied.
+//! the slots section once more while it is copied. These files have no
+//! name (`temp::unnamed_beside`): they are read and written by their
+//! descriptors only, so their space goes back when the build ends,
+//! however it ends, even killed with SIGKILL.
 //!
 //! A hash seed that fails in any group (two keys with one 64-bit hash, or
 //! a bucket without a pilot) starts the build over with the next seed,
@@ -41,15 +44,16 @@
 //! the records are in: for a spilled build, and for any streaming build,
 //! whose records then never come into memory.
 
+use std::fs::File;
 use std::io::Write;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 use super::index::{self, SeedBlocks, Shape};
 use super::options::{BuildOptions, IndexKind, OnDuplicate};
-use super::publish::TempFile;
 use super::records::{key_at, Offsets, Spill};
 use super::repeats;
+use super::temp::{self, TempFile};
 use crate::bits;
 use crate::cancel::CancelFlag;
 use crate::chd::compact::{self, CompactHash};
@@ -286,19 +290,19 @@ pub(super) fn build(
 
 /// The groups' temporary files after the scatter, and each part's count.
 struct Groups {
-    files: Vec<Option<TempFile>>,
+    files: Vec<Option<File>>,
     counts: Vec<u64>,
 }
 
 /// A group's temporary file being written.
 struct GroupWriter {
-    temp: TempFile,
+    file: File,
     buffer: Vec<u8>,
 }
 
 impl GroupWriter {
     fn flush(&mut self) -> std::io::Result<()> {
-        (&self.temp.file).write_all(&self.buffer)?;
+        (&self.file).write_all(&self.buffer)?;
         self.buffer.clear();
         Ok(())
     }
@@ -316,7 +320,7 @@ fn scatter(
     let mut writers = (0..plan.groups)
         .map(|_| {
             Ok(GroupWriter {
-                temp: TempFile::create_beside(records.destination).map_err(io)?,
+                file: temp::unnamed_beside(records.destination).map_err(io)?,
                 buffer: Vec::with_capacity(plan.buffer),
             })
         })
@@ -343,7 +347,7 @@ fn scatter(
         .into_iter()
         .map(|mut w| {
             w.flush().map_err(io)?;
-            Ok(Some(w.temp))
+            Ok(Some(w.file))
         })
         .collect::<Result<Vec<_>>>()?;
     Ok(Groups { files, counts })
@@ -421,7 +425,7 @@ struct Placed {
     geometry: crate::format::Geometry,
     index: PlacedIndex,
     /// The slots, in slot order, free ones 0: `packed_len(n, width)` bytes.
-    slots: TempFile,
+    slots: File,
 }
 
 /// The index sections besides the slots, by layout.
@@ -465,7 +469,7 @@ fn settle(
     records: &RecordsFile<'_>,
     groups: &mut Groups,
     g: usize,
-    file: TempFile,
+    file: File,
     cancel: &CancelFlag,
 ) -> Result<bool> {
     match judged {
@@ -495,7 +499,7 @@ fn place(
     let per_part = geometry.buckets_per_part() as usize;
     let mut seeds = SeedBlocks::new(options.seed_block_len);
     let mut slots = SlotWriter::new(
-        TempFile::create_beside(records.destination).map_err(io)?,
+        temp::unnamed_beside(records.destination).map_err(io)?,
         offset_bits,
     );
     let (mut free, mut past_n) = (Vec::new(), Vec::new());
@@ -581,7 +585,7 @@ fn place_compact(
     let mut pilots = vec![0u8; geometry.bucket_count as usize];
     let mut remap = vec![0u32; remap_len as usize];
     let mut slots = SlotWriter::new(
-        TempFile::create_beside(records.destination).map_err(io)?,
+        temp::unnamed_beside(records.destination).map_err(io)?,
         offset_bits,
     );
     for g in 0..plan.groups {
@@ -640,7 +644,7 @@ fn place_compact(
 /// which is `first_part` of `parts`.
 fn read_group(
     records: &RecordsFile<'_>,
-    file: &TempFile,
+    file: &File,
     parts: u64,
     first_part: u64,
     counts: &[u64],
@@ -657,8 +661,7 @@ fn read_group(
     let (mut at, len) = (0u64, total * SPILL_ENTRY as u64);
     while at < len {
         let want = (buffer.len() as u64).min(len - at) as usize;
-        file.file
-            .read_exact_at(&mut buffer[..want], at)
+        file.read_exact_at(&mut buffer[..want], at)
             .map_err(|e| records.io(e))?;
         for entry in buffer[..want].chunks_exact(SPILL_ENTRY) {
             let hash = u64::from_le_bytes(entry[..8].try_into().expect("8 bytes"));
@@ -681,7 +684,7 @@ fn read_group(
 /// The slots section, written in slot order to a temporary file a chunk
 /// of `SLOT_CHUNK` slots at a time.
 struct SlotWriter {
-    temp: TempFile,
+    file: File,
     width: u32,
     /// The chunk being filled, with 8 spare bytes for `or_bits`.
     chunk: Vec<u8>,
@@ -692,9 +695,9 @@ struct SlotWriter {
 }
 
 impl SlotWriter {
-    fn new(temp: TempFile, width: u32) -> SlotWriter {
+    fn new(file: File, width: u32) -> SlotWriter {
         SlotWriter {
-            temp,
+            file,
             width,
             chunk: vec![0u8; chunk_bytes(width) + 8],
             filled: 0,
@@ -717,9 +720,7 @@ impl SlotWriter {
     }
 
     fn write(&mut self, len: usize) -> std::io::Result<()> {
-        self.temp
-            .file
-            .write_all_at(&self.chunk[..len], self.written)?;
+        self.file.write_all_at(&self.chunk[..len], self.written)?;
         self.written += len as u64;
         self.chunk.fill(0);
         self.filled = 0;
@@ -728,11 +729,11 @@ impl SlotWriter {
 
     /// The file, once the last chunk and the padding are written: `n`
     /// slots, `packed_len(n, width)` bytes.
-    fn finish(mut self, n: u64) -> std::io::Result<TempFile> {
+    fn finish(mut self, n: u64) -> std::io::Result<File> {
         let tail = (self.filled * self.width as u64).div_ceil(8) as usize + bits::PACKED_PADDING;
         self.write(tail)?;
         debug_assert_eq!(Some(self.written), bits::packed_len(n, self.width));
-        Ok(self.temp)
+        Ok(self.file)
     }
 }
 
@@ -828,7 +829,6 @@ fn write(
         chunk[len..].fill(0);
         placed
             .slots
-            .file
             .read_exact_at(&mut chunk[..len], copied)
             .map_err(io)?;
         while let Some((&s, offset)) = fill.next_if(|(&s, _)| s < first_slot + SLOT_CHUNK) {
@@ -886,14 +886,13 @@ pub(super) fn offsets_and_hashes(
 /// group holds them all.
 fn each_repeated_key(
     records: &RecordsFile<'_>,
-    file: &TempFile,
+    file: &File,
     f: impl FnMut(&[u64]) -> Result<()>,
 ) -> Result<()> {
     let key = |offset: u64| key_at(records.mapped, offset as usize);
-    let len = file.file.metadata().map_err(|e| records.io(e))?.len();
+    let len = file.metadata().map_err(|e| records.io(e))?.len();
     let mut bytes = vec![0u8; len as usize];
-    file.file
-        .read_exact_at(&mut bytes, 0)
+    file.read_exact_at(&mut bytes, 0)
         .map_err(|e| records.io(e))?;
     let mut entries: Vec<(u64, u64)> = bytes
         .chunks_exact(SPILL_ENTRY)
@@ -915,7 +914,7 @@ fn each_repeated_key(
 /// are the groups not yet placed, where every repeat lies.
 fn duplicate_error(
     records: &RecordsFile<'_>,
-    files: &[Option<TempFile>],
+    files: &[Option<File>],
     cancel: &CancelFlag,
 ) -> Result<Error> {
     let mut repeats = repeats::FirstRepeat::new();
@@ -995,7 +994,7 @@ pub(super) fn resolve_repeats(
         record::read(&records.mapped[offset as usize..])
             .expect("a builder's own records are well formed")
     };
-    let mut replacements: Option<(TempFile, u64)> = None;
+    let mut replacements: Option<(File, u64)> = None;
     let mut change_files = Vec::new();
     let mut any = false;
     for file in groups.files.iter_mut() {
@@ -1030,10 +1029,11 @@ pub(super) fn resolve_repeats(
             }
             let (temp, end) = match &mut replacements {
                 Some(r) => r,
-                None => replacements
-                    .insert((TempFile::create_beside(records.destination).map_err(io)?, 0)),
+                None => {
+                    replacements.insert((temp::unnamed_beside(records.destination).map_err(io)?, 0))
+                }
             };
-            temp.file.write_all_at(&merged_bytes, *end).map_err(io)?;
+            temp.write_all_at(&merged_bytes, *end).map_err(io)?;
             changes.push(Change {
                 offset: resolved.at,
                 at: *end,
@@ -1045,13 +1045,13 @@ pub(super) fn resolve_repeats(
         drop(file);
         changes.sort_unstable();
         any |= !changes.is_empty();
-        let out = TempFile::create_beside(records.destination).map_err(io)?;
+        let out = temp::unnamed_beside(records.destination).map_err(io)?;
         let bytes: Vec<u8> = changes
             .iter()
             .flat_map(|c| [c.offset, c.at, c.len])
             .flat_map(u64::to_le_bytes)
             .collect();
-        out.file.write_all_at(&bytes, 0).map_err(io)?;
+        out.write_all_at(&bytes, 0).map_err(io)?;
         change_files.push((out, changes.len() as u64));
     }
     // The groups' files are all there until the first group is read; the
@@ -1072,8 +1072,8 @@ pub(super) fn resolve_repeats(
     // copied.
     let mut readers: Vec<ChangeReader> = change_files
         .iter()
-        .map(|(temp, count)| ChangeReader {
-            file: &temp.file,
+        .map(|(file, count)| ChangeReader {
+            file,
             count: *count,
             read: 0,
             buffer: Vec::new(),
@@ -1120,8 +1120,7 @@ pub(super) fn resolve_repeats(
                     .as_ref()
                     .expect("a replacement is written first");
                 replacement.resize(change.len as usize, 0);
-                temp.file
-                    .read_exact_at(&mut replacement, change.at)
+                temp.read_exact_at(&mut replacement, change.at)
                     .map_err(io)?;
                 record = &replacement;
             }
