@@ -834,6 +834,7 @@ fn a_remote_manifest_sends_the_callers_headers_only_to_its_own_origin() {
         [String::new()].into(),
         "read without the caller's headers"
     );
+}
 
 /// What a dataset build killed with SIGKILL leaves, its shards' and its
 /// manifest's temporary files (`.NAME.hashfile-PID-START-N.tmp`), the
