@@ -181,7 +181,7 @@ class I18nBackendTest < HashfileTest
   def test_ruby_locale_files_and_unknown_extensions_are_refused
     File.write(path("plural.rb"), "{ en: { i18n: { plural: { rule: ->(n) { :other } } } } }")
     e = assert_raises(ArgumentError) { Hashfile::I18n.build([path("plural.rb")], path) }
-    assert_match(/Ruby locale file .*I18n::Backend::Chain/, e.message)
+    assert_match(/Ruby locale file .*Hashfile::I18n::Chain/, e.message)
     File.write(path("notes.txt"), "x")
     assert_raises(ArgumentError) { Hashfile::I18n.build([path("notes.txt")], path) }
   end

@@ -113,7 +113,7 @@ class RemoteTest < HashfileTest
     assert Hashfile.remote?("s3://b/k")
     refute Hashfile.remote?("config/http.hf")
     refute Hashfile.remote?("ftp://host/x.hf")
-    assert_match(/the option timeout is for remote stores \(http:\/\/, https:\/\/, s3:\/\/\), and .*s.hf is a file/, assert_raises(ArgumentError) { Hashfile.open(path("s.hf"), timeout: 1) }.message)
+    assert_match(/the option timeout is for remote stores \(http:\/\/, https:\/\/, s3:\/\/\), and .*s.hf is a local path/, assert_raises(ArgumentError) { Hashfile.open(path("s.hf"), timeout: 1) }.message)
     assert_match(/reload: is for local/, assert_raises(ArgumentError) { Hashfile.open(@url, reload: 1) }.message)
     assert_raises(ArgumentError) { Hashfile.open(@url, block_size: 10) }
     assert_raises(ArgumentError) { Hashfile.open(@url, no_such_option: 1) }
@@ -360,7 +360,9 @@ class RemoteS3Test < HashfileTest
   end
 
   # A dataset whose manifest nginx serves and whose shards are on S3: the
-  # manifest lists the shards' s3:// URLs; each opens when first used.
+  # manifest lists the shards' s3:// URLs, which are read only where the
+  # caller allows that bucket (the process's S3 credentials are not the
+  # manifest's to spend); each opens when first used.
   def test_a_dataset_with_its_manifest_on_nginx_and_its_shards_on_s3
     data = (0...4000).to_h { |i| ["k#{i}", "v#{i}"] }
     Hashfile.build_sharded(path("ds"), data, shards: 4)
@@ -373,7 +375,9 @@ class RemoteS3Test < HashfileTest
     File.write(path("manifest.json"), JSON.generate(manifest))
     nginx = Hashfile::TestServers::Nginx.new
     nginx.publish("hashfile-dataset.json", path("manifest.json"))
-    Hashfile.open(nginx.url("/files/hashfile-dataset.json")) do |db|
+    e = assert_raises(Hashfile::DatasetError) { Hashfile.open(nginx.url("/files/hashfile-dataset.json")) }
+    assert_match(/shard 0 of 4 \(s3:\/\/shards\/.*: it is not under the manifest's own place/, e.message)
+    Hashfile.open(nginx.url("/files/hashfile-dataset.json"), allow_origins: ["s3://shards"]) do |db|
       assert_equal 4000, db.size
       (0...4000).step(41) { |i| assert_equal "v#{i}", db["k#{i}"] }
       assert_equal ["v1", nil], db.values_at("k1", "nope")

@@ -163,7 +163,9 @@ module Hashfile
       # all it wanted, as for cat.
       0
     rescue UsageError, OptionParser::ParseError => e
-      print_message "hashfile: #{e.message}#{choices(e)}"
+      # OptionParser's own line breaks ("Did you mean?") are lines, not
+      # characters to escape.
+      print_message(*"hashfile: #{e.message}#{choices(e)}".lines(chomp: true))
       print_message "Run 'hashfile --help' for usage."
       2
     rescue ArgumentError => e
@@ -691,6 +693,7 @@ module Hashfile
         ["entries", commas(info[:entries])],
         ["file size", "#{human_bytes(info[:file_bytes])} (#{commas(info[:file_bytes])} bytes) in #{commas(shards.size)} shards"],
         ["generation", info[:generation]],
+        ["sequence", info[:sequence].zero? ? "none (a version 1 manifest)" : info[:sequence].to_s],
         ["routing", info[:routing]]
       ]
       if (types = info[:value_types])

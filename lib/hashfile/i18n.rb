@@ -117,7 +117,7 @@ module Hashfile
         ext = File.extname(source).delete(".").downcase
         if ext == "rb"
           raise ArgumentError, "#{source} is a Ruby locale file (code, such as pluralization procs); a store holds data: " \
-                               "leave it to an I18n::Backend::Simple chained after Hashfile's (I18n::Backend::Chain)"
+                               "leave it to an I18n::Backend::Simple chained after Hashfile's (Hashfile::I18n::Chain, docs/I18N.md)"
         end
         raise ArgumentError, "#{source}: not a locale file Hashfile reads (.#{EXTENSIONS.join(", .")})" unless EXTENSIONS.include?(ext)
 

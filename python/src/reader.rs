@@ -162,15 +162,23 @@ impl NativeReader {
             )));
         }
         let is_remote = hashfile_remote::Location::is_remote(&location);
-        let only_local = |given: &Bound<'_, PyDict>| {
-            given.keys().iter().all(|name| {
-                name.extract::<String>()
-                    .is_ok_and(|n| hashfile_remote::LOCAL_OPTION_NAMES.contains(&n.as_str()))
+        // Converted first, so that a misspelled option is a TypeError
+        // naming it, whatever the location.
+        let remote_given = remote_options(remote)?;
+        let remote_only: Vec<String> = remote
+            .map(|given| {
+                given
+                    .keys()
+                    .iter()
+                    .filter_map(|name| name.extract::<String>().ok())
+                    .filter(|n| !hashfile_remote::LOCAL_OPTION_NAMES.contains(&n.as_str()))
+                    .collect()
             })
-        };
-        if remote.is_some_and(|r| !r.is_empty() && !only_local(r)) && !is_remote {
+            .unwrap_or_default();
+        if !remote_only.is_empty() && !is_remote {
             return Err(PyValueError::new_err(format!(
-                "remote options are for remote stores (http://, https://, s3://), and {location} is a file"
+                "remote options are for remote stores (http://, https://, s3://), and {location} is a local path: {} does not apply",
+                remote_only.join(", ")
             )));
         }
         let refresh = match (reload, on_change_reopen) {
@@ -191,7 +199,7 @@ impl NativeReader {
             (None, false) => Refresh::Never,
         };
         let options = OpenOptions {
-            remote: remote_options(remote)?,
+            remote: remote_given,
             refresh,
         };
         let handle = if is_remote {
@@ -403,6 +411,7 @@ impl NativeReader {
                 let manifest = dataset.manifest();
                 info.set_item("dataset", dataset.location())?;
                 info.set_item("generation", &manifest.generation)?;
+                info.set_item("sequence", manifest.sequence)?;
                 info.set_item("routing", &manifest.routing)?;
                 info.set_item("entries", manifest.entries)?;
                 info.set_item(

@@ -122,7 +122,7 @@ impl Reader {
                 return Err(arg_error(
                     ruby,
                     format!(
-                        "the option{} {names} {} for remote stores (http://, https://, s3://), and {path} is a file",
+                        "the option{} {names} {} for remote stores (http://, https://, s3://), and {path} is a local path",
                         if count == 1 { "" } else { "s" },
                         if count == 1 { "is" } else { "are" },
                     ),
@@ -572,6 +572,7 @@ fn dataset_info(ruby: &Ruby, dataset: &hashfile_runtime::dataset::Dataset) -> Re
     let out = ruby.hash_new();
     out.aset(sym("dataset"), dataset.location())?;
     out.aset(sym("generation"), manifest.generation.as_str())?;
+    out.aset(sym("sequence"), manifest.sequence)?;
     out.aset(sym("routing"), manifest.routing.as_str())?;
     out.aset(sym("entries"), manifest.entries)?;
     out.aset(

@@ -274,7 +274,13 @@ impl Dataset {
         let options = self.reach(i)?.options(&self.remote);
         let store = open_store(&at, &options, LocalOpen::Mapped).map_err(|e| match e {
             hashfile::Error::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
-                wrong("missing".to_owned())
+                wrong(if Location::is_remote(&at) {
+                    // Opened on first use: a publish since the open may
+                    // have removed this generation.
+                    "missing (if the dataset was published again since it was opened, its older generations go: reopen it, or open it with reload: or on_change: :reopen to follow new ones)".to_owned()
+                } else {
+                    "missing".to_owned()
+                })
             }
             other => other,
         })?;

@@ -82,6 +82,13 @@ impl Prefix {
                 path,
             });
         }
+        if let Some(Ok(Location::Http(url))) = Location::parse(text) {
+            if url.query().is_some() || url.fragment().is_some() {
+                return Err(format!(
+                    "{text:?} has a query or a fragment: a place is a scheme, a host and a path"
+                ));
+            }
+        }
         let mut prefix = Prefix::of_location(text)?;
         if !prefix.path.ends_with('/') {
             prefix.path.push('/');
@@ -185,10 +192,10 @@ impl Places {
         let at = Prefix::of_location(file)?;
         let own = self.own.as_ref();
         if own.is_some_and(|own| own.scheme == "https") && at.scheme == "http" {
-            return Err(format!(
-                "{} is plain http under an https manifest: a dataset read over https is never read over http",
-                at.display()
-            ));
+            return Err(
+                "it is plain http under an https manifest: a dataset read over https is never read over http"
+                    .to_owned(),
+            );
         }
         if own.is_some_and(|own| own.holds(&at)) {
             return Ok(Reach::Own);
@@ -198,14 +205,10 @@ impl Places {
         }
         Err(match own {
             Some(own) => format!(
-                "{} is not under the manifest's own place ({}): a manifest lists shards under its own scheme, host, port and directory, or under a place the caller allows (allow_origins)",
-                at.display(),
+                "it is not under the manifest's own place ({}): a manifest lists shards under its own scheme, host, port and directory, or under a place the caller allows (allow_origins; the CLI's --allow-origin)",
                 own.display()
             ),
-            None => format!(
-                "{} is remote, and the manifest is a local file: a local dataset reads local shards, or remote ones under a place the caller allows (allow_origins)",
-                at.display()
-            ),
+            None => "it is remote, and the manifest is a local file: a local dataset reads local shards, or remote ones under a place the caller allows (allow_origins; the CLI's --allow-origin)".to_owned(),
         })
     }
 }
@@ -369,6 +372,8 @@ mod tests {
     #[test]
     fn allowed_places_are_urls() {
         assert!(Places::new(MANIFEST, &["https://a.example".into(), "s3://b".into()]).is_ok());
+        let e = Places::new(MANIFEST, &["https://a.example/ds/?q".into()]).unwrap_err();
+        assert!(e.contains("has a query or a fragment"), "{e}");
         let e = Places::new(MANIFEST, &["cdn.example.com".into()]).unwrap_err();
         assert!(
             e.contains("give http(s)://") && e.contains("cdn.example.com"),

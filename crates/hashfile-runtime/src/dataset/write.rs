@@ -280,6 +280,7 @@ pub(super) fn check_shards(shards: u32) -> hashfile::Result<NonZeroU32> {
 }
 
 fn create_dir(dir: &Path) -> hashfile::Result<()> {
+    hashfile::build::refuse_url(dir)?;
     std::fs::create_dir_all(dir).map_err(|e| hashfile::Error::Io {
         path: Some(dir.to_path_buf()),
         source: e,

@@ -35,7 +35,7 @@ pub use options::{
     BuildOptions, IndexKind, MemoryLimit, OnDuplicate, COMPACT_KEYS_PER_BUCKET,
     DEFAULT_KEYS_PER_PART, KEYS_PER_BUCKET_RANGE, LOAD_FACTOR_RANGE, MIN_MEMORY_LIMIT,
 };
-pub use publish::{destination, publish_file};
+pub use publish::{destination, publish_file, refuse_url};
 pub use spill::SpillStats;
 
 use index::{Prepared, RecordsSection};

@@ -12,6 +12,27 @@ use crate::cancel::CancelFlag;
 use crate::error::{Error, Result};
 use crate::parallel::*;
 
+/// An error if `path` is written as a URL (`s3://bucket/key`,
+/// `https://host/x.hf`): a build writes local files, and such a "path"
+/// would otherwise make a local directory named `s3:` and report success.
+pub fn refuse_url(path: &Path) -> Result<()> {
+    let bytes = path.as_os_str().as_encoded_bytes();
+    let scheme_len = bytes
+        .iter()
+        .position(|&b| !(b.is_ascii_alphanumeric() || matches!(b, b'+' | b'.' | b'-')))
+        .unwrap_or(bytes.len());
+    if scheme_len > 0 && bytes[0].is_ascii_alphabetic() && bytes[scheme_len..].starts_with(b"://") {
+        return Err(Error::InvalidOption {
+            name: "output",
+            reason: format!(
+                "{} is a URL; a build writes a local file or directory: build it here, then upload it (a dataset on S3 is written by hashfile.spark's write_dataset)",
+                path.display()
+            ),
+        });
+    }
+    Ok(())
+}
+
 /// Where a store for `path` is published: `path` itself if it is a regular
 /// file or does not exist yet, or, for a symbolic link, the file the link
 /// leads to (so a deploy's `current.hf -> releases/7.hf` keeps its link and
@@ -30,6 +51,7 @@ use crate::parallel::*;
 /// component are resolved by the kernel, under its own rules.
 pub fn destination(path: &Path) -> Result<PathBuf> {
     use std::os::unix::fs::FileTypeExt;
+    refuse_url(path)?;
     if path.as_os_str().as_encoded_bytes().ends_with(b"/") {
         return Err(Error::InvalidOption {
             name: "output",
