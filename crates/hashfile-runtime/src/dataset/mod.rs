@@ -47,6 +47,8 @@ pub struct Dataset {
     /// Whether the manifest or any shard is remote, found once at open:
     /// a binding asks before every lookup.
     remote_parts: bool,
+    /// Every shard's `max_value_size`.
+    max_value_size: u64,
 }
 
 impl std::fmt::Debug for Dataset {
@@ -102,6 +104,7 @@ impl Dataset {
             base,
             remote: remote.clone(),
             remote_parts,
+            max_value_size: hashfile::read::DEFAULT_MAX_VALUE_SIZE,
         };
         for i in 0..dataset.shards.len() {
             if !Location::is_remote(&dataset.shard_location(i)) {
@@ -199,6 +202,22 @@ impl Dataset {
         Ok(self.shards[i].get().expect("set above"))
     }
 
+    /// Sets `max_value_size` for every shard, open or opened later.
+    pub fn set_max_value_size(&mut self, bytes: u64) -> hashfile::Result<()> {
+        self.max_value_size = hashfile::read::check_max_value_size(bytes)?;
+        for shard in &mut self.shards {
+            if let Some(store) = shard.get_mut() {
+                store.set_max_value_size(bytes)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The largest value read from a shard.
+    pub fn max_value_size(&self) -> u64 {
+        self.max_value_size
+    }
+
     /// Shard `i` if it is open already.
     pub fn opened_shard(&self, i: usize) -> Option<&Store> {
         self.shards[i].get()
@@ -217,12 +236,13 @@ impl Dataset {
                 ),
             )
         };
-        let store = open_store(&at, &self.remote, LocalOpen::Mapped).map_err(|e| match e {
+        let mut store = open_store(&at, &self.remote, LocalOpen::Mapped).map_err(|e| match e {
             hashfile::Error::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
                 wrong("missing".to_owned())
             }
             other => other,
         })?;
+        store.set_max_value_size(self.max_value_size)?;
         if store.source().size() != entry.bytes {
             return Err(wrong(format!(
                 "{} bytes, and the manifest says {}",
