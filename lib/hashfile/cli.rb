@@ -73,7 +73,7 @@ module Hashfile
       @err.puts "hashfile: #{message.lines.first&.chomp}"
       @err.puts "Run 'hashfile --help' for usage." if option_error
       option_error ? 2 : 1
-    rescue Hashfile::Error, SystemCallError, JSON::ParserError, TypeError, IOError => e
+    rescue Hashfile::Error, SystemCallError, JSON::ParserError, TypeError, IOError, NoMemoryError => e
       raise if @debug
 
       @err.puts "hashfile: #{e.message.lines.first&.chomp}"
