@@ -51,6 +51,14 @@ class BadInputCatalogueTest < HashfileTest
     path("zbad.hf")
   end
 
+  # A store of a raw value of 1,000 random bytes ("big") and a compressed one that
+  # decodes to 40,000 ("text").
+  def big_value_store
+    text = (1..4000).map { |i| "word#{i % 7} " }.join[0, 40_000].ljust(40_000, "x")
+    Hashfile.build(path("big.hf"), { "big" => Random.new(1).bytes(1000), "text" => text }, compression: :zstd)
+    path("big.hf")
+  end
+
   # [what, how, expected class (or CLI exit status), message pattern]
   def catalogue
     [
@@ -67,6 +75,9 @@ class BadInputCatalogueTest < HashfileTest
       ["a store truncated while open", -> { truncated_while_open }, Hashfile::StaleError, /the store file changed while open .*; reopen it/],
       ["a FIFO as a store", -> { File.mkfifo(path("pipe.hf")) unless File.exist?(path("pipe.hf")); Hashfile.open(path("pipe.hf")) }, Hashfile::FormatError, /pipe.hf: a FIFO \(named pipe\), not a regular file; a store is read from a regular file/],
       ["a damaged compressed value", -> { Hashfile.open(damaged_compressed_value)["text"] }, Hashfile::FormatError, /corrupt store \(records\): compressed value/],
+      ["a value larger than max_value_size", -> { Hashfile.open(big_value_store, max_value_size: 100)["big"] }, Hashfile::LimitError, /the value of key "big" is 1000 bytes, over max_value_size \(100 bytes\); open the store with a larger max_value_size to read it/],
+      ["a compressed value decoding past max_value_size", -> { Hashfile.open(big_value_store, max_value_size: 10_000)["text"] }, Hashfile::LimitError, /the value of key "text" decodes to 40000 bytes, over max_value_size \(10000 bytes\)/],
+      ["a store with such a value, verified", -> { Hashfile.open(big_value_store, max_value_size: 10_000, verify: true) }, Hashfile::LimitError, /the value of key "text" decodes to 40000 bytes, over max_value_size/],
       "Importer inputs", # a heading in docs/ERRORS.md
       ["JSON that is not JSON", -> { Hashfile.build_from(input("a.json", "{\"a\": 1,\n \"b\" 2}"), path) }, Hashfile::ParseError, /a.json: line 2, column 6: expected `:`/],
       ["a JSON duplicate key", -> { Hashfile.build_from(input("d.json", "{\"a\": 1,\n \"b\": 2,\n \"a\": 3}"), path) }, Hashfile::DuplicateKeyError, /duplicate key "a" \(.*d.json: line 1 and .*d.json: line 3\)/],
@@ -114,6 +125,7 @@ class BadInputCatalogueTest < HashfileTest
       ["options no table can satisfy", -> { Hashfile.build(path, (1..5000).to_h { |i| ["k#{i}", i] }, dense_key_fraction: 0.99, dense_bucket_fraction: 0.01) }, ArgumentError, /dense_key_fraction|dense_bucket_fraction/],
       ["threads: 0", -> { Hashfile.build_from(input("t.json", "{}"), path, threads: 0) }, ArgumentError, /threads must be from 1 to \d+ \(4 per core, at least 16\), got 0/],
       ["a nil path", -> { Hashfile.open(nil) }, TypeError, /expected a path \(String or Pathname\), not nil/],
+      ["max_value_size: 0", -> { Hashfile.open(path("good.hf").tap { good_store }, max_value_size: 0) }, ArgumentError, /invalid option max_value_size: must be at least 1 byte/],
       ["reload: past a day", -> { Hashfile.open(path("good.hf").tap { good_store }, reload: 1e300) }, ArgumentError, /reload must be nil or a number of seconds from 0 to 86400 \(a day\), not 1e300/],
       ["an output that is another user's link (as root)", -> { planted_link }, Hashfile::UnsafeLinkError, /planted.hf: refusing to write through a symbolic link owned by uid 65534 \(this process runs as uid 0\); only links of this user or root are followed/],
       ["an output that is a FIFO", -> { File.mkfifo(path("fifo")) unless File.exist?(path("fifo")); Hashfile.build(path("fifo"), { "a" => 1 }) }, ArgumentError, /fifo is a FIFO; a store replaces only a regular file: give a file path/],
