@@ -42,8 +42,9 @@ pub trait RangeFetch: Send + Sync {
 /// requests of [`LARGE_READ_PIECE`] bytes (`BlockCache::read_large`). A
 /// record this long is read once, whole, by the lookup that wants it;
 /// through the blocks it would be copied three times and push the index
-/// out of the cache.
-pub const LARGE_READ: usize = 1 << 20;
+/// out of the cache. Shorter reads (a `verify` chunk of 1 MiB, which a
+/// read-ahead hint fetched into the blocks already) go through them.
+pub const LARGE_READ: usize = 8 << 20;
 
 /// The most bytes one request of a long read asks for: a server must send
 /// what it claims before a reader holds more.
@@ -770,6 +771,30 @@ mod tests {
         c.insert(960, &all[960..]);
         c.read_exact_at(960, 40).unwrap();
         assert_eq!(c.stats().fetches, 0, "the last, short block is whole");
+    }
+
+    /// A read of `LARGE_READ` or more is fetched in pieces of
+    /// `LARGE_READ_PIECE` into one buffer and kept out of the blocks: a
+    /// record of 20 MiB listed no blocks and evicted nothing.
+    #[test]
+    fn a_long_read_is_fetched_in_pieces_past_the_blocks() {
+        let len = 2 * LARGE_READ_PIECE + (4 << 20);
+        let c = cache(len + 100, 16 << 10, 64);
+        c.read_exact_at(0, 1).unwrap();
+        let piece = c.read_exact_at(50, len).unwrap();
+        assert_eq!(&*piece, &c.fetcher().bytes[50..50 + len]);
+        let calls = c.fetcher().calls.lock().unwrap().clone();
+        let piece_len = LARGE_READ_PIECE as u64;
+        assert_eq!(
+            calls[1..],
+            [
+                vec![50..50 + piece_len],
+                vec![50 + piece_len..50 + 2 * piece_len],
+                vec![50 + 2 * piece_len..50 + len as u64],
+            ]
+        );
+        assert_eq!(c.stats().resident_bytes, 16 << 10, "only the first block");
+        assert!(c.read_exact_at(len as u64, 101).is_err());
     }
 
     /// A fetcher that returns the wrong number of bytes is an error, never
