@@ -159,6 +159,7 @@ class BadInputCatalogueTest < HashfileTest
       ["an unknown --compression", -> { cli("build", input("z.json", "{}"), "--compression", "gzip", "-o", path) }, 2, /invalid option --compression: "gzip" is not a compression; one of none, zstd, zstd:LEVEL/],
       ["--threads out of range", -> { cli("build", input("t2.json", "{}"), "--threads", "0", "-o", path) }, 2, /threads must be from 1 to \d+/],
       ["a key in two locale files", -> { cli("build", input("a.yml", "en:\n  a: 1\n"), input("b.yml", "en:\n  a: 2\n"), "-o", path) }, 1, /duplicate key "en" \(.*a.yml: line 1, column 1 and .*b.yml: line 1, column 1\)\nTo keep one of them, give --on-duplicate first or last; --merge deep merges nested keys/],
+      ["a value past --max-value-size", -> { cli("get", big_value_store, "text", "--max-value-size", "10000") }, 1, /the value of key "text" decodes to 40000 bytes, over max_value_size \(10000 bytes\); open the store with a larger max_value_size to read it/],
       ["a missing input", -> { cli("build", path("nope.json"), "-o", path) }, 1, /No such file or directory - .*nope.json/],
       ["dump of what JSON cannot hold", -> { Hashfile.build(path("bin.hf"), { "\xFF".b => "x" }); cli("dump", path("bin.hf")) }, 1, /key "\\xFF" has bytes that are not UTF-8, which JSON cannot hold; use --format tsv/],
     ]
