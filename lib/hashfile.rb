@@ -239,6 +239,11 @@ module Hashfile
     #   negotiating (over https it is negotiated)
     # @param s3_endpoint [String] an S3-compatible server (MinIO, say)
     # @param s3_region [String]
+    # @param allow_origins [Array<String>] places (+https://host[:port][/path]+,
+    #   +s3://bucket[/prefix]+) a dataset's manifest may list shards at
+    #   besides its own directory; shards there are read without +headers+.
+    #   The one of these a local dataset takes too (docs/REMOTE.md, "Where
+    #   a dataset's shards may be").
     # @param on_change [:raise, :reopen] what a remote reader does when the
     #   object was replaced since it was opened: raise StaleError (the
     #   default), or reopen it and look the key up again, once, in the new

@@ -51,6 +51,19 @@ class BadInputCatalogueTest < HashfileTest
     path("zbad.hf")
   end
 
+  # A store whose typed value {"name" => "ann", "role" => "admin"} has its
+  # map count made 1: the second pair hidden in the body. Lookups do not
+  # check section checksums, so the decoder's check is the one that fires
+  # (python/tests/test_decode_strict.py reseals such stores for verify).
+  def hidden_pair_store
+    Hashfile.build(path("hidden.hf"), { "user" => { "name" => "ann", "role" => "admin" } })
+    bytes = File.binread(path("hidden.hf"))
+    at = bytes.index("\x82\x14\xa4name".b)
+    bytes.setbyte(at, 0x81)
+    File.binwrite(path("hidden.hf"), bytes)
+    path("hidden.hf")
+  end
+
   # A store of a raw value of 1,000 random bytes ("big") and a compressed one that
   # decodes to 40,000 ("text").
   def big_value_store
@@ -75,6 +88,7 @@ class BadInputCatalogueTest < HashfileTest
       ["a store truncated while open", -> { truncated_while_open }, Hashfile::StaleError, /the store file changed while open .*; reopen it/],
       ["a FIFO as a store", -> { File.mkfifo(path("pipe.hf")) unless File.exist?(path("pipe.hf")); Hashfile.open(path("pipe.hf")) }, Hashfile::FormatError, /pipe.hf: a FIFO \(named pipe\), not a regular file; a store is read from a regular file/],
       ["a damaged compressed value", -> { Hashfile.open(damaged_compressed_value)["text"] }, Hashfile::FormatError, /corrupt store \(records\): compressed value/],
+      ["a map whose count hides a pair", -> { Hashfile.open(hidden_pair_store)["user"] }, Hashfile::FormatError, /corrupt store \(records\): malformed value: container body longer than its items at byte 9/],
       ["a value larger than max_value_size", -> { Hashfile.open(big_value_store, max_value_size: 100)["big"] }, Hashfile::LimitError, /the value of key "big" is 1000 bytes, over max_value_size \(100 bytes\); open the store with a larger max_value_size to read it/],
       ["a compressed value decoding past max_value_size", -> { Hashfile.open(big_value_store, max_value_size: 10_000)["text"] }, Hashfile::LimitError, /the value of key "text" decodes to 40000 bytes, over max_value_size \(10000 bytes\)/],
       ["a store with such a value, verified", -> { Hashfile.open(big_value_store, max_value_size: 10_000, verify: true) }, Hashfile::LimitError, /the value of key "text" decodes to 40000 bytes, over max_value_size/],
@@ -139,7 +153,13 @@ class BadInputCatalogueTest < HashfileTest
       "Datasets", # a heading in docs/ERRORS.md
       ["a damaged manifest", -> { dataset("dm") { |m| m.sub('"entries"', "\"entr\u0000es\"") } }, Hashfile::DatasetError, /dm\/hashfile-dataset.json: not a valid dataset manifest: control character/],
       ["a truncated manifest", -> { dataset("tm") { |m| m[0, m.size / 2] } }, Hashfile::DatasetError, /tm\/hashfile-dataset.json: not a valid dataset manifest: EOF while parsing/],
-      ["a manifest of a newer version", -> { dataset("nv") { |m| m.sub('"hashfile_dataset": 1', '"hashfile_dataset": 2, "compression": "zstd"') } }, Hashfile::DatasetError, /dataset manifest version 2, and this release reads version 1/],
+      ["a manifest of a newer version", -> { dataset("nv") { |m| m.sub('"hashfile_dataset": 2', '"hashfile_dataset": 3, "compression": "zstd"') } }, Hashfile::DatasetError, /dataset manifest version 3, and this release reads versions 1 to 2/],
+      ["a version 2 manifest without its sequence", -> { dataset("ns") { |m| m.sub(/  "sequence": \d+,\n/, "") } }, Hashfile::DatasetError, /no sequence: a version 2 manifest has one above 0/],
+      ["a local manifest listing a shard on a server", -> { dataset("rs") { |m| m.sub('"file": "', '"file": "https://cdn.example.com/') } }, Hashfile::DatasetError, %r{shard 0 of 2 \(https://cdn.example.com/.*\) of dataset .*: https://cdn.example.com/.* is remote, and the manifest is a local file: a local dataset reads local shards, or remote ones under a place the caller allows \(allow_origins\)}],
+      ["a manifest listing a shard URL that does not parse", -> { dataset("bu") { |m| m.sub('"file": "', '"file": "https://[::1/') } }, Hashfile::DatasetError, /shard 0 of 2 \("https:\/\/\[::1\/.*"\): https:\/\/\[::1\/.* is not a valid URL/],
+      ["allow_origins: not a URL", -> { dataset("ao") && Hashfile.open(path("ao"), allow_origins: ["cdn.example.com"]) }, ArgumentError, /invalid option allow_origins: "cdn.example.com" is not an http:\/\/, https:\/\/ or s3:\/\/ location; give http\(s\):\/\/HOST\[:PORT\]\[\/PATH\] or s3:\/\/BUCKET\[\/PREFIX\]/],
+      ["allow_origins: for a store", -> { Hashfile.open(path("good.hf").tap { good_store }, allow_origins: ["https://cdn.example.com/"]) }, ArgumentError, /allow_origins.*is for datasets, whose manifest lists shards elsewhere, and .*good.hf is a store/],
+      ["a remote option for a local dataset", -> { dataset("ro") && Hashfile.open(path("ro"), allow_origins: ["https://cdn.example.com/"], timeout: 5) }, ArgumentError, /the option timeout is for remote stores \(http:\/\/, https:\/\/, s3:\/\/\), and .*ro is a file/],
       ["a manifest with an unknown routing", -> { dataset("ur") { |m| m.sub("xxh3-64-high:", "murmur3:") } }, Hashfile::DatasetError, /routing "murmur3:6861736866696c65" is not one this release knows \(it routes by "xxh3-64-high:6861736866696c65"\)/],
       ["a manifest edited by hand (entries)", -> { dataset("he") { |m| m.sub('"entries": 100', '"entries": 99') } }, Hashfile::DatasetError, /the shards hold 100 entries together, and the manifest says 99/],
       ["a manifest listing a shard twice", -> { dataset("lt") { |m| JSON.parse(m).tap { |j| j["shards"][1] = j["shards"][0] }.then { |j| j.merge("entries" => j["shards"].sum { |s| s["entries"] }) }.to_json } }, Hashfile::DatasetError, /shard 1 of 2 \(".*-00000-of-00002.hf"\): the file is listed twice/],

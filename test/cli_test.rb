@@ -4,6 +4,7 @@ require "test_helper"
 require "hashfile/cli"
 require "json"
 require "open3"
+require "pty"
 require "stringio"
 
 class CLITest < HashfileTest
@@ -106,6 +107,223 @@ class CLITest < HashfileTest
     assert_match(/duplicate key "k\d+" \(.*a.csv: line \d+ and .*a.csv: line \d+\); 399 other keys repeat too/, err)
     assert_equal [0, "v7\n"], run_cli("get", path("ds"), "k7").first(2), "the dataset built before stays"
     assert_match(/invalid option --shards: 0/, run_cli("build", path("a.csv"), "--shards", "0", "-o", path("ds"))[2])
+  end
+
+  # Data that a terminal would act on: a screen clear, an OSC 52 clipboard
+  # write, CSI as one UTF-8 character (U+009B), a CR that lets a fake line
+  # overwrite the real one, DEL, bytes that are not UTF-8, and a backslash
+  # that must not read as an escape.
+  HOSTILE = {
+    "clear" => "\e[2J\e[Hcleared",
+    "clip" => "\e]52;c;cm0gLXJmIH4=\a",
+    "csi" => "\u009b31mred",
+    "cr" => "ok\rFAKE",
+    "del" => "x\x7fy",
+    "bin" => "\xff\xfe\e".b,
+    "slash" => "a\\e",
+    "\e[2Jkey" => "v"
+  }.freeze
+  # The same on a terminal: every escape in a visible, unambiguous form.
+  HOSTILE_SHOWN = {
+    "clear" => "\\e[2J\\e[Hcleared",
+    "clip" => "\\e]52;c;cm0gLXJmIH4=\\x07",
+    "csi" => "\\u{9b}31mred",
+    "cr" => "ok\\rFAKE",
+    "del" => "x\\x7fy",
+    "bin" => "\\xff\\xfe\\e",
+    "slash" => "a\\\\e",
+    "\e[2Jkey" => "v"
+  }.freeze
+
+  # Whether +text+ holds nothing a terminal acts on: no C0 control but a
+  # newline (and the CR a terminal adds before it), no DEL, no C1, and
+  # nothing that is not UTF-8.
+  # A tab too where +tabs+ (TSV's columns).
+  def assert_shows_no_controls(text, what, tabs: false)
+    shown = text.dup.force_encoding(Encoding::UTF_8)
+    assert shown.valid_encoding?, "#{what}: bytes that are not UTF-8 in #{text.inspect}"
+    shown = shown.gsub("\r\n", "\n")
+    shown = shown.delete("\t") if tabs
+    assert_nil shown =~ /[\x00-\x09\x0b-\x1f\x7f\u0080-\u009f]/, "#{what}: a control character in #{text.inspect}"
+  end
+
+  def test_escape_forms
+    [
+      ["plain üñí 日本", "plain üñí 日本", "plain üñí 日本"],
+      ["\e[2J", "\\e[2J", "\\e[2J"],
+      ["\t\n\r", "\\t\\n\\r", "\\t\\n\\r"],
+      ["\x00\a\x1f\x7f", "\\x00\\x07\\x1f\\x7f", "\\x00\\x07\\x1f\\x7f"],
+      ["\u0080\u009b\u009f\u00a0", "\\u{80}\\u{9b}\\u{9f}\u00a0", "\\u{80}\\u{9b}\\u{9f}\u00a0"],
+      ["\xff\xe2\x82\e".b, "\\xff\\xe2\\x82\\e", "\\xff\\xe2\\x82\\e"],
+      ["\xC3\xA9\xff".b, "é\\xff", "é\\xff"],
+      ["é".encode("ISO-8859-1"), "\\xe9", "\\xe9"],
+      ["a\\e", "a\\\\e", "a\\e"]
+    ].each do |raw, data, message|
+      assert_equal data, Hashfile::CLI::Terminal.escape(raw), raw.inspect
+      assert_equal message, Hashfile::CLI::Terminal.escape(raw, backslash: false), raw.inspect
+    end
+    # JSON escapes C0 itself; DEL and C1 are escaped too, and read back.
+    json = Hashfile::CLI::Terminal.json(["\e[2J\x7f\u009b ü"])
+    assert_equal %(["\\u001b[2J\\u007f\\u009b ü"]), json
+    assert_equal ["\e[2J\x7f\u009b ü"], JSON.parse(json)
+  end
+
+  # Runs the CLI under a pseudo-terminal: what a terminal is sent, with
+  # the CR the terminal adds before each newline taken out again.
+  def on_terminal(*argv)
+    exe = File.expand_path("../exe/hashfile", __dir__)
+    output = +""
+    status = nil
+    PTY.spawn(RbConfig.ruby, exe, *argv) do |reader, _writer, pid|
+      loop { output << reader.readpartial(4096) }
+    rescue Errno::EIO, EOFError
+      # The child closed the terminal: EIO on Linux, EOF elsewhere.
+    ensure
+      _, status = Process.wait2(pid)
+    end
+    [status.exitstatus, output.b.gsub("\r\n", "\n")]
+  end
+
+  def test_get_and_tsv_escape_on_a_terminal_and_pass_bytes_into_a_pipe
+    skip "subprocess under GC.stress is too slow" if ENV["HASHFILE_GC_STRESS"] == "1"
+    Hashfile.build(path, HOSTILE)
+    keys = HOSTILE.keys - ["\e[2Jkey"]
+    exe = File.expand_path("../exe/hashfile", __dir__)
+
+    status, shown = on_terminal("get", path, *keys)
+    assert_equal 0, status
+    assert_shows_no_controls shown, "get"
+    assert_equal keys.map { |k| "#{HOSTILE_SHOWN[k]}\n" }.join, shown
+    # Into a pipe, and with --raw on a terminal: the bytes.
+    out, err, status = Open3.capture3(RbConfig.ruby, exe, "get", path, *keys, binmode: true)
+    assert_equal [0, ""], [status.exitstatus, err]
+    assert_equal keys.map { |k| "#{HOSTILE[k]}\n".b }.join, out.b
+    status, shown = on_terminal("get", path, "--raw", "clear")
+    assert_equal [0, "\e[2J\e[Hcleared\n"], [status, shown]
+
+    status, shown = on_terminal("dump", path, "--format", "tsv")
+    assert_equal 0, status
+    assert_shows_no_controls shown, "dump --format tsv", tabs: true
+    rows = HOSTILE_SHOWN.map { |k, v| "#{k == "\e[2Jkey" ? "\\e[2Jkey" : k}\t#{v}" }
+    assert_equal ["key\tvalue", *rows].sort, shown.force_encoding(Encoding::UTF_8).lines(chomp: true).sort
+
+    status, shown = on_terminal("dump", path, "--format", "tsv", "--raw")
+    assert_equal 0, status
+    assert_includes shown, "\e[2Jkey\tv\n"
+    assert_includes shown, "cr\t\"ok\rFAKE\"\n"
+
+    # TSV into a pipe: the bytes, which build back into the same store.
+    tsv, status = Open3.capture2(RbConfig.ruby, exe, "dump", path, "--format", "tsv", binmode: true)
+    assert status.success?
+    assert_includes tsv.b, "ok\rFAKE".b
+    _, err, status = Open3.capture3(RbConfig.ruby, exe, "build", "-", "--format", "tsv", "-o", path("again.hf"), "-q", stdin_data: tsv, binmode: true)
+    assert status.success?, err
+    assert_equal File.binread(path), File.binread(path("again.hf")), "dump --format tsv | build rebuilds the store"
+
+    # A message on a terminal: the key not found, as data.
+    status, shown = on_terminal("get", path, "nope\e]52;c;eA==\a")
+    assert_equal 1, status
+    assert_equal "hashfile: key not found: nope\\e]52;c;eA==\\x07\n", shown
+  end
+
+  # JSON escapes C0 itself (ESC is \u001b); the CLI adds DEL and C1. The
+  # same bytes on a terminal and in a pipe, and JSON reads them back.
+  def test_json_output_escapes_every_control
+    skip "subprocess under GC.stress is too slow" if ENV["HASHFILE_GC_STRESS"] == "1"
+    data = HOSTILE.reject { |_, v| v.encoding == Encoding::BINARY }
+    Hashfile.build(path, data)
+    exe = File.expand_path("../exe/hashfile", __dir__)
+    status, shown = on_terminal("dump", path)
+    assert_equal 0, status
+    assert_shows_no_controls shown, "dump"
+    assert_includes shown, %(["clear","\\u001b[2J\\u001b[Hcleared"])
+    assert_includes shown, %(["csi","\\u009b31mred"])
+    assert_includes shown, %(["del","x\\u007fy"])
+    piped, = Open3.capture2(RbConfig.ruby, exe, "dump", path)
+    assert_equal shown, piped.b, "the same JSON Lines on a terminal and in a pipe"
+    assert_equal data.sort, piped.lines.map { |l| JSON.parse(l) }.sort
+
+    status, out, = run_cli("get", path, "csi", "del", "--json")
+    assert_equal 0, status
+    assert_equal %({"csi":"\\u009b31mred","del":"x\\u007fy"}\n), out
+    status, out, = run_cli("dump", path, "--format", "json")
+    assert_equal 0, status
+    assert_shows_no_controls out, "dump --format json"
+    assert_equal data, JSON.parse(out)
+    # A value that is not a String prints as JSON, escaped the same way.
+    Hashfile.build(path("typed.hf"), { "list" => ["\e[2J", "\u009b"] })
+    assert_equal [0, %(["\\u001b[2J","\\u009b"]\n), ""], run_cli("get", path("typed.hf"), "list")
+  end
+
+  # Data reaches messages: a key argument, an input's file name in a parse
+  # error, a duplicate key, a dataset's directory and a shard its manifest
+  # lists, a path in an option error. Every one is escaped on stderr, which
+  # a terminal usually shows, whatever stderr is.
+  def test_messages_escape_data
+    Hashfile.build(path, { "a" => "1" })
+    status, _, err = run_cli("get", path, "\e[2J\u009b", "a\\e")
+    assert_equal 1, status
+    assert_equal "hashfile: key not found: \\e[2J\\u{9b}\nhashfile: key not found: a\\\\e\n", err
+
+    hostile = "in\e[2J\u009b\r.json"
+    File.write(path(hostile), %({"a": 1,}))
+    status, _, err = run_cli("build", path(hostile), "-o", path("out.hf"))
+    assert_equal 1, status
+    assert_shows_no_controls err, "a parse error"
+    assert_equal "hashfile: #{path("in\\e[2J\\u{9b}\\r.json")}: line 1, column 9: trailing comma\n", err
+
+    File.write(path("dup.csv"), "key,value\n\e[2J\u009b,1\n\e[2J\u009b,2\n")
+    status, _, err = run_cli("build", path("dup.csv"), "-o", path("out.hf"))
+    assert_equal 1, status
+    assert_shows_no_controls err, "a duplicate key"
+    assert_match(/\Ahashfile: duplicate key "\\u\{1b\}\[2J\\u\{9b\}"/, err)
+
+    # A dataset whose manifest lists a shard named with escapes: refused,
+    # the name quoted; and a dataset in a directory so named.
+    Hashfile.build_sharded(path("ds\e[2J"), { "a" => "1", "b" => "2" }, shards: 2)
+    manifest = File.join(path("ds\e[2J"), "hashfile-dataset.json")
+    listed = JSON.parse(File.read(manifest))
+    listed["shards"][0]["file"] = "\e]52;c;eA==\a\u009b.hf"
+    File.write(manifest, JSON.generate(listed))
+    status, _, err = run_cli("info", path("ds\e[2J"))
+    assert_equal 1, status
+    assert_shows_no_controls err, "a shard's name"
+    assert_includes err, "#{path("ds\\e[2J")}/hashfile-dataset.json"
+    assert_includes err, %(shard file "\\u{1b}]52;c;eA==\\u{7}\\u{9b}.hf" is not)
+    # A shard's URL is not checked as a name is: it reached the terminal
+    # in the error that refuses it (a local manifest lists local shards).
+    listed["shards"][0]["file"] = "http://127.0.0.1:1/x\e[2J\u009b\r.hf"
+    File.write(manifest, JSON.generate(listed))
+    status, _, err = run_cli("info", path("ds\e[2J"))
+    assert_equal 1, status
+    assert_shows_no_controls err, "a shard's URL"
+    assert_includes err, "hashfile: http://127.0.0.1:1/x\\e[2J\\u{9b}\\r.hf: shard 0 of 2"
+    assert_includes err, "is remote, and the manifest is a local file"
+    File.delete(manifest)
+    status, _, err = run_cli("get", path("ds\e[2J"), "a")
+    assert_equal 1, status
+    assert_shows_no_controls err, "a directory's name"
+    assert_includes err, path("ds\\e[2J")
+
+    status, _, err = run_cli("get", "--bogus\e[2J")
+    assert_equal 2, status
+    assert_shows_no_controls err, "an option error"
+    assert_match(/invalid option: --bogus\\e\[2J/, err)
+
+    # --debug: Ruby prints the exception, so its message is escaped first.
+    e = assert_raises(Errno::ENOENT) { run_cli("--debug", "get", path("gone\e[2J.hf"), "k") }
+    assert_includes e.message, "gone\\e[2J.hf"
+  end
+
+  # Reports on stdout (info, verify) name the path given, escaped.
+  def test_reports_escape_the_path
+    Hashfile.build(path("s\e[2J\u009b.hf"), { "a" => "1" })
+    status, out, = run_cli("verify", path("s\e[2J\u009b.hf"))
+    assert_equal [0, "#{path("s\\e[2J\\u{9b}.hf")}: OK, 1 entries\n"], [status, out]
+    status, out, = run_cli("info", path("s\e[2J\u009b.hf"))
+    assert_equal 0, status
+    assert_shows_no_controls out, "info"
+    assert out.start_with?("#{path("s\\e[2J\\u{9b}.hf")}: hashfile format ")
   end
 
   def test_sizes_are_human_and_counts_have_commas

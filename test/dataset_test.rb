@@ -167,6 +167,121 @@ class DatasetTest < HashfileTest
     nginx&.stop
   end
 
+  # A manifest lists shards only under its own place (docs/REMOTE.md):
+  # one served by nginx that names a shard on another server is refused at
+  # open, before any request reaches that server; allowed by name, that
+  # shard is read without the headers given for the manifest's server. A
+  # local manifest naming a remote shard is refused likewise.
+  def test_a_manifest_reaches_only_the_places_the_caller_named
+    skip "network waits, not object lifetimes" if ENV["HASHFILE_GC_STRESS"] == "1"
+    home = Hashfile::TestServers::Nginx.new
+    elsewhere = Hashfile::TestServers::Nginx.new
+    data = DATA.first(200).to_h
+    Hashfile.build_sharded(path("ds"), data, shards: 2)
+    manifest = JSON.parse(File.read(path("ds/hashfile-dataset.json")))
+    manifest["shards"].each do |shard|
+      home.publish(shard["file"], path("ds/#{shard["file"]}"))
+      elsewhere.publish(shard["file"], path("ds/#{shard["file"]}"))
+    end
+    moved = manifest["shards"][1]["file"]
+    manifest["shards"][1]["file"] = elsewhere.url("/files/#{moved}")
+    File.write(path("remote.json"), JSON.generate(manifest))
+    home.publish("hashfile-dataset.json", path("remote.json"))
+    url = home.url("/files/hashfile-dataset.json")
+    token = { "Authorization" => "Bearer let-me-in" }
+
+    e = assert_raises(Hashfile::DatasetError) { Hashfile.open(url, headers: token) }
+    assert_match(%r{shard 1 of 2 .*#{Regexp.escape(elsewhere.url("/files/"))}.* is not under the manifest's own place \(http://127\.0\.0\.1:#{home.port}/files/\)}, e.message)
+    assert_empty elsewhere.log, "no request reached the other server"
+
+    Hashfile.open(url, headers: token, allow_origins: [elsewhere.url("/")]) do |db|
+      assert_equal data, db.to_h
+    end
+    assert_equal ["Bearer let-me-in"], home.authorizations.map(&:last).uniq
+    assert_equal [nil], elsewhere.authorizations.map(&:last).uniq, "the other server got no credentials"
+
+    # A local manifest naming a shard on a server.
+    File.write(path("ds/hashfile-dataset.json"), JSON.generate(manifest))
+    e = assert_raises(Hashfile::DatasetError) { Hashfile.open(path("ds")) }
+    assert_match(/is remote, and the manifest is a local file.*allow_origins/, e.message)
+    Hashfile.open(path("ds"), allow_origins: [elsewhere.url("/files/")]) { |db| assert_equal data, db.to_h }
+    key = data.keys.find { |k| data[k].is_a?(String) && Hashfile.shard_of(k, 2) == 1 }
+    status, _, err = run_cli("get", path("ds"), key)
+    assert_equal [1, true], [status, err.include?("is remote, and the manifest is a local file")], err
+    status, out, = run_cli("get", path("ds"), key, "--allow-origin", elsewhere.url("/files/"))
+    assert_equal [0, data[key]], [status, out.chomp]
+    e = assert_raises(ArgumentError) { Hashfile.open(path("ds"), allow_origins: [elsewhere.url("/files/")], timeout: 5) }
+    assert_match(/timeout is for remote stores/, e.message)
+    store = path("ds/#{manifest["shards"][0]["file"]}")
+    e = assert_raises(ArgumentError) { Hashfile.open(store, allow_origins: ["https://example.com/"]) }
+    assert_match(/allow_origins.*is for datasets/, e.message)
+  ensure
+    home&.stop
+    elsewhere&.stop
+  end
+
+  # What +block+ returns once it returns something, called every 10 ms for
+  # at most 10 s.
+  def wait_for
+    deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + 10
+    loop do
+      found = yield
+      return found if found
+      flunk "nothing after 10 s" if Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
+      sleep 0.01
+    end
+  end
+
+  # A reload: check of a remote dataset whose server answers slowly holds
+  # no Ruby thread: it runs on a thread of its own, so the lookup that
+  # starts it answers at once, and another thread keeps running (before,
+  # the manifest was fetched inside the lookup with the GVL held: every
+  # thread stopped as long as the server took).
+  def test_a_slow_manifest_check_holds_no_thread
+    skip "network waits, not object lifetimes" if ENV["HASHFILE_GC_STRESS"] == "1"
+    nginx = Hashfile::TestServers::Nginx.new
+    dir = nginx.file("ds")
+    Hashfile.build_sharded(dir, { "a" => "1", "b" => "1" }, shards: 1)
+    # A relay that holds every request 1.5 s, in a process of its own, so
+    # that its waits are not this process's threads.
+    reader, writer = IO.pipe
+    relay = Process.spawn(RbConfig.ruby, "-I", File.join(__dir__, "support"), "-rservers", "-e",
+                          "r = Hashfile::TestServers::SlowProxy.new(#{nginx.port}, 1.5); puts r.port; $stdout.flush; sleep",
+                          out: writer)
+    writer.close
+    port = Integer(reader.gets)
+    db = Hashfile.open("http://127.0.0.1:#{port}/files/ds/hashfile-dataset.json", reload: 0.2, timeout: 20)
+    assert_equal "1", db["a"]
+    Hashfile.build_sharded(dir, { "a" => "2", "b" => "2" }, shards: 1)
+    sleep 0.3 # a check is due
+    ticks = []
+    ticker = Thread.new { 300.times { ticks << Process.clock_gettime(Process::CLOCK_MONOTONIC); sleep 0.01 } }
+    seen = [] # [value, seconds the lookup took]
+    deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + 8
+    while Process.clock_gettime(Process::CLOCK_MONOTONIC) < deadline && seen.dig(-1, 0) != "2"
+      started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+      value = db["a"]
+      seen << [value, Process.clock_gettime(Process::CLOCK_MONOTONIC) - started]
+      sleep 0.01
+    end
+    ticker.join
+    gaps = ticks.each_cons(2).map { |a, b| b - a }
+    assert_equal "2", seen.dig(-1, 0), "the new generation is read once its manifest came"
+    old = seen.take_while { |v, _| v == "1" }
+    assert_operator old.size, :>=, 2, "lookups answered from the generation open while the check ran"
+    # (The first lookup in the new generation opens its shard, a request:
+    # that one waits, without the GVL.)
+    assert_operator old.map(&:last).max, :<, 0.5, "no lookup waited for the manifest"
+    assert_operator gaps.max, :<, 0.5, "the other thread kept running"
+  ensure
+    db&.close
+    if relay
+      Process.kill(:KILL, relay)
+      Process.wait(relay)
+    end
+    nginx&.stop
+  end
+
   # A remote dataset follows new generations: reload: polls its manifest
   # (one request per check), on_change: :reopen reopens when a later build
   # removed the shards of the generation read.
@@ -180,7 +295,11 @@ class DatasetTest < HashfileTest
     reopening = Hashfile.open(url, on_change: :reopen)
     assert_equal %w[1 1], [polled["a"], reopening["b"]]
     Hashfile.build_sharded(dir, { "a" => "2", "b" => "2" }, shards: 2)
-    assert_equal ["2", 1], [polled["a"], polled.generation]
+    # The manifest is fetched on a thread of its own: the lookup that starts
+    # the check answers from the generation open, and a later one reads the
+    # new generation.
+    assert_equal "2", wait_for { polled["a"] if polled["a"] == "2" }
+    assert_equal 1, polled.generation
     Hashfile.build_sharded(dir, { "a" => "3", "b" => "3" }, shards: 4)
     assert_equal "3", reopening["a"], "its shards are gone; it reopens"
     assert_equal 1, reopening.generation

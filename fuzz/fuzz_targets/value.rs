@@ -26,12 +26,15 @@ fuzz_target!(|data: &[u8]| {
     let (path_bytes, value) = data.split_at(split);
     let path: Vec<Probe<'_>> = path_bytes
         .iter()
-        .map(|&b| match b % 3 {
+        .map(|&b| match b % 6 {
             0 => Probe::Int(i64::from(b as i8)),
             1 => Probe::Str {
                 bytes: &path_bytes[..usize::from(b) % (split + 1)],
                 binary: b & 0x80 != 0,
             },
+            2 => Probe::Float(f64::from(b as i8) / 4.0),
+            3 => Probe::Bool(b & 0x80 != 0),
+            4 => Probe::Text(&path_bytes[..usize::from(b) % (split + 1)]),
             _ => Probe::Symbol(&path_bytes[..usize::from(b) % (split + 1)]),
         })
         .collect();

@@ -23,14 +23,119 @@ module Hashfile
 
     DUMP_FORMATS = %w[jsonl json tsv].freeze
 
+    # Text for a terminal. Data (keys, values, file names, URLs, server
+    # answers) may hold control characters, which a terminal acts on: ESC [
+    # 2J clears the screen, OSC 52 writes the clipboard, a CR lets a line
+    # overwrite the one printed before it. Every line the CLI prints passes
+    # through here; docs/CLI.md ("Control characters") lists what is
+    # escaped where, in these forms:
+    #
+    #   \\  \t  \n  \r  \e              a backslash (data only), tab, newline, CR, ESC
+    #   \x00 .. \x1f, \x7f           other C0 controls and DEL
+    #   \u{80} .. \u{9f}            C1 controls (U+009B is CSI, as ESC [ is)
+    #   \x80 .. \xff                each byte that is not part of valid UTF-8
+    #
+    # as in a Ruby string literal. The terminal is taken to be UTF-8.
+    module Terminal
+      CONTROL = /[\x00-\x1f\x7f\u0080-\u009f]/
+      CONTROL_OR_BACKSLASH = /[\x00-\x1f\x7f\u0080-\u009f\\]/
+      NAMED = { "\\" => "\\\\", "\t" => "\\t", "\n" => "\\n", "\r" => "\\r", "\e" => "\\e" }.freeze
+      # JSON escapes C0 itself (ESC comes out as \u001b) but not DEL or C1.
+      JSON_CONTROL = /[\u007f-\u009f]/
+
+      module_function
+
+      # +string+ (of any encoding, read as UTF-8 bytes) with every control
+      # character and every byte that is not UTF-8 escaped. With
+      # backslash: true a backslash is escaped too, so that the text reads
+      # back to exactly the bytes: for data. Messages leave backslashes
+      # alone: the keys and values they quote are already quoted with
+      # their backslashes doubled (Ruby's inspect, the library's messages),
+      # and doubling them again would turn "a\"b" into "a\\"b".
+      def escape(string, backslash: true)
+        text = string.encoding == Encoding::UTF_8 ? string : string.dup.force_encoding(Encoding::UTF_8)
+        pattern = backslash ? CONTROL_OR_BACKSLASH : CONTROL
+        if text.valid_encoding?
+          return text unless text.match?(pattern)
+
+          return text.gsub(pattern) { |c| escape_char(c) }
+        end
+        # Not UTF-8: character by character, where each byte that is not
+        # part of a valid sequence comes alone.
+        text.each_char.map do |c|
+          if !c.valid_encoding?
+            c.bytes.map { |b| format("\\x%02x", b) }.join
+          elsif c.match?(pattern)
+            escape_char(c)
+          else
+            c
+          end
+        end.join
+      end
+
+      def escape_char(char)
+        NAMED[char] || (char.ord < 0x80 ? format("\\x%02x", char.ord) : format("\\u{%x}", char.ord))
+      end
+
+      # +value+ as JSON with DEL and the C1 controls written as \u007f and
+      # \u0080 to \u009f too: the same JSON to any reader, and safe to show.
+      def json(value)
+        json_text(JSON.generate(value))
+      end
+
+      # JSON text (of one value or many) with DEL and C1 escaped. Most text
+      # has none: the quickest test that tells comes first.
+      def json_text(text)
+        clean = text.ascii_only? ? !text.include?("\x7f") : text.count("\u007f-\u009f").zero?
+        clean ? text : text.gsub(JSON_CONTROL) { |c| format("\\u%04x", c.ord) }
+      end
+    end
+
     def initialize(stdout: $stdout, stderr: $stderr)
       @out = stdout
       @err = stderr
       @debug = false
+      @raw = false
     end
 
     # Runs one command. Returns the exit status.
     def run(argv)
+      run_command(argv)
+    rescue StandardError => e
+      # An exception that leaves the CLI (with --debug, or a bug) is printed
+      # by Ruby, message and all, and Ruby leaves C1 controls as they are.
+      escaped = Terminal.escape(e.message, backslash: false)
+      raise if escaped == e.message
+
+      raise e.exception(escaped)
+    end
+
+    private
+
+    # Prints lines on stderr: messages, errors, summaries. Control
+    # characters are escaped always, whatever stderr is, since a terminal
+    # usually shows it; a newline too, so that each line printed is one
+    # line on the screen. Every line for stderr goes through here.
+    def print_message(*lines)
+      lines.each { |line| @err.puts Terminal.escape(line, backslash: false) }
+      nil
+    end
+
+    # Prints lines of a report on stdout (info, verify, help): escaped
+    # always, as messages are; a report is read, not parsed as data.
+    def print_report(*lines)
+      lines.each { |line| @out.puts Terminal.escape(line, backslash: false) }
+      nil
+    end
+
+    # Whether data printed on stdout (values of get, the rows of dump's
+    # tsv) is escaped: on a terminal, unless --raw. Into a pipe or a file
+    # it goes as its bytes, for the program reading them.
+    def escape_data?
+      !@raw && @out.respond_to?(:tty?) && @out.tty?
+    end
+
+    def run_command(argv)
       # An argument that is not valid in the locale's encoding (a binary
       # key for `get`) is taken as bytes: OptionParser cannot match a
       # String with invalid bytes.
@@ -38,8 +143,8 @@ module Hashfile
       @debug = !argv.delete("--debug").nil?
       command = argv.shift
       case command
-      when nil, "-h", "--help", "help" then @out.puts(usage) || 0
-      when "-v", "--version" then @out.puts("hashfile #{VERSION}") || 0
+      when nil, "-h", "--help", "help" then print_report(*usage.lines(chomp: true)) || 0
+      when "-v", "--version" then print_report("hashfile #{VERSION}") || 0
       when *COMMANDS.keys then send(:"cmd_#{command.tr("-", "_")}", argv)
       else raise UsageError, "unknown command #{command.inspect}"
       end
@@ -49,7 +154,7 @@ module Hashfile
       # published the store. Interrupt exits 130; other signals are raised
       # again, so that the process ends by the signal, as shells expect.
       what = e.is_a?(Interrupt) ? "interrupted" : "stopped by #{e.message}"
-      @err.puts "\nhashfile: #{what}; #{@output ? written_state(@output) : "nothing was written"}"
+      print_message "", "hashfile: #{what}; #{@output ? written_state(@output) : "nothing was written"}"
       raise unless e.is_a?(Interrupt)
 
       130
@@ -58,8 +163,8 @@ module Hashfile
       # all it wanted, as for cat.
       0
     rescue UsageError, OptionParser::ParseError => e
-      @err.puts "hashfile: #{e.message}#{choices(e)}"
-      @err.puts "Run 'hashfile --help' for usage."
+      print_message "hashfile: #{e.message}#{choices(e)}"
+      print_message "Run 'hashfile --help' for usage."
       2
     rescue ArgumentError => e
       raise if @debug
@@ -70,15 +175,15 @@ module Hashfile
       refused = e.message.match(/\A(?:invalid option (\w+)|(threads) must)/)&.captures&.compact&.first
       option_error = !refused.nil? && @given&.include?(refused.to_sym)
       message = option_error ? as_flags(e.message) : e.message
-      @err.puts "hashfile: #{message.lines.first&.chomp}"
-      @err.puts "Run 'hashfile --help' for usage." if option_error
+      print_message "hashfile: #{message.lines.first&.chomp}"
+      print_message "Run 'hashfile --help' for usage." if option_error
       option_error ? 2 : 1
     rescue Hashfile::Error, SystemCallError, JSON::ParserError, TypeError, IOError, NoMemoryError => e
       raise if @debug
 
-      @err.puts "hashfile: #{e.message.lines.first&.chomp}"
+      print_message "hashfile: #{e.message.lines.first&.chomp}"
       if e.is_a?(Hashfile::DuplicateKeyError)
-        @err.puts "To keep one of them, give --on-duplicate first or last; --merge deep merges nested keys as I18n merges locale files."
+        print_message "To keep one of them, give --on-duplicate first or last; --merge deep merges nested keys as I18n merges locale files."
       end
       1
     end
@@ -126,8 +231,6 @@ module Hashfile
         false
       end
     end
-
-    private
 
     def usage
       lines = COMMANDS.values.map { |line| "  hashfile #{line}" }
@@ -194,7 +297,7 @@ module Hashfile
       @parser = OptionParser.new do |o|
         o.banner = "Usage: hashfile #{COMMANDS.fetch(command)}"
         o.on("-h", "--help", "show this help") do
-          @out.puts o
+          print_report(*o.to_s.lines(chomp: true))
           throw :done, 0
         end
         yield o if block_given?
@@ -259,10 +362,10 @@ module Hashfile
         bar&.finish
         unless quiet
           in_shards = options[:shards] ? format(" in %d shards", options[:shards]) : ""
-          @err.puts format("wrote %s: %d entries, %d bytes%s in %.2f s", output, result[:entries], result[:file_bytes], in_shards, clock - started)
+          print_message format("wrote %s: %d entries, %d bytes%s in %.2f s", output, result[:entries], result[:file_bytes], in_shards, clock - started)
           if (spilled = result[:spilled])
-            @err.puts format("the index went over --memory %s: built in %d groups of parts from %s of temporary files, since removed",
-                             options.fetch(:memory, BUILD_DEFAULTS[:memory]), spilled[:groups], human_bytes(spilled[:temporary_bytes]))
+            print_message format("the index went over --memory %s: built in %d groups of parts from %s of temporary files, since removed",
+                                 options.fetch(:memory, BUILD_DEFAULTS[:memory]), spilled[:groups], human_bytes(spilled[:temporary_bytes]))
           end
         end
         0
@@ -291,7 +394,7 @@ module Hashfile
 
         started = clock
         result = Hashfile::I18n.build(files, output)
-        @err.puts format("wrote %s: %d locales from %d files, %d bytes in %.2f s", output, result[:entries], files.size, result[:file_bytes], clock - started) unless quiet
+        print_message format("wrote %s: %d locales from %d files, %d bytes in %.2f s", output, result[:entries], files.size, result[:file_bytes], clock - started) unless quiet
         0
       end
     end
@@ -309,6 +412,16 @@ module Hashfile
         (remote[:headers] ||= {})[name.strip] = value.strip
       end
       o.on("--timeout SECONDS", Float, "longest a request may take") { |v| remote[:timeout] = v }
+      o.on("--allow-origin URL", "a dataset's manifest may list shards under URL too (repeatable;",
+           "read without --header): https://HOST[:PORT][/PATH] or s3://BUCKET[/PREFIX]") do |v|
+        (remote[:allow_origins] ||= []) << v
+      end
+    end
+
+    # --raw, for the commands that print data.
+    def raw_option(o)
+      o.on("--raw", "print strings as their bytes even on a terminal, where by default",
+           "control characters show as \\e, \\x07, \\u{9b} and a backslash as \\\\") { @raw = true }
     end
 
     def cmd_get(argv)
@@ -320,6 +433,7 @@ module Hashfile
           o.on("--json", "print one JSON object, null for absent keys") { json = true }
           o.on("--path", "each KEY is a dotted path: a key, then the fields (or array indexes) to walk into its value") { separator ||= "." }
           o.on("--separator S", "with --path: what separates the steps (default .)") { |v| separator = v }
+          raw_option(o)
           remote_options(o, remote)
         end.parse!(argv)
         raise UsageError, "get needs FILE and at least one KEY" if argv.size < 2
@@ -334,17 +448,25 @@ module Hashfile
         end
         missing = found.select { |_, v| MISSING.equal?(v) }.keys
         if json
-          @out.puts JSON.generate(found.to_h { |k, v| [k, MISSING.equal?(v) ? nil : json_value(k, v)] })
+          @out.puts Terminal.json(found.to_h { |k, v| [k, MISSING.equal?(v) ? nil : json_value(k, v)] })
         else
-          # Strings print as they are; other values as JSON (or, where JSON
-          # cannot hold them, as Ruby would inspect them).
+          # Strings print as they are (escaped on a terminal); other values
+          # as JSON (or, where JSON cannot hold them, as Ruby would inspect
+          # them, which escapes control characters itself).
+          escape = escape_data?
           found.each_value do |v|
             next if MISSING.equal?(v)
 
-            @out.puts(v.is_a?(String) ? v : (json_or_nil(v) || v.inspect))
+            if v.is_a?(String)
+              @out.puts(escape ? Terminal.escape(v) : v)
+            else
+              @out.puts(json_or_nil(v) || Terminal.escape(v.inspect, backslash: false))
+            end
           end
         end
-        missing.each { |key| @err.puts "hashfile: key not found: #{key}" }
+        # The key as data (a backslash doubled): a key typed with a
+        # backslash and one with a control character look different.
+        missing.each { |key| print_message "hashfile: key not found: #{Terminal.escape(key)}" }
         missing.empty? ? 0 : 1
       end
     end
@@ -357,6 +479,7 @@ module Hashfile
           o.separator ""
           o.separator "The output builds back into an identical store (hashfile build --format F)."
           o.on("--format F", DUMP_FORMATS, "jsonl (default): [key, value] per line; json: one object; tsv: key and value columns") { |v| format = v }
+          raw_option(o)
           remote_options(o, remote)
         end.parse!(argv)
         raise UsageError, "dump needs exactly one FILE" unless argv.size == 1
@@ -380,7 +503,7 @@ module Hashfile
         # (fast: nothing is decoded); a remote one would be downloaded whole.
         info = Hashfile.open(argv[0], **remote) { |db| db.remote? ? db.info : db.info.merge(value_types: db._value_types) }
         if json
-          @out.puts JSON.generate(info)
+          @out.puts Terminal.json(info)
         else
           print_info(argv[0], info)
         end
@@ -395,7 +518,7 @@ module Hashfile
         raise UsageError, "verify needs exactly one FILE" unless argv.size == 1
 
         entries = Hashfile.open(argv[0], **remote) { |db| db.verify && db.size }
-        @out.puts "#{argv[0]}: OK, #{entries} entries"
+        print_report "#{argv[0]}: OK, #{entries} entries"
         0
       end
     end
@@ -412,12 +535,12 @@ module Hashfile
         Hashfile.build_from(inputs, File.join(dir, options[:shards] ? "check" : "check.hf"), progress: (ProgressLine.new(@err) unless quiet), **options)
       end
       target = output ? "#{output} (not written)" : "no output named"
-      @out.puts format("check: OK, %d entries, %d bytes, built in %.2f s; %s", result[:entries], result[:file_bytes], clock - started, target)
+      print_report format("check: OK, %d entries, %d bytes, built in %.2f s; %s", result[:entries], result[:file_bytes], clock - started, target)
       if output && !options[:shards]
         begin
           Hashfile._check_output(output)
         rescue ArgumentError => e
-          @out.puts "check: but a build would refuse the output: #{e.message}"
+          print_report "check: but a build would refuse the output: #{e.message}"
           return 1
         end
       end
@@ -444,17 +567,28 @@ module Hashfile
       require "csv" if format == "tsv"
       db.each { |key, value| dump_check(key, value, format) }
       @out.write(format == "json" ? "{" : format == "tsv" ? "key\tvalue\n" : "")
+      # TSV on a terminal: each field escaped before it is quoted, so that
+      # the only tabs and newlines left are the columns and rows.
+      escape = format == "tsv" && escape_data?
+      # JSON goes out in pieces of 64 KiB, each escaped (DEL, C1) at once:
+      # checked line by line, the check took a seventh of a dump's time.
+      json = +""
       first = true
       db.each do |key, value|
         case format
-        when "jsonl" then @out.write(JSON.generate([json_key(key), json_value(key, value)]), "\n")
+        when "jsonl" then json << JSON.generate([json_key(key), json_value(key, value)]) << "\n"
         when "json"
-          @out.write(first ? "\n" : ",\n", JSON.generate(json_key(key)), ":", JSON.generate(json_value(key, value)))
+          json << (first ? "\n" : ",\n") << JSON.generate(json_key(key)) << ":" << JSON.generate(json_value(key, value))
         else
-          @out.write(CSV.generate_line([key, value], col_sep: "\t"))
+          @out.write(CSV.generate_line(escape ? [Terminal.escape(key), Terminal.escape(value)] : [key, value], col_sep: "\t"))
+        end
+        if json.bytesize >= 65_536
+          @out.write(Terminal.json_text(json))
+          json = +""
         end
         first = false
       end
+      @out.write(Terminal.json_text(json))
       @out.write(first ? "}\n" : "\n}\n") if format == "json"
     end
 
@@ -510,7 +644,7 @@ module Hashfile
     end
 
     def json_or_nil(value)
-      JSON.generate(json_value("", value))
+      Terminal.json(json_value("", value))
     rescue Hashfile::Error
       nil
     end
@@ -547,8 +681,8 @@ module Hashfile
         info[:cache].each { |name, value| rows << ["cache #{name}", name.to_s.end_with?("bytes") ? human_bytes(value) : commas(value)] }
       end
       width = rows.map { |name, _| name.size }.max
-      @out.puts "#{path}: hashfile format #{info[:format_version]}"
-      rows.each { |name, value| @out.puts "  #{name.ljust(width)}  #{value}" }
+      print_report "#{path}: hashfile format #{info[:format_version]}"
+      rows.each { |name, value| print_report "  #{name.ljust(width)}  #{value}" }
     end
 
     # A dataset: its manifest's facts, then one line per shard.
@@ -564,11 +698,11 @@ module Hashfile
         rows << ["value types", types.sort_by { |name, n| [-n, name] }.map { |name, n| "#{name} #{commas(n)}" }.join(", ")]
       end
       width = rows.map { |name, _| name.size }.max
-      @out.puts "#{path}: hashfile dataset (#{info[:dataset]})"
-      rows.each { |name, value| @out.puts "  #{name.ljust(width)}  #{value}" }
+      print_report "#{path}: hashfile dataset (#{info[:dataset]})"
+      rows.each { |name, value| print_report "  #{name.ljust(width)}  #{value}" }
       digits = (shards.size - 1).to_s.size
       shards.each_with_index do |shard, i|
-        @out.puts "  shard #{i.to_s.rjust(digits)}  #{commas(shard[:entries])} entries, #{human_bytes(shard[:bytes])}, #{shard[:file]}"
+        print_report "  shard #{i.to_s.rjust(digits)}  #{commas(shard[:entries])} entries, #{human_bytes(shard[:bytes])}, #{shard[:file]}"
       end
     end
 

@@ -32,7 +32,6 @@ DEFAULT_MAX_VALUE_SIZE: int = _native.DEFAULT_MAX_VALUE_SIZE
 Key = Union[str, bytes]
 PathLike = Union[str, "os.PathLike[str]"]
 
-_MISSING = object()
 # Entries read per call while iterating.
 _CHUNK = 1024
 
@@ -60,8 +59,9 @@ def open(  # noqa: A001
     ``LimitError`` naming its key. ``remote``: the remote
     options (``headers``, ``timeout``, ``connect_timeout``, ``retries``,
     ``concurrency``, ``cache_size``, ``block_size``, ``prefetch_index``,
-    ``http2``, ``s3_endpoint``, ``s3_region``); an unknown one is a
-    ``TypeError``.
+    ``http2``, ``s3_endpoint``, ``s3_region``, and ``allow_origins``: the
+    places a dataset's manifest may list shards at besides its own, the
+    one a local dataset takes too); an unknown one is a ``TypeError``.
     """
     if on_change not in ("raise", "reopen"):
         raise ValueError(f"on_change must be 'raise' or 'reopen', not {on_change!r}")
@@ -179,18 +179,28 @@ class Reader(_native.NativeReader, Mapping):
             chunk, cursor = pinned._chunk(cursor, _CHUNK, keys_only)
             yield from chunk
 
-    def dig(self, key: Key, *path: str | int, default: Any = None) -> Any:
+    def dig(self, key: Key, *path: Any, default: Any = None) -> Any:
         """The value at ``path`` inside the value of ``key`` (dict keys and
-        list indexes), or ``default`` if any step is missing."""
-        value = self.get(key, _MISSING)
-        for step in path:
-            if value is _MISSING:
-                break
+        list indexes), or ``default`` if any step is missing.
+
+        Keys compare as Ruby's ``Hash#dig`` compares them, so both
+        languages answer alike: an ``int`` finds an Integer key (not a
+        Float or ``true``), a ``float`` a Float key, a ``bool`` a
+        ``true``/``false`` key, a ``str`` a String or Symbol key
+        (docs/PYTHON.md, "dig")."""
+        found = self._dig(key, path)
+        if found is None:
+            return default
+        taken, value = found
+        for step in path[taken:]:
+            # A bool is no list index, as in Ruby (where it raises).
+            if isinstance(step, bool) and isinstance(value, list):
+                return default
             try:
                 value = value[step]
             except (KeyError, IndexError, TypeError):
-                value = _MISSING
-        return default if value is _MISSING else value
+                return default
+        return value
 
     def __enter__(self) -> "Reader":
         return self

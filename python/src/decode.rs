@@ -14,13 +14,23 @@
 //! | Array                      | `list`                               |
 //! | Hash                       | `dict` (an Array key becomes a `tuple`) |
 //! | serializer bytes (custom)  | `bytes`                              |
+//!
+//! Python reads exactly what was stored, or refuses: a container body
+//! with more or fewer items than its count is a `FormatError` (the core's
+//! checks, which Ruby's decoder makes too), and a Hash whose keys are
+//! distinct in Ruby but equal in Python (`1`, `1.0` and `true`; `"a"` and
+//! `:a`) is an `UnsupportedError` naming the keys, never a `dict` that
+//! silently kept one of them. `dig` walks the stored bytes with Ruby's key
+//! equality (the core's `value::dig`), so it reaches each of such keys.
 
-use hashfile::value::{Container, Cursor, Encoding, Item, MAX_DEPTH};
+use hashfile::value::{
+    self as codec, join_items, Container, Cursor, Dig, Encoding, Item, Probe, MAX_DEPTH,
+};
 use hashfile::ValueKind;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyTuple};
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 
-use crate::errors::IntoPy;
+use crate::errors::{to_py, IntoPy};
 
 /// The value of a record.
 pub fn value<'py>(py: Python<'py>, kind: ValueKind, bytes: &[u8]) -> PyResult<Bound<'py, PyAny>> {
@@ -33,9 +43,7 @@ pub fn value<'py>(py: Python<'py>, kind: ValueKind, bytes: &[u8]) -> PyResult<Bo
             // damaged value leaves only garbage for Python to collect).
             let mut cursor = Cursor::new(bytes);
             let value = item(py, &mut cursor, MAX_DEPTH)?;
-            if !cursor.is_at_end() {
-                return Err(malformed("bytes after the value"));
-            }
+            cursor.end_of_value().py_err()?;
             Ok(value)
         }
         // A kind a newer release added: the reader refuses such a store at
@@ -93,30 +101,31 @@ fn text<'py>(py: Python<'py>, bytes: &[u8]) -> PyResult<Bound<'py, PyAny>> {
     }
 }
 
-/// A damaged typed value, as the core reports one.
-fn malformed(what: &str) -> PyErr {
-    crate::errors::to_py(hashfile::Error::Corrupt {
-        path: None,
-        section: "records",
-        what: format!("malformed value: {what}"),
-    })
-}
-
 fn item<'py>(
     py: Python<'py>,
     cursor: &mut Cursor<'_>,
     depth_left: usize,
 ) -> PyResult<Bound<'py, PyAny>> {
-    Ok(match cursor.next_item().py_err()? {
+    let next = cursor.next_item().py_err()?;
+    from_item(py, &next, depth_left)
+}
+
+/// The Python object of an item already read.
+fn from_item<'py>(
+    py: Python<'py>,
+    item: &Item<'_>,
+    depth_left: usize,
+) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match *item {
         Item::Nil => py.None().into_bound(py),
-        Item::Bool(b) => pyo3::types::PyBool::new(py, b).to_owned().into_any(),
+        Item::Bool(b) => PyBool::new(py, b).to_owned().into_any(),
         Item::Int(i) => i.into_pyobject(py)?.into_any(),
         Item::BigInt {
             negative,
             magnitude,
         } => {
             let int = py
-                .get_type::<pyo3::types::PyInt>()
+                .get_type::<PyInt>()
                 .call_method1("from_bytes", (new_bytes(py, magnitude)?, "little"))?;
             if negative {
                 int.neg()?
@@ -128,25 +137,9 @@ fn item<'py>(
         Item::Str(bytes, Encoding::Binary) => new_bytes(py, bytes)?,
         Item::Str(bytes, _) | Item::Symbol(bytes, _) => text(py, bytes)?,
         Item::Custom(bytes) => new_bytes(py, bytes)?,
-        Item::Array(_) | Item::Map(_) if depth_left == 0 => {
-            return Err(malformed(&format!("nested deeper than {MAX_DEPTH}")))
-        }
+        Item::Array(_) | Item::Map(_) if depth_left == 0 => return Err(to_py(codec::too_deep())),
         Item::Array(c) => array(py, c, depth_left - 1)?.into_any(),
-        Item::Map(c) => {
-            let dict = PyDict::new(py);
-            let mut inner = c.cursor();
-            for _ in 0..c.len {
-                let k = item(py, &mut inner, depth_left - 1)?;
-                // A list is not hashable; an Array key comes back a tuple.
-                let k = match k.cast::<PyList>() {
-                    Ok(list) => PyTuple::new(py, list.iter())?.into_any(),
-                    Err(_) => k,
-                };
-                let v = item(py, &mut inner, depth_left - 1)?;
-                dict.set_item(k, v)?;
-            }
-            dict.into_any()
-        }
+        Item::Map(c) => map(py, c, depth_left - 1)?.into_any(),
     })
 }
 
@@ -160,5 +153,153 @@ fn array<'py>(
     for _ in 0..c.len {
         list.append(item(py, &mut inner, depth_left)?)?;
     }
+    inner.end_of_body().py_err()?;
     Ok(list)
+}
+
+fn map<'py>(py: Python<'py>, c: Container<'_>, depth_left: usize) -> PyResult<Bound<'py, PyDict>> {
+    let dict = PyDict::new(py);
+    let mut inner = c.cursor();
+    for _ in 0..c.len {
+        let k = hashable(item(py, &mut inner, depth_left)?)?;
+        let v = item(py, &mut inner, depth_left)?;
+        let before = dict.len();
+        dict.set_item(&k, v)?;
+        // Equal in Python, distinct as stored (or Ruby would have kept
+        // one): the dict replaced a value, which is never done silently.
+        if dict.len() == before {
+            return Err(collision(py, c, &k, depth_left));
+        }
+    }
+    inner.end_of_body().py_err()?;
+    Ok(dict)
+}
+
+/// A dict key of a decoded map key: an Array (a `list`, unhashable) as a
+/// `tuple`, the Arrays in it too; a Hash key has no such form.
+fn hashable<'py>(key: Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    if let Ok(list) = key.cast::<PyList>() {
+        let items = list.iter().map(hashable).collect::<PyResult<Vec<_>>>()?;
+        return Ok(PyTuple::new(key.py(), items)?.into_any());
+    }
+    if key.is_instance_of::<PyDict>() {
+        return Err(crate::errors::unsupported(
+            key.py(),
+            "a map has a Hash as a key, which a Python dict cannot hold (a dict is not hashable)",
+        ));
+    }
+    Ok(key)
+}
+
+/// The error for a map whose stored keys include several equal to `key`
+/// in Python: it names each as stored.
+fn collision(py: Python<'_>, c: Container<'_>, key: &Bound<'_, PyAny>, depth_left: usize) -> PyErr {
+    let mut equal = Vec::new();
+    let mut inner = c.cursor();
+    let mut find = || -> PyResult<()> {
+        for _ in 0..c.len {
+            let stored = inner.clone().next_item().py_err()?;
+            let k = hashable(item(py, &mut inner, depth_left)?)?;
+            if k.eq(key)? {
+                equal.push(stored);
+            }
+            inner.skip().py_err()?;
+        }
+        Ok(())
+    };
+    if let Err(e) = find() {
+        return e;
+    }
+    to_py(hashfile::Error::KeysCollide {
+        keys: join_items(&equal),
+        language: "Python",
+    })
+}
+
+/// A step of `dig`'s path the core's walk compares, copied out of Python.
+pub enum Step {
+    Int(i64),
+    Float(f64),
+    Bool(bool),
+    Text(String),
+}
+
+impl Step {
+    /// `step` as a probe: an `int` that fits in 64 bits, a `float`, a
+    /// `bool` or a `str`; None for anything else, whose step (and the
+    /// rest) Python's indexing takes on the decoded value.
+    fn of(step: &Bound<'_, PyAny>) -> PyResult<Option<Step>> {
+        // bool first: True is an int in Python, never in the walk.
+        if let Ok(b) = step.cast::<PyBool>() {
+            return Ok(Some(Step::Bool(b.is_true())));
+        }
+        if step.is_instance_of::<PyInt>() {
+            return Ok(step.extract::<i64>().ok().map(Step::Int));
+        }
+        if let Ok(f) = step.cast::<PyFloat>() {
+            return Ok(Some(Step::Float(f.value())));
+        }
+        if let Ok(s) = step.cast::<PyString>() {
+            return Ok(Some(Step::Text(s.to_str()?.to_owned())));
+        }
+        Ok(None)
+    }
+
+    /// The path's steps the walk takes: up to the first that is not a probe.
+    pub fn of_path(path: &Bound<'_, PyTuple>) -> PyResult<Vec<Step>> {
+        let mut steps = Vec::with_capacity(path.len());
+        for step in path.iter() {
+            match Step::of(&step)? {
+                Some(s) => steps.push(s),
+                None => break,
+            }
+        }
+        Ok(steps)
+    }
+
+    /// The core's probe. A `str` is a `Text` probe: a String or a Symbol,
+    /// as the decoded map would have it (both at once: an error).
+    pub fn probe(&self) -> Probe<'_> {
+        match self {
+            Step::Int(i) => Probe::Int(*i),
+            Step::Float(x) => Probe::Float(*x),
+            Step::Bool(b) => Probe::Bool(*b),
+            Step::Text(s) => Probe::Text(s.as_bytes()),
+        }
+    }
+}
+
+/// `dig`'s answer for a walk of `steps` probes (`None`: the value is not
+/// typed, so the whole of it, decoded, for Python to index): None if the
+/// path finds nothing; else how many steps the walk took and what it
+/// ended on, decoded (its maps checked as any are), for Python to take the
+/// rest by indexing.
+pub fn answer<'py>(
+    py: Python<'py>,
+    record: &hashfile::Record<'_>,
+    walked: Option<Dig<'_>>,
+    steps: usize,
+) -> PyResult<Option<(usize, Bound<'py, PyAny>)>> {
+    let depth_after = |steps: usize| MAX_DEPTH.saturating_sub(steps);
+    Ok(match walked {
+        None => Some((0, value(py, record.kind, record.value)?)),
+        Some(Dig::Absent) => None,
+        Some(Dig::Stuck { step, item }) => Some((step, from_item(py, &item, depth_after(step))?)),
+        Some(Dig::Found(item)) => Some((steps, from_item(py, &item, depth_after(steps))?)),
+    })
+}
+
+/// `dig` into a record's value already read whole (from a remote store):
+/// the core's walk on its bytes, then [`answer`].
+pub fn dig<'py>(
+    py: Python<'py>,
+    record: &hashfile::Record<'_>,
+    steps: &[Step],
+) -> PyResult<Option<(usize, Bound<'py, PyAny>)>> {
+    if record.kind != ValueKind::Typed {
+        return answer(py, record, None, steps.len());
+    }
+    let probes: Vec<Probe<'_>> = steps.iter().map(Step::probe).collect();
+    let walked = codec::dig(record.value, &probes, false).py_err()?;
+    answer(py, record, Some(walked), probes.len())
 }

@@ -84,6 +84,10 @@ fn convert(py: Python<'_>, error: hashfile::Error) -> PyResult<PyErr> {
             kwargs.set_item("column", column)?;
             "ParseError"
         }
+        // The store is well formed (Ruby reads it), but the value has no
+        // faithful Python form: not a damaged store, a value this binding
+        // cannot return, as UnsupportedError says of features.
+        E::KeysCollide { .. } => "UnsupportedError",
         E::Limit { .. } | E::ValueTooLarge { .. } => "LimitError",
         // What a store or server claimed could not be allocated: Python's
         // own MemoryError, as bytes of that size would raise.
@@ -104,6 +108,19 @@ fn convert(py: Python<'_>, error: hashfile::Error) -> PyResult<PyErr> {
     let class = py.import("hashfile.errors")?.getattr(class)?;
     let exception = class.call((message,), Some(&kwargs))?;
     Ok(PyErr::from_value(exception))
+}
+
+/// A `hashfile.errors.UnsupportedError`: a stored value with no Python
+/// form (a Hash as a map key).
+pub fn unsupported(py: Python<'_>, what: &str) -> PyErr {
+    match py
+        .import("hashfile.errors")
+        .and_then(|m| m.getattr("UnsupportedError"))
+        .and_then(|c| c.call1((what,)))
+    {
+        Ok(exception) => PyErr::from_value(exception),
+        Err(e) => e,
+    }
 }
 
 /// A `hashfile.Error` for what should not happen (a panic caught): never a

@@ -96,6 +96,11 @@ pub fn remote_options(
             "http2" => o.http2_prior_knowledge = value.extract()?,
             "s3_endpoint" => o.s3_endpoint = Some(value.extract()?),
             "s3_region" => o.s3_region = Some(value.extract()?),
+            "allow_origins" => {
+                o.allow_origins = value.extract().map_err(|_| {
+                    PyTypeError::new_err("allow_origins must be a list of URL prefixes (str)")
+                })?
+            }
             other => {
                 return Err(PyTypeError::new_err(format!(
                     "unknown option {other} (expected one of: {})",

@@ -191,7 +191,13 @@ impl NativeReader {
             )));
         }
         let is_remote = hashfile_remote::Location::is_remote(&location);
-        if remote.is_some_and(|r| !r.is_empty()) && !is_remote {
+        let only_local = |given: &Bound<'_, PyDict>| {
+            given.keys().iter().all(|name| {
+                name.extract::<String>()
+                    .is_ok_and(|n| hashfile_remote::LOCAL_OPTION_NAMES.contains(&n.as_str()))
+            })
+        };
+        if remote.is_some_and(|r| !r.is_empty() && !only_local(r)) && !is_remote {
             return Err(PyValueError::new_err(format!(
                 "remote options are for remote stores (http://, https://, s3://), and {location} is a file"
             )));
@@ -256,6 +262,46 @@ impl NativeReader {
         };
         let k = k.bytes();
         self.read(key.py(), |t| Ok(t.get(k)?.is_some()))
+    }
+
+    /// `dig`'s walk: None if `key` is absent or the path finds nothing;
+    /// else `(steps, value)`, the steps of `path` taken on the stored
+    /// bytes and what they ended on (`decode::answer`). Python's `dig`
+    /// takes the rest of the path. A local store is walked in place by
+    /// `dig_with`, the walk Ruby's `dig` takes, which decodes only the
+    /// compressed items the path enters; a remote record is fetched whole
+    /// without the GIL, then walked.
+    fn _dig<'py>(
+        &self,
+        key: &Bound<'py, PyAny>,
+        path: &Bound<'py, PyTuple>,
+    ) -> PyResult<Option<(usize, Bound<'py, PyAny>)>> {
+        let py = key.py();
+        let Some(k) = Key::of(key.as_borrowed())? else {
+            return Ok(None);
+        };
+        let k = k.bytes();
+        let steps = decode::Step::of_path(path)?;
+        let table = self.handle.current().py_err()?;
+        if !table.is_remote() {
+            let probes: Vec<_> = steps.iter().map(decode::Step::probe).collect();
+            let answered = table
+                .dig_with(k, &probes, false, |record, walked| {
+                    decode::answer(py, record, walked, probes.len())
+                })
+                .py_err()?;
+            // As in `lookup`: an answer read from a page that faulted is dropped.
+            self.handle.check_faults(&table).py_err()?;
+            return Ok(answered.transpose()?.flatten());
+        }
+        let table = table.to_arc();
+        let found = py
+            .detach(|| self.handle.read_on(&table, |t| Ok(owned(t.get(k)?))))
+            .py_err()?;
+        match found {
+            Some(r) => decode::dig(py, &r.record(), &steps),
+            None => Ok(None),
+        }
     }
 
     /// The values of `keys` (None where absent), in order: one batch per

@@ -144,3 +144,82 @@ def minio(tmp_path_factory):
     server = Minio(tmp_path_factory.mktemp("minio"))
     yield server
     server.stop()
+
+
+class Nginx:
+    """nginx serving a temporary directory at ``/files/``, from the template
+    the Rust and Ruby tests use (test/support/nginx.conf); its access log
+    records each request's URI and Authorization header."""
+
+    def __init__(self, dir: pathlib.Path) -> None:
+        import shutil
+
+        if shutil.which("nginx") is None and not pathlib.Path("/usr/sbin/nginx").exists():
+            pytest.skip("nginx is not installed (bin/setup --all installs nginx-light)")
+        self.dir = dir
+        self.root = dir / "root"
+        (self.root / "files").mkdir(parents=True)
+        self.port = _free_port()
+        config = (
+            (ROOT / "test/support/nginx.conf")
+            .read_text()
+            .replace("@DIR@", str(dir))
+            .replace("@ROOT@", str(self.root))
+            .replace("@H2_PORT@", str(_free_port()))
+            .replace("@PORT@", str(self.port))
+        )
+        (dir / "nginx.conf").write_text(config)
+        binary = shutil.which("nginx") or "/usr/sbin/nginx"
+        self.process = subprocess.Popen(
+            [binary, "-p", str(dir), "-c", str(dir / "nginx.conf")],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        _wait_for(self.port, self.process, "nginx")
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.port}{path}"
+
+    def publish(self, name: str, source: pathlib.Path) -> None:
+        """``/files/NAME`` becomes a copy of ``source``, by rename."""
+        import shutil
+
+        temp = self.root / f".{name}.tmp"
+        shutil.copyfile(source, temp)
+        temp.rename(self.root / "files" / name)
+
+    def authorizations(self) -> list[tuple[str, str | None]]:
+        """(URI, Authorization header or None) of every request so far."""
+        import time
+
+        log = self.dir / "access.log"
+        text = log.read_text() if log.exists() else ""
+        while True:
+            time.sleep(0.03)
+            again = log.read_text() if log.exists() else ""
+            if len(again) == len(text):
+                break
+            text = again
+        found = []
+        for line in text.splitlines():
+            quoted = line.split('"')
+            found.append((quoted[1], None if quoted[5] == "-" else quoted[5]))
+        return found
+
+    def stop(self) -> None:
+        self.process.kill()
+        self.process.wait()
+
+
+@pytest.fixture
+def nginx(tmp_path_factory):
+    server = Nginx(tmp_path_factory.mktemp("nginx"))
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def another_nginx(tmp_path_factory):
+    server = Nginx(tmp_path_factory.mktemp("nginx"))
+    yield server
+    server.stop()

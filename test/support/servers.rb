@@ -97,6 +97,15 @@ module Hashfile
         File.rename(temp, File.join(@root, "files", name))
       end
 
+      # [uri, Authorization header or nil] per request logged so far.
+      def authorizations
+        log
+        File.readlines(File.join(@dir, "access.log")).map do |line|
+          quoted = line.split('"')
+          [quoted[1], quoted[5] == "-" ? nil : quoted[5]]
+        end
+      end
+
       # [connection, request number, status, uri, bytes sent] per request.
       # nginx writes a line once the request is finalized, which may be just
       # after the client has its answer: read until the log stops growing.

@@ -90,7 +90,7 @@ impl Location {
 /// binding gives them (Ruby's keywords, Python's): each sets a field of
 /// [`RemoteOptions`] (`http2` is `http2_prior_knowledge`, `cache_size`
 /// and `block_size` are `cache`'s).
-pub const OPTION_NAMES: [&str; 11] = [
+pub const OPTION_NAMES: [&str; 12] = [
     "headers",
     "timeout",
     "connect_timeout",
@@ -102,7 +102,14 @@ pub const OPTION_NAMES: [&str; 11] = [
     "http2",
     "s3_endpoint",
     "s3_region",
+    "allow_origins",
 ];
+
+/// The options of [`OPTION_NAMES`] that a local location takes too: a
+/// local dataset's manifest may list remote shards only where
+/// `allow_origins` allows. Every other remote option given for a local
+/// path is an error, never ignored.
+pub const LOCAL_OPTION_NAMES: [&str; 1] = ["allow_origins"];
 
 /// How to reach a remote store and how much of it to keep.
 #[derive(Clone, Debug)]
@@ -137,6 +144,13 @@ pub struct RemoteOptions {
     /// An S3 access key id and secret: override `AWS_ACCESS_KEY_ID` and
     /// `AWS_SECRET_ACCESS_KEY`.
     pub s3_credentials: Option<(String, String)>,
+    /// Places a dataset's manifest may list shards at besides its own
+    /// directory (`https://host[:port][/path]`, `s3://bucket[/prefix]`);
+    /// shards there are read without `headers` and `s3_credentials`, which
+    /// are for the manifest's own place. Empty: none. The only option a
+    /// local dataset takes, whose shards are otherwise local
+    /// (docs/REMOTE.md, "Where a dataset's shards may be").
+    pub allow_origins: Vec<String>,
 }
 
 impl RemoteOptions {
@@ -165,6 +179,7 @@ impl Default for RemoteOptions {
             s3_endpoint: None,
             s3_region: None,
             s3_credentials: None,
+            allow_origins: Vec::new(),
         }
     }
 }

@@ -2,87 +2,20 @@
 //! signed ranged reads, a batch, ETag checks when the object is replaced,
 //! a missing object and bucket, and wrong credentials.
 use hashfile_remote::{open, RemoteError, RemoteErrorKind, RemoteOptions};
-use object_store::aws::AmazonS3Builder;
-use object_store::{ObjectStoreExt, PutPayload};
 
 mod support;
 use support::{assert_reads_every_nth_key, minio_setting, store, value, Minio};
 
 fn options(minio: &Minio) -> RemoteOptions {
-    RemoteOptions {
-        s3_endpoint: Some(minio.endpoint.clone()),
-        s3_region: Some(minio_setting("MINIO_REGION").into()),
-        s3_credentials: Some((
-            minio_setting("MINIO_ROOT_USER").into(),
-            minio_setting("MINIO_ROOT_PASSWORD").into(),
-        )),
-        ..RemoteOptions::default()
-    }
+    minio.options()
 }
 
-/// An S3 client of MinIO's, for setting up what the tests read.
-fn client(minio: &Minio, bucket: &str) -> object_store::aws::AmazonS3 {
-    AmazonS3Builder::new()
-        .with_endpoint(&minio.endpoint)
-        .with_allow_http(true)
-        .with_region(minio_setting("MINIO_REGION"))
-        .with_bucket_name(bucket)
-        .with_access_key_id(minio_setting("MINIO_ROOT_USER"))
-        .with_secret_access_key(minio_setting("MINIO_ROOT_PASSWORD"))
-        .build()
-        .unwrap()
-}
-
-/// Uploads with object_store itself (MinIO's own client is not here).
-fn put(minio: &Minio, bucket: &str, key: &str, bytes: Vec<u8>) {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    runtime
-        .block_on(client(minio, bucket).put(
-            &object_store::path::Path::from(key),
-            PutPayload::from(bytes),
-        ))
-        .unwrap();
-}
-
-/// Makes a bucket: a PUT of the bucket's path, presigned by object_store
-/// (which has no call for making buckets).
 fn make_bucket(minio: &Minio, bucket: &str) {
-    use object_store::signer::Signer;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let store = client(minio, bucket);
-    // MinIO may answer 503 for a moment after its health check passes.
-    runtime.block_on(async {
-        let mut last = String::new();
-        for _ in 0..50 {
-            let url = store
-                .signed_url(
-                    reqwest::Method::PUT,
-                    &object_store::path::Path::from(""),
-                    std::time::Duration::from_secs(60),
-                )
-                .await
-                .unwrap();
-            match reqwest::Client::new().put(url.clone()).send().await {
-                Ok(response) if response.status().is_success() => return,
-                Ok(response) => {
-                    last = format!(
-                        "PUT {url}: {}: {}",
-                        response.status(),
-                        response.text().await.unwrap_or_default()
-                    )
-                }
-                Err(error) => last = format!("PUT {url}: {error}"),
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-        }
-        panic!("cannot make bucket {bucket}: {last}");
-    });
+    minio.make_bucket(bucket)
+}
+
+fn put(minio: &Minio, bucket: &str, key: &str, bytes: Vec<u8>) {
+    minio.put(bucket, key, bytes)
 }
 
 #[test]

@@ -4,7 +4,7 @@
 use std::ops::Deref;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 #[cfg(not(target_os = "linux"))]
 use std::time::Instant;
@@ -25,11 +25,13 @@ pub enum Refresh {
     /// A local store or dataset, or a remote dataset: on access, at most
     /// once per interval, look whether the location names another store
     /// (a newer one published there by rename; for a remote dataset, a
-    /// manifest of another generation, one request); if so, open it and
+    /// manifest of a later publish, one request); if so, open it and
     /// read it from the next access on. A new one that cannot be opened
-    /// (or a manifest that cannot be fetched) leaves the old store in use
-    /// and is remembered ([`Handle::refresh_error`]); the next check tries
-    /// again.
+    /// (or a manifest that cannot be fetched, or one older than the
+    /// dataset open) leaves the old store in use and is remembered
+    /// ([`Handle::refresh_error`]); the next check tries again. A remote
+    /// dataset is looked at on a thread of its own: no access waits for
+    /// the network; the access after the check ended reads what it found.
     Every(Duration),
     /// A remote store or dataset: a read that finds the object replaced
     /// (its ETag or Last-Modified changed) or gone, or a shard missing or
@@ -80,6 +82,24 @@ pub struct Handle {
     /// mapped (`MAP_AFTER_LOOKUPS`); zero once it is, or for a store that
     /// opened mapped.
     unmapped_lookups: AtomicU32,
+    /// A refresh check of a remote location, running on a thread of its
+    /// own, and what it found.
+    background: Arc<Background>,
+}
+
+/// A refresh check that runs on a thread of its own (a remote dataset's
+/// manifest fetch), so that no lookup waits on the network, and no
+/// interpreter lock is held while it does.
+#[derive(Debug, Default)]
+struct Background {
+    /// The process id of the process whose thread checks now; 0 when none
+    /// does. A child forked meanwhile has no such thread, and sees another
+    /// process's id: it checks anew.
+    running: AtomicU32,
+    /// Set when `found` holds what a check found, for the next access.
+    ready: AtomicBool,
+    /// What the last check found: `None` if nothing newer.
+    found: Mutex<Option<Option<hashfile::Result<Table>>>>,
 }
 
 /// Lookups a local store is read with positioned reads before it is
@@ -155,6 +175,7 @@ impl Handle {
             next_check: AtomicU64::new(first_check),
             refresh_error: ArcSwapOption::empty(),
             unmapped_lookups: AtomicU32::new(0),
+            background: Arc::default(),
         }
     }
 
@@ -294,7 +315,7 @@ impl Handle {
                 if self.options.refresh == Refresh::ReopenOnChange
                     && (is_replaced(&e) || is_superseded(&e)) =>
             {
-                self.reopen()?;
+                self.reopen_forward()?;
                 self.read_once(read)
             }
             other => other,
@@ -349,6 +370,24 @@ impl Handle {
         Ok(())
     }
 
+    /// [`reopen`](Handle::reopen) on its own accord (a reopen on change):
+    /// a dataset moves only to a later publish, never back to an older
+    /// manifest put back at the location.
+    fn reopen_forward(&self) -> hashfile::Result<()> {
+        if self.is_closed() {
+            return Err(self.closed_error());
+        }
+        let store = Table::open(&self.location, &self.options.remote)?;
+        if let (Some(Table::Dataset(open, _)), Table::Dataset(newer, _)) =
+            (self.current.load().as_deref(), &store)
+        {
+            open.check_follows(newer.manifest())?;
+        }
+        self.install(store);
+        self.refresh_error.store(None);
+        Ok(())
+    }
+
     fn install(&self, store: Table) {
         self.current.store(Some(Arc::new(store)));
         self.generation.fetch_add(1, Ordering::AcqRel);
@@ -376,10 +415,19 @@ impl Handle {
         {
             return;
         }
-        let refreshed = match &*self.current.load() {
-            Some(current) => current.refreshed(&self.location, &self.options.remote),
-            None => None,
+        let Some(current) = self.current.load_full() else {
+            return;
         };
+        if Location::is_remote(&self.location) {
+            self.refresh_in_background(current);
+            return;
+        }
+        let refreshed = current.refreshed(&self.location, &self.options.remote);
+        self.take_refreshed(refreshed);
+    }
+
+    /// Swaps in what a refresh check found, or records why it could not.
+    fn take_refreshed(&self, refreshed: Option<hashfile::Result<Table>>) {
         match refreshed {
             None => {}
             Some(Ok(store)) => {
@@ -390,8 +438,77 @@ impl Handle {
         }
     }
 
+    /// Starts a check of `current`'s location on a thread of its own,
+    /// unless one of this process runs already; the access after it ends
+    /// takes what it found (`take_background`).
+    #[cold]
+    fn refresh_in_background(&self, current: Arc<Table>) {
+        let me = std::process::id();
+        let running = self.background.running.load(Ordering::Acquire);
+        if running == me
+            || self
+                .background
+                .running
+                .compare_exchange(running, me, Ordering::AcqRel, Ordering::Acquire)
+                .is_err()
+        {
+            return;
+        }
+        let background = Arc::clone(&self.background);
+        let location = self.location.clone();
+        let remote = self.options.remote.clone();
+        let spawned = std::thread::Builder::new()
+            .name("hashfile-refresh".into())
+            .spawn(move || {
+                let found = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    current.refreshed(&location, &remote)
+                }))
+                .unwrap_or_else(|_| {
+                    Some(Err(hashfile::Error::Dataset {
+                        path: Some(PathBuf::from(&location)),
+                        what: "the refresh check failed unexpectedly (a panic, caught)".into(),
+                    }))
+                });
+                drop(current);
+                *background.found.lock().unwrap_or_else(|e| e.into_inner()) = Some(found);
+                background.ready.store(true, Ordering::Release);
+                background.running.store(0, Ordering::Release);
+            });
+        if spawned.is_err() {
+            // No thread to be had: the next check tries again.
+            self.background.running.store(0, Ordering::Release);
+        }
+    }
+
+    /// Takes what a background check found, if it has ended.
+    #[cold]
+    #[inline(never)]
+    fn take_background(&self) {
+        if !self.background.ready.swap(false, Ordering::AcqRel) {
+            return;
+        }
+        let found = self
+            .background
+            .found
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(refreshed) = found {
+            self.take_refreshed(refreshed);
+        }
+    }
+
+    /// Whether a refresh check runs on a thread of its own now (for
+    /// tests and `info`).
+    pub fn refreshing(&self) -> bool {
+        self.background.running.load(Ordering::Acquire) == std::process::id()
+    }
+
     #[inline]
     fn refresh_if_due(&self, every: Duration) {
+        if self.background.ready.load(Ordering::Relaxed) {
+            self.take_background();
+        }
         let due = self.next_check.load(Ordering::Acquire);
         let now = now_nanos();
         if now >= due {

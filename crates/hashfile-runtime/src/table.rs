@@ -81,6 +81,12 @@ impl Table {
             Err(hashfile::Error::Io { source, .. }) if source.raw_os_error() == Some(EISDIR) => {
                 open_dataset()
             }
+            Ok(_) if !remote.allow_origins.is_empty() => Err(hashfile::Error::InvalidOption {
+                name: "allow_origins",
+                reason: format!(
+                    "is for datasets, whose manifest lists shards elsewhere, and {location} is a store"
+                ),
+            }),
             other => other.map(Table::Store),
         }
     }
@@ -258,6 +264,14 @@ impl Table {
                 Ok(Some(newer)) => Some(Table::Dataset(newer, None).with_max_value_size(limit)),
                 Err(e) => Some(Err(e)),
             },
+            Table::Dataset(dataset, Some(_)) if self.is_stale(location) => {
+                Some(Table::open(location, remote).and_then(|table| {
+                    if let Table::Dataset(newer, _) = &table {
+                        dataset.check_follows(newer.manifest())?;
+                    }
+                    table.with_max_value_size(limit)
+                }))
+            }
             _ if self.is_stale(location) => {
                 Some(Table::open(location, remote).and_then(|t| t.with_max_value_size(limit)))
             }

@@ -181,11 +181,49 @@ fn bad_manifests_are_refused_saying_what_is_wrong() {
         (
             "a newer version",
             good.replacen(
-                "\"hashfile_dataset\": 1",
-                "\"hashfile_dataset\": 2, \"compression\": \"zstd\"",
+                "\"hashfile_dataset\": 2",
+                "\"hashfile_dataset\": 3, \"compression\": \"zstd\"",
                 1,
             ),
-            "dataset manifest version 2, and this release reads version 1",
+            "dataset manifest version 3, and this release reads versions 1 to 2",
+        ),
+        (
+            "version 2 without a sequence",
+            {
+                let at = good.find("  \"sequence\"").unwrap();
+                let end = at + good[at..].find('\n').unwrap() + 1;
+                format!("{}{}", &good[..at], &good[end..])
+            },
+            "no sequence",
+        ),
+        (
+            "version 1 with a sequence",
+            good.replacen("\"hashfile_dataset\": 2", "\"hashfile_dataset\": 1", 1),
+            "a version 1 manifest has no sequence",
+        ),
+        (
+            "a shard URL that does not parse",
+            good.replacen("\"file\": \"", "\"file\": \"https://[::1/", 1),
+            "is not a valid URL",
+        ),
+        (
+            "a shard URL longer than 2048 bytes",
+            good.replacen(
+                "\"file\": \"",
+                &format!("\"file\": \"https://h/{}", "a".repeat(2048)),
+                1,
+            ),
+            "more than 2048",
+        ),
+        (
+            "a local manifest naming a shard on a server",
+            good.replacen("\"file\": \"", "\"file\": \"http://127.0.0.1:9/", 1),
+            "the manifest is a local file",
+        ),
+        (
+            "a local manifest naming a shard in S3",
+            good.replacen("\"file\": \"", "\"file\": \"s3://bucket/", 1),
+            "the manifest is a local file",
         ),
         (
             "an unknown routing",
@@ -382,10 +420,24 @@ fn a_remote_dataset_opens_shards_on_first_use() {
 /// in 3 shards. `UPDATE_DATASET_VECTOR=1` writes it again (a format
 /// change).
 #[test]
-fn the_test_vector_reads_as_documented() {
-    let vector = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/vectors/dataset-v1");
-    if std::env::var_os("UPDATE_DATASET_VECTOR").is_some() {
-        let _ = std::fs::remove_dir_all(&vector);
+fn the_test_vectors_read_as_documented() {
+    // Version 2 is version 1's shards under a manifest with a sequence;
+    // both are read, and each is written back as it was.
+    for (version, sequence) in [(1, 0), (2, 1_795_963_675_123_456)] {
+        let vector = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join(format!("tests/vectors/dataset-v{version}"));
+        check_vector(&vector);
+        let manifest = open(&vector).unwrap().manifest().clone();
+        assert_eq!(
+            (manifest.hashfile_dataset, manifest.sequence),
+            (version, sequence)
+        );
+    }
+}
+
+fn check_vector(vector: &Path) {
+    if std::env::var_os("UPDATE_DATASET_VECTOR").is_some() && vector.ends_with("dataset-v1") {
+        let _ = std::fs::remove_dir_all(vector);
         let mut builder = DatasetBuilder::new(3, BuildOptions::default()).unwrap();
         for i in 0..40 {
             builder.insert(
@@ -393,9 +445,9 @@ fn the_test_vector_reads_as_documented() {
                 format!("value-{i}").as_bytes(),
             );
         }
-        builder.write(&vector).unwrap();
+        builder.write(vector).unwrap();
     }
-    let dataset = open(&vector).unwrap();
+    let dataset = open(vector).unwrap();
     dataset.verify().unwrap();
     assert_eq!((dataset.len(), dataset.shard_count()), (40, 3));
     let manifest = dataset.manifest();
@@ -418,6 +470,20 @@ fn the_test_vector_reads_as_documented() {
         })
         .collect();
     assert_eq!(counts, routed);
+}
+
+/// Waits until no refresh check of `handle` runs on its thread (one is
+/// started by the call here if one is due), at most 10 s.
+fn settle(handle: &hashfile_runtime::Handle) {
+    handle.generation();
+    let started = std::time::Instant::now();
+    while handle.refreshing() {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(10),
+            "a refresh check still runs after 10 s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
 }
 
 /// A remote dataset over time, served by nginx from the directory a build
@@ -448,8 +514,12 @@ fn a_remote_dataset_follows_new_generations() {
     let polled = hashfile_runtime::open(&url, every.clone()).unwrap();
     assert_eq!(get(&polled, "key-1").as_deref(), Some("one-1"));
     assert!(!polled.is_stale());
+    settle(&polled);
     let requests = nginx.log().len();
+    // A check runs on a thread of its own: the lookup that starts it
+    // answers at once, from the dataset open.
     assert_eq!(get(&polled, "key-1").as_deref(), Some("one-1"));
+    settle(&polled);
     let manifest_requests_since = |requests: usize| {
         nginx.log()[requests..]
             .iter()
@@ -475,12 +545,14 @@ fn a_remote_dataset_follows_new_generations() {
     build(&dir, 500, 2, "two");
     assert!(polled.is_stale());
     let requests = nginx.log().len();
-    assert_eq!(get(&polled, "key-1").as_deref(), Some("two-1"));
+    assert_eq!(get(&polled, "key-1").as_deref(), Some("one-1"));
+    settle(&polled);
     assert_eq!(
         manifest_requests_since(requests),
         1,
         "a check that finds a new generation fetches its manifest once, to compare and to open"
     );
+    assert_eq!(get(&polled, "key-1").as_deref(), Some("two-1"));
     assert_eq!(polled.generation_now(), 1);
     assert_eq!(
         polled
@@ -496,6 +568,7 @@ fn a_remote_dataset_follows_new_generations() {
 
     // A third build removes the first generation's shards: the reader still
     // on it finds its shards gone, reopens, and answers from the third.
+    settle(&polled);
     build(&dir, 500, 3, "three");
     assert_eq!(get(&reopening, "key-7").as_deref(), Some("three-7"));
     assert_eq!(reopening.generation_now(), 1);
@@ -503,7 +576,10 @@ fn a_remote_dataset_follows_new_generations() {
     // A manifest that cannot be fetched leaves the dataset read in use
     // (the second generation's shards are still there) and says why.
     std::fs::remove_file(dir.join(MANIFEST_NAME)).unwrap();
+    settle(&polled);
     assert_eq!(get(&polled, "key-1").as_deref(), Some("two-1"));
+    settle(&polled);
+    polled.generation();
     let why = polled
         .refresh_error()
         .expect("the failed check is remembered");
@@ -512,4 +588,250 @@ fn a_remote_dataset_follows_new_generations() {
     // A refresh interval on a remote store (not a dataset) is refused.
     let refused = hashfile_runtime::open(&nginx.url("/files/x.hf"), every).unwrap_err();
     assert!(refused.to_string().contains("remote datasets"), "{refused}");
+}
+
+/// The shard files in `dir` of `generation`.
+fn files_of(dir: &Path, generation: &str) -> usize {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .filter(|e| {
+            let name = e.as_ref().unwrap().file_name();
+            let name = name.to_str().unwrap();
+            name.starts_with(generation) && name.ends_with(".hf")
+        })
+        .count()
+}
+
+/// A publish removes the shards of the generation two publishes back, as
+/// its manifest listed them, and nothing else: files of the user's that
+/// are named like shards stay, and a manifest that cannot be read costs
+/// its generation's space, never the generation that may be current.
+#[test]
+fn publishing_removes_only_what_an_earlier_manifest_listed() {
+    let dir = tempfile::tempdir().unwrap();
+    let mine = [
+        "customers-00000-of-00001.hf",
+        "notes-2024-00007-of-00012.hf",
+        "20200101T000000Z-0badf00d-00000-of-00001.hf",
+    ];
+    for name in mine {
+        std::fs::write(dir.path().join(name), name).unwrap();
+    }
+    let one = build(dir.path(), 100, 2, "one");
+    let two = build(dir.path(), 100, 3, "two");
+    assert_eq!(
+        (
+            files_of(dir.path(), &one.generation),
+            files_of(dir.path(), &two.generation)
+        ),
+        (2, 3)
+    );
+    let three = build(dir.path(), 100, 1, "three");
+    assert_eq!(
+        (
+            files_of(dir.path(), &one.generation),
+            files_of(dir.path(), &two.generation),
+            files_of(dir.path(), &three.generation)
+        ),
+        (0, 3, 1),
+        "the generation before the one replaced goes"
+    );
+    // The record of the generation replaced, beside the manifest.
+    let record = std::fs::read(dir.path().join(hashfile_runtime::dataset::PREVIOUS_NAME)).unwrap();
+    assert_eq!(Manifest::parse(&record, "r").unwrap(), two);
+    assert!(three.sequence > two.sequence && two.sequence > one.sequence);
+
+    // The current manifest damaged: the next publish removes nothing (it
+    // cannot know what the damaged one listed), and records nothing.
+    std::fs::write(dir.path().join(MANIFEST_NAME), b"{ damaged").unwrap();
+    let four = build(dir.path(), 100, 2, "four");
+    assert_eq!(
+        (
+            files_of(dir.path(), &two.generation),
+            files_of(dir.path(), &three.generation),
+            files_of(dir.path(), &four.generation)
+        ),
+        (3, 1, 2)
+    );
+    // The next one removes what the record lists (two's), and keeps three's,
+    // whose manifest nobody can read any more: space, not correctness.
+    let five = build(dir.path(), 100, 1, "five");
+    assert_eq!(
+        (
+            files_of(dir.path(), &two.generation),
+            files_of(dir.path(), &three.generation),
+            files_of(dir.path(), &four.generation),
+            files_of(dir.path(), &five.generation)
+        ),
+        (0, 1, 2, 1)
+    );
+    for name in mine {
+        assert_eq!(
+            std::fs::read(dir.path().join(name)).unwrap(),
+            name.as_bytes(),
+            "{name} is the user's and stays"
+        );
+    }
+    assert_eq!(
+        value(&open(dir.path()).unwrap(), "key-3").as_deref(),
+        Some("five-3")
+    );
+}
+
+/// A failed job's generation is discarded by the id it wrote under; a
+/// published generation, or a name that is not such an id, is refused.
+#[test]
+fn discarding_takes_only_an_unpublished_generation_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let at = dir.path().to_str().unwrap();
+    let one = build(dir.path(), 10, 1, "one");
+    std::fs::write(dir.path().join("customers-00000-of-00001.hf"), b"mine").unwrap();
+    let none = Default::default();
+    for (generation, says) in [
+        (one.generation.as_str(), "is published"),
+        ("customers", "is not one new_generation made"),
+    ] {
+        let error = hashfile_runtime::dataset::discard_generation(at, generation, &none)
+            .expect_err(generation);
+        assert!(error.to_string().contains(says), "{error}");
+    }
+    assert_eq!(files_of(dir.path(), &one.generation), 1);
+    assert!(dir.path().join("customers-00000-of-00001.hf").exists());
+}
+
+/// A reader that follows new generations never goes back: a manifest put
+/// back (yesterday's, by a server or a careless copy) is a refresh error,
+/// and the reader keeps its generation; an explicit reopen reads it.
+#[test]
+fn a_replayed_older_manifest_is_not_followed() {
+    use hashfile_runtime::{OpenOptions, Refresh};
+    let dir = tempfile::tempdir().unwrap();
+    build(dir.path(), 100, 2, "one");
+    let yesterday = std::fs::read(dir.path().join(MANIFEST_NAME)).unwrap();
+    build(dir.path(), 100, 2, "two");
+    let handle = hashfile_runtime::open(
+        dir.path().to_str().unwrap(),
+        OpenOptions {
+            refresh: Refresh::Every(std::time::Duration::ZERO),
+            ..OpenOptions::default()
+        },
+    )
+    .unwrap();
+    let get = |key: &str| {
+        handle
+            .read(|t| {
+                Ok(t.get(key.as_bytes())?
+                    .map(|r| String::from_utf8(r.value().to_vec()).unwrap()))
+            })
+            .unwrap()
+    };
+    assert_eq!(get("key-1").as_deref(), Some("two-1"));
+    // Put back by rename, as a copy or a restore would.
+    let temp = dir.path().join(".restore");
+    std::fs::write(&temp, &yesterday).unwrap();
+    std::fs::rename(&temp, dir.path().join(MANIFEST_NAME)).unwrap();
+    assert_eq!(get("key-1").as_deref(), Some("two-1"));
+    assert_eq!(handle.generation_now(), 0);
+    let why = handle
+        .refresh_error()
+        .expect("the older manifest is reported");
+    assert!(why.contains("not later than generation"), "{why}");
+    // On purpose, it is read.
+    handle.reopen().unwrap();
+    assert_eq!(get("key-1").as_deref(), Some("one-1"));
+}
+
+/// A local dataset whose manifest lists a shard on a server: refused at
+/// open, before any request; with that server allowed, its shard is read
+/// from it, and an option that only datasets take is refused for a store.
+#[test]
+fn a_local_dataset_reaches_a_server_only_where_allowed() {
+    let nginx = support::Nginx::start();
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = build(dir.path(), 200, 2, "v");
+    let moved = &manifest.shards[1].file;
+    nginx.publish(moved, &std::fs::read(dir.path().join(moved)).unwrap());
+    std::fs::remove_file(dir.path().join(moved)).unwrap();
+    let mut edited = manifest.clone();
+    edited.shards[1].file = nginx.url(&format!("/files/{moved}"));
+    std::fs::write(dir.path().join(MANIFEST_NAME), edited.to_json()).unwrap();
+
+    let text = refusal(dir.path(), "the manifest is a local file");
+    assert!(
+        text.contains("allow_origins") && text.contains("shard 1 of 2"),
+        "{text}"
+    );
+    assert!(nginx.log().is_empty(), "no request before the refusal");
+
+    let allowed = hashfile_remote::RemoteOptions {
+        allow_origins: vec![nginx.url("/files/")],
+        ..Default::default()
+    };
+    let dataset = Dataset::open(dir.path().to_str().unwrap(), &allowed).unwrap();
+    assert!(dataset.is_remote());
+    let key = (0..200)
+        .map(|i| format!("key-{i}"))
+        .find(|k| dataset.shard_of(k.as_bytes()) == 1)
+        .unwrap();
+    assert_eq!(value(&dataset, &key), Some(format!("v-{}", &key[4..])));
+    assert!(!nginx.log().is_empty());
+
+    let store = dir.path().join(&manifest.shards[0].file);
+    let error = hashfile_runtime::Table::open(store.to_str().unwrap(), &allowed).unwrap_err();
+    assert!(error.to_string().contains("is for datasets"), "{error}");
+}
+
+/// A manifest served by one server that lists a shard on another: refused
+/// when opened, before any request reaches the other; allowed by name, the
+/// shard is read without the headers given for the manifest's server.
+#[test]
+fn a_remote_manifest_sends_the_callers_headers_only_to_its_own_origin() {
+    let home = support::Nginx::start();
+    let elsewhere = support::Nginx::start();
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = build(dir.path(), 200, 2, "v");
+    let mut edited = manifest.clone();
+    for shard in &manifest.shards {
+        let bytes = std::fs::read(dir.path().join(&shard.file)).unwrap();
+        home.publish(&shard.file, &bytes);
+        elsewhere.publish(&shard.file, &bytes);
+    }
+    edited.shards[1].file = elsewhere.url(&format!("/files/{}", manifest.shards[1].file));
+    home.publish(MANIFEST_NAME, edited.to_json().as_bytes());
+    let url = home.url(&format!("/files/{MANIFEST_NAME}"));
+    let with_token = |allow: Vec<String>| hashfile_remote::RemoteOptions {
+        headers: vec![("Authorization".into(), "Bearer let-me-in".into())],
+        allow_origins: allow,
+        ..Default::default()
+    };
+
+    let error = Dataset::open(&url, &with_token(vec![])).unwrap_err();
+    let text = error.to_string();
+    assert!(
+        text.contains("not under the manifest's own place"),
+        "{text}"
+    );
+    assert!(
+        elsewhere.log().is_empty(),
+        "no request reached the other server"
+    );
+
+    let dataset = Dataset::open(&url, &with_token(vec![elsewhere.url("/")])).unwrap();
+    for i in 0..200 {
+        let key = format!("key-{i}");
+        assert_eq!(value(&dataset, &key), Some(format!("v-{i}")));
+    }
+    let sent = |server: &support::Nginx| {
+        server
+            .authorizations()
+            .into_iter()
+            .map(|(_, auth)| auth)
+            .collect::<std::collections::BTreeSet<_>>()
+    };
+    assert_eq!(sent(&home), ["Bearer let-me-in".to_owned()].into());
+    assert_eq!(
+        sent(&elsewhere),
+        [String::new()].into(),
+        "read without the caller's headers"
+    );
 }

@@ -311,3 +311,64 @@ fn shards_with_compressed_values_publish_and_match_a_single_build() {
         );
     }
 }
+
+#[path = "../../hashfile-remote/tests/support/mod.rs"]
+mod support;
+
+/// Publishing to S3 removes what the previous generation's record lists,
+/// and nothing else: an object of the user's named like a shard stays.
+#[test]
+fn publishing_to_s3_removes_only_what_an_earlier_manifest_listed() {
+    let Some(minio) = support::Minio::start_or_skip() else {
+        return;
+    };
+    minio.make_bucket("data");
+    let remote = minio.options();
+    let at = "s3://data/ds";
+    let mine = "ds/customers-00000-of-00001.hf";
+    minio.put("data", mine, b"mine".to_vec());
+    let keys = keys(200);
+    let shards = routed(&keys);
+    let publish = || {
+        let generation = new_generation();
+        let reports = (0..SHARDS)
+            .map(|i| {
+                let mut writer = ShardWriter::create(
+                    at,
+                    &generation,
+                    i,
+                    SHARDS,
+                    BuildOptions::default(),
+                    &remote,
+                )
+                .unwrap();
+                for key in &shards[i as usize] {
+                    writer.insert_record(Record::text(key, "v")).unwrap();
+                }
+                writer.finish().unwrap()
+            })
+            .collect();
+        publish_shards(at, &generation, SHARDS, reports, &remote).unwrap();
+        generation
+    };
+    let of = |generation: &str| {
+        minio
+            .keys("data", "ds")
+            .iter()
+            .filter(|k| k.starts_with(&format!("ds/{generation}")))
+            .count()
+    };
+    let one = publish();
+    let two = publish();
+    assert_eq!((of(&one), of(&two)), (4, 4));
+    let three = publish();
+    assert_eq!((of(&one), of(&two), of(&three)), (0, 4, 4));
+    let listed = minio.keys("data", "ds");
+    assert!(listed.contains(&mine.to_owned()), "{listed:?}");
+    assert!(
+        listed.contains(&"ds/hashfile-dataset.previous.json".to_owned()),
+        "{listed:?}"
+    );
+    let dataset = Dataset::open(&format!("{at}/hashfile-dataset.json"), &remote).unwrap();
+    assert_eq!(dataset.manifest().generation, three);
+}

@@ -129,6 +129,19 @@ pub enum Error {
         what: String,
     },
 
+    /// A stored map whose keys are distinct as stored (Ruby's `1`, `1.0`
+    /// and `true`; `"a"` and `:a`) but one key in the language reading it
+    /// (Python's `1 == 1.0 == True`; a Symbol read as a `str`): returned
+    /// there, one entry would silently replace the other, so it is refused.
+    #[error("a map holds keys {keys}, distinct as stored but one key in {language}; reading it there would keep only one of them")]
+    KeysCollide {
+        /// The colliding keys as stored, in Ruby's notation, joined for
+        /// people (`1, 1.0 and true`).
+        keys: String,
+        /// The language they collide in (`"Python"`).
+        language: &'static str,
+    },
+
     /// A build went past a limit of the format or of one build.
     #[error("{what} is over the limit of {max}")]
     Limit {

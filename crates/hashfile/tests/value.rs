@@ -2,7 +2,7 @@
 //! damaged input.
 
 use hashfile::value::{self, Cursor, Item, Value, MAX_DEPTH};
-use hashfile::{BuildOptions, Builder, Reader, ValueKind};
+use hashfile::{BuildOptions, Builder, Error, Reader, ValueKind};
 use proptest::prelude::*;
 
 fn encoded(v: &Value) -> Vec<u8> {
@@ -420,4 +420,162 @@ fn dig_walks_paths_as_hash_dig_does() {
         dig(&damaged, &[Probe::Int(7)], false),
         Err(hashfile::Error::Corrupt { .. })
     ));
+}
+
+#[test]
+fn dig_compares_numbers_and_booleans_as_ruby_eql() {
+    use hashfile::value::{dig, Dig, Encoding, Probe};
+    // Keys a Ruby Hash holds apart, and Python's == would merge.
+    let v = Value::Map(vec![
+        (Value::Int(1), Value::str("int")),
+        (Value::Float(1.0), Value::str("float")),
+        (Value::Bool(true), Value::str("true")),
+        (Value::Int(0), Value::str("zero")),
+        (Value::Bool(false), Value::str("false")),
+        (Value::Float(-0.0), Value::str("minus zero")),
+        (Value::Float(f64::NAN), Value::str("nan")),
+        (Value::Symbol(b"s".to_vec(), None), Value::str("symbol")),
+        (Value::str("t"), Value::str("string")),
+        (
+            Value::Str(b"b".to_vec(), Some("ASCII-8BIT".into())),
+            Value::str("binary"),
+        ),
+        (
+            Value::Str(b"j".to_vec(), Some("Shift_JIS".into())),
+            Value::str("sjis"),
+        ),
+    ]);
+    let bytes = encoded(&v);
+    let found = |s: &'static str| Dig::Found(Item::Str(s.as_bytes(), Encoding::Utf8));
+    let cases: Vec<(Probe, Dig)> = vec![
+        (Probe::Int(1), found("int")),
+        (Probe::Float(1.0), found("float")),
+        (Probe::Bool(true), found("true")),
+        (Probe::Int(0), found("zero")),
+        (Probe::Bool(false), found("false")),
+        (Probe::Float(0.0), found("minus zero")),
+        (Probe::Float(-0.0), found("minus zero")),
+        (Probe::Float(f64::NAN), Dig::Absent),
+        (Probe::Float(2.0), Dig::Absent),
+        (Probe::Int(2), Dig::Absent),
+        // Text: a String (not binary) or a Symbol, whatever the encoding.
+        (Probe::Text(b"s"), found("symbol")),
+        (Probe::Text(b"t"), found("string")),
+        (Probe::Text(b"j"), found("sjis")),
+        (Probe::Text(b"b"), Dig::Absent),
+        (Probe::Text(b"1"), Dig::Absent),
+    ];
+    for (probe, expected) in cases {
+        assert_eq!(dig(&bytes, &[probe], false).unwrap(), expected, "{probe:?}");
+    }
+    // A Float or a boolean is no index into an array: the binding's own.
+    let list = encoded(&Value::Array(vec![Value::Int(5), Value::Int(6)]));
+    assert!(matches!(
+        dig(&list, &[Probe::Bool(true)], false).unwrap(),
+        Dig::Stuck { step: 0, .. }
+    ));
+    assert!(matches!(
+        dig(&list, &[Probe::Float(1.0)], false).unwrap(),
+        Dig::Stuck { step: 0, .. }
+    ));
+}
+
+#[test]
+fn a_text_probe_refuses_a_string_and_a_symbol_of_one_name() {
+    use hashfile::value::{dig, Dig, Probe};
+    let v = Value::Map(vec![
+        (Value::str("a"), Value::Int(1)),
+        (Value::Symbol(b"a".to_vec(), None), Value::Int(2)),
+        (Value::str("b"), Value::Int(3)),
+    ]);
+    let bytes = encoded(&v);
+    match dig(&bytes, &[Probe::Text(b"a")], false) {
+        Err(Error::KeysCollide { keys, language }) => {
+            assert_eq!((keys.as_str(), language), ("\"a\" and :a", "Python"))
+        }
+        other => panic!("expected KeysCollide, got {other:?}"),
+    }
+    assert_eq!(
+        dig(&bytes, &[Probe::Text(b"b")], false).unwrap(),
+        Dig::Found(Item::Int(3))
+    );
+    // Ruby's probes tell them apart.
+    assert_eq!(
+        dig(&bytes, &[Probe::Symbol(b"a")], false).unwrap(),
+        Dig::Found(Item::Int(2))
+    );
+}
+
+#[test]
+fn a_body_longer_than_its_count_is_refused_by_every_reader() {
+    use hashfile::value::{dig, Probe};
+    // {"name" => "ann", "role" => "admin"} with its count made 1: the
+    // second pair hidden in the body.
+    let v = Value::Map(vec![
+        (Value::str("name"), Value::str("ann")),
+        (Value::str("role"), Value::str("admin")),
+    ]);
+    let mut bytes = encoded(&v);
+    assert_eq!(bytes[0], 0x82);
+    bytes[0] = 0x81;
+    let hidden = |e: &Error| {
+        e.to_string()
+            .contains("container body longer than its items")
+    };
+    assert!(hidden(&Value::decode(&bytes).unwrap_err()));
+    assert!(hidden(&hashfile::value::check(&bytes).unwrap_err()));
+    for probe in [b"role".as_slice(), b"name".as_slice()] {
+        let path = [Probe::Str {
+            bytes: probe,
+            binary: false,
+        }];
+        assert!(hidden(&dig(&bytes, &path, false).unwrap_err()), "{probe:?}");
+    }
+    // Bytes after the value: the walk refuses them as a decode does.
+    let mut trailing = encoded(&Value::Array(vec![Value::Int(1)]));
+    trailing.push(2);
+    let err = dig(&trailing, &[Probe::Int(0)], false).unwrap_err();
+    assert!(err.to_string().contains("trailing bytes"), "{err}");
+}
+
+#[test]
+fn items_are_named_in_rubys_notation() {
+    use hashfile::value::Encoding;
+    let cases: Vec<(Item, &str)> = vec![
+        (Item::Int(1), "1"),
+        (Item::Float(1.0), "1.0"),
+        (Item::Float(2.5), "2.5"),
+        (Item::Bool(true), "true"),
+        (Item::Nil, "nil"),
+        (Item::Str(b"a", Encoding::Utf8), "\"a\""),
+        (Item::Str(b"a", Encoding::Binary), "\"a\".b"),
+        (Item::Symbol(b"a", Encoding::Utf8), ":a"),
+        (Item::Symbol(b"a b", Encoding::Utf8), ":\"a b\""),
+    ];
+    for (item, shown) in cases {
+        assert_eq!(item.to_string(), shown);
+    }
+    assert_eq!(
+        hashfile::value::join_items(&[Item::Int(1), Item::Float(1.0), Item::Bool(true)]),
+        "1, 1.0 and true"
+    );
+}
+
+#[test]
+fn a_symbol_name_must_be_valid_in_its_encoding() {
+    for (name, encoding) in [
+        (b"ad\xffin".as_slice(), None),
+        (b"caf\xc3\xa9".as_slice(), Some("US-ASCII")),
+    ] {
+        let bytes = encoded(&Value::Symbol(name.to_vec(), encoding.map(String::from)));
+        let err = Value::decode(&bytes).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("a symbol name is not valid in its encoding"),
+            "{err}"
+        );
+    }
+    // Binary names are any bytes, as in Ruby.
+    let bytes = encoded(&Value::Symbol(b"\xff".to_vec(), Some("ASCII-8BIT".into())));
+    assert!(Value::decode(&bytes).is_ok());
 }

@@ -6,8 +6,8 @@
 use hashfile::import::{Column, ImportOptions, InputFormat};
 use hashfile::{BuildOptions, Compression, IndexKind, MemoryLimit, OnDuplicate};
 use magnus::{
-    prelude::*, r_hash::ForEach, Error, Float, Integer, RHash, RModule, RString, Ruby, Symbol,
-    TryConvert, Value,
+    prelude::*, r_hash::ForEach, Error, Float, Integer, RArray, RHash, RModule, RString, Ruby,
+    Symbol, TryConvert, Value,
 };
 
 use crate::error::{arg_error, class_name, type_error};
@@ -155,17 +155,21 @@ pub fn build_options(ruby: &Ruby, opts: RHash) -> Result<BuildOptions, Error> {
 /// default), as `Hashfile::REMOTE_OPTIONS`: the names every binding uses.
 pub use hashfile_remote::OPTION_NAMES as REMOTE_OPTIONS;
 
-/// The names of the options in `opts`, for a message.
-pub fn names(opts: RHash) -> Result<String, Error> {
+/// The names of the options in `opts` that a local location does not
+/// take (all but `hashfile_remote::LOCAL_OPTION_NAMES`).
+pub fn remote_only_names(opts: RHash) -> Result<Vec<String>, Error> {
     let mut names = Vec::new();
     opts.foreach(|key: Value, _: Value| {
-        names.push(Symbol::from_value(key).map_or_else(
+        let name = Symbol::from_value(key).map_or_else(
             || key.to_string(),
             |s| s.name().map(|n| n.into_owned()).unwrap_or_default(),
-        ));
+        );
+        if !hashfile_remote::LOCAL_OPTION_NAMES.contains(&name.as_str()) {
+            names.push(name);
+        }
         Ok(ForEach::Continue)
     })?;
-    Ok(names.join(", "))
+    Ok(names)
 }
 
 fn seconds(ruby: &Ruby, name: &str, value: Value) -> Result<std::time::Duration, Error> {
@@ -250,6 +254,21 @@ pub fn remote_options(
             "http2" => o.http2_prior_knowledge = boolean(ruby, name, value)?,
             "s3_endpoint" => o.s3_endpoint = Some(name_value(ruby, name, value)?),
             "s3_region" => o.s3_region = Some(name_value(ruby, name, value)?),
+            "allow_origins" => {
+                let list = RArray::from_value(value).ok_or_else(|| {
+                    type_error(
+                        ruby,
+                        format!(
+                            "allow_origins must be an Array of URL prefixes, not {}",
+                            class_name(value)
+                        ),
+                    )
+                })?;
+                for item in list.into_iter() {
+                    o.allow_origins
+                        .push(name_value(ruby, "an allowed origin", item)?);
+                }
+            }
             other => return Err(arg_error(ruby, format!("unknown remote option {other}"))),
         }
         Ok(())

@@ -120,9 +120,13 @@ impl Reader {
             (None, true) => Refresh::ReopenOnChange,
             (None, false) => Refresh::Never,
         };
+        let remote_only = match remote {
+            Some(given) if !is_remote => crate::options::remote_only_names(given)?,
+            _ => Vec::new(),
+        };
         let remote = match remote {
-            Some(given) if !is_remote => {
-                let (names, count) = (crate::options::names(given)?, given.len());
+            Some(_) if !remote_only.is_empty() => {
+                let (names, count) = (remote_only.join(", "), remote_only.len());
                 return Err(arg_error(
                     ruby,
                     format!(
@@ -156,8 +160,14 @@ impl Reader {
 
     /// `stale?`: whether the path names another file than the one this
     /// reader reads (a newer store was published there), or none.
-    fn is_stale(&self) -> bool {
-        self.handle.handle().is_stale()
+    fn is_stale(ruby: &Ruby, rb_self: &Self) -> Result<bool, Error> {
+        let handle = rb_self.handle.handle();
+        if handle.is_remote() {
+            // A remote dataset's manifest is fetched: without the GVL.
+            return store::remote_call(ruby, || Ok(handle.is_stale()))
+                .map(|stale| stale.unwrap_or(true));
+        }
+        Ok(handle.is_stale())
     }
 
     /// `_reopen`: opens the store the path names now and reads it from the

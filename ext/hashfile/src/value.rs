@@ -413,15 +413,12 @@ impl Decoder<'_> {
                 ValueKind::Typed => {
                     let mut cursor = Cursor::new(record.value);
                     let value = self.item(&mut cursor, MAX_DEPTH)?;
-                    if !cursor.is_at_end() {
-                        return Err(Error::new(
+                    cursor.end_of_value().map_err(|e| {
+                        Error::new(
                             self.ruby.get_inner(&FORMAT_ERROR),
-                            format!(
-                                "malformed value for key {}: trailing bytes",
-                                DisplayBytes(record.key)
-                            ),
-                        ));
-                    }
+                            format!("value for key {}: {e}", DisplayBytes(record.key)),
+                        )
+                    })?;
                     value
                 }
                 _ => {
@@ -567,21 +564,14 @@ impl Decoder<'_> {
     }
 
     fn deeper(&self, depth_left: usize) -> Result<usize, Error> {
-        depth_left.checked_sub(1).ok_or_else(|| {
-            Error::new(
-                self.ruby.get_inner(&FORMAT_ERROR),
-                format!("malformed value: nested deeper than {MAX_DEPTH} levels"),
-            )
-        })
+        depth_left
+            .checked_sub(1)
+            .ok_or_else(|| malformed(self.ruby, codec::too_deep()))
     }
 
     fn finish(&self, inner: &Cursor<'_>, container: VALUE) -> Result<VALUE, Error> {
-        if !inner.is_at_end() {
-            return Err(Error::new(
-                self.ruby.get_inner(&FORMAT_ERROR),
-                "malformed value: container body longer than its items",
-            ));
-        }
+        // The core's check, which Python's decoder makes too.
+        inner.end_of_body().map_err(|e| malformed(self.ruby, e))?;
         if self.flags.has(DecodeFlags::FREEZE) {
             // SAFETY: a live Array or Hash.
             unsafe { rb_sys::rb_obj_freeze(container) };
@@ -680,6 +670,8 @@ pub enum OwnedProbe {
     Str(Vec<u8>, bool),
     Symbol(Vec<u8>),
     Int(i64),
+    Float(f64),
+    Bool(bool),
 }
 
 impl OwnedProbe {
@@ -691,18 +683,27 @@ impl OwnedProbe {
             },
             OwnedProbe::Symbol(name) => Probe::Symbol(name),
             OwnedProbe::Int(i) => Probe::Int(*i),
+            OwnedProbe::Float(x) => Probe::Float(*x),
+            OwnedProbe::Bool(b) => Probe::Bool(*b),
         }
     }
 }
 
-/// A path step the core's walk compares: an Integer, a Symbol, or a String
-/// in UTF-8, US-ASCII or binary. `None` for any other object, whose step
-/// Ruby's `dig` takes.
+/// A path step the core's walk compares: an Integer, a Float, true or
+/// false, a Symbol, or a String in UTF-8, US-ASCII or binary (the rule
+/// Python's `dig` shares: docs/PYTHON.md). `None` for any other object,
+/// whose step Ruby's `dig` takes.
 fn probe_of(ruby: &Ruby, step: Value) -> Result<Option<OwnedProbe>, Error> {
     let api = rb_sys::stable_api::get_default();
     let raw = step.as_raw();
     if api.fixnum_p(raw) {
         return Ok(Some(OwnedProbe::Int((raw as i64) >> 1)));
+    }
+    if raw == rb_sys::Qtrue as VALUE || raw == rb_sys::Qfalse as VALUE {
+        return Ok(Some(OwnedProbe::Bool(raw == rb_sys::Qtrue as VALUE)));
+    }
+    if let Some(float) = magnus::Float::from_value(step) {
+        return Ok(Some(OwnedProbe::Float(float.to_f64())));
     }
     if let Some(sym) = magnus::Symbol::from_value(step) {
         // A Symbol in another encoding (or a binary one) is not a name the

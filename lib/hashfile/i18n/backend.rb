@@ -28,8 +28,10 @@ module Hashfile
       #   +reload:+), and serve it from then on
       # @param freeze [Boolean] Hashes and Arrays come back deep-frozen,
       #   their Strings deduplicated: less memory for what the process
-      #   looks up, but not what Simple gives (its results are not frozen),
-      #   so code that changes a result raises FrozenError. Off by default.
+      #   looks up, but code that changes a result raises FrozenError.
+      #   Off by default. (Simple, loading YAML with Psych 4, hands out
+      #   Hashes and Arrays frozen as loaded, and unfrozen where files
+      #   merged: unfrozen results serve any code Simple's serve.)
       def initialize(path, reload: nil, freeze: false)
         raise ArgumentError, "reload must be nil or a number of seconds, 0 or more" unless reload.nil? || (reload.is_a?(Numeric) && reload >= 0)
 
@@ -66,7 +68,9 @@ module Hashfile
       # Every translation, as Simple's +translations+ holds them: decodes
       # the whole store (for tools that export translations).
       def translations(do_init: false) # rubocop:disable Lint/UnusedMethodArgument
-        @store.to_h.transform_keys(&:to_sym)
+        # A locale with nothing under it is an empty Hash to Simple (stores
+        # built before hold nil for it).
+        @store.to_h { |locale, data| [locale.to_sym, data.nil? ? {} : data] }
       end
 
       # I18n.reload!: reads a store published at the path since.
@@ -78,8 +82,11 @@ module Hashfile
       protected
 
       # Simple's lookup: the keys walked from the locale down, a Symbol met
-      # on the way resolved as a link. One `dig` answers every lookup that
-      # meets no link; only a path through a non-Hash looks further.
+      # on the way resolved as a link. One `dig` answers every lookup whose
+      # segments are all Symbols and that meets no link; the rest are
+      # walked a step at a time (#walk). What the store holds is
+      # remembered; resolving a link depends on the options, so it is done
+      # on each call.
       def lookup(locale, key, scope = [], options = ::I18n::EMPTY_HASH)
         forget_if_replaced if @reload
         keys = ::I18n.normalize_keys(locale, key, scope, options[:separator])
@@ -87,7 +94,7 @@ module Hashfile
           @cache.clear if @cache.size >= CACHE_ENTRIES
           @cache[keys] = stored(keys)
         end
-        return through_link(locale, keys[0].to_s, keys.drop(1), options) if THROUGH_A_LEAF.equal?(value)
+        return follow(locale, value, options.merge(scope: nil)) if value.is_a?(Link)
 
         value = resolve_entry(locale, keys.last, value, options.merge(scope: nil)) if value.is_a?(Symbol)
         value
@@ -95,9 +102,17 @@ module Hashfile
 
       private
 
-      # Stands for a path through a value that is not a Hash: Simple stops
-      # there (nil), unless that value is a Symbol, a link it follows.
-      THROUGH_A_LEAF = Object.new.freeze
+      # A path that met a Symbol before its last segment: Simple resolves
+      # the Symbol (+key+ is the segment that led to it) and walks +rest+
+      # in what it names.
+      Link = Struct.new(:symbol, :key, :rest)
+
+      # No key Simple would take at a step (see #simple_key).
+      NONE = Object.new.freeze
+
+      # A key no translation has: a `dig` to it raises TypeError exactly
+      # when the value it is asked of is neither a Hash nor nil.
+      PROBE = :"\0hashfile-i18n-probe"
 
       # Simple's test for a locale left out of available_locales (nil data,
       # `de:` with nothing under it, is an empty Hash to Simple). A locale
@@ -111,38 +126,102 @@ module Hashfile
         data.is_a?(Hash) && data.size <= 1 && (data.empty? || data.key?(:i18n))
       end
 
-      # The stored value at `keys`, or THROUGH_A_LEAF. I18n.normalize_keys
-      # turns a segment of digits into an Integer and "true"/"false" into
-      # booleans; Simple looks such a key up as itself in a Hash, else as a
-      # Symbol of its text, and never indexes an Array with it.
+      # What Simple's walk over `keys` finds in the store, before links
+      # are resolved: a value, or a Link. Simple's translations are keyed
+      # by Symbol locales, so the first segment is looked up as its text.
       def stored(keys)
+        return translations if keys.empty?
+
         head = keys[0].to_s
         rest = keys.drop(1)
-        return @store.dig(head, *rest) if rest.all?(Symbol)
-
-        value = @store.dig(head, *rest.map { |k| k.is_a?(Symbol) ? k : k.to_s.to_sym })
-        value.nil? ? walk(head, rest) : value
-      rescue TypeError
-        THROUGH_A_LEAF
+        if rest.all?(Symbol)
+          begin
+            value = @store.dig(head, *rest)
+            # A locale whose data is nil (`de:` alone) is an empty Hash to
+            # Simple.
+            return rest.empty? && value.nil? && @store.key?(head) ? {} : value
+          rescue TypeError
+            # Through a value that is not a Hash: a link, or nothing.
+          end
+        end
+        walk(head, rest)
       end
 
-      # Simple's walk, for a path with a segment that is not a Symbol: each
-      # such step looks in its parent Hash for the key itself, then for
-      # the Symbol of its text.
+      # Simple's walk, a step at a time: at each step the key Simple takes
+      # (#simple_key), then whether the value there is a Hash (or nil), so
+      # the walk goes on in the store, or something else, which ends it:
+      # a Symbol is a link, anything else is the answer at the last step
+      # and nothing before it. Decoded: values that are not Hashes, the
+      # answer, and what #simple_key needs for an Integer or boolean
+      # segment; each lookup once per process (the cache).
       def walk(head, rest)
         path = []
-        rest.each do |step|
-          next path << step if step.is_a?(Symbol)
+        return nil if leaf_at(head, path)
 
-          parent = path.empty? ? @store[head] : @store.dig(head, *path)
-          return nil unless parent.is_a?(Hash)
-
-          step = step.to_s.to_sym unless parent.key?(step)
-          return nil unless parent.key?(step)
+        rest.each_with_index do |step, i|
+          step = simple_key(head, path, step)
+          return nil if NONE.equal?(step)
 
           path << step
+          leaf = leaf_at(head, path)
+          next unless leaf
+
+          value = leaf[0]
+          return value if i == rest.size - 1
+
+          return value.is_a?(Symbol) ? Link.new(value, step, rest.drop(i + 1)) : nil
         end
         @store.dig(head, *path)
+      end
+
+      # +[value]+ at `path` unless that value is a Hash or nil (or there
+      # is none), decided without decoding a Hash.
+      def leaf_at(head, path)
+        @store.dig(head, *path, PROBE)
+        nil
+      rescue TypeError
+        [@store.dig(head, *path)]
+      end
+
+      # The key Simple takes at a step in the Hash (or nil) at `path`: the
+      # segment itself if the Hash has it, else the Symbol of its text if
+      # it has that, else NONE. I18n.normalize_keys makes a segment of
+      # digits an Integer and "true"/"false" booleans, so `0` and `:"0"`
+      # (a YAML `0:` and a `"0":`) are both keys Simple may take, the
+      # Integer first. A Symbol segment is its own Symbol: taken as it is
+      # (under nil or a Hash without it, the walk finds nothing further).
+      def simple_key(head, path, step)
+        return step if step.is_a?(Symbol)
+
+        text = step.to_s.to_sym
+        if step.is_a?(Integer)
+          # The common cases without decoding the Hash: the Integer is
+          # there, or neither is (or both lead to nil).
+          return step unless @store.dig(head, *path, step).nil?
+          return NONE if @store.dig(head, *path, text).nil?
+        end
+        parent = @store.dig(head, *path)
+        return NONE unless parent.is_a?(Hash)
+        return step if parent.key?(step)
+
+        parent.key?(text) ? text : NONE
+      end
+
+      # Resolves a Link and walks the rest of its path in what it names,
+      # as Simple does.
+      def follow(locale, link, options)
+        result = resolve_entry(locale, link.key, link.symbol, options)
+        link.rest.each do |step|
+          return nil unless result.is_a?(Hash)
+
+          unless result.key?(step)
+            step = step.to_s.to_sym
+            return nil unless result.key?(step)
+          end
+          result = result[step]
+          result = resolve_entry(locale, step, result, options) if result.is_a?(Symbol)
+        end
+        result
       end
 
       def swap_if_stale
@@ -158,32 +237,6 @@ module Hashfile
         @generation = generation
         @cache = {}
         @available_locales = nil
-      end
-
-      # The longest prefix of the path that ends on a value (the first
-      # prefixes to answer are scalars, so no large Hash is decoded):
-      # nil unless it is a Symbol; a Symbol is resolved and the rest of the
-      # path walked in what it names, as Simple walks it.
-      def through_link(locale, head, rest, options)
-        (rest.size - 1).downto(1) do |n|
-          value = begin
-            @store.dig(head, *rest.first(n))
-          rescue TypeError
-            next
-          end
-          return nil unless value.is_a?(Symbol)
-
-          result = resolve_entry(locale, rest[n - 1], value, options.merge(scope: nil))
-          rest.drop(n).each do |step|
-            return nil unless result.is_a?(Hash)
-            return nil unless result.key?(step)
-
-            result = result[step]
-            result = resolve_entry(locale, step, result, options.merge(scope: nil)) if result.is_a?(Symbol)
-          end
-          return result
-        end
-        nil
       end
     end
   end

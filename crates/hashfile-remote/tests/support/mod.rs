@@ -223,6 +223,22 @@ impl Nginx {
             .collect()
     }
 
+    /// The URI and the Authorization header (empty if none) of every
+    /// request logged so far.
+    pub fn authorizations(&self) -> Vec<(String, String)> {
+        let path = self.dir.path().join("access.log");
+        self.log();
+        std::fs::read_to_string(path)
+            .unwrap_or_default()
+            .lines()
+            .map(|line| {
+                let quoted: Vec<&str> = line.split('"').collect();
+                let auth = quoted.get(5).copied().unwrap_or_default();
+                (quoted[1].to_owned(), auth.trim_matches('-').to_owned())
+            })
+            .collect()
+    }
+
     /// Requests logged since `since` lines, and the distinct connections
     /// they came on.
     pub fn count_since(&self, since: usize) -> (usize, usize) {
@@ -513,6 +529,106 @@ impl Minio {
             _dir: dir,
             endpoint,
         }
+    }
+}
+
+impl Minio {
+    /// Options that reach this server as its root user.
+    pub fn options(&self) -> hashfile_remote::RemoteOptions {
+        hashfile_remote::RemoteOptions {
+            s3_endpoint: Some(self.endpoint.clone()),
+            s3_region: Some(minio_setting("MINIO_REGION").into()),
+            s3_credentials: Some((
+                minio_setting("MINIO_ROOT_USER").into(),
+                minio_setting("MINIO_ROOT_PASSWORD").into(),
+            )),
+            ..hashfile_remote::RemoteOptions::default()
+        }
+    }
+
+    /// An S3 client of MinIO's, for setting up what the tests read.
+    pub fn client(&self, bucket: &str) -> object_store::aws::AmazonS3 {
+        object_store::aws::AmazonS3Builder::new()
+            .with_endpoint(&self.endpoint)
+            .with_allow_http(true)
+            .with_region(minio_setting("MINIO_REGION"))
+            .with_bucket_name(bucket)
+            .with_access_key_id(minio_setting("MINIO_ROOT_USER"))
+            .with_secret_access_key(minio_setting("MINIO_ROOT_PASSWORD"))
+            .build()
+            .unwrap()
+    }
+
+    /// Uploads with object_store itself (MinIO's own client is not here).
+    pub fn put(&self, bucket: &str, key: &str, bytes: Vec<u8>) {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime
+            .block_on(object_store::ObjectStoreExt::put(
+                &self.client(bucket),
+                &object_store::path::Path::from(key),
+                object_store::PutPayload::from(bytes),
+            ))
+            .unwrap();
+    }
+
+    /// The names of the objects in `bucket` under `prefix`, sorted.
+    pub fn keys(&self, bucket: &str, prefix: &str) -> Vec<String> {
+        use futures_util::StreamExt;
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let store = self.client(bucket);
+        let mut names: Vec<String> = runtime.block_on(async {
+            let prefix = object_store::path::Path::from(prefix);
+            object_store::ObjectStore::list(&store, Some(&prefix))
+                .map(|meta| meta.unwrap().location.to_string())
+                .collect()
+                .await
+        });
+        names.sort();
+        names
+    }
+
+    /// Makes a bucket: a PUT of the bucket's path, presigned by object_store
+    /// (which has no call for making buckets).
+    pub fn make_bucket(&self, bucket: &str) {
+        use object_store::signer::Signer;
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let store = self.client(bucket);
+        // MinIO may answer 503 for a moment after its health check passes.
+        runtime.block_on(async {
+            let mut last = String::new();
+            for _ in 0..50 {
+                let url = store
+                    .signed_url(
+                        reqwest::Method::PUT,
+                        &object_store::path::Path::from(""),
+                        std::time::Duration::from_secs(60),
+                    )
+                    .await
+                    .unwrap();
+                match reqwest::Client::new().put(url.clone()).send().await {
+                    Ok(response) if response.status().is_success() => return,
+                    Ok(response) => {
+                        last = format!(
+                            "PUT {url}: {}: {}",
+                            response.status(),
+                            response.text().await.unwrap_or_default()
+                        )
+                    }
+                    Err(error) => last = format!("PUT {url}: {error}"),
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+            panic!("cannot make bucket {bucket}: {last}");
+        });
     }
 }
 

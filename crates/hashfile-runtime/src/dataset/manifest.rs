@@ -11,15 +11,26 @@ use serde::{Deserialize, Serialize};
 /// The manifest's file name in a dataset directory.
 pub const MANIFEST_NAME: &str = "hashfile-dataset.json";
 
-/// The manifest version this release writes and reads.
-pub const MANIFEST_VERSION: u32 = 1;
+/// The manifest version this release writes. It reads this one and
+/// version 1, which had no `sequence`.
+pub const MANIFEST_VERSION: u32 = 2;
+
+/// The oldest manifest version this release reads.
+pub const OLDEST_MANIFEST_VERSION: u32 = 1;
 
 /// The largest manifest read: about 100 bytes per shard for the most
-/// shards, with room for long names.
+/// shards, with room for long names. A manifest is read whole and parsed:
+/// while it is, the process holds its bytes and the parsed shards; then
+/// the shards alone (about 180 bytes each with 40-character names), and
+/// each shard's store state only once a lookup first reads it
+/// (docs/REMOTE.md, "Where a dataset's shards may be").
 pub const MAX_MANIFEST_LEN: u64 = 512 * MAX_SHARDS as u64;
 
 /// The longest shard file name and generation id.
 const MAX_NAME_LEN: usize = 255;
+
+/// The longest shard URL.
+const MAX_URL_LEN: usize = 2048;
 
 /// The routing function's name: the high bits of XXH3-64 with the seed
 /// `hashfile::dataset::ROUTING_SEED` (`hashfile::dataset::shard_of`).
@@ -31,11 +42,17 @@ pub fn routing_name() -> String {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Manifest {
-    /// The manifest version: [`MANIFEST_VERSION`].
+    /// The manifest version: [`MANIFEST_VERSION`] (or 1, read).
     pub hashfile_dataset: u32,
     /// Which publish of the dataset this is: the same in the shards' file
     /// names. Letters, digits, `.`, `_` and `-`.
     pub generation: String,
+    /// Grows with every publish of the dataset ([`next_sequence`]), so that
+    /// a reader that follows new generations never goes back to an older
+    /// one: a manifest put back by a server or a careless copy is not
+    /// followed. Version 2 on; 0 for a version 1 manifest, which has none.
+    #[serde(default)]
+    pub sequence: u64,
     /// How keys are routed to shards: [`routing_name`].
     pub routing: String,
     /// Entries of all shards together.
@@ -68,14 +85,18 @@ impl Manifest {
         let error = |what: String| dataset_error(at, what);
         let manifest: Manifest = serde_json::from_slice(bytes).map_err(|e| {
             // Look at the version first: a newer manifest fails on fields
-            // this release does not know, and should say why.
-            match serde_json::from_slice::<serde_json::Value>(bytes)
+            // this release does not know, and should say why. Only the
+            // version is kept of that second parse (the rest is skipped,
+            // not built as a tree a large manifest would make huge).
+            #[derive(Deserialize)]
+            struct Version {
+                hashfile_dataset: Option<u64>,
+            }
+            match serde_json::from_slice::<Version>(bytes)
                 .ok()
-                .and_then(|v| v.get("hashfile_dataset").and_then(|v| v.as_u64()))
+                .and_then(|v| v.hashfile_dataset)
             {
-                Some(version) if version != MANIFEST_VERSION as u64 => error(format!(
-                    "dataset manifest version {version}, and this release reads version {MANIFEST_VERSION}"
-                )),
+                Some(version) if !readable(version) => error(version_error(version)),
                 _ => error(format!("not a valid dataset manifest: {e}")),
             }
         })?;
@@ -85,11 +106,16 @@ impl Manifest {
 
     /// What is wrong with the manifest, if anything.
     fn check(&self) -> Result<(), String> {
-        if self.hashfile_dataset != MANIFEST_VERSION {
-            return Err(format!(
-                "dataset manifest version {}, and this release reads version {MANIFEST_VERSION}",
-                self.hashfile_dataset
-            ));
+        if !readable(self.hashfile_dataset.into()) {
+            return Err(version_error(self.hashfile_dataset.into()));
+        }
+        match (self.hashfile_dataset, self.sequence) {
+            (1, 0) => {}
+            (1, _) => {
+                return Err("a version 1 manifest has no sequence (it came with version 2)".into())
+            }
+            (_, 0) => return Err("no sequence: a version 2 manifest has one above 0".into()),
+            _ => {}
         }
         if self.routing != routing_name() {
             return Err(format!(
@@ -109,8 +135,17 @@ impl Manifest {
         let mut total = 0u64;
         for (i, shard) in self.shards.iter().enumerate() {
             let which = || format!("shard {i} of {n} ({:?})", shard.file);
-            if !hashfile_remote::Location::is_remote(&shard.file) {
-                check_name("shard file", &shard.file).map_err(|e| format!("{}: {e}", which()))?;
+            match hashfile_remote::Location::parse(&shard.file) {
+                None => check_name("shard file", &shard.file)
+                    .map_err(|e| format!("{}: {e}", which()))?,
+                Some(_) if shard.file.len() > MAX_URL_LEN => {
+                    return Err(format!(
+                        "shard {i} of {n}: a URL of {} bytes, more than {MAX_URL_LEN}",
+                        shard.file.len()
+                    ))
+                }
+                Some(Err(e)) => return Err(format!("{}: {e}", which())),
+                Some(Ok(_)) => {}
             }
             if !seen.insert(shard.file.as_str()) {
                 return Err(format!("{}: the file is listed twice", which()));
@@ -135,6 +170,17 @@ impl Manifest {
         Ok(())
     }
 
+    /// Whether a reader that has `open` may move on to this manifest: a
+    /// later publish (a greater sequence). Between two version 1
+    /// manifests, which carry no sequence, any other generation is taken,
+    /// as that release did.
+    pub fn follows(&self, open: &Manifest) -> bool {
+        if self.sequence == 0 && open.sequence == 0 {
+            return self.generation != open.generation;
+        }
+        self.sequence > open.sequence
+    }
+
     /// The manifest as written: JSON, one shard per line.
     pub fn to_json(&self) -> String {
         let mut out = String::new();
@@ -147,6 +193,9 @@ impl Manifest {
             "  \"generation\": {},\n",
             json_string(&self.generation)
         ));
+        if self.hashfile_dataset >= 2 {
+            out.push_str(&format!("  \"sequence\": {},\n", self.sequence));
+        }
         out.push_str(&format!("  \"routing\": {},\n", json_string(&self.routing)));
         out.push_str(&format!("  \"entries\": {},\n", self.entries));
         out.push_str("  \"shards\": [\n");
@@ -163,6 +212,30 @@ impl Manifest {
         out.push_str("  ]\n}\n");
         out
     }
+}
+
+/// The sequence of a manifest published now over `replaced` (the manifest
+/// it replaces, if it could be read): the time in microseconds since the
+/// Unix epoch, or one more than `replaced`'s if that is larger (a clock
+/// set back, or two publishes in one microsecond). Without `replaced`, the
+/// time alone keeps it above any sequence published earlier by a machine
+/// with a sane clock.
+pub fn next_sequence(replaced: Option<&Manifest>) -> u64 {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(1, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX));
+    let after = replaced.map_or(0, |m| m.sequence.saturating_add(1));
+    now.max(after).max(1)
+}
+
+fn readable(version: u64) -> bool {
+    (OLDEST_MANIFEST_VERSION as u64..=MANIFEST_VERSION as u64).contains(&version)
+}
+
+fn version_error(version: u64) -> String {
+    format!(
+        "dataset manifest version {version}, and this release reads versions {OLDEST_MANIFEST_VERSION} to {MANIFEST_VERSION}"
+    )
 }
 
 /// A JSON string literal of `text`.

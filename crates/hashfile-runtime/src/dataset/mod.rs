@@ -13,6 +13,8 @@
 #[cfg(feature = "import")]
 mod import;
 pub mod manifest;
+mod origin;
+mod retire;
 mod tasks;
 mod write;
 
@@ -29,6 +31,7 @@ use manifest::{dataset_error, parse_checksum, Manifest, MANIFEST_NAME, MAX_MANIF
 
 #[cfg(feature = "import")]
 pub use import::build_from;
+pub use retire::PREVIOUS_NAME;
 pub use tasks::{discard_generation, new_generation, publish_shards, ShardWriter};
 pub use write::DatasetBuilder;
 
@@ -42,8 +45,13 @@ pub struct Dataset {
     /// its URL without the last segment.
     base: String,
     remote: RemoteOptions,
-    /// The shards, opened and checked on first use.
-    shards: Vec<OnceLock<Store>>,
+    /// Where shards may be: the manifest's own place, and the caller's
+    /// `allow_origins`.
+    places: origin::Places,
+    /// The shards, opened and checked on first use. Boxed, so that a shard
+    /// never used costs a pointer and not a store's state: a manifest may
+    /// list a million shards, and a lookup reads one.
+    shards: Vec<OnceLock<Box<Store>>>,
     /// Whether the manifest or any shard is remote, found once at open:
     /// a binding asks before every lookup.
     remote_parts: bool,
@@ -86,6 +94,13 @@ impl Dataset {
         remote: &RemoteOptions,
     ) -> hashfile::Result<Dataset> {
         let manifest = Manifest::parse(bytes, &manifest_at)?;
+        let places =
+            origin::Places::new(&manifest_at, &remote.allow_origins).map_err(|reason| {
+                hashfile::Error::InvalidOption {
+                    name: "allow_origins",
+                    reason,
+                }
+            })?;
         let base = match manifest_at.rfind('/') {
             Some(slash) => manifest_at[..=slash].to_owned(),
             None => String::new(),
@@ -103,9 +118,15 @@ impl Dataset {
             shard_count,
             base,
             remote: remote.clone(),
+            places,
             remote_parts,
             max_value_size: hashfile::read::DEFAULT_MAX_VALUE_SIZE,
         };
+        // Every shard's place is checked now, so that a manifest that names
+        // one it may not is refused whole before anything is read.
+        for i in 0..dataset.shards.len() {
+            dataset.reach(i)?;
+        }
         for i in 0..dataset.shards.len() {
             if !Location::is_remote(&dataset.shard_location(i)) {
                 dataset.shard(i)?;
@@ -125,14 +146,35 @@ impl Dataset {
 
     /// The dataset at the location now, if its manifest (read now: for a
     /// URL, one request) is of another generation than this one's; the
-    /// manifest read to compare is the one opened, never fetched twice.
+    /// manifest read to compare is the one opened, never fetched twice. A
+    /// manifest of an older publish than this one's (a server or a copy
+    /// that put back an earlier one) is an error, and never followed
+    /// ([`check_follows`](Dataset::check_follows)).
     pub fn newer(&self) -> hashfile::Result<Option<Dataset>> {
         let bytes = read_manifest(&self.location, &self.remote)?;
         let now = Manifest::parse(&bytes, &self.location)?;
         if now.generation == self.manifest.generation {
             return Ok(None);
         }
+        self.check_follows(&now)?;
         Dataset::of_manifest(self.location.clone(), &bytes, &self.remote).map(Some)
+    }
+
+    /// An error unless `newer`, a manifest read at this dataset's location
+    /// now, is of a later publish than this one's: a reader that follows
+    /// new generations moves only forward; going back takes an explicit
+    /// reopen.
+    pub fn check_follows(&self, newer: &Manifest) -> hashfile::Result<()> {
+        if newer.generation == self.manifest.generation || newer.follows(&self.manifest) {
+            return Ok(());
+        }
+        Err(dataset_error(
+            &self.location,
+            format!(
+                "the manifest now names generation {} (sequence {}), not later than generation {} (sequence {}) that this reader has open: an older manifest put back is not followed (reopen to read it on purpose)",
+                newer.generation, newer.sequence, self.manifest.generation, self.manifest.sequence
+            ),
+        ))
     }
 
     /// The manifest's path or URL.
@@ -198,7 +240,7 @@ impl Dataset {
     fn first_use(&self, i: usize) -> hashfile::Result<&Store> {
         let store = self.open_shard(i)?;
         // Two threads may open it at once; one store is kept.
-        let _ = self.shards[i].set(store);
+        let _ = self.shards[i].set(Box::new(store));
         Ok(self.shards[i].get().expect("set above"))
     }
 
@@ -220,23 +262,36 @@ impl Dataset {
 
     /// Shard `i` if it is open already.
     pub fn opened_shard(&self, i: usize) -> Option<&Store> {
-        self.shards[i].get()
+        self.shards[i].get().map(|store| &**store)
+    }
+
+    /// An error naming shard `i` and the dataset.
+    fn shard_error(&self, i: usize, what: String) -> hashfile::Error {
+        dataset_error(
+            &self.shard_location(i),
+            format!(
+                "shard {i} of {} ({}) of dataset {}: {what}",
+                self.shards.len(),
+                self.manifest.shards[i].file,
+                self.location
+            ),
+        )
+    }
+
+    /// How shard `i` may be read, or the error that refuses the manifest
+    /// ([`origin::reach`]).
+    fn reach(&self, i: usize) -> hashfile::Result<origin::Reach> {
+        self.places
+            .reach(&self.manifest.shards[i].file)
+            .map_err(|what| self.shard_error(i, what))
     }
 
     fn open_shard(&self, i: usize) -> hashfile::Result<Store> {
         let entry = &self.manifest.shards[i];
         let at = self.shard_location(i);
-        let n = self.shards.len();
-        let wrong = |what: String| {
-            dataset_error(
-                &at,
-                format!(
-                    "shard {i} of {n} ({}) of dataset {}: {what}",
-                    entry.file, self.location
-                ),
-            )
-        };
-        let mut store = open_store(&at, &self.remote, LocalOpen::Mapped).map_err(|e| match e {
+        let wrong = |what: String| self.shard_error(i, what);
+        let options = self.reach(i)?.options(&self.remote);
+        let mut store = open_store(&at, &options, LocalOpen::Mapped).map_err(|e| match e {
             hashfile::Error::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
                 wrong("missing".to_owned())
             }

@@ -20,12 +20,13 @@ use hashfile::read::Source;
 use hashfile::{BuildOptions, Builder, OnDuplicate, Record};
 use hashfile_remote::{Location, RemoteOptions};
 
+use super::header_checksum;
 use super::manifest::{
-    dataset_error, format_checksum, routing_name, Manifest, ShardEntry, MANIFEST_NAME,
-    MANIFEST_VERSION,
+    dataset_error, format_checksum, next_sequence, routing_name, Manifest, ShardEntry,
+    MANIFEST_NAME, MANIFEST_VERSION,
 };
+use super::retire::Replaced;
 use super::write::{check_shards, generation_of, remove_generations, shard_file_name};
-use super::{header_checksum, Dataset};
 use crate::source::{open_store, LocalOpen};
 
 /// Where a dataset is written: a local directory, or an `s3://` prefix.
@@ -260,9 +261,10 @@ pub fn new_generation() -> String {
 /// `0..shard_count` was reported once, under its name, and that each file
 /// holds what its report says (entry count, length, header checksum: a
 /// file a failed or second attempt left is caught here), then writes the
-/// manifest (by rename, or one PUT). Shards of older generations than the
-/// one replaced are removed, as [`DatasetBuilder`](super::DatasetBuilder)
-/// does, and what failed attempts of this one left.
+/// manifest (by rename, or one PUT). The shards of the generation before
+/// the one replaced are removed, as its manifest listed them
+/// ([`DatasetBuilder`](super::DatasetBuilder) does the same), and what
+/// failed attempts of this one left.
 pub fn publish_shards(
     location: &str,
     generation: &str,
@@ -315,32 +317,26 @@ pub fn publish_shards(
             ));
         }
     }
+    let replaced = if destination.remote {
+        Replaced::read_remote(&manifest_at, remote)
+    } else {
+        Replaced::read_local(destination.dir())
+    };
     let manifest = Manifest {
         hashfile_dataset: MANIFEST_VERSION,
         generation: generation.to_owned(),
+        sequence: next_sequence(replaced.current()),
         routing: routing_name(),
         entries: reports.iter().map(|s| s.entries).sum(),
         shards: reports,
     };
-    let previous = Dataset::open(&manifest_at, remote)
-        .ok()
-        .map(|d| d.manifest().generation.clone());
     let text = manifest.to_json();
     if destination.remote {
         hashfile_remote::put_bytes(&manifest_at, text.into_bytes(), remote)?;
-        let _ = hashfile_remote::delete_beside(
-            &manifest_at,
-            |name| {
-                generation_of(name)
-                    .is_some_and(|g| g != generation && Some(g) != previous.as_deref())
-            },
-            remote,
-        );
+        replaced.retire_remote(&manifest_at, &manifest, remote);
     } else {
         hashfile::build::publish_file(Path::new(&manifest_at), text.as_bytes())?;
-        remove_generations(destination.dir(), |g| {
-            g != generation && Some(g) != previous.as_deref()
-        });
+        replaced.retire_local(destination.dir(), &manifest);
         remove_leftovers(destination.dir(), generation);
     }
     Ok(manifest)
@@ -349,12 +345,36 @@ pub fn publish_shards(
 /// Removes what a failed job wrote of generation `generation` at
 /// `location`: its shards, and temporary files attempts left. The
 /// dataset's manifest, and so what readers read, is not touched.
+///
+/// The job's shards are found by their names, so this takes only a
+/// generation id [`new_generation`] made (the time and 8 random hex
+/// digits, which no file of anyone else's begins with), and refuses one
+/// that the dataset's manifest or its previous generation's record names:
+/// what a failed job never published.
 pub fn discard_generation(
     location: &str,
     generation: &str,
     remote: &RemoteOptions,
 ) -> hashfile::Result<()> {
     let destination = Destination::of(location)?;
+    let manifest_at = destination.at(MANIFEST_NAME);
+    if !super::write::is_new_generation(generation) {
+        return Err(dataset_error(
+            &manifest_at,
+            format!("generation {generation:?} is not one new_generation made: a failed job's shards are found by the id it wrote them under"),
+        ));
+    }
+    let replaced = if destination.remote {
+        Replaced::read_remote(&manifest_at, remote)
+    } else {
+        Replaced::read_local(destination.dir())
+    };
+    if replaced.names_generation(generation) {
+        return Err(dataset_error(
+            &manifest_at,
+            format!("generation {generation} is published (the manifest or the previous generation's record lists it): only an unpublished one is discarded"),
+        ));
+    }
     if destination.remote {
         hashfile_remote::delete_beside(
             &destination.at(MANIFEST_NAME),

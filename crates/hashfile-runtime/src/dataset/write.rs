@@ -11,10 +11,12 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use hashfile::dataset::{shard_of, MAX_SHARDS};
 use hashfile::{BuildOptions, Builder, CancelFlag, Record};
 
+use super::header_checksum;
 use super::manifest::{
-    format_checksum, routing_name, Manifest, ShardEntry, MANIFEST_NAME, MANIFEST_VERSION,
+    format_checksum, next_sequence, routing_name, Manifest, ShardEntry, MANIFEST_NAME,
+    MANIFEST_VERSION,
 };
-use super::{header_checksum, Dataset};
+use super::retire::Replaced;
 use crate::source::{open_store, LocalOpen};
 
 /// Builds a dataset of `n` shards.
@@ -138,9 +140,10 @@ impl DatasetBuilder {
     /// `GENERATION-IIIII-of-NNNNN.hf`, built in parallel (with the
     /// `parallel` feature: on the current rayon pool), then
     /// `hashfile-dataset.json` by rename. The shards of the generation
-    /// replaced stay, for readers still opening it; those of older
-    /// generations are removed. A build that fails leaves the manifest, and
-    /// so the dataset, as it was, and removes the shards it wrote.
+    /// replaced stay, for readers still opening it; those of the one before
+    /// it, as its manifest listed them, are removed (and nothing else:
+    /// `retire`). A build that fails leaves the manifest, and so the
+    /// dataset, as it was, and removes the shards it wrote.
     pub fn write(&mut self, dir: &Path) -> hashfile::Result<Manifest> {
         self.write_checked(dir, &mut || Ok(()))
     }
@@ -155,9 +158,7 @@ impl DatasetBuilder {
     ) -> hashfile::Result<Manifest> {
         create_dir(dir)?;
         let manifest_path = dir.join(MANIFEST_NAME);
-        let previous = Dataset::open(&dir.display().to_string(), &Default::default())
-            .ok()
-            .map(|d| d.manifest().generation.clone());
+        let replaced = Replaced::read_local(dir);
         // A streaming build's first write keeps the generation its
         // temporary files are named for; any other write starts a new one,
         // so that it never renames over a shard a reader may be using.
@@ -165,10 +166,18 @@ impl DatasetBuilder {
             Some((streamed_into, generation)) if streamed_into == dir => generation,
             _ => new_generation(),
         };
-        let result = self.write_generation(dir, &generation, &manifest_path, before_publish);
+        let sequence = next_sequence(replaced.current());
+        let result =
+            self.write_generation(dir, &generation, sequence, &manifest_path, before_publish);
         match &result {
-            Ok(_) => remove_generations(dir, |g| g != generation && Some(g) != previous.as_deref()),
-            Err(_) => remove_generations(dir, |g| g == generation),
+            Ok(manifest) => replaced.retire_local(dir, manifest),
+            Err(_) => {
+                // The shards this build wrote, by the names it gave them.
+                let n = self.builders.len();
+                for i in 0..n {
+                    let _ = std::fs::remove_file(dir.join(shard_file_name(&generation, i, n)));
+                }
+            }
         }
         result
     }
@@ -177,6 +186,7 @@ impl DatasetBuilder {
         &mut self,
         dir: &Path,
         generation: &str,
+        sequence: u64,
         manifest_path: &Path,
         before_publish: &mut dyn FnMut() -> hashfile::Result<()>,
     ) -> hashfile::Result<Manifest> {
@@ -220,6 +230,7 @@ impl DatasetBuilder {
             hashfile_dataset: MANIFEST_VERSION,
             entries: shards.iter().map(|s| s.entries).sum(),
             generation: generation.to_string(),
+            sequence,
             routing: routing_name(),
             shards,
         };
@@ -326,6 +337,22 @@ pub(super) fn new_generation() -> String {
     )
 }
 
+/// Whether `generation` has the shape of an id [`new_generation`] makes:
+/// `YYYYMMDDTHHMMSSZ-` and 8 lowercase hex digits.
+pub(super) fn is_new_generation(generation: &str) -> bool {
+    let b = generation.as_bytes();
+    let digits = |range: std::ops::Range<usize>| b[range].iter().all(u8::is_ascii_digit);
+    b.len() == 25
+        && digits(0..8)
+        && b[8] == b'T'
+        && digits(9..15)
+        && b[15] == b'Z'
+        && b[16] == b'-'
+        && b[17..]
+            .iter()
+            .all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(c))
+}
+
 /// The proleptic Gregorian date of a day count since 1970-01-01 (Howard
 /// Hinnant's `civil_from_days`).
 fn civil_from_days(days: i64) -> (i64, u32, u32) {
@@ -371,5 +398,14 @@ mod tests {
         assert_eq!(generation_of(&name), Some(generation.as_str()));
         assert_eq!(generation_of("notes.hf"), None);
         assert_eq!(generation_of("x-1-of-2.hf"), None);
+        assert!(is_new_generation(&generation));
+        for other in [
+            "customers",
+            "20261124T143910Z-1f0c93aG",
+            "20261124T143910Z-1f0c93a",
+            "2026112xT143910Z-1f0c93ab",
+        ] {
+            assert!(!is_new_generation(other), "{other}");
+        }
     }
 }

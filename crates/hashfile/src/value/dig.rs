@@ -1,15 +1,17 @@
 //! Walking a path into an encoded value without decoding what it passes:
 //! every array and map records its body's length, so a sibling is skipped
-//! in O(1). Key equality is Ruby's `Hash` equality for the key types a
-//! probe can be (strings, symbols, integers), so a binding's `dig` gives
-//! the answers its own `Hash#dig` would.
+//! in O(1). Key equality is Ruby's `Hash` equality (`eql?`) for the key
+//! types a probe can be (strings, symbols, integers, floats, booleans), so
+//! Ruby's `dig` gives the answers its own `Hash#dig` would, and Python's
+//! gives the same: an integer finds an Integer key only, never the Float
+//! or `true` Python's `==` would also take (docs/PYTHON.md, "dig").
 
-use super::{Container, Cursor, Encoding, Item};
-use crate::error::Result;
+use super::{join_items, Container, Cursor, Encoding, Item};
+use crate::error::{Error, Result};
 
 /// One step of a path: what to look up in a map, or (an integer) the index
 /// in an array.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Probe<'p> {
     /// A string key. It equals a stored string with the same bytes when the
     /// two encodings agree, as Ruby's String equality has it: the same one
@@ -23,8 +25,21 @@ pub enum Probe<'p> {
     /// A symbol key, by name.
     Symbol(&'p [u8]),
     /// An integer key in a map, or an index into an array (negative from
-    /// the end).
+    /// the end). It equals an Integer key only, as Ruby's `eql?` has it:
+    /// not `1.0`, not `true`.
     Int(i64),
+    /// A float key: equals a Float key of the same value (`0.0` equals
+    /// `-0.0`, NaN equals nothing), as Ruby's `eql?` has it; never an
+    /// Integer.
+    Float(f64),
+    /// `true` or `false` as a key: equals that key only, never an integer.
+    Bool(bool),
+    /// A text key as Python's `str`, in a language with neither Symbols
+    /// nor string encodings: equals a String key in any encoding but
+    /// binary, or a Symbol, with these bytes. A map holding two such keys
+    /// (`"a"` and `:a`) is ambiguous for it, and the walk refuses it
+    /// ([`Error::KeysCollide`]) rather than pick one.
+    Text(&'p [u8]),
 }
 
 /// Where a walk ended.
@@ -60,7 +75,11 @@ pub enum Dig<'a> {
 /// # Ok::<(), hashfile::Error>(())
 /// ```
 pub fn dig<'a>(value: &'a [u8], path: &[Probe<'_>], symbolize_names: bool) -> Result<Dig<'a>> {
-    let mut item = Cursor::new(value).next_item()?;
+    let mut cursor = Cursor::new(value);
+    let mut item = cursor.next_item()?;
+    // A container's body was taken whole: what follows is free to check,
+    // and a decode of the value would refuse it.
+    cursor.end_of_value()?;
     for (step, probe) in path.iter().enumerate() {
         let next = match item {
             Item::Nil => return Ok(Dig::Absent),
@@ -80,7 +99,8 @@ pub fn dig<'a>(value: &'a [u8], path: &[Probe<'_>], symbolize_names: bool) -> Re
 }
 
 /// The value under `probe` in a map, or `None`. The last of repeated keys
-/// wins, as in a Hash built from the same pairs.
+/// wins, as in a Hash built from the same pairs; for a [`Probe::Text`],
+/// two keys it equals are an error.
 pub fn find_in_map<'a>(
     map: Container<'a>,
     probe: &Probe<'_>,
@@ -100,22 +120,37 @@ pub(super) fn find_in_map_raw<'a>(
 ) -> Result<Option<&'a [u8]>> {
     let mut cursor = map.cursor();
     let mut found = None;
+    let mut hit_key = None;
     for _ in 0..map.len {
-        let hit = match (probe, cursor.short_str()) {
+        let (hit, key) = match (probe, cursor.short_str()) {
             // The common case, a short UTF-8 key, compared in place.
             (Probe::Str { bytes, binary }, Some(key)) if !symbolize_names => {
-                *bytes == key && (!*binary || key.is_ascii())
+                (*bytes == key && (!*binary || key.is_ascii()), None)
             }
-            (Probe::Symbol(name), Some(key)) if symbolize_names => *name == key,
-            (_, Some(_)) => false,
-            (_, None) => matches(probe, cursor.next_item()?, symbolize_names),
+            (Probe::Symbol(name), Some(key)) if symbolize_names => (*name == key, None),
+            (Probe::Text(text), Some(key)) => (*text == key, Some(Item::Str(key, Encoding::Utf8))),
+            (_, Some(_)) => (false, None),
+            (_, None) => {
+                let key = cursor.next_item()?;
+                (matches(probe, key, symbolize_names), Some(key))
+            }
         };
         if hit {
+            if let (Probe::Text(_), Some(first), Some(key)) = (probe, hit_key, key) {
+                return Err(Error::KeysCollide {
+                    keys: join_items(&[first, key]),
+                    language: "Python",
+                });
+            }
+            hit_key = key;
             found = Some(cursor.next_raw()?);
         } else {
             cursor.skip()?;
         }
     }
+    // Every pair was passed: a body holding more than the count says (a
+    // hidden pair) is refused here as a decode refuses it.
+    cursor.end_of_body()?;
     Ok(found)
 }
 
@@ -123,6 +158,10 @@ pub(super) fn find_in_map_raw<'a>(
 fn matches(probe: &Probe<'_>, key: Item<'_>, symbolize_names: bool) -> bool {
     match (probe, key) {
         (Probe::Int(i), Item::Int(k)) => *i == k,
+        (Probe::Float(x), Item::Float(k)) => *x == k,
+        (Probe::Bool(b), Item::Bool(k)) => *b == k,
+        (Probe::Text(text), Item::Str(k, encoding)) => *text == k && encoding != Encoding::Binary,
+        (Probe::Text(text), Item::Symbol(k, _)) => *text == k,
         (Probe::Str { bytes, binary }, Item::Str(k, encoding)) if !symbolize_names => {
             *bytes == k && compatible(k, *binary, encoding)
         }

@@ -314,7 +314,9 @@ pub fn dig_in_within<'a, T: AsRef<[u8]> + From<Vec<u8>>>(
     limit: &Limit<'_>,
 ) -> Result<Dig<'a>> {
     let mut scratch = Some(scratch);
-    let mut bytes: &'a [u8] = Cursor::new(value).next_raw()?;
+    let mut whole = Cursor::new(value);
+    let mut bytes: &'a [u8] = whole.next_raw()?;
+    whole.end_of_value()?;
     for (step, probe) in path.iter().enumerate() {
         if bytes[0] == tag::FRAME {
             bytes = into_scratch(open(bytes, decode)?, &mut scratch)?;

@@ -328,7 +328,19 @@ impl<'a> Cursor<'a> {
             }
             tag::SYMBOL => {
                 let t = self.byte()?;
+                let at = self.pos;
                 let (bytes, encoding) = self.string(t)?;
+                // A Symbol's name is valid in its encoding (Ruby makes no
+                // other): checked here, where every decoder reads it, so
+                // none returns a name Ruby's refuses.
+                let valid = match encoding {
+                    Encoding::Utf8 => std::str::from_utf8(bytes).is_ok(),
+                    Encoding::Ascii => bytes.is_ascii(),
+                    Encoding::Binary | Encoding::Named(_) => true,
+                };
+                if !valid {
+                    return Err(malformed("a symbol name is not valid in its encoding", at));
+                }
                 Item::Symbol(bytes, encoding)
             }
             tag::MAP => {
@@ -427,22 +439,49 @@ impl<'a> Cursor<'a> {
     }
 }
 
+impl Cursor<'_> {
+    /// After a container's items were read from a cursor over its body:
+    /// an error if bytes are left over. A count smaller than the items
+    /// written would otherwise hide the rest of the body (a second
+    /// `"role": "admin"` pair after the one counted) from one decoder and
+    /// not from another; every decoder checks here, so all refuse it alike.
+    pub fn end_of_body(&self) -> Result<()> {
+        if self.is_at_end() {
+            Ok(())
+        } else {
+            Err(malformed(
+                "container body longer than its items",
+                self.position(),
+            ))
+        }
+    }
+
+    /// After a record's one value was read: an error if bytes follow it.
+    pub fn end_of_value(&self) -> Result<()> {
+        if self.is_at_end() {
+            Ok(())
+        } else {
+            Err(malformed("trailing bytes", self.position()))
+        }
+    }
+}
+
 fn check_body(c: Container<'_>, items: u64, depth_left: usize) -> Result<()> {
     if depth_left == 0 {
-        return Err(Error::corrupt(
-            "records",
-            format!("malformed value: nested deeper than {MAX_DEPTH} levels"),
-        ));
+        return Err(too_deep());
     }
     let mut inner = c.cursor();
     inner.check(items, depth_left - 1)?;
-    if !inner.is_at_end() {
-        return Err(malformed(
-            "container body longer than its items",
-            inner.position(),
-        ));
-    }
-    Ok(())
+    inner.end_of_body()
+}
+
+/// A value nested deeper than [`MAX_DEPTH`], found while decoding.
+#[cold]
+pub fn too_deep() -> Error {
+    Error::corrupt(
+        "records",
+        format!("malformed value: nested deeper than {MAX_DEPTH} levels"),
+    )
 }
 
 /// Checks that `bytes` hold exactly one well-formed value within
@@ -450,10 +489,62 @@ fn check_body(c: Container<'_>, items: u64, depth_left: usize) -> Result<()> {
 pub fn check(bytes: &[u8]) -> Result<()> {
     let mut cursor = Cursor::new(bytes);
     cursor.check(1, MAX_DEPTH)?;
-    if !cursor.is_at_end() {
-        return Err(malformed("trailing bytes", cursor.position()));
+    cursor.end_of_value()
+}
+
+/// An item in Ruby's notation, for messages: `1`, `1.0`, `true`, `nil`,
+/// `"a"`, `:a`; a long string cut short, a container by its size.
+impl std::fmt::Display for Item<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            Item::Nil => f.write_str("nil"),
+            Item::Bool(b) => write!(f, "{b}"),
+            Item::Int(i) => write!(f, "{i}"),
+            Item::BigInt {
+                negative,
+                magnitude,
+            } => write!(
+                f,
+                "an Integer of {} bytes ({})",
+                magnitude.len(),
+                if negative { "negative" } else { "positive" }
+            ),
+            // Debug writes a point (`1.0`), as Ruby does.
+            Item::Float(x) if x.is_finite() => write!(f, "{x:?}"),
+            Item::Float(x) if x.is_nan() => f.write_str("NaN"),
+            Item::Float(x) => f.write_str(if x > 0.0 { "Infinity" } else { "-Infinity" }),
+            Item::Str(bytes, encoding) => {
+                write!(f, "{}", crate::DisplayBytes(bytes))?;
+                match encoding {
+                    Encoding::Binary => f.write_str(".b"),
+                    Encoding::Named(name) => write!(f, " ({name})"),
+                    _ => Ok(()),
+                }
+            }
+            Item::Symbol(bytes, _) => match std::str::from_utf8(bytes) {
+                Ok(name)
+                    if !name.is_empty()
+                        && name.chars().all(|c| c.is_alphanumeric() || c == '_') =>
+                {
+                    write!(f, ":{name}")
+                }
+                _ => write!(f, ":{}", crate::DisplayBytes(bytes)),
+            },
+            Item::Array(c) => write!(f, "an Array of {}", c.len),
+            Item::Map(c) => write!(f, "a Hash of {}", c.len),
+            Item::Custom(bytes) => write!(f, "a serializer's {} bytes", bytes.len()),
+        }
     }
-    Ok(())
+}
+
+/// Items for a message: `1`, `1 and 1.0`, `1, 1.0 and true`.
+pub fn join_items(items: &[Item<'_>]) -> String {
+    let shown: Vec<String> = items.iter().map(Item::to_string).collect();
+    match shown.split_last() {
+        None => String::new(),
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+    }
 }
 
 // ---- encoding ----
