@@ -195,3 +195,22 @@ fn max_value_size_is_at_least_one_byte() {
         "{e}"
     );
 }
+
+/// A record read into a buffer of its own (from a file, a server, or
+/// decoded) keeps that buffer when made owned: the bindings' remote reads
+/// made every value owned, a second copy of what the transport had read.
+#[test]
+fn an_owned_record_is_not_copied_again() {
+    let mut builder = Builder::new(BuildOptions::default()).unwrap();
+    builder.insert(b"long", &vec![9u8; 100_000]);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.hf");
+    std::fs::write(&path, builder.to_bytes().unwrap()).unwrap();
+    let store = Reader::new(FileSource::new(std::fs::File::open(&path).unwrap()).unwrap()).unwrap();
+    let found = store.get(b"long").unwrap().unwrap();
+    let at = found.value().as_ptr();
+    let owned = found.into_owned();
+    assert_eq!(owned.value().as_ptr(), at);
+    assert_eq!(owned.value(), &vec![9u8; 100_000][..]);
+    assert_eq!(owned.key(), b"long");
+}

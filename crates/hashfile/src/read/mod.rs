@@ -127,7 +127,19 @@ impl<'a> RecordBuf<'a> {
     /// The record holding a copy of its bytes, to be kept apart from the
     /// store it was read from (a remote read that may be done again on a
     /// newer store, say).
+    ///
+    /// A record that already holds its own buffer (read from a file or a
+    /// server, or decoded) keeps it: no copy, so a long value read remotely
+    /// is held once, not twice, and nothing is allocated here.
     pub fn into_owned(self) -> RecordBuf<'static> {
+        if matches!(self._held, Some(source::Held::Owned(_))) {
+            // SAFETY: `key` and `value` point into the heap buffer of the
+            // `Vec` that `_held` owns (`new` and `owning` make them so for
+            // an owned piece), which moves with the record and lives as
+            // long as it: they borrow nothing for `'a`, and only the
+            // lifetime parameter changes.
+            return unsafe { std::mem::transmute::<RecordBuf<'a>, RecordBuf<'static>>(self) };
+        }
         let mut bytes = Vec::with_capacity(self.key.len() + self.value.len());
         bytes.extend_from_slice(self.key);
         bytes.extend_from_slice(self.value);
