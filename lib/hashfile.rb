@@ -32,6 +32,8 @@ module Hashfile
   #                    top-level object, fits
   # MAX_INTEGER_DIGITS most digits of an integer in a JSON or YAML input
   #                    (100,000): converting takes time in their square
+  # DEFAULT_MAX_VALUE_SIZE  the largest value Hashfile.open reads unless
+  #                    given max_value_size: (256 MiB)
 
   class << self
     # Builds a store at +path+ from a Hash, from any Enumerable of
@@ -192,6 +194,13 @@ module Hashfile
     #   again; a reload, +reopen+ or +close+ empties it. Keys that are
     #   exactly a String or a Symbol. Not with +freeze: false+ or
     #   +serializer:+. docs/RUBY.md, "Hot keys".
+    # @param max_value_size [Integer, nil] the largest value read, in bytes,
+    #   as stored or as a compressed value decodes (default
+    #   DEFAULT_MAX_VALUE_SIZE, 256 MiB): a larger one raises LimitError
+    #   naming its key, before it is read or decoded past the limit, from a
+    #   lookup, +each+ or +verify+. It bounds what a damaged or hostile
+    #   store (or a server lying about one) can make a lookup allocate;
+    #   raise it to read a store whose values really are larger.
     # @param raw [Boolean] values come back as the stored bytes (a binary
     #   String), undecoded
     # @param serializer [#dump and #load, Array(#call, #call), nil] loads
@@ -246,7 +255,7 @@ module Hashfile
     # @raise [FormatError] if it is not a valid store
     # @raise [RemoteError] if a remote store cannot be read (subclasses by
     #   cause: RemoteNotFoundError, RemoteAccessError, ...)
-    def open(path, verify: false, symbolize_names: false, freeze: nil, raw: false, serializer: nil, reload: nil, on_change: :raise, memo: nil, **remote)
+    def open(path, verify: false, symbolize_names: false, freeze: nil, raw: false, serializer: nil, reload: nil, on_change: :raise, memo: nil, max_value_size: nil, **remote)
       check_options(remote, REMOTE_OPTIONS, OPEN_KEYWORDS + REMOTE_OPTIONS)
       load = serializer_pair(serializer)&.last
       raise TypeError, "reload must be nil or a number of seconds, not #{reload.class}" unless reload.nil? || reload.is_a?(Numeric)
@@ -256,7 +265,7 @@ module Hashfile
 
       freeze = !memo.nil? && memo.positive? if freeze.nil?
       options = { symbolize_names: symbolize_names, freeze: freeze, raw: raw }
-      db = Reader._open(path_string(path), options, load, reload&.to_f, on_change == :reopen, remote.empty? ? nil : remote, memo || 0)
+      db = Reader._open(path_string(path), options, load, reload&.to_f, on_change == :reopen, remote.empty? ? nil : remote, memo || 0, max_value_size)
       begin
         db.verify if verify
       rescue Exception # rubocop:disable Lint/RescueException
@@ -318,7 +327,7 @@ module Hashfile
     end
 
     # The keywords of Hashfile.open other than the remote options.
-    OPEN_KEYWORDS = %i[verify symbolize_names freeze raw serializer reload on_change memo].freeze
+    OPEN_KEYWORDS = %i[verify symbolize_names freeze raw serializer reload on_change memo max_value_size].freeze
     private_constant :OPEN_KEYWORDS
 
     # Whether +data+ names input files (a path, an IO, or an Array of only

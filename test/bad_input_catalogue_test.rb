@@ -64,6 +64,14 @@ class BadInputCatalogueTest < HashfileTest
     path("hidden.hf")
   end
 
+  # A store of a raw value of 1,000 random bytes ("big") and a compressed one that
+  # decodes to 40,000 ("text").
+  def big_value_store
+    text = (1..4000).map { |i| "word#{i % 7} " }.join[0, 40_000].ljust(40_000, "x")
+    Hashfile.build(path("big.hf"), { "big" => Random.new(1).bytes(1000), "text" => text }, compression: :zstd)
+    path("big.hf")
+  end
+
   # [what, how, expected class (or CLI exit status), message pattern]
   def catalogue
     [
@@ -81,6 +89,9 @@ class BadInputCatalogueTest < HashfileTest
       ["a FIFO as a store", -> { File.mkfifo(path("pipe.hf")) unless File.exist?(path("pipe.hf")); Hashfile.open(path("pipe.hf")) }, Hashfile::FormatError, /pipe.hf: a FIFO \(named pipe\), not a regular file; a store is read from a regular file/],
       ["a damaged compressed value", -> { Hashfile.open(damaged_compressed_value)["text"] }, Hashfile::FormatError, /corrupt store \(records\): compressed value/],
       ["a map whose count hides a pair", -> { Hashfile.open(hidden_pair_store)["user"] }, Hashfile::FormatError, /corrupt store \(records\): malformed value: container body longer than its items at byte 9/],
+      ["a value larger than max_value_size", -> { Hashfile.open(big_value_store, max_value_size: 100)["big"] }, Hashfile::LimitError, /the value of key "big" is 1000 bytes, over max_value_size \(100 bytes\); open the store with a larger max_value_size to read it/],
+      ["a compressed value decoding past max_value_size", -> { Hashfile.open(big_value_store, max_value_size: 10_000)["text"] }, Hashfile::LimitError, /the value of key "text" decodes to 40000 bytes, over max_value_size \(10000 bytes\)/],
+      ["a store with such a value, verified", -> { Hashfile.open(big_value_store, max_value_size: 10_000, verify: true) }, Hashfile::LimitError, /the value of key "text" decodes to 40000 bytes, over max_value_size/],
       "Importer inputs", # a heading in docs/ERRORS.md
       ["JSON that is not JSON", -> { Hashfile.build_from(input("a.json", "{\"a\": 1,\n \"b\" 2}"), path) }, Hashfile::ParseError, /a.json: line 2, column 6: expected `:`/],
       ["a JSON duplicate key", -> { Hashfile.build_from(input("d.json", "{\"a\": 1,\n \"b\": 2,\n \"a\": 3}"), path) }, Hashfile::DuplicateKeyError, /duplicate key "a" \(.*d.json: line 1 and .*d.json: line 3\)/],
@@ -128,6 +139,7 @@ class BadInputCatalogueTest < HashfileTest
       ["options no table can satisfy", -> { Hashfile.build(path, (1..5000).to_h { |i| ["k#{i}", i] }, dense_key_fraction: 0.99, dense_bucket_fraction: 0.01) }, ArgumentError, /dense_key_fraction|dense_bucket_fraction/],
       ["threads: 0", -> { Hashfile.build_from(input("t.json", "{}"), path, threads: 0) }, ArgumentError, /threads must be from 1 to \d+ \(4 per core, at least 16\), got 0/],
       ["a nil path", -> { Hashfile.open(nil) }, TypeError, /expected a path \(String or Pathname\), not nil/],
+      ["max_value_size: 0", -> { Hashfile.open(path("good.hf").tap { good_store }, max_value_size: 0) }, ArgumentError, /invalid option max_value_size: must be at least 1 byte/],
       ["reload: past a day", -> { Hashfile.open(path("good.hf").tap { good_store }, reload: 1e300) }, ArgumentError, /reload must be nil or a number of seconds from 0 to 86400 \(a day\), not 1e300/],
       ["an output that is another user's link (as root)", -> { planted_link }, Hashfile::UnsafeLinkError, /planted.hf: refusing to write through a symbolic link owned by uid 65534 \(this process runs as uid 0\); only links of this user or root are followed/],
       ["an output that is a URL", -> { Dir.chdir(path("")) { Hashfile.build("s3://bucket/x.hf", { "a" => 1 }) } }, ArgumentError, %r{invalid option output: s3://bucket/x.hf is a URL; a build writes a local file or directory: build it here, then upload it}],
@@ -169,6 +181,7 @@ class BadInputCatalogueTest < HashfileTest
       ["an unknown --compression", -> { cli("build", input("z.json", "{}"), "--compression", "gzip", "-o", path) }, 2, /invalid option --compression: "gzip" is not a compression; one of none, zstd, zstd:LEVEL/],
       ["--threads out of range", -> { cli("build", input("t2.json", "{}"), "--threads", "0", "-o", path) }, 2, /threads must be from 1 to \d+/],
       ["a key in two locale files", -> { cli("build", input("a.yml", "en:\n  a: 1\n"), input("b.yml", "en:\n  a: 2\n"), "-o", path) }, 1, /duplicate key "en" \(.*a.yml: line 1, column 1 and .*b.yml: line 1, column 1\)\nTo keep one of them, give --on-duplicate first or last; --merge deep merges nested keys/],
+      ["a value past --max-value-size", -> { cli("get", big_value_store, "text", "--max-value-size", "10000") }, 1, /the value of key "text" decodes to 40000 bytes, over max_value_size \(10000 bytes\); open the store with a larger max_value_size to read it/],
       ["a missing input", -> { cli("build", path("nope.json"), "-o", path) }, 1, /No such file or directory - .*nope.json/],
       ["dump of what JSON cannot hold", -> { Hashfile.build(path("bin.hf"), { "\xFF".b => "x" }); cli("dump", path("bin.hf")) }, 1, /key "\\xFF" has bytes that are not UTF-8, which JSON cannot hold; use --format tsv/],
     ]

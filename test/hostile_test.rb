@@ -2,6 +2,7 @@
 
 require_relative "test_helper"
 require "json"
+require "open3"
 require "timeout"
 
 # What a red team broke (the hostile-inputs issue), each kept as a test:
@@ -68,6 +69,52 @@ class HostileTest < HashfileTest
     File.chmod(0o640, store)
     Hashfile.build(store, { "a" => "3" })
     assert_equal [0o640, 65_534], [File.stat(store).mode & 0o7777, File.stat(store).gid]
+  end
+
+  # A value a lookup cannot allocate: a compressed store decoding to 1,024
+  # times its size aborted Ruby, Python and the CLI (SIGABRT) under a
+  # memory limit, as did a sparse 1 TiB store (the Rust tests:
+  # crates/hashfile/tests/hostile_lengths.rs, and a lying server in
+  # crates/hashfile-remote/tests/hostile.rs). Children under RLIMIT_AS a
+  # little above what they use read a value of 128 MB: each read raises
+  # NoMemoryError (or LimitError under max_value_size), the CLI says so and
+  # exits 1, and the process goes on.
+  def test_a_value_larger_than_memory_allows_raises_instead_of_aborting
+    value = Array.new(500_000) { ("\0" * 255) + rand(256).chr }.join # 128 MB
+    Hashfile.build(path, { "big" => value, "small" => "s" }, compression: "zstd")
+    assert_operator File.size(path), :<, 16 << 20, "stored compressed"
+    limit = <<~RUBY
+      vm = File.read("/proc/self/status")[/VmSize:\\s+(\\d+)/, 1].to_i * 1024
+      Process.setrlimit(:AS, vm + (48 << 20))
+    RUBY
+    script = <<~RUBY
+      dbs = [Hashfile.open(#{path.inspect}), Hashfile.open(#{path.inspect}, max_value_size: 64 << 20)]
+      #{limit}
+      dbs.each_with_index do |db, i|
+        { "get" => -> { db["big"] }, "verify" => -> { db.verify }, "each" => -> { db.each { nil } },
+          "values_at" => -> { db.values_at("small", "big") } }.each do |what, call|
+          call.call
+          puts "\#{i} \#{what}: no error"
+        rescue NoMemoryError, Hashfile::Error => e
+          puts "\#{i} \#{what}: \#{e.class}: \#{e.message}"
+        end
+        puts "\#{i} small: \#{db["small"]}"
+      end
+    RUBY
+    out, err, status = Open3.capture3(RbConfig.ruby, "-I#{File.expand_path("../lib", __dir__)}", "-rhashfile", "-e", script)
+    refute status.signaled?, "ended by signal #{status.termsig}: #{out}#{err}"
+    assert status.success?, out
+    %w[get verify each values_at].each do |what|
+      assert_match(/^0 #{what}: NoMemoryError: out of memory: cannot allocate \d+ bytes/, out)
+      assert_match(/^1 #{what}: Hashfile::LimitError: .*the value of key "big" decodes to 128000000 bytes, over max_value_size \(67108864 bytes\)/, out)
+    end
+    assert_match(/^0 small: s$/, out)
+    assert_match(/^1 small: s$/, out)
+    cli = "require 'hashfile/cli'; #{limit}; exit Hashfile::CLI.new.run(ARGV)"
+    _, err, status = Open3.capture3(RbConfig.ruby, "-I#{File.expand_path("../lib", __dir__)}", "-e", cli, "get", path, "big")
+    refute status.signaled?, "the CLI ended by signal #{status.termsig}: #{err}"
+    assert_equal 1, status.exitstatus, err
+    assert_match(/hashfile: out of memory: cannot allocate \d+ bytes/, err)
   end
 
   # Opening a FIFO blocked forever in open(2), holding the GVL: Timeout,
@@ -148,7 +195,7 @@ class HostileTest < HashfileTest
     json = write_json
     url = "http://127.0.0.1:9/none.hf"
     calls = {}
-    %i[reload verify symbolize_names freeze raw on_change].each { |o| calls["open #{o}"] = ->(v) { Hashfile.open(path, o => v, &:size) } }
+    %i[reload verify symbolize_names freeze raw on_change max_value_size].each { |o| calls["open #{o}"] = ->(v) { Hashfile.open(path, o => v, &:size) } }
     (Hashfile::REMOTE_DEFAULTS.keys + %i[headers s3_endpoint s3_region]).each do |o|
       calls["open URL #{o}"] = ->(v) { Hashfile.open(url, o => v, connect_timeout: 0.2, retries: 0, &:size) }
     end

@@ -180,7 +180,7 @@ module Hashfile
       print_message "hashfile: #{message.lines.first&.chomp}"
       print_message "Run 'hashfile --help' for usage." if option_error
       option_error ? 2 : 1
-    rescue Hashfile::Error, SystemCallError, JSON::ParserError, TypeError, IOError => e
+    rescue Hashfile::Error, SystemCallError, JSON::ParserError, TypeError, IOError, NoMemoryError => e
       raise if @debug
 
       print_message "hashfile: #{e.message.lines.first&.chomp}"
@@ -401,9 +401,10 @@ module Hashfile
       end
     end
 
-    # --header and --timeout, for a store given as a URL; the options go
-    # into +remote+.
+    # --max-value-size, and --header and --timeout for a store given as a
+    # URL; the options go into +remote+ (Hashfile.open's keywords).
     def remote_options(o, remote)
+      o.on("--max-value-size BYTES", Integer, "the largest value read, stored or decoded (default #{DEFAULT_MAX_VALUE_SIZE}: 256 MiB)") { |v| remote[:max_value_size] = v }
       o.separator ""
       o.separator "FILE may be an http://, https:// or s3:// URL (s3: credentials from AWS_* variables)."
       o.on("--header 'NAME: VALUE'", "send this header with every HTTP request (repeatable)") do |v|

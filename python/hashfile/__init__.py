@@ -24,7 +24,10 @@ from typing import Any, Union
 from . import _native, errors
 from .errors import *  # noqa: F401,F403 (the exception classes)
 
-__all__ = ["open", "build", "build_from", "shard_of", "Reader", "Key", *errors.__all__]
+__all__ = ["open", "build", "build_from", "shard_of", "Reader", "Key", "DEFAULT_MAX_VALUE_SIZE", *errors.__all__]
+
+#: The largest value ``open`` reads unless given ``max_value_size`` (256 MiB).
+DEFAULT_MAX_VALUE_SIZE: int = _native.DEFAULT_MAX_VALUE_SIZE
 
 Key = Union[str, bytes]
 PathLike = Union[str, "os.PathLike[str]"]
@@ -39,6 +42,7 @@ def open(  # noqa: A001
     reload: float | None = None,
     on_change: str = "raise",
     memo: int = 0,
+    max_value_size: int | None = None,
     **remote: Any,
 ) -> "Reader":
     """Opens a store, a dataset (its directory, or its manifest's path or
@@ -49,7 +53,10 @@ def open(  # noqa: A001
     the next lookup on. ``on_change="reopen"``: a remote reader reopens a
     replaced object and looks the key up again. ``memo``: keep up to this
     many decoded values and return the same object for the same key, as a
-    ``dict`` does (docs/PYTHON.md, "Hot keys"). ``remote``: the remote
+    ``dict`` does (docs/PYTHON.md, "Hot keys"). ``max_value_size``: the
+    largest value read, in bytes, as stored or as a compressed value decodes
+    (default ``DEFAULT_MAX_VALUE_SIZE``, 256 MiB); a larger one raises
+    ``LimitError`` naming its key. ``remote``: the remote
     options (``headers``, ``timeout``, ``connect_timeout``, ``retries``,
     ``concurrency``, ``cache_size``, ``block_size``, ``prefetch_index``,
     ``http2``, ``s3_endpoint``, ``s3_region``, and ``allow_origins``: the
@@ -64,7 +71,11 @@ def open(  # noqa: A001
         raise TypeError(f"memo must be a number of entries, not {type(memo).__name__}")
     if not 0 <= memo <= _native.MAX_MEMO:
         raise ValueError(f"memo must be a number of entries from 0 to {_native.MAX_MEMO}, not {memo}")
-    return Reader(os.fspath(location), None if reload is None else float(reload), on_change == "reopen", remote or None, memo)
+    if max_value_size is not None and (isinstance(max_value_size, bool) or not isinstance(max_value_size, int)):
+        raise TypeError(f"max_value_size must be None or a number of bytes, not {type(max_value_size).__name__}")
+    if max_value_size is not None and not 0 <= max_value_size < 2**64:
+        raise ValueError(f"max_value_size must be a number of bytes from 1 to 2**64 - 1, not {max_value_size}")
+    return Reader(os.fspath(location), None if reload is None else float(reload), on_change == "reopen", remote or None, memo, max_value_size)
 
 
 def build(path: PathLike, items: Mapping[Key, Any] | Iterable[tuple[Key, Any]], *, shards: int | None = None, **options: Any) -> int:

@@ -13,11 +13,12 @@ def build_from(inputs: list[str], output: str, shards: int | None = None, build_
 BUILD_OPTIONS: list[str]
 MAX_SHARDS: int
 MAX_MEMO: int
+DEFAULT_MAX_VALUE_SIZE: int
 
 class NativeReader:
     """The base of ``hashfile.Reader``: an open store, dataset or URL."""
 
-    def __init__(self, location: str, reload: float | None = None, on_change_reopen: bool = False, remote: dict[str, Any] | None = None, memo: int = 0) -> None: ...
+    def __init__(self, location: str, reload: float | None = None, on_change_reopen: bool = False, remote: dict[str, Any] | None = None, memo: int = 0, max_value_size: int | None = None) -> None: ...
     @property
     def closed(self) -> bool: ...
     @property

@@ -28,7 +28,7 @@ use hashfile::value::{
 };
 use hashfile::ValueKind;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 
 use crate::errors::{to_py, IntoPy};
 
@@ -36,7 +36,7 @@ use crate::errors::{to_py, IntoPy};
 pub fn value<'py>(py: Python<'py>, kind: ValueKind, bytes: &[u8]) -> PyResult<Bound<'py, PyAny>> {
     match kind {
         ValueKind::Utf8 | ValueKind::Ascii => text(py, bytes),
-        ValueKind::Binary => Ok(PyBytes::new(py, bytes).into_any()),
+        ValueKind::Binary => new_bytes(py, bytes),
         ValueKind::Typed => {
             // Every length is checked as it is read, the depth here: one
             // pass, with no separate check of the whole value first (a
@@ -59,16 +59,46 @@ pub fn key<'py>(py: Python<'py>, utf8: bool, bytes: &[u8]) -> PyResult<Bound<'py
     if utf8 {
         text(py, bytes)
     } else {
-        Ok(PyBytes::new(py, bytes).into_any())
+        new_bytes(py, bytes)
+    }
+}
+
+/// `bytes` holding `data`, or the `MemoryError` Python raised making it:
+/// `PyBytes::new` panics when Python cannot allocate (a value of 50 MB
+/// under a memory limit became a `PanicException`, which `except
+/// Exception` does not catch).
+pub fn new_bytes<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Bound<'py, PyAny>> {
+    let len = pyo3::ffi::Py_ssize_t::try_from(data.len())
+        .map_err(|_| pyo3::exceptions::PyMemoryError::new_err("a value too large for bytes"))?;
+    // SAFETY: PyBytes_FromStringAndSize copies `len` bytes from the
+    // pointer, which `data` holds; it returns a new reference or NULL with
+    // the error set, which `from_owned_ptr_or_err` takes over.
+    unsafe {
+        let object = pyo3::ffi::PyBytes_FromStringAndSize(data.as_ptr().cast(), len);
+        Bound::from_owned_ptr_or_err(py, object)
+    }
+}
+
+/// `str` of UTF-8 text, or the `MemoryError` Python raised making it
+/// (as [`new_bytes`]).
+fn new_str<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyAny>> {
+    let len = pyo3::ffi::Py_ssize_t::try_from(text.len())
+        .map_err(|_| pyo3::exceptions::PyMemoryError::new_err("a value too large for str"))?;
+    // SAFETY: PyUnicode_FromStringAndSize reads `len` bytes of UTF-8 from
+    // the pointer, which `text` holds; it returns a new reference or NULL
+    // with the error set, which `from_owned_ptr_or_err` takes over.
+    unsafe {
+        let object = pyo3::ffi::PyUnicode_FromStringAndSize(text.as_ptr().cast(), len);
+        Bound::from_owned_ptr_or_err(py, object)
     }
 }
 
 /// `str` of UTF-8 bytes, or `bytes` if they are not UTF-8.
 fn text<'py>(py: Python<'py>, bytes: &[u8]) -> PyResult<Bound<'py, PyAny>> {
-    Ok(match std::str::from_utf8(bytes) {
-        Ok(s) => PyString::new(py, s).into_any(),
-        Err(_) => PyBytes::new(py, bytes).into_any(),
-    })
+    match std::str::from_utf8(bytes) {
+        Ok(s) => new_str(py, s),
+        Err(_) => new_bytes(py, bytes),
+    }
 }
 
 fn item<'py>(
@@ -96,7 +126,7 @@ fn from_item<'py>(
         } => {
             let int = py
                 .get_type::<PyInt>()
-                .call_method1("from_bytes", (PyBytes::new(py, magnitude), "little"))?;
+                .call_method1("from_bytes", (new_bytes(py, magnitude)?, "little"))?;
             if negative {
                 int.neg()?
             } else {
@@ -104,9 +134,9 @@ fn from_item<'py>(
             }
         }
         Item::Float(f) => f.into_pyobject(py)?.into_any(),
-        Item::Str(bytes, Encoding::Binary) => PyBytes::new(py, bytes).into_any(),
+        Item::Str(bytes, Encoding::Binary) => new_bytes(py, bytes)?,
         Item::Str(bytes, _) | Item::Symbol(bytes, _) => text(py, bytes)?,
-        Item::Custom(bytes) => PyBytes::new(py, bytes).into_any(),
+        Item::Custom(bytes) => new_bytes(py, bytes)?,
         Item::Array(_) | Item::Map(_) if depth_left == 0 => return Err(to_py(codec::too_deep())),
         Item::Array(c) => array(py, c, depth_left - 1)?.into_any(),
         Item::Map(c) => map(py, c, depth_left - 1)?.into_any(),

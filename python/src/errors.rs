@@ -2,7 +2,7 @@
 //! classes of `hashfile/errors.py`, which mirror the Ruby gem's
 //! (`Hashfile::FormatError`, ...), with the same messages.
 
-use pyo3::exceptions::{PyOSError, PyValueError};
+use pyo3::exceptions::{PyMemoryError, PyOSError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
@@ -34,6 +34,7 @@ fn convert(py: Python<'_>, error: hashfile::Error) -> PyResult<PyErr> {
                     K::Server => "RemoteServerError",
                     K::Protocol => "RemoteProtocolError",
                     K::Invalid => return Ok(PyValueError::new_err(message)),
+                    K::OutOfMemory => return Ok(PyMemoryError::new_err(message)),
                     _ => "RemoteError",
                 }
             } else {
@@ -87,7 +88,10 @@ fn convert(py: Python<'_>, error: hashfile::Error) -> PyResult<PyErr> {
         // faithful Python form: not a damaged store, a value this binding
         // cannot return, as UnsupportedError says of features.
         E::KeysCollide { .. } => "UnsupportedError",
-        E::Limit { .. } => "LimitError",
+        E::Limit { .. } | E::ValueTooLarge { .. } => "LimitError",
+        // What a store or server claimed could not be allocated: Python's
+        // own MemoryError, as bytes of that size would raise.
+        E::OutOfMemory { .. } => return Ok(PyMemoryError::new_err(message)),
         E::InvalidOption { .. } => return Ok(PyValueError::new_err(message)),
         E::Closed { .. } => "ClosedError",
         E::Dataset { path, .. } => {
@@ -130,6 +134,23 @@ pub fn internal(py: Python<'_>, what: &str) -> PyErr {
     {
         Ok(exception) => PyErr::from_value(exception),
         Err(e) => e,
+    }
+}
+
+/// Runs `call`, a binding's call into Rust, with a panic turned into a
+/// `hashfile.Error` ("internal error: ..."): left alone, pyo3 raises its
+/// `PanicException`, a `BaseException` that `except Exception` misses.
+pub fn no_panic<T>(py: Python<'_>, call: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(call)) {
+        Ok(result) => result,
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a panic".into());
+            Err(internal(py, &what))
+        }
     }
 }
 

@@ -53,5 +53,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("BUILD_OPTIONS", options::BUILD_OPTIONS.to_vec())?;
     m.add("MAX_SHARDS", hashfile::dataset::MAX_SHARDS)?;
     m.add("MAX_MEMO", hashfile_runtime::MAX_MEMO_ENTRIES)?;
+    m.add(
+        "DEFAULT_MAX_VALUE_SIZE",
+        hashfile::read::DEFAULT_MAX_VALUE_SIZE,
+    )?;
     Ok(())
 }

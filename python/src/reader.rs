@@ -18,7 +18,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 
 use crate::decode;
-use crate::errors::IntoPy;
+use crate::errors::{no_panic, IntoPy};
 use crate::memo::Memo;
 use crate::options::{remote_options, Key};
 
@@ -37,6 +37,14 @@ impl NativeReader {
     /// Runs `read` on the current table; without the GIL when the table is
     /// remote (so `read` returns owned data).
     fn read<R: Send>(
+        &self,
+        py: Python<'_>,
+        read: impl Fn(&Table) -> hashfile::Result<R> + Send + Sync,
+    ) -> PyResult<R> {
+        no_panic(py, || self.read_unguarded(py, read))
+    }
+
+    fn read_unguarded<R: Send>(
         &self,
         py: Python<'_>,
         read: impl Fn(&Table) -> hashfile::Result<R> + Send + Sync,
@@ -79,6 +87,14 @@ impl NativeReader {
 
     /// The value of `key` read from the store.
     fn lookup<'py>(&self, py: Python<'py>, key: &[u8]) -> PyResult<Option<Bound<'py, PyAny>>> {
+        no_panic(py, || self.lookup_unguarded(py, key))
+    }
+
+    fn lookup_unguarded<'py>(
+        &self,
+        py: Python<'py>,
+        key: &[u8],
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
         let table = self.handle.current().py_err()?;
         if !table.is_remote() {
             // Decoded in place, holding the GIL; the fault check comes
@@ -102,6 +118,14 @@ impl NativeReader {
 
     /// The values of `keys` read from the store: one batch per store.
     fn lookup_many<'py>(
+        &self,
+        py: Python<'py>,
+        keys: &[&[u8]],
+    ) -> PyResult<Vec<Option<Bound<'py, PyAny>>>> {
+        no_panic(py, || self.lookup_many_unguarded(py, keys))
+    }
+
+    fn lookup_many_unguarded<'py>(
         &self,
         py: Python<'py>,
         keys: &[&[u8]],
@@ -144,9 +168,10 @@ impl NativeReader {
     /// `NativeReader(location, reload, on_change_reopen, remote, memo)`:
     /// `reload` is None or the seconds between checks for a newer store;
     /// `remote` a dict of remote options, or None; `memo` the most decoded
-    /// values to keep (0: none).
+    /// values to keep (0: none); `max_value_size` the largest value read,
+    /// in bytes (None: the core's default).
     #[new]
-    #[pyo3(signature = (location, reload=None, on_change_reopen=false, remote=None, memo=0))]
+    #[pyo3(signature = (location, reload=None, on_change_reopen=false, remote=None, memo=0, max_value_size=None))]
     fn new(
         py: Python<'_>,
         location: String,
@@ -154,7 +179,11 @@ impl NativeReader {
         on_change_reopen: bool,
         remote: Option<&Bound<'_, PyDict>>,
         memo: u64,
+        max_value_size: Option<u64>,
     ) -> PyResult<NativeReader> {
+        if let Some(bytes) = max_value_size {
+            hashfile::read::check_max_value_size(bytes).py_err()?;
+        }
         if memo > hashfile_runtime::MAX_MEMO_ENTRIES {
             return Err(PyValueError::new_err(format!(
                 "memo must be a number of entries from 0 to {}, not {memo}",
@@ -201,6 +230,7 @@ impl NativeReader {
         let options = OpenOptions {
             remote: remote_given,
             refresh,
+            max_value_size,
         };
         let handle = if is_remote {
             py.detach(|| hashfile_runtime::open(&location, options))
@@ -362,27 +392,7 @@ impl NativeReader {
             offset: cursor.1,
             index: cursor.2,
         };
-        let (records, next) = self.read(py, |t| {
-            let (records, next) = t.chunk(from, max)?;
-            Ok((
-                records
-                    .into_iter()
-                    .map(RecordBuf::into_owned)
-                    .collect::<Vec<_>>(),
-                next,
-            ))
-        })?;
-        let list = PyList::empty(py);
-        for r in &records {
-            let k = decode::key(py, r.key_utf8(), r.key())?;
-            let v = if keys_only {
-                py.None().into_bound(py)
-            } else {
-                decode::value(py, r.kind(), r.value())?
-            };
-            list.append(PyTuple::new(py, [k, v])?)?;
-        }
-        Ok((list, next.map(|c| (c.shard, c.offset, c.index))))
+        no_panic(py, || self.chunk_unguarded(py, from, max, keys_only))
     }
 
     /// A reader of this one's current table alone, which no refresh swaps:
@@ -397,9 +407,11 @@ impl NativeReader {
     /// Checks every checksum (and, for a dataset, every shard against its
     /// manifest and every key against its shard).
     fn verify(&self, py: Python<'_>) -> PyResult<bool> {
-        let table = self.handle.current_mapped().py_err()?.to_arc();
-        py.detach(|| table.verify()).py_err()?;
-        Ok(true)
+        no_panic(py, || {
+            let table = self.handle.current_mapped().py_err()?.to_arc();
+            py.detach(|| table.verify()).py_err()?;
+            Ok(true)
+        })
     }
 
     /// Sizes and, for a dataset, its generation and shards.
@@ -509,5 +521,38 @@ impl NativeReader {
     #[getter]
     fn remote(&self) -> bool {
         self.handle.is_remote()
+    }
+}
+
+impl NativeReader {
+    /// `_chunk`'s work, which `no_panic` guards.
+    fn chunk_unguarded<'py>(
+        &self,
+        py: Python<'py>,
+        from: Cursor,
+        max: usize,
+        keys_only: bool,
+    ) -> PyResult<(Bound<'py, PyList>, Option<PyCursor>)> {
+        let (records, next) = self.read_unguarded(py, |t| {
+            let (records, next) = t.chunk(from, max)?;
+            Ok((
+                records
+                    .into_iter()
+                    .map(RecordBuf::into_owned)
+                    .collect::<Vec<_>>(),
+                next,
+            ))
+        })?;
+        let list = PyList::empty(py);
+        for r in &records {
+            let k = decode::key(py, r.key_utf8(), r.key())?;
+            let v = if keys_only {
+                py.None().into_bound(py)
+            } else {
+                decode::value(py, r.kind(), r.value())?
+            };
+            list.append(PyTuple::new(py, [k, v])?)?;
+        }
+        Ok((list, next.map(|c| (c.shard, c.offset, c.index))))
     }
 }

@@ -33,6 +33,9 @@ pub enum RemoteErrorKind {
     Interrupted,
     /// The location or an option is not usable (an unknown scheme, say).
     Invalid,
+    /// A buffer for an answer could not be allocated: the call fails, the
+    /// process goes on. The core reports it as `Error::OutOfMemory`.
+    OutOfMemory,
     /// Anything else the S3 client reported.
     Other,
 }
@@ -104,6 +107,7 @@ impl From<RemoteError> for io::Error {
             RemoteErrorKind::Connection => io::ErrorKind::ConnectionReset,
             RemoteErrorKind::Interrupted => io::ErrorKind::Interrupted,
             RemoteErrorKind::Invalid => io::ErrorKind::InvalidInput,
+            RemoteErrorKind::OutOfMemory => io::ErrorKind::OutOfMemory,
             _ => io::ErrorKind::Other,
         };
         io::Error::new(kind, error)

@@ -86,7 +86,7 @@ impl HttpTransport {
         ranges: &[Range<u64>],
         expect: Option<&Identity>,
         opened_header: Option<&[u8]>,
-    ) -> Result<(Vec<Bytes>, Identity), RemoteError> {
+    ) -> Result<(Vec<Vec<u8>>, Identity), RemoteError> {
         let wire = match opened_header {
             Some(header) => with_header(ranges, header.len() as u64),
             None => ranges.to_vec(),
@@ -172,18 +172,31 @@ impl HttpTransport {
             body.push(&chunk)?;
         }
         let body = body.finish();
+        // One range asked for and sent as it was asked, the usual answer
+        // to a long read: its body is the bytes, handed on as they are,
+        // never copied (the cache takes this buffer).
+        if let (Some((start, end, size)), [range], None) = (single, ranges, opened_header) {
+            if body.len() as u64 != end - start {
+                return Err(body_ended(&what, body.len(), end - start));
+            }
+            if start == range.start && end == range.end.min(size) {
+                let identity = Identity {
+                    size,
+                    etag,
+                    last_modified,
+                };
+                if let Some(expect) = expect {
+                    expect.check(&identity)?;
+                }
+                return Ok((vec![body], identity));
+            }
+        }
+        let body = Bytes::from(body);
         // Each part as (start, end, size, bytes).
         let parts = match (single, boundary) {
             (Some((start, end, size)), _) => {
                 if body.len() as u64 != end - start {
-                    return Err(RemoteError::new(
-                        RemoteErrorKind::Connection,
-                        format!(
-                            "the body of {what} ended after {} of {} bytes",
-                            body.len(),
-                            end - start
-                        ),
-                    ));
+                    return Err(body_ended(&what, body.len(), end - start));
                 }
                 vec![(start, end, size, body)]
             }
@@ -237,7 +250,12 @@ impl HttpTransport {
             };
             match parts.iter().find(|p| p.0 <= range.start && end <= p.1) {
                 Some((start, _, _, bytes)) => {
-                    out.push(bytes.slice((range.start - start) as usize..(end - start) as usize))
+                    let piece = &bytes[(range.start - start) as usize..(end - start) as usize];
+                    let mut copy = Vec::new();
+                    copy.try_reserve_exact(piece.len())
+                        .map_err(|_| out_of_memory(&what, piece.len() as u64))?;
+                    copy.extend_from_slice(piece);
+                    out.push(copy);
                 }
                 None => {
                     return Err(RemoteError::with_status(
@@ -254,6 +272,22 @@ impl HttpTransport {
         }
         Ok((out, identity))
     }
+}
+
+/// The error for a body shorter than its Content-Range.
+fn body_ended(what: &str, got: usize, expected: u64) -> RemoteError {
+    RemoteError::new(
+        RemoteErrorKind::Connection,
+        format!("the body of {what} ended after {got} of {expected} bytes"),
+    )
+}
+
+/// The error for a buffer of `len` bytes the allocator refused.
+fn out_of_memory(what: &str, len: u64) -> RemoteError {
+    RemoteError::new(
+        RemoteErrorKind::OutOfMemory,
+        format!("cannot allocate {len} bytes for the answer to {what}"),
+    )
 }
 
 /// The error for an answer whose store header is not the one opened.
@@ -293,12 +327,18 @@ pub(crate) fn body_limit(ranges: &[Range<u64>]) -> u64 {
 
 /// A response body read piece by piece, never past a limit: a server that
 /// claims or sends more than was asked for is cut off before the excess
-/// is held.
+/// is held. Held in one `Vec`, which becomes the bytes handed out (no
+/// second copy), grown fallibly.
 pub(crate) struct Body<'a> {
-    bytes: bytes::BytesMut,
+    bytes: Vec<u8>,
     limit: u64,
     what: &'a str,
 }
+
+/// The most room a body takes before its bytes come, whatever
+/// Content-Length announces: past it, the buffer grows with what arrives,
+/// so a server must send what it claims before it is held.
+const ANNOUNCED_ROOM: u64 = 16 << 20;
 
 impl<'a> Body<'a> {
     /// A body of at most `limit` bytes; an error at once if the server
@@ -311,13 +351,14 @@ impl<'a> Body<'a> {
         if let Some(announced) = announced.filter(|&n| n > limit) {
             return Err(too_long(what, announced, limit));
         }
-        // Room for what is announced, never more than the limit.
-        let room = announced.unwrap_or(0).min(limit).min(usize::MAX as u64) as usize;
-        Ok(Body {
-            bytes: bytes::BytesMut::with_capacity(room),
-            limit,
-            what,
-        })
+        // Room for what is announced (so that the body is not copied as it
+        // grows), never more than the limit nor `ANNOUNCED_ROOM`.
+        let room = announced.unwrap_or(0).min(limit).min(ANNOUNCED_ROOM) as usize;
+        let mut bytes = Vec::new();
+        bytes
+            .try_reserve_exact(room)
+            .map_err(|_| out_of_memory(what, room as u64))?;
+        Ok(Body { bytes, limit, what })
     }
 
     pub(crate) fn push(&mut self, chunk: &[u8]) -> Result<(), RemoteError> {
@@ -325,12 +366,15 @@ impl<'a> Body<'a> {
         if len > self.limit {
             return Err(too_long(self.what, len, self.limit));
         }
+        self.bytes
+            .try_reserve(chunk.len())
+            .map_err(|_| out_of_memory(self.what, len))?;
         self.bytes.extend_from_slice(chunk);
         Ok(())
     }
 
-    pub(crate) fn finish(self) -> Bytes {
-        self.bytes.freeze()
+    pub(crate) fn finish(self) -> Vec<u8> {
+        self.bytes
     }
 }
 

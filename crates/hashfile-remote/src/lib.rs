@@ -209,7 +209,7 @@ pub fn fetch_whole(location: &str, options: RemoteOptions, max: u64) -> hashfile
             format!("{size} bytes, more than the {max} expected"),
         )));
     }
-    let mut bytes = first.to_vec();
+    let mut bytes = first;
     bytes.truncate(size as usize);
     if (bytes.len() as u64) < size {
         let rest = object

@@ -112,7 +112,7 @@ impl Connection {
         ranges: &[Range<u64>],
         expect: Option<&Identity>,
         header: Option<&[u8]>,
-    ) -> Result<(Vec<Bytes>, Identity), RemoteError> {
+    ) -> Result<(Vec<Vec<u8>>, Identity), RemoteError> {
         match &self.transport {
             Transport::Http(http) => http.get(ranges, expect, header).await,
             // `fetch` asks S3 for one range per request; were it more, they
@@ -141,7 +141,7 @@ impl Connection {
         expect: Option<&Identity>,
         header: Option<&[u8]>,
         options: &RemoteOptions,
-    ) -> Result<(Vec<Bytes>, Identity), RemoteError> {
+    ) -> Result<(Vec<Vec<u8>>, Identity), RemoteError> {
         let retries = match self.transport {
             Transport::Http(_) => options.retries,
             Transport::S3(_) => 0,
@@ -217,7 +217,7 @@ impl RemoteObject {
         location: Location,
         options: RemoteOptions,
         first_len: u64,
-    ) -> Result<(RemoteObject, Bytes), RemoteError> {
+    ) -> Result<(RemoteObject, Vec<u8>), RemoteError> {
         let connection = Connection::new(&location, &options)?;
         let (mut first, identity) = connection.run(connection.get(
             std::slice::from_ref(&(0..first_len)),
@@ -232,7 +232,9 @@ impl RemoteObject {
             &first[..first.len().min(hashfile::format::HEADER_PREFIX_LEN)],
             identity.size,
         ) {
-            Ok(len) if !content_etag && len <= first.len() => Some(first.slice(..len)),
+            Ok(len) if !content_etag && len <= first.len() => {
+                Some(Bytes::copy_from_slice(&first[..len]))
+            }
             // Not a store (the reader says so next), or one whose header
             // is longer than the first block: compared by validators only.
             _ => None,
@@ -339,7 +341,7 @@ impl RangeFetch for RemoteObject {
                 }
             })
             .buffered(options.concurrency.max(1))
-            .try_collect::<Vec<Vec<Bytes>>>();
+            .try_collect::<Vec<Vec<Vec<u8>>>>();
         let fetched = connection.run(work)?;
         // Ranges fetched one per request carried no header: one request
         // for it after them shows they all came from the store opened (a
@@ -356,7 +358,7 @@ impl RangeFetch for RemoteObject {
                 None,
                 options,
             ))?;
-            if now.first() != Some(opened) {
+            if now.first().map(Vec::as_slice) != Some(&opened[..]) {
                 return Err(crate::http::header_changed(&format!(
                     "the header after {} ranges",
                     ranges.len()
@@ -364,11 +366,10 @@ impl RangeFetch for RemoteObject {
                 .into());
             }
         }
-        Ok(fetched
-            .into_iter()
-            .flatten()
-            .map(|bytes| bytes.to_vec())
-            .collect())
+        // The transport's buffers, handed on: each fetched byte is held
+        // once here (the cache copies a block's worth at a time, and a
+        // long read takes the buffer itself).
+        Ok(fetched.into_iter().flatten().collect())
     }
 }
 

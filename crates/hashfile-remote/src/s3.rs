@@ -6,7 +6,6 @@
 use std::ops::Range;
 use std::sync::Arc;
 
-use bytes::Bytes;
 use futures_util::StreamExt;
 use object_store::aws::{AmazonS3, AmazonS3Builder};
 use object_store::{BackoffConfig, ClientOptions, GetOptions, GetRange, ObjectStore, RetryConfig};
@@ -98,7 +97,7 @@ impl S3Transport {
         &self,
         range: Range<u64>,
         expect: Option<&Identity>,
-    ) -> Result<(Bytes, Identity), RemoteError> {
+    ) -> Result<(Vec<u8>, Identity), RemoteError> {
         let what = format!("bytes {}..{}", range.start, range.end);
         let options = GetOptions {
             range: Some(GetRange::Bounded(range.clone())),

@@ -48,6 +48,10 @@ pub struct OpenOptions {
     pub remote: RemoteOptions,
     /// When to look for a newer store.
     pub refresh: Refresh,
+    /// The largest value read, stored or decoded
+    /// (`hashfile::Reader::max_value_size`); `None` for
+    /// `hashfile::read::DEFAULT_MAX_VALUE_SIZE`.
+    pub max_value_size: Option<u64>,
 }
 
 /// An open location, safe to share between threads.
@@ -146,7 +150,8 @@ pub fn open(location: &str, options: OpenOptions) -> hashfile::Result<Handle> {
             ),
         });
     }
-    let store = Table::open_deferred(location, &options.remote)?;
+    let store = Table::open_deferred(location, &options.remote)?
+        .with_max_value_size(options.max_value_size)?;
     let handle = Handle::on(Arc::new(store), location, options);
     handle
         .unmapped_lookups
@@ -180,8 +185,8 @@ impl Handle {
         self.map_now();
         let store = self.current()?.to_arc();
         let options = OpenOptions {
-            remote: self.options.remote.clone(),
             refresh: Refresh::Never,
+            ..self.options.clone()
         };
         Ok(Handle::on(store, &self.location, options))
     }
@@ -358,7 +363,8 @@ impl Handle {
         if self.is_closed() {
             return Err(self.closed_error());
         }
-        let store = Table::open(&self.location, &self.options.remote)?;
+        let store = Table::open(&self.location, &self.options.remote)?
+            .with_max_value_size(self.options.max_value_size)?;
         self.install(store);
         self.refresh_error.store(None);
         Ok(())

@@ -123,7 +123,9 @@ pub fn map_store(store: &Store) -> Option<hashfile::Result<Store>> {
         Err(e) => return Some(Err(io(e))),
     };
     match mapped_source(file, *id, source.size()) {
-        Ok(mapped @ StoreSource::Local(_)) => Some(Reader::new(mapped)),
+        Ok(mapped @ StoreSource::Local(_)) => {
+            Some(Reader::new(mapped).and_then(|r| r.with_max_value_size(store.max_value_size())))
+        }
         Ok(_) => None,
         Err(e) => Some(Err(io(e))),
     }

@@ -91,6 +91,26 @@ impl Table {
         }
     }
 
+    /// The table with `max_value_size` set on every store it reads
+    /// (`hashfile::Reader::set_max_value_size`), or as it is for `None`.
+    pub fn with_max_value_size(mut self, bytes: Option<u64>) -> hashfile::Result<Table> {
+        if let Some(bytes) = bytes {
+            match &mut self {
+                Table::Store(store) => store.set_max_value_size(bytes)?,
+                Table::Dataset(dataset, _) => dataset.set_max_value_size(bytes)?,
+            }
+        }
+        Ok(self)
+    }
+
+    /// The largest value read (`hashfile::Reader::max_value_size`).
+    pub fn max_value_size(&self) -> u64 {
+        match self {
+            Table::Store(store) => store.max_value_size(),
+            Table::Dataset(dataset, _) => dataset.max_value_size(),
+        }
+    }
+
     /// The record of `key`.
     #[inline]
     pub fn get(&self, key: &[u8]) -> hashfile::Result<Option<RecordBuf<'_>>> {
@@ -236,10 +256,12 @@ impl Table {
         location: &str,
         remote: &RemoteOptions,
     ) -> Option<hashfile::Result<Table>> {
+        // The newer table reads values within the same limit.
+        let limit = Some(self.max_value_size());
         match self {
             Table::Dataset(dataset, None) => match dataset.newer() {
                 Ok(None) => None,
-                Ok(Some(newer)) => Some(Ok(Table::Dataset(newer, None))),
+                Ok(Some(newer)) => Some(Table::Dataset(newer, None).with_max_value_size(limit)),
                 Err(e) => Some(Err(e)),
             },
             Table::Dataset(dataset, Some(_)) if self.is_stale(location) => {
@@ -247,10 +269,12 @@ impl Table {
                     if let Table::Dataset(newer, _) = &table {
                         dataset.check_follows(newer.manifest())?;
                     }
-                    Ok(table)
+                    table.with_max_value_size(limit)
                 }))
             }
-            _ if self.is_stale(location) => Some(Table::open(location, remote)),
+            _ if self.is_stale(location) => {
+                Some(Table::open(location, remote).and_then(|t| t.with_max_value_size(limit)))
+            }
             _ => None,
         }
     }

@@ -206,6 +206,7 @@ fn reopen_on_change_reads_a_replaced_object_again() {
         OpenOptions {
             remote: quick.clone(),
             refresh: Refresh::ReopenOnChange,
+            ..OpenOptions::default()
         },
     )
     .unwrap();
@@ -214,6 +215,7 @@ fn reopen_on_change_reads_a_replaced_object_again() {
         OpenOptions {
             remote: quick,
             refresh: Refresh::Never,
+            ..OpenOptions::default()
         },
     )
     .unwrap();

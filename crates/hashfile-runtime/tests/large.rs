@@ -17,6 +17,10 @@ use hashfile_runtime::dataset::{Dataset, DatasetBuilder};
 const VALUES: u8 = 5;
 const VALUE_LEN: usize = 900 << 20;
 
+/// What the readers here take: the values are past the default
+/// `max_value_size`.
+const MAX_VALUE_SIZE: u64 = 1 << 30;
+
 /// The value of key `i`: `VALUE_LEN` bytes of `b'a' + i`, with `i` again in
 /// its last byte (a value read from another record, or cut short, fails).
 fn value(i: u8) -> Vec<u8> {
@@ -61,11 +65,14 @@ fn a_store_past_4_gib_reads_iterates_and_verifies() {
     let len = builder.write_file(&path).unwrap();
     assert!(len > 4 << 30, "{len} bytes");
 
+    // Values of 900 MiB: past the default max_value_size (256 MiB).
     let store = hashfile_runtime::open_store(
         path.to_str().unwrap(),
         &Default::default(),
         hashfile_runtime::LocalOpen::Mapped,
     )
+    .unwrap()
+    .with_max_value_size(MAX_VALUE_SIZE)
     .unwrap();
     assert_eq!(store.len(), VALUES as u64 + 2);
     assert_eq!(
@@ -105,6 +112,8 @@ fn dump_with_the_cli(path: &std::path::Path) {
         .arg(root.join("lib"))
         .arg(root.join("exe/hashfile"))
         .arg("dump")
+        .arg("--max-value-size")
+        .arg(MAX_VALUE_SIZE.to_string())
         .arg(path)
         .stdout(std::process::Stdio::piped())
         .spawn()
@@ -151,7 +160,8 @@ fn a_dataset_past_4_gib_reads_iterates_and_verifies() {
     let total: u64 = manifest.shards.iter().map(|s| s.bytes).sum();
     assert!(total > 4 << 30, "{total} bytes");
 
-    let dataset = Dataset::open(dir.path().to_str().unwrap(), &Default::default()).unwrap();
+    let mut dataset = Dataset::open(dir.path().to_str().unwrap(), &Default::default()).unwrap();
+    dataset.set_max_value_size(MAX_VALUE_SIZE).unwrap();
     assert_eq!(dataset.len(), VALUES as u64 + 1000);
     for i in 0..VALUES {
         let record = dataset.get(format!("big-{i}").as_bytes()).unwrap().unwrap();

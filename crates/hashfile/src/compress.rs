@@ -445,14 +445,21 @@ impl Decoder {
     /// decoder's cache of items (up to [`ITEM_CACHE_LEN`] bytes, shared by
     /// the threads reading the store) and answered from it when the frame
     /// at `at` is asked for again, whether the store is mapped or read.
-    pub fn decode_item(&self, at: u64, frame: &[u8]) -> std::result::Result<Arc<[u8]>, String> {
+    /// An item is decoded as [`decode`](Decoder::decode) decodes a value,
+    /// within `max` bytes.
+    pub fn decode_item(
+        &self,
+        at: u64,
+        frame: &[u8],
+        max: u64,
+    ) -> std::result::Result<Arc<[u8]>, DecodeError> {
         let place = (at, frame.len());
         if let Some(item) = self.item_cache().get(place) {
             return Ok(item);
         }
         // Decoded outside the lock: another thread may decode the same
         // frame meanwhile, and the first kept is the one kept.
-        let item: Arc<[u8]> = self.decode(frame, b"")?.into();
+        let item: Arc<[u8]> = self.decode(frame, b"", max)?.into();
         self.item_cache().insert(place, item.clone());
         Ok(item)
     }
@@ -476,42 +483,76 @@ impl Decoder {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// The value `frame` holds, after `prefix` in the same buffer: the
-    /// buffer is `prefix` followed by the decoded value. An error names
-    /// what is wrong with the frame.
-    pub fn decode(&self, frame: &[u8], prefix: &[u8]) -> std::result::Result<Vec<u8>, String> {
-        let size = content_size(frame)?;
+    /// The value `frame` holds, followed by `prefix` in the same buffer
+    /// (a record's key, say). An error names what is wrong with the frame.
+    ///
+    /// The decoded value is at most `max` bytes (a reader's
+    /// `max_value_size`): a frame that says it holds more is
+    /// [`DecodeError::TooLarge`] before anything is allocated, and one
+    /// that says less and holds more stops at what it said, since the
+    /// decoder writes into a buffer of that length and no further. The
+    /// buffer is allocated fallibly.
+    pub fn decode(
+        &self,
+        frame: &[u8],
+        prefix: &[u8],
+        max: u64,
+    ) -> std::result::Result<Vec<u8>, DecodeError> {
+        let size = content_size(frame).map_err(DecodeError::Damaged)?;
         if size > (frame.len() as u64).saturating_mul(MAX_EXPANSION) {
-            return Err(format!(
+            return Err(DecodeError::Damaged(format!(
                 "compressed value of {} bytes claims {size} bytes decoded, more than {MAX_EXPANSION} times its length",
                 frame.len()
-            ));
+            )));
+        }
+        if size > max {
+            return Err(DecodeError::TooLarge(size));
         }
         let size = size as usize;
         // The value is decoded first and the prefix put after it: the
         // decoder writes from the start of the buffer.
-        let mut out = Vec::with_capacity(size + prefix.len());
-        CONTEXT.with(|cell| {
-            let mut cell = cell.borrow_mut();
-            let context = match &mut *cell {
-                Some(context) => context,
-                none => none.insert(new_context()?),
-            };
-            let written = match &self.dictionary {
-                Some(d) => context.decompress_using_ddict(&mut out, frame, d),
-                None => context.decompress(&mut out, frame),
-            }
-            .map_err(|code| format!("compressed value: {}", zstd_safe::get_error_name(code)))?;
-            if written != size {
-                return Err(format!(
-                    "compressed value decodes to {written} bytes, its frame says {size}"
-                ));
-            }
-            Ok(())
-        })?;
+        let mut out = Vec::new();
+        out.try_reserve_exact(size + prefix.len())
+            .map_err(|_| DecodeError::OutOfMemory(size as u64 + prefix.len() as u64))?;
+        CONTEXT
+            .with(|cell| {
+                let mut cell = cell.borrow_mut();
+                let context = match &mut *cell {
+                    Some(context) => context,
+                    none => none.insert(new_context()?),
+                };
+                // zstd_safe decodes into the buffer's spare room, `size`
+                // bytes plus whatever the allocator rounded up: a frame
+                // holding more than it says fails with "destination buffer
+                // is too small" or decodes to another length, both damage.
+                let written = match &self.dictionary {
+                    Some(d) => context.decompress_using_ddict(&mut out, frame, d),
+                    None => context.decompress(&mut out, frame),
+                }
+                .map_err(|code| format!("compressed value: {}", zstd_safe::get_error_name(code)))?;
+                if written != size {
+                    return Err(format!(
+                        "compressed value decodes to {written} bytes or more, its frame says {size}"
+                    ));
+                }
+                Ok(())
+            })
+            .map_err(DecodeError::Damaged)?;
         out.extend_from_slice(prefix);
         Ok(out)
     }
+}
+
+/// Why a frame was not decoded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DecodeError {
+    /// The frame is damaged: it does not decode, or not to what it says.
+    Damaged(String),
+    /// The frame says it decodes to this many bytes, more than the limit
+    /// the caller gave.
+    TooLarge(u64),
+    /// A buffer of this many bytes could not be allocated.
+    OutOfMemory(u64),
 }
 
 fn new_context() -> std::result::Result<zstd_safe::DCtx<'static>, String> {
@@ -591,7 +632,7 @@ mod tests {
                 let mut out = vec![];
                 if encoder.compress(value, &mut out).unwrap() {
                     compressed += 1;
-                    let decoded = decoder.decode(&out, b"key").unwrap();
+                    let decoded = decoder.decode(&out, b"key", u64::MAX).unwrap();
                     assert_eq!(&decoded[..value.len()], &value[..]);
                     assert_eq!(&decoded[value.len()..], b"key");
                 }
@@ -620,8 +661,8 @@ mod tests {
         assert!(encoder.compress(&values[7], &mut frame).unwrap());
         let decoder = Decoder::new(&dictionary).unwrap();
         // Decoded, then given back from the cache: the same bytes, shared.
-        let first = decoder.decode_item(100, &frame).unwrap();
-        let again = decoder.decode_item(100, &frame).unwrap();
+        let first = decoder.decode_item(100, &frame, u64::MAX).unwrap();
+        let again = decoder.decode_item(100, &frame, u64::MAX).unwrap();
         assert_eq!(&*first, &values[7][..]);
         assert!(Arc::ptr_eq(&first, &again));
         let stats = decoder.item_cache_stats();
@@ -633,7 +674,7 @@ mod tests {
         // without the dictionary it gets an error or other bytes.
         let other = Decoder::new(&[]).unwrap();
         assert_ne!(
-            other.decode_item(100, &frame).ok().as_deref(),
+            other.decode_item(100, &frame, u64::MAX).ok().as_deref(),
             Some(&values[7][..])
         );
 
@@ -673,14 +714,22 @@ mod tests {
         let value = vec![b'a'; 500];
         assert!(encoder.compress(&value, &mut out).unwrap());
         let decoder = Decoder::new(&[]).unwrap();
-        assert_eq!(decoder.decode(&out, b"").unwrap(), value);
+        assert_eq!(decoder.decode(&out, b"", u64::MAX).unwrap(), value);
         // Cut short, or claiming more than the bound: errors, not values.
-        assert!(decoder.decode(&out[..out.len() - 1], b"").is_err());
-        assert!(decoder.decode(&out[..1], b"").is_err());
-        assert!(decoder.decode(&[], b"").is_err());
+        assert!(decoder
+            .decode(&out[..out.len() - 1], b"", u64::MAX)
+            .is_err());
+        assert!(decoder.decode(&out[..1], b"", u64::MAX).is_err());
+        assert!(decoder.decode(&[], b"", u64::MAX).is_err());
         // A frame header claiming 2^40 bytes for a few stored bytes.
         let mut bomb = out.clone();
         bomb[0] |= 0xc0; // 8-byte content size
-        assert!(decoder.decode(&bomb, b"").is_err());
+        assert!(decoder.decode(&bomb, b"", u64::MAX).is_err());
+        // Over the caller's limit: refused before anything is allocated.
+        assert_eq!(
+            decoder.decode(&out, b"", 499),
+            Err(DecodeError::TooLarge(500))
+        );
+        assert_eq!(decoder.decode(&out, b"", 500).unwrap(), value);
     }
 }

@@ -206,6 +206,33 @@ pub enum Error {
         attempts: u32,
     },
 
+    /// A value is larger than the reader's `max_value_size` (stored, or
+    /// as its compressed frame or items decode), so it is not read: the
+    /// limit bounds what one lookup allocates, whatever a damaged or
+    /// hostile store or server claims. Open with a larger `max_value_size`
+    /// to read a store whose values really are this large.
+    #[error("{}the value of key {key} {size}, over max_value_size ({max} bytes); open the store with a larger max_value_size to read it", prefix(.path))]
+    ValueTooLarge {
+        /// The file, if known.
+        path: Option<PathBuf>,
+        /// The key, as `DisplayBytes` shows it (cut to 200 bytes).
+        key: String,
+        /// How large, in words: "is N bytes", "decodes to N bytes", "decodes
+        /// to more".
+        size: String,
+        /// The reader's `max_value_size`.
+        max: u64,
+    },
+
+    /// Memory for something a store or a server said it holds could not be
+    /// had: the allocation was refused, so the call fails and the process
+    /// goes on (a record, a fetched range, a decoded value).
+    #[error("out of memory: {what}")]
+    OutOfMemory {
+        /// What could not be allocated, with its size.
+        what: String,
+    },
+
     /// zstd failed while compressing values (it could not allocate a
     /// context, say): the build stops and nothing is published.
     #[error("compressing values failed: {reason}")]
@@ -258,12 +285,44 @@ impl Error {
         | Error::UnsupportedFeatures { path, .. }
         | Error::Truncated { path, .. }
         | Error::Corrupt { path, .. }
-        | Error::Checksum { path, .. } = &mut self
+        | Error::Checksum { path, .. }
+        | Error::ValueTooLarge { path, .. } = &mut self
         {
             path.get_or_insert_with(|| file.to_path_buf());
         }
         self
     }
+}
+
+/// A buffer of `len` bytes' room, or `Error::OutOfMemory` naming `what`
+/// when the allocator refuses it: every buffer whose size comes from a
+/// store or a server is made this way, so that a claim of 2^50 bytes is an
+/// error, never an abort.
+pub fn try_buffer(len: usize, what: &str) -> Result<Vec<u8>> {
+    let mut buffer = Vec::new();
+    buffer
+        .try_reserve_exact(len)
+        .map_err(|_| out_of_memory(len as u64, what))?;
+    Ok(buffer)
+}
+
+/// The error for `len` bytes of `what` that could not be allocated.
+#[cold]
+pub fn out_of_memory(len: u64, what: &str) -> Error {
+    Error::OutOfMemory {
+        what: format!("cannot allocate {len} bytes for {what}"),
+    }
+}
+
+/// The same as an `io::Error` (kind `OutOfMemory`), for a source, which
+/// speaks `io::Result`; the reader turns it back into
+/// `Error::OutOfMemory`.
+#[cold]
+pub fn io_out_of_memory(len: u64, what: &str) -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::OutOfMemory,
+        format!("cannot allocate {len} bytes for {what}"),
+    )
 }
 
 /// The longest message a parse error carries, in characters; longer ones

@@ -92,6 +92,7 @@ pub fn to_ruby(ruby: &Ruby, error: hashfile::Error) -> Error {
                 K::Server => ruby.get_inner(&REMOTE_SERVER_ERROR),
                 K::Protocol => ruby.get_inner(&REMOTE_PROTOCOL_ERROR),
                 K::Invalid => return arg_error(ruby, message),
+                K::OutOfMemory => return Error::new(ruby.exception_no_mem_error(), message),
                 _ => ruby.get_inner(&REMOTE_ERROR),
             };
             if remote.kind == K::Changed {
@@ -175,7 +176,12 @@ pub fn to_ruby(ruby: &Ruby, error: hashfile::Error) -> Error {
                 kwargs!(ruby, "input" => input.as_str(), "line" => line, "column" => column),
             )
         }
-        E::Limit { .. } => Error::new(ruby.get_inner(&LIMIT_ERROR), message),
+        E::Limit { .. } | E::ValueTooLarge { .. } => {
+            Error::new(ruby.get_inner(&LIMIT_ERROR), message)
+        }
+        // What a store or server claimed could not be allocated: Ruby's
+        // own NoMemoryError, as a String of that size would raise.
+        E::OutOfMemory { .. } => Error::new(ruby.exception_no_mem_error(), message),
         E::InvalidOption { .. } => arg_error(ruby, message),
         E::Closed { .. } => Error::new(ruby.get_inner(&CLOSED_ERROR), message),
         E::Dataset { ref path, .. } => construct(

@@ -69,6 +69,13 @@ fn unsigned(ruby: &Ruby, name: &str, value: Value, max: u64) -> Result<u64, Erro
     }
 }
 
+/// `max_value_size:` of `Hashfile.open`: an Integer of bytes, checked by
+/// the core (`hashfile::read::check_max_value_size`).
+pub fn max_value_size(ruby: &Ruby, value: Value) -> Result<u64, Error> {
+    let bytes = unsigned(ruby, "max_value_size", value, u64::MAX)?;
+    hashfile::read::check_max_value_size(bytes).map_err(|e| crate::error::to_ruby(ruby, e))
+}
+
 /// A name given as a Symbol or a String.
 fn name_value(ruby: &Ruby, name: &str, value: Value) -> Result<String, Error> {
     if let Some(sym) = Symbol::from_value(value) {
@@ -500,6 +507,10 @@ pub fn init(ruby: &Ruby, module: RModule) -> Result<(), Error> {
     names.freeze();
     module.const_set("REMOTE_OPTIONS", names)?;
     module.const_set("MAX_DEPTH", hashfile::value::MAX_DEPTH)?;
+    module.const_set(
+        "DEFAULT_MAX_VALUE_SIZE",
+        hashfile::read::DEFAULT_MAX_VALUE_SIZE,
+    )?;
     module.const_set("MAX_INTEGER_DIGITS", hashfile::import::MAX_INTEGER_DIGITS)?;
     Ok(())
 }

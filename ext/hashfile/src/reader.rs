@@ -65,13 +65,16 @@ fn key_string(ruby: &Ruby, record: &RecordBuf<'_>) -> Result<RString, Error> {
 }
 
 impl Reader {
-    /// `_open(path, options, load, reload, reopen_on_change, remote, memo)`:
+    /// `_open(path, options, load, reload, reopen_on_change, remote, memo,
+    /// max_value_size)`:
     /// decode `options` (a Hash or nil) and the serializer's `load` (or
     /// nil) are kept for every lookup; `reload` is nil or the seconds
     /// between checks for a new local store or remote dataset manifest;
     /// `reopen_on_change` makes a remote reader reopen a replaced object; `remote` (a Hash or nil)
     /// says how to reach an http://, https:// or s3:// store; `memo` is
-    /// the most values to keep (0: none), which needs `freeze: true`.
+    /// the most values to keep (0: none), which needs `freeze: true`;
+    /// `max_value_size` is nil (the core's default) or the largest value
+    /// read, in bytes.
     // One parameter per positional argument of the Ruby method, as magnus
     // binds them.
     #[allow(clippy::too_many_arguments)]
@@ -84,7 +87,12 @@ impl Reader {
         reopen_on_change: bool,
         remote: Option<RHash>,
         memo: u64,
+        max_value_size: Value,
     ) -> Result<Reader, Error> {
+        let max_value_size = match max_value_size.is_nil() {
+            true => None,
+            false => Some(crate::options::max_value_size(ruby, max_value_size)?),
+        };
         let flags = DecodeFlags::default().with_options(ruby, options)?;
         if memo > hashfile_runtime::MAX_MEMO_ENTRIES {
             return Err(arg_error(
@@ -130,7 +138,11 @@ impl Reader {
             }
             given => crate::options::remote_options(ruby, given)?,
         };
-        let options = OpenOptions { remote, refresh };
+        let options = OpenOptions {
+            remote,
+            refresh,
+            max_value_size,
+        };
         let handle = if is_remote {
             store::remote_call(ruby, move || hashfile_runtime::open(&path, options))?
         } else {
@@ -678,7 +690,7 @@ pub fn init(ruby: &Ruby, module: RModule) -> Result<(), Error> {
     module.const_set("MAX_MEMO", hashfile_runtime::MAX_MEMO_ENTRIES)?;
     // Readers are made by `_open` alone: no data-less `allocate`.
     class.undef_default_alloc_func();
-    class.define_singleton_method("_open", function!(Reader::open, 7))?;
+    class.define_singleton_method("_open", function!(Reader::open, 8))?;
     class.define_method("[]", method!(Reader::aref, 1))?;
     class.define_method("_get", method!(Reader::get, 3))?;
     class.define_method("_get_with", method!(Reader::get_with, 5))?;

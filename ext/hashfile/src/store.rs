@@ -31,7 +31,7 @@ pub fn find<'s>(
     key: Value,
 ) -> Result<Option<hashfile::Result<Option<RecordBuf<'s>>>>, Error> {
     if !store.is_remote() {
-        return with_key(key, |k| store.get(k));
+        return guarded(ruby, || with_key(key, |k| store.get(k)))?;
     }
     match with_key(key, <[u8]>::to_vec)? {
         Some(key) => remote_call(ruby, || {
@@ -54,7 +54,8 @@ pub fn find_many<'s>(
     if !store.is_remote() {
         let mut found = Vec::with_capacity(keys.len());
         for i in 0..keys.len() {
-            match with_key(keys.entry(i as isize)?, |k| store.get(k))? {
+            let key = keys.entry(i as isize)?;
+            match guarded(ruby, || with_key(key, |k| store.get(k)))?? {
                 Some(Ok(record)) => found.push(record),
                 Some(Err(e)) => return Ok(Err(e)),
                 None => found.push(None),
@@ -97,8 +98,18 @@ pub fn chunk<'s>(
     if store.is_remote() {
         remote_call(ruby, || store.chunk(from, max))
     } else {
-        Ok(store.chunk(from, max))
+        guarded(ruby, || store.chunk(from, max))
     }
+}
+
+/// `read()`, a read holding the GVL, with a panic caught and raised as
+/// `Hashfile::Error` ("internal error: ..."), never as magnus's `fatal`,
+/// which ends the process. Free when nothing panics. Reads without the
+/// GVL are caught by `nogvl::without_gvl`.
+#[inline(always)]
+fn guarded<R>(ruby: &Ruby, read: impl FnOnce() -> R) -> Result<R, Error> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(read))
+        .map_err(|panic| crate::error::internal_error(ruby, &*panic))
 }
 
 /// Checks every checksum and the index, without the GVL.

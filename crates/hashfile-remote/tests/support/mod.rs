@@ -777,3 +777,127 @@ fn serve_coalescing(mut client: TcpStream, bytes: &[u8], counter: &AtomicUsize) 
         }
     }
 }
+
+/// A server claiming an object of `size` bytes whose first bytes are
+/// `prefix` and the rest zeros (generated as they are sent, so the object
+/// may claim 2^50 bytes): every GET with a Range header gets a 206 with
+/// the Content-Range of what it asked for and that length, one range or a
+/// multipart/byteranges body of several, on a keep-alive connection.
+/// Counts the body bytes it sent and the requests it answered.
+pub struct Claiming {
+    pub port: u16,
+    pub sent: Arc<AtomicU64>,
+    pub requests: Arc<AtomicUsize>,
+}
+
+impl Claiming {
+    pub fn start(prefix: Vec<u8>, size: u64) -> Claiming {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let sent = Arc::new(AtomicU64::new(0));
+        let requests = Arc::new(AtomicUsize::new(0));
+        let (counter, asked, prefix) = (Arc::clone(&sent), Arc::clone(&requests), Arc::new(prefix));
+        thread::spawn(move || {
+            for client in listener.incoming() {
+                let Ok(client) = client else { continue };
+                let (counter, asked, prefix) = (
+                    Arc::clone(&counter),
+                    Arc::clone(&asked),
+                    Arc::clone(&prefix),
+                );
+                thread::spawn(move || serve_claiming(client, &prefix, size, &counter, &asked));
+            }
+        });
+        Claiming {
+            port,
+            sent,
+            requests,
+        }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/s.hf", self.port)
+    }
+}
+
+fn serve_claiming(
+    mut client: TcpStream,
+    prefix: &[u8],
+    size: u64,
+    sent: &AtomicU64,
+    requests: &AtomicUsize,
+) {
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    loop {
+        head.clear();
+        while !head.ends_with(b"\r\n\r\n") {
+            match client.read(&mut byte) {
+                Ok(1) => head.push(byte[0]),
+                _ => return,
+            }
+        }
+        requests.fetch_add(1, Ordering::Relaxed);
+        let text = String::from_utf8_lossy(&head).to_ascii_lowercase();
+        let spec = text
+            .lines()
+            .find_map(|l| l.strip_prefix("range: bytes="))
+            .unwrap_or("0-0")
+            .trim()
+            .to_owned();
+        let ranges: Vec<(u64, u64)> = spec
+            .split(',')
+            .map(|r| {
+                let (a, b) = r.trim().split_once('-').unwrap();
+                (a.parse().unwrap(), b.parse::<u64>().unwrap().min(size - 1))
+            })
+            .collect();
+        // The bytes of start..=last, written as they go.
+        let write_bytes = |client: &mut TcpStream, start: u64, last: u64| -> std::io::Result<()> {
+            let zeros = [0u8; 1 << 16];
+            let mut at = start;
+            while at <= last {
+                let n = if at < prefix.len() as u64 {
+                    let end = (last + 1).min(prefix.len() as u64);
+                    client.write_all(&prefix[at as usize..end as usize])?;
+                    end - at
+                } else {
+                    let n = (last + 1 - at).min(zeros.len() as u64);
+                    client.write_all(&zeros[..n as usize])?;
+                    n
+                };
+                sent.fetch_add(n, Ordering::Relaxed);
+                at += n;
+            }
+            Ok(())
+        };
+        let result = if let [(start, last)] = ranges[..] {
+            let answer = format!("HTTP/1.1 206 Partial Content\r\nContent-Range: bytes {start}-{last}/{size}\r\nContent-Length: {}\r\nETag: \"claim\"\r\n\r\n", last + 1 - start);
+            client
+                .write_all(answer.as_bytes())
+                .and_then(|_| write_bytes(&mut client, start, last))
+        } else {
+            let part = |&(start, last): &(u64, u64)| {
+                format!("\r\n--CLAIM\r\nContent-Range: bytes {start}-{last}/{size}\r\n\r\n")
+            };
+            let end = "\r\n--CLAIM--\r\n";
+            let len: u64 = ranges
+                .iter()
+                .map(|r| part(r).len() as u64 + r.1 + 1 - r.0)
+                .sum::<u64>()
+                + end.len() as u64;
+            let answer = format!("HTTP/1.1 206 Partial Content\r\nContent-Type: multipart/byteranges; boundary=CLAIM\r\nContent-Length: {len}\r\nETag: \"claim\"\r\n\r\n");
+            (|| {
+                client.write_all(answer.as_bytes())?;
+                for range in &ranges {
+                    client.write_all(part(range).as_bytes())?;
+                    write_bytes(&mut client, range.0, range.1)?;
+                }
+                client.write_all(end.as_bytes())
+            })()
+        };
+        if result.is_err() {
+            return;
+        }
+    }
+}

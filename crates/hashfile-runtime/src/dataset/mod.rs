@@ -55,6 +55,8 @@ pub struct Dataset {
     /// Whether the manifest or any shard is remote, found once at open:
     /// a binding asks before every lookup.
     remote_parts: bool,
+    /// Every shard's `max_value_size`.
+    max_value_size: u64,
 }
 
 impl std::fmt::Debug for Dataset {
@@ -118,6 +120,7 @@ impl Dataset {
             remote: remote.clone(),
             places,
             remote_parts,
+            max_value_size: hashfile::read::DEFAULT_MAX_VALUE_SIZE,
         };
         // Every shard's place is checked now, so that a manifest that names
         // one it may not is refused whole before anything is read.
@@ -241,6 +244,22 @@ impl Dataset {
         Ok(self.shards[i].get().expect("set above"))
     }
 
+    /// Sets `max_value_size` for every shard, open or opened later.
+    pub fn set_max_value_size(&mut self, bytes: u64) -> hashfile::Result<()> {
+        self.max_value_size = hashfile::read::check_max_value_size(bytes)?;
+        for shard in &mut self.shards {
+            if let Some(store) = shard.get_mut() {
+                store.set_max_value_size(bytes)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The largest value read from a shard.
+    pub fn max_value_size(&self) -> u64 {
+        self.max_value_size
+    }
+
     /// Shard `i` if it is open already.
     pub fn opened_shard(&self, i: usize) -> Option<&Store> {
         self.shards[i].get().map(|store| &**store)
@@ -272,7 +291,7 @@ impl Dataset {
         let at = self.shard_location(i);
         let wrong = |what: String| self.shard_error(i, what);
         let options = self.reach(i)?.options(&self.remote);
-        let store = open_store(&at, &options, LocalOpen::Mapped).map_err(|e| match e {
+        let mut store = open_store(&at, &options, LocalOpen::Mapped).map_err(|e| match e {
             hashfile::Error::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
                 wrong(if Location::is_remote(&at) {
                     // Opened on first use: a publish since the open may
@@ -284,6 +303,7 @@ impl Dataset {
             }
             other => other,
         })?;
+        store.set_max_value_size(self.max_value_size)?;
         if store.source().size() != entry.bytes {
             return Err(wrong(format!(
                 "{} bytes, and the manifest says {}",

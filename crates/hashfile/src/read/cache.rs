@@ -37,6 +37,19 @@ pub trait RangeFetch: Send + Sync {
     fn fetch(&self, ranges: &[Range<u64>]) -> io::Result<Vec<Vec<u8>>>;
 }
 
+/// A read of at least this many bytes (and at least two blocks) is not
+/// served through the blocks: it is fetched straight into one buffer, in
+/// requests of [`LARGE_READ_PIECE`] bytes (`BlockCache::read_large`). A
+/// record this long is read once, whole, by the lookup that wants it;
+/// through the blocks it would be copied three times and push the index
+/// out of the cache. Shorter reads (a `verify` chunk of 1 MiB, which a
+/// read-ahead hint fetched into the blocks already) go through them.
+pub const LARGE_READ: usize = 8 << 20;
+
+/// The most bytes one request of a long read asks for: a server must send
+/// what it claims before a reader holds more.
+pub const LARGE_READ_PIECE: usize = 8 << 20;
+
 /// How a [`BlockCache`] is sized.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CacheOptions {
@@ -296,10 +309,25 @@ impl<F: RangeFetch> BlockCache<F> {
     /// kept as `keep` says.
     fn load(&self, ranges: &[Range<u64>], keep: Keep) -> io::Result<HashMap<u64, Arc<[u8]>>> {
         let pin = keep == Keep::Pinned;
-        let mut wanted: Vec<u64> = ranges
-            .iter()
-            .flat_map(|range| self.blocks_of(range))
-            .collect();
+        // The blocks are counted before they are listed, and the list is
+        // allocated fallibly: ranges to pin come from a header, which may
+        // claim an index of 2^50 bytes.
+        let count = ranges.iter().try_fold(0usize, |count, range| {
+            let blocks = self.blocks_of(range);
+            usize::try_from(blocks.end.saturating_sub(blocks.start))
+                .ok()
+                .and_then(|n| count.checked_add(n))
+        });
+        let mut wanted: Vec<u64> = Vec::new();
+        count
+            .and_then(|count| wanted.try_reserve_exact(count).ok())
+            .ok_or_else(|| {
+                crate::error::io_out_of_memory(
+                    count.map_or(u64::MAX, |c| c as u64 * 8),
+                    "the list of blocks to read",
+                )
+            })?;
+        wanted.extend(ranges.iter().flat_map(|range| self.blocks_of(range)));
         wanted.sort_unstable();
         wanted.dedup();
         let mut found = HashMap::with_capacity(wanted.len());
@@ -384,6 +412,54 @@ impl<F: RangeFetch> BlockCache<F> {
         Ok(found)
     }
 
+    /// The bytes of a range too long to go through the blocks
+    /// ([`LARGE_READ`] or more: a long record), fetched in requests of at
+    /// most [`LARGE_READ_PIECE`] bytes straight into one buffer, which
+    /// is allocated fallibly once the first piece came, and kept out of
+    /// the cache: its blocks are neither listed nor copied, and a
+    /// transport's buffer is the only other copy, one piece at a time. An
+    /// allocation that fails is an error.
+    fn read_large<'a>(&self, range: Range<u64>) -> io::Result<Piece<'a>> {
+        // Room for all of it at once, so that no growth copies it: the
+        // length is what the reader asked for, which it bounded (a record
+        // by `max_value_size`); untouched, the room costs address space,
+        // not memory, until the bytes come.
+        let len = (range.end - range.start) as usize;
+        let mut bytes: Vec<u8> = Vec::new();
+        let mut at = range.start;
+        while at < range.end {
+            let end = range.end.min(at + LARGE_READ_PIECE as u64);
+            let mut fetched = self.fetcher.fetch(std::slice::from_ref(&(at..end)))?;
+            self.fetches.fetch_add(1, Ordering::Relaxed);
+            self.ranges.fetch_add(1, Ordering::Relaxed);
+            let piece = match fetched.pop() {
+                Some(piece) if fetched.is_empty() && piece.len() as u64 == end - at => piece,
+                _ => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        format!("asked for bytes {at}..{end}, the fetcher returned another length"),
+                    ))
+                }
+            };
+            self.bytes_fetched
+                .fetch_add(piece.len() as u64, Ordering::Relaxed);
+            if at == range.start {
+                if end == range.end {
+                    return Ok(Piece::owned(piece));
+                }
+                bytes.try_reserve_exact(len).map_err(|_| {
+                    crate::error::io_out_of_memory(
+                        len as u64,
+                        "a long read through the block cache",
+                    )
+                })?;
+            }
+            bytes.extend_from_slice(&piece);
+            at = end;
+        }
+        Ok(Piece::owned(bytes))
+    }
+
     /// The bytes of `range` (inside the object), from the loaded blocks.
     fn assemble<'a>(&self, range: Range<u64>, blocks: &HashMap<u64, Arc<[u8]>>) -> Piece<'a> {
         let block_len = self.block_len as u64;
@@ -443,6 +519,9 @@ impl<F: RangeFetch> Source for BlockCache<F> {
         if range.is_empty() {
             return Ok(Piece::owned(Vec::new()));
         }
+        if len >= LARGE_READ.max(2 * self.block_len) {
+            return self.read_large(range);
+        }
         let blocks = self.load(std::slice::from_ref(&range), Keep::Read)?;
         Ok(self.assemble(range, &blocks))
     }
@@ -469,10 +548,13 @@ impl<F: RangeFetch> Source for BlockCache<F> {
             .collect();
         // Distinct blocks, in the order of the ranges given.
         let mut seen = std::collections::HashSet::new();
+        // At most one block past what the cache holds is listed: a range
+        // a header claims may cover 2^36 blocks.
         let mut blocks: Vec<u64> = ranges
             .iter()
             .flat_map(|r| self.blocks_of(r))
             .filter(|&b| seen.insert(b))
+            .take(self.capacity_blocks.saturating_add(1))
             .collect();
         if blocks.len() <= self.capacity_blocks {
             return self.load(&ranges, Keep::Soon).map(drop);
@@ -689,6 +771,30 @@ mod tests {
         c.insert(960, &all[960..]);
         c.read_exact_at(960, 40).unwrap();
         assert_eq!(c.stats().fetches, 0, "the last, short block is whole");
+    }
+
+    /// A read of `LARGE_READ` or more is fetched in pieces of
+    /// `LARGE_READ_PIECE` into one buffer and kept out of the blocks: a
+    /// record of 20 MiB listed no blocks and evicted nothing.
+    #[test]
+    fn a_long_read_is_fetched_in_pieces_past_the_blocks() {
+        let len = 2 * LARGE_READ_PIECE + (4 << 20);
+        let c = cache(len + 100, 16 << 10, 64);
+        c.read_exact_at(0, 1).unwrap();
+        let piece = c.read_exact_at(50, len).unwrap();
+        assert_eq!(&*piece, &c.fetcher().bytes[50..50 + len]);
+        let calls = c.fetcher().calls.lock().unwrap().clone();
+        let piece_len = LARGE_READ_PIECE as u64;
+        assert_eq!(
+            calls[1..],
+            [
+                vec![50..50 + piece_len],
+                vec![50 + piece_len..50 + 2 * piece_len],
+                vec![50 + 2 * piece_len..50 + len as u64],
+            ]
+        );
+        assert_eq!(c.stats().resident_bytes, 16 << 10, "only the first block");
+        assert!(c.read_exact_at(len as u64, 101).is_err());
     }
 
     /// A fetcher that returns the wrong number of bytes is an error, never

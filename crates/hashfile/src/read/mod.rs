@@ -63,6 +63,23 @@ pub const OPEN_READ_LEN: usize = 16 << 10;
 /// opening fetch or allocate more than this.
 pub const LOAD_SEED_INDEX_UP_TO: u64 = 8 << 20;
 
+/// The largest value a reader reads by default ([`Reader::max_value_size`]):
+/// 256 MiB, stored or decoded. A lookup allocates what its value takes,
+/// and a damaged or hostile store (or a server lying about one) can claim
+/// a value of any length, or a compressed one that decodes to 1,024 times
+/// its bytes; this bounds what any one value costs. Real values are far
+/// smaller: a typed value is compressed whole up to 64 KiB, Debian's whole
+/// locale tree is 1 MB, and a value of hundreds of megabytes is better
+/// split into keys. It is also about what an interpreter can take in one
+/// String or bytes object without trouble under a container's memory
+/// limit. A store whose values really are larger is read with a larger
+/// limit (`Reader::set_max_value_size`, the bindings' `max_value_size`).
+pub const DEFAULT_MAX_VALUE_SIZE: u64 = 256 << 20;
+
+/// Bytes of a key an error about its record quotes (`DisplayBytes` shows
+/// 200): a key longer than this is read only this far for the message.
+const MESSAGE_KEY_LEN: usize = 200;
+
 /// A record a lookup or an iteration found, holding the piece of the store
 /// it was read from (borrowed from a memory source, owned or shared
 /// otherwise).
@@ -110,7 +127,19 @@ impl<'a> RecordBuf<'a> {
     /// The record holding a copy of its bytes, to be kept apart from the
     /// store it was read from (a remote read that may be done again on a
     /// newer store, say).
+    ///
+    /// A record that already holds its own buffer (read from a file or a
+    /// server, or decoded) keeps it: no copy, so a long value read remotely
+    /// is held once, not twice, and nothing is allocated here.
     pub fn into_owned(self) -> RecordBuf<'static> {
+        if matches!(self._held, Some(source::Held::Owned(_))) {
+            // SAFETY: `key` and `value` point into the heap buffer of the
+            // `Vec` that `_held` owns (`new` and `owning` make them so for
+            // an owned piece), which moves with the record and lives as
+            // long as it: they borrow nothing for `'a`, and only the
+            // lifetime parameter changes.
+            return unsafe { std::mem::transmute::<RecordBuf<'a>, RecordBuf<'static>>(self) };
+        }
         let mut bytes = Vec::with_capacity(self.key.len() + self.value.len());
         bytes.extend_from_slice(self.key);
         bytes.extend_from_slice(self.value);
@@ -252,6 +281,8 @@ pub struct Reader<S> {
     /// The compressed values' decoder, made from the dictionary section by
     /// the first lookup that needs it (so opening stays a header check).
     decoder: std::sync::OnceLock<crate::compress::Decoder>,
+    /// The largest value read, stored or decoded (`max_value_size`).
+    max_value_size: u64,
 }
 
 #[cfg(feature = "mmap")]
@@ -473,7 +504,27 @@ fn corrupt(section: SectionId, what: &str) -> Error {
 
 #[cold]
 fn io_error(error: std::io::Error) -> Error {
+    // A source that could not allocate a read (`error::io_out_of_memory`,
+    // or a transport's refused buffer) says so by the error's kind.
+    if error.kind() == std::io::ErrorKind::OutOfMemory {
+        return Error::OutOfMemory {
+            what: error.to_string(),
+        };
+    }
     Error::io(None, error)
+}
+
+/// `bytes` if it is a valid `max_value_size` (at least 1), else
+/// `Error::InvalidOption`: the one check every binding's option goes
+/// through.
+pub fn check_max_value_size(bytes: u64) -> Result<u64> {
+    if bytes == 0 {
+        return Err(Error::InvalidOption {
+            name: "max_value_size",
+            reason: "must be at least 1 byte".into(),
+        });
+    }
+    Ok(bytes)
 }
 
 impl<S: Source> Reader<S> {
@@ -531,6 +582,7 @@ impl<S: Source> Reader<S> {
             header,
             source,
             decoder: std::sync::OnceLock::new(),
+            max_value_size: DEFAULT_MAX_VALUE_SIZE,
         };
         if compact {
             return Ok(reader);
@@ -560,6 +612,49 @@ impl<S: Source> Reader<S> {
             ));
         }
         Ok(reader)
+    }
+
+    /// The largest value this reader reads, in bytes: a value stored
+    /// longer, or compressed (whole or in items) and decoding to more, is
+    /// [`Error::ValueTooLarge`] naming its key, from a lookup, an
+    /// iteration or `verify`, before it is read or decoded past this.
+    /// [`DEFAULT_MAX_VALUE_SIZE`] unless set.
+    pub fn max_value_size(&self) -> u64 {
+        self.max_value_size
+    }
+
+    /// Sets [`max_value_size`](Reader::max_value_size): at least 1 byte
+    /// ([`check_max_value_size`]).
+    pub fn set_max_value_size(&mut self, bytes: u64) -> Result<()> {
+        self.max_value_size = check_max_value_size(bytes)?;
+        Ok(())
+    }
+
+    /// The reader with [`max_value_size`](Reader::max_value_size) set.
+    pub fn with_max_value_size(mut self, bytes: u64) -> Result<Reader<S>> {
+        self.set_max_value_size(bytes)?;
+        Ok(self)
+    }
+
+    /// The error for the value of `key` whose size, in words (`is N
+    /// bytes`), is over the limit.
+    #[cold]
+    fn too_large(&self, key: &[u8], size: String) -> Error {
+        Error::ValueTooLarge {
+            path: None,
+            key: crate::error::DisplayBytes(key).to_string(),
+            size,
+            max: self.max_value_size,
+        }
+    }
+
+    /// An error if a stored value of `len` bytes is over the limit.
+    #[inline(always)]
+    fn check_stored_len(&self, key: &[u8], len: usize) -> Result<()> {
+        if len as u64 > self.max_value_size {
+            return Err(self.too_large(key, format!("is {len} bytes")));
+        }
+        Ok(())
     }
 
     /// The decoded header.
@@ -1231,12 +1326,13 @@ impl<S: Source> Reader<S> {
             return Ok(None);
         };
         let next = offset + layout.len as u64;
+        let (key, value) = layout
+            .split(&piece)
+            .expect("the piece holds the record, checked by stored_record_at");
         if layout.compressed || layout.items {
-            let (key, value) = layout
-                .split(&piece)
-                .expect("the piece holds the record, checked by stored_record_at");
             return Ok(Some((self.decoded(key, value, layout)?, next)));
         }
+        self.check_stored_len(key, value.len())?;
         Ok(Some((RecordBuf::new(piece, layout), next)))
     }
 
@@ -1293,6 +1389,29 @@ impl<S: Source> Reader<S> {
             ));
         }
         if piece.len() < layout.len {
+            // The record is read whole only within the limit: a value (or
+            // a key) claiming more is refused before its bytes are asked
+            // for, naming the key when the piece holds it.
+            let value_len = layout.len - layout.value_start;
+            let key_len = layout.value_start - layout.key_start;
+            if value_len as u64 > self.max_value_size || key_len as u64 > self.max_value_size {
+                let what = if key_len as u64 > self.max_value_size {
+                    format!("has a key of {key_len} bytes")
+                } else {
+                    format!("is {value_len} bytes")
+                };
+                // The key, for the message: read on if the piece stops
+                // inside it (up to what a message shows of it).
+                let shown = key_len.min(MESSAGE_KEY_LEN);
+                if let Some(key) = piece.get(layout.key_start..layout.key_start + shown) {
+                    return Err(self.too_large(key, what));
+                }
+                let key = self
+                    .source
+                    .read_exact_at(at + layout.key_start as u64, shown)
+                    .map_err(io_error)?;
+                return Err(self.too_large(&key, what));
+            }
             piece = self
                 .source
                 .read_exact_at(at, layout.len)
@@ -1313,6 +1432,7 @@ impl<S: Source> Reader<S> {
         if layout.compressed || layout.items {
             return self.decoded(key, value, layout);
         }
+        self.check_stored_len(key, value.len())?;
         Ok(RecordBuf::borrowed(key, value, layout))
     }
 
@@ -1322,20 +1442,56 @@ impl<S: Source> Reader<S> {
     /// it says, claims more than `compress::MAX_EXPANSION` times its
     /// length, or is in a store whose header has no compressed values (or
     /// items); an item that does not hold exactly one item.
+    ///
+    /// The value decoded is at most `max_value_size` bytes: a frame that
+    /// says it holds more, or items that add up to more, are
+    /// `Error::ValueTooLarge` naming the key, found before the buffer
+    /// grows past the limit (a frame's own claim is not trusted: the
+    /// decoder writes no more than it said). Buffers are allocated
+    /// fallibly.
     #[cold]
     fn decoded<'b>(&'b self, key: &[u8], value: &[u8], layout: Layout) -> Result<RecordBuf<'b>> {
         let decoder = self.decoder_for(layout)?;
+        let max = self.max_value_size;
         let bytes = if layout.items {
-            let mut bytes = Vec::with_capacity(value.len() * 4 + key.len());
-            crate::value::frames::expand(value, &|frame| decode_frame(decoder, frame), &mut bytes)?;
+            self.check_stored_len(key, value.len())?;
+            let room =
+                (value.len().saturating_mul(4)).min(usize::try_from(max).unwrap_or(usize::MAX));
+            let mut bytes =
+                crate::error::try_buffer(room.saturating_add(key.len()), "a decoded value")?;
+            let over = || self.too_large(key, "decodes to more".into());
+            let limit = crate::value::frames::Limit {
+                max: usize::try_from(max).unwrap_or(usize::MAX),
+                over: &over,
+            };
+            crate::value::frames::expand_within(
+                value,
+                &|frame| decode_frame(decoder, frame, max).map_err(|e| self.decode_error(key, e)),
+                &mut bytes,
+                &limit,
+            )?;
+            bytes
+                .try_reserve_exact(key.len())
+                .map_err(|_| crate::error::out_of_memory(bytes.len() as u64, "a decoded value"))?;
             bytes.extend_from_slice(key);
             bytes
         } else {
             decoder
-                .decode(value, key)
-                .map_err(|what| corrupt(SectionId::Records, &what))?
+                .decode(value, key, max)
+                .map_err(|e| self.decode_error(key, e))?
         };
         Ok(RecordBuf::from_decoded(bytes, key.len(), layout))
+    }
+
+    /// A decoder's error for the value of `key` as the reader's.
+    #[cold]
+    fn decode_error(&self, key: &[u8], error: crate::compress::DecodeError) -> Error {
+        use crate::compress::DecodeError;
+        match error {
+            DecodeError::Damaged(what) => corrupt(SectionId::Records, &what),
+            DecodeError::TooLarge(size) => self.too_large(key, format!("decodes to {size} bytes")),
+            DecodeError::OutOfMemory(size) => crate::error::out_of_memory(size, "a decoded value"),
+        }
     }
 
     /// The decoder of a record compressed as `layout` says, once the
@@ -1405,7 +1561,12 @@ impl<S: Source> Reader<S> {
         let decoder = self.decoder_for(layout)?;
         let value_at = self.records.offset + offset + layout.value_start as u64;
         let mut scratch = None;
-        let walked = crate::value::frames::dig_in(
+        let over = || self.too_large(found, "decodes to more".into());
+        let limit = crate::value::frames::Limit {
+            max: usize::try_from(self.max_value_size).unwrap_or(usize::MAX),
+            over: &over,
+        };
+        let walked = crate::value::frames::dig_in_within(
             value,
             path,
             symbolize_names,
@@ -1420,10 +1581,11 @@ impl<S: Source> Reader<S> {
                         corrupt(SectionId::Records, "a compressed item inside another")
                     })?;
                 decoder
-                    .decode_item(value_at + within as u64, frame)
-                    .map_err(|what| corrupt(SectionId::Records, &what))
+                    .decode_item(value_at + within as u64, frame, self.max_value_size)
+                    .map_err(|e| self.decode_error(found, e))
             },
             &mut scratch,
+            &limit,
         )?;
         let record = Record {
             key: found,
@@ -1705,10 +1867,12 @@ pub struct Info {
 /// One compressed item's frame decoded with the store's decoder, for a
 /// whole value's expansion, which keeps none of them (a walk's items are
 /// kept: `Decoder::decode_item`).
-fn decode_frame(decoder: &crate::compress::Decoder, frame: &[u8]) -> Result<Vec<u8>> {
-    decoder
-        .decode(frame, b"")
-        .map_err(|what| corrupt(SectionId::Records, &what))
+fn decode_frame(
+    decoder: &crate::compress::Decoder,
+    frame: &[u8],
+    max: u64,
+) -> std::result::Result<Vec<u8>, crate::compress::DecodeError> {
+    decoder.decode(frame, b"", max)
 }
 
 /// `Reader::dig_with` on a record read whole: its value walked in place.

@@ -192,7 +192,10 @@ pub trait Source {
         if first.len() >= len {
             return Ok(first.truncated(len));
         }
-        let mut bytes = Vec::with_capacity(len);
+        let mut bytes = Vec::new();
+        bytes
+            .try_reserve_exact(len)
+            .map_err(|_| crate::error::io_out_of_memory(len as u64, "a read"))?;
         bytes.extend_from_slice(&first);
         while bytes.len() < len {
             let piece = self.read_at(offset + bytes.len() as u64, len - bytes.len())?;
@@ -424,7 +427,13 @@ impl Source for FileSource {
         {
             return Err(past_end(offset, len, self.len));
         }
-        let mut bytes = vec![0u8; len];
+        // What a header claims (a record of 2^40 bytes in a sparse file)
+        // is refused by the allocator here, not by an abort.
+        let mut bytes = Vec::new();
+        bytes
+            .try_reserve_exact(len)
+            .map_err(|_| crate::error::io_out_of_memory(len as u64, "a read of the store file"))?;
+        bytes.resize(len, 0);
         if let Err(e) = std::os::unix::fs::FileExt::read_exact_at(&self.file, &mut bytes, offset) {
             if e.kind() == io::ErrorKind::UnexpectedEof {
                 self.shrank

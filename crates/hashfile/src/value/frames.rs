@@ -156,11 +156,49 @@ pub fn expand<T: AsRef<[u8]>>(
     decode: &DecodeFrame<'_, T>,
     out: &mut Vec<u8>,
 ) -> Result<()> {
+    let unlimited = Limit {
+        max: usize::MAX,
+        over: &|| unreachable!("no buffer reaches usize::MAX bytes"),
+    };
+    expand_within(value, decode, out, &unlimited)
+}
+
+/// How long an expanded value may grow, and the error past that.
+pub struct Limit<'a> {
+    /// The most bytes `out` may hold.
+    pub max: usize,
+    /// The error for a value that would grow past `max` (naming its key,
+    /// say).
+    pub over: &'a dyn Fn() -> crate::Error,
+}
+
+/// [`expand`], stopping with `limit.over()` as soon as `out` would hold
+/// more than `limit.max` bytes: a record of 1 MB of frames, each 1,024
+/// times smaller than what it says it holds, is refused after at most
+/// `limit.max` bytes, never decoded whole. `out` grows fallibly.
+pub fn expand_within<T: AsRef<[u8]>>(
+    value: &[u8],
+    decode: &DecodeFrame<'_, T>,
+    out: &mut Vec<u8>,
+    limit: &Limit<'_>,
+) -> Result<()> {
     let mut cursor = Cursor::new(value);
-    expand_item(cursor.next_raw()?, decode, out, MAX_DEPTH)?;
+    expand_item(cursor.next_raw()?, decode, out, MAX_DEPTH, limit)?;
     if !cursor.is_at_end() {
         return Err(malformed("trailing bytes", cursor.position()));
     }
+    Ok(())
+}
+
+/// Appends `bytes` to `out` within `limit`, allocating fallibly.
+fn push_within(out: &mut Vec<u8>, bytes: &[u8], limit: &Limit<'_>) -> Result<()> {
+    let len = out.len().saturating_add(bytes.len());
+    if len > limit.max {
+        return Err((limit.over)());
+    }
+    out.try_reserve(bytes.len())
+        .map_err(|_| crate::error::out_of_memory(len as u64, "a value's compressed items"))?;
+    out.extend_from_slice(bytes);
     Ok(())
 }
 
@@ -169,14 +207,13 @@ fn expand_item<T: AsRef<[u8]>>(
     decode: &DecodeFrame<'_, T>,
     out: &mut Vec<u8>,
     depth_left: usize,
+    limit: &Limit<'_>,
 ) -> Result<()> {
     if raw[0] == tag::FRAME {
-        out.extend_from_slice(open(raw, decode)?.as_ref());
-        return Ok(());
+        return push_within(out, open(raw, decode)?.as_ref(), limit);
     }
     let Some((container, is_map)) = container_of(raw)? else {
-        out.extend_from_slice(raw);
-        return Ok(());
+        return push_within(out, raw, limit);
     };
     let depth = deeper(depth_left)?;
     let start = ContainerStart::begin(out);
@@ -187,7 +224,7 @@ fn expand_item<T: AsRef<[u8]>>(
         container.len
     };
     for _ in 0..items {
-        expand_item(inner.next_raw()?, decode, out, depth)?;
+        expand_item(inner.next_raw()?, decode, out, depth, limit)?;
     }
     if !inner.is_at_end() {
         return Err(malformed(
@@ -196,6 +233,10 @@ fn expand_item<T: AsRef<[u8]>>(
         ));
     }
     start.end(out, container.len, is_map);
+    // The container's header goes in front once its body is written.
+    if out.len() > limit.max {
+        return Err((limit.over)());
+    }
     Ok(())
 }
 
@@ -255,6 +296,23 @@ pub fn dig_in<'a, T: AsRef<[u8]> + From<Vec<u8>>>(
     decode: &DecodeFrame<'_, T>,
     scratch: &'a mut Option<T>,
 ) -> Result<Dig<'a>> {
+    let unlimited = Limit {
+        max: usize::MAX,
+        over: &|| unreachable!("no buffer reaches usize::MAX bytes"),
+    };
+    dig_in_within(value, path, symbolize_names, decode, scratch, &unlimited)
+}
+
+/// [`dig_in`], what the path ends on expanded within `limit` (as
+/// [`expand_within`]).
+pub fn dig_in_within<'a, T: AsRef<[u8]> + From<Vec<u8>>>(
+    value: &'a [u8],
+    path: &[Probe<'_>],
+    symbolize_names: bool,
+    decode: &DecodeFrame<'_, T>,
+    scratch: &'a mut Option<T>,
+    limit: &Limit<'_>,
+) -> Result<Dig<'a>> {
     let mut scratch = Some(scratch);
     let mut whole = Cursor::new(value);
     let mut bytes: &'a [u8] = whole.next_raw()?;
@@ -272,7 +330,7 @@ pub fn dig_in<'a, T: AsRef<[u8]> + From<Vec<u8>>>(
                 _ => {
                     return Ok(Dig::Stuck {
                         step,
-                        item: settle(bytes, decode, &mut scratch)?,
+                        item: settle(bytes, decode, &mut scratch, limit)?,
                     })
                 }
             },
@@ -283,7 +341,7 @@ pub fn dig_in<'a, T: AsRef<[u8]> + From<Vec<u8>>>(
             None => return Ok(Dig::Absent),
         }
     }
-    Ok(Dig::Found(settle(bytes, decode, &mut scratch)?))
+    Ok(Dig::Found(settle(bytes, decode, &mut scratch, limit)?))
 }
 
 /// The item `bytes` encode, its frames decoded: as it is if it holds none.
@@ -291,10 +349,11 @@ fn settle<'a, T: AsRef<[u8]> + From<Vec<u8>>>(
     bytes: &'a [u8],
     decode: &DecodeFrame<'_, T>,
     scratch: &mut Option<&'a mut Option<T>>,
+    limit: &Limit<'_>,
 ) -> Result<Item<'a>> {
     let bytes = if holds_frames(bytes, MAX_DEPTH)? {
         let mut expanded = Vec::new();
-        expand_item(bytes, decode, &mut expanded, MAX_DEPTH)?;
+        expand_item(bytes, decode, &mut expanded, MAX_DEPTH, limit)?;
         into_scratch(T::from(expanded), scratch)?
     } else {
         bytes

@@ -2,6 +2,8 @@
 //! them, so the reader is shown to work wherever its bytes come from.
 #![allow(dead_code)]
 
+pub mod hostile;
+
 use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
