@@ -227,6 +227,7 @@ class DatasetTest < HashfileTest
     loop do
       found = yield
       return found if found
+
       flunk "nothing after 10 s" if Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
       sleep 0.01
     end
