@@ -98,8 +98,12 @@ struct Background {
     running: AtomicU32,
     /// Set when `found` holds what a check found, for the next access.
     ready: AtomicBool,
-    /// What the last check found: `None` if nothing newer.
-    found: Mutex<Option<Option<hashfile::Result<Table>>>>,
+    /// What the last check found (`None` if nothing newer), and the store
+    /// it was checked against: what it found is taken only while that
+    /// store is still the one read (a `reopen` meanwhile may have moved
+    /// further on).
+    #[allow(clippy::type_complexity)]
+    found: Mutex<Option<(Arc<Table>, Option<hashfile::Result<Table>>)>>,
 }
 
 /// Lookups a local store is read with positioned reads before it is
@@ -469,8 +473,8 @@ impl Handle {
                         what: "the refresh check failed unexpectedly (a panic, caught)".into(),
                     }))
                 });
-                drop(current);
-                *background.found.lock().unwrap_or_else(|e| e.into_inner()) = Some(found);
+                *background.found.lock().unwrap_or_else(|e| e.into_inner()) =
+                    Some((current, found));
                 background.ready.store(true, Ordering::Release);
                 background.running.store(0, Ordering::Release);
             });
@@ -493,8 +497,15 @@ impl Handle {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .take();
-        if let Some(refreshed) = found {
-            self.take_refreshed(refreshed);
+        if let Some((checked, refreshed)) = found {
+            let still = self
+                .current
+                .load()
+                .as_ref()
+                .is_some_and(|now| Arc::ptr_eq(now, &checked));
+            if still {
+                self.take_refreshed(refreshed);
+            }
         }
     }
 

@@ -697,6 +697,21 @@ fn discarding_takes_only_an_unpublished_generation_id() {
     }
     assert_eq!(files_of(dir.path(), &one.generation), 1);
     assert!(dir.path().join("customers-00000-of-00001.hf").exists());
+    // A manifest that cannot be read (here, of a newer version): which
+    // generation is published cannot be told, so nothing is discarded.
+    let text = std::fs::read_to_string(dir.path().join(MANIFEST_NAME)).unwrap();
+    std::fs::write(
+        dir.path().join(MANIFEST_NAME),
+        text.replacen("\"hashfile_dataset\": 2", "\"hashfile_dataset\": 3", 1),
+    )
+    .unwrap();
+    let error = hashfile_runtime::dataset::discard_generation(at, &one.generation, &none)
+        .expect_err("an unreadable manifest");
+    assert!(
+        error.to_string().contains("nothing is discarded"),
+        "{error}"
+    );
+    assert_eq!(files_of(dir.path(), &one.generation), 1);
 }
 
 /// A reader that follows new generations never goes back: a manifest put
@@ -865,4 +880,47 @@ fn a_dataset_build_removes_what_a_killed_one_left() {
     expected.push(MANIFEST_NAME.to_string());
     expected.sort();
     assert_eq!(names, expected);
+}
+
+/// A manifest forged with a sequence far ahead of the clock (u64::MAX)
+/// orders nothing: a reader does not move to it, a reader that opened it
+/// moves to the next publish, and that publish's sequence is the time, not
+/// one past the forged one.
+#[test]
+fn a_sequence_far_ahead_of_the_clock_orders_nothing() {
+    use hashfile_runtime::{OpenOptions, Refresh};
+    let dir = tempfile::tempdir().unwrap();
+    let two = build(dir.path(), 100, 2, "two");
+    let forge = |manifest: &Manifest| {
+        let mut forged = manifest.clone();
+        forged.sequence = u64::MAX;
+        let temp = dir.path().join(".forged");
+        std::fs::write(&temp, forged.to_json()).unwrap();
+        std::fs::rename(&temp, dir.path().join(MANIFEST_NAME)).unwrap();
+    };
+    let every = || OpenOptions {
+        refresh: Refresh::Every(std::time::Duration::ZERO),
+        ..OpenOptions::default()
+    };
+    let at = dir.path().to_str().unwrap().to_owned();
+    let on_two = hashfile_runtime::open(&at, every()).unwrap();
+    // The same shards under a forged sequence: the reader on two stays.
+    let mut renamed = two.clone();
+    renamed.generation = "forged".into();
+    forge(&renamed);
+    on_two.generation();
+    assert_eq!(on_two.generation_now(), 0);
+    let why = on_two.refresh_error().expect("reported");
+    assert!(why.contains("more than a day ahead"), "{why}");
+
+    let on_forged = hashfile_runtime::open(&at, every()).unwrap();
+    let three = build(dir.path(), 100, 2, "three");
+    assert!(three.sequence < u64::MAX / 2, "{}", three.sequence);
+    for handle in [&on_two, &on_forged] {
+        handle.generation();
+        let value = handle
+            .read(|t| Ok(t.get(b"key-1")?.map(|r| r.value().to_vec())))
+            .unwrap();
+        assert_eq!(value.as_deref(), Some(&b"three-1"[..]));
+    }
 }

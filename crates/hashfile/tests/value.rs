@@ -531,6 +531,15 @@ fn a_body_longer_than_its_count_is_refused_by_every_reader() {
         }];
         assert!(hidden(&dig(&bytes, &path, false).unwrap_err()), "{probe:?}");
     }
+    // An array's likewise: ["ann", "admin"] counted as one item, whatever
+    // index the path takes.
+    let mut array = encoded(&Value::Array(vec![Value::str("ann"), Value::str("admin")]));
+    array[0] -= 1;
+    assert!(hidden(&Value::decode(&array).unwrap_err()));
+    for index in [0, -1] {
+        let err = dig(&array, &[Probe::Int(index)], false).unwrap_err();
+        assert!(hidden(&err), "{index}: {err}");
+    }
     // Bytes after the value: the walk refuses them as a decode does.
     let mut trailing = encoded(&Value::Array(vec![Value::Int(1)]));
     trailing.push(2);

@@ -735,36 +735,39 @@ impl Coalescing {
     }
 }
 
-/// Keep-alive requests on one connection, each answered with one part.
-fn serve_coalescing(mut client: TcpStream, bytes: &[u8], counter: &AtomicUsize) {
+/// The byte ranges (first and last byte, the last cut to an object of
+/// `size` bytes) the next request on `client` asks for; `None` when the
+/// client hangs up.
+fn next_ranges(client: &mut TcpStream, size: u64) -> Option<Vec<(u64, u64)>> {
     let mut head = Vec::new();
     let mut byte = [0u8; 1];
-    loop {
-        head.clear();
-        while !head.ends_with(b"\r\n\r\n") {
-            match client.read(&mut byte) {
-                Ok(1) => head.push(byte[0]),
-                _ => return,
-            }
+    while !head.ends_with(b"\r\n\r\n") {
+        match client.read(&mut byte) {
+            Ok(1) => head.push(byte[0]),
+            _ => return None,
         }
-        counter.fetch_add(1, Ordering::Relaxed);
-        let text = String::from_utf8_lossy(&head).to_ascii_lowercase();
-        let spec = text
-            .lines()
-            .find_map(|l| l.strip_prefix("range: bytes="))
-            .unwrap_or("0-0")
-            .trim()
-            .to_owned();
-        let ranges: Vec<(u64, u64)> = spec
-            .split(',')
+    }
+    let text = String::from_utf8_lossy(&head).to_ascii_lowercase();
+    let spec = text
+        .lines()
+        .find_map(|l| l.strip_prefix("range: bytes="))
+        .unwrap_or("0-0")
+        .trim()
+        .to_owned();
+    Some(
+        spec.split(',')
             .map(|r| {
                 let (a, b) = r.trim().split_once('-').unwrap();
-                (
-                    a.parse().unwrap(),
-                    b.parse::<u64>().unwrap().min(bytes.len() as u64 - 1),
-                )
+                (a.parse().unwrap(), b.parse::<u64>().unwrap().min(size - 1))
             })
-            .collect();
+            .collect(),
+    )
+}
+
+/// Keep-alive requests on one connection, each answered with one part.
+fn serve_coalescing(mut client: TcpStream, bytes: &[u8], counter: &AtomicUsize) {
+    while let Some(ranges) = next_ranges(&mut client, bytes.len() as u64) {
+        counter.fetch_add(1, Ordering::Relaxed);
         let (start, last) = (ranges[0].0, ranges.last().unwrap().1);
         let body = &bytes[start as usize..=last as usize];
         let answer = format!("HTTP/1.1 206 Partial Content\r\nContent-Range: bytes {start}-{last}/{}\r\nContent-Length: {}\r\nETag: \"fixed\"\r\n\r\n", bytes.len(), body.len());
@@ -827,31 +830,8 @@ fn serve_claiming(
     sent: &AtomicU64,
     requests: &AtomicUsize,
 ) {
-    let mut head = Vec::new();
-    let mut byte = [0u8; 1];
-    loop {
-        head.clear();
-        while !head.ends_with(b"\r\n\r\n") {
-            match client.read(&mut byte) {
-                Ok(1) => head.push(byte[0]),
-                _ => return,
-            }
-        }
+    while let Some(ranges) = next_ranges(&mut client, size) {
         requests.fetch_add(1, Ordering::Relaxed);
-        let text = String::from_utf8_lossy(&head).to_ascii_lowercase();
-        let spec = text
-            .lines()
-            .find_map(|l| l.strip_prefix("range: bytes="))
-            .unwrap_or("0-0")
-            .trim()
-            .to_owned();
-        let ranges: Vec<(u64, u64)> = spec
-            .split(',')
-            .map(|r| {
-                let (a, b) = r.trim().split_once('-').unwrap();
-                (a.parse().unwrap(), b.parse::<u64>().unwrap().min(size - 1))
-            })
-            .collect();
         // The bytes of start..=last, written as they go.
         let write_bytes = |client: &mut TcpStream, start: u64, last: u64| -> std::io::Result<()> {
             let zeros = [0u8; 1 << 16];

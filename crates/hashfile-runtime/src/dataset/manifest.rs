@@ -174,11 +174,25 @@ impl Manifest {
     /// later publish (a greater sequence). Between two version 1
     /// manifests, which carry no sequence, any other generation is taken,
     /// as that release did.
+    ///
+    /// A sequence more than [`SEQUENCE_LEAD`] ahead of this machine's clock
+    /// orders nothing: a manifest forged (or restored from a broken clock)
+    /// with a sequence near `u64::MAX` is not followed, and a reader that
+    /// opened one follows any other generation, so that one such manifest
+    /// cannot stop every later publish from being read.
     pub fn follows(&self, open: &Manifest) -> bool {
-        if self.sequence == 0 && open.sequence == 0 {
+        if !self.sequence_trusted() {
+            return false;
+        }
+        if (self.sequence == 0 && open.sequence == 0) || !open.sequence_trusted() {
             return self.generation != open.generation;
         }
         self.sequence > open.sequence
+    }
+
+    /// Whether the sequence is at most [`SEQUENCE_LEAD`] ahead of now.
+    pub fn sequence_trusted(&self) -> bool {
+        self.sequence <= now_micros().saturating_add(SEQUENCE_LEAD)
     }
 
     /// The manifest as written: JSON, one shard per line.
@@ -220,12 +234,25 @@ impl Manifest {
 /// set back, or two publishes in one microsecond). Without `replaced`, the
 /// time alone keeps it above any sequence published earlier by a machine
 /// with a sane clock.
+/// (A replaced manifest whose sequence is not trusted, more than
+/// [`SEQUENCE_LEAD`] ahead, is passed over: the time alone counts.)
 pub fn next_sequence(replaced: Option<&Manifest>) -> u64 {
-    let now = std::time::SystemTime::now()
+    let after = replaced
+        .filter(|m| m.sequence_trusted())
+        .map_or(0, |m| m.sequence + 1);
+    now_micros().max(after).max(1)
+}
+
+/// How far ahead of this machine's clock a sequence may be and still order
+/// publishes: a day, far more than clocks of machines that publish and
+/// read one dataset differ by.
+pub const SEQUENCE_LEAD: u64 = 86_400_000_000;
+
+/// Microseconds since the Unix epoch.
+fn now_micros() -> u64 {
+    std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map_or(1, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX));
-    let after = replaced.map_or(0, |m| m.sequence.saturating_add(1));
-    now.max(after).max(1)
+        .map_or(1, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
 }
 
 fn readable(version: u64) -> bool {

@@ -168,6 +168,15 @@ impl Dataset {
         if newer.generation == self.manifest.generation || newer.follows(&self.manifest) {
             return Ok(());
         }
+        if !newer.sequence_trusted() {
+            return Err(dataset_error(
+                &self.location,
+                format!(
+                    "the manifest now names generation {} with sequence {}, more than a day ahead of this machine's clock: a sequence that far ahead orders nothing and is not followed (reopen to read it on purpose)",
+                    newer.generation, newer.sequence
+                ),
+            ));
+        }
         Err(dataset_error(
             &self.location,
             format!(

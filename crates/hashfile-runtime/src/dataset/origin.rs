@@ -105,6 +105,17 @@ impl Prefix {
     }
 
     fn of_location(text: &str) -> Result<Prefix, String> {
+        // The url crate resolves `..` and `%2e%2e`, but keeps `%2f` (and
+        // `%5c`) as they are, which a server may decode into a separator and
+        // resolve after the check: `/ds/..%2fother/` would leave `/ds/`. A
+        // place's path holds none of them, nor a `%2e` that could spell a
+        // dot segment together with them.
+        let lower = text.to_ascii_lowercase();
+        if ["%2f", "%5c", "%2e"].iter().any(|e| lower.contains(e)) {
+            return Err(format!(
+                "{text:?} has an encoded '/', '\\' or '.' (%2F, %5C, %2E), which a server may resolve past the directory it seems to be in"
+            ));
+        }
         match Location::parse(text) {
             None => Err(format!(
                 "{text:?} is not an http://, https:// or s3:// location"
@@ -252,7 +263,25 @@ mod tests {
                 MANIFEST,
                 "https://cdn.example.com/ds/%2e%2e/other/a.hf",
                 &[],
-                "not under",
+                "an encoded",
+            ),
+            (
+                MANIFEST,
+                "https://cdn.example.com/ds/..%2fother/a.hf",
+                &[],
+                "an encoded",
+            ),
+            (
+                MANIFEST,
+                "https://cdn.example.com/ds/x/..%2F..%2Fother/a.hf",
+                &[],
+                "an encoded",
+            ),
+            (
+                MANIFEST,
+                "https://cdn.example.com/ds/..%5cother/a.hf",
+                &[],
+                "an encoded",
             ),
             (
                 MANIFEST,
@@ -372,6 +401,8 @@ mod tests {
     #[test]
     fn allowed_places_are_urls() {
         assert!(Places::new(MANIFEST, &["https://a.example".into(), "s3://b".into()]).is_ok());
+        let e = Places::new(MANIFEST, &["https://a.example/ds/..%2fx/".into()]).unwrap_err();
+        assert!(e.contains("an encoded"), "{e}");
         let e = Places::new(MANIFEST, &["https://a.example/ds/?q".into()]).unwrap_err();
         assert!(e.contains("has a query or a fragment"), "{e}");
         let e = Places::new(MANIFEST, &["cdn.example.com".into()]).unwrap_err();

@@ -26,50 +26,86 @@ pub const PREVIOUS_NAME: &str = "hashfile-dataset.previous.json";
 pub(super) struct Replaced {
     /// The manifest being replaced, and its bytes, if it could be read.
     current: Option<(Manifest, Vec<u8>)>,
+    /// Why the manifest could not be read, when it is there (not merely
+    /// missing) and was not: a damaged one, a newer version, a failed
+    /// request.
+    unreadable: Option<String>,
     /// The generation that one replaced, from the record beside it.
     previous: Option<Manifest>,
 }
+
+/// What reading a manifest or record found.
+type Read = Result<Option<(Manifest, Vec<u8>)>, String>;
 
 impl Replaced {
     /// Reads the manifest and the record of the dataset in `dir`. Either
     /// may be missing or unreadable: then it removes nothing.
     pub(super) fn read_local(dir: &Path) -> Replaced {
-        let read = |name: &str| {
+        let read = |name: &str| -> Read {
             let path = dir.join(name);
-            let bytes = std::fs::read(&path).ok()?;
-            let manifest = Manifest::parse(&bytes, &path.display().to_string()).ok()?;
-            Some((manifest, bytes))
+            let bytes = match std::fs::read(&path) {
+                Ok(bytes) => bytes,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+                Err(e) => return Err(format!("{}: {e}", path.display())),
+            };
+            let manifest =
+                Manifest::parse(&bytes, &path.display().to_string()).map_err(|e| e.to_string())?;
+            Ok(Some((manifest, bytes)))
         };
-        Replaced {
-            current: read(MANIFEST_NAME),
-            previous: read(PREVIOUS_NAME).map(|(manifest, _)| manifest),
-        }
+        Replaced::of(read(MANIFEST_NAME), read(PREVIOUS_NAME))
     }
 
     /// The same for a dataset at an `s3://` prefix, whose manifest is at
     /// `manifest_at`.
     pub(super) fn read_remote(manifest_at: &str, remote: &RemoteOptions) -> Replaced {
-        let read = |at: &str| {
-            let bytes =
-                hashfile_remote::fetch_whole(at, remote.clone(), super::manifest::MAX_MANIFEST_LEN)
-                    .ok()?;
-            let manifest = Manifest::parse(&bytes, at).ok()?;
-            Some((manifest, bytes))
+        let read = |at: &str| -> Read {
+            let bytes = match hashfile_remote::fetch_whole(
+                at,
+                remote.clone(),
+                super::manifest::MAX_MANIFEST_LEN,
+            ) {
+                Ok(bytes) => bytes,
+                Err(e)
+                    if hashfile_remote::RemoteError::find_in(&e)
+                        .is_some_and(|r| r.kind == hashfile_remote::RemoteErrorKind::NotFound) =>
+                {
+                    return Ok(None)
+                }
+                Err(e) => return Err(e.to_string()),
+            };
+            let manifest = Manifest::parse(&bytes, at).map_err(|e| e.to_string())?;
+            Ok(Some((manifest, bytes)))
+        };
+        Replaced::of(read(manifest_at), read(&beside(manifest_at, PREVIOUS_NAME)))
+    }
+
+    fn of(current: Read, previous: Read) -> Replaced {
+        let (current, unreadable) = match current {
+            Ok(found) => (found, None),
+            Err(why) => (None, Some(why)),
         };
         Replaced {
-            current: read(manifest_at),
-            previous: read(&beside(manifest_at, PREVIOUS_NAME)).map(|(manifest, _)| manifest),
+            current,
+            unreadable,
+            // A record that cannot be read removes nothing.
+            previous: previous.ok().flatten().map(|(manifest, _)| manifest),
         }
+    }
+
+    /// Why the manifest is there and could not be read, if so.
+    pub(super) fn unreadable(&self) -> Option<&str> {
+        self.unreadable.as_deref()
     }
 
     /// Whether the manifest or the previous generation's record is of
     /// `generation`.
     pub(super) fn names_generation(&self, generation: &str) -> bool {
-        self.current().is_some_and(|m| m.generation == generation)
+        self.current()
+            .is_some_and(|m| m.generation.eq_ignore_ascii_case(generation))
             || self
                 .previous
                 .as_ref()
-                .is_some_and(|m| m.generation == generation)
+                .is_some_and(|m| m.generation.eq_ignore_ascii_case(generation))
     }
 
     /// The manifest being replaced, if it could be read.
@@ -86,12 +122,18 @@ impl Replaced {
         let (Some((current, _)), Some(previous)) = (&self.current, &self.previous) else {
             return Vec::new();
         };
-        if current.generation == published.generation {
+        // Compared without case: on a file system that folds case, a record
+        // of a generation spelled otherwise would name the kept files.
+        let same = |a: &str, b: &str| a.eq_ignore_ascii_case(b);
+        if same(&current.generation, &published.generation)
+            || same(&previous.generation, &current.generation)
+            || same(&previous.generation, &published.generation)
+        {
             return Vec::new();
         }
         let kept = |file: &str| {
-            current.shards.iter().any(|s| s.file == file)
-                || published.shards.iter().any(|s| s.file == file)
+            current.shards.iter().any(|s| same(&s.file, file))
+                || published.shards.iter().any(|s| same(&s.file, file))
         };
         let n = previous.shards.len();
         previous

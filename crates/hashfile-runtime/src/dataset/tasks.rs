@@ -369,6 +369,12 @@ pub fn discard_generation(
     } else {
         Replaced::read_local(destination.dir())
     };
+    if let Some(why) = replaced.unreadable() {
+        return Err(dataset_error(
+            &manifest_at,
+            format!("the manifest cannot be read ({why}), so which generation is published cannot be told: nothing is discarded"),
+        ));
+    }
     if replaced.names_generation(generation) {
         return Err(dataset_error(
             &manifest_at,

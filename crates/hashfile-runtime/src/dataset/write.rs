@@ -158,7 +158,6 @@ impl DatasetBuilder {
     ) -> hashfile::Result<Manifest> {
         create_dir(dir)?;
         let manifest_path = dir.join(MANIFEST_NAME);
-        let replaced = Replaced::read_local(dir);
         // A streaming build's first write keeps the generation its
         // temporary files are named for; any other write starts a new one,
         // so that it never renames over a shard a reader may be using.
@@ -166,11 +165,9 @@ impl DatasetBuilder {
             Some((streamed_into, generation)) if streamed_into == dir => generation,
             _ => new_generation(),
         };
-        let sequence = next_sequence(replaced.current());
-        let result =
-            self.write_generation(dir, &generation, sequence, &manifest_path, before_publish);
+        let result = self.write_generation(dir, &generation, &manifest_path, before_publish);
         match &result {
-            Ok(manifest) => replaced.retire_local(dir, manifest),
+            Ok((manifest, replaced)) => replaced.retire_local(dir, manifest),
             Err(_) => {
                 // The shards this build wrote, by the names it gave them.
                 let n = self.builders.len();
@@ -179,17 +176,16 @@ impl DatasetBuilder {
                 }
             }
         }
-        result
+        result.map(|(manifest, _)| manifest)
     }
 
     fn write_generation(
         &mut self,
         dir: &Path,
         generation: &str,
-        sequence: u64,
         manifest_path: &Path,
         before_publish: &mut dyn FnMut() -> hashfile::Result<()>,
-    ) -> hashfile::Result<Manifest> {
+    ) -> hashfile::Result<(Manifest, Replaced)> {
         let n = self.builders.len();
         let write_shard = |(i, builder): (usize, &mut Builder)| {
             let file = shard_file_name(generation, i, n);
@@ -226,18 +222,22 @@ impl DatasetBuilder {
             .map(write_shard)
             .collect();
         let shards = first_error(results)?;
+        self.cancel.check()?;
+        before_publish()?;
+        // What is replaced, read as late as can be: a publish that ran
+        // meanwhile (two builds of one dataset at once, which this does not
+        // order) then counts, and this one's sequence comes after it.
+        let replaced = Replaced::read_local(dir);
         let manifest = Manifest {
             hashfile_dataset: MANIFEST_VERSION,
             entries: shards.iter().map(|s| s.entries).sum(),
             generation: generation.to_string(),
-            sequence,
+            sequence: next_sequence(replaced.current()),
             routing: routing_name(),
             shards,
         };
-        self.cancel.check()?;
-        before_publish()?;
         hashfile::build::publish_file(manifest_path, manifest.to_json().as_bytes())?;
-        Ok(manifest)
+        Ok((manifest, replaced))
     }
 }
 

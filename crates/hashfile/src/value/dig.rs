@@ -198,5 +198,13 @@ pub(super) fn find_in_array_raw(array: Container<'_>, index: i64) -> Result<Opti
     for _ in 0..index {
         cursor.skip()?;
     }
-    Ok(Some(cursor.next_raw()?))
+    let found = cursor.next_raw()?;
+    // The rest walked too, as a map's walk does, so that a body holding
+    // more items than its count is refused here as a whole read refuses
+    // it: an answer is never read out of a malformed array.
+    for _ in index + 1..len {
+        cursor.skip()?;
+    }
+    cursor.end_of_body()?;
+    Ok(Some(found))
 }

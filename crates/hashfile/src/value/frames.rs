@@ -169,7 +169,7 @@ pub struct Limit<'a> {
     pub max: usize,
     /// The error for a value that would grow past `max` (naming its key,
     /// say).
-    pub over: &'a dyn Fn() -> crate::Error,
+    pub over: &'a dyn Fn() -> crate::error::Error,
 }
 
 /// [`expand`], stopping with `limit.over()` as soon as `out` would hold

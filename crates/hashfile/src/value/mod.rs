@@ -514,7 +514,7 @@ impl std::fmt::Display for Item<'_> {
             Item::Float(x) if x.is_nan() => f.write_str("NaN"),
             Item::Float(x) => f.write_str(if x > 0.0 { "Infinity" } else { "-Infinity" }),
             Item::Str(bytes, encoding) => {
-                write!(f, "{}", crate::DisplayBytes(bytes))?;
+                write!(f, "{}", crate::error::DisplayBytes(bytes))?;
                 match encoding {
                     Encoding::Binary => f.write_str(".b"),
                     Encoding::Named(name) => write!(f, " ({name})"),
@@ -528,7 +528,7 @@ impl std::fmt::Display for Item<'_> {
                 {
                     write!(f, ":{name}")
                 }
-                _ => write!(f, ":{}", crate::DisplayBytes(bytes)),
+                _ => write!(f, ":{}", crate::error::DisplayBytes(bytes)),
             },
             Item::Array(c) => write!(f, "an Array of {}", c.len),
             Item::Map(c) => write!(f, "a Hash of {}", c.len),
