@@ -20,7 +20,7 @@ rows = Benchmark.ips do |x|
   x.report("File.stat") { File.stat(path) }
   x.report("File.open + close") { File.open(path) {} }
   x.report("File.open + read(64) + close") { File.open(path) { |f| f.read(64) } }
-  x.report("native open + close (Reader._open)") { Hashfile::Reader._open(path, options, nil, nil, false, nil, 0).close }
+  x.report("native open + close (Reader._open)") { Hashfile::Reader._open(path, options, nil, nil, false, nil, 0, nil).close }
   x.report("Hashfile.open + close") { Hashfile.open(path).close }
   x.report("Hashfile.open + db[] + close") { Hashfile.open(path) { |db| db[key] } }
   # values_at, a batch, maps the store first: the open of a mapped store, as before
