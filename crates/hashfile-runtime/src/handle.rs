@@ -364,28 +364,26 @@ impl Handle {
     /// lookup on; lookups under way finish on the old one. An error, and
     /// the old store kept, if the new one cannot be opened.
     pub fn reopen(&self) -> hashfile::Result<()> {
-        if self.is_closed() {
-            return Err(self.closed_error());
-        }
-        let store = Table::open(&self.location, &self.options.remote)?
-            .with_max_value_size(self.options.max_value_size)?;
-        self.install(store);
-        self.refresh_error.store(None);
-        Ok(())
+        self.reopen_checked(false)
     }
 
     /// [`reopen`](Handle::reopen) on its own accord (a reopen on change):
     /// a dataset moves only to a later publish, never back to an older
     /// manifest put back at the location.
     fn reopen_forward(&self) -> hashfile::Result<()> {
+        self.reopen_checked(true)
+    }
+
+    fn reopen_checked(&self, forward_only: bool) -> hashfile::Result<()> {
         if self.is_closed() {
             return Err(self.closed_error());
         }
-        let store = Table::open(&self.location, &self.options.remote)?;
-        if let (Some(Table::Dataset(open, _)), Table::Dataset(newer, _)) =
-            (self.current.load().as_deref(), &store)
-        {
-            open.check_follows(newer.manifest())?;
+        let store = Table::open(&self.location, &self.options.remote)?
+            .with_max_value_size(self.options.max_value_size)?;
+        if forward_only {
+            if let Some(open) = self.current.load().as_deref() {
+                open.check_follows(&store)?;
+            }
         }
         self.install(store);
         self.refresh_error.store(None);

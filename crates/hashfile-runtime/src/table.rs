@@ -264,18 +264,24 @@ impl Table {
                 Ok(Some(newer)) => Some(Table::Dataset(newer, None).with_max_value_size(limit)),
                 Err(e) => Some(Err(e)),
             },
-            Table::Dataset(dataset, Some(_)) if self.is_stale(location) => {
-                Some(Table::open(location, remote).and_then(|table| {
-                    if let Table::Dataset(newer, _) = &table {
-                        dataset.check_follows(newer.manifest())?;
-                    }
-                    table.with_max_value_size(limit)
-                }))
-            }
-            _ if self.is_stale(location) => {
-                Some(Table::open(location, remote).and_then(|t| t.with_max_value_size(limit)))
-            }
+            _ if self.is_stale(location) => Some(Table::open(location, remote).and_then(|table| {
+                self.check_follows(&table)?;
+                table.with_max_value_size(limit)
+            })),
             _ => None,
+        }
+    }
+
+    /// An error if this table and `newer`, opened at its location since,
+    /// are datasets and `newer` is not of a later publish
+    /// (`Dataset::check_follows`): what a refresh or a reopen on change
+    /// checks before it swaps a table in.
+    pub fn check_follows(&self, newer: &Table) -> hashfile::Result<()> {
+        match (self, newer) {
+            (Table::Dataset(open, _), Table::Dataset(newer, _)) => {
+                open.check_follows(newer.manifest())
+            }
+            _ => Ok(()),
         }
     }
 

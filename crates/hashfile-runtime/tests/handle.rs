@@ -437,3 +437,40 @@ fn a_store_truncated_before_it_is_mapped_is_changed() {
     assert_eq!(handle.unmapped_lookups(), 0);
     assert!(!is_mapped(&handle), "a store found short stays unmapped");
 }
+
+/// The largest value a handle reads stays what it was opened with when a
+/// refresh or a reopen swaps in another store.
+#[test]
+fn the_value_size_limit_outlives_a_refresh_and_a_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.hf");
+    let write = |value: &str| {
+        let mut builder = Builder::new(BuildOptions::default()).unwrap();
+        builder.insert(b"k", value.as_bytes());
+        builder.write_file(&path).unwrap();
+    };
+    write(&"a".repeat(20));
+    let handle = open(
+        path.to_str().unwrap(),
+        OpenOptions {
+            refresh: Refresh::Every(Duration::ZERO),
+            max_value_size: Some(10),
+            ..OpenOptions::default()
+        },
+    )
+    .unwrap();
+    let too_large = |handle: &hashfile_runtime::Handle| {
+        let error = handle.read(|t| t.get(b"k").map(|_| ())).unwrap_err();
+        assert!(
+            matches!(error, hashfile::Error::ValueTooLarge { .. }),
+            "{error:?}"
+        );
+    };
+    too_large(&handle);
+    write(&"b".repeat(30));
+    handle.generation();
+    assert_eq!(handle.generation_now(), 1, "refreshed");
+    too_large(&handle);
+    handle.reopen().unwrap();
+    too_large(&handle);
+}
