@@ -179,7 +179,7 @@ class HostileTest < HashfileTest
     Hashfile.build(path, { "a" => "1" })
     [1e300, 2**64, Float::INFINITY, -Float::INFINITY, Float::NAN, -1, -0.5, 86_401].each do |seconds|
       e = assert_raises(ArgumentError, seconds.inspect) { Hashfile.open(path, reload: seconds) }
-      assert_match(/reload must be nil or a number of seconds from 0 to 86400/, e.message)
+      assert_match(/invalid option reload: must be a number of seconds from 0 to 86400/, e.message)
     end
     [0, 0.001, 86_400].each { |seconds| Hashfile.open(path, reload: seconds, &:size) }
   end

@@ -184,7 +184,7 @@ class ImporterFidelityTest < HashfileTest
     e = assert_raises(ArgumentError) { build_text("k,v\n", "csv", col_sep: "\"") }
     assert_match(/invalid option col_sep: must be one ASCII character other than a quote/, e.message)
     e = assert_raises(ArgumentError) { build_text("k,v\n", "csv", col_sep: ";;") }
-    assert_match(/col_sep must be one ASCII character/, e.message)
+    assert_match(/invalid option col_sep: must be one ASCII character, not ";;"/, e.message)
   end
 
   def test_csv_line_numbers_count_crlf_lines_once

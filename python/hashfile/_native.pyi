@@ -10,8 +10,10 @@ def build(path: str, items: Iterable[tuple[Key, Any]], shards: int | None = None
 
 def build_from(inputs: list[str], output: str, shards: int | None = None, build_opts: dict[str, Any] | None = None, import_opts: dict[str, Any] | None = None, progress: Any = None) -> tuple[int, int, tuple[int, int, int] | None]: ...
 
-BUILD_OPTIONS: list[str]
 MAX_SHARDS: int
+OPTIONS: dict[str, list[dict[str, Any]]]
+
+def check_build_options(options: dict[str, Any] | None = None) -> None: ...
 MAX_MEMO: int
 DEFAULT_MAX_VALUE_SIZE: int
 

@@ -87,9 +87,8 @@ def write_dataset(
     from pyspark.sql import functions as F
 
     location = os.fspath(path)
-    unknown = sorted(set(options) - set(_native.BUILD_OPTIONS))
-    if unknown:
-        raise ValueError(f"unknown option {unknown[0]!r} for write_dataset; build options are {', '.join(_native.BUILD_OPTIONS)}")
+    # Checked here, before any task starts, as every task will check them.
+    _native.check_build_options(options or None)
     if (shards is None) == (target_shard_bytes is None):
         raise ValueError("give shards or target_shard_bytes, not both and not neither")
     if target_shard_bytes is not None and (not isinstance(target_shard_bytes, int) or target_shard_bytes < 1):

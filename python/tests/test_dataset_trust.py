@@ -49,7 +49,7 @@ def test_a_manifest_sends_headers_only_to_its_own_origin(tmp_path, nginx, anothe
         hashfile.open(tmp_path / "ds")
     with hashfile.open(tmp_path / "ds", allow_origins=[another_nginx.url("/files/")]) as db:
         assert dict(db.items()) == data
-    with pytest.raises(ValueError, match="remote options are for remote stores"):
+    with pytest.raises(ValueError, match="invalid option timeout: is for remote stores"):
         hashfile.open(tmp_path / "ds", allow_origins=[another_nginx.url("/files/")], timeout=5)
     with pytest.raises(ValueError, match="is for datasets"):
         hashfile.open(tmp_path / "ds" / manifest["shards"][0]["file"], allow_origins=["https://example.com/"])

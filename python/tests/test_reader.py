@@ -171,7 +171,7 @@ def test_open_errors_are_of_their_own_class(tmp_path):
     (tmp_path / "empty_dir").mkdir()
     with pytest.raises(hashfile.DatasetError, match="has no hashfile-dataset.json"):
         hashfile.open(tmp_path / "empty_dir")
-    with pytest.raises(ValueError, match="remote options are for remote stores"):
+    with pytest.raises(ValueError, match="invalid option timeout: is for remote stores"):
         hashfile.open(tmp_path / "junk.hf", timeout=1)
     with pytest.raises(TypeError, match="unknown option timout"):
         hashfile.open("http://127.0.0.1:9/s.hf", timout=1)

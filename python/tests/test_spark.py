@@ -189,7 +189,7 @@ def test_bad_rows_fail_the_job_with_a_local_builds_error_and_publish_nothing(spa
     # Options a job would ignore or cannot honour fail before any task runs.
     with pytest.raises(ValueError, match="on_duplicate"):
         write_dataset(good, out, key="k", shards=2, on_duplicate="last")
-    with pytest.raises(ValueError, match="unknown option 'codec'"):
+    with pytest.raises(TypeError, match="unknown option codec for build"):
         write_dataset(good, out, key="k", shards=2, codec="zstd")
     with pytest.raises(ValueError, match="is not a compression"):
         write_dataset(good, out, key="k", shards=2, compression="lz4")

@@ -18,7 +18,6 @@ mod error;
 mod memo;
 mod nogvl;
 mod options;
-mod pool;
 mod reader;
 mod store;
 mod strings;

@@ -2,7 +2,8 @@
 //! and docs is in lib/hashfile/reader.rb; these are the native methods.
 
 use hashfile::RecordBuf;
-use hashfile_runtime::{Cursor, OpenOptions, Refresh, SerializedHandle, Table};
+use hashfile_runtime::options::Language;
+use hashfile_runtime::{Cursor, SerializedHandle, Table};
 use magnus::{
     function, gc::Marker, method, prelude::*, value::Opaque, DataTypeFunctions, Error, RArray,
     RHash, RModule, RString, Ruby, TypedData, Value,
@@ -10,7 +11,7 @@ use magnus::{
 
 use magnus::rb_sys::AsRawValue;
 
-use crate::error::{arg_error, to_ruby};
+use crate::error::to_ruby;
 use crate::memo::Memo;
 use crate::store;
 use crate::strings;
@@ -65,97 +66,39 @@ fn key_string(ruby: &Ruby, record: &RecordBuf<'_>) -> Result<RString, Error> {
 }
 
 impl Reader {
-    /// `_open(path, options, load, reload, reopen_on_change, remote, memo,
-    /// max_value_size)`:
-    /// decode `options` (a Hash or nil) and the serializer's `load` (or
-    /// nil) are kept for every lookup; `reload` is nil or the seconds
-    /// between checks for a new local store or remote dataset manifest;
-    /// `reopen_on_change` makes a remote reader reopen a replaced object; `remote` (a Hash or nil)
-    /// says how to reach an http://, https:// or s3:// store; `memo` is
-    /// the most values to keep (0: none), which needs `freeze: true`;
-    /// `max_value_size` is nil (the core's default) or the largest value
-    /// read, in bytes.
-    // One parameter per positional argument of the Ruby method, as magnus
-    // binds them.
-    #[allow(clippy::too_many_arguments)]
-    fn open(
-        ruby: &Ruby,
-        path: String,
-        options: Option<RHash>,
-        load: Value,
-        reload: Option<f64>,
-        reopen_on_change: bool,
-        remote: Option<RHash>,
-        memo: u64,
-        max_value_size: Value,
-    ) -> Result<Reader, Error> {
-        let max_value_size = match max_value_size.is_nil() {
-            true => None,
-            false => Some(crate::options::max_value_size(ruby, max_value_size)?),
-        };
-        let flags = DecodeFlags::default().with_options(ruby, options)?;
-        if memo > hashfile_runtime::MAX_MEMO_ENTRIES {
-            return Err(arg_error(
-                ruby,
-                format!(
-                    "memo: must be a number of entries from 0 to {}, not {memo}",
-                    hashfile_runtime::MAX_MEMO_ENTRIES
-                ),
-            ));
-        }
-        if memo > 0 && !flags.is_frozen() {
-            return Err(arg_error(ruby, "memo: returns the same object for a key again, so its values are frozen: leave freeze: out or give freeze: true".to_owned()));
-        }
-        if memo > 0 && !load.is_nil() {
-            return Err(arg_error(ruby, "memo: keeps frozen values, and a serializer's objects are frozen only at the top: give one of memo: and serializer:".to_owned()));
-        }
-        let is_remote = hashfile_remote::Location::is_remote(&path);
-        let remote_dataset =
-            is_remote && path.ends_with(hashfile_runtime::dataset::manifest::MANIFEST_NAME);
-        let refresh = match (reload, reopen_on_change) {
-            (Some(_), true) => return Err(arg_error(ruby, format!("reload: and on_change: :reopen are two ways to follow new versions; give one ({path})"))),
-            (Some(_), _) if is_remote && !remote_dataset => return Err(arg_error(ruby, format!("reload: is for local stores and remote datasets (the URL of their hashfile-dataset.json); a remote store raises StaleError when the object is replaced, or reopens it with on_change: :reopen ({path})"))),
-            (_, true) if !is_remote => return Err(arg_error(ruby, format!("on_change: :reopen is for remote stores; a local one takes reload: SECONDS ({path})"))),
-            (Some(seconds), _) => Refresh::Every(crate::options::reload_interval(ruby, seconds)?),
-            (None, true) => Refresh::ReopenOnChange,
-            (None, false) => Refresh::Never,
-        };
-        let remote_only = match remote {
-            Some(given) if !is_remote => crate::options::remote_only_names(given)?,
-            _ => Vec::new(),
-        };
-        let remote = match remote {
-            Some(_) if !remote_only.is_empty() => {
-                let (names, count) = (remote_only.join(", "), remote_only.len());
-                return Err(arg_error(
-                    ruby,
-                    format!(
-                        "the option{} {names} {} for remote stores (http://, https://, s3://), and {path} is a local path",
-                        if count == 1 { "" } else { "s" },
-                        if count == 1 { "is" } else { "are" },
-                    ),
-                ));
-            }
-            given => crate::options::remote_options(ruby, given)?,
-        };
-        let options = OpenOptions {
-            remote,
-            refresh,
-            max_value_size,
-        };
-        let handle = if is_remote {
-            store::remote_call(ruby, move || hashfile_runtime::open(&path, options))?
+    /// `_open(path, options, load)`: `options` are the keywords given to
+    /// `Hashfile.open` (a Hash or nil), judged by the runtime's table
+    /// (`hashfile_runtime::options::open_request`); `load` is the `load`
+    /// half of the serializer given (or nil). With `verify: true`, every
+    /// checksum is checked before the reader is handed out.
+    fn open(ruby: &Ruby, path: String, options: Option<RHash>, load: Value) -> Result<Reader, Error> {
+        let given = crate::options::given(ruby, options)?;
+        let request = hashfile_runtime::options::open_request(&path, &given, Language::Ruby)
+            .map_err(|e| to_ruby(ruby, e))?;
+        let d = request.decode;
+        let flags = DecodeFlags::of(d.symbolize_names, d.freeze, d.raw);
+        let open_options = request.options;
+        let handle = if hashfile_remote::Location::is_remote(&path) {
+            store::remote_call(ruby, move || hashfile_runtime::open(&path, open_options))?
         } else {
-            hashfile_runtime::open(&path, options)
+            hashfile_runtime::open(&path, open_options)
         }
         .map_err(|e| to_ruby(ruby, e))?;
-        let memo = (memo > 0).then(|| Memo::new(ruby, memo as usize, handle.generation_now()));
-        Ok(Reader {
+        let memo = (request.memo > 0)
+            .then(|| Memo::new(ruby, request.memo as usize, handle.generation_now()));
+        let reader = Reader {
             handle: SerializedHandle::new(handle),
             flags,
             load: (!load.is_nil()).then(|| Opaque::from(load)),
             memo,
-        })
+        };
+        if request.verify {
+            if let Err(e) = Reader::verify(ruby, &reader) {
+                Reader::close(ruby, &reader);
+                return Err(e);
+            }
+        }
+        Ok(reader)
     }
 
     /// `stale?`: whether the path names another file than the one this
@@ -690,7 +633,7 @@ pub fn init(ruby: &Ruby, module: RModule) -> Result<(), Error> {
     module.const_set("MAX_MEMO", hashfile_runtime::MAX_MEMO_ENTRIES)?;
     // Readers are made by `_open` alone: no data-less `allocate`.
     class.undef_default_alloc_func();
-    class.define_singleton_method("_open", function!(Reader::open, 8))?;
+    class.define_singleton_method("_open", function!(Reader::open, 3))?;
     class.define_method("[]", method!(Reader::aref, 1))?;
     class.define_method("_get", method!(Reader::get, 3))?;
     class.define_method("_get_with", method!(Reader::get_with, 5))?;
