@@ -382,6 +382,11 @@ fn column(spec: &Spec, value: &Arg) -> Result<Column> {
             .map(Column::Index)
             .map_err(|_| invalid(spec, format!("must be a column name or a 0-based index, not {i}"))),
         Arg::BigInt(digits) => Err(invalid(spec, format!("must be a column name or a 0-based index, not {digits}"))),
+        // A negative index given as text (the CLI's flags are text) is no
+        // header name anyone meant.
+        Arg::Text(t) if t.strip_prefix('-').is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit())) => {
+            Err(invalid(spec, format!("must be a column name or a 0-based index, not {t}")))
+        }
         // Text as the CLI's flags read it: digits an index, "*" the row.
         Arg::Text(t) => Ok(Column::parse(t)),
         Arg::Symbol(s) => Ok(Column::Name(s.clone())),
