@@ -29,7 +29,7 @@ __all__ = ["open", "build", "build_from", "shard_of", "Reader", "Key", "DEFAULT_
 #: The largest value ``open`` reads unless given ``max_value_size`` (256 MiB).
 DEFAULT_MAX_VALUE_SIZE: int = _native.DEFAULT_MAX_VALUE_SIZE
 
-Key = Union[str, bytes]
+Key = str | bytes
 PathLike = Union[str, "os.PathLike[str]"]
 
 # Entries read per call while iterating.
@@ -44,7 +44,7 @@ def open(  # noqa: A001
     memo: int = 0,
     max_value_size: int | None = None,
     **remote: Any,
-) -> "Reader":
+) -> Reader:
     """Opens a store, a dataset (its directory, or its manifest's path or
     URL), or a remote store (``http://``, ``https://``, ``s3://``).
 
@@ -78,7 +78,14 @@ def open(  # noqa: A001
     return Reader(os.fspath(location), None if reload is None else float(reload), on_change == "reopen", remote or None, memo, max_value_size)
 
 
-def build(path: PathLike, items: Mapping[Key, Any] | Iterable[tuple[Key, Any]], *, shards: int | None = None, **options: Any) -> int:
+def build(
+    path: PathLike,
+    # Mapping is invariant in its key: a dict[str, ...] is no Mapping[Key, ...].
+    items: Mapping[str, Any] | Mapping[bytes, Any] | Mapping[Key, Any] | Iterable[tuple[Key, Any]],
+    *,
+    shards: int | None = None,
+    **options: Any,
+) -> int:
     """Builds a store at ``path`` from a mapping or (key, value) pairs, and
     publishes it atomically (a reader sees the old store or the new one).
     With ``shards``, builds a dataset of that many shards in the directory
@@ -103,7 +110,7 @@ def build_from(
     shards: int | None = None,
     progress: Callable[[int, int, int | None, str], object] | None = None,
     **options: Any,
-) -> dict[str, int]:
+) -> dict[str, Any]:
     """Builds a store at ``output`` (with ``shards``, a dataset in that
     directory, its shards built in parallel) from data files, streaming
     them in Rust: no Python object per entry. ``inputs`` are paths (``"-"``
@@ -127,7 +134,7 @@ def build_from(
     build_options = {k: v for k, v in options.items() if k in _native.BUILD_OPTIONS}
     import_options = {k: v for k, v in options.items() if k not in _native.BUILD_OPTIONS}
     entries, file_bytes, spilled = _native.build_from(paths, os.fspath(output), shards, build_options or None, import_options or None, progress)
-    result = {"entries": entries, "file_bytes": file_bytes}
+    result: dict[str, Any] = {"entries": entries, "file_bytes": file_bytes}
     if spilled is not None:
         groups, temporary_bytes, attempts = spilled
         result["spilled"] = {"groups": groups, "temporary_bytes": temporary_bytes, "attempts": attempts}
@@ -140,7 +147,7 @@ def shard_of(key: Key, shards: int) -> int:
     return _native.shard_of(key, shards)
 
 
-class Reader(_native.NativeReader, Mapping):
+class Reader(_native.NativeReader, Mapping[Key, Any]):
     """An open store or dataset: a read-only ``Mapping`` of its keys (``str``
     for text keys, ``bytes`` for binary ones) to their values. Iteration is
     in stored order (shard by shard for a dataset) and reads one version
@@ -202,7 +209,7 @@ class Reader(_native.NativeReader, Mapping):
                 return default
         return value
 
-    def __enter__(self) -> "Reader":
+    def __enter__(self) -> Reader:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -213,15 +220,19 @@ class Reader(_native.NativeReader, Mapping):
         return f"<hashfile.Reader {self.location} ({state})>"
 
 
-class _ItemsView(ItemsView):
+class _ItemsView(ItemsView[Key, Any]):
     """``reader.items()``: pairs read in chunks, not a lookup per key."""
+
+    _mapping: Reader  # set by ItemsView.__init__
 
     def __iter__(self) -> Iterator[tuple[Key, Any]]:
         return self._mapping._chunks()
 
 
-class _ValuesView(ValuesView):
+class _ValuesView(ValuesView[Any]):
     """``reader.values()``: values read in chunks, not a lookup per key."""
+
+    _mapping: Reader  # set by ValuesView.__init__
 
     def __iter__(self) -> Iterator[Any]:
         return (value for _, value in self._mapping._chunks())

@@ -105,7 +105,7 @@ class Minio:
         user, secret, region = self.env["MINIO_ROOT_USER"], self.env["MINIO_ROOT_PASSWORD"], self.env["MINIO_REGION"]
         host = self.endpoint.removeprefix("http://")
         for _ in range(50):
-            now = datetime.datetime.now(datetime.timezone.utc)
+            now = datetime.datetime.now(datetime.UTC)
             date, stamp = now.strftime("%Y%m%d"), now.strftime("%Y%m%dT%H%M%SZ")
             body_hash = hashlib.sha256(b"").hexdigest()
             signed = "host;x-amz-content-sha256;x-amz-date"

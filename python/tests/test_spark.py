@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
-from decimal import Decimal
 
 import pytest
 
@@ -21,9 +19,8 @@ from pyspark.sql import functions as F  # noqa: E402
 
 import hashfile  # noqa: E402
 import hashfile.errors  # noqa: E402
+from conftest import ruby  # noqa: E402
 from hashfile.spark import write_dataset  # noqa: E402
-
-from conftest import ROOT, ruby  # noqa: E402
 
 # Rows in the big test: CI's size; bench/spark_build.py runs 10M and more.
 ROWS = int(os.environ.get("HASHFILE_SPARK_ROWS", "1000000"))
@@ -82,7 +79,7 @@ def test_a_dataset_from_spark_reads_as_a_single_machine_build_of_the_same_rows(s
     # Every shard is byte for byte what the single build wrote: the same
     # routing, the same options, the same order (sorted by key).
     single_manifest = json.loads((single / "hashfile-dataset.json").read_text())
-    for ours, theirs in zip(manifest["shards"], single_manifest["shards"]):
+    for ours, theirs in zip(manifest["shards"], single_manifest["shards"], strict=True):
         assert (out / ours["file"]).read_bytes() == (single / theirs["file"]).read_bytes(), ours["file"]
 
     # Every key reads the same value in Python as the single build gives.
