@@ -10,6 +10,7 @@ import threading
 import pytest
 
 import hashfile
+from conftest import skip_or_fail
 
 DATA = {f"k{i}": {"i": i, "tags": [f"t{i}", i % 3 == 0], "name": f"n{i}"} for i in range(200)}
 
@@ -138,8 +139,9 @@ def test_threads_share_one_memo(path):
     assert wrong == []
 
 
-@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
 def test_a_forked_child_reads_through_its_copy_of_the_memo(path):
+    if not hasattr(os, "fork"):
+        skip_or_fail("HASHFILE_REQUIRE_LINUX", "needs fork")
     with hashfile.open(path, memo=100) as db:
         assert db["k1"] == DATA["k1"]
         pid = os.fork()

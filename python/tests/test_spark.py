@@ -8,11 +8,17 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 
 import pytest
 
-pyspark = pytest.importorskip("pyspark") if os.environ.get("HASHFILE_REQUIRE_SPARK") != "1" else __import__("pyspark")
+from conftest import skip_or_fail
+
+try:
+    import pyspark  # noqa: F401
+except ImportError:
+    skip_or_fail("HASHFILE_REQUIRE_SPARK", "PySpark is not installed (rake python_build installs it)")
 
 from pyspark.sql import SparkSession  # noqa: E402
 from pyspark.sql import functions as F  # noqa: E402
@@ -28,6 +34,8 @@ ROWS = int(os.environ.get("HASHFILE_SPARK_ROWS", "1000000"))
 
 @pytest.fixture(scope="module")
 def spark():
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        skip_or_fail("HASHFILE_REQUIRE_SPARK", "no Java for Spark (bin/setup --all installs openjdk-17-jre-headless)")
     # Executors run this Python, which has the package.
     os.environ["PYSPARK_PYTHON"] = sys.executable
     session = (
