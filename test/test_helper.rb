@@ -47,9 +47,10 @@ class HashfileTest < Minitest::Test
   # fork): skips, naming +missing+, unless the variable +required_by+ (a
   # HASHFILE_REQUIRE_* name) is 1, when it fails, saying what is missing
   # and which variable required it. .ci/run sets one for each environment
-  # it installs (the README's "Tests" lists them), so CI never counts a
-  # test it could not run as passed. The Rust tests (require_env!) and
-  # pytest (skip_or_fail in python/tests/conftest.py) follow the same rule.
+  # it installs (docs/ARCHITECTURE.md, "Checks CI runs", lists them), so
+  # CI never counts a test it could not run as passed. The Rust tests
+  # (require_env!) and pytest (skip_or_fail in python/tests/conftest.py)
+  # follow the same rule.
   def skip_or_fail(required_by, missing)
     flunk "#{missing}, and #{required_by}=1 requires it" if ENV[required_by] == "1"
     skip "#{missing} (#{required_by}=1 makes this a failure)"

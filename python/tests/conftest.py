@@ -20,9 +20,9 @@ def skip_or_fail(required_by: str, missing: str) -> NoReturn:
     skips, naming ``missing``, unless the variable ``required_by`` (a
     ``HASHFILE_REQUIRE_*`` name) is ``1``, when it fails, saying what is
     missing and which variable required it. .ci/run sets one for each
-    environment it installs (the README's "Tests" lists them). The Rust
-    tests (``require_env!``) and minitest (``skip_or_fail`` in
-    test/test_helper.rb) follow the same rule. Also at a module's top."""
+    environment it installs (docs/ARCHITECTURE.md, "Checks CI runs", lists
+    them). The Rust tests (``require_env!``) and minitest (``skip_or_fail``
+    in test/test_helper.rb) follow the same rule. Also at a module's top."""
     if os.environ.get(required_by) == "1":
         pytest.fail(f"{missing}, and {required_by}=1 requires it", pytrace=False)
     pytest.skip(f"{missing} ({required_by}=1 makes this a failure)", allow_module_level=True)

@@ -5,9 +5,9 @@
 //! Rust has no runtime skip, so a test whose environment is missing says
 //! so, a `SKIP` line on stderr naming the test and what is missing, and
 //! returns; unless the variable that requires the environment is `1`
-//! (`.ci/run` sets one for each environment it installs; the README's
-//! "Tests" section lists them), when the test fails, saying what is
-//! missing and which variable required it. Minitest (`skip_or_fail` in
+//! (`.ci/run` sets one for each environment it installs;
+//! docs/ARCHITECTURE.md, "Checks CI runs", lists them), when the test
+//! fails, saying what is missing and which variable required it. Minitest (`skip_or_fail` in
 //! test/test_helper.rb) and pytest (`skip_or_fail` in
 //! python/tests/conftest.py) follow the same rule.
 
