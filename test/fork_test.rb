@@ -24,7 +24,7 @@ class ForkTest < HashfileTest
   RUBY
 
   def test_builds_work_in_forked_children
-    skip "no fork here" unless Process.respond_to?(:fork)
+    skip_or_fail("HASHFILE_REQUIRE_LINUX", "no fork here") unless Process.respond_to?(:fork)
     entries = scale(140_000)
     File.write(path("in.jsonl"), (1..entries).map { |i| %(["k#{i}","v#{i}"]\n) }.join)
     %w[built fresh].each do |parent|

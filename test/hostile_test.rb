@@ -27,7 +27,7 @@ class HostileTest < HashfileTest
   # link and its owner, and leaves the target as it was; before, the
   # target was replaced by a world-readable store.
   def test_a_link_another_user_planted_is_refused
-    skip "needs root and setpriv to plant a link as nobody" unless root? && system("which setpriv > /dev/null 2>&1")
+    skip_or_fail("HASHFILE_REQUIRE_ROOT", "needs root and setpriv to plant a link as nobody") unless root? && system("which setpriv > /dev/null 2>&1")
     File.chmod(0o755, tmpdir)
     shared = path("shared")
     Dir.mkdir(shared)
@@ -64,7 +64,7 @@ class HostileTest < HashfileTest
       assert_equal 0, run_cli("build", write_json, "-o", store, "-q")[0]
       assert_equal mode, File.stat(store).mode & 0o7777, format("CLI, %o", mode)
     end
-    skip "the group needs root" unless root?
+    skip_or_fail("HASHFILE_REQUIRE_ROOT", "the group needs root") unless root?
     File.chown(nil, 65_534, store)
     File.chmod(0o640, store)
     Hashfile.build(store, { "a" => "3" })

@@ -140,7 +140,7 @@ class MemoTest < HashfileTest
   end
 
   def test_a_forked_child_reads_through_its_copy_of_the_memo
-    skip "needs fork" unless Process.respond_to?(:fork)
+    skip_or_fail("HASHFILE_REQUIRE_LINUX", "needs fork") unless Process.respond_to?(:fork)
     Hashfile.open(build(DATA), memo: 100) do |db|
       assert_equal DATA["k1"], db["k1"]
       pid = fork do

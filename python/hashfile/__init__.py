@@ -29,14 +29,14 @@ __all__ = ["open", "build", "build_from", "shard_of", "Reader", "Key", "DEFAULT_
 #: The largest value ``open`` reads unless given ``max_value_size`` (256 MiB).
 DEFAULT_MAX_VALUE_SIZE: int = _native.DEFAULT_MAX_VALUE_SIZE
 
-Key = Union[str, bytes]
+Key = str | bytes
 PathLike = Union[str, "os.PathLike[str]"]
 
 # Entries read per call while iterating.
 _CHUNK = 1024
 
 
-def open(location: PathLike, **options: Any) -> "Reader":  # noqa: A001
+def open(location: PathLike, **options: Any) -> Reader:  # noqa: A001
     """Opens a store, a dataset (its directory, or its manifest's path or
     URL), or a remote store (``http://``, ``https://``, ``s3://``).
 
@@ -59,7 +59,12 @@ def open(location: PathLike, **options: Any) -> "Reader":  # noqa: A001
     return Reader(os.fspath(location), options or None)
 
 
-def build(path: PathLike, items: Mapping[Key, Any] | Iterable[tuple[Key, Any]], **options: Any) -> int:
+def build(
+    path: PathLike,
+    # Mapping is invariant in its key: a dict[str, ...] is no Mapping[Key, ...].
+    items: Mapping[str, Any] | Mapping[bytes, Any] | Mapping[Key, Any] | Iterable[tuple[Key, Any]],
+    **options: Any,
+) -> int:
     """Builds a store at ``path`` from a mapping or (key, value) pairs, and
     publishes it atomically (a reader sees the old store or the new one).
     With ``shards``, builds a dataset of that many shards in the directory
@@ -118,7 +123,7 @@ def shard_of(key: Key, shards: int) -> int:
     return _native.shard_of(key, shards)
 
 
-class Reader(_native.NativeReader, Mapping):
+class Reader(_native.NativeReader, Mapping[Key, Any]):
     """An open store or dataset: a read-only ``Mapping`` of its keys (``str``
     for text keys, ``bytes`` for binary ones) to their values. Iteration is
     in stored order (shard by shard for a dataset) and reads one version
@@ -180,7 +185,7 @@ class Reader(_native.NativeReader, Mapping):
                 return default
         return value
 
-    def __enter__(self) -> "Reader":
+    def __enter__(self) -> Reader:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -191,15 +196,19 @@ class Reader(_native.NativeReader, Mapping):
         return f"<hashfile.Reader {self.location} ({state})>"
 
 
-class _ItemsView(ItemsView):
+class _ItemsView(ItemsView[Key, Any]):
     """``reader.items()``: pairs read in chunks, not a lookup per key."""
+
+    _mapping: Reader  # set by ItemsView.__init__
 
     def __iter__(self) -> Iterator[tuple[Key, Any]]:
         return self._mapping._chunks()
 
 
-class _ValuesView(ValuesView):
+class _ValuesView(ValuesView[Any]):
     """``reader.values()``: values read in chunks, not a lookup per key."""
+
+    _mapping: Reader  # set by ValuesView.__init__
 
     def __iter__(self) -> Iterator[Any]:
         return (value for _, value in self._mapping._chunks())

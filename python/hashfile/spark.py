@@ -30,12 +30,14 @@ import math
 import os
 import pickle
 import tempfile
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 from . import _native
 from .errors import DatasetError, DuplicateKeyError, LimitError, ParseError
 
 if TYPE_CHECKING:  # pragma: no cover
+    from pyspark import TaskContext
     from pyspark.sql import Column, DataFrame
 
 __all__ = ["write_dataset"]
@@ -103,7 +105,10 @@ def write_dataset(
 
     if shards is None:
         assert target_shard_bytes is not None
-        total = rows.select(F.sum(F.octet_length("_record"))).first()[0] or 0
+        # An aggregate without grouping: always one row.
+        summed = rows.select(F.sum(F.octet_length("_record"))).first()
+        assert summed is not None
+        total = summed[0] or 0
         shards = min(_native.MAX_SHARDS, max(1, math.ceil(total / target_shard_bytes)))
     generation = _native.new_generation()
     _check_options(location, generation, shards, options, remote)
@@ -147,7 +152,9 @@ def _key_column(df: DataFrame, key: str) -> Column:
         raise TypeError(f"key is a column name, not {type(key).__name__}")
     field = _field(df, key, "key")
     if not isinstance(field.dataType, (StringType, IntegralType)):
-        raise TypeError(f"key column {key!r} is {field.dataType.simpleString()}; a key is a string or an integer column (cast it, or format it with a Spark expression)")
+        raise TypeError(
+            f"key column {key!r} is {field.dataType.simpleString()}; a key is a string or an integer column (cast it, or format it with a Spark expression)"
+        )
     return F.col(key)
 
 
@@ -256,9 +263,20 @@ class _Router:
             keys = batch.column(0)
             offsets, data, first, count, wide = _string_buffers(keys)
             validity = keys.buffers()[0]
-            partitions = _native.route_arrow_keys(offsets, data, validity.to_pybytes() if validity is not None and keys.null_count else None, first, count, wide, self.partition_of)
+            nulls = validity.to_pybytes() if validity is not None and keys.null_count else None
+            partitions = _native.route_arrow_keys(offsets, data, nulls, first, count, wide, self.partition_of)
             column = pa.Array.from_buffers(pa.int64(), count, [None, pa.py_buffer(partitions)])
             yield pa.RecordBatch.from_arrays([keys, batch.column(1), column], names=["_key", "_record", "_partition"])
+
+
+def _task_context() -> TaskContext:
+    """The running task's context (a ``mapInArrow`` function runs in a task:
+    there is one)."""
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    assert context is not None
+    return context
 
 
 class _ShardTask:
@@ -277,9 +295,8 @@ class _ShardTask:
 
     def __call__(self, batches: Iterable[Any]) -> Iterator[Any]:
         import pyarrow as pa
-        from pyspark import TaskContext
 
-        shard = TaskContext.get().partitionId()
+        shard = _task_context().partitionId()
         try:
             results: list[Any] = self._write(shard, batches)
         except _DATA_ERRORS as error:
@@ -313,10 +330,8 @@ class _ShardTask:
         spec = os.environ.get(_FAIL_FIRST_ATTEMPT_ENV)
         if not spec:
             return None
-        from pyspark import TaskContext
-
         target, rows, marker = spec.split(":", 2)
-        if int(target) != shard or TaskContext.get().attemptNumber() != 0:
+        if int(target) != shard or _task_context().attemptNumber() != 0:
             return None
         return int(rows), marker
 

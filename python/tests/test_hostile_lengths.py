@@ -35,7 +35,7 @@ def test_max_value_size_refuses_a_value_naming_its_key(tmp_path):
     for bad in (-1, 2**64):
         with pytest.raises(ValueError):
             hashfile.open(path, max_value_size=bad)
-    for bad in (1.5, "1", True):
+    for bad in (1.5, "1", True):  # type: ignore[assignment]
         with pytest.raises(TypeError):
             hashfile.open(path, max_value_size=bad)
 

@@ -154,7 +154,7 @@ def test_build_errors_name_what_is_wrong(tmp_path):
     with pytest.raises(TypeError, match=r"the value of key \"x\" at y is a set"):
         hashfile.build(tmp_path / "t.hf", {"x": {"y": {1}}})
     with pytest.raises(TypeError, match="a key is a str or bytes, not int"):
-        hashfile.build(tmp_path / "t.hf", {1: "x"})
+        hashfile.build(tmp_path / "t.hf", {1: "x"})  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="unknown option keys_per_bucke "):
         hashfile.build(tmp_path / "t.hf", {}, keys_per_bucke=3)
     with pytest.raises(ValueError, match="shards"):
@@ -179,6 +179,17 @@ def test_open_errors_are_of_their_own_class(tmp_path):
         hashfile.open(tmp_path / "junk.hf", on_change="ignore")
     assert issubclass(hashfile.DatasetError, hashfile.FormatError)
     assert issubclass(hashfile.RemoteNotFoundError, hashfile.RemoteError)
+
+
+def test_every_error_class_is_exported():
+    """hashfile.errors' __all__ is written out (so a type checker sees the
+    classes): it must name every class there, each also on hashfile."""
+    import hashfile.errors
+
+    classes = {name for name, value in vars(hashfile.errors).items() if isinstance(value, type) and issubclass(value, hashfile.errors.Error)}
+    assert set(hashfile.errors.__all__) == classes
+    assert all(getattr(hashfile, name) is getattr(hashfile.errors, name) for name in classes)
+    assert classes <= set(hashfile.__all__)
 
 
 def test_a_damaged_store_is_found_by_verify(tmp_path):
@@ -258,6 +269,7 @@ def test_ctrl_c_stops_a_build_waiting_for_its_input(tmp_path):
         "    sys.exit(3)\n"
     )
     child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    assert child.stdout is not None
     assert child.stdout.readline() == "started\n"
     time.sleep(0.5)
     child.send_signal(signal.SIGINT)
