@@ -43,6 +43,19 @@ class BindingTest < HashfileTest
     end
   end
 
+  def test_keyword_options_are_the_runtimes_table
+    # Every option name, type, range and default is the runtime's table
+    # (hashfile_runtime::options): the Ruby methods take **options and name
+    # none but the callables they call themselves.
+    assert_equal [%i[req path], %i[keyrest options], %i[block block]].first(2), Hashfile.method(:open).parameters.first(2)
+    assert_equal [%i[req path], %i[opt data], %i[keyrest options]], Hashfile.method(:build).parameters
+    assert_equal %i[progress], Hashfile.method(:build_from).parameters.select { |kind, _| kind == :key }.map(&:last)
+    assert_includes Hashfile::OPTIONS[:open], :verify
+    assert_includes Hashfile::OPTIONS[:build_from], :key_column
+    assert_includes Hashfile::OPTIONS[:build_from], :progress
+    assert_equal Hashfile::OPTIONS[:build].sort, (Hashfile::BUILD_DEFAULTS.keys + %i[shards serializer]).sort
+  end
+
   def test_options_are_refused_by_name
     e = assert_raises(ArgumentError) { Hashfile.build(path, {}, hash_seed: -1) }
     assert_match(/\Ainvalid option hash_seed: must be an integer from 0 to/, e.message)

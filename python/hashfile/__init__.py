@@ -19,12 +19,25 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, ItemsView, Iterable, Iterator, Mapping, ValuesView
-from typing import Any, Union
+from typing import Any, Union, Unpack
 
 from . import _native, errors
+from ._options import BuildFromOptions, BuildOptions, OpenOptions
 from .errors import *  # noqa: F401,F403 (the exception classes)
 
-__all__ = ["open", "build", "build_from", "shard_of", "Reader", "Key", "DEFAULT_MAX_VALUE_SIZE", *errors.__all__]
+__all__ = [
+    "open",
+    "build",
+    "build_from",
+    "shard_of",
+    "Reader",
+    "Key",
+    "DEFAULT_MAX_VALUE_SIZE",
+    "OpenOptions",
+    "BuildOptions",
+    "BuildFromOptions",
+    *errors.__all__,
+]
 
 #: The largest value ``open`` reads unless given ``max_value_size`` (256 MiB).
 DEFAULT_MAX_VALUE_SIZE: int = _native.DEFAULT_MAX_VALUE_SIZE
@@ -36,7 +49,7 @@ PathLike = Union[str, "os.PathLike[str]"]
 _CHUNK = 1024
 
 
-def open(location: PathLike, **options: Any) -> Reader:  # noqa: A001
+def open(location: PathLike, **options: Unpack[OpenOptions]) -> Reader:  # noqa: A001
     """Opens a store, a dataset (its directory, or its manifest's path or
     URL), or a remote store (``http://``, ``https://``, ``s3://``).
 
@@ -56,14 +69,14 @@ def open(location: PathLike, **options: Any) -> Reader:  # noqa: A001
     places a dataset's manifest may list shards at besides its own, the
     one a local dataset takes too); an unknown one is a ``TypeError``.
     """
-    return Reader(os.fspath(location), options or None)
+    return Reader(os.fspath(location), dict(options) or None)
 
 
 def build(
     path: PathLike,
     # Mapping is invariant in its key: a dict[str, ...] is no Mapping[Key, ...].
     items: Mapping[str, Any] | Mapping[bytes, Any] | Mapping[Key, Any] | Iterable[tuple[Key, Any]],
-    **options: Any,
+    **options: Unpack[BuildOptions],
 ) -> int:
     """Builds a store at ``path`` from a mapping or (key, value) pairs, and
     publishes it atomically (a reader sees the old store or the new one).
@@ -79,7 +92,7 @@ def build(
     bytes written.
     """
     pairs = items.items() if isinstance(items, Mapping) else items
-    return _native.build(os.fspath(path), pairs, options or None)
+    return _native.build(os.fspath(path), pairs, dict(options) or None)
 
 
 def build_from(
@@ -87,7 +100,7 @@ def build_from(
     output: PathLike,
     *,
     progress: Callable[[int, int, int | None, str], object] | None = None,
-    **options: Any,
+    **options: Unpack[BuildFromOptions],
 ) -> dict[str, Any]:
     """Builds a store at ``output`` (with ``shards``, a dataset in that
     directory, its shards built in parallel) from data files, streaming
@@ -109,7 +122,7 @@ def build_from(
     if isinstance(inputs, (str, bytes, os.PathLike)):
         inputs = [inputs]
     paths = [os.fspath(i) for i in inputs]
-    entries, file_bytes, spilled = _native.build_from(paths, os.fspath(output), options or None, progress)
+    entries, file_bytes, spilled = _native.build_from(paths, os.fspath(output), dict(options) or None, progress)
     result: dict[str, Any] = {"entries": entries, "file_bytes": file_bytes}
     if spilled is not None:
         groups, temporary_bytes, attempts = spilled

@@ -7,14 +7,12 @@ Key = str | bytes
 Cursor = tuple[int, int, int]
 
 def shard_of(key: Key, shards: int) -> int: ...
-def build(path: str, items: Iterable[tuple[Key, Any]], shards: int | None = None, options: dict[str, Any] | None = None) -> int: ...
+def build(path: str, items: Iterable[tuple[Key, Any]], options: dict[str, Any] | None = None) -> int: ...
 
 def build_from(
     inputs: list[str],
     output: str,
-    shards: int | None = None,
-    build_opts: dict[str, Any] | None = None,
-    import_opts: dict[str, Any] | None = None,
+    options: dict[str, Any] | None = None,
     progress: Any = None,
 ) -> tuple[int, int, tuple[int, int, int] | None]: ...
 
@@ -28,15 +26,7 @@ DEFAULT_MAX_VALUE_SIZE: int
 class NativeReader:
     """The base of ``hashfile.Reader``: an open store, dataset or URL."""
 
-    def __init__(
-        self,
-        location: str,
-        reload: float | None = None,
-        on_change_reopen: bool = False,
-        remote: dict[str, Any] | None = None,
-        memo: int = 0,
-        max_value_size: int | None = None,
-    ) -> None: ...
+    def __init__(self, location: str, options: dict[str, Any] | None = None) -> None: ...
     @property
     def closed(self) -> bool: ...
     @property

@@ -68,7 +68,7 @@ def run_step(step: dict[str, Any], tmp_path: Any, state: dict[str, Any], where: 
 
     op = next(iter(step))
     options = step.get("options", {})
-    db = state.get("db")
+    db: Any = state.get("db")
     if op == "build_from":
         summary = hashfile.build_from([path(f) for f in step["build_from"]], path(step["output"]), **options)
         for k, v in step.get("expect", {}).items():

@@ -155,7 +155,7 @@ def test_a_forked_child_reads_through_its_copy_of_the_memo(path):
 
 def test_memo_must_be_a_number_of_entries(path):
     with pytest.raises(TypeError, match="memo must be an integer, not a string"):
-        hashfile.open(path, memo="100")
+        hashfile.open(path, memo="100")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="memo must be an integer, not a boolean"):
         hashfile.open(path, memo=True)
     with pytest.raises(ValueError, match="from 0 to 100000000, not -1"):

@@ -156,7 +156,7 @@ def test_build_errors_name_what_is_wrong(tmp_path):
     with pytest.raises(TypeError, match="a key is a str or bytes, not int"):
         hashfile.build(tmp_path / "t.hf", {1: "x"})  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="unknown option keys_per_bucke "):
-        hashfile.build(tmp_path / "t.hf", {}, keys_per_bucke=3)
+        hashfile.build(tmp_path / "t.hf", {}, keys_per_bucke=3)  # type: ignore[call-arg]
     with pytest.raises(ValueError, match="shards"):
         hashfile.build(tmp_path / "ds", {}, shards=0)
 
@@ -174,7 +174,7 @@ def test_open_errors_are_of_their_own_class(tmp_path):
     with pytest.raises(ValueError, match="invalid option timeout: is for remote stores"):
         hashfile.open(tmp_path / "junk.hf", timeout=1)
     with pytest.raises(TypeError, match="unknown option timout"):
-        hashfile.open("http://127.0.0.1:9/s.hf", timout=1)
+        hashfile.open("http://127.0.0.1:9/s.hf", timout=1)  # type: ignore[call-arg]
     with pytest.raises(ValueError, match="on_change"):
         hashfile.open(tmp_path / "junk.hf", on_change="ignore")
     assert issubclass(hashfile.DatasetError, hashfile.FormatError)
@@ -228,7 +228,7 @@ def test_build_from_refuses_what_it_would_ignore_and_stops_when_told(tmp_path):
     with pytest.raises(ValueError, match="key_column.*applies to csv and tsv"):
         hashfile.build_from(tmp_path / "a.jsonl", tmp_path / "x.hf", key_column=0)
     with pytest.raises(TypeError, match="unknown option key_colum "):
-        hashfile.build_from(tmp_path / "a.jsonl", tmp_path / "x.hf", key_colum=0)
+        hashfile.build_from(tmp_path / "a.jsonl", tmp_path / "x.hf", key_colum=0)  # type: ignore[call-arg]
     with pytest.raises(ValueError, match="cannot tell the format"):
         hashfile.build_from(tmp_path / "a.data", tmp_path / "x.hf")
 
