@@ -21,7 +21,7 @@ module Conformance
       return Integer(data["$int"]) if data.key?("$int")
       return { "nan" => Float::NAN, "inf" => Float::INFINITY, "-inf" => -Float::INFINITY }.fetch(data["$float"]) { Float(data["$float"]) } if data.key?("$float")
 
-      data.to_h { |k, v| [k, value(v)] }
+      data.transform_values { |v| value(v) }
     else data
     end
   end
@@ -69,6 +69,8 @@ class ConformanceTest < HashfileTest
           value = db.get(step["get"], MISSING)
           if step["absent"]
             assert_same MISSING, value, where
+          elsif step["expect"].nil?
+            assert_nil value, where
           else
             assert_equal Conformance.canonical(Conformance.value(step["expect"])), Conformance.canonical(value), where
           end
@@ -86,7 +88,7 @@ class ConformanceTest < HashfileTest
         when "same_object" then assert_equal step["expect"], db[step["same_object"]].equal?(db[step["same_object"]]), where
         when "info_has"
           info = db.info
-          step["info_has"].each { |key| assert info.key?(key.to_sym), "#{where}: info has no #{key} (#{info.keys.join(", ")})" }
+          step["info_has"].each { |name| assert info.key?(name.to_sym), "#{where}: info has no #{name} (#{info.keys.join(", ")})" }
         when "exists" then assert_equal step["expect"], File.exist?(path(step["exists"])), where
         else flunk "#{where}: no such step"
         end
@@ -99,16 +101,16 @@ class ConformanceTest < HashfileTest
   MISSING = Object.new.freeze
 
   def options(step)
-    (step["options"] || {}).to_h { |k, v| [k.to_sym, v] }
+    (step["options"] || {}).transform_keys(&:to_sym)
   end
 
   # Runs the step; with "error", asserts it raised that kind's class and
   # message instead.
-  def expecting(step, where, &)
+  def expecting(step, where, &block)
     return yield unless step["error"]
 
     error = step["error"]
-    e = assert_raises(Conformance.error_class(error["kind"]), where, &)
+    e = assert_raises(Conformance.error_class(error["kind"]), where, &block)
     assert_equal error["message"], e.message, where if error["message"]
     assert_match Regexp.new(error["match"]), e.message, where if error["match"]
   end

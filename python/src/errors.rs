@@ -95,9 +95,7 @@ fn convert(py: Python<'_>, error: hashfile::Error) -> PyResult<PyErr> {
         E::InvalidOption { .. } => return Ok(PyValueError::new_err(message)),
         // Python's own word for a keyword no call takes, or a value of the
         // wrong type.
-        E::UnknownOption { .. } | E::OptionType { .. } => {
-            return Ok(PyTypeError::new_err(message))
-        }
+        E::UnknownOption { .. } | E::OptionType { .. } => return Ok(PyTypeError::new_err(message)),
         E::Closed { .. } => "ClosedError",
         E::Dataset { path, .. } => {
             kwargs.set_item("path", path_of(path))?;

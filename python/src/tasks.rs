@@ -17,9 +17,12 @@ use hashfile_runtime::options::{Call, Language};
 /// the task's own argument).
 fn build_options(given: Option<&Bound<'_, PyDict>>) -> PyResult<hashfile::BuildOptions> {
     let given = crate::options::given(given)?;
-    let request = hashfile_runtime::options::build_request(Call::Build, &given, Language::Python).py_err()?;
+    let request =
+        hashfile_runtime::options::build_request(Call::Build, &given, Language::Python).py_err()?;
     if request.shards.is_some() {
-        return Err(pyo3::exceptions::PyTypeError::new_err("shards is the dataset's shard count, given to the writer itself"));
+        return Err(pyo3::exceptions::PyTypeError::new_err(
+            "shards is the dataset's shard count, given to the writer itself",
+        ));
     }
     Ok(request.options)
 }

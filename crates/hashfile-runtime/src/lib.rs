@@ -100,9 +100,22 @@ pub fn start_build_from(
         .collect::<hashfile::Result<Vec<_>>>()?;
     let pool = pool::for_build(request.threads)?;
     BuildJob::start(Box::new(move |cancel, report| {
-        pool.install(|| build_from(&inputs, &output, request.shards, request.options, cancel, report))
+        pool.install(|| {
+            build_from(
+                &inputs,
+                &output,
+                request.shards,
+                request.options,
+                cancel,
+                report,
+            )
+        })
     }))
-    .map_err(|e| io_error(std::io::Error::other(format!("cannot start the build thread: {e}"))))
+    .map_err(|e| {
+        io_error(std::io::Error::other(format!(
+            "cannot start the build thread: {e}"
+        )))
+    })
 }
 
 /// An I/O error of no file (a thread that could not be started).

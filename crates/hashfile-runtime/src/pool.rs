@@ -20,7 +20,9 @@ fn new_pool(threads: Option<usize>) -> hashfile::Result<rayon::ThreadPool> {
         builder = builder.num_threads(n);
     }
     builder.build().map_err(|e| {
-        io_error(std::io::Error::other(format!("cannot start the build's threads: {e}")))
+        io_error(std::io::Error::other(format!(
+            "cannot start the build's threads: {e}"
+        )))
     })
 }
 

@@ -163,11 +163,7 @@ pub fn init(ruby: &Ruby, module: RModule) -> Result<(), Error> {
     remote.freeze();
     module.const_set("REMOTE_OPTIONS", remote)?;
 
-    let formats = ruby.ary_from_iter(
-        InputFormat::NAMES
-            .iter()
-            .map(|(n, _)| frozen_str(ruby, n)),
-    );
+    let formats = ruby.ary_from_iter(InputFormat::NAMES.iter().map(|(n, _)| frozen_str(ruby, n)));
     formats.freeze();
     module.const_set("FORMATS", formats)?;
     let extensions = ruby.hash_new();

@@ -71,7 +71,12 @@ impl Reader {
     /// (`hashfile_runtime::options::open_request`); `load` is the `load`
     /// half of the serializer given (or nil). With `verify: true`, every
     /// checksum is checked before the reader is handed out.
-    fn open(ruby: &Ruby, path: String, options: Option<RHash>, load: Value) -> Result<Reader, Error> {
+    fn open(
+        ruby: &Ruby,
+        path: String,
+        options: Option<RHash>,
+        load: Value,
+    ) -> Result<Reader, Error> {
         let given = crate::options::given(ruby, options)?;
         let request = hashfile_runtime::options::open_request(&path, &given, Language::Ruby)
             .map_err(|e| to_ruby(ruby, e))?;

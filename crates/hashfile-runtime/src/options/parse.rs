@@ -80,7 +80,12 @@ pub fn open_request(location: &str, given: &Given, language: Language) -> Result
                 reopen = match text(spec, value)?.as_str() {
                     "raise" => false,
                     "reopen" => true,
-                    other => return Err(invalid(spec, format!("must be \"raise\" or \"reopen\", not {other:?}"))),
+                    other => {
+                        return Err(invalid(
+                            spec,
+                            format!("must be \"raise\" or \"reopen\", not {other:?}"),
+                        ))
+                    }
                 }
             }
             "memo" => request.memo = count(spec, value)?,
@@ -127,7 +132,9 @@ fn remote_option(remote: &mut RemoteOptions, name: &str, value: &Arg, spec: &Spe
         "connect_timeout" => remote.connect_timeout = seconds(spec, value)?,
         "retries" => remote.retries = count(spec, value)? as u32,
         "concurrency" => remote.concurrency = count(spec, value)? as usize,
-        "cache_size" => remote.cache.capacity = usize::try_from(count(spec, value)?).unwrap_or(usize::MAX),
+        "cache_size" => {
+            remote.cache.capacity = usize::try_from(count(spec, value)?).unwrap_or(usize::MAX)
+        }
         "block_size" => remote.cache.block_len = count(spec, value)? as usize,
         "prefetch_index" => remote.prefetch_index = boolean(spec, value)?,
         "http2" => remote.http2_prior_knowledge = boolean(spec, value)?,
@@ -142,10 +149,20 @@ fn remote_option(remote: &mut RemoteOptions, name: &str, value: &Arg, spec: &Spe
 /// The remote options alone (where a dataset is written to or published
 /// at, for a binding's task writer): each name one of `Group::Remote`'s.
 pub fn remote_options(given: &Given) -> Result<RemoteOptions> {
-    let known: Vec<&str> = table::OPTIONS.iter().filter(|s| s.group == Group::Remote).map(|s| s.name).collect();
-    if let Some((name, _)) = given.iter().find(|(name, _)| !known.contains(&name.as_str())) {
+    let known: Vec<&str> = table::OPTIONS
+        .iter()
+        .filter(|s| s.group == Group::Remote)
+        .map(|s| s.name)
+        .collect();
+    if let Some((name, _)) = given
+        .iter()
+        .find(|(name, _)| !known.contains(&name.as_str()))
+    {
         return Err(Error::UnknownOption {
-            message: format!("unknown remote option {name}; the remote options are: {}", known.join(", ")),
+            message: format!(
+                "unknown remote option {name}; the remote options are: {}",
+                known.join(", ")
+            ),
             names: vec![name.clone()],
         });
     }
@@ -162,7 +179,10 @@ pub fn remote_options(given: &Given) -> Result<RemoteOptions> {
 pub fn build_request(call: Call, given: &Given, language: Language) -> Result<BuildRequest> {
     check_names(call, language, given)?;
     // The index layout first: its defaults are where the others start.
-    let mut options = match given.iter().find(|(name, value)| name == "index" && !value.is_nil()) {
+    let mut options = match given
+        .iter()
+        .find(|(name, value)| name == "index" && !value.is_nil())
+    {
         Some((_, value)) => {
             let spec = table::find("index").expect("index is an option");
             BuildOptions::for_index(IndexKind::parse(&text(spec, value)?)?)
@@ -222,7 +242,10 @@ pub fn build_request(call: Call, given: &Given, language: Language) -> Result<Bu
             "records_at" => request.import.records_at = Some(text(spec, value)?),
             _ => unreachable!("every build option is matched: {name}"),
         }
-        if let Some((known, ..)) = hashfile::import::OPTION_FORMATS.iter().find(|(known, ..)| *known == name) {
+        if let Some((known, ..)) = hashfile::import::OPTION_FORMATS
+            .iter()
+            .find(|(known, ..)| *known == name)
+        {
             request.import.given.push(known);
         }
     }
@@ -234,7 +257,10 @@ pub fn build_request(call: Call, given: &Given, language: Language) -> Result<Bu
 /// The most threads a build may ask for: a few per core is all a build
 /// can use, and far more stalls the machine.
 pub fn max_threads() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get()).saturating_mul(4).max(16)
+    std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .saturating_mul(4)
+        .max(16)
 }
 
 /// Every name in `given` is an option of `call` in `language`; else one
@@ -252,39 +278,85 @@ fn check_names(call: Call, language: Language, given: &Given) -> Result<()> {
     let mut hints = Vec::new();
     for name in &unknown {
         if let Some(guess) = suggest::closest(name, &known) {
-            hints.push(format!("did you mean {guess}{}?", if unknown.len() > 1 { format!(" for {name}") } else { String::new() }));
+            hints.push(format!(
+                "did you mean {guess}{}?",
+                if unknown.len() > 1 {
+                    format!(" for {name}")
+                } else {
+                    String::new()
+                }
+            ));
         } else if let Some(elsewhere) = table::find(name) {
-            let calls: Vec<&str> = elsewhere.calls.iter().filter(|c| **c != call).map(|c| c.name()).collect();
+            let calls: Vec<&str> = elsewhere
+                .calls
+                .iter()
+                .filter(|c| **c != call)
+                .map(|c| c.name())
+                .collect();
             if !elsewhere.applies_to(language) {
-                hints.push(format!("{name} is an option of the {} binding alone", elsewhere.only.iter().map(|l| l.name()).collect::<Vec<_>>().join(", ")));
+                hints.push(format!(
+                    "{name} is an option of the {} binding alone",
+                    elsewhere
+                        .only
+                        .iter()
+                        .map(|l| l.name())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
             } else if !calls.is_empty() {
                 hints.push(format!("{name} is an option of {}", calls.join(" and ")));
             }
         }
     }
     let s = if unknown.len() > 1 { "s" } else { "" };
-    let hints = if hints.is_empty() { String::new() } else { format!(" ({})", hints.join("; ")) };
+    let hints = if hints.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", hints.join("; "))
+    };
     Err(Error::UnknownOption {
-        message: format!("unknown option{s} {} for {}{hints}; it takes: {}", unknown.join(", "), call.name(), known.join(", ")),
+        message: format!(
+            "unknown option{s} {} for {}{hints}; it takes: {}",
+            unknown.join(", "),
+            call.name(),
+            known.join(", ")
+        ),
         names: unknown.into_iter().map(str::to_owned).collect(),
     })
 }
 
 /// The options given with a value (`Nil` is the default, given or not),
 /// with their table entries.
-fn present<'g>(call: Call, language: Language, given: &'g Given) -> impl Iterator<Item = (&'g str, &'g Arg, &'static Spec)> {
-    given.iter().filter(|(_, value)| !value.is_nil()).map(move |(name, value)| {
-        let spec = call.option(language, name).or_else(|| table::find(name)).expect("names checked first");
-        (name.as_str(), value, spec)
-    })
+fn present(
+    call: Call,
+    language: Language,
+    given: &Given,
+) -> impl Iterator<Item = (&str, &Arg, &'static Spec)> {
+    given
+        .iter()
+        .filter(|(_, value)| !value.is_nil())
+        .map(move |(name, value)| {
+            let spec = call
+                .option(language, name)
+                .or_else(|| table::find(name))
+                .expect("names checked first");
+            (name.as_str(), value, spec)
+        })
 }
 
 fn invalid(spec: &Spec, reason: String) -> Error {
-    Error::InvalidOption { name: spec.name, reason }
+    Error::InvalidOption {
+        name: spec.name,
+        reason,
+    }
 }
 
 fn wrong_type(spec: &Spec, expected: &str, value: &Arg) -> Error {
-    Error::OptionType { name: spec.name.into(), expected: expected.into(), given: value.describe() }
+    Error::OptionType {
+        name: spec.name.into(),
+        expected: expected.into(),
+        given: value.describe(),
+    }
 }
 
 fn boolean(spec: &Spec, value: &Arg) -> Result<bool> {
@@ -322,7 +394,9 @@ fn headers(spec: &Spec, value: &Arg) -> Result<Vec<(String, String)>> {
         .iter()
         .map(|(k, v)| match (k, v) {
             (Arg::Text(k) | Arg::Symbol(k), Arg::Text(v)) => Ok((k.clone(), v.clone())),
-            (Arg::Text(_) | Arg::Symbol(_), other) | (other, _) => Err(wrong_type(spec, "a map of strings to strings", other)),
+            (Arg::Text(_) | Arg::Symbol(_), other) | (other, _) => {
+                Err(wrong_type(spec, "a map of strings to strings", other))
+            }
         })
         .collect()
 }
@@ -343,9 +417,20 @@ fn count(spec: &Spec, value: &Arg) -> Result<u64> {
 }
 
 fn count_in(spec: &Spec, value: &Arg, min: u64, max: u64) -> Result<u64> {
-    let out_of_range = || invalid(spec, format!("must be an integer from {min} to {max}, not {}", value.show()));
+    let out_of_range = || {
+        invalid(
+            spec,
+            format!(
+                "must be an integer from {min} to {max}, not {}",
+                value.show()
+            ),
+        )
+    };
     match value {
-        Arg::Int(i) => u64::try_from(*i).ok().filter(|n| (min..=max).contains(n)).ok_or_else(out_of_range),
+        Arg::Int(i) => u64::try_from(*i)
+            .ok()
+            .filter(|n| (min..=max).contains(n))
+            .ok_or_else(out_of_range),
         Arg::BigInt(_) => Err(out_of_range()),
         other => Err(wrong_type(spec, "an integer", other)),
     }
@@ -356,7 +441,13 @@ fn threads(spec: &Spec, value: &Arg) -> Result<usize> {
     count_in(spec, value, 1, most as u64)
         .map(|n| n as usize)
         .map_err(|e| match e {
-            Error::InvalidOption { .. } => invalid(spec, format!("must be from 1 to {most} (4 per core, at least 16), not {}", value.show())),
+            Error::InvalidOption { .. } => invalid(
+                spec,
+                format!(
+                    "must be from 1 to {most} (4 per core, at least 16), not {}",
+                    value.show()
+                ),
+            ),
             other => other,
         })
 }
@@ -370,22 +461,41 @@ fn seconds(spec: &Spec, value: &Arg) -> Result<Duration> {
     let taken = s.is_finite() && (s > 0.0 || (zero && s == 0.0)) && s <= 86_400.0;
     if !taken {
         // Large numbers as a person writes them (1e300), not in full.
-        let shown = if s.abs() >= 1e16 { format!("{s:e}") } else { value.show() };
-        return Err(invalid(spec, format!("must be a number of seconds {least} to 86400 (a day), not {shown}")));
+        let shown = if s.abs() >= 1e16 {
+            format!("{s:e}")
+        } else {
+            value.show()
+        };
+        return Err(invalid(
+            spec,
+            format!("must be a number of seconds {least} to 86400 (a day), not {shown}"),
+        ));
     }
     Ok(Duration::from_secs_f64(s))
 }
 
 fn column(spec: &Spec, value: &Arg) -> Result<Column> {
     match value {
-        Arg::Int(i) => usize::try_from(*i)
-            .map(Column::Index)
-            .map_err(|_| invalid(spec, format!("must be a column name or a 0-based index, not {i}"))),
-        Arg::BigInt(digits) => Err(invalid(spec, format!("must be a column name or a 0-based index, not {digits}"))),
+        Arg::Int(i) => usize::try_from(*i).map(Column::Index).map_err(|_| {
+            invalid(
+                spec,
+                format!("must be a column name or a 0-based index, not {i}"),
+            )
+        }),
+        Arg::BigInt(digits) => Err(invalid(
+            spec,
+            format!("must be a column name or a 0-based index, not {digits}"),
+        )),
         // A negative index given as text (the CLI's flags are text) is no
         // header name anyone meant.
-        Arg::Text(t) if t.strip_prefix('-').is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit())) => {
-            Err(invalid(spec, format!("must be a column name or a 0-based index, not {t}")))
+        Arg::Text(t)
+            if t.strip_prefix('-')
+                .is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit())) =>
+        {
+            Err(invalid(
+                spec,
+                format!("must be a column name or a 0-based index, not {t}"),
+            ))
         }
         // Text as the CLI's flags read it: digits an index, "*" the row.
         Arg::Text(t) => Ok(Column::parse(t)),
@@ -398,7 +508,10 @@ fn character(spec: &Spec, value: &Arg) -> Result<u8> {
     match value {
         Arg::Text(t) => match t.as_bytes() {
             [c] if c.is_ascii() => Ok(*c),
-            _ => Err(invalid(spec, format!("must be one ASCII character, not {t:?}"))),
+            _ => Err(invalid(
+                spec,
+                format!("must be one ASCII character, not {t:?}"),
+            )),
         },
         other => Err(wrong_type(spec, "a one-character string", other)),
     }

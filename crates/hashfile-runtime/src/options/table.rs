@@ -316,10 +316,19 @@ fn default_of(name: &str) -> Arg {
 pub fn choices(name: &str) -> Vec<String> {
     match name {
         "on_change" => vec!["raise".into(), "reopen".into()],
-        "on_duplicate" => OnDuplicate::NAMES.iter().map(|(n, _)| n.to_string()).collect(),
-        "index" => hashfile::IndexKind::NAMES.iter().map(|(n, _)| n.to_string()).collect(),
+        "on_duplicate" => OnDuplicate::NAMES
+            .iter()
+            .map(|(n, _)| n.to_string())
+            .collect(),
+        "index" => hashfile::IndexKind::NAMES
+            .iter()
+            .map(|(n, _)| n.to_string())
+            .collect(),
         "compression" => vec!["none".into(), "zstd".into(), "zstd:LEVEL".into()],
-        "format" => InputFormat::NAMES.iter().map(|(n, _)| n.to_string()).collect(),
+        "format" => InputFormat::NAMES
+            .iter()
+            .map(|(n, _)| n.to_string())
+            .collect(),
         _ => Vec::new(),
     }
 }
