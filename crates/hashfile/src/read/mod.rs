@@ -366,9 +366,16 @@ impl<S: Source> Reader<S> {
     /// ```
     #[inline]
     pub fn get(&self, key: &[u8]) -> Result<Option<RecordBuf<'_>>> {
-        let Some(offset) = self.offset_of(key)? else {
-            return Ok(None);
-        };
+        match self.offset_of(key)? {
+            Some(offset) => self.record_of(offset, key),
+            None => Ok(None),
+        }
+    }
+
+    /// The record at records offset `offset` if its key is `key`: what
+    /// `get` and `get_many` return for a key the index sends there.
+    #[inline(always)]
+    fn record_of(&self, offset: u64, key: &[u8]) -> Result<Option<RecordBuf<'_>>> {
         if let Some(bytes) = self.source.as_slice() {
             // The key is compared on the map, and the record built once,
             // where it is returned.

@@ -44,6 +44,7 @@ impl<'a> RecordBuf<'a> {
     /// The record holding only its own bytes: one read from a shared
     /// block (a cache's) copies its key and value out, so that keeping it
     /// does not keep the block (`get_many`'s results).
+    #[inline]
     pub(super) fn detached(self) -> RecordBuf<'a> {
         if !matches!(self._held, Some(source::Held::Shared(_))) {
             return self;
