@@ -1,6 +1,7 @@
 //! JSON objects and arrays of pairs, through serde_json without building a
-//! tree: the visitors here encode each value straight into the value codec.
-//! JSON Lines (`json_lines`) reads its lines with the same visitors.
+//! tree: the visitors in this folder encode each value straight into the
+//! value codec. JSON Lines (`json_lines`) reads its lines with the same
+//! visitors.
 //!
 //! One file per job: this one reads a document (`import`) and counts its
 //! lines; `entries.rs` walks to the entries (`records_at`) and reads an
