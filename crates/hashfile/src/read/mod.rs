@@ -366,10 +366,10 @@ impl<S: Source> Reader<S> {
     /// ```
     #[inline]
     pub fn get(&self, key: &[u8]) -> Result<Option<RecordBuf<'_>>> {
-        match self.offset_of(key)? {
-            Some(offset) => self.record_of(offset, key),
-            None => Ok(None),
-        }
+        let Some(offset) = self.offset_of(key)? else {
+            return Ok(None);
+        };
+        self.record_of(offset, key)
     }
 
     /// The record at records offset `offset` if its key is `key`: what
