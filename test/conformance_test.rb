@@ -89,6 +89,7 @@ class ConformanceTest < HashfileTest
         when "info_has"
           info = db.info
           step["info_has"].each { |name| assert info.key?(name.to_sym), "#{where}: info has no #{name} (#{info.keys.join(", ")})" }
+        when "info_keys" then assert_equal step["info_keys"], db.info.keys.map(&:to_s), where
         when "exists" then assert_equal step["expect"], File.exist?(path(step["exists"])), where
         else flunk "#{where}: no such step"
         end
@@ -124,7 +125,7 @@ end
 # for; a case with others is skipped, naming the step.
 class ConformanceCLITest < HashfileTest
   # Steps the CLI has a form for, and the open options it has flags for.
-  STEPS = %w[build_from open get exists info_has].freeze
+  STEPS = %w[build_from open get exists info_has info_keys].freeze
   OPEN_FLAGS = %w[max_value_size allow_origins].freeze
   # Error kinds from parsing arguments, which the CLI's own parser owns.
   OWN_PARSER = %w[unknown_option option_type].freeze
@@ -173,6 +174,11 @@ class ConformanceCLITest < HashfileTest
         assert_equal [0, ""], [status, err], where
         info = JSON.parse(out)
         step["info_has"].each { |key| assert info.key?(key), "#{where}: info has no #{key}" }
+      when "info_keys"
+        # info --json adds value_types to a local store's: what the CLI alone prints.
+        status, out, err = run_cli("info", store, "--json", *open_flags)
+        assert_equal [0, ""], [status, err], where
+        assert_equal step["info_keys"], JSON.parse(out).keys - ["value_types"], where
       when "exists" then assert_equal step["expect"], File.exist?(path(step["exists"])), where
       end
     end

@@ -11,7 +11,7 @@
 
 use hashfile::RecordBuf;
 use hashfile_runtime::options::{open_request, Language};
-use hashfile_runtime::{Cursor, Handle, Table};
+use hashfile_runtime::{Cursor, Handle, Info, InfoValue, Table};
 use pyo3::exceptions::{PyKeyError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
@@ -367,66 +367,11 @@ impl NativeReader {
 
     /// Sizes and, for a dataset, its generation and shards.
     fn info<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let table = self.handle.current().py_err()?;
-        let info = PyDict::new(py);
-        match table.as_dataset() {
-            Some(dataset) => {
-                let manifest = dataset.manifest();
-                info.set_item("dataset", dataset.location())?;
-                info.set_item("generation", &manifest.generation)?;
-                info.set_item("sequence", manifest.sequence)?;
-                info.set_item("routing", &manifest.routing)?;
-                info.set_item("entries", manifest.entries)?;
-                info.set_item(
-                    "file_bytes",
-                    manifest.shards.iter().map(|s| s.bytes).sum::<u64>(),
-                )?;
-                let shards = PyList::empty(py);
-                for (i, s) in manifest.shards.iter().enumerate() {
-                    let shard = PyDict::new(py);
-                    shard.set_item("file", dataset.shard_location(i))?;
-                    shard.set_item("entries", s.entries)?;
-                    shard.set_item("bytes", s.bytes)?;
-                    shard.set_item("checksum", &s.checksum)?;
-                    shard.set_item("open", dataset.opened_shard(i).is_some())?;
-                    shards.append(shard)?;
-                }
-                info.set_item("shards", shards)?;
-            }
-            None => {
-                let store = table.as_store().expect("a store or a dataset");
-                let i = store.info();
-                info.set_item("entries", i.entries)?;
-                info.set_item("index", i.index.name())?;
-                info.set_item("file_bytes", i.file_bytes)?;
-                info.set_item("mphf_bits_per_key", i.mphf_bits_per_key)?;
-                let sections = PyDict::new(py);
-                for (name, bytes) in &i.section_bytes {
-                    sections.set_item(*name, *bytes)?;
-                }
-                info.set_item("sections", sections)?;
-                if let Some(summary) = store.compression_stats().py_err()? {
-                    let stats = summary.stats;
-                    let compression = PyDict::new(py);
-                    compression.set_item("codec", "zstd")?;
-                    compression.set_item("level", stats.level)?;
-                    compression.set_item("values", stats.values)?;
-                    compression.set_item("decoded_bytes", stats.decoded_bytes)?;
-                    compression.set_item("stored_bytes", stats.stored_bytes)?;
-                    compression.set_item("dictionary_bytes", summary.dictionary_bytes)?;
-                    compression.set_item("ratio", summary.ratio())?;
-                    info.set_item("compression", compression)?;
-                }
-            }
-        }
-        info.set_item("remote", table.is_remote())?;
+        let mut info = self.read(py, |table| table.info())?;
         if let Some(memo) = &self.memo {
-            let entries = PyDict::new(py);
-            entries.set_item("entries", memo.len(py))?;
-            entries.set_item("limit", memo.limit())?;
-            info.set_item("memo", entries)?;
+            info = info.with_memo(memo.len(py), memo.limit());
         }
-        Ok(info)
+        info_dict(py, &info)
     }
 
     /// How many times a newer store replaced the one read.
@@ -506,4 +451,33 @@ impl NativeReader {
         }
         Ok((list, next.map(|c| (c.shard, c.offset, c.index))))
     }
+}
+
+/// The runtime's `info` tree as Python shows it: dicts of str.
+fn info_dict<'py>(py: Python<'py>, info: &Info) -> PyResult<Bound<'py, PyDict>> {
+    let out = PyDict::new(py);
+    for (key, value) in &info.0 {
+        out.set_item(*key, info_value(py, value)?)?;
+    }
+    Ok(out)
+}
+
+fn info_value<'py>(py: Python<'py>, value: &InfoValue) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match value {
+        InfoValue::Int(i) => i.into_pyobject(py)?.into_any(),
+        InfoValue::Float(f) => f.into_pyobject(py)?.into_any(),
+        InfoValue::Text(t) => t.into_pyobject(py)?.into_any(),
+        InfoValue::Name(n) => n.into_pyobject(py)?.into_any(),
+        InfoValue::Bool(b) => pyo3::types::PyBool::new(py, *b).to_owned().into_any(),
+        InfoValue::Nil => py.None().into_bound(py),
+        InfoValue::Map(map) => info_dict(py, map)?.into_any(),
+        InfoValue::List(items) => PyList::new(
+            py,
+            items
+                .iter()
+                .map(|item| info_value(py, item))
+                .collect::<PyResult<Vec<_>>>()?,
+        )?
+        .into_any(),
+    })
 }

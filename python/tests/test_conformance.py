@@ -115,6 +115,8 @@ def run_step(step: dict[str, Any], tmp_path: Any, state: dict[str, Any], where: 
         info = db.info()
         for key in step["info_has"]:
             assert key in info, f"{where}: info has no {key} ({', '.join(info)})"
+    elif op == "info_keys":
+        assert list(db.info()) == step["info_keys"], where
     elif op == "exists":
         assert os.path.exists(path(step["exists"])) == step["expect"], where
     else:

@@ -46,6 +46,7 @@ pub const MAX_MEMO_ENTRIES: u64 = 100_000_000;
 mod build_job;
 pub mod dataset;
 mod handle;
+mod info;
 pub mod options;
 #[cfg(feature = "parallel")]
 pub mod pool;
@@ -58,6 +59,7 @@ mod writer;
 #[cfg(feature = "import")]
 pub use build_job::{BuildEvent, BuildJob, BuildRun, Report};
 pub use handle::{is_replaced, open, Current, Handle, OpenOptions, Refresh, MAP_AFTER_LOOKUPS};
+pub use info::{Info, InfoValue};
 pub use serialized::SerializedHandle;
 pub use source::{map_store, open_store, LocalOpen, Store, StoreSource};
 pub use table::{Chunk, Cursor, Table};

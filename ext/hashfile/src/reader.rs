@@ -3,7 +3,7 @@
 
 use hashfile::RecordBuf;
 use hashfile_runtime::options::Language;
-use hashfile_runtime::{Cursor, SerializedHandle, Table};
+use hashfile_runtime::{Cursor, Info, InfoValue, SerializedHandle, Table};
 use magnus::{
     function, gc::Marker, method, prelude::*, value::Opaque, DataTypeFunctions, Error, RArray,
     RHash, RModule, RString, Ruby, TypedData, Value,
@@ -511,122 +511,42 @@ impl Reader {
     }
 
     fn info(ruby: &Ruby, rb_self: &Self) -> Result<RHash, Error> {
-        let info = rb_self.with_store(ruby, |table| match table {
-            Table::Store(store) => store_info(ruby, store),
-            Table::Dataset(dataset, _) => dataset_info(ruby, dataset),
-        })?;
+        let mut info =
+            rb_self.with_store(ruby, |table| table.info().map_err(|e| to_ruby(ruby, e)))?;
         if let Some(memo) = &rb_self.memo {
-            let entries = ruby.hash_new();
-            entries.aset(ruby.to_symbol("entries"), memo.len(ruby))?;
-            entries.aset(ruby.to_symbol("limit"), memo.limit())?;
-            info.aset(ruby.to_symbol("memo"), entries)?;
+            info = info.with_memo(memo.len(ruby), memo.limit());
         }
-        Ok(info)
+        info_hash(ruby, &info)
     }
 }
 
-/// `info` of a dataset: its manifest's facts, and each shard's.
-fn dataset_info(ruby: &Ruby, dataset: &hashfile_runtime::dataset::Dataset) -> Result<RHash, Error> {
-    let sym = |s: &str| ruby.to_symbol(s);
-    let manifest = dataset.manifest();
+/// The runtime's `info` tree as Ruby shows it: Hashes of Symbols, names
+/// as Symbols.
+fn info_hash(ruby: &Ruby, info: &Info) -> Result<RHash, Error> {
     let out = ruby.hash_new();
-    out.aset(sym("dataset"), dataset.location())?;
-    out.aset(sym("generation"), manifest.generation.as_str())?;
-    out.aset(sym("sequence"), manifest.sequence)?;
-    out.aset(sym("routing"), manifest.routing.as_str())?;
-    out.aset(sym("entries"), manifest.entries)?;
-    out.aset(
-        sym("file_bytes"),
-        manifest.shards.iter().map(|s| s.bytes).sum::<u64>(),
-    )?;
-    let shards = ruby.ary_new_capa(manifest.shards.len());
-    for (i, shard) in manifest.shards.iter().enumerate() {
-        let entry = ruby.hash_new();
-        entry.aset(sym("file"), dataset.shard_location(i))?;
-        entry.aset(sym("entries"), shard.entries)?;
-        entry.aset(sym("bytes"), shard.bytes)?;
-        entry.aset(sym("checksum"), shard.checksum.as_str())?;
-        entry.aset(sym("open"), dataset.opened_shard(i).is_some())?;
-        shards.push(entry)?;
+    for (key, value) in &info.0 {
+        out.aset(ruby.to_symbol(key), info_value(ruby, value)?)?;
     }
-    out.aset(sym("shards"), shards)?;
     Ok(out)
 }
 
-/// `info` of one store.
-fn store_info(ruby: &Ruby, store: &hashfile_runtime::Store) -> Result<RHash, Error> {
-    let info = store.info();
-    let header = store.header();
-    let sym = |s: &str| ruby.to_symbol(s);
-    let out = ruby.hash_new();
-    out.aset(
-        sym("format_version"),
-        format!("{}.{}", header.major, header.minor),
-    )?;
-    out.aset(sym("entries"), info.entries)?;
-    out.aset(sym("index"), sym(info.index.name()))?;
-    out.aset(sym("file_bytes"), info.file_bytes)?;
-    out.aset(sym("mphf_bits_per_key"), info.mphf_bits_per_key)?;
-    out.aset(sym("seed_bits_per_key"), info.seed_bits_per_key)?;
-    let sections = ruby.hash_new();
-    for (name, bytes) in &info.section_bytes {
-        sections.aset(sym(name), *bytes)?;
-    }
-    out.aset(sym("sections"), sections)?;
-    let p = &header.parameters;
-    let g = &header.geometry;
-    let params = ruby.hash_new();
-    params.aset(sym("keys_per_bucket"), p.keys_per_bucket)?;
-    params.aset(sym("load_factor"), p.load_factor)?;
-    params.aset(sym("dense_key_fraction"), p.dense_key_fraction)?;
-    params.aset(sym("dense_bucket_fraction"), p.dense_bucket_fraction)?;
-    params.aset(sym("seed_block_len"), header.seed_block_len)?;
-    params.aset(sym("hash_seed"), header.hash_seed)?;
-    params.aset(sym("buckets"), g.bucket_count)?;
-    params.aset(sym("slots"), g.slot_count)?;
-    params.aset(sym("parts"), g.part_count)?;
-    out.aset(sym("parameters"), params)?;
-    if let Some(summary) = store.compression_stats().map_err(|e| to_ruby(ruby, e))? {
-        let stats = summary.stats;
-        let compression = ruby.hash_new();
-        compression.aset(sym("codec"), sym("zstd"))?;
-        compression.aset(sym("level"), stats.level)?;
-        compression.aset(sym("values"), stats.values)?;
-        compression.aset(sym("decoded_bytes"), stats.decoded_bytes)?;
-        compression.aset(sym("stored_bytes"), stats.stored_bytes)?;
-        compression.aset(sym("dictionary_bytes"), summary.dictionary_bytes)?;
-        compression.aset(sym("ratio"), summary.ratio())?;
-        if let Some(items) = store.item_cache_stats() {
-            let cache = ruby.hash_new();
-            cache.aset(sym("entries"), items.entries)?;
-            cache.aset(sym("bytes"), items.bytes)?;
-            cache.aset(sym("limit"), hashfile::compress::ITEM_CACHE_LEN)?;
-            cache.aset(sym("hits"), items.hits)?;
-            cache.aset(sym("misses"), items.misses)?;
-            compression.aset(sym("item_cache"), cache)?;
+fn info_value(ruby: &Ruby, value: &InfoValue) -> Result<Value, Error> {
+    Ok(match value {
+        InfoValue::Int(i) => ruby.into_value(*i),
+        InfoValue::Float(f) => ruby.into_value(*f),
+        InfoValue::Text(t) => ruby.into_value(t.as_str()),
+        InfoValue::Name(n) => ruby.to_symbol(n).as_value(),
+        InfoValue::Bool(b) => ruby.into_value(*b),
+        InfoValue::Nil => ruby.qnil().as_value(),
+        InfoValue::Map(map) => info_hash(ruby, map)?.as_value(),
+        InfoValue::List(items) => {
+            let list = ruby.ary_new_capa(items.len());
+            for item in items {
+                list.push(info_value(ruby, item)?)?;
+            }
+            list.as_value()
         }
-        out.aset(sym("compression"), compression)?;
-    }
-    if let Some(remote) = store.source().block_cache() {
-        let stats = remote.stats();
-        let object = remote.fetcher();
-        let cache = ruby.hash_new();
-        cache.aset(sym("block_bytes"), remote.block_len())?;
-        cache.aset(sym("hits"), stats.hits)?;
-        cache.aset(sym("misses"), stats.misses)?;
-        cache.aset(sym("round_trips"), stats.fetches)?;
-        cache.aset(sym("requests"), object.requests())?;
-        cache.aset(sym("bytes_fetched"), stats.bytes_fetched)?;
-        cache.aset(sym("resident_bytes"), stats.resident_bytes)?;
-        cache.aset(sym("pinned_bytes"), stats.pinned_bytes)?;
-        out.aset(sym("cache"), cache)?;
-        out.aset(sym("etag"), object.identity().etag.clone())?;
-        out.aset(
-            sym("last_modified"),
-            object.identity().last_modified.clone(),
-        )?;
-    }
-    Ok(out)
+    })
 }
 
 pub fn init(ruby: &Ruby, module: RModule) -> Result<(), Error> {
