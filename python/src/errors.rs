@@ -2,6 +2,7 @@
 //! classes of `hashfile/errors.py`, which mirror the Ruby gem's
 //! (`Hashfile::FormatError`, ...), with the same messages.
 
+use hashfile_runtime::error_class::{classify, Attr, Class};
 use pyo3::exceptions::{PyMemoryError, PyOSError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -13,104 +14,42 @@ pub fn to_py(error: hashfile::Error) -> PyErr {
     })
 }
 
+/// The class the runtime decided (`hashfile_runtime::error_class`): one of
+/// `hashfile.errors`'s, by name, made with the attributes; or Python's own.
 fn convert(py: Python<'_>, error: hashfile::Error) -> PyResult<PyErr> {
-    use hashfile::Error as E;
-    let message = error.to_string();
-    let kwargs = PyDict::new(py);
-    let path_of =
-        |path: &Option<std::path::PathBuf>| path.as_ref().map(|p| p.display().to_string());
-    let class = match &error {
-        E::Io { path, source } => {
-            if let Some(remote) = hashfile_remote::RemoteError::find(source) {
-                use hashfile_remote::RemoteErrorKind as K;
-                kwargs.set_item("url", path_of(path))?;
-                kwargs.set_item("status", remote.status)?;
-                match remote.kind {
-                    K::Changed => "StaleError",
-                    K::NotFound => "RemoteNotFoundError",
-                    K::Denied => "RemoteAccessError",
-                    K::Timeout => "RemoteTimeoutError",
-                    K::Connection => "RemoteConnectionError",
-                    K::Server => "RemoteServerError",
-                    K::Protocol => "RemoteProtocolError",
-                    K::Invalid => return Ok(PyValueError::new_err(message)),
-                    K::OutOfMemory => return Ok(PyMemoryError::new_err(message)),
-                    _ => "RemoteError",
+    let raised = classify(&error);
+    let message = raised.message;
+    Ok(match raised.class {
+        Class::Argument => PyValueError::new_err(message),
+        // Python's own word for a keyword no call takes, or a value of
+        // the wrong type.
+        Class::Type | Class::UnknownOption => PyTypeError::new_err(message),
+        Class::NoMemory => PyMemoryError::new_err(message),
+        // OSError(errno, strerror, filename) becomes its subclass
+        // (FileNotFoundError, IsADirectoryError, ...), as open() raises.
+        Class::Os {
+            errno: Some(errno),
+            path,
+        } => PyOSError::new_err((
+            errno,
+            std::io::Error::from_raw_os_error(errno).to_string(),
+            path,
+        )),
+        Class::Os { errno: None, .. } => PyOSError::new_err(message),
+        Class::Own(name) => {
+            let kwargs = PyDict::new(py);
+            for (key, value) in raised.attributes {
+                match value {
+                    Attr::Nil => kwargs.set_item(key, py.None())?,
+                    Attr::Text(t) => kwargs.set_item(key, t)?,
+                    Attr::Int(i) => kwargs.set_item(key, i)?,
+                    Attr::Bytes(b) => kwargs.set_item(key, pyo3::types::PyBytes::new(py, &b))?,
                 }
-            } else {
-                // OSError(errno, strerror, filename) becomes its subclass
-                // (FileNotFoundError, IsADirectoryError, ...), as open() raises.
-                return Ok(match source.raw_os_error() {
-                    Some(errno) => PyOSError::new_err((
-                        errno,
-                        std::io::Error::from_raw_os_error(errno).to_string(),
-                        path_of(path),
-                    )),
-                    None => PyOSError::new_err(message),
-                });
             }
+            let class = py.import("hashfile.errors")?.getattr(name)?;
+            PyErr::from_value(class.call((message,), Some(&kwargs))?)
         }
-        E::Changed { path } => {
-            kwargs.set_item("path", path_of(path))?;
-            "StaleError"
-        }
-        E::NotAStore { path, .. } | E::Truncated { path, .. } | E::Corrupt { path, .. } => {
-            kwargs.set_item("path", path_of(path))?;
-            "FormatError"
-        }
-        E::Version { path, .. } | E::UnsupportedFeatures { path, .. } => {
-            kwargs.set_item("path", path_of(path))?;
-            "UnsupportedError"
-        }
-        E::Checksum { path, section, .. } => {
-            kwargs.set_item("path", path_of(path))?;
-            kwargs.set_item("section", *section)?;
-            "ChecksumError"
-        }
-        E::DuplicateKey { key, others, .. } => {
-            kwargs.set_item("key", pyo3::types::PyBytes::new(py, key))?;
-            kwargs.set_item("others", *others)?;
-            "DuplicateKeyError"
-        }
-        E::Parse {
-            input, position, ..
-        } => {
-            let (line, column) = match position {
-                hashfile::Position::Line { line, column } => (Some(*line), *column),
-                _ => (None, None),
-            };
-            kwargs.set_item("input", input)?;
-            kwargs.set_item("line", line)?;
-            kwargs.set_item("column", column)?;
-            "ParseError"
-        }
-        // The store is well formed (Ruby reads it), but the value has no
-        // faithful Python form: not a damaged store, a value this binding
-        // cannot return, as UnsupportedError says of features.
-        E::KeysCollide { .. } => "UnsupportedError",
-        E::Limit { .. } | E::ValueTooLarge { .. } => "LimitError",
-        // What a store or server claimed could not be allocated: Python's
-        // own MemoryError, as bytes of that size would raise.
-        E::OutOfMemory { .. } => return Ok(PyMemoryError::new_err(message)),
-        E::InvalidOption { .. } => return Ok(PyValueError::new_err(message)),
-        // Python's own word for a keyword no call takes, or a value of the
-        // wrong type.
-        E::UnknownOption { .. } | E::OptionType { .. } => return Ok(PyTypeError::new_err(message)),
-        E::Closed { .. } => "ClosedError",
-        E::Dataset { path, .. } => {
-            kwargs.set_item("path", path_of(path))?;
-            "DatasetError"
-        }
-        E::UnsafeLink { link, owner, .. } => {
-            kwargs.set_item("path", link.display().to_string())?;
-            kwargs.set_item("owner", *owner)?;
-            "UnsafeLinkError"
-        }
-        _ => "Error",
-    };
-    let class = py.import("hashfile.errors")?.getattr(class)?;
-    let exception = class.call((message,), Some(&kwargs))?;
-    Ok(PyErr::from_value(exception))
+    })
 }
 
 /// A `hashfile.errors.UnsupportedError`: a stored value with no Python

@@ -45,6 +45,7 @@ pub const MAX_MEMO_ENTRIES: u64 = 100_000_000;
 #[cfg(feature = "import")]
 mod build_job;
 pub mod dataset;
+pub mod error_class;
 mod handle;
 mod info;
 pub mod options;

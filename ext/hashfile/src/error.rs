@@ -5,9 +5,8 @@
 
 use std::any::Any;
 
-use magnus::{
-    kwargs, prelude::*, value::Lazy, Error, ExceptionClass, RClass, RModule, Ruby, Value,
-};
+use hashfile_runtime::error_class::{classify, Attr, Class};
+use magnus::{prelude::*, value::Lazy, Error, ExceptionClass, RClass, RModule, Ruby, Value};
 
 fn class(ruby: &Ruby, name: &str) -> ExceptionClass {
     let module: RModule = ruby
@@ -25,179 +24,63 @@ fn class(ruby: &Ruby, name: &str) -> ExceptionClass {
 pub static ERROR: Lazy<ExceptionClass> = Lazy::new(|ruby| class(ruby, "Error"));
 /// `Hashfile::FormatError`: a bad, corrupt or unsupported file.
 pub static FORMAT_ERROR: Lazy<ExceptionClass> = Lazy::new(|ruby| class(ruby, "FormatError"));
-/// `Hashfile::UnsupportedError < FormatError`: a store this library cannot read.
-static UNSUPPORTED_ERROR: Lazy<ExceptionClass> = Lazy::new(|ruby| class(ruby, "UnsupportedError"));
-/// `Hashfile::DatasetError < FormatError`: a dataset's manifest or shard.
-static DATASET_ERROR: Lazy<ExceptionClass> = Lazy::new(|ruby| class(ruby, "DatasetError"));
-/// `Hashfile::ChecksumError < FormatError`: from `verify`.
-static CHECKSUM_ERROR: Lazy<ExceptionClass> = Lazy::new(|ruby| class(ruby, "ChecksumError"));
-/// `Hashfile::DuplicateKeyError`: the same key twice in a build.
-static DUPLICATE_KEY_ERROR: Lazy<ExceptionClass> =
-    Lazy::new(|ruby| class(ruby, "DuplicateKeyError"));
-/// `Hashfile::ParseError`: an input file that cannot be imported.
-static PARSE_ERROR: Lazy<ExceptionClass> = Lazy::new(|ruby| class(ruby, "ParseError"));
-/// `Hashfile::LimitError`: a build past a limit of the format or of one build.
-static LIMIT_ERROR: Lazy<ExceptionClass> = Lazy::new(|ruby| class(ruby, "LimitError"));
-/// `Hashfile::StaleError`: the store file changed under an open reader.
-static STALE_ERROR: Lazy<ExceptionClass> = Lazy::new(|ruby| class(ruby, "StaleError"));
-/// `Hashfile::RemoteError` and its subclasses: a remote store that could
-/// not be read.
-static REMOTE_ERROR: Lazy<ExceptionClass> = Lazy::new(|ruby| class(ruby, "RemoteError"));
-static REMOTE_NOT_FOUND_ERROR: Lazy<ExceptionClass> =
-    Lazy::new(|ruby| class(ruby, "RemoteNotFoundError"));
-static REMOTE_ACCESS_ERROR: Lazy<ExceptionClass> =
-    Lazy::new(|ruby| class(ruby, "RemoteAccessError"));
-static REMOTE_TIMEOUT_ERROR: Lazy<ExceptionClass> =
-    Lazy::new(|ruby| class(ruby, "RemoteTimeoutError"));
-static REMOTE_CONNECTION_ERROR: Lazy<ExceptionClass> =
-    Lazy::new(|ruby| class(ruby, "RemoteConnectionError"));
-static REMOTE_SERVER_ERROR: Lazy<ExceptionClass> =
-    Lazy::new(|ruby| class(ruby, "RemoteServerError"));
-static REMOTE_PROTOCOL_ERROR: Lazy<ExceptionClass> =
-    Lazy::new(|ruby| class(ruby, "RemoteProtocolError"));
-/// `Hashfile::UnsafeLinkError`: a build's output is another user's link.
-static UNSAFE_LINK_ERROR: Lazy<ExceptionClass> = Lazy::new(|ruby| class(ruby, "UnsafeLinkError"));
 /// `Hashfile::ClosedError`: use of a closed store or finished writer.
 pub static CLOSED_ERROR: Lazy<ExceptionClass> = Lazy::new(|ruby| class(ruby, "ClosedError"));
 
 /// An exception of `class` made by its constructor (`new(message, **attributes)`),
 /// or the error the constructor raised.
-fn construct(class: ExceptionClass, message: String, attributes: magnus::KwArgs) -> Error {
-    match class.new_instance((message, attributes)) {
+fn construct(class: ExceptionClass, message: String, attributes: magnus::RHash) -> Error {
+    match class.new_instance((message, magnus::KwArgs(attributes))) {
         Ok(exception) => Error::from(exception),
         Err(e) => e,
     }
 }
 
-/// Maps a core error to its Ruby exception. I/O errors become the matching
-/// `Errno::*` (as `File.open` raises), with the path in the message.
+/// Maps a core error to its Ruby exception: the class the runtime decided
+/// (`hashfile_runtime::error_class`), looked up by name in `Hashfile`
+/// (lib/hashfile/errors.rb) and made by its constructor with the
+/// attributes; an operating system error as the matching `Errno::*` (as
+/// `File.open` raises), with the path in the message.
 pub fn to_ruby(ruby: &Ruby, error: hashfile::Error) -> Error {
-    use hashfile::Error as E;
-    let message = error.to_string();
-    let path_of =
-        |path: &Option<std::path::PathBuf>| path.as_ref().map(|p| p.display().to_string());
-    match error {
-        E::Io {
-            ref path,
-            ref source,
-        } if hashfile_remote::RemoteError::find(source).is_some() => {
-            use hashfile_remote::RemoteErrorKind as K;
-            let remote = hashfile_remote::RemoteError::find(source).expect("checked by the guard");
-            let class = match remote.kind {
-                K::Changed => ruby.get_inner(&STALE_ERROR),
-                K::NotFound => ruby.get_inner(&REMOTE_NOT_FOUND_ERROR),
-                K::Denied => ruby.get_inner(&REMOTE_ACCESS_ERROR),
-                K::Timeout => ruby.get_inner(&REMOTE_TIMEOUT_ERROR),
-                K::Connection => ruby.get_inner(&REMOTE_CONNECTION_ERROR),
-                K::Server => ruby.get_inner(&REMOTE_SERVER_ERROR),
-                K::Protocol => ruby.get_inner(&REMOTE_PROTOCOL_ERROR),
-                K::Invalid => return arg_error(ruby, message),
-                K::OutOfMemory => return Error::new(ruby.exception_no_mem_error(), message),
-                _ => ruby.get_inner(&REMOTE_ERROR),
-            };
-            if remote.kind == K::Changed {
-                return construct(class, message, kwargs!(ruby, "path" => path_of(path)));
-            }
-            construct(
-                class,
-                message,
-                kwargs!(ruby, "url" => path_of(path), "status" => remote.status),
-            )
-        }
-        E::Io {
-            ref path,
-            ref source,
+    let raised = classify(&error);
+    let message = raised.message;
+    match raised.class {
+        Class::Argument | Class::UnknownOption => arg_error(ruby, message),
+        Class::Type => type_error(ruby, message),
+        Class::NoMemory => Error::new(ruby.exception_no_mem_error(), message),
+        Class::Os {
+            errno: Some(errno),
+            path,
         } => {
-            let path = path
-                .as_ref()
-                .map(|p| p.display().to_string())
-                .unwrap_or_default();
-            match source.raw_os_error() {
-                Some(errno) => {
-                    let class: RClass = ruby
-                        .class_object()
-                        .const_get("SystemCallError")
-                        .expect("core class");
-                    match class
-                        .new_instance((path, errno))
-                        .map(magnus::Exception::from_value)
-                    {
-                        Ok(Some(exception)) => Error::from(exception),
-                        Ok(None) => Error::new(ruby.exception_io_error(), message),
-                        Err(e) => e,
-                    }
+            let class: RClass = ruby
+                .class_object()
+                .const_get("SystemCallError")
+                .expect("core class");
+            match class
+                .new_instance((path.unwrap_or_default(), errno))
+                .map(magnus::Exception::from_value)
+            {
+                Ok(Some(exception)) => Error::from(exception),
+                Ok(None) => Error::new(ruby.exception_io_error(), message),
+                Err(e) => e,
+            }
+        }
+        Class::Os { errno: None, .. } => Error::new(ruby.exception_io_error(), message),
+        Class::Own(name) => {
+            let attributes = ruby.hash_new();
+            for (key, value) in raised.attributes {
+                let value = match value {
+                    Attr::Nil => ruby.qnil().as_value(),
+                    Attr::Text(t) => ruby.into_value(t),
+                    Attr::Int(i) => ruby.into_value(i),
+                    Attr::Bytes(b) => ruby.str_from_slice(&b).as_value(),
+                };
+                if let Err(e) = attributes.aset(ruby.to_symbol(key), value) {
+                    return e;
                 }
-                None => Error::new(ruby.exception_io_error(), message),
             }
+            construct(class(ruby, name), message, attributes)
         }
-        E::Changed { ref path } => construct(
-            ruby.get_inner(&STALE_ERROR),
-            message,
-            kwargs!(ruby, "path" => path_of(path)),
-        ),
-        E::NotAStore { ref path, .. }
-        | E::Truncated { ref path, .. }
-        | E::Corrupt { ref path, .. } => construct(
-            ruby.get_inner(&FORMAT_ERROR),
-            message,
-            kwargs!(ruby, "path" => path_of(path)),
-        ),
-        E::Version { ref path, .. } | E::UnsupportedFeatures { ref path, .. } => construct(
-            ruby.get_inner(&UNSUPPORTED_ERROR),
-            message,
-            kwargs!(ruby, "path" => path_of(path)),
-        ),
-        E::Checksum {
-            ref path, section, ..
-        } => construct(
-            ruby.get_inner(&CHECKSUM_ERROR),
-            message,
-            kwargs!(ruby, "path" => path_of(path), "section" => section),
-        ),
-        E::DuplicateKey {
-            ref key, others, ..
-        } => construct(
-            ruby.get_inner(&DUPLICATE_KEY_ERROR),
-            message,
-            kwargs!(ruby, "key" => ruby.str_from_slice(key), "others" => others),
-        ),
-        E::Parse {
-            ref input,
-            position,
-            ..
-        } => {
-            let (line, column) = match position {
-                hashfile::Position::Line { line, column } => (Some(line), column),
-                _ => (None, None),
-            };
-            construct(
-                ruby.get_inner(&PARSE_ERROR),
-                message,
-                kwargs!(ruby, "input" => input.as_str(), "line" => line, "column" => column),
-            )
-        }
-        E::Limit { .. } | E::ValueTooLarge { .. } => {
-            Error::new(ruby.get_inner(&LIMIT_ERROR), message)
-        }
-        // What a store or server claimed could not be allocated: Ruby's
-        // own NoMemoryError, as a String of that size would raise.
-        E::OutOfMemory { .. } => Error::new(ruby.exception_no_mem_error(), message),
-        E::InvalidOption { .. } | E::UnknownOption { .. } => arg_error(ruby, message),
-        E::OptionType { .. } => type_error(ruby, message),
-        E::Closed { .. } => Error::new(ruby.get_inner(&CLOSED_ERROR), message),
-        E::Dataset { ref path, .. } => construct(
-            ruby.get_inner(&DATASET_ERROR),
-            message,
-            kwargs!(ruby, "path" => path_of(path)),
-        ),
-        E::UnsafeLink {
-            ref link, owner, ..
-        } => construct(
-            ruby.get_inner(&UNSAFE_LINK_ERROR),
-            message,
-            kwargs!(ruby, "path" => link.display().to_string(), "owner" => owner),
-        ),
-        _ => Error::new(ruby.get_inner(&ERROR), message),
     }
 }
 
