@@ -433,10 +433,10 @@ impl Builder {
     }
 
     /// Resolves repeated keys in the records of a sealed build in its
-    /// temporary file (`spill_repeats::resolve_repeats`: in place, or into a new
-    /// temporary file), holding about what a spilled build holds whatever
-    /// the records' size. The file is then as if only the kept entries had
-    /// been added; its offsets and hashes are not kept.
+    /// temporary file (`spill_repeats::resolve_repeats`: in place, or into
+    /// a new temporary file), holding about what a spilled build holds
+    /// whatever the records' size. The file is then as if only the kept
+    /// entries had been added; its offsets and hashes are not kept.
     fn resolve_in_file(&mut self, policy: OnDuplicate, stats: &mut SpillStats) -> Result<()> {
         let start = Header::encoded_len(self.with_dictionary());
         let Records::File(spill) = &mut self.records else {

@@ -279,11 +279,6 @@ fn too_hard(params: &Params) -> Error {
     }
 }
 
-/// Places one part's keys: groups them by bucket, checks each bucket for
-/// keys with equal hashes, then finds each bucket the smallest pilot that
-/// sends all of its keys to free slots of the part, largest buckets first,
-/// and writes the pilots. As each bucket is placed, its keys' hashes give
-
 /// How a pilot search ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Search {
