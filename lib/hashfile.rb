@@ -83,9 +83,8 @@ module Hashfile
     #   a part of it) is of a class Hashfile does not store and no
     #   serializer was given; the message names the key and the path
     # @raise [ArgumentError] if a value nests deeper than MAX_DEPTH
-    def build(path, data = nil, serializer: nil, **options)
-      check_options(options, BUILD_DEFAULTS.keys)
-      writer = Writer._new(options, serializer_pair(serializer)&.first, nil)
+    def build(path, data = nil, **options)
+      writer = Writer._new(options, serializer_pair(options[:serializer])&.first)
       writer.merge(data) unless data.nil?
       yield writer if block_given?
       writer._finish(path_string(path))
@@ -117,8 +116,7 @@ module Hashfile
         return build_from(data, dir, shards: shards, **options, &block)[:file_bytes]
       end
 
-      check_options(options, BUILD_DEFAULTS.keys, BUILD_DEFAULTS.keys + %i[shards serializer])
-      writer = Writer._new(options, serializer_pair(serializer)&.first, shards)
+      writer = Writer._new(options.merge(shards: shards, serializer: serializer), serializer_pair(serializer)&.first)
       writer.merge(data) unless data.nil?
       yield writer if block
       writer._finish(path_string(dir))
@@ -164,17 +162,12 @@ module Hashfile
     #   +memory+ and was built from temporary files
     # @raise [ParseError] naming the input, line and column (or entry) and what was expected
     # @raise [DuplicateKeyError] naming the key and where it occurs
-    def build_from(inputs, output, progress: nil, threads: nil, shards: nil, **options, &block)
+    def build_from(inputs, output, progress: nil, **options, &block)
       progress ||= block
       raise TypeError, "progress must respond to #call" if progress && !progress.respond_to?(:call)
 
-      check_options(options, BUILD_DEFAULTS.keys + IMPORT_DEFAULTS.keys + [:format], BUILD_DEFAULTS.keys + IMPORT_DEFAULTS.keys + %i[format threads progress shards])
-      raise TypeError, "threads must be an Integer, not #{threads.class}" unless threads.nil? || threads.is_a?(Integer)
-      raise TypeError, "shards must be an Integer, not #{shards.class}" unless shards.nil? || shards.is_a?(Integer)
-
-      # Not Array(inputs): that would split an IO into its lines.
       with_input_paths(inputs.is_a?(Array) ? inputs : [inputs], options[:format]) do |paths|
-        _build_from(paths, path_string(output), options.slice(*BUILD_DEFAULTS.keys), options.except(*BUILD_DEFAULTS.keys), threads, progress, shards)
+        _build_from(paths, path_string(output), options, progress)
       end
     end
 
@@ -255,23 +248,8 @@ module Hashfile
     # @raise [FormatError] if it is not a valid store
     # @raise [RemoteError] if a remote store cannot be read (subclasses by
     #   cause: RemoteNotFoundError, RemoteAccessError, ...)
-    def open(path, verify: false, symbolize_names: false, freeze: nil, raw: false, serializer: nil, reload: nil, on_change: :raise, memo: nil, max_value_size: nil, **remote)
-      check_options(remote, REMOTE_OPTIONS, OPEN_KEYWORDS + REMOTE_OPTIONS)
-      load = serializer_pair(serializer)&.last
-      raise TypeError, "reload must be nil or a number of seconds, not #{reload.class}" unless reload.nil? || reload.is_a?(Numeric)
-      raise ArgumentError, "on_change must be :raise or :reopen, not #{on_change.inspect}" unless %i[raise reopen].include?(on_change)
-      raise TypeError, "memo must be nil or a number of entries, not #{memo.class}" unless memo.nil? || memo.is_a?(Integer)
-      raise ArgumentError, "memo must be a number of entries from 0 to #{MAX_MEMO}, not #{memo}" if memo && !memo.between?(0, MAX_MEMO)
-
-      freeze = !memo.nil? && memo.positive? if freeze.nil?
-      options = { symbolize_names: symbolize_names, freeze: freeze, raw: raw }
-      db = Reader._open(path_string(path), options, load, reload&.to_f, on_change == :reopen, remote.empty? ? nil : remote, memo || 0, max_value_size)
-      begin
-        db.verify if verify
-      rescue Exception # rubocop:disable Lint/RescueException
-        db.close
-        raise
-      end
+    def open(path, **options)
+      db = Reader._open(path_string(path), options, serializer_pair(options[:serializer])&.last)
       return db unless block_given?
 
       begin
@@ -308,27 +286,6 @@ module Hashfile
     end
 
     private
-
-    # Options are passed on as given: the extension converts them, naming
-    # any it refuses, and the core's defaults fill in the rest.
-    # +known+ lists every keyword of the method, for the suggestion and the
-    # list; +allowed+ those that may be in +options+.
-    def check_options(options, allowed, known = allowed)
-      unknown = options.keys - allowed
-      return if unknown.empty?
-
-      require "did_you_mean"
-      checker = DidYouMean::SpellChecker.new(dictionary: known)
-      meant = unknown.filter_map do |name|
-        guess = checker.correct(name).first
-        "did you mean #{guess}#{" for #{name}" if unknown.size > 1}?" if guess
-      end
-      raise ArgumentError, "unknown option#{"s" if unknown.size > 1}: #{unknown.join(", ")}#{"; #{meant.join("; ")}" unless meant.empty?} (expected one of: #{known.join(", ")})"
-    end
-
-    # The keywords of Hashfile.open other than the remote options.
-    OPEN_KEYWORDS = %i[verify symbolize_names freeze raw serializer reload on_change memo max_value_size].freeze
-    private_constant :OPEN_KEYWORDS
 
     # Whether +data+ names input files (a path, an IO, or an Array of only
     # those) rather than entries: pairs are Arrays, never Strings.

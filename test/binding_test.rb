@@ -43,18 +43,31 @@ class BindingTest < HashfileTest
     end
   end
 
+  def test_keyword_options_are_the_runtimes_table
+    # Every option name, type, range and default is the runtime's table
+    # (hashfile_runtime::options): the Ruby methods take **options and name
+    # none but the callables they call themselves.
+    assert_equal [%i[req path], %i[keyrest options], %i[block block]].first(2), Hashfile.method(:open).parameters.first(2)
+    assert_equal [%i[req path], %i[opt data], %i[keyrest options]], Hashfile.method(:build).parameters
+    assert_equal %i[progress], Hashfile.method(:build_from).parameters.select { |kind, _| kind == :key }.map(&:last)
+    assert_includes Hashfile::OPTIONS[:open], :verify
+    assert_includes Hashfile::OPTIONS[:build_from], :key_column
+    assert_includes Hashfile::OPTIONS[:build_from], :progress
+    assert_equal Hashfile::OPTIONS[:build].sort, (Hashfile::BUILD_DEFAULTS.keys + %i[shards serializer]).sort
+  end
+
   def test_options_are_refused_by_name
     e = assert_raises(ArgumentError) { Hashfile.build(path, {}, hash_seed: -1) }
-    assert_match(/\Ahash_seed must be an Integer from 0 to/, e.message)
+    assert_match(/\Ainvalid option hash_seed: must be an integer from 0 to/, e.message)
     e = assert_raises(TypeError) { Hashfile.build(path, {}, load_factor: "0.9") }
-    assert_equal "load_factor must be a number, not String", e.message
+    assert_equal "load_factor must be a number, not a string", e.message
     e = assert_raises(ArgumentError) { Hashfile.build(path, {}, on_duplicate: :middle) }
-    assert_equal "on_duplicate must be one of :error, :first, :last, :merge, not \"middle\"", e.message
+    assert_equal "invalid option on_duplicate: must be one of error, first, last, merge, not \"middle\"", e.message
     e = assert_raises(ArgumentError) { Hashfile.build(path, {}, keys_per_bukket: 3) }
-    assert_match(/unknown option: keys_per_bukket; did you mean keys_per_bucket\? \(expected one of: keys_per_bucket,/, e.message)
+    assert_match(/\Aunknown option keys_per_bukket for build \(did you mean keys_per_bucket\?\); it takes: .*keys_per_bucket,/, e.message)
     File.write(path("in.csv"), "a,b\n1,2\n")
     e = assert_raises(ArgumentError) { Hashfile.build_from(path("in.csv"), path, key_column: -1) }
-    assert_equal "key_column must be a column name or a 0-based index, got -1", e.message
+    assert_equal "invalid option key_column: must be a column name or a 0-based index, not -1", e.message
     Hashfile.open(build({ "k" => "v" })) do |db|
       e = assert_raises(ArgumentError) { db.get("k", symbolise_names: true) }
       assert_equal "unknown keyword: :symbolise_names", e.message

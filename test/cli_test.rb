@@ -106,7 +106,7 @@ class CLITest < HashfileTest
     assert_equal 1, status
     assert_match(/duplicate key "k\d+" \(.*a.csv: line \d+ and .*a.csv: line \d+\); 399 other keys repeat too/, err)
     assert_equal [0, "v7\n"], run_cli("get", path("ds"), "k7").first(2), "the dataset built before stays"
-    assert_match(/invalid option --shards: 0/, run_cli("build", path("a.csv"), "--shards", "0", "-o", path("ds"))[2])
+    assert_match(/invalid option --shards: must be an integer from 1 to 1048576, not 0/, run_cli("build", path("a.csv"), "--shards", "0", "-o", path("ds"))[2])
   end
 
   # Data that a terminal would act on: a screen clear, an OSC 52 clipboard

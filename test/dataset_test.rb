@@ -102,17 +102,17 @@ class DatasetTest < HashfileTest
     assert_equal "v#{n - 1}", Hashfile.open(path("ds2")) { |db| db["k#{n - 1}"] }
     e = assert_raises(ArgumentError) { Hashfile.build_sharded(path("ds3"), path("b.tsv"), shards: 2, serializer: Marshal) }
     assert_match(/serializer: applies to Ruby values, not to input files/, e.message)
-    assert_match(/unknown option: key_colum/, assert_raises(ArgumentError) { Hashfile.build_sharded(path("ds3"), [path("b.tsv")], shards: 2, key_colum: 0) }.message)
-    assert_equal "shards must be an Integer, not String", assert_raises(TypeError) { Hashfile.build_from(path("b.tsv"), path("ds3"), shards: "2") }.message
+    assert_match(/unknown option key_colum for build_from \(did you mean key_column\?\)/, assert_raises(ArgumentError) { Hashfile.build_sharded(path("ds3"), [path("b.tsv")], shards: 2, key_colum: 0) }.message)
+    assert_equal "shards must be an integer, not a string", assert_raises(TypeError) { Hashfile.build_from(path("b.tsv"), path("ds3"), shards: "2") }.message
   end
 
   def test_bad_arguments_name_what_is_wrong
-    assert_equal "shards must be from 1 to 1048576, got 0",
+    assert_equal "invalid option shards: must be an integer from 1 to 1048576, not 0",
                  assert_raises(ArgumentError) { Hashfile.build_sharded(path("ds"), {}, shards: 0) }.message
-    assert_equal "shards must be an Integer, not String",
+    assert_equal "shards must be an integer, not a string",
                  assert_raises(TypeError) { Hashfile.build_sharded(path("ds"), {}, shards: "4") }.message
     assert_raises(ArgumentError) { Hashfile.build_sharded(path("ds"), {}) }
-    assert_match(/unknown option: shard; did you mean/, assert_raises(ArgumentError) { Hashfile.build_sharded(path("ds"), {}, shards: 2, shard: 1) }.message)
+    assert_match(/unknown option shard for build \(did you mean shards\?\)/, assert_raises(ArgumentError) { Hashfile.build_sharded(path("ds"), {}, shards: 2, shard: 1) }.message)
   end
 
   def test_a_new_generation_is_read_after_reload_and_each_keeps_its_own
@@ -211,7 +211,7 @@ class DatasetTest < HashfileTest
     status, out, = run_cli("get", path("ds"), key, "--allow-origin", elsewhere.url("/files/"))
     assert_equal [0, data[key]], [status, out.chomp]
     e = assert_raises(ArgumentError) { Hashfile.open(path("ds"), allow_origins: [elsewhere.url("/files/")], timeout: 5) }
-    assert_match(/timeout is for remote stores/, e.message)
+    assert_match(/invalid option timeout: is for remote stores/, e.message)
     store = path("ds/#{manifest["shards"][0]["file"]}")
     e = assert_raises(ArgumentError) { Hashfile.open(store, allow_origins: ["https://example.com/"]) }
     assert_match(/allow_origins.*is for datasets/, e.message)
@@ -304,7 +304,7 @@ class DatasetTest < HashfileTest
     Hashfile.build_sharded(dir, { "a" => "3", "b" => "3" }, shards: 4)
     assert_equal "3", reopening["a"], "its shards are gone; it reopens"
     assert_equal 1, reopening.generation
-    assert_match(/reload: and on_change: :reopen are two ways/, assert_raises(ArgumentError) { Hashfile.open(url, reload: 1, on_change: :reopen) }.message)
+    assert_match(/invalid option reload: and on_change "reopen" are two ways/, assert_raises(ArgumentError) { Hashfile.open(url, reload: 1, on_change: :reopen) }.message)
   ensure
     polled&.close
     reopening&.close

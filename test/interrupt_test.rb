@@ -78,7 +78,7 @@ class InterruptTest < HashfileTest
   end
 
   def test_signals_to_the_cli_leave_no_temporary_file
-    skip "no POSIX signals here" unless Signal.list.key?("HUP")
+    skip_or_fail("HASHFILE_REQUIRE_LINUX", "no POSIX signals here") unless Signal.list.key?("HUP")
     input = jsonl(scale(600_000))
     out = path("cli.hf")
     %w[INT TERM HUP].each do |signal|

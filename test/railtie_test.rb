@@ -13,7 +13,7 @@ class RailtieTest < HashfileTest
     begin
       require "rails"
     rescue LoadError
-      skip "install ruby-railties for the Railtie test"
+      skip_or_fail("HASHFILE_REQUIRE_RAILS", "install ruby-railties for the Railtie test (bin/setup --all does)")
     end
   end
 

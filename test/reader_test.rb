@@ -201,7 +201,7 @@ class ReaderTest < HashfileTest
   end
 
   def test_forked_child_reads_the_same_store
-    skip "no fork" unless Process.respond_to?(:fork)
+    skip_or_fail("HASHFILE_REQUIRE_LINUX", "no fork") unless Process.respond_to?(:fork)
     reader, writer = IO.pipe
     pid = fork do
       reader.close

@@ -21,7 +21,7 @@ class RealInputsTest < HashfileTest
 
   def files(pattern, package)
     found = Dir[pattern].sort
-    skip "install #{package} (bin/setup does)" if found.empty?
+    skip_or_fail("HASHFILE_REQUIRE_DATA_PACKAGES", "install #{package} (bin/setup --all does)") if found.empty?
     found
   end
 

@@ -187,7 +187,7 @@ class ReloadTest < HashfileTest
   # After fork (Puma's preload_app!), a worker's reader reloads on its own;
   # nothing is needed in on_worker_boot.
   def test_reload_works_in_a_forked_worker
-    skip "fork is not available here" unless Process.respond_to?(:fork)
+    skip_or_fail("HASHFILE_REQUIRE_LINUX", "fork is not available here") unless Process.respond_to?(:fork)
     publish(1)
     db = Hashfile.open(path, reload: 0)
     assert_equal "1:k0", db["k0"]

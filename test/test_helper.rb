@@ -43,6 +43,26 @@ class HashfileTest < Minitest::Test
     skip "#{why}: rake gc_stress_all runs it" if ENV["HASHFILE_GC_STRESS"] == "1" && ENV["HASHFILE_GC_STRESS_ALL"] != "1"
   end
 
+  # A test whose environment is missing (MinIO, root, a Debian package,
+  # fork): skips, naming +missing+, unless the variable +required_by+ (a
+  # HASHFILE_REQUIRE_* name) is 1, when it fails, saying what is missing
+  # and which variable required it. .ci/run sets one for each environment
+  # it installs (docs/ARCHITECTURE.md, "Checks CI runs", lists them), so
+  # CI never counts a test it could not run as passed. The Rust tests
+  # (require_env!) and pytest (skip_or_fail in python/tests/conftest.py)
+  # follow the same rule.
+  def skip_or_fail(required_by, missing)
+    flunk "#{missing}, and #{required_by}=1 requires it" if ENV[required_by] == "1"
+    skip "#{missing} (#{required_by}=1 makes this a failure)"
+  end
+
+  # skip_or_fail for the rest of a test that goes on without it: fails as
+  # skip_or_fail does, or says on stderr what was skipped.
+  def skip_part_or_fail(required_by, missing)
+    flunk "#{missing}, and #{required_by}=1 requires it" if ENV[required_by] == "1"
+    warn "SKIP part of #{self.class}##{name}: #{missing} (#{required_by}=1 makes this a failure)"
+  end
+
   # Fewer entries under GC.stress, where every allocation runs a GC.
   def scale(n)
     ENV["HASHFILE_GC_STRESS"] == "1" ? [n / 100, 3].max : n

@@ -322,7 +322,7 @@ module Hashfile
           o.on("--shards N", Integer, "build a dataset of N shards in the directory OUT, in parallel", "(its manifest published last; hashfile info OUT shows it)") { |v| options[:shards] = v }
           o.on("--check", "build in a temporary directory and report; write nothing") { check = true }
           o.on("--force", "write OUT even if it is one of the inputs") { force = true }
-          o.on("--format F", FORMATS, "input format: #{FORMATS.join(", ")}") { |v| options[:format] = v }
+          o.on("--format F", "input format: #{FORMATS.join(", ")}") { |v| options[:format] = v }
           o.on("--key-column C", "CSV/TSV key column, by name or 0-based index (default #{IMPORT_DEFAULTS[:key_column]})") { |v| options[:key_column] = v }
           o.on("--value-column C", "CSV/TSV value column, or '*' for the whole row (default #{IMPORT_DEFAULTS[:value_column]})") { |v| options[:value_column] = v }
           o.on("--[no-]header", "CSV/TSV: the first row is a header (default: #{IMPORT_DEFAULTS[:header] ? "yes" : "no"})") { |v| options[:header] = v }

@@ -19,36 +19,42 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, ItemsView, Iterable, Iterator, Mapping, ValuesView
-from typing import Any, Union
+from typing import Any, Union, Unpack
 
 from . import _native, errors
+from ._options import BuildFromOptions, BuildOptions, OpenOptions
 from .errors import *  # noqa: F401,F403 (the exception classes)
 
-__all__ = ["open", "build", "build_from", "shard_of", "Reader", "Key", "DEFAULT_MAX_VALUE_SIZE", *errors.__all__]
+__all__ = [
+    "open",
+    "build",
+    "build_from",
+    "shard_of",
+    "Reader",
+    "Key",
+    "DEFAULT_MAX_VALUE_SIZE",
+    "OpenOptions",
+    "BuildOptions",
+    "BuildFromOptions",
+    *errors.__all__,
+]
 
 #: The largest value ``open`` reads unless given ``max_value_size`` (256 MiB).
 DEFAULT_MAX_VALUE_SIZE: int = _native.DEFAULT_MAX_VALUE_SIZE
 
-Key = Union[str, bytes]
+Key = str | bytes
 PathLike = Union[str, "os.PathLike[str]"]
 
 # Entries read per call while iterating.
 _CHUNK = 1024
 
 
-def open(  # noqa: A001
-    location: PathLike,
-    *,
-    reload: float | None = None,
-    on_change: str = "raise",
-    memo: int = 0,
-    max_value_size: int | None = None,
-    **remote: Any,
-) -> "Reader":
+def open(location: PathLike, **options: Unpack[OpenOptions]) -> Reader:  # noqa: A001
     """Opens a store, a dataset (its directory, or its manifest's path or
     URL), or a remote store (``http://``, ``https://``, ``s3://``).
 
-    ``reload``: at most every this many seconds, look whether a newer store
+    ``verify=True``: check every checksum before returning (a dataset: every
+    shard against its manifest). ``reload``: at most every this many seconds, look whether a newer store
     (or dataset generation) was published at ``location`` and read it from
     the next lookup on. ``on_change="reopen"``: a remote reader reopens a
     replaced object and looks the key up again. ``memo``: keep up to this
@@ -63,22 +69,15 @@ def open(  # noqa: A001
     places a dataset's manifest may list shards at besides its own, the
     one a local dataset takes too); an unknown one is a ``TypeError``.
     """
-    if on_change not in ("raise", "reopen"):
-        raise ValueError(f"on_change must be 'raise' or 'reopen', not {on_change!r}")
-    if reload is not None and (isinstance(reload, bool) or not isinstance(reload, (int, float))):
-        raise TypeError(f"reload must be None or a number of seconds, not {type(reload).__name__}")
-    if isinstance(memo, bool) or not isinstance(memo, int):
-        raise TypeError(f"memo must be a number of entries, not {type(memo).__name__}")
-    if not 0 <= memo <= _native.MAX_MEMO:
-        raise ValueError(f"memo must be a number of entries from 0 to {_native.MAX_MEMO}, not {memo}")
-    if max_value_size is not None and (isinstance(max_value_size, bool) or not isinstance(max_value_size, int)):
-        raise TypeError(f"max_value_size must be None or a number of bytes, not {type(max_value_size).__name__}")
-    if max_value_size is not None and not 0 <= max_value_size < 2**64:
-        raise ValueError(f"max_value_size must be a number of bytes from 1 to 2**64 - 1, not {max_value_size}")
-    return Reader(os.fspath(location), None if reload is None else float(reload), on_change == "reopen", remote or None, memo, max_value_size)
+    return Reader(os.fspath(location), dict(options) or None)
 
 
-def build(path: PathLike, items: Mapping[Key, Any] | Iterable[tuple[Key, Any]], *, shards: int | None = None, **options: Any) -> int:
+def build(
+    path: PathLike,
+    # Mapping is invariant in its key: a dict[str, ...] is no Mapping[Key, ...].
+    items: Mapping[str, Any] | Mapping[bytes, Any] | Mapping[Key, Any] | Iterable[tuple[Key, Any]],
+    **options: Unpack[BuildOptions],
+) -> int:
     """Builds a store at ``path`` from a mapping or (key, value) pairs, and
     publishes it atomically (a reader sees the old store or the new one).
     With ``shards``, builds a dataset of that many shards in the directory
@@ -93,17 +92,16 @@ def build(path: PathLike, items: Mapping[Key, Any] | Iterable[tuple[Key, Any]], 
     bytes written.
     """
     pairs = items.items() if isinstance(items, Mapping) else items
-    return _native.build(os.fspath(path), pairs, shards, options or None)
+    return _native.build(os.fspath(path), pairs, dict(options) or None)
 
 
 def build_from(
     inputs: PathLike | Iterable[PathLike],
     output: PathLike,
     *,
-    shards: int | None = None,
     progress: Callable[[int, int, int | None, str], object] | None = None,
-    **options: Any,
-) -> dict[str, int]:
+    **options: Unpack[BuildFromOptions],
+) -> dict[str, Any]:
     """Builds a store at ``output`` (with ``shards``, a dataset in that
     directory, its shards built in parallel) from data files, streaming
     them in Rust: no Python object per entry. ``inputs`` are paths (``"-"``
@@ -124,10 +122,8 @@ def build_from(
     if isinstance(inputs, (str, bytes, os.PathLike)):
         inputs = [inputs]
     paths = [os.fspath(i) for i in inputs]
-    build_options = {k: v for k, v in options.items() if k in _native.BUILD_OPTIONS}
-    import_options = {k: v for k, v in options.items() if k not in _native.BUILD_OPTIONS}
-    entries, file_bytes, spilled = _native.build_from(paths, os.fspath(output), shards, build_options or None, import_options or None, progress)
-    result = {"entries": entries, "file_bytes": file_bytes}
+    entries, file_bytes, spilled = _native.build_from(paths, os.fspath(output), dict(options) or None, progress)
+    result: dict[str, Any] = {"entries": entries, "file_bytes": file_bytes}
     if spilled is not None:
         groups, temporary_bytes, attempts = spilled
         result["spilled"] = {"groups": groups, "temporary_bytes": temporary_bytes, "attempts": attempts}
@@ -140,7 +136,7 @@ def shard_of(key: Key, shards: int) -> int:
     return _native.shard_of(key, shards)
 
 
-class Reader(_native.NativeReader, Mapping):
+class Reader(_native.NativeReader, Mapping[Key, Any]):
     """An open store or dataset: a read-only ``Mapping`` of its keys (``str``
     for text keys, ``bytes`` for binary ones) to their values. Iteration is
     in stored order (shard by shard for a dataset) and reads one version
@@ -202,7 +198,7 @@ class Reader(_native.NativeReader, Mapping):
                 return default
         return value
 
-    def __enter__(self) -> "Reader":
+    def __enter__(self) -> Reader:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -213,15 +209,19 @@ class Reader(_native.NativeReader, Mapping):
         return f"<hashfile.Reader {self.location} ({state})>"
 
 
-class _ItemsView(ItemsView):
+class _ItemsView(ItemsView[Key, Any]):
     """``reader.items()``: pairs read in chunks, not a lookup per key."""
+
+    _mapping: Reader  # set by ItemsView.__init__
 
     def __iter__(self) -> Iterator[tuple[Key, Any]]:
         return self._mapping._chunks()
 
 
-class _ValuesView(ValuesView):
+class _ValuesView(ValuesView[Any]):
     """``reader.values()``: values read in chunks, not a lookup per key."""
+
+    _mapping: Reader  # set by ValuesView.__init__
 
     def __iter__(self) -> Iterator[Any]:
         return (value for _, value in self._mapping._chunks())

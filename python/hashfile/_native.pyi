@@ -1,24 +1,32 @@
 """The Rust module (PyO3) that ``hashfile`` wraps: python/src/."""
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 Key = str | bytes
 Cursor = tuple[int, int, int]
 
 def shard_of(key: Key, shards: int) -> int: ...
-def build(path: str, items: Iterable[tuple[Key, Any]], shards: int | None = None, options: dict[str, Any] | None = None) -> int: ...
+def build(path: str, items: Iterable[tuple[Key, Any]], options: dict[str, Any] | None = None) -> int: ...
 
-def build_from(inputs: list[str], output: str, shards: int | None = None, build_opts: dict[str, Any] | None = None, import_opts: dict[str, Any] | None = None, progress: Any = None) -> tuple[int, int, tuple[int, int, int] | None]: ...
+def build_from(
+    inputs: list[str],
+    output: str,
+    options: dict[str, Any] | None = None,
+    progress: Any = None,
+) -> tuple[int, int, tuple[int, int, int] | None]: ...
 
-BUILD_OPTIONS: list[str]
 MAX_SHARDS: int
+OPTIONS: dict[str, list[dict[str, Any]]]
+
+def check_build_options(options: dict[str, Any] | None = None) -> None: ...
 MAX_MEMO: int
 DEFAULT_MAX_VALUE_SIZE: int
 
 class NativeReader:
     """The base of ``hashfile.Reader``: an open store, dataset or URL."""
 
-    def __init__(self, location: str, reload: float | None = None, on_change_reopen: bool = False, remote: dict[str, Any] | None = None, memo: int = 0, max_value_size: int | None = None) -> None: ...
+    def __init__(self, location: str, options: dict[str, Any] | None = None) -> None: ...
     @property
     def closed(self) -> bool: ...
     @property
@@ -50,3 +58,33 @@ class NativeReader:
         """Closes the reader: every later call raises ``ClosedError``."""
     def _chunk(self, cursor: Cursor, max: int, keys_only: bool = False) -> tuple[list[tuple[Key, Any]], Cursor | None]: ...
     def _pinned(self) -> NativeReader: ...
+
+# A dataset written by many tasks (hashfile.spark): python/src/tasks.rs.
+
+def new_generation() -> str:
+    """A new generation id for every task of one job."""
+
+class ShardWriter:
+    """One shard of a dataset, written by one task."""
+
+    def __init__(
+        self,
+        location: str,
+        generation: str,
+        shard: int,
+        shard_count: int,
+        key_field: str,
+        value_field: str,
+        options: dict[str, Any] | None = None,
+        remote: dict[str, Any] | None = None,
+    ) -> None: ...
+    def add_json_lines(self, lines: bytes, source: str) -> int: ...
+    def add_arrow_records(self, offsets: bytes, data: bytes, first: int, count: int, wide: bool, source: str) -> int: ...
+    def __len__(self) -> int: ...
+    def finish(self) -> dict[str, Any]:
+        """Builds and publishes the shard; returns its report (``file``,
+        ``entries``, ``bytes``, ``checksum``)."""
+
+def route_arrow_keys(offsets: bytes, data: bytes, validity: bytes | None, first: int, count: int, wide: bool, partitions: list[int]) -> bytes: ...
+def publish_shards(location: str, generation: str, shard_count: int, reports: list[dict[str, Any]], remote: dict[str, Any] | None = None) -> dict[str, Any]: ...
+def discard_generation(location: str, generation: str, remote: dict[str, Any] | None = None) -> None: ...

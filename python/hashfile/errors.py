@@ -98,4 +98,26 @@ class UnsafeLinkError(Error):
     """A build would write through a symbolic link another user owns."""
 
 
-__all__ = [name for name, value in list(globals().items()) if isinstance(value, type) and issubclass(value, Error)]
+# Written out, not computed, so that a type checker sees what
+# ``from hashfile.errors import *`` (and so ``hashfile``) exports;
+# tests/test_docs.py checks it names every class here.
+__all__ = [
+    "Error",
+    "FormatError",
+    "UnsupportedError",
+    "DatasetError",
+    "ChecksumError",
+    "StaleError",
+    "RemoteError",
+    "RemoteNotFoundError",
+    "RemoteAccessError",
+    "RemoteTimeoutError",
+    "RemoteConnectionError",
+    "RemoteServerError",
+    "RemoteProtocolError",
+    "DuplicateKeyError",
+    "ParseError",
+    "LimitError",
+    "ClosedError",
+    "UnsafeLinkError",
+]

@@ -30,12 +30,14 @@ import math
 import os
 import pickle
 import tempfile
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 from . import _native
 from .errors import DatasetError, DuplicateKeyError, LimitError, ParseError
 
 if TYPE_CHECKING:  # pragma: no cover
+    from pyspark import TaskContext
     from pyspark.sql import Column, DataFrame
 
 __all__ = ["write_dataset"]
@@ -87,9 +89,8 @@ def write_dataset(
     from pyspark.sql import functions as F
 
     location = os.fspath(path)
-    unknown = sorted(set(options) - set(_native.BUILD_OPTIONS))
-    if unknown:
-        raise ValueError(f"unknown option {unknown[0]!r} for write_dataset; build options are {', '.join(_native.BUILD_OPTIONS)}")
+    # Checked here, before any task starts, as every task will check them.
+    _native.check_build_options(options or None)
     if (shards is None) == (target_shard_bytes is None):
         raise ValueError("give shards or target_shard_bytes, not both and not neither")
     if target_shard_bytes is not None and (not isinstance(target_shard_bytes, int) or target_shard_bytes < 1):
@@ -104,7 +105,10 @@ def write_dataset(
 
     if shards is None:
         assert target_shard_bytes is not None
-        total = rows.select(F.sum(F.octet_length("_record"))).first()[0] or 0
+        # An aggregate without grouping: always one row.
+        summed = rows.select(F.sum(F.octet_length("_record"))).first()
+        assert summed is not None
+        total = summed[0] or 0
         shards = min(_native.MAX_SHARDS, max(1, math.ceil(total / target_shard_bytes)))
     generation = _native.new_generation()
     _check_options(location, generation, shards, options, remote)
@@ -148,7 +152,9 @@ def _key_column(df: DataFrame, key: str) -> Column:
         raise TypeError(f"key is a column name, not {type(key).__name__}")
     field = _field(df, key, "key")
     if not isinstance(field.dataType, (StringType, IntegralType)):
-        raise TypeError(f"key column {key!r} is {field.dataType.simpleString()}; a key is a string or an integer column (cast it, or format it with a Spark expression)")
+        raise TypeError(
+            f"key column {key!r} is {field.dataType.simpleString()}; a key is a string or an integer column (cast it, or format it with a Spark expression)"
+        )
     return F.col(key)
 
 
@@ -257,9 +263,20 @@ class _Router:
             keys = batch.column(0)
             offsets, data, first, count, wide = _string_buffers(keys)
             validity = keys.buffers()[0]
-            partitions = _native.route_arrow_keys(offsets, data, validity.to_pybytes() if validity is not None and keys.null_count else None, first, count, wide, self.partition_of)
+            nulls = validity.to_pybytes() if validity is not None and keys.null_count else None
+            partitions = _native.route_arrow_keys(offsets, data, nulls, first, count, wide, self.partition_of)
             column = pa.Array.from_buffers(pa.int64(), count, [None, pa.py_buffer(partitions)])
             yield pa.RecordBatch.from_arrays([keys, batch.column(1), column], names=["_key", "_record", "_partition"])
+
+
+def _task_context() -> TaskContext:
+    """The running task's context (a ``mapInArrow`` function runs in a task:
+    there is one)."""
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    assert context is not None
+    return context
 
 
 class _ShardTask:
@@ -278,9 +295,8 @@ class _ShardTask:
 
     def __call__(self, batches: Iterable[Any]) -> Iterator[Any]:
         import pyarrow as pa
-        from pyspark import TaskContext
 
-        shard = TaskContext.get().partitionId()
+        shard = _task_context().partitionId()
         try:
             results: list[Any] = self._write(shard, batches)
         except _DATA_ERRORS as error:
@@ -314,10 +330,8 @@ class _ShardTask:
         spec = os.environ.get(_FAIL_FIRST_ATTEMPT_ENV)
         if not spec:
             return None
-        from pyspark import TaskContext
-
         target, rows, marker = spec.split(":", 2)
-        if int(target) != shard or TaskContext.get().attemptNumber() != 0:
+        if int(target) != shard or _task_context().attemptNumber() != 0:
             return None
         return int(rows), marker
 

@@ -6,37 +6,30 @@
 use std::path::Path;
 use std::time::Duration;
 
-use hashfile::pipeline::Input;
-use hashfile::Builder;
-use hashfile_runtime::dataset::DatasetBuilder;
-use hashfile_runtime::{BuildEvent, BuildJob};
+use hashfile_runtime::options::{build_request, Call, Language};
+use hashfile_runtime::{BuildEvent, Writer};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use crate::encode;
 use crate::errors::IntoPy;
-use crate::options::{build_options, import_options, Key};
+use crate::options::Key;
 
-/// Builds `path` from `items` (an iterable of (key, value) pairs), or a
-/// dataset of `shards` in the directory `path`. Returns the bytes written.
+/// Builds `path` from `items` (an iterable of (key, value) pairs): the
+/// keyword `options` given to `hashfile.build` (a dict, or None; `shards`
+/// makes a dataset in the directory `path`), judged by the runtime's
+/// table. Returns the bytes written.
 #[pyfunction]
-#[pyo3(signature = (path, items, shards=None, options=None))]
+#[pyo3(signature = (path, items, options=None))]
 pub fn build(
     py: Python<'_>,
     path: std::path::PathBuf,
     items: &Bound<'_, PyAny>,
-    shards: Option<u32>,
     options: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<u64> {
-    let options = build_options(options)?;
-    enum Target {
-        One(Builder),
-        Sharded(DatasetBuilder),
-    }
-    let mut target = match shards {
-        None => Target::One(Builder::new(options).py_err()?),
-        Some(n) => Target::Sharded(DatasetBuilder::new(n, options).py_err()?),
-    };
+    let given = crate::options::given(options)?;
+    let request = build_request(Call::Build, &given, Language::Python).py_err()?;
+    let mut writer = Writer::new(&request).py_err()?;
     for pair in items.try_iter()? {
         let pair = pair?;
         let (key, value): (Bound<'_, PyAny>, Bound<'_, PyAny>) = pair.extract().map_err(|_| {
@@ -50,34 +43,30 @@ pub fn build(
         })?;
         let key: Key<'_> = key.extract()?;
         let value = encode::value(&value, key.bytes())?;
-        let builder = match &mut target {
-            Target::One(b) => b,
-            Target::Sharded(d) => d.builder_for(key.bytes()),
-        };
-        builder
+        writer
             .insert_value(key.bytes(), key.is_text(), &value)
             .py_err()?;
     }
-    py.detach(|| match &mut target {
-        Target::One(b) => b.write_file(Path::new(&path)),
-        Target::Sharded(d) => d
-            .write(Path::new(&path))
-            .map(|m| m.shards.iter().map(|s| s.bytes).sum()),
-    })
-    .py_err()
+    // The pool is taken holding the GIL: no thread forks meanwhile.
+    let pool = hashfile_runtime::pool::for_build(None).py_err()?;
+    let cancel = hashfile::CancelFlag::new();
+    py.detach(|| writer.finish(Path::new(&path), &cancel, &pool))
+        .py_err()
 }
 
 /// What a spilled build did (`hashfile::SpillStats`): groups, temporary
 /// bytes, seeds tried; `hashfile.build_from` makes it a dict.
 type Spilled = (u64, u64, u32);
 
-/// `build_from(inputs, output, shards, build_options, import_options,
-/// progress)`: imports the files `inputs` (`-` is standard input) and
-/// publishes `output` (a dataset's directory with `shards`). Returns
-/// (entries, file_bytes, spilled), `spilled` `None` for a build that kept
-/// its index in memory.
+/// `build_from(inputs, output, options, progress)`: imports the files
+/// `inputs` (`-` is standard input) and publishes `output`; `options` are
+/// the keywords given to `hashfile.build_from` (a dict, or None; `shards`
+/// makes `output` a dataset's directory), judged by the runtime's table.
+/// Returns (entries, file_bytes, spilled), `spilled` `None` for a build
+/// that kept its index in memory.
 ///
-/// The build runs on a thread of its own. The calling thread waits without
+/// The build runs on a thread of its own, on the runtime's build pool
+/// (made again in a forked child). The calling thread waits without
 /// the GIL, taking it back every 50 ms to look for a signal (Ctrl-C) and at
 /// each progress report (at most every 0.1 s) to call `progress(entries,
 /// bytes_read, bytes_total, phase)`. A signal's exception, or one from
@@ -85,29 +74,17 @@ type Spilled = (u64, u64, u32);
 /// FIFO's writer) and is raised once the build has stopped and removed its
 /// temporary files: nothing is published.
 #[pyfunction]
-#[pyo3(signature = (inputs, output, shards=None, build_opts=None, import_opts=None, progress=None))]
+#[pyo3(signature = (inputs, output, options=None, progress=None))]
 pub fn build_from(
     py: Python<'_>,
     inputs: Vec<String>,
     output: std::path::PathBuf,
-    shards: Option<u32>,
-    build_opts: Option<&Bound<'_, PyDict>>,
-    import_opts: Option<&Bound<'_, PyDict>>,
+    options: Option<&Bound<'_, PyDict>>,
     progress: Option<Bound<'_, PyAny>>,
 ) -> PyResult<(u64, u64, Option<Spilled>)> {
-    let options = build_options(build_opts)?;
-    let (format, import) = import_options(import_opts)?;
-    let inputs = inputs
-        .iter()
-        .map(|name| Input::new(name, format, &import))
-        .collect::<hashfile::Result<Vec<_>>>()
-        .py_err()?;
-    let job = BuildJob::start(Box::new(move |cancel, report| {
-        hashfile_runtime::build_from(&inputs, &output, shards, options, cancel, report)
-    }))
-    .map_err(|e| {
-        pyo3::exceptions::PyOSError::new_err(format!("cannot start the build thread: {e}"))
-    })?;
+    let given = crate::options::given(options)?;
+    let request = build_request(Call::BuildFrom, &given, Language::Python).py_err()?;
+    let job = hashfile_runtime::start_build_from(&inputs, output, request).py_err()?;
     // The first exception (a signal's, or one from `progress`) cancels the
     // build; after it this thread only waits for the build to stop.
     let mut raised: Option<PyErr> = None;

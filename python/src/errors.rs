@@ -2,7 +2,7 @@
 //! classes of `hashfile/errors.py`, which mirror the Ruby gem's
 //! (`Hashfile::FormatError`, ...), with the same messages.
 
-use pyo3::exceptions::{PyMemoryError, PyOSError, PyValueError};
+use pyo3::exceptions::{PyMemoryError, PyOSError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
@@ -93,6 +93,9 @@ fn convert(py: Python<'_>, error: hashfile::Error) -> PyResult<PyErr> {
         // own MemoryError, as bytes of that size would raise.
         E::OutOfMemory { .. } => return Ok(PyMemoryError::new_err(message)),
         E::InvalidOption { .. } => return Ok(PyValueError::new_err(message)),
+        // Python's own word for a keyword no call takes, or a value of the
+        // wrong type.
+        E::UnknownOption { .. } | E::OptionType { .. } => return Ok(PyTypeError::new_err(message)),
         E::Closed { .. } => "ClosedError",
         E::Dataset { path, .. } => {
             kwargs.set_item("path", path_of(path))?;

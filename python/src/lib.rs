@@ -50,7 +50,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(tasks::publish_shards, m)?)?;
     m.add_function(wrap_pyfunction!(tasks::route_arrow_keys, m)?)?;
     m.add_function(wrap_pyfunction!(tasks::discard_generation, m)?)?;
-    m.add("BUILD_OPTIONS", options::BUILD_OPTIONS.to_vec())?;
+    m.add_function(wrap_pyfunction!(tasks::check_build_options, m)?)?;
+    m.add("OPTIONS", options::table(m.py())?)?;
     m.add("MAX_SHARDS", hashfile::dataset::MAX_SHARDS)?;
     m.add("MAX_MEMO", hashfile_runtime::MAX_MEMO_ENTRIES)?;
     m.add(

@@ -9,18 +9,17 @@
 //! network (a remote store or dataset) release it, copying the records
 //! they found before taking it back.
 
-use std::time::Duration;
-
 use hashfile::RecordBuf;
-use hashfile_runtime::{Cursor, Handle, OpenOptions, Refresh, Table};
-use pyo3::exceptions::{PyKeyError, PyTypeError, PyValueError};
+use hashfile_runtime::options::{open_request, Language};
+use hashfile_runtime::{Cursor, Handle, Info, InfoValue, Table};
+use pyo3::exceptions::{PyKeyError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 
 use crate::decode;
 use crate::errors::{no_panic, IntoPy};
 use crate::memo::Memo;
-use crate::options::{remote_options, Key};
+use crate::options::Key;
 
 /// Where an iteration is: (shard, byte offset, entry number), as Python
 /// holds it between chunks.
@@ -165,81 +164,33 @@ fn owned(record: Option<RecordBuf<'_>>) -> Option<RecordBuf<'static>> {
 
 #[pymethods]
 impl NativeReader {
-    /// `NativeReader(location, reload, on_change_reopen, remote, memo)`:
-    /// `reload` is None or the seconds between checks for a newer store;
-    /// `remote` a dict of remote options, or None; `memo` the most decoded
-    /// values to keep (0: none); `max_value_size` the largest value read,
-    /// in bytes (None: the core's default).
+    /// `NativeReader(location, options)`: `options` are the keywords given
+    /// to `hashfile.open` (a dict, or None), judged by the runtime's table
+    /// (`hashfile_runtime::options::open_request`). With `verify=True`,
+    /// every checksum is checked before the reader is handed out.
     #[new]
-    #[pyo3(signature = (location, reload=None, on_change_reopen=false, remote=None, memo=0, max_value_size=None))]
+    #[pyo3(signature = (location, options=None))]
     fn new(
         py: Python<'_>,
         location: String,
-        reload: Option<f64>,
-        on_change_reopen: bool,
-        remote: Option<&Bound<'_, PyDict>>,
-        memo: u64,
-        max_value_size: Option<u64>,
+        options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<NativeReader> {
-        if let Some(bytes) = max_value_size {
-            hashfile::read::check_max_value_size(bytes).py_err()?;
-        }
-        if memo > hashfile_runtime::MAX_MEMO_ENTRIES {
-            return Err(PyValueError::new_err(format!(
-                "memo must be a number of entries from 0 to {}, not {memo}",
-                hashfile_runtime::MAX_MEMO_ENTRIES
-            )));
-        }
-        let is_remote = hashfile_remote::Location::is_remote(&location);
-        // Converted first, so that a misspelled option is a TypeError
-        // naming it, whatever the location.
-        let remote_given = remote_options(remote)?;
-        let remote_only: Vec<String> = remote
-            .map(|given| {
-                given
-                    .keys()
-                    .iter()
-                    .filter_map(|name| name.extract::<String>().ok())
-                    .filter(|n| !hashfile_remote::LOCAL_OPTION_NAMES.contains(&n.as_str()))
-                    .collect()
-            })
-            .unwrap_or_default();
-        if !remote_only.is_empty() && !is_remote {
-            return Err(PyValueError::new_err(format!(
-                "remote options are for remote stores (http://, https://, s3://), and {location} is a local path: {} does not apply",
-                remote_only.join(", ")
-            )));
-        }
-        let refresh = match (reload, on_change_reopen) {
-            (Some(_), true) => {
-                return Err(PyValueError::new_err(format!(
-                    "reload and on_change='reopen' are two ways to follow new versions; give one ({location})"
-                )))
-            }
-            (Some(seconds), false) => {
-                if !(0.0..=86_400.0).contains(&seconds) {
-                    return Err(PyValueError::new_err(format!(
-                        "reload must be None or a number of seconds from 0 to 86400 (a day), not {seconds}"
-                    )));
-                }
-                Refresh::Every(Duration::from_secs_f64(seconds))
-            }
-            (None, true) => Refresh::ReopenOnChange,
-            (None, false) => Refresh::Never,
-        };
-        let options = OpenOptions {
-            remote: remote_given,
-            refresh,
-            max_value_size,
-        };
-        let handle = if is_remote {
-            py.detach(|| hashfile_runtime::open(&location, options))
+        let given = crate::options::given(options)?;
+        let request = open_request(&location, &given, Language::Python).py_err()?;
+        let open_options = request.options;
+        let handle = if hashfile_remote::Location::is_remote(&location) {
+            py.detach(|| hashfile_runtime::open(&location, open_options))
         } else {
-            hashfile_runtime::open(&location, options)
+            hashfile_runtime::open(&location, open_options)
         }
         .py_err()?;
-        let memo = (memo > 0).then(|| Memo::new(py, memo as usize, handle.generation_now()));
-        Ok(NativeReader { handle, memo })
+        let memo = (request.memo > 0)
+            .then(|| Memo::new(py, request.memo as usize, handle.generation_now()));
+        let reader = NativeReader { handle, memo };
+        if request.verify {
+            reader.verify(py)?;
+        }
+        Ok(reader)
     }
 
     /// `reader[key]`: its value; `KeyError` if absent.
@@ -416,66 +367,11 @@ impl NativeReader {
 
     /// Sizes and, for a dataset, its generation and shards.
     fn info<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let table = self.handle.current().py_err()?;
-        let info = PyDict::new(py);
-        match table.as_dataset() {
-            Some(dataset) => {
-                let manifest = dataset.manifest();
-                info.set_item("dataset", dataset.location())?;
-                info.set_item("generation", &manifest.generation)?;
-                info.set_item("sequence", manifest.sequence)?;
-                info.set_item("routing", &manifest.routing)?;
-                info.set_item("entries", manifest.entries)?;
-                info.set_item(
-                    "file_bytes",
-                    manifest.shards.iter().map(|s| s.bytes).sum::<u64>(),
-                )?;
-                let shards = PyList::empty(py);
-                for (i, s) in manifest.shards.iter().enumerate() {
-                    let shard = PyDict::new(py);
-                    shard.set_item("file", dataset.shard_location(i))?;
-                    shard.set_item("entries", s.entries)?;
-                    shard.set_item("bytes", s.bytes)?;
-                    shard.set_item("checksum", &s.checksum)?;
-                    shard.set_item("open", dataset.opened_shard(i).is_some())?;
-                    shards.append(shard)?;
-                }
-                info.set_item("shards", shards)?;
-            }
-            None => {
-                let store = table.as_store().expect("a store or a dataset");
-                let i = store.info();
-                info.set_item("entries", i.entries)?;
-                info.set_item("index", i.index.name())?;
-                info.set_item("file_bytes", i.file_bytes)?;
-                info.set_item("mphf_bits_per_key", i.mphf_bits_per_key)?;
-                let sections = PyDict::new(py);
-                for (name, bytes) in &i.section_bytes {
-                    sections.set_item(*name, *bytes)?;
-                }
-                info.set_item("sections", sections)?;
-                if let Some(summary) = store.compression_stats().py_err()? {
-                    let stats = summary.stats;
-                    let compression = PyDict::new(py);
-                    compression.set_item("codec", "zstd")?;
-                    compression.set_item("level", stats.level)?;
-                    compression.set_item("values", stats.values)?;
-                    compression.set_item("decoded_bytes", stats.decoded_bytes)?;
-                    compression.set_item("stored_bytes", stats.stored_bytes)?;
-                    compression.set_item("dictionary_bytes", summary.dictionary_bytes)?;
-                    compression.set_item("ratio", summary.ratio())?;
-                    info.set_item("compression", compression)?;
-                }
-            }
-        }
-        info.set_item("remote", table.is_remote())?;
+        let mut info = self.read(py, |table| table.info())?;
         if let Some(memo) = &self.memo {
-            let entries = PyDict::new(py);
-            entries.set_item("entries", memo.len(py))?;
-            entries.set_item("limit", memo.limit())?;
-            info.set_item("memo", entries)?;
+            info = info.with_memo(memo.len(py), memo.limit());
         }
-        Ok(info)
+        info_dict(py, &info)
     }
 
     /// How many times a newer store replaced the one read.
@@ -555,4 +451,33 @@ impl NativeReader {
         }
         Ok((list, next.map(|c| (c.shard, c.offset, c.index))))
     }
+}
+
+/// The runtime's `info` tree as Python shows it: dicts of str.
+fn info_dict<'py>(py: Python<'py>, info: &Info) -> PyResult<Bound<'py, PyDict>> {
+    let out = PyDict::new(py);
+    for (key, value) in &info.0 {
+        out.set_item(*key, info_value(py, value)?)?;
+    }
+    Ok(out)
+}
+
+fn info_value<'py>(py: Python<'py>, value: &InfoValue) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match value {
+        InfoValue::Int(i) => i.into_pyobject(py)?.into_any(),
+        InfoValue::Float(f) => f.into_pyobject(py)?.into_any(),
+        InfoValue::Text(t) => t.into_pyobject(py)?.into_any(),
+        InfoValue::Name(n) => n.into_pyobject(py)?.into_any(),
+        InfoValue::Bool(b) => pyo3::types::PyBool::new(py, *b).to_owned().into_any(),
+        InfoValue::Nil => py.None().into_bound(py),
+        InfoValue::Map(map) => info_dict(py, map)?.into_any(),
+        InfoValue::List(items) => PyList::new(
+            py,
+            items
+                .iter()
+                .map(|item| info_value(py, item))
+                .collect::<PyResult<Vec<_>>>()?,
+        )?
+        .into_any(),
+    })
 }

@@ -11,7 +11,34 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 
 use crate::errors::IntoPy;
-use crate::options::{build_options, remote_options};
+use hashfile_runtime::options::{Call, Language};
+
+/// The build options a task was given (no `shards`: the dataset's count is
+/// the task's own argument).
+fn build_options(given: Option<&Bound<'_, PyDict>>) -> PyResult<hashfile::BuildOptions> {
+    let given = crate::options::given(given)?;
+    let request =
+        hashfile_runtime::options::build_request(Call::Build, &given, Language::Python).py_err()?;
+    if request.shards.is_some() {
+        return Err(pyo3::exceptions::PyTypeError::new_err(
+            "shards is the dataset's shard count, given to the writer itself",
+        ));
+    }
+    Ok(request.options)
+}
+
+/// `check_build_options(options)`: raises what every task would for
+/// `options`, before a job starts them.
+#[pyfunction]
+#[pyo3(signature = (options=None))]
+pub fn check_build_options(options: Option<&Bound<'_, PyDict>>) -> PyResult<()> {
+    build_options(options).map(drop)
+}
+
+/// The remote options a task was given.
+fn remote_options(given: Option<&Bound<'_, PyDict>>) -> PyResult<hashfile_remote::RemoteOptions> {
+    hashfile_runtime::options::remote_options(&crate::options::given(given)?).py_err()
+}
 
 /// A new generation id for every task of one job.
 #[pyfunction]

@@ -1,15 +1,31 @@
-"""Shared helpers: the repository's root, and Ruby for the cross-language
-tests (the gem's extension, built by ``rake compile``)."""
+"""Shared helpers: the repository's root, Ruby for the cross-language
+tests (the gem's extension, built by ``rake compile``), servers (MinIO,
+nginx), and ``skip_or_fail`` for a test whose environment is missing."""
 
 from __future__ import annotations
 
 import json
+import os
 import pathlib
 import subprocess
+from typing import NoReturn
 
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def skip_or_fail(required_by: str, missing: str) -> NoReturn:
+    """A test whose environment is missing (MinIO, nginx, Spark, fork):
+    skips, naming ``missing``, unless the variable ``required_by`` (a
+    ``HASHFILE_REQUIRE_*`` name) is ``1``, when it fails, saying what is
+    missing and which variable required it. .ci/run sets one for each
+    environment it installs (docs/ARCHITECTURE.md, "Checks CI runs", lists
+    them). The Rust tests (``require_env!``) and minitest (``skip_or_fail``
+    in test/test_helper.rb) follow the same rule. Also at a module's top."""
+    if os.environ.get(required_by) == "1":
+        pytest.fail(f"{missing}, and {required_by}=1 requires it", pytrace=False)
+    pytest.skip(f"{missing} ({required_by}=1 makes this a failure)", allow_module_level=True)
 
 
 def ruby(script: str, *args: str) -> str:
@@ -64,15 +80,11 @@ class Minio:
     the Rust and Ruby tests give it (test/support/minio.env)."""
 
     def __init__(self, data: pathlib.Path) -> None:
-        import os
-
         env_lines = (ROOT / "test/support/minio.env").read_text().splitlines()
         self.env = dict(line.split("=", 1) for line in env_lines if line.strip() and not line.startswith("#"))
         binary = os.environ.get("HASHFILE_MINIO", os.path.expanduser("~/.cache/hashfile/bin/minio"))
         if not os.access(binary, os.X_OK):
-            if os.environ.get("HASHFILE_REQUIRE_MINIO") == "1":
-                raise RuntimeError(f"no MinIO at {binary}: run bin/setup --minio")
-            pytest.skip(f"no MinIO at {binary} (bin/setup --minio builds it)")
+            skip_or_fail("HASHFILE_REQUIRE_MINIO", f"MinIO is not at {binary} (bin/setup --minio builds it with Go)")
         port = _free_port()
         self.process = subprocess.Popen(
             [binary, "server", str(data), "--address", f"127.0.0.1:{port}", "--console-address", f"127.0.0.1:{_free_port()}", "--quiet"],
@@ -105,7 +117,7 @@ class Minio:
         user, secret, region = self.env["MINIO_ROOT_USER"], self.env["MINIO_ROOT_PASSWORD"], self.env["MINIO_REGION"]
         host = self.endpoint.removeprefix("http://")
         for _ in range(50):
-            now = datetime.datetime.now(datetime.timezone.utc)
+            now = datetime.datetime.now(datetime.UTC)
             date, stamp = now.strftime("%Y%m%d"), now.strftime("%Y%m%dT%H%M%SZ")
             body_hash = hashlib.sha256(b"").hexdigest()
             signed = "host;x-amz-content-sha256;x-amz-date"
@@ -155,7 +167,7 @@ class Nginx:
         import shutil
 
         if shutil.which("nginx") is None and not pathlib.Path("/usr/sbin/nginx").exists():
-            pytest.skip("nginx is not installed (bin/setup --all installs nginx-light)")
+            skip_or_fail("HASHFILE_REQUIRE_NGINX", "nginx is not installed (bin/setup --all installs nginx-light)")
         self.dir = dir
         self.root = dir / "root"
         (self.root / "files").mkdir(parents=True)

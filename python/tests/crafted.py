@@ -28,11 +28,11 @@ P64_1, P64_2, P64_3 = 0x9E3779B185EBCA87, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9
 P64_4, P64_5 = 0x85EBCA77C2B2AE63, 0x27D4EB2F165667C5
 
 
-def _u32(b: bytes, at: int) -> int:
+def _u32(b: bytes | bytearray, at: int) -> int:
     return struct.unpack_from("<I", b, at)[0]
 
 
-def _u64(b: bytes, at: int) -> int:
+def _u64(b: bytes | bytearray, at: int) -> int:
     return struct.unpack_from("<Q", b, at)[0]
 
 

@@ -18,7 +18,7 @@ def test_keys_route_as_the_checked_in_vectors_pin():
     for row in rows:
         hex_key, *shards = row.split("\t")
         key = bytes.fromhex(hex_key)
-        for n, shard in zip(counts, shards):
+        for n, shard in zip(counts, shards, strict=True):
             assert hashfile.shard_of(key, n) == int(shard), (hex_key, n)
     assert hashfile.shard_of("tenant:42", 16) == hashfile.shard_of(b"tenant:42", 16) == 13
 

@@ -8,10 +8,11 @@ import json
 import subprocess
 import threading
 import time
+from itertools import pairwise
 
-import hashfile
 import pytest
 
+import hashfile
 from conftest import ROOT
 
 
@@ -49,7 +50,7 @@ def test_a_manifest_sends_headers_only_to_its_own_origin(tmp_path, nginx, anothe
         hashfile.open(tmp_path / "ds")
     with hashfile.open(tmp_path / "ds", allow_origins=[another_nginx.url("/files/")]) as db:
         assert dict(db.items()) == data
-    with pytest.raises(ValueError, match="remote options are for remote stores"):
+    with pytest.raises(ValueError, match="invalid option timeout: is for remote stores"):
         hashfile.open(tmp_path / "ds", allow_origins=[another_nginx.url("/files/")], timeout=5)
     with pytest.raises(ValueError, match="is for datasets"):
         hashfile.open(tmp_path / "ds" / manifest["shards"][0]["file"], allow_origins=["https://example.com/"])
@@ -70,6 +71,7 @@ def test_a_slow_manifest_check_holds_no_thread(tmp_path, nginx):
         text=True,
     )
     try:
+        assert relay.stdout is not None
         port = int(relay.stdout.readline())
         db = hashfile.open(f"http://127.0.0.1:{port}/files/ds/hashfile-dataset.json", reload=0.2, timeout=20)
         assert db["a"] == "1"
@@ -84,7 +86,7 @@ def test_a_slow_manifest_check_holds_no_thread(tmp_path, nginx):
 
         ticker = threading.Thread(target=tick)
         ticker.start()
-        seen = []
+        seen: list[tuple[object, float]] = []
         deadline = time.monotonic() + 8
         while time.monotonic() < deadline and (not seen or seen[-1][0] != "2"):
             started = time.monotonic()
@@ -97,7 +99,7 @@ def test_a_slow_manifest_check_holds_no_thread(tmp_path, nginx):
         old = [took for value, took in seen if value == "1"]
         assert len(old) >= 2, "lookups answered from the generation open while the check ran"
         assert max(old) < 0.5, "no lookup waited for the manifest"
-        assert max(b - a for a, b in zip(ticks, ticks[1:])) < 0.5, "the other thread kept running"
+        assert max(b - a for a, b in pairwise(ticks)) < 0.5, "the other thread kept running"
     finally:
         relay.kill()
         relay.wait()

@@ -10,6 +10,7 @@ import threading
 import pytest
 
 import hashfile
+from conftest import skip_or_fail
 
 DATA = {f"k{i}": {"i": i, "tags": [f"t{i}", i % 3 == 0], "name": f"n{i}"} for i in range(200)}
 
@@ -46,9 +47,9 @@ def test_absent_keys_and_other_types_are_not_memoized(path):
         with pytest.raises(KeyError):
             db["absent"]
         assert db.get("absent", 3) == 3
-        assert db.get(17) is None and 17 not in db
+        assert db.get(17) is None and 17 not in db  # type: ignore[arg-type,comparison-overlap]
         with pytest.raises(KeyError):
-            db[17]
+            db[17]  # type: ignore[index]
         assert db.info()["memo"]["entries"] == 0
 
 
@@ -71,7 +72,7 @@ def test_a_key_subclass_never_finds_another_keys_value(path):
 def test_get_many_mixes_memoized_and_read_values(path):
     with hashfile.open(path, memo=50) as db:
         held = db["k5"]
-        keys = ["k5", "absent", "k6", b"k7", "k5"]
+        keys: list[hashfile.Key] = ["k5", "absent", "k6", b"k7", "k5"]
         values = db.get_many(keys)
         assert values == [DATA["k5"], None, DATA["k6"], DATA["k7"], DATA["k5"]]
         assert values[0] is held and values[4] is held
@@ -79,7 +80,7 @@ def test_get_many_mixes_memoized_and_read_values(path):
         with pytest.raises(TypeError, match="iterable of keys, not one key"):
             db.get_many("k5")
         with pytest.raises(TypeError, match="a key is a str or bytes, not int"):
-            db.get_many(["k5", 5])
+            db.get_many(["k5", 5])  # type: ignore[list-item]
 
 
 def test_a_reload_empties_the_memo(tmp_path):
@@ -125,7 +126,7 @@ def test_threads_share_one_memo(path):
     with hashfile.open(path, memo=7) as db:
 
         def look(offset: int) -> None:
-            for round_ in range(30):
+            for _round in range(30):
                 for i in range(offset, 200, 3):
                     if db[f"k{i}"] != DATA[f"k{i}"]:
                         wrong.append(i)
@@ -138,8 +139,9 @@ def test_threads_share_one_memo(path):
     assert wrong == []
 
 
-@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
 def test_a_forked_child_reads_through_its_copy_of_the_memo(path):
+    if not hasattr(os, "fork"):
+        skip_or_fail("HASHFILE_REQUIRE_LINUX", "needs fork")
     with hashfile.open(path, memo=100) as db:
         assert db["k1"] == DATA["k1"]
         pid = os.fork()
@@ -152,9 +154,9 @@ def test_a_forked_child_reads_through_its_copy_of_the_memo(path):
 
 
 def test_memo_must_be_a_number_of_entries(path):
-    with pytest.raises(TypeError, match="memo must be a number of entries, not str"):
-        hashfile.open(path, memo="100")
-    with pytest.raises(TypeError, match="not bool"):
+    with pytest.raises(TypeError, match="memo must be an integer, not a string"):
+        hashfile.open(path, memo="100")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="memo must be an integer, not a boolean"):
         hashfile.open(path, memo=True)
     with pytest.raises(ValueError, match="from 0 to 100000000, not -1"):
         hashfile.open(path, memo=-1)

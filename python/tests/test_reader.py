@@ -154,9 +154,9 @@ def test_build_errors_name_what_is_wrong(tmp_path):
     with pytest.raises(TypeError, match=r"the value of key \"x\" at y is a set"):
         hashfile.build(tmp_path / "t.hf", {"x": {"y": {1}}})
     with pytest.raises(TypeError, match="a key is a str or bytes, not int"):
-        hashfile.build(tmp_path / "t.hf", {1: "x"})
+        hashfile.build(tmp_path / "t.hf", {1: "x"})  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="unknown option keys_per_bucke "):
-        hashfile.build(tmp_path / "t.hf", {}, keys_per_bucke=3)
+        hashfile.build(tmp_path / "t.hf", {}, keys_per_bucke=3)  # type: ignore[call-arg]
     with pytest.raises(ValueError, match="shards"):
         hashfile.build(tmp_path / "ds", {}, shards=0)
 
@@ -171,14 +171,25 @@ def test_open_errors_are_of_their_own_class(tmp_path):
     (tmp_path / "empty_dir").mkdir()
     with pytest.raises(hashfile.DatasetError, match="has no hashfile-dataset.json"):
         hashfile.open(tmp_path / "empty_dir")
-    with pytest.raises(ValueError, match="remote options are for remote stores"):
+    with pytest.raises(ValueError, match="invalid option timeout: is for remote stores"):
         hashfile.open(tmp_path / "junk.hf", timeout=1)
     with pytest.raises(TypeError, match="unknown option timout"):
-        hashfile.open("http://127.0.0.1:9/s.hf", timout=1)
+        hashfile.open("http://127.0.0.1:9/s.hf", timout=1)  # type: ignore[call-arg]
     with pytest.raises(ValueError, match="on_change"):
         hashfile.open(tmp_path / "junk.hf", on_change="ignore")
     assert issubclass(hashfile.DatasetError, hashfile.FormatError)
     assert issubclass(hashfile.RemoteNotFoundError, hashfile.RemoteError)
+
+
+def test_every_error_class_is_exported():
+    """hashfile.errors' __all__ is written out (so a type checker sees the
+    classes): it must name every class there, each also on hashfile."""
+    import hashfile.errors
+
+    classes = {name for name, value in vars(hashfile.errors).items() if isinstance(value, type) and issubclass(value, hashfile.errors.Error)}
+    assert set(hashfile.errors.__all__) == classes
+    assert all(getattr(hashfile, name) is getattr(hashfile.errors, name) for name in classes)
+    assert classes <= set(hashfile.__all__)
 
 
 def test_a_damaged_store_is_found_by_verify(tmp_path):
@@ -217,7 +228,7 @@ def test_build_from_refuses_what_it_would_ignore_and_stops_when_told(tmp_path):
     with pytest.raises(ValueError, match="key_column.*applies to csv and tsv"):
         hashfile.build_from(tmp_path / "a.jsonl", tmp_path / "x.hf", key_column=0)
     with pytest.raises(TypeError, match="unknown option key_colum "):
-        hashfile.build_from(tmp_path / "a.jsonl", tmp_path / "x.hf", key_colum=0)
+        hashfile.build_from(tmp_path / "a.jsonl", tmp_path / "x.hf", key_colum=0)  # type: ignore[call-arg]
     with pytest.raises(ValueError, match="cannot tell the format"):
         hashfile.build_from(tmp_path / "a.data", tmp_path / "x.hf")
 
@@ -258,6 +269,7 @@ def test_ctrl_c_stops_a_build_waiting_for_its_input(tmp_path):
         "    sys.exit(3)\n"
     )
     child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    assert child.stdout is not None
     assert child.stdout.readline() == "started\n"
     time.sleep(0.5)
     child.send_signal(signal.SIGINT)

@@ -80,7 +80,7 @@ def test_on_duplicate_merge_spills_into_the_same_bytes(tmp_path):
     [
         ("lots", ValueError, r'"lots" is not a size'),
         (1000, ValueError, r"1000 bytes is below the least a build can work in, 16 MiB"),
-        (-1, ValueError, r"memory must be a size in bytes, not -1"),
+        (-1, ValueError, r"invalid option memory: must be a size in bytes \(an integer, or text such as \"64M\" or \"auto\"\), not -1"),
         (1.5, TypeError, r"float"),
     ],
 )

@@ -18,6 +18,8 @@
 //! # Ok::<(), hashfile::Error>(())
 //! ```
 
+#![warn(missing_docs, unreachable_pub)]
+
 mod error;
 mod http;
 mod interrupt;

@@ -375,7 +375,7 @@ impl RangeFetch for RemoteObject {
 
 /// Ranges asked for in one HTTP request: their Range header stays near
 /// 2 KB, under the 4-8 KB header limits servers and proxies set.
-pub const RANGES_PER_REQUEST: usize = 64;
+pub(crate) const RANGES_PER_REQUEST: usize = 64;
 
 /// Backoff before the first retry; each retry doubles it.
 pub(crate) const DEFAULT_BACKOFF: Duration = Duration::from_millis(50);

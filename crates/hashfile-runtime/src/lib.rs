@@ -46,16 +46,25 @@ pub const MAX_MEMO_ENTRIES: u64 = 100_000_000;
 mod build_job;
 pub mod dataset;
 mod handle;
+mod info;
+pub mod options;
+#[cfg(feature = "parallel")]
+pub mod pool;
 mod serialized;
 mod source;
 mod table;
+#[cfg(feature = "parallel")]
+mod writer;
 
 #[cfg(feature = "import")]
 pub use build_job::{BuildEvent, BuildJob, BuildRun, Report};
 pub use handle::{is_replaced, open, Current, Handle, OpenOptions, Refresh, MAP_AFTER_LOOKUPS};
+pub use info::{Info, InfoValue};
 pub use serialized::SerializedHandle;
 pub use source::{map_store, open_store, LocalOpen, Store, StoreSource};
 pub use table::{Chunk, Cursor, Table};
+#[cfg(feature = "parallel")]
+pub use writer::Writer;
 
 /// Builds from input files what a binding's `build_from` asks for: one
 /// store at `output` (`hashfile::pipeline::build_from`), or with `shards` a
@@ -74,4 +83,44 @@ pub fn build_from(
         None => hashfile::pipeline::build_from(inputs, output, options, cancel, progress),
         Some(n) => dataset::build_from(inputs, output, n, options, cancel, progress),
     }
+}
+
+/// A binding's `build_from`: the input files `inputs` (`-` is standard
+/// input) read as `request` says, built into `output` on a [`BuildJob`]
+/// of its own, on this process's build pool ([`pool`]: never rayon's
+/// global one, which a forked child lacks). Call it with the interpreter
+/// lock held, so that no fork happens while the pool is taken.
+#[cfg(all(feature = "import", feature = "parallel"))]
+pub fn start_build_from(
+    inputs: &[String],
+    output: std::path::PathBuf,
+    request: options::BuildRequest,
+) -> hashfile::Result<BuildJob> {
+    let inputs = inputs
+        .iter()
+        .map(|name| hashfile::pipeline::Input::new(name, request.format, &request.import))
+        .collect::<hashfile::Result<Vec<_>>>()?;
+    let pool = pool::for_build(request.threads)?;
+    BuildJob::start(Box::new(move |cancel, report| {
+        pool.install(|| {
+            build_from(
+                &inputs,
+                &output,
+                request.shards,
+                request.options,
+                cancel,
+                report,
+            )
+        })
+    }))
+    .map_err(|e| {
+        io_error(std::io::Error::other(format!(
+            "cannot start the build thread: {e}"
+        )))
+    })
+}
+
+/// An I/O error of no file (a thread that could not be started).
+fn io_error(source: std::io::Error) -> hashfile::Error {
+    hashfile::Error::Io { path: None, source }
 }

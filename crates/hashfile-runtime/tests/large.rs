@@ -6,7 +6,11 @@
 //! section table, checksums over long sections).
 //!
 //! About a minute and a half in release builds (`rake cargo_test`, CI);
-//! skipped in debug builds, where the byte loops take several minutes.
+//! skipped in debug builds, where the byte loops take several minutes
+//! (failed there when `HASHFILE_REQUIRE_RELEASE=1`).
+
+#[path = "../../hashfile-remote/tests/support/mod.rs"]
+mod support;
 
 use std::path::PathBuf;
 
@@ -40,19 +44,13 @@ fn work_dir() -> tempfile::TempDir {
     tempfile::tempdir_in(PathBuf::from(env!("CARGO_TARGET_TMPDIR"))).unwrap()
 }
 
-fn skip_in_debug() -> bool {
-    if cfg!(debug_assertions) {
-        eprintln!("skipped in a debug build: run cargo test --release");
-        return true;
-    }
-    false
-}
-
 #[test]
 fn a_store_past_4_gib_reads_iterates_and_verifies() {
-    if skip_in_debug() {
-        return;
-    }
+    require_env!(
+        "HASHFILE_REQUIRE_RELEASE",
+        !cfg!(debug_assertions),
+        "too slow in a debug build: run cargo test --profile test-release"
+    );
     let dir = work_dir();
     let path = dir.path().join("big.hf");
     // Records go straight to disk: the builder holds one value at a time.
@@ -144,9 +142,11 @@ fn dump_with_the_cli(path: &std::path::Path) {
 
 #[test]
 fn a_dataset_past_4_gib_reads_iterates_and_verifies() {
-    if skip_in_debug() {
-        return;
-    }
+    require_env!(
+        "HASHFILE_REQUIRE_RELEASE",
+        !cfg!(debug_assertions),
+        "too slow in a debug build: run cargo test --profile test-release"
+    );
     let dir = work_dir();
     let mut builder = DatasetBuilder::new(2, BuildOptions::default()).unwrap();
     for i in 0..VALUES {

@@ -151,13 +151,35 @@ pub enum Error {
         max: u64,
     },
 
-    /// A build option is out of range.
+    /// An option is out of range, or contradicts another.
     #[error("invalid option {name}: {reason}")]
     InvalidOption {
         /// The option's name.
         name: &'static str,
         /// Why it was rejected.
         reason: String,
+    },
+
+    /// An option given a value of the wrong type (a string for a number):
+    /// a binding raises its language's type error.
+    #[error("{name} must be {expected}, not {given}")]
+    OptionType {
+        /// The option's name.
+        name: String,
+        /// What it takes (`"an integer"`).
+        expected: String,
+        /// What was given (`"a string"`).
+        given: String,
+    },
+
+    /// Options that the call they were given to does not take: never
+    /// ignored, since the user meant something by them.
+    #[error("{message}")]
+    UnknownOption {
+        /// The names given that no option has.
+        names: Vec<String>,
+        /// The names, a guess at each one meant, and the names taken.
+        message: String,
     },
 
     /// A build's output path is a symbolic link that neither this

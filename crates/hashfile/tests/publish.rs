@@ -1,6 +1,8 @@
 //! Publishing in directories others can write to: a build follows only
 //! symbolic links of its own user or root, and the file it publishes keeps
 //! the permissions of the one it replaces.
+mod support;
+
 use std::fs;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
@@ -53,10 +55,11 @@ fn a_link_of_another_user_is_never_written_through() {
         "with the target's mode"
     );
 
-    if !is_root() {
-        eprintln!("skipped the other user's link: needs root to plant it");
-        return;
-    }
+    require_env!(
+        "HASHFILE_REQUIRE_ROOT",
+        is_root(),
+        "the other user's link needs root to plant it"
+    );
     fs::write(&victim, b"secret").unwrap();
     std::os::unix::fs::lchown(&link, Some(65534), Some(65534)).unwrap();
     let error = build(&link).unwrap_err();
@@ -123,17 +126,21 @@ fn a_rebuild_keeps_the_mode_and_group_of_the_file_it_replaces() {
             "{mode:o}"
         );
     }
-    if is_root() {
-        // A group the file had is kept (root may set any).
-        fs::set_permissions(&path, fs::Permissions::from_mode(0o640)).unwrap();
-        std::os::unix::fs::chown(&path, None, Some(65534)).unwrap();
-        build(&path).unwrap();
-        let meta = fs::metadata(&path).unwrap();
-        assert_eq!((meta.mode() & 0o7777, meta.gid()), (0o640, 65534));
-        // Set-user-ID of another owner is not carried to a file this user owns.
-        std::os::unix::fs::chown(&path, Some(65534), None).unwrap();
-        fs::set_permissions(&path, fs::Permissions::from_mode(0o4755)).unwrap();
-        build(&path).unwrap();
-        assert_eq!(fs::metadata(&path).unwrap().mode() & 0o7777, 0o755);
-    }
+    // The rest needs root.
+    require_env!(
+        "HASHFILE_REQUIRE_ROOT",
+        is_root(),
+        "giving the file another group and owner needs root"
+    );
+    // A group the file had is kept (root may set any).
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o640)).unwrap();
+    std::os::unix::fs::chown(&path, None, Some(65534)).unwrap();
+    build(&path).unwrap();
+    let meta = fs::metadata(&path).unwrap();
+    assert_eq!((meta.mode() & 0o7777, meta.gid()), (0o640, 65534));
+    // Set-user-ID of another owner is not carried to a file this user owns.
+    std::os::unix::fs::chown(&path, Some(65534), None).unwrap();
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o4755)).unwrap();
+    build(&path).unwrap();
+    assert_eq!(fs::metadata(&path).unwrap().mode() & 0o7777, 0o755);
 }

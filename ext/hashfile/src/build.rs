@@ -6,54 +6,32 @@
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use hashfile::pipeline::Input;
-use hashfile_runtime::{BuildEvent, BuildJob};
+use hashfile_runtime::options::{Call, Language};
+use hashfile_runtime::BuildEvent;
 use magnus::{function, prelude::*, Error, RHash, RModule, Ruby, Value};
 
 use crate::error::to_ruby;
 use crate::nogvl::without_gvl;
 
-/// `_build_from(inputs, output, build_options, import_options, threads,
-/// progress, shards)`: options are Hashes of the options given (the core's
-/// defaults fill in the rest); threads and progress may be nil. With
-/// `shards`, `output` is a dataset's directory.
-// One parameter per positional argument of the Ruby method, as magnus binds
-// them.
-#[allow(clippy::too_many_arguments)]
+/// `_build_from(inputs, output, options, progress)`: `options` are the
+/// keywords given to `Hashfile.build_from` (a Hash; `shards:` makes
+/// `output` a dataset's directory), judged by the runtime's table;
+/// `progress` is a callable or nil.
 fn build_from(
     ruby: &Ruby,
     inputs: Vec<String>,
     output: String,
-    build_opts: RHash,
-    import_opts: RHash,
-    threads: Option<magnus::Integer>,
+    options: RHash,
     progress: Value,
-    shards: Option<u32>,
 ) -> Result<RHash, Error> {
-    let options = crate::options::build_options(ruby, build_opts)?;
-    let (format, import) = crate::options::import_options(ruby, import_opts)?;
-    let inputs = inputs
-        .iter()
-        .map(|name| Input::new(name, format, &import))
-        .collect::<hashfile::Result<Vec<_>>>()
+    let given = crate::options::given(ruby, Some(options))?;
+    let request = hashfile_runtime::options::build_request(Call::BuildFrom, &given, Language::Ruby)
         .map_err(|e| to_ruby(ruby, e))?;
-    let pool = crate::pool::for_build(ruby, threads)?;
-
     // Raised once Ruby has an exception to raise here (an interrupt, a
     // signal, a raising progress callable): the build then stops soon, in
     // any phase, and publishes nothing (hashfile_runtime::BuildJob).
-    let output = PathBuf::from(output);
-    let job = BuildJob::start(Box::new(move |cancel, report| {
-        pool.install(|| {
-            hashfile_runtime::build_from(&inputs, &output, shards, options, cancel, report)
-        })
-    }))
-    .map_err(|e| {
-        Error::new(
-            ruby.get_inner(&crate::error::ERROR),
-            format!("cannot start the build thread: {e}"),
-        )
-    })?;
+    let job = hashfile_runtime::start_build_from(&inputs, PathBuf::from(output), request)
+        .map_err(|e| to_ruby(ruby, e))?;
 
     // Ruby's unblock function only wakes this thread (`wake`); it then asks
     // Ruby whether there is an exception to raise, and cancels the build if
@@ -155,7 +133,7 @@ fn check_output(ruby: &Ruby, path: String) -> Result<String, Error> {
 }
 
 pub fn init(module: RModule) -> Result<(), Error> {
-    module.define_singleton_method("_build_from", function!(build_from, 7))?;
+    module.define_singleton_method("_build_from", function!(build_from, 4))?;
     module.define_singleton_method("_check_output", function!(check_output, 1))?;
     Ok(())
 }

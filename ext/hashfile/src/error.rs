@@ -182,7 +182,8 @@ pub fn to_ruby(ruby: &Ruby, error: hashfile::Error) -> Error {
         // What a store or server claimed could not be allocated: Ruby's
         // own NoMemoryError, as a String of that size would raise.
         E::OutOfMemory { .. } => Error::new(ruby.exception_no_mem_error(), message),
-        E::InvalidOption { .. } => arg_error(ruby, message),
+        E::InvalidOption { .. } | E::UnknownOption { .. } => arg_error(ruby, message),
+        E::OptionType { .. } => type_error(ruby, message),
         E::Closed { .. } => Error::new(ruby.get_inner(&CLOSED_ERROR), message),
         E::Dataset { ref path, .. } => construct(
             ruby.get_inner(&DATASET_ERROR),

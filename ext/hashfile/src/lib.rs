@@ -5,10 +5,10 @@
 //!
 //! One file per Ruby class or module function group (`reader`, `writer`,
 //! `build`, `bitpacking`), each with its own `init`; the rest are helpers:
-//! `error` (the exception mapping), `options` (keyword options and the
-//! constants exported to Ruby), `value` (typed values both ways), `strings`
+//! `error` (the exception mapping), `options` (keyword options converted for the
+//! runtime's table, and the constants made from it), `value` (typed values both ways), `strings`
 //! (String constructors and encodings), `store` (where each read runs:
-//! with or without the GVL), `pool` (build threads, made again after a fork),
+//! with or without the GVL),
 //! `nogvl`, `typed_data`.
 
 mod bitpacking;
@@ -18,7 +18,6 @@ mod error;
 mod memo;
 mod nogvl;
 mod options;
-mod pool;
 mod reader;
 mod store;
 mod strings;

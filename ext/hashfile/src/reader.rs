@@ -2,7 +2,8 @@
 //! and docs is in lib/hashfile/reader.rb; these are the native methods.
 
 use hashfile::RecordBuf;
-use hashfile_runtime::{Cursor, OpenOptions, Refresh, SerializedHandle, Table};
+use hashfile_runtime::options::Language;
+use hashfile_runtime::{Cursor, Info, InfoValue, SerializedHandle, Table};
 use magnus::{
     function, gc::Marker, method, prelude::*, value::Opaque, DataTypeFunctions, Error, RArray,
     RHash, RModule, RString, Ruby, TypedData, Value,
@@ -10,7 +11,7 @@ use magnus::{
 
 use magnus::rb_sys::AsRawValue;
 
-use crate::error::{arg_error, to_ruby};
+use crate::error::to_ruby;
 use crate::memo::Memo;
 use crate::store;
 use crate::strings;
@@ -65,97 +66,44 @@ fn key_string(ruby: &Ruby, record: &RecordBuf<'_>) -> Result<RString, Error> {
 }
 
 impl Reader {
-    /// `_open(path, options, load, reload, reopen_on_change, remote, memo,
-    /// max_value_size)`:
-    /// decode `options` (a Hash or nil) and the serializer's `load` (or
-    /// nil) are kept for every lookup; `reload` is nil or the seconds
-    /// between checks for a new local store or remote dataset manifest;
-    /// `reopen_on_change` makes a remote reader reopen a replaced object; `remote` (a Hash or nil)
-    /// says how to reach an http://, https:// or s3:// store; `memo` is
-    /// the most values to keep (0: none), which needs `freeze: true`;
-    /// `max_value_size` is nil (the core's default) or the largest value
-    /// read, in bytes.
-    // One parameter per positional argument of the Ruby method, as magnus
-    // binds them.
-    #[allow(clippy::too_many_arguments)]
+    /// `_open(path, options, load)`: `options` are the keywords given to
+    /// `Hashfile.open` (a Hash or nil), judged by the runtime's table
+    /// (`hashfile_runtime::options::open_request`); `load` is the `load`
+    /// half of the serializer given (or nil). With `verify: true`, every
+    /// checksum is checked before the reader is handed out.
     fn open(
         ruby: &Ruby,
         path: String,
         options: Option<RHash>,
         load: Value,
-        reload: Option<f64>,
-        reopen_on_change: bool,
-        remote: Option<RHash>,
-        memo: u64,
-        max_value_size: Value,
     ) -> Result<Reader, Error> {
-        let max_value_size = match max_value_size.is_nil() {
-            true => None,
-            false => Some(crate::options::max_value_size(ruby, max_value_size)?),
-        };
-        let flags = DecodeFlags::default().with_options(ruby, options)?;
-        if memo > hashfile_runtime::MAX_MEMO_ENTRIES {
-            return Err(arg_error(
-                ruby,
-                format!(
-                    "memo: must be a number of entries from 0 to {}, not {memo}",
-                    hashfile_runtime::MAX_MEMO_ENTRIES
-                ),
-            ));
-        }
-        if memo > 0 && !flags.is_frozen() {
-            return Err(arg_error(ruby, "memo: returns the same object for a key again, so its values are frozen: leave freeze: out or give freeze: true".to_owned()));
-        }
-        if memo > 0 && !load.is_nil() {
-            return Err(arg_error(ruby, "memo: keeps frozen values, and a serializer's objects are frozen only at the top: give one of memo: and serializer:".to_owned()));
-        }
-        let is_remote = hashfile_remote::Location::is_remote(&path);
-        let remote_dataset =
-            is_remote && path.ends_with(hashfile_runtime::dataset::manifest::MANIFEST_NAME);
-        let refresh = match (reload, reopen_on_change) {
-            (Some(_), true) => return Err(arg_error(ruby, format!("reload: and on_change: :reopen are two ways to follow new versions; give one ({path})"))),
-            (Some(_), _) if is_remote && !remote_dataset => return Err(arg_error(ruby, format!("reload: is for local stores and remote datasets (the URL of their hashfile-dataset.json); a remote store raises StaleError when the object is replaced, or reopens it with on_change: :reopen ({path})"))),
-            (_, true) if !is_remote => return Err(arg_error(ruby, format!("on_change: :reopen is for remote stores; a local one takes reload: SECONDS ({path})"))),
-            (Some(seconds), _) => Refresh::Every(crate::options::reload_interval(ruby, seconds)?),
-            (None, true) => Refresh::ReopenOnChange,
-            (None, false) => Refresh::Never,
-        };
-        let remote_only = match remote {
-            Some(given) if !is_remote => crate::options::remote_only_names(given)?,
-            _ => Vec::new(),
-        };
-        let remote = match remote {
-            Some(_) if !remote_only.is_empty() => {
-                let (names, count) = (remote_only.join(", "), remote_only.len());
-                return Err(arg_error(
-                    ruby,
-                    format!(
-                        "the option{} {names} {} for remote stores (http://, https://, s3://), and {path} is a local path",
-                        if count == 1 { "" } else { "s" },
-                        if count == 1 { "is" } else { "are" },
-                    ),
-                ));
-            }
-            given => crate::options::remote_options(ruby, given)?,
-        };
-        let options = OpenOptions {
-            remote,
-            refresh,
-            max_value_size,
-        };
-        let handle = if is_remote {
-            store::remote_call(ruby, move || hashfile_runtime::open(&path, options))?
+        let given = crate::options::given(ruby, options)?;
+        let request = hashfile_runtime::options::open_request(&path, &given, Language::Ruby)
+            .map_err(|e| to_ruby(ruby, e))?;
+        let d = request.decode;
+        let flags = DecodeFlags::of(d.symbolize_names, d.freeze, d.raw);
+        let open_options = request.options;
+        let handle = if hashfile_remote::Location::is_remote(&path) {
+            store::remote_call(ruby, move || hashfile_runtime::open(&path, open_options))?
         } else {
-            hashfile_runtime::open(&path, options)
+            hashfile_runtime::open(&path, open_options)
         }
         .map_err(|e| to_ruby(ruby, e))?;
-        let memo = (memo > 0).then(|| Memo::new(ruby, memo as usize, handle.generation_now()));
-        Ok(Reader {
+        let memo = (request.memo > 0)
+            .then(|| Memo::new(ruby, request.memo as usize, handle.generation_now()));
+        let reader = Reader {
             handle: SerializedHandle::new(handle),
             flags,
             load: (!load.is_nil()).then(|| Opaque::from(load)),
             memo,
-        })
+        };
+        if request.verify {
+            if let Err(e) = Reader::verify(ruby, &reader) {
+                Reader::close(ruby, &reader);
+                return Err(e);
+            }
+        }
+        Ok(reader)
     }
 
     /// `stale?`: whether the path names another file than the one this
@@ -563,122 +511,42 @@ impl Reader {
     }
 
     fn info(ruby: &Ruby, rb_self: &Self) -> Result<RHash, Error> {
-        let info = rb_self.with_store(ruby, |table| match table {
-            Table::Store(store) => store_info(ruby, store),
-            Table::Dataset(dataset, _) => dataset_info(ruby, dataset),
-        })?;
+        let mut info =
+            rb_self.with_store(ruby, |table| table.info().map_err(|e| to_ruby(ruby, e)))?;
         if let Some(memo) = &rb_self.memo {
-            let entries = ruby.hash_new();
-            entries.aset(ruby.to_symbol("entries"), memo.len(ruby))?;
-            entries.aset(ruby.to_symbol("limit"), memo.limit())?;
-            info.aset(ruby.to_symbol("memo"), entries)?;
+            info = info.with_memo(memo.len(ruby), memo.limit());
         }
-        Ok(info)
+        info_hash(ruby, &info)
     }
 }
 
-/// `info` of a dataset: its manifest's facts, and each shard's.
-fn dataset_info(ruby: &Ruby, dataset: &hashfile_runtime::dataset::Dataset) -> Result<RHash, Error> {
-    let sym = |s: &str| ruby.to_symbol(s);
-    let manifest = dataset.manifest();
+/// The runtime's `info` tree as Ruby shows it: Hashes of Symbols, names
+/// as Symbols.
+fn info_hash(ruby: &Ruby, info: &Info) -> Result<RHash, Error> {
     let out = ruby.hash_new();
-    out.aset(sym("dataset"), dataset.location())?;
-    out.aset(sym("generation"), manifest.generation.as_str())?;
-    out.aset(sym("sequence"), manifest.sequence)?;
-    out.aset(sym("routing"), manifest.routing.as_str())?;
-    out.aset(sym("entries"), manifest.entries)?;
-    out.aset(
-        sym("file_bytes"),
-        manifest.shards.iter().map(|s| s.bytes).sum::<u64>(),
-    )?;
-    let shards = ruby.ary_new_capa(manifest.shards.len());
-    for (i, shard) in manifest.shards.iter().enumerate() {
-        let entry = ruby.hash_new();
-        entry.aset(sym("file"), dataset.shard_location(i))?;
-        entry.aset(sym("entries"), shard.entries)?;
-        entry.aset(sym("bytes"), shard.bytes)?;
-        entry.aset(sym("checksum"), shard.checksum.as_str())?;
-        entry.aset(sym("open"), dataset.opened_shard(i).is_some())?;
-        shards.push(entry)?;
+    for (key, value) in &info.0 {
+        out.aset(ruby.to_symbol(key), info_value(ruby, value)?)?;
     }
-    out.aset(sym("shards"), shards)?;
     Ok(out)
 }
 
-/// `info` of one store.
-fn store_info(ruby: &Ruby, store: &hashfile_runtime::Store) -> Result<RHash, Error> {
-    let info = store.info();
-    let header = store.header();
-    let sym = |s: &str| ruby.to_symbol(s);
-    let out = ruby.hash_new();
-    out.aset(
-        sym("format_version"),
-        format!("{}.{}", header.major, header.minor),
-    )?;
-    out.aset(sym("entries"), info.entries)?;
-    out.aset(sym("index"), sym(info.index.name()))?;
-    out.aset(sym("file_bytes"), info.file_bytes)?;
-    out.aset(sym("mphf_bits_per_key"), info.mphf_bits_per_key)?;
-    out.aset(sym("seed_bits_per_key"), info.seed_bits_per_key)?;
-    let sections = ruby.hash_new();
-    for (name, bytes) in &info.section_bytes {
-        sections.aset(sym(name), *bytes)?;
-    }
-    out.aset(sym("sections"), sections)?;
-    let p = &header.parameters;
-    let g = &header.geometry;
-    let params = ruby.hash_new();
-    params.aset(sym("keys_per_bucket"), p.keys_per_bucket)?;
-    params.aset(sym("load_factor"), p.load_factor)?;
-    params.aset(sym("dense_key_fraction"), p.dense_key_fraction)?;
-    params.aset(sym("dense_bucket_fraction"), p.dense_bucket_fraction)?;
-    params.aset(sym("seed_block_len"), header.seed_block_len)?;
-    params.aset(sym("hash_seed"), header.hash_seed)?;
-    params.aset(sym("buckets"), g.bucket_count)?;
-    params.aset(sym("slots"), g.slot_count)?;
-    params.aset(sym("parts"), g.part_count)?;
-    out.aset(sym("parameters"), params)?;
-    if let Some(summary) = store.compression_stats().map_err(|e| to_ruby(ruby, e))? {
-        let stats = summary.stats;
-        let compression = ruby.hash_new();
-        compression.aset(sym("codec"), sym("zstd"))?;
-        compression.aset(sym("level"), stats.level)?;
-        compression.aset(sym("values"), stats.values)?;
-        compression.aset(sym("decoded_bytes"), stats.decoded_bytes)?;
-        compression.aset(sym("stored_bytes"), stats.stored_bytes)?;
-        compression.aset(sym("dictionary_bytes"), summary.dictionary_bytes)?;
-        compression.aset(sym("ratio"), summary.ratio())?;
-        if let Some(items) = store.item_cache_stats() {
-            let cache = ruby.hash_new();
-            cache.aset(sym("entries"), items.entries)?;
-            cache.aset(sym("bytes"), items.bytes)?;
-            cache.aset(sym("limit"), hashfile::compress::ITEM_CACHE_LEN)?;
-            cache.aset(sym("hits"), items.hits)?;
-            cache.aset(sym("misses"), items.misses)?;
-            compression.aset(sym("item_cache"), cache)?;
+fn info_value(ruby: &Ruby, value: &InfoValue) -> Result<Value, Error> {
+    Ok(match value {
+        InfoValue::Int(i) => ruby.into_value(*i),
+        InfoValue::Float(f) => ruby.into_value(*f),
+        InfoValue::Text(t) => ruby.into_value(t.as_str()),
+        InfoValue::Name(n) => ruby.to_symbol(n).as_value(),
+        InfoValue::Bool(b) => ruby.into_value(*b),
+        InfoValue::Nil => ruby.qnil().as_value(),
+        InfoValue::Map(map) => info_hash(ruby, map)?.as_value(),
+        InfoValue::List(items) => {
+            let list = ruby.ary_new_capa(items.len());
+            for item in items {
+                list.push(info_value(ruby, item)?)?;
+            }
+            list.as_value()
         }
-        out.aset(sym("compression"), compression)?;
-    }
-    if let Some(remote) = store.source().block_cache() {
-        let stats = remote.stats();
-        let object = remote.fetcher();
-        let cache = ruby.hash_new();
-        cache.aset(sym("block_bytes"), remote.block_len())?;
-        cache.aset(sym("hits"), stats.hits)?;
-        cache.aset(sym("misses"), stats.misses)?;
-        cache.aset(sym("round_trips"), stats.fetches)?;
-        cache.aset(sym("requests"), object.requests())?;
-        cache.aset(sym("bytes_fetched"), stats.bytes_fetched)?;
-        cache.aset(sym("resident_bytes"), stats.resident_bytes)?;
-        cache.aset(sym("pinned_bytes"), stats.pinned_bytes)?;
-        out.aset(sym("cache"), cache)?;
-        out.aset(sym("etag"), object.identity().etag.clone())?;
-        out.aset(
-            sym("last_modified"),
-            object.identity().last_modified.clone(),
-        )?;
-    }
-    Ok(out)
+    })
 }
 
 pub fn init(ruby: &Ruby, module: RModule) -> Result<(), Error> {
@@ -690,7 +558,7 @@ pub fn init(ruby: &Ruby, module: RModule) -> Result<(), Error> {
     module.const_set("MAX_MEMO", hashfile_runtime::MAX_MEMO_ENTRIES)?;
     // Readers are made by `_open` alone: no data-less `allocate`.
     class.undef_default_alloc_func();
-    class.define_singleton_method("_open", function!(Reader::open, 8))?;
+    class.define_singleton_method("_open", function!(Reader::open, 3))?;
     class.define_method("[]", method!(Reader::aref, 1))?;
     class.define_method("_get", method!(Reader::get, 3))?;
     class.define_method("_get_with", method!(Reader::get_with, 5))?;

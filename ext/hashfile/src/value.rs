@@ -45,6 +45,16 @@ impl DecodeFlags {
         ("raw", Self::RAW),
     ];
 
+    /// The flags of the decode options `Hashfile.open` was given.
+    pub fn of(symbolize_names: bool, freeze: bool, raw: bool) -> DecodeFlags {
+        let bit = |on: bool, bit: u8| if on { bit } else { 0 };
+        DecodeFlags(
+            bit(symbolize_names, Self::SYMBOLIZE_NAMES)
+                | bit(freeze, Self::FREEZE)
+                | bit(raw, Self::RAW),
+        )
+    }
+
     pub(crate) fn has(self, bit: u8) -> bool {
         self.0 & bit != 0
     }
@@ -65,11 +75,6 @@ impl DecodeFlags {
             }
         }
         DecodeFlags(flags)
-    }
-
-    /// Whether values come back deep-frozen (`freeze: true`).
-    pub fn is_frozen(self) -> bool {
-        self.has(Self::FREEZE)
     }
 
     /// These flags with the options in `options` (`symbolize_names:`,

@@ -5,8 +5,9 @@
 use std::cell::RefCell;
 use std::path::PathBuf;
 
-use hashfile::{Builder, CancelFlag, Record};
-use hashfile_runtime::dataset::DatasetBuilder;
+use hashfile::{CancelFlag, Record};
+use hashfile_runtime::options::{Call, Language};
+
 use magnus::{
     function, gc::Marker, method, prelude::*, r_hash::ForEach, value::Opaque, DataTypeFunctions,
     Error, RHash, RModule, RString, Ruby, Symbol, TypedData, Value,
@@ -25,12 +26,8 @@ pub struct Writer {
     dump: Option<Opaque<Value>>,
 }
 
-/// What a writer builds.
-enum Target {
-    Store(Builder),
-    /// Routed to one builder per shard.
-    Dataset(DatasetBuilder),
-}
+/// What a writer builds: one store, or a dataset's shards.
+use hashfile_runtime::Writer as Target;
 
 impl DataTypeFunctions for Writer {
     fn mark(&self, marker: &Marker) {
@@ -41,18 +38,14 @@ impl DataTypeFunctions for Writer {
 }
 
 impl Writer {
-    /// `_new(options, dump, shards)`: build options (a Hash), the
-    /// serializer's `dump` callable (or nil), and nil for one store or the
-    /// shard count of a dataset.
-    fn new(ruby: &Ruby, opts: RHash, dump: Value, shards: Value) -> Result<Writer, Error> {
-        let options = crate::options::build_options(ruby, opts)?;
-        let builder = if shards.is_nil() {
-            Builder::new(options).map(Target::Store)
-        } else {
-            let n = crate::dataset::shard_count(ruby, shards)?;
-            DatasetBuilder::new(n.get(), options).map(Target::Dataset)
-        }
-        .map_err(|e| to_ruby(ruby, e))?;
+    /// `_new(options, dump)`: the keywords given to `Hashfile.build` or
+    /// `build_sharded` (a Hash: `shards:` makes a dataset), judged by the
+    /// runtime's table, and the serializer's `dump` callable (or nil).
+    fn new(ruby: &Ruby, opts: RHash, dump: Value) -> Result<Writer, Error> {
+        let given = crate::options::given(ruby, Some(opts))?;
+        let request = hashfile_runtime::options::build_request(Call::Build, &given, Language::Ruby)
+            .map_err(|e| to_ruby(ruby, e))?;
+        let builder = Target::new(&request).map_err(|e| to_ruby(ruby, e))?;
         Ok(Writer {
             builder: RefCell::new(Some(builder)),
             scratch: RefCell::new(Vec::new()),
@@ -114,10 +107,7 @@ impl Writer {
             value: &scratch,
             kind,
         };
-        match builder {
-            Target::Store(builder) => builder.insert_record(record),
-            Target::Dataset(builder) => builder.insert_record(record),
-        }
+        builder.insert_record(record);
         Ok(())
     }
 
@@ -151,11 +141,7 @@ impl Writer {
     }
 
     fn size(&self) -> usize {
-        match self.builder.borrow().as_ref() {
-            Some(Target::Store(builder)) => builder.len(),
-            Some(Target::Dataset(builder)) => builder.len(),
-            None => 0,
-        }
+        self.builder.borrow().as_ref().map_or(0, Target::len)
     }
 
     /// Builds and publishes the store (or the dataset's shards, then its
@@ -164,29 +150,19 @@ impl Writer {
     /// An interrupt (Ctrl-C, `Thread#raise`, a signal) cancels the build,
     /// which publishes nothing, and is raised once the build has stopped.
     fn finish(ruby: &Ruby, rb_self: &Self, path: String) -> Result<u64, Error> {
-        let mut builder = rb_self
+        let builder = rb_self
             .builder
             .try_borrow_mut()
             .map_err(|_| Self::busy(ruby))?
             .take()
             .ok_or_else(|| Error::new(ruby.get_inner(&CLOSED_ERROR), "writer is finished"))?;
         let path = PathBuf::from(path);
-        let pool = crate::pool::for_build(ruby, None)?;
+        let pool = hashfile_runtime::pool::for_build(None).map_err(|e| to_ruby(ruby, e))?;
         let cancel = CancelFlag::new();
-        match &mut builder {
-            Target::Store(builder) => builder.set_cancel(cancel.clone()),
-            Target::Dataset(builder) => builder.set_cancel(cancel.clone()),
-        }
+        let stop = cancel.clone();
         let result = crate::nogvl::without_gvl(
             ruby,
-            move || {
-                pool.install(|| match &mut builder {
-                    Target::Store(builder) => builder.write_file(&path),
-                    Target::Dataset(builder) => builder
-                        .write(&path)
-                        .map(|manifest| manifest.shards.iter().map(|s| s.bytes).sum()),
-                })
-            },
+            move || builder.finish(&path, &stop, &pool),
             Some(cancel.as_atomic()),
         )?;
         if let Err(hashfile::Error::Cancelled) = result {
@@ -200,7 +176,7 @@ pub fn init(ruby: &Ruby, module: RModule) -> Result<(), Error> {
     let class = module.define_class("Writer", ruby.class_object())?;
     // Writers are made by `_new` alone: no data-less `allocate`.
     class.undef_default_alloc_func();
-    class.define_singleton_method("_new", function!(Writer::new, 3))?;
+    class.define_singleton_method("_new", function!(Writer::new, 2))?;
     class.define_method("_add", method!(Writer::add, 2))?;
     class.define_method("_add_hash", method!(Writer::add_hash, 1))?;
     class.define_method("size", method!(Writer::size, 0))?;

@@ -4,6 +4,11 @@
 //! byte-relaying fault proxy in front of it, and MinIO.
 #![allow(dead_code)]
 
+/// Skipping a test whose environment is missing, or failing it when a
+/// `HASHFILE_REQUIRE_*` variable requires the environment (`require_env!`).
+#[path = "../../../hashfile/tests/support/environment.rs"]
+pub mod environment;
+
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -465,19 +470,18 @@ impl Minio {
             })
     }
 
-    /// MinIO started, or `None` (with the reason on stderr) when its binary
-    /// is missing: a machine without Go has none. With
-    /// `HASHFILE_REQUIRE_MINIO=1`, as in CI, a missing binary fails instead.
+    /// MinIO started, or `None` (with a SKIP line on stderr) when its
+    /// binary is missing: a machine without Go has none. With
+    /// `HASHFILE_REQUIRE_MINIO=1`, as in CI, a missing binary fails instead
+    /// ([`environment::present`]).
+    #[track_caller]
     pub fn start_or_skip() -> Option<Minio> {
         let binary = Minio::binary();
-        if !binary.exists() && std::env::var("HASHFILE_REQUIRE_MINIO").as_deref() != Ok("1") {
-            eprintln!(
-                "skipped: MinIO is not at {} (bin/setup --minio builds it with Go)",
-                binary.display()
-            );
-            return None;
-        }
-        Some(Minio::start())
+        let missing = format!(
+            "MinIO is not at {} (bin/setup --minio builds it with Go)",
+            binary.display()
+        );
+        environment::present("HASHFILE_REQUIRE_MINIO", binary.exists(), &missing).then(Minio::start)
     }
 
     pub fn start() -> Minio {

@@ -2,6 +2,7 @@
 //! them, so the reader is shown to work wherever its bytes come from.
 #![allow(dead_code)]
 
+pub mod environment;
 pub mod hostile;
 
 use std::io;

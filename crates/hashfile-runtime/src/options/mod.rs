@@ -1,0 +1,20 @@
+//! Options, once for every binding: the table of what `open`, `build`
+//! and `build_from` take ([`table`]), and the checks that make what a
+//! binding was given into the library's option types ([`open_request`],
+//! [`build_request`]). A binding converts its language's keyword
+//! arguments into [`Arg`]s and maps the errors to its classes: an
+//! unknown option is `Error::UnknownOption`, a value of the wrong type
+//! `Error::OptionType`, one out of range or contradicting another
+//! `Error::InvalidOption`. docs/ARCHITECTURE.md, "Options".
+
+mod arg;
+mod parse;
+mod suggest;
+pub mod table;
+
+pub use arg::Arg;
+pub use parse::{
+    build_request, max_threads, open_request, remote_options, BuildRequest, DecodeOptions, Given,
+    OpenRequest,
+};
+pub use table::{Call, Group, Kind, Language, Spec, OPTIONS};

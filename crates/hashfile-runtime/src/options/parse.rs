@@ -1,0 +1,518 @@
+//! Options given to a call, checked against the table and made into the
+//! core's, the remote crate's and the runtime's option types: the one
+//! place every binding's options are judged, with one set of messages.
+
+use std::time::Duration;
+
+use hashfile::import::{Column, ImportOptions, InputFormat};
+use hashfile::{BuildOptions, Compression, Error, IndexKind, MemoryLimit, OnDuplicate, Result};
+use hashfile_remote::{Location, RemoteOptions};
+
+use super::table::{self, Call, Group, Kind, Language, Spec};
+use super::{suggest, Arg};
+use crate::dataset::manifest::MANIFEST_NAME;
+use crate::{OpenOptions, Refresh};
+
+/// The options a binding was given for one call: (name, value) pairs in
+/// the order given.
+pub type Given = [(String, Arg)];
+
+/// What `open` was asked for.
+#[derive(Clone, Debug, Default)]
+pub struct OpenRequest {
+    /// What the runtime's [`open`](crate::open) takes.
+    pub options: OpenOptions,
+    /// Check every checksum once open.
+    pub verify: bool,
+    /// The most decoded values a binding keeps (0: no memo).
+    pub memo: u64,
+    /// How a binding decodes values (Ruby's own options).
+    pub decode: DecodeOptions,
+}
+
+/// How values are handed out, where a language has a choice.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DecodeOptions {
+    /// Map keys as Symbols (Ruby).
+    pub symbolize_names: bool,
+    /// Frozen values (Ruby): given, or the default with a memo.
+    pub freeze: bool,
+    /// Values as stored, undecoded (Ruby).
+    pub raw: bool,
+    /// A serializer was given (Ruby): the binding keeps it.
+    pub serializer: bool,
+}
+
+/// What `build` or `build_from` was asked for.
+#[derive(Clone, Debug)]
+pub struct BuildRequest {
+    /// The build's options.
+    pub options: BuildOptions,
+    /// A dataset of this many shards, or one store.
+    pub shards: Option<u32>,
+    /// `build_from`: the input format, else each file's extension's.
+    pub format: Option<InputFormat>,
+    /// `build_from`: how input files are read.
+    pub import: ImportOptions,
+    /// `build_from`: threads to build on, else one per core.
+    pub threads: Option<usize>,
+}
+
+/// Checks `given` against what `open` takes in `language` for
+/// `location`, and makes them what the runtime opens with.
+pub fn open_request(location: &str, given: &Given, language: Language) -> Result<OpenRequest> {
+    check_names(Call::Open, language, given)?;
+    let remote_location = Location::is_remote(location);
+    let mut request = OpenRequest::default();
+    let mut remote = RemoteOptions::default();
+    let (mut reload, mut reopen, mut freeze) = (None, false, None);
+    for (name, value, spec) in present(Call::Open, language, given) {
+        if spec.group == Group::Remote && !remote_location && name != "allow_origins" {
+            return Err(Error::InvalidOption {
+                name: spec.name,
+                reason: format!("is for remote stores (http://, https://, s3://), and {location} is a local path"),
+            });
+        }
+        match name {
+            "verify" => request.verify = boolean(spec, value)?,
+            "reload" => reload = Some(seconds(spec, value)?),
+            "on_change" => {
+                reopen = match text(spec, value)?.as_str() {
+                    "raise" => false,
+                    "reopen" => true,
+                    other => {
+                        return Err(invalid(
+                            spec,
+                            format!("must be \"raise\" or \"reopen\", not {other:?}"),
+                        ))
+                    }
+                }
+            }
+            "memo" => request.memo = count(spec, value)?,
+            "max_value_size" => request.options.max_value_size = Some(count(spec, value)?),
+            "symbolize_names" => request.decode.symbolize_names = boolean(spec, value)?,
+            "freeze" => freeze = Some(boolean(spec, value)?),
+            "raw" => request.decode.raw = boolean(spec, value)?,
+            "serializer" => request.decode.serializer = true,
+            _ => remote_option(&mut remote, name, value, spec)?,
+        }
+    }
+    let memo = request.memo > 0;
+    request.decode.freeze = freeze.unwrap_or(memo);
+    if memo && !request.decode.freeze {
+        return Err(Error::InvalidOption {
+            name: "memo",
+            reason: "returns the same object for a key again, so its values are frozen: leave freeze out or give freeze: true".into(),
+        });
+    }
+    if memo && request.decode.serializer {
+        return Err(Error::InvalidOption {
+            name: "memo",
+            reason: "keeps frozen values, and a serializer's objects are frozen only at the top: give one of memo and serializer".into(),
+        });
+    }
+    let remote_dataset = remote_location && location.ends_with(MANIFEST_NAME);
+    request.options.refresh = match (reload, reopen) {
+        (Some(_), true) => return Err(Error::InvalidOption { name: "reload", reason: format!("and on_change \"reopen\" are two ways to follow new versions; give one ({location})") }),
+        (Some(_), _) if remote_location && !remote_dataset => return Err(Error::InvalidOption { name: "reload", reason: format!("is for local stores and remote datasets (the URL of their hashfile-dataset.json); a remote store raises StaleError when the object is replaced, or reopens it with on_change \"reopen\" ({location})") }),
+        (_, true) if !remote_location => return Err(Error::InvalidOption { name: "on_change", reason: format!("\"reopen\" is for remote stores; a local one takes reload SECONDS ({location})") }),
+        (Some(every), _) => Refresh::Every(every),
+        (None, true) => Refresh::ReopenOnChange,
+        (None, false) => Refresh::Never,
+    };
+    request.options.remote = remote;
+    Ok(request)
+}
+
+/// Sets the remote option `name` of `remote`.
+fn remote_option(remote: &mut RemoteOptions, name: &str, value: &Arg, spec: &Spec) -> Result<()> {
+    match name {
+        "headers" => remote.headers = headers(spec, value)?,
+        "timeout" => remote.timeout = seconds(spec, value)?,
+        "connect_timeout" => remote.connect_timeout = seconds(spec, value)?,
+        "retries" => remote.retries = count(spec, value)? as u32,
+        "concurrency" => remote.concurrency = count(spec, value)? as usize,
+        "cache_size" => {
+            remote.cache.capacity = usize::try_from(count(spec, value)?).unwrap_or(usize::MAX)
+        }
+        "block_size" => remote.cache.block_len = count(spec, value)? as usize,
+        "prefetch_index" => remote.prefetch_index = boolean(spec, value)?,
+        "http2" => remote.http2_prior_knowledge = boolean(spec, value)?,
+        "s3_endpoint" => remote.s3_endpoint = Some(text(spec, value)?),
+        "s3_region" => remote.s3_region = Some(text(spec, value)?),
+        "allow_origins" => remote.allow_origins = texts(spec, value)?,
+        _ => unreachable!("every remote option is matched: {name}"),
+    }
+    Ok(())
+}
+
+/// The remote options alone (where a dataset is written to or published
+/// at, for a binding's task writer): each name one of `Group::Remote`'s.
+pub fn remote_options(given: &Given) -> Result<RemoteOptions> {
+    let known: Vec<&str> = table::OPTIONS
+        .iter()
+        .filter(|s| s.group == Group::Remote)
+        .map(|s| s.name)
+        .collect();
+    if let Some((name, _)) = given
+        .iter()
+        .find(|(name, _)| !known.contains(&name.as_str()))
+    {
+        return Err(Error::UnknownOption {
+            message: format!(
+                "unknown remote option {name}; the remote options are: {}",
+                known.join(", ")
+            ),
+            names: vec![name.clone()],
+        });
+    }
+    let mut remote = RemoteOptions::default();
+    for (name, value) in given.iter().filter(|(_, value)| !value.is_nil()) {
+        let spec = table::find(name).expect("names checked first");
+        remote_option(&mut remote, name, value, spec)?;
+    }
+    Ok(remote)
+}
+
+/// Checks `given` against what `call` (`Build` or `BuildFrom`) takes in
+/// `language`, and makes them the build's options.
+pub fn build_request(call: Call, given: &Given, language: Language) -> Result<BuildRequest> {
+    check_names(call, language, given)?;
+    // The index layout first: its defaults are where the others start.
+    let mut options = match given
+        .iter()
+        .find(|(name, value)| name == "index" && !value.is_nil())
+    {
+        Some((_, value)) => {
+            let spec = table::find("index").expect("index is an option");
+            BuildOptions::for_index(IndexKind::parse(&text(spec, value)?)?)
+        }
+        None => BuildOptions::default(),
+    };
+    let mut request = BuildRequest {
+        options: BuildOptions::default(),
+        shards: None,
+        format: None,
+        import: ImportOptions::new(InputFormat::JsonObject),
+        threads: None,
+    };
+    let o = &mut options;
+    for (name, value, spec) in present(call, language, given) {
+        match name {
+            // Taken by the binding (the callables) or above (the index).
+            "index" | "progress" | "serializer" => {}
+            "on_duplicate" => {
+                let policy = text(spec, value)?;
+                o.on_duplicate = OnDuplicate::from_name(&policy).ok_or_else(|| {
+                    invalid(spec, format!("must be one of {}, not {policy:?}", table::choices("on_duplicate").join(", ")))
+                })?;
+            }
+            "compression" => o.compression = Compression::parse(&text(spec, value)?)?,
+            "memory" => {
+                o.memory = match value {
+                    Arg::Int(_) | Arg::BigInt(_) => MemoryLimit::bytes(count_in(spec, value, 0, u64::MAX).map_err(|_| {
+                        invalid(spec, format!("must be a size in bytes (an integer, or text such as \"64M\" or \"auto\"), not {}", value.show()))
+                    })?)?,
+                    _ => MemoryLimit::parse(&text(spec, value)?)?,
+                }
+            }
+            "keys_per_bucket" => o.keys_per_bucket = number(spec, value)?,
+            "load_factor" => o.load_factor = number(spec, value)?,
+            "dense_key_fraction" => o.dense_key_fraction = number(spec, value)?,
+            "dense_bucket_fraction" => o.dense_bucket_fraction = number(spec, value)?,
+            "hash_seed" => o.hash_seed = count(spec, value)?,
+            "seed_block_len" => o.seed_block_len = count(spec, value)? as u32,
+            "keys_per_part" => o.keys_per_part = count(spec, value)?,
+            "shards" => request.shards = Some(count(spec, value)? as u32),
+            "threads" => request.threads = Some(threads(spec, value)?),
+            "format" => {
+                let named = text(spec, value)?;
+                request.format = Some(InputFormat::from_name(&named).ok_or_else(|| {
+                    invalid(spec, format!("{named:?} is no format; one of: {}", InputFormat::names_list()))
+                })?);
+            }
+            "key_column" => request.import.key_column = column(spec, value)?,
+            "value_column" => request.import.value_column = column(spec, value)?,
+            "header" => request.import.header = boolean(spec, value)?,
+            "quote" => request.import.quote = boolean(spec, value)?,
+            "col_sep" => request.import.col_sep = Some(character(spec, value)?),
+            "comment" => request.import.comment = Some(character(spec, value)?),
+            "key_field" => request.import.key_field = text(spec, value)?,
+            "value_field" => request.import.value_field = text(spec, value)?,
+            "records_at" => request.import.records_at = Some(text(spec, value)?),
+            _ => unreachable!("every build option is matched: {name}"),
+        }
+        if let Some((known, ..)) = hashfile::import::OPTION_FORMATS
+            .iter()
+            .find(|(known, ..)| *known == name)
+        {
+            request.import.given.push(known);
+        }
+    }
+    options.validate()?;
+    request.options = options;
+    Ok(request)
+}
+
+/// The most threads a build may ask for: a few per core is all a build
+/// can use, and far more stalls the machine.
+pub fn max_threads() -> usize {
+    std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .saturating_mul(4)
+        .max(16)
+}
+
+/// Every name in `given` is an option of `call` in `language`; else one
+/// error naming them all, with a guess at each.
+fn check_names(call: Call, language: Language, given: &Given) -> Result<()> {
+    let known = table::names(call, language);
+    let unknown: Vec<&str> = given
+        .iter()
+        .map(|(name, _)| name.as_str())
+        .filter(|name| !known.contains(name))
+        .collect();
+    if unknown.is_empty() {
+        return Ok(());
+    }
+    let mut hints = Vec::new();
+    for name in &unknown {
+        if let Some(guess) = suggest::closest(name, &known) {
+            hints.push(format!(
+                "did you mean {guess}{}?",
+                if unknown.len() > 1 {
+                    format!(" for {name}")
+                } else {
+                    String::new()
+                }
+            ));
+        } else if let Some(elsewhere) = table::find(name) {
+            let calls: Vec<&str> = elsewhere
+                .calls
+                .iter()
+                .filter(|c| **c != call)
+                .map(|c| c.name())
+                .collect();
+            if !elsewhere.applies_to(language) {
+                hints.push(format!(
+                    "{name} is an option of the {} binding alone",
+                    elsewhere
+                        .only
+                        .iter()
+                        .map(|l| l.name())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+            } else if !calls.is_empty() {
+                hints.push(format!("{name} is an option of {}", calls.join(" and ")));
+            }
+        }
+    }
+    let s = if unknown.len() > 1 { "s" } else { "" };
+    let hints = if hints.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", hints.join("; "))
+    };
+    Err(Error::UnknownOption {
+        message: format!(
+            "unknown option{s} {} for {}{hints}; it takes: {}",
+            unknown.join(", "),
+            call.name(),
+            known.join(", ")
+        ),
+        names: unknown.into_iter().map(str::to_owned).collect(),
+    })
+}
+
+/// The options given with a value (`Nil` is the default, given or not),
+/// with their table entries.
+fn present(
+    call: Call,
+    language: Language,
+    given: &Given,
+) -> impl Iterator<Item = (&str, &Arg, &'static Spec)> {
+    given
+        .iter()
+        .filter(|(_, value)| !value.is_nil())
+        .map(move |(name, value)| {
+            let spec = call
+                .option(language, name)
+                .or_else(|| table::find(name))
+                .expect("names checked first");
+            (name.as_str(), value, spec)
+        })
+}
+
+fn invalid(spec: &Spec, reason: String) -> Error {
+    Error::InvalidOption {
+        name: spec.name,
+        reason,
+    }
+}
+
+fn wrong_type(spec: &Spec, expected: &str, value: &Arg) -> Error {
+    Error::OptionType {
+        name: spec.name.into(),
+        expected: expected.into(),
+        given: value.describe(),
+    }
+}
+
+fn boolean(spec: &Spec, value: &Arg) -> Result<bool> {
+    match value {
+        Arg::Bool(b) => Ok(*b),
+        other => Err(wrong_type(spec, "true or false", other)),
+    }
+}
+
+fn text(spec: &Spec, value: &Arg) -> Result<String> {
+    match value {
+        Arg::Text(t) | Arg::Symbol(t) => Ok(t.clone()),
+        other => Err(wrong_type(spec, "a string", other)),
+    }
+}
+
+fn texts(spec: &Spec, value: &Arg) -> Result<Vec<String>> {
+    match value {
+        Arg::List(items) => items
+            .iter()
+            .map(|item| match item {
+                Arg::Text(t) => Ok(t.clone()),
+                other => Err(wrong_type(spec, "a list of strings", other)),
+            })
+            .collect(),
+        other => Err(wrong_type(spec, "a list of strings", other)),
+    }
+}
+
+fn headers(spec: &Spec, value: &Arg) -> Result<Vec<(String, String)>> {
+    let Arg::Map(pairs) = value else {
+        return Err(wrong_type(spec, "a map of header names to values", value));
+    };
+    pairs
+        .iter()
+        .map(|(k, v)| match (k, v) {
+            (Arg::Text(k) | Arg::Symbol(k), Arg::Text(v)) => Ok((k.clone(), v.clone())),
+            (Arg::Text(_) | Arg::Symbol(_), other) | (other, _) => {
+                Err(wrong_type(spec, "a map of strings to strings", other))
+            }
+        })
+        .collect()
+}
+
+fn number(spec: &Spec, value: &Arg) -> Result<f64> {
+    match value {
+        Arg::Float(f) => Ok(*f),
+        Arg::Int(i) => Ok(*i as f64),
+        other => Err(wrong_type(spec, "a number", other)),
+    }
+}
+
+fn count(spec: &Spec, value: &Arg) -> Result<u64> {
+    match spec.kind {
+        Kind::Count { min, max } => count_in(spec, value, min, max),
+        _ => unreachable!("{} is no count", spec.name),
+    }
+}
+
+fn count_in(spec: &Spec, value: &Arg, min: u64, max: u64) -> Result<u64> {
+    let out_of_range = || {
+        invalid(
+            spec,
+            format!(
+                "must be an integer from {min} to {max}, not {}",
+                value.show()
+            ),
+        )
+    };
+    match value {
+        Arg::Int(i) => u64::try_from(*i)
+            .ok()
+            .filter(|n| (min..=max).contains(n))
+            .ok_or_else(out_of_range),
+        Arg::BigInt(_) => Err(out_of_range()),
+        other => Err(wrong_type(spec, "an integer", other)),
+    }
+}
+
+fn threads(spec: &Spec, value: &Arg) -> Result<usize> {
+    let most = max_threads();
+    count_in(spec, value, 1, most as u64)
+        .map(|n| n as usize)
+        .map_err(|e| match e {
+            Error::InvalidOption { .. } => invalid(
+                spec,
+                format!(
+                    "must be from 1 to {most} (4 per core, at least 16), not {}",
+                    value.show()
+                ),
+            ),
+            other => other,
+        })
+}
+
+fn seconds(spec: &Spec, value: &Arg) -> Result<Duration> {
+    let Kind::Seconds { zero } = spec.kind else {
+        unreachable!("{} is no number of seconds", spec.name)
+    };
+    let s = number(spec, value)?;
+    let least = if zero { "from 0" } else { "above 0" };
+    let taken = s.is_finite() && (s > 0.0 || (zero && s == 0.0)) && s <= 86_400.0;
+    if !taken {
+        // Large numbers as a person writes them (1e300), not in full.
+        let shown = if s.abs() >= 1e16 {
+            format!("{s:e}")
+        } else {
+            value.show()
+        };
+        return Err(invalid(
+            spec,
+            format!("must be a number of seconds {least} to 86400 (a day), not {shown}"),
+        ));
+    }
+    Ok(Duration::from_secs_f64(s))
+}
+
+fn column(spec: &Spec, value: &Arg) -> Result<Column> {
+    match value {
+        Arg::Int(i) => usize::try_from(*i).map(Column::Index).map_err(|_| {
+            invalid(
+                spec,
+                format!("must be a column name or a 0-based index, not {i}"),
+            )
+        }),
+        Arg::BigInt(digits) => Err(invalid(
+            spec,
+            format!("must be a column name or a 0-based index, not {digits}"),
+        )),
+        // A negative index given as text (the CLI's flags are text) is no
+        // header name anyone meant.
+        Arg::Text(t)
+            if t.strip_prefix('-')
+                .is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit())) =>
+        {
+            Err(invalid(
+                spec,
+                format!("must be a column name or a 0-based index, not {t}"),
+            ))
+        }
+        // Text as the CLI's flags read it: digits an index, "*" the row.
+        Arg::Text(t) => Ok(Column::parse(t)),
+        Arg::Symbol(s) => Ok(Column::Name(s.clone())),
+        other => Err(wrong_type(spec, "a column name or a 0-based index", other)),
+    }
+}
+
+fn character(spec: &Spec, value: &Arg) -> Result<u8> {
+    match value {
+        Arg::Text(t) => match t.as_bytes() {
+            [c] if c.is_ascii() => Ok(*c),
+            _ => Err(invalid(
+                spec,
+                format!("must be one ASCII character, not {t:?}"),
+            )),
+        },
+        other => Err(wrong_type(spec, "a one-character string", other)),
+    }
+}

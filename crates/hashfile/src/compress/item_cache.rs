@@ -1,0 +1,173 @@
+//! The decoded items a store's `Decoder` keeps for the next `dig`: by the
+//! frame's place in the store's file, evicted by CLOCK.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+
+/// The most bytes of decoded items one open store keeps
+/// ([`Decoder::decode_item`](super::Decoder::decode_item)): a dig that enters a kept item skips its
+/// decode. Debian's merged locale tree, every leaf of en and de dug in a
+/// shuffled order, enters about 1.2 MB of items (docs/BENCHMARKS.md,
+/// "Compressed values").
+pub const ITEM_CACHE_LEN: usize = 4 << 20;
+
+/// The longest decoded item kept: a longer one is decoded for each dig.
+pub const KEPT_ITEM_LEN: usize = 64 << 10;
+
+/// What a store's cache of decoded items holds and has done
+/// ([`Decoder::item_cache_stats`](super::Decoder::item_cache_stats)).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ItemCacheStats {
+    /// Items kept.
+    pub entries: u64,
+    /// Their decoded bytes (at most [`ITEM_CACHE_LEN`]).
+    pub bytes: u64,
+    /// Items asked for that were kept.
+    pub hits: u64,
+    /// Items asked for that were decoded.
+    pub misses: u64,
+}
+
+/// Decoded items by their frame's offset in the store's file and length:
+/// each decoder has its own, so a frame of another store (or of the same
+/// path opened again) is never answered from it. Evicts by CLOCK (second
+/// chance): an item asked for since the hand last passed it stays another
+/// round.
+#[derive(Default)]
+pub(super) struct ItemCache {
+    items: HashMap<ItemPlace, KeptItem>,
+    /// Every kept item's place, in the order the hand visits them.
+    hand: VecDeque<ItemPlace>,
+    bytes: usize,
+    hits: u64,
+    misses: u64,
+}
+
+/// A frame's offset in its store's file, and its length.
+type ItemPlace = (u64, usize);
+
+struct KeptItem {
+    bytes: Arc<[u8]>,
+    entered: bool,
+}
+
+impl ItemCache {
+    /// What the cache holds and has done.
+    pub(super) fn stats(&self) -> ItemCacheStats {
+        ItemCacheStats {
+            entries: self.items.len() as u64,
+            bytes: self.bytes as u64,
+            hits: self.hits,
+            misses: self.misses,
+        }
+    }
+
+    pub(super) fn get(&mut self, place: ItemPlace) -> Option<Arc<[u8]>> {
+        match self.items.get_mut(&place) {
+            Some(kept) => {
+                kept.entered = true;
+                self.hits += 1;
+                Some(kept.bytes.clone())
+            }
+            None => {
+                self.misses += 1;
+                None
+            }
+        }
+    }
+
+    pub(super) fn insert(&mut self, place: ItemPlace, item: Arc<[u8]>) {
+        if item.len() > KEPT_ITEM_LEN || self.items.contains_key(&place) {
+            return;
+        }
+        while self.bytes + item.len() > ITEM_CACHE_LEN {
+            let Some(oldest) = self.hand.pop_front() else {
+                break;
+            };
+            let kept = self
+                .items
+                .get_mut(&oldest)
+                .expect("the hand holds kept places");
+            if kept.entered {
+                kept.entered = false;
+                self.hand.push_back(oldest);
+            } else {
+                self.bytes -= kept.bytes.len();
+                self.items.remove(&oldest);
+            }
+        }
+        self.bytes += item.len();
+        self.hand.push_back(place);
+        self.items.insert(
+            place,
+            KeptItem {
+                bytes: item,
+                entered: false,
+            },
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compress::{prepare_dictionary, train, Decoder, Encoder, SMALL_DICTIONARY_CAPACITY};
+
+    #[test]
+    fn kept_items_come_back_only_to_their_own_decoder_and_stay_within_the_limit() {
+        let values: Vec<Vec<u8>> = (0..400)
+            .map(|i| {
+                format!("{{\"id\":{i},\"name\":\"product {i}\",\"colour\":\"blue\",\"size\":\"large\"}}").into_bytes()
+            })
+            .collect();
+        let samples: Vec<&[u8]> = values.iter().map(Vec::as_slice).collect();
+        let dictionary = train(&samples, SMALL_DICTIONARY_CAPACITY);
+        assert!(!dictionary.is_empty());
+        let prepared = prepare_dictionary(&dictionary, 3);
+        let mut encoder = Encoder::new(3, prepared.as_ref()).unwrap();
+        let mut frame = vec![];
+        assert!(encoder.compress(&values[7], &mut frame).unwrap());
+        let decoder = Decoder::new(&dictionary).unwrap();
+        // Decoded, then given back from the cache: the same bytes, shared.
+        let first = decoder.decode_item(100, &frame, u64::MAX).unwrap();
+        let again = decoder.decode_item(100, &frame, u64::MAX).unwrap();
+        assert_eq!(&*first, &values[7][..]);
+        assert!(Arc::ptr_eq(&first, &again));
+        let stats = decoder.item_cache_stats();
+        assert_eq!(
+            (stats.entries, stats.bytes, stats.hits, stats.misses),
+            (1, values[7].len() as u64, 1, 1)
+        );
+        // Another store's decoder at the same frame decodes it itself:
+        // without the dictionary it gets an error or other bytes.
+        let other = Decoder::new(&[]).unwrap();
+        assert_ne!(
+            other.decode_item(100, &frame, u64::MAX).ok().as_deref(),
+            Some(&values[7][..])
+        );
+
+        // Items past the limit evict others; one entered again since the
+        // hand passed it stays (second chance); one over KEPT_ITEM_LEN is
+        // decoded each time and never kept.
+        let mut cache = ItemCache::default();
+        let item = |n: usize| -> Arc<[u8]> { vec![n as u8; KEPT_ITEM_LEN].into() };
+        let per_cache = ITEM_CACHE_LEN / KEPT_ITEM_LEN;
+        for n in 0..per_cache {
+            cache.insert((n as u64, 1), item(n));
+        }
+        assert_eq!(cache.bytes, ITEM_CACHE_LEN);
+        assert!(cache.get((0, 1)).is_some());
+        cache.insert((per_cache as u64, 1), item(per_cache));
+        assert_eq!(cache.bytes, ITEM_CACHE_LEN);
+        assert!(cache.get((0, 1)).is_some(), "entered since: kept");
+        assert!(
+            cache.get((1, 1)).is_none(),
+            "the oldest not entered: evicted"
+        );
+        assert_eq!(cache.items.len(), cache.hand.len());
+        let long: Arc<[u8]> = vec![0; KEPT_ITEM_LEN + 1].into();
+        cache.insert((u64::MAX, 1), long);
+        assert!(cache.get((u64::MAX, 1)).is_none());
+        assert!(cache.bytes <= ITEM_CACHE_LEN);
+    }
+}
