@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use hashfile::{BuildOptions, Builder, Reader};
+use hashfile::{BuildOptions, Builder, MemoryLimit, Reader, MIN_MEMORY_LIMIT};
 
 #[path = "../examples/support/mod.rs"]
 mod support;
@@ -124,19 +124,48 @@ fn batch(c: &mut Criterion) {
     group.finish();
 }
 
+/// Builds in memory with either index layout, and builds spilled over the
+/// least memory limit (`MIN_MEMORY_LIMIT`) to a file: the perfect hash's
+/// search in its three callers (`chd::search`).
 fn build(c: &mut Criterion) {
     let mut group = c.benchmark_group("build");
     group.sample_size(10);
+    let layouts = [
+        ("hashfile", BuildOptions::default()),
+        ("compact", BuildOptions::compact()),
+    ];
     for n in [100_000usize, 1_000_000] {
         let entries = data(n);
         group.throughput(Throughput::Elements(n as u64));
-        group.bench_with_input(BenchmarkId::new("hashfile", n), &entries, |b, entries| {
+        for (name, options) in &layouts {
+            group.bench_with_input(BenchmarkId::new(*name, n), &entries, |b, entries| {
+                b.iter(|| {
+                    let mut builder = Builder::new(options.clone()).unwrap();
+                    for (k, v) in entries {
+                        builder.insert(k, v);
+                    }
+                    builder.to_bytes().unwrap().len()
+                })
+            });
+        }
+    }
+    let n = 1_000_000usize;
+    let entries = data(n);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("spilled.hf");
+    for (name, options) in &layouts {
+        let options = BuildOptions {
+            memory: MemoryLimit::bytes(MIN_MEMORY_LIMIT).unwrap(),
+            ..options.clone()
+        };
+        let id = BenchmarkId::new(format!("{name}_spilled"), n);
+        group.bench_with_input(id, &entries, |b, entries| {
             b.iter(|| {
-                let mut builder = Builder::new(BuildOptions::default()).unwrap();
+                let mut builder = Builder::new(options.clone()).unwrap();
                 for (k, v) in entries {
                     builder.insert(k, v);
                 }
-                builder.to_bytes().unwrap().len()
+                builder.write_file(&path).unwrap()
             })
         });
     }

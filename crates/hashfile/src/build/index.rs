@@ -46,7 +46,7 @@ pub(super) fn prepare(
     // hands back each slot's offset.
     let (seed, geometry, mut index, slots) = match options.index {
         IndexKind::Classic => {
-            let built = chd::build::build(
+            let built = chd::classic::build(
                 n,
                 key,
                 offsets.ids(),

@@ -19,6 +19,7 @@ mod publish;
 mod records;
 mod repeats;
 mod spill;
+mod spill_repeats;
 mod temp;
 
 use std::io::{BufWriter, Write};
@@ -432,17 +433,17 @@ impl Builder {
     }
 
     /// Resolves repeated keys in the records of a sealed build in its
-    /// temporary file (`spill::resolve_repeats`: in place, or into a new
-    /// temporary file), holding about what a spilled build holds whatever
-    /// the records' size. The file is then as if only the kept entries had
-    /// been added; its offsets and hashes are not kept.
+    /// temporary file (`spill_repeats::resolve_repeats`: in place, or into
+    /// a new temporary file), holding about what a spilled build holds
+    /// whatever the records' size. The file is then as if only the kept
+    /// entries had been added; its offsets and hashes are not kept.
     fn resolve_in_file(&mut self, policy: OnDuplicate, stats: &mut SpillStats) -> Result<()> {
         let start = Header::encoded_len(self.with_dictionary());
         let Records::File(spill) = &mut self.records else {
             unreachable!("resolved in the file its records are in")
         };
         let records = spill::RecordsFile::sealed(spill, start, self.entries as u64, self.typed);
-        let kept = spill::resolve_repeats(
+        let kept = spill_repeats::resolve_repeats(
             &records,
             policy,
             &self.options,
@@ -473,7 +474,7 @@ impl Builder {
         };
         let start = Header::encoded_len(self.with_dictionary());
         let records = spill::RecordsFile::sealed(spill, start, self.entries as u64, self.typed);
-        spill::offsets_and_hashes(&records, self.options.hash_seed, &self.cancel)
+        spill_repeats::offsets_and_hashes(&records, self.options.hash_seed, &self.cancel)
     }
 
     /// Resolves repeated keys per `on_duplicate` (`repeats::resolve`):
@@ -490,7 +491,7 @@ impl Builder {
             // does: its records never come into memory. Only if two
             // hashes are equal, which the hashes kept tell without
             // reading a key.
-            if !spill::may_repeat(&spill.hashes, self.entries) {
+            if !spill_repeats::may_repeat(&spill.hashes, self.entries) {
                 return Ok(());
             }
             // Read back once the records are resolved: kept meanwhile,
@@ -584,7 +585,7 @@ impl Builder {
     /// Calls `f` with the entries, ascending, of every key added more
     /// than once (`repeats::each_repeated_key`).
     fn each_repeated_key(&self, f: impl FnMut(&[usize]) -> Result<()>) -> Result<()> {
-        let hashed = chd::build::sorted_hashes(&|i| self.key(i), self.offsets.len(), 0);
+        let hashed = chd::search::sorted_hashes(&|i| self.key(i), self.offsets.len(), 0);
         repeats::each_repeated_key(
             &hashed,
             |h| h.hash,

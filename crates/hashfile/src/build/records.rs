@@ -239,7 +239,7 @@ impl Offsets {
         }
     }
 
-    /// The ids the perfect-hash build knows keys by (`chd::build`): the
+    /// The ids the perfect-hash build knows keys by (`chd::search`): the
     /// offsets themselves where they fit 32 bits, else the indices.
     pub(super) fn ids(&self) -> Option<&[u32]> {
         match self {

@@ -1,6 +1,6 @@
 //! What `on_duplicate` leaves of a repeated key: one definition for an
 //! in-memory build (`Builder::resolve_duplicates`, which knows entries by
-//! index) and a streaming or spilled one (`spill::resolve_repeats`, which
+//! index) and a streaming or spilled one (`spill_repeats::resolve_repeats`, which
 //! knows them by record offset).
 //!
 //! - [`each_repeated_key`] finds the repeated keys among hashes sorted

@@ -3,8 +3,7 @@
 //! build writes.
 //!
 //! The format already splits keys into parts by hash, and each part is
-//! placed on its own (`chd::build::place_parts`). A spilled build uses
-//! that:
+//! placed on its own (`chd::search::place`). A spilled build uses that:
 //!
 //! 1. *Scatter*: one pass over the records in the temporary file (read,
 //!    not mapped, so it adds nothing to the resident set) hashes each key
@@ -16,8 +15,8 @@
 //!    few bits per key), the slots in slot order to a temporary file, and
 //!    the group's file is removed. A free slot below `n` is written as 0
 //!    and remembered, as is each key placed at a slot past `n`. The
-//!    compact index places its parts the same way
-//!    (`chd::compact::place_parts`), keeping a byte per bucket and each
+//!    compact index places its parts with the same search (its layout
+//!    `chd::compact::Compact`), keeping a byte per bucket and each
 //!    part's remap in memory; its keys' slots are their final indices, so
 //!    none is left free.
 //! 3. *Write*: the index sections go after the records (the seed index,
@@ -39,10 +38,15 @@
 //! from the scatter, as an unlimited build moves to the next seed: same
 //! seed, same bytes.
 //!
+//! A hash seed is tried as every build tries seeds
+//! (`chd::search::each_seed`), and each group is placed by the search an
+//! unlimited build runs (`chd::search::place`), with the layout's
+//! `chd::classic::Classic` or `chd::compact::Compact`.
+//!
 //! Repeated keys (`on_duplicate` first, last or merge) are resolved before
-//! all this, by a scatter of their own (`resolve_repeats`), in the file
-//! the records are in: for a spilled build, and for any streaming build,
-//! whose records then never come into memory.
+//! all this, by a scatter of their own (`spill_repeats`), in the file the
+//! records are in: for a spilled build, and for any streaming build, whose
+//! records then never come into memory.
 
 use std::fs::File;
 use std::io::Write;
@@ -50,17 +54,18 @@ use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 use super::index::{self, SeedBlocks, Shape};
-use super::options::{BuildOptions, IndexKind, OnDuplicate};
-use super::records::{key_at, Offsets, Spill};
-use super::repeats;
-use super::temp::{self, TempFile};
+use super::options::{BuildOptions, IndexKind};
+use super::records::{key_at, Spill};
+use super::spill_repeats;
+use super::temp;
 use crate::bits;
 use crate::cancel::CancelFlag;
-use crate::chd::compact::{self, CompactHash};
-use crate::chd::{self, build::Hashed, BucketMap};
+use crate::chd::classic::Classic;
+use crate::chd::compact::{self, Compact, CompactHash};
+use crate::chd::search::{self, Hashed};
+use crate::chd::{self, BucketMap};
 use crate::error::{Error, Result};
 use crate::format::{record, Header, SectionId};
-use crate::parallel::*;
 
 /// Bytes of index data an unlimited build holds per key at its peak:
 /// hashes and offsets as entries come, then the sorted `(hash, id)` array,
@@ -76,13 +81,13 @@ const GROUP_BYTES_PER_KEY: u64 = 36;
 
 /// Bytes per key in a group's temporary file: the hash and the record's
 /// offset, little-endian.
-const SPILL_ENTRY: usize = 16;
+pub(super) const SPILL_ENTRY: usize = 16;
 
 /// Most groups, each a temporary file open at once while scattering.
 pub(super) const MAX_GROUPS: u64 = 256;
 
 /// Bytes of records read at a time by the scatter pass.
-const SCAN_BUFFER: usize = 8 << 20;
+pub(super) const SCAN_BUFFER: usize = 8 << 20;
 
 /// Slots written or copied at a time: a multiple of 8, so that a chunk of
 /// packed slots starts on a byte whatever their width.
@@ -134,11 +139,11 @@ impl RecordsFile<'_> {
         }
     }
 
-    fn len(&self) -> u64 {
+    pub(super) fn len(&self) -> u64 {
         self.mapped.len() as u64
     }
 
-    fn io(&self, e: std::io::Error) -> Error {
+    pub(super) fn io(&self, e: std::io::Error) -> Error {
         Error::io(Some(self.destination), e)
     }
 }
@@ -164,7 +169,7 @@ pub(super) fn needed(entries: u64, memory: u64) -> bool {
 
 /// How a spilled build splits its parts.
 #[derive(Clone, Copy, Debug)]
-struct Plan {
+pub(super) struct Plan {
     parts: u64,
     groups: u64,
     /// Bytes each group's temporary file buffers before a write.
@@ -175,7 +180,7 @@ impl Plan {
     /// The groups for `n` keys in `memory` bytes: as few as fit, at most
     /// one per part and `MAX_GROUPS`; an error naming `memory` if even
     /// that many do not fit.
-    fn new(n: u64, options: &BuildOptions, memory: u64) -> Result<Plan> {
+    pub(super) fn new(n: u64, options: &BuildOptions, memory: u64) -> Result<Plan> {
         let parts = chd::part_count(n, options.keys_per_part);
         // Held for the whole store: the seed blocks (a pilot takes about
         // 8 bits before packing squeezes it, at most a u32 per bucket),
@@ -261,9 +266,9 @@ pub(super) fn build(
         });
     }
     stats.groups = plan.groups;
-    for attempt in 0..chd::build::MAX_SEED_ATTEMPTS {
+    // The retry policy of every build: same seed, same bytes.
+    let (seed, index) = search::each_seed(n, options.hash_seed, |attempt, seed| {
         stats.attempts = attempt + 1;
-        let seed = options.hash_seed.wrapping_add(attempt as u64);
         cancel.check()?;
         let groups = scatter(records, &plan, seed, cancel)?;
         stats.temporary_bytes = stats.temporary_bytes.max(n * SPILL_ENTRY as u64);
@@ -275,22 +280,17 @@ pub(super) fn build(
                 place_compact(records, &plan, groups, seed, offset_bits, options, cancel)?
             }
         };
-        if let Some(index) = placed {
-            stats.temporary_bytes = stats
-                .temporary_bytes
-                .max(bits::packed_len(n, offset_bits).expect("the slots fit the file"));
-            return write(records, index, seed, offset_bits, options);
-        }
-    }
-    Err(Error::BuildFailed {
-        entries: n,
-        attempts: chd::build::MAX_SEED_ATTEMPTS,
-    })
+        Ok(placed.map(|index| (seed, index)))
+    })?;
+    stats.temporary_bytes = stats
+        .temporary_bytes
+        .max(bits::packed_len(n, offset_bits).expect("the slots fit the file"));
+    write(records, index, seed, offset_bits, options)
 }
 
 /// The groups' temporary files after the scatter, and each part's count.
-struct Groups {
-    files: Vec<Option<File>>,
+pub(super) struct Groups {
+    pub(super) files: Vec<Option<File>>,
     counts: Vec<u64>,
 }
 
@@ -310,7 +310,7 @@ impl GroupWriter {
 
 /// The scatter pass: every record's key hashed with `seed`, its hash and
 /// offset appended to its group's file, in input order.
-fn scatter(
+pub(super) fn scatter(
     records: &RecordsFile<'_>,
     plan: &Plan,
     seed: u64,
@@ -354,7 +354,7 @@ fn scatter(
 }
 
 /// The error for records that do not read back as the build wrote them.
-fn changed(records: &RecordsFile<'_>) -> Error {
+pub(super) fn changed(records: &RecordsFile<'_>) -> Error {
     records.io(std::io::Error::other(
         "the build's temporary file changed under it: its records no longer read back",
     ))
@@ -364,7 +364,7 @@ fn changed(records: &RecordsFile<'_>) -> Error {
 /// bytes, reading the file a buffer at a time. `f` may write the file
 /// before the record it is given (`resolve_repeats` does): each buffer is
 /// read before any call for it.
-fn each_record(
+pub(super) fn each_record(
     records: &RecordsFile<'_>,
     cancel: &CancelFlag,
     mut f: impl FnMut(u64, &[u8]) -> Result<()>,
@@ -409,7 +409,7 @@ fn each_record(
 }
 
 /// Calls `f(offset, key)` for every record, in order.
-fn each_key(
+pub(super) fn each_key(
     records: &RecordsFile<'_>,
     cancel: &CancelFlag,
     mut f: impl FnMut(u64, &[u8]) -> Result<()>,
@@ -475,13 +475,47 @@ fn settle(
     match judged {
         Err(Error::DuplicateKey { .. }) => {
             groups.files[g] = Some(file);
-            Err(duplicate_error(records, &groups.files[g..], cancel)?)
+            Err(spill_repeats::duplicate_error(
+                records,
+                &groups.files[g..],
+                cancel,
+            )?)
         }
         judged => judged,
     }
 }
 
-/// Places every group in part order. `None` if the seed failed.
+/// Places every group in part order, the one loop of both layouts: each
+/// group's keys are read back from its file, grouped by part
+/// (`read_group`), and handed to `place_group(parts, hashed, offsets,
+/// part_starts)`, which places them with the search
+/// (`chd::search::place`), keeps what they leave, and returns the
+/// search's judgement. `false` if the seed failed.
+fn each_group(
+    records: &RecordsFile<'_>,
+    plan: &Plan,
+    groups: &mut Groups,
+    cancel: &CancelFlag,
+    mut place_group: impl FnMut(std::ops::Range<u64>, Vec<Hashed>, Vec<u64>, Vec<usize>) -> Result<bool>,
+) -> Result<bool> {
+    for g in 0..plan.groups {
+        cancel.check()?;
+        let parts = plan.parts_of(g);
+        let counts = &groups.counts[parts.start as usize..parts.end as usize];
+        let file = groups.files[g as usize].take().expect("each group once");
+        let (hashed, offsets, part_starts) =
+            read_group(records, &file, plan.parts, parts.start, counts)?;
+        let judged = place_group(parts, hashed, offsets, part_starts);
+        if !settle(judged, records, groups, g as usize, file, cancel)? {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// Places every group in part order with the classic layout
+/// (`chd::classic::Classic`, as an unlimited build places all its parts at
+/// once). `None` if the seed failed.
 fn place(
     records: &RecordsFile<'_>,
     plan: &Plan,
@@ -495,6 +529,7 @@ fn place(
     let io = |e| records.io(e);
     let (params, geometry) = shape_of(n, plan, &groups, seed, options)?;
     let map = BucketMap::new(&geometry);
+    let layout = Classic::new(&params, &map);
     let spp = geometry.slots_per_part();
     let per_part = geometry.buckets_per_part() as usize;
     let mut seeds = SeedBlocks::new(options.seed_block_len);
@@ -503,49 +538,54 @@ fn place(
         offset_bits,
     );
     let (mut free, mut past_n) = (Vec::new(), Vec::new());
-    for g in 0..plan.groups {
-        cancel.check()?;
-        let parts = plan.parts_of(g);
-        let counts = &groups.counts[parts.start as usize..parts.end as usize];
-        let file = groups.files[g as usize].take().expect("each group once");
-        let (mut hashed, offsets, part_starts) =
-            read_group(records, &file, plan.parts, parts.start, counts)?;
-        let keys = |id: usize| key_at(records.mapped, offsets[id] as usize);
-        let mut pilots = vec![0u32; counts.len() * per_part];
-        let outcomes = chd::build::place_parts(
-            &mut hashed,
-            &part_starts,
-            &mut pilots,
-            &map,
-            parts.start,
-            &keys,
-            cancel,
-        );
-        let judged = chd::build::judge(&outcomes, &keys, &params, cancel);
-        if !settle(judged, records, &mut groups, g as usize, file, cancel)? {
-            return Ok(None);
-        }
-        seeds.extend(&pilots)?;
-        drop(pilots);
-        // The group's slots in slot order: each key's offset at its slot.
-        let first = parts.start * spp;
-        let mut by_slot = vec![u64::MAX; ((parts.end - parts.start) * spp) as usize];
-        for e in &hashed {
-            by_slot[(e.hash - first) as usize] = offsets[e.index as usize];
-        }
-        drop(hashed);
-        drop(offsets);
-        for (s, &offset) in (first..).zip(&by_slot) {
-            match (s < n, offset == u64::MAX) {
-                (true, true) => {
-                    free.push(s);
-                    slots.push(0).map_err(io)?;
-                }
-                (true, false) => slots.push(offset).map_err(io)?,
-                (false, false) => past_n.push((s, offset)),
-                (false, true) => {}
+    let placed = each_group(
+        records,
+        plan,
+        &mut groups,
+        cancel,
+        |parts, mut hashed, offsets, part_starts| {
+            let keys = |id: usize| key_at(records.mapped, offsets[id] as usize);
+            let count = parts.end - parts.start;
+            let mut pilots = vec![0u32; count as usize * per_part];
+            let to_place = layout.parts(parts.start, count);
+            if !search::place(
+                &layout,
+                &mut hashed,
+                &part_starts,
+                to_place,
+                &mut pilots,
+                &map,
+                &keys,
+                cancel,
+            )? {
+                return Ok(false);
             }
-        }
+            seeds.extend(&pilots)?;
+            drop(pilots);
+            // The group's slots in slot order: each key's offset at its slot.
+            let first = parts.start * spp;
+            let mut by_slot = vec![u64::MAX; (count * spp) as usize];
+            for e in &hashed {
+                by_slot[(e.hash - first) as usize] = offsets[e.index as usize];
+            }
+            drop(hashed);
+            drop(offsets);
+            for (s, &offset) in (first..).zip(&by_slot) {
+                match (s < n, offset == u64::MAX) {
+                    (true, true) => {
+                        free.push(s);
+                        slots.push(0).map_err(io)?;
+                    }
+                    (true, false) => slots.push(offset).map_err(io)?,
+                    (false, false) => past_n.push((s, offset)),
+                    (false, true) => {}
+                }
+            }
+            Ok(true)
+        },
+    )?;
+    if !placed {
+        return Ok(None);
     }
     assert_eq!(
         free.len(),
@@ -563,9 +603,9 @@ fn place(
     }))
 }
 
-/// Places every group in part order with the compact index
-/// (`chd::compact::place_parts`, as an unlimited build places all its
-/// parts at once). `None` if the seed failed.
+/// Places every group in part order with the compact layout
+/// (`chd::compact::Compact`, as an unlimited build places all its parts at
+/// once). `None` if the seed failed.
 fn place_compact(
     records: &RecordsFile<'_>,
     plan: &Plan,
@@ -579,6 +619,7 @@ fn place_compact(
     let io = |e| records.io(e);
     let (params, mut geometry) = shape_of(n, plan, &groups, seed, options)?;
     let map = BucketMap::new(&geometry);
+    let layout = Compact::new(&params, n, plan.parts);
     let (table, remap_len) = compact::part_table(&groups.counts, params.load_factor);
     geometry.slot_count = n + remap_len;
     let per_part = geometry.buckets_per_part() as usize;
@@ -588,47 +629,50 @@ fn place_compact(
         temp::unnamed_beside(records.destination).map_err(io)?,
         offset_bits,
     );
-    for g in 0..plan.groups {
-        cancel.check()?;
-        let parts = plan.parts_of(g);
-        let (first, last) = (parts.start as usize, parts.end as usize);
-        let counts = &groups.counts[first..last];
-        let file = groups.files[g as usize].take().expect("each group once");
-        let (mut hashed, offsets, _) = read_group(records, &file, plan.parts, parts.start, counts)?;
-        let keys = |id: usize| key_at(records.mapped, offsets[id] as usize);
-        let group = &table[first..last];
-        let remap_of = |part: &compact::Part| {
-            let start = part.remap_first as usize;
-            start..start + (part.slots - part.keys) as usize
-        };
-        let remaps = remap_of(&group[0]).start..remap_of(&group[group.len() - 1]).end;
-        let outcomes = compact::place_parts(
-            &mut hashed,
-            group,
-            parts.start,
-            &mut pilots[first * per_part..last * per_part],
-            &mut remap[remaps],
-            &map,
-            seed,
-            &keys,
-            cancel,
-        );
-        let judged = compact::judge(&outcomes, &keys, &params, n.div_ceil(plan.parts), cancel);
-        if !settle(judged, records, &mut groups, g as usize, file, cancel)? {
-            return Ok(None);
-        }
-        // The group's keys take the final indices from its first part's
-        // first key on, one each: their offsets in that order.
-        let first_key = group[0].first_key;
-        let mut by_index = vec![0u64; hashed.len()];
-        for e in &hashed {
-            by_index[(e.hash - first_key) as usize] = offsets[e.index as usize];
-        }
-        drop(hashed);
-        drop(offsets);
-        for &offset in &by_index {
-            slots.push(offset).map_err(io)?;
-        }
+    let placed = each_group(
+        records,
+        plan,
+        &mut groups,
+        cancel,
+        |parts, mut hashed, offsets, part_starts| {
+            let keys = |id: usize| key_at(records.mapped, offsets[id] as usize);
+            let (first, last) = (parts.start as usize, parts.end as usize);
+            let group = &table[first..last];
+            let remap_of = |part: &compact::Part| {
+                let start = part.remap_first as usize;
+                start..start + (part.slots - part.keys) as usize
+            };
+            let remaps = remap_of(&group[0]).start..remap_of(&group[group.len() - 1]).end;
+            let to_place = Compact::parts(group, parts.start, &mut remap[remaps], seed);
+            if !search::place(
+                &layout,
+                &mut hashed,
+                &part_starts,
+                to_place,
+                &mut pilots[first * per_part..last * per_part],
+                &map,
+                &keys,
+                cancel,
+            )? {
+                return Ok(false);
+            }
+            // The group's keys take the final indices from its first
+            // part's first key on, one each: their offsets in that order.
+            let first_key = group[0].first_key;
+            let mut by_index = vec![0u64; hashed.len()];
+            for e in &hashed {
+                by_index[(e.hash - first_key) as usize] = offsets[e.index as usize];
+            }
+            drop(hashed);
+            drop(offsets);
+            for &offset in &by_index {
+                slots.push(offset).map_err(io)?;
+            }
+            Ok(true)
+        },
+    )?;
+    if !placed {
+        return Ok(None);
     }
     let hash = CompactHash::from_parts(seed, geometry, pilots, table, remap);
     Ok(Some(Placed {
@@ -846,347 +890,6 @@ fn write(
     file.set_len(header.file_len).map_err(io)?;
     file.write_all_at(&header.encode(), 0).map_err(io)?;
     Ok(header)
-}
-
-/// False if no two of a build's `entries` keys can be the same: their
-/// `hashes` (one per entry, as a streaming build keeps them) are all
-/// different. True if two are equal, or the hashes were not kept.
-pub(super) fn may_repeat(hashes: &[u64], entries: usize) -> bool {
-    if hashes.len() != entries {
-        return true;
-    }
-    let mut sorted = hashes.to_vec();
-    sorted.par_sort_unstable();
-    sorted.windows(2).any(|w| w[0] == w[1])
-}
-
-/// Each record's offset and its key's hash with `seed`, in order: what a
-/// streaming build keeps as entries come, read back after a resolve
-/// rewrote its records.
-pub(super) fn offsets_and_hashes(
-    records: &RecordsFile<'_>,
-    seed: u64,
-    cancel: &CancelFlag,
-) -> Result<(Offsets, Vec<u64>)> {
-    let mut offsets = Offsets::Narrow(Vec::with_capacity(records.entries as usize));
-    let mut hashes = Vec::with_capacity(records.entries as usize);
-    each_key(records, cancel, |offset, key| {
-        offsets.push(offset);
-        hashes.push(chd::hash_key(key, seed));
-        Ok(())
-    })?;
-    if hashes.len() as u64 != records.entries {
-        return Err(changed(records));
-    }
-    Ok((offsets, hashes))
-}
-
-/// Calls `f` with the offsets, ascending, of every key that occurs more
-/// than once in the group `file`. A key's occurrences share a hash, so a
-/// group holds them all.
-fn each_repeated_key(
-    records: &RecordsFile<'_>,
-    file: &File,
-    f: impl FnMut(&[u64]) -> Result<()>,
-) -> Result<()> {
-    let key = |offset: u64| key_at(records.mapped, offset as usize);
-    let len = file.metadata().map_err(|e| records.io(e))?.len();
-    let mut bytes = vec![0u8; len as usize];
-    file.read_exact_at(&mut bytes, 0)
-        .map_err(|e| records.io(e))?;
-    let mut entries: Vec<(u64, u64)> = bytes
-        .chunks_exact(SPILL_ENTRY)
-        .map(|e| {
-            (
-                u64::from_le_bytes(e[..8].try_into().expect("8 bytes")),
-                u64::from_le_bytes(e[8..].try_into().expect("8 bytes")),
-            )
-        })
-        .collect();
-    drop(bytes);
-    entries.sort_unstable();
-    repeats::each_repeated_key(&entries, |e| e.0, |e| e.1, key, f)
-}
-
-/// The duplicate key error of a spilled build, as an unlimited build
-/// gives it (`Builder::duplicate_error`): the key whose second occurrence
-/// comes first in input order, and how many other keys repeat. `files`
-/// are the groups not yet placed, where every repeat lies.
-fn duplicate_error(
-    records: &RecordsFile<'_>,
-    files: &[Option<File>],
-    cancel: &CancelFlag,
-) -> Result<Error> {
-    let mut repeats = repeats::FirstRepeat::new();
-    for file in files.iter().flatten() {
-        cancel.check()?;
-        each_repeated_key(records, file, |occurrences| {
-            repeats.add(occurrences);
-            Ok(())
-        })?;
-    }
-    let first = repeats.first().ok_or_else(|| changed(records))?;
-    Ok(repeats.error(key_at(records.mapped, first as usize)))
-}
-
-/// The records left once repeated keys are resolved (`resolve_repeats`).
-pub(super) struct Kept {
-    /// Entries kept.
-    pub(super) entries: u64,
-    /// Their bytes.
-    pub(super) len: u64,
-    /// XXH3 of them.
-    pub(super) checksum: xxhash_rust::xxh3::Xxh3,
-    /// The new temporary file of the store, with the same room before the
-    /// records, if they could not close up in place (a merge left a
-    /// record in place of a shorter one).
-    pub(super) moved: Option<TempFile>,
-}
-
-/// What becomes of one occurrence of a repeated key, at `offset`: it is
-/// dropped, or its record is replaced by `len` bytes at `at` in the
-/// replacements file.
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-struct Change {
-    offset: u64,
-    at: u64,
-    len: u64,
-}
-
-impl Change {
-    /// `at` of a dropped occurrence.
-    const DROP: u64 = u64::MAX;
-    /// Bytes of a change in a group's file: offset, at, len.
-    const BYTES: usize = 24;
-
-    fn drop(offset: u64) -> Change {
-        Change {
-            offset,
-            at: Change::DROP,
-            len: 0,
-        }
-    }
-}
-
-/// `on_duplicate: first`, `last` or `merge` for a spilled build, leaving
-/// the records an unlimited build's resolve leaves
-/// (`Builder::resolve_duplicates`): every occurrence of a repeated key but
-/// one is dropped, and a merge's record takes the place of the first. The
-/// groups are scattered once to find the repeats; each group's changes go
-/// to a file of its own, sorted by offset, and a merge's records to a
-/// replacements file. Then one pass copies the records kept, in order:
-/// down over those dropped, in place, or to a new temporary file when a
-/// replacement is there (it may be longer than what it replaces). The file
-/// is then as if only the kept entries had been added. `None` if no key
-/// repeats.
-pub(super) fn resolve_repeats(
-    records: &RecordsFile<'_>,
-    policy: OnDuplicate,
-    options: &BuildOptions,
-    memory: u64,
-    cancel: &CancelFlag,
-    stats: &mut SpillStats,
-) -> Result<Option<Kept>> {
-    let io = |e| records.io(e);
-    let plan = Plan::new(records.entries, options, memory)?;
-    let mut groups = scatter(records, &plan, options.hash_seed, cancel)?;
-    let record_at = |offset: u64| {
-        record::read(&records.mapped[offset as usize..])
-            .expect("a builder's own records are well formed")
-    };
-    let mut replacements: Option<(File, u64)> = None;
-    let mut change_files = Vec::new();
-    let mut any = false;
-    for file in groups.files.iter_mut() {
-        cancel.check()?;
-        let file = file.take().expect("each group once");
-        let mut changes = Vec::new();
-        let mut merged_bytes = Vec::new();
-        each_repeated_key(records, &file, |occurrences| {
-            let resolved = repeats::resolve(policy, occurrences, record_at)?;
-            changes.extend(
-                occurrences
-                    .iter()
-                    .filter(|&&o| o != resolved.at)
-                    .map(|&o| Change::drop(o)),
-            );
-            if resolved.keeps_its_record() {
-                return Ok(());
-            }
-            merged_bytes.clear();
-            match resolved.holds {
-                repeats::Holds::Record(o) => {
-                    let len = record::parse(&records.mapped[o as usize..])
-                        .ok()
-                        .flatten()
-                        .expect("a builder's own records are well formed")
-                        .len;
-                    merged_bytes.extend_from_slice(&records.mapped[o as usize..o as usize + len]);
-                }
-                repeats::Holds::Merged { key_of, value } => {
-                    repeats::write_merged(record_at(key_of), &value, &mut merged_bytes)?
-                }
-            }
-            let (temp, end) = match &mut replacements {
-                Some(r) => r,
-                None => {
-                    replacements.insert((temp::unnamed_beside(records.destination).map_err(io)?, 0))
-                }
-            };
-            temp.write_all_at(&merged_bytes, *end).map_err(io)?;
-            changes.push(Change {
-                offset: resolved.at,
-                at: *end,
-                len: merged_bytes.len() as u64,
-            });
-            *end += merged_bytes.len() as u64;
-            Ok(())
-        })?;
-        drop(file);
-        changes.sort_unstable();
-        any |= !changes.is_empty();
-        let out = temp::unnamed_beside(records.destination).map_err(io)?;
-        let bytes: Vec<u8> = changes
-            .iter()
-            .flat_map(|c| [c.offset, c.at, c.len])
-            .flat_map(u64::to_le_bytes)
-            .collect();
-        out.write_all_at(&bytes, 0).map_err(io)?;
-        change_files.push((out, changes.len() as u64));
-    }
-    // The groups' files are all there until the first group is read; the
-    // changes, the replacements and a moved copy of the records at the
-    // end.
-    let changes_bytes: u64 = change_files
-        .iter()
-        .map(|(_, count)| count * Change::BYTES as u64)
-        .sum();
-    let replaced_bytes = replacements.as_ref().map_or(0, |(_, end)| *end);
-    stats.temporary_bytes = stats
-        .temporary_bytes
-        .max(records.entries * SPILL_ENTRY as u64 + changes_bytes);
-    if !any {
-        return Ok(None);
-    }
-    // The changes of every group, merged in order as the records are
-    // copied.
-    let mut readers: Vec<ChangeReader> = change_files
-        .iter()
-        .map(|(file, count)| ChangeReader {
-            file,
-            count: *count,
-            read: 0,
-            buffer: Vec::new(),
-            at: 0,
-        })
-        .collect();
-    let mut next = std::collections::BinaryHeap::new();
-    for (g, reader) in readers.iter_mut().enumerate() {
-        if let Some(change) = reader.next().map_err(io)? {
-            next.push(std::cmp::Reverse((change, g)));
-        }
-    }
-    // Records close up in place unless a replacement may run ahead of
-    // the records not yet read.
-    let moved = match replacements {
-        Some(_) => {
-            let temp = TempFile::create_beside(records.destination).map_err(io)?;
-            temp.file.set_len(records.start).map_err(io)?;
-            Some(temp)
-        }
-        None => None,
-    };
-    let out_file = moved.as_ref().map_or(records.file, |t| &t.file);
-    let mut kept = Kept {
-        entries: 0,
-        len: 0,
-        checksum: xxhash_rust::xxh3::Xxh3::new(),
-        moved: None,
-    };
-    let mut out = Vec::with_capacity(SCAN_BUFFER);
-    let mut replacement = Vec::new();
-    each_record(records, cancel, |offset, record| {
-        let mut record = record;
-        if let Some(&std::cmp::Reverse((change, g))) = next.peek() {
-            if change.offset == offset {
-                next.pop();
-                if let Some(following) = readers[g].next().map_err(io)? {
-                    next.push(std::cmp::Reverse((following, g)));
-                }
-                if change.at == Change::DROP {
-                    return Ok(());
-                }
-                let (temp, _) = replacements
-                    .as_ref()
-                    .expect("a replacement is written first");
-                replacement.resize(change.len as usize, 0);
-                temp.read_exact_at(&mut replacement, change.at)
-                    .map_err(io)?;
-                record = &replacement;
-            }
-        }
-        kept.entries += 1;
-        kept.checksum.update(record);
-        out.extend_from_slice(record);
-        if out.len() >= SCAN_BUFFER {
-            // In place, at or before where the records read were: never
-            // over one not yet read (each_record reads ahead of this).
-            out_file
-                .write_all_at(&out, records.start + kept.len)
-                .map_err(io)?;
-            kept.len += out.len() as u64;
-            out.clear();
-        }
-        Ok(())
-    })?;
-    out_file
-        .write_all_at(&out, records.start + kept.len)
-        .map_err(io)?;
-    kept.len += out.len() as u64;
-    out_file.set_len(records.start + kept.len).map_err(io)?;
-    if moved.is_some() {
-        stats.temporary_bytes = stats
-            .temporary_bytes
-            .max(changes_bytes + replaced_bytes + records.start + kept.len);
-    }
-    kept.moved = moved;
-    Ok(Some(kept))
-}
-
-/// A group's changes, read back in order a buffer at a time.
-struct ChangeReader<'a> {
-    file: &'a std::fs::File,
-    count: u64,
-    read: u64,
-    buffer: Vec<Change>,
-    at: usize,
-}
-
-impl ChangeReader<'_> {
-    fn next(&mut self) -> std::io::Result<Option<Change>> {
-        if self.at == self.buffer.len() {
-            let take = (self.count - self.read).min(1 << 16);
-            if take == 0 {
-                return Ok(None);
-            }
-            let mut bytes = vec![0u8; take as usize * Change::BYTES];
-            self.file
-                .read_exact_at(&mut bytes, self.read * Change::BYTES as u64)?;
-            let word = |b: &[u8]| u64::from_le_bytes(b.try_into().expect("8 bytes"));
-            self.buffer = bytes
-                .chunks_exact(Change::BYTES)
-                .map(|b| Change {
-                    offset: word(&b[..8]),
-                    at: word(&b[8..16]),
-                    len: word(&b[16..]),
-                })
-                .collect();
-            self.read += take;
-            self.at = 0;
-        }
-        self.at += 1;
-        Ok(Some(self.buffer[self.at - 1]))
-    }
 }
 
 #[cfg(test)]

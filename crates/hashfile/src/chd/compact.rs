@@ -1,7 +1,7 @@
 //! A compact index: one byte per bucket, found by PtrHash's evict-and-retry
 //! search, and parts of their own size so that the remap stays small.
 //!
-//! The classic layout (`build`) gives each bucket the smallest pilot below
+//! The classic layout (`classic`) gives each bucket the smallest pilot below
 //! 2^24 that places its keys and packs pilots in blocks as wide as their
 //! largest pilot: about 9.5 bits a bucket. Here every pilot is below 256,
 //! stored as one byte a lookup reads without a block index. A bucket that
@@ -18,22 +18,18 @@
 //! remap onto its own free slots below `n_p`: remap entries are
 //! `bits_for(n_p - 1)` bits and about `1 - load_factor` of the keys.
 //!
-//! This module builds the function in memory (`CompactHash`) and answers
-//! queries on it; `build::index` writes it as the compact layout of
+//! This module holds the layout's placing of a part (`search::Layout`:
+//! the search itself, seeds and parts in parallel, is `search`'s), builds
+//! the function in memory (`CompactHash`) and answers queries on it; `build::index` writes it as the compact layout of
 //! docs/FORMAT.md, and the reader looks keys up in that.
 
 use std::collections::BinaryHeap;
-use std::sync::atomic::{AtomicBool, Ordering};
 
-use super::build::{
-    counting_sort, first_duplicate, group_by_bucket, hash_by_part, Clash, Hashed, Placement,
-    MAX_SEED_ATTEMPTS,
-};
-use super::{geometry, hash_key, mix, part_count, slot_of_word, BucketMap, Params, PilotWord};
+use super::search::{self, Buckets, Hashed, Layout, Placement, Stop};
+use super::{hash_key, mix, slot_of_word, BucketMap, Params, PilotWord};
 use crate::cancel::CancelFlag;
 use crate::error::{Error, Result};
 use crate::format::Geometry;
-use crate::parallel::*;
 
 /// Pilots a bucket may take: one byte.
 pub const PILOTS: u64 = 256;
@@ -84,7 +80,7 @@ pub struct CompactHash {
 }
 
 impl CompactHash {
-    /// The function of the parts `place_parts` placed, with the hash seed
+    /// The function of the parts `search::place` placed, with the hash seed
     /// and geometry they were placed with.
     pub(crate) fn from_parts(
         seed: u64,
@@ -196,9 +192,9 @@ pub fn remap_bits(keys: u32) -> u32 {
     (32 - keys.saturating_sub(1).leading_zeros()).max(1)
 }
 
-/// Builds the compact function of `n` keys (key `i` is `keys(id(i))`, and
-/// `hashes`, if given, their hashes with `params.hash_seed`, as in
-/// `build::build`), trying seeds `hash_seed`, `+1`, ... Returns it with
+/// Builds the compact function of `n` keys (`search::search`: seeds
+/// `hash_seed`, `+1`, ... until one works; key `i` is `keys(ids[i])`, and
+/// `hashes`, if given, their hashes with the first seed). Returns it with
 /// every key's final index (in the `hash` field) and id.
 pub(crate) fn build<'a, K>(
     n: usize,
@@ -211,74 +207,42 @@ pub(crate) fn build<'a, K>(
 where
     K: Fn(usize) -> &'a [u8] + Sync,
 {
-    assert!(ids.is_none_or(|ids| ids.len() == n), "one id per key");
-    let id = |i: usize| ids.map_or(i as u32, |ids| ids[i]);
-    for attempt in 0..MAX_SEED_ATTEMPTS {
-        let seed = params.hash_seed.wrapping_add(attempt as u64);
-        // A builder's hashes spare reading every key again (and, in a
-        // streaming build, mapping every page of its records).
-        let hashes = hashes.filter(|h| attempt == 0 && h.len() == n);
-        if let Some(built) = try_seed(&keys, &id, hashes, n, seed, params, cancel)? {
-            return Ok(built);
-        }
-    }
-    Err(Error::BuildFailed {
-        entries: n as u64,
-        attempts: MAX_SEED_ATTEMPTS,
-    })
-}
-
-fn try_seed<'a, K, I>(
-    keys: &K,
-    id: &I,
-    hashes: Option<&[u64]>,
-    n: usize,
-    seed: u64,
-    params: &Params,
-    cancel: &CancelFlag,
-) -> Result<Option<(CompactHash, Vec<Hashed>)>>
-where
-    K: Fn(usize) -> &'a [u8] + Sync,
-    I: Fn(usize) -> u32 + Sync,
-{
     let n64 = n as u64;
-    let parts = part_count(n64, params.keys_per_part);
-    let (mut hashed, part_starts) = match hashes {
-        Some(hashes) => hash_by_part(&|i| hashes[i], id, n, parts),
-        None => hash_by_part(&|i| hash_key(keys(id(i) as usize), seed), id, n, parts),
-    };
-    let max_part = part_starts
-        .windows(2)
-        .map(|w| w[1] - w[0])
-        .max()
-        .unwrap_or(0);
-    let mut geometry = geometry(n64, parts, max_part as u64, params)?;
-    let map = BucketMap::new(&geometry);
-    let counts: Vec<u64> = part_starts
-        .windows(2)
-        .map(|w| (w[1] - w[0]) as u64)
-        .collect();
-    let (table, remap_len) = part_table(&counts, params.load_factor);
-    geometry.slot_count = n64 + remap_len;
+    search::search(
+        n,
+        &keys,
+        ids,
+        hashes,
+        params,
+        |mut hashed, part_starts, mut geometry, seed| {
+            let map = BucketMap::new(&geometry);
+            let counts: Vec<u64> = part_starts
+                .windows(2)
+                .map(|w| (w[1] - w[0]) as u64)
+                .collect();
+            let (table, remap_len) = part_table(&counts, params.load_factor);
+            geometry.slot_count = n64 + remap_len;
 
-    let mut pilots = vec![0u8; geometry.bucket_count as usize];
-    let mut remap = vec![0u32; remap_len as usize];
-    let outcomes = place_parts(
-        &mut hashed,
-        &table,
-        0,
-        &mut pilots,
-        &mut remap,
-        &map,
-        seed,
-        keys,
-        cancel,
-    );
-    if !judge(&outcomes, keys, params, n64.div_ceil(parts), cancel)? {
-        return Ok(None);
-    }
-    let hash = CompactHash::from_parts(seed, geometry, pilots, table, remap);
-    Ok(Some((hash, hashed)))
+            let mut pilots = vec![0u8; geometry.bucket_count as usize];
+            let mut remap = vec![0u32; remap_len as usize];
+            let layout = Compact::new(params, n64, geometry.part_count);
+            let parts = Compact::parts(&table, 0, &mut remap, seed);
+            if !search::place(
+                &layout,
+                &mut hashed,
+                &part_starts,
+                parts,
+                &mut pilots,
+                &map,
+                &keys,
+                cancel,
+            )? {
+                return Ok(None);
+            }
+            let hash = CompactHash::from_parts(seed, geometry, pilots, table, remap);
+            Ok(Some((hash, hashed)))
+        },
+    )
 }
 
 /// The parts table of parts holding `counts` keys each, in order: each
@@ -301,94 +265,59 @@ pub(crate) fn part_table(counts: &[u64], load_factor: f64) -> (Vec<Part>, u64) {
     (table, remap_first)
 }
 
-/// Places the parts `table` describes, the first of which is part
-/// `first_part` of the store, in parallel: `hashed` holds their keys
-/// grouped by part, in table order, `pilots` their buckets' pilots and `remap` their remap entries
-/// (from `table[0].remap_first` on). Each key's hash becomes its final
-/// index. A whole build places every part at once; a spilled one
-/// (`build::spill`) a group of parts at a time, into the same bytes.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn place_parts<'a, K>(
-    hashed: &mut [Hashed],
-    table: &[Part],
-    first_part: u64,
-    pilots: &mut [u8],
-    remap: &mut [u32],
-    map: &BucketMap,
-    seed: u64,
-    keys: &K,
-    cancel: &CancelFlag,
-) -> Vec<Placement>
-where
-    K: Fn(usize) -> &'a [u8] + Sync,
-{
-    let per_part = map.buckets_per_part() as usize;
-    let mut chunks: Vec<&mut [Hashed]> = Vec::with_capacity(table.len());
-    let mut remaps: Vec<&mut [u32]> = Vec::with_capacity(table.len());
-    let (mut rest, mut remap_rest) = (hashed, remap);
-    for part in table {
-        let (head, tail) = rest.split_at_mut(part.keys as usize);
-        chunks.push(head);
-        rest = tail;
-        let (head, tail) = remap_rest.split_at_mut((part.slots - part.keys) as usize);
-        remaps.push(head);
-        remap_rest = tail;
-    }
-    let gave_up = AtomicBool::new(false);
-    chunks
-        .into_par_iter()
-        .zip(remaps)
-        .zip(pilots.par_chunks_mut(per_part.max(1)))
-        .enumerate()
-        .map(|(i, ((members, remap), pilots))| {
-            let p = first_part + i as u64;
-            let placed = place_part(
-                members,
-                pilots,
-                remap,
-                map,
-                &table[i],
-                mix(seed ^ p.wrapping_mul(0x9e37_79b9_7f4a_7c15)),
-                keys,
-                cancel,
-                &gave_up,
-            );
-            if placed != Placement::Placed {
-                gave_up.store(true, Ordering::Relaxed);
-            }
-            placed
-        })
-        .collect()
+/// The compact layout's part placing: each part has slots of its own
+/// number (`Part`) and its own remap, and its keys' slots are their final
+/// indices.
+pub(crate) struct Compact<'p> {
+    params: &'p Params,
+    /// Keys per part on average, for the error of parts too hard to place.
+    keys_per_part: u64,
 }
 
-/// What placing parts came to: `Ok(true)` if every part was placed,
-/// `Ok(false)` if the next hash seed should be tried, and an error for a
-/// repeated key, parts the options make too hard (parts of about
-/// `keys_per_part` keys), or a cancelled build.
-pub(crate) fn judge<'a, K>(
-    outcomes: &[Placement],
-    keys: &K,
-    params: &Params,
-    keys_per_part: u64,
-    cancel: &CancelFlag,
-) -> Result<bool>
-where
-    K: Fn(usize) -> &'a [u8] + Sync,
-{
-    if let Some(duplicate) = first_duplicate(outcomes, keys) {
-        return Err(duplicate);
+/// What placing one part of the compact layout takes: its table entry, its
+/// share of the remap, which it fills, and the seed its evictions draw
+/// from.
+pub(crate) struct PartToPlace<'r> {
+    part: &'r Part,
+    remap: &'r mut [u32],
+    seed: u64,
+}
+
+impl<'p> Compact<'p> {
+    /// The layout of `entries` keys in `part_count` parts, built with
+    /// `params`.
+    pub(crate) fn new(params: &'p Params, entries: u64, part_count: u64) -> Compact<'p> {
+        Compact {
+            params,
+            keys_per_part: entries.div_ceil(part_count),
+        }
     }
-    if outcomes.contains(&Placement::TooHard) {
-        return Err(Error::InvalidOption {
-            name: "keys_per_bucket",
-            reason: format!(
-                "the compact index could not place buckets of {} keys on average in parts of about {keys_per_part} keys after {MAX_EVICTIONS_PER_KEY} displacements per key; lower keys_per_bucket (the compact default is 4.0), raise keys_per_part, or lower load_factor",
-                params.keys_per_bucket,
-            ),
-        });
+
+    /// What placing the parts `table` describes takes, the first of which
+    /// is part `first_part` of the store, with hash seed `seed`: `remap`
+    /// holds their remap entries (from `table[0].remap_first` on). A whole
+    /// build places every part at once; a spilled one (`build::spill`) a
+    /// group of parts at a time, into the same bytes.
+    pub(crate) fn parts<'r>(
+        table: &'r [Part],
+        first_part: u64,
+        remap: &'r mut [u32],
+        seed: u64,
+    ) -> Vec<PartToPlace<'r>> {
+        let mut parts = Vec::with_capacity(table.len());
+        let mut rest = remap;
+        for (i, part) in table.iter().enumerate() {
+            let (head, tail) = rest.split_at_mut((part.slots - part.keys) as usize);
+            rest = tail;
+            let p = first_part + i as u64;
+            parts.push(PartToPlace {
+                part,
+                remap: head,
+                seed: mix(seed ^ p.wrapping_mul(0x9e37_79b9_7f4a_7c15)),
+            });
+        }
+        parts
     }
-    cancel.check()?;
-    Ok(outcomes.iter().all(|o| *o == Placement::Placed))
 }
 
 /// Pilots whose first key's slot `free_pilot` works out together.
@@ -399,8 +328,10 @@ const PILOT_BATCH: u64 = 8;
 /// is worked out for `PILOT_BATCH` pilots at a time, independent
 /// multiplies the core overlaps; most pilots fail there, and only those
 /// that pass look at the other keys. (The same answer as trying each pilot
-/// in turn, which took twice the time.)
-#[inline]
+/// in turn, which took twice the time.) Kept out of `place_part`: inlined
+/// there, the search took 8-11% longer (single-threaded compact builds of
+/// 100,000 and 1,000,000 keys, `benches/lookup.rs`).
+#[inline(never)]
 fn free_pilot(bucket: &[Hashed], taken: &[u64], m: u64, slots_now: &mut Vec<usize>) -> Option<u64> {
     let is_free = |s: usize| taken[s / 64] >> (s % 64) & 1 == 0;
     let (first, rest) = (bucket[0].hash, &bucket[1..]);
@@ -432,183 +363,184 @@ fn free_pilot(bucket: &[Hashed], taken: &[u64], m: u64, slots_now: &mut Vec<usiz
     None
 }
 
-/// Places one part's keys (`members`, its keys' hashes and ids): writes
-/// its pilots and its remap, and leaves each key's final index (the part's
-/// `first_key` plus its slot, remapped) in place of its hash.
-#[allow(clippy::too_many_arguments)]
-fn place_part<'a, K>(
-    members: &mut [Hashed],
-    pilots: &mut [u8],
-    remap: &mut [u32],
-    map: &BucketMap,
-    part: &Part,
-    part_seed: u64,
-    keys: &K,
-    cancel: &CancelFlag,
-    gave_up: &AtomicBool,
-) -> Placement
-where
-    K: Fn(usize) -> &'a [u8] + Sync,
-{
-    if members.is_empty() {
-        return Placement::Placed;
-    }
-    let r = pilots.len();
-    let m = part.slots as u64;
-    let starts = match group_by_bucket(members, r, map, keys) {
-        Ok(starts) => starts,
-        Err(Clash::Duplicate(id)) => return Placement::Duplicate(id),
-        Err(Clash::Collision) => return Placement::Retry,
-    };
-    let size = |b: usize| (starts[b + 1] - starts[b]) as usize;
-    let hashes_of = |b: usize| &members[starts[b] as usize..starts[b + 1] as usize];
-    let slot = |h: u64, pilot: u64| slot_of_word(h, PilotWord::of(pilot), m) as usize;
-    let max_size = (0..r).map(size).max().unwrap_or(0);
-    let (order, _) = counting_sort(&(0..r as u32).collect::<Vec<_>>(), max_size + 1, |&b| {
-        max_size - size(b as usize)
-    });
+impl Layout for Compact<'_> {
+    type Pilot = u8;
+    type Part<'r> = PartToPlace<'r>;
+    const FAILURE_STOPS_OTHERS: bool = true;
 
-    // The bucket holding each slot (and, for the search that most buckets
-    // end in, one bit per slot: 8 KiB a part of 65,536 slots, where the
-    // owners take 256), and the buckets waiting, largest first.
-    let mut owner = vec![FREE; m as usize];
-    let mut taken = vec![0u64; (m as usize).div_ceil(64)];
-    let mut queue: BinaryHeap<(usize, std::cmp::Reverse<u32>)> = BinaryHeap::new();
-    // A part of few buckets keeps fewer: with every bucket recent, none
-    // could be displaced.
-    let recent_len = (r / 4).clamp(1, RECENT) as u64;
-    // When each bucket was last placed, counting placements: the last
-    // `recent_len` placed since the current chain of displacements began
-    // are the recent ones. (One load per owner where a ring of the last
-    // 16 took 16 compares.)
-    let mut placed_at = vec![0u64; r];
-    let mut placements = 0u64;
-    let mut slots_now: Vec<usize> = Vec::with_capacity(max_size);
-    let mut evictions = 0u64;
-    let budget = (members.len() as u64).saturating_mul(MAX_EVICTIONS_PER_KEY);
-    for (placed, &first) in order.iter().enumerate() {
-        if size(first as usize) == 0 {
-            break; // the rest are empty too
-        }
-        if placed % 256 == 0 && (cancel.is_cancelled() || gave_up.load(Ordering::Relaxed)) {
-            return Placement::Stopped;
-        }
-        queue.push((size(first as usize), std::cmp::Reverse(first)));
-        let chain_start = placements;
-        while let Some((_, std::cmp::Reverse(b))) = queue.pop() {
-            let bucket = hashes_of(b as usize);
-            // A pilot whose slots are free and distinct, the smallest.
-            let free = free_pilot(bucket, &taken, m, &mut slots_now);
-            let pilot = match free {
-                Some(p) => p,
-                None => {
-                    evictions += 1;
-                    if evictions > budget {
-                        gave_up.store(true, Ordering::Relaxed);
-                        return Placement::TooHard;
-                    }
-                    if evictions % 4096 == 0
-                        && (cancel.is_cancelled() || gave_up.load(Ordering::Relaxed))
-                    {
-                        return Placement::Stopped;
-                    }
-                    // The pilot whose displaced buckets weigh least,
-                    // scanned from a pilot drawn from the part and count.
-                    // Buckets placed last are spared if some pilot can
-                    // spare them (in a part of few slots and big buckets,
-                    // none may).
-                    let start = mix(part_seed ^ evictions) % PILOTS;
-                    let mut best: Option<(usize, u64)> = None;
-                    let recent_from = chain_start.max(placements.saturating_sub(recent_len));
-                    for spare_recent in [true, false] {
-                        'pilots: for step in 0..PILOTS {
-                            let p = (start + step) % PILOTS;
-                            let mut cost = 0usize;
-                            slots_now.clear();
-                            for e in bucket {
-                                let s = slot(e.hash, p);
-                                if slots_now.contains(&s) {
-                                    continue 'pilots;
-                                }
-                                slots_now.push(s);
-                                let o = owner[s];
-                                if o == FREE {
-                                    continue;
-                                }
-                                if spare_recent && placed_at[o as usize] >= recent_from {
-                                    continue 'pilots;
-                                }
-                                cost += size(o as usize) * size(o as usize);
-                                if best.is_some_and(|(c, _)| cost >= c) {
-                                    continue 'pilots;
-                                }
-                            }
-                            best = Some((cost, p));
-                        }
-                        if best.is_some() {
-                            break;
-                        }
-                    }
-                    let Some((_, p)) = best else {
-                        return Placement::Retry;
-                    };
-                    for e in bucket {
-                        let o = owner[slot(e.hash, p)];
-                        if o != FREE {
-                            let pilot = pilots[o as usize] as u64;
-                            for e2 in hashes_of(o as usize) {
-                                let s2 = slot(e2.hash, pilot);
-                                owner[s2] = FREE;
-                                taken[s2 / 64] &= !(1 << (s2 % 64));
-                            }
-                            queue.push((size(o as usize), std::cmp::Reverse(o)));
-                        }
-                    }
-                    p
-                }
-            };
-            pilots[b as usize] = pilot as u8;
-            for e in bucket {
-                let s = slot(e.hash, pilot);
-                owner[s] = b;
-                taken[s / 64] |= 1 << (s % 64);
+    /// Places one part's keys (`members`, its keys' hashes and ids): writes
+    /// its pilots and its remap, and leaves each key's final index (the
+    /// part's `first_key` plus its slot, remapped) in place of its hash.
+    fn place_part(
+        &self,
+        to_place: PartToPlace<'_>,
+        members: &mut [Hashed],
+        buckets: &Buckets,
+        pilots: &mut [u8],
+        stop: &Stop<'_>,
+    ) -> Placement {
+        let PartToPlace {
+            part,
+            remap,
+            seed: part_seed,
+        } = to_place;
+        let r = pilots.len();
+        let m = part.slots as u64;
+        let size = |b: usize| buckets.size(b);
+        let hashes_of = |b: usize| &members[buckets.range(b)];
+        let slot = |h: u64, pilot: u64| slot_of_word(h, PilotWord::of(pilot), m) as usize;
+        let (order, max_size) = (&buckets.order, buckets.max_size);
+
+        // The bucket holding each slot (and, for the search that most buckets
+        // end in, one bit per slot: 8 KiB a part of 65,536 slots, where the
+        // owners take 256), and the buckets waiting, largest first.
+        let mut owner = vec![FREE; m as usize];
+        let mut taken = vec![0u64; (m as usize).div_ceil(64)];
+        let mut queue: BinaryHeap<(usize, std::cmp::Reverse<u32>)> = BinaryHeap::new();
+        // A part of few buckets keeps fewer: with every bucket recent, none
+        // could be displaced.
+        let recent_len = (r / 4).clamp(1, RECENT) as u64;
+        // When each bucket was last placed, counting placements: the last
+        // `recent_len` placed since the current chain of displacements began
+        // are the recent ones. (One load per owner where a ring of the last
+        // 16 took 16 compares.)
+        let mut placed_at = vec![0u64; r];
+        let mut placements = 0u64;
+        let mut slots_now: Vec<usize> = Vec::with_capacity(max_size);
+        let mut evictions = 0u64;
+        let budget = (members.len() as u64).saturating_mul(MAX_EVICTIONS_PER_KEY);
+        for (placed, &first) in order.iter().enumerate() {
+            if size(first as usize) == 0 {
+                break; // the rest are empty too
             }
-            placed_at[b as usize] = placements;
-            placements += 1;
+            if placed % 256 == 0 && stop.now() {
+                return Placement::Stopped;
+            }
+            queue.push((size(first as usize), std::cmp::Reverse(first)));
+            let chain_start = placements;
+            while let Some((_, std::cmp::Reverse(b))) = queue.pop() {
+                let bucket = hashes_of(b as usize);
+                // A pilot whose slots are free and distinct, the smallest.
+                let free = free_pilot(bucket, &taken, m, &mut slots_now);
+                let pilot = match free {
+                    Some(p) => p,
+                    None => {
+                        evictions += 1;
+                        if evictions > budget {
+                            return Placement::TooHard;
+                        }
+                        if evictions % 4096 == 0 && stop.now() {
+                            return Placement::Stopped;
+                        }
+                        // The pilot whose displaced buckets weigh least,
+                        // scanned from a pilot drawn from the part and count.
+                        // Buckets placed last are spared if some pilot can
+                        // spare them (in a part of few slots and big buckets,
+                        // none may).
+                        let start = mix(part_seed ^ evictions) % PILOTS;
+                        let mut best: Option<(usize, u64)> = None;
+                        let recent_from = chain_start.max(placements.saturating_sub(recent_len));
+                        for spare_recent in [true, false] {
+                            'pilots: for step in 0..PILOTS {
+                                let p = (start + step) % PILOTS;
+                                let mut cost = 0usize;
+                                slots_now.clear();
+                                for e in bucket {
+                                    let s = slot(e.hash, p);
+                                    if slots_now.contains(&s) {
+                                        continue 'pilots;
+                                    }
+                                    slots_now.push(s);
+                                    let o = owner[s];
+                                    if o == FREE {
+                                        continue;
+                                    }
+                                    if spare_recent && placed_at[o as usize] >= recent_from {
+                                        continue 'pilots;
+                                    }
+                                    cost += size(o as usize) * size(o as usize);
+                                    if best.is_some_and(|(c, _)| cost >= c) {
+                                        continue 'pilots;
+                                    }
+                                }
+                                best = Some((cost, p));
+                            }
+                            if best.is_some() {
+                                break;
+                            }
+                        }
+                        let Some((_, p)) = best else {
+                            return Placement::Retry;
+                        };
+                        for e in bucket {
+                            let o = owner[slot(e.hash, p)];
+                            if o != FREE {
+                                let pilot = pilots[o as usize] as u64;
+                                for e2 in hashes_of(o as usize) {
+                                    let s2 = slot(e2.hash, pilot);
+                                    owner[s2] = FREE;
+                                    taken[s2 / 64] &= !(1 << (s2 % 64));
+                                }
+                                queue.push((size(o as usize), std::cmp::Reverse(o)));
+                            }
+                        }
+                        p
+                    }
+                };
+                pilots[b as usize] = pilot as u8;
+                for e in bucket {
+                    let s = slot(e.hash, pilot);
+                    owner[s] = b;
+                    taken[s / 64] |= 1 << (s % 64);
+                }
+                placed_at[b as usize] = placements;
+                placements += 1;
+            }
         }
+
+        // Slots at or past n_p pair, in ascending order, with the free slots
+        // below it.
+        let keys_here = part.keys as usize;
+        let mut free = (0..keys_here).filter(|&s| owner[s] == FREE);
+        for s in keys_here..m as usize {
+            if owner[s] != FREE {
+                remap[s - keys_here] = free
+                    .next()
+                    .expect("as many free slots below n_p as used slots past it")
+                    as u32;
+            }
+        }
+        let final_of = |s: usize| -> u64 {
+            if s < keys_here {
+                s as u64
+            } else {
+                remap[s - keys_here] as u64
+            }
+        };
+        for b in 0..r {
+            let pilot = pilots[b] as u64;
+            for e in &mut members[buckets.range(b)] {
+                let s = slot(e.hash, pilot);
+                e.hash = part.first_key + final_of(s);
+            }
+        }
+        Placement::Placed
     }
 
-    // Slots at or past n_p pair, in ascending order, with the free slots
-    // below it.
-    let keys_here = part.keys as usize;
-    let mut free = (0..keys_here).filter(|&s| owner[s] == FREE);
-    for s in keys_here..m as usize {
-        if owner[s] != FREE {
-            remap[s - keys_here] = free
-                .next()
-                .expect("as many free slots below n_p as used slots past it")
-                as u32;
+    fn too_hard(&self) -> Error {
+        Error::InvalidOption {
+            name: "keys_per_bucket",
+            reason: format!(
+                "the compact index could not place buckets of {} keys on average in parts of about {} keys after {MAX_EVICTIONS_PER_KEY} displacements per key; lower keys_per_bucket (the compact default is 4.0), raise keys_per_part, or lower load_factor",
+                self.params.keys_per_bucket, self.keys_per_part,
+            ),
         }
     }
-    let final_of = |s: usize| -> u64 {
-        if s < keys_here {
-            s as u64
-        } else {
-            remap[s - keys_here] as u64
-        }
-    };
-    for b in 0..r {
-        let pilot = pilots[b] as u64;
-        for e in &mut members[starts[b] as usize..starts[b + 1] as usize] {
-            let s = slot(e.hash, pilot);
-            e.hash = part.first_key + final_of(s);
-        }
-    }
-    Placement::Placed
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::part_count;
     use super::*;
 
     fn params(keys_per_part: u64) -> Params {

@@ -14,14 +14,18 @@
 //! the keys) one remap read. docs/FORMAT.md gives the exact arithmetic.
 //!
 //! This module holds the arithmetic lookups and builds share (hashing, the
-//! bucket map, the slot function, written once); `build` places the keys.
+//! bucket map, the slot function, written once); `search` is the search
+//! for a perfect hash that every build runs (seeds, parts in parallel,
+//! judging), and `classic` and `compact` the two index layouts' placing of
+//! a part's keys.
 
-pub(crate) mod build;
+pub(crate) mod classic;
 pub mod compact;
+pub(crate) mod search;
 
 use crate::format::Geometry;
 
-pub use build::MAX_BUILD_ENTRIES;
+pub use search::MAX_BUILD_ENTRIES;
 
 /// Multiplier that spreads a pilot over 64 bits before it is mixed with the
 /// key's hash (from PtrHash; any odd constant with good bit spread works).
