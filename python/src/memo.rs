@@ -15,24 +15,20 @@
 //!   because it is process memory like any `dict` (a child process's
 //!   memo is its own copy, of values of the same mapped store).
 
-use std::sync::atomic::{AtomicU64, Ordering};
-
+use hashfile_runtime::memo::{Admit, MemoRules};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString};
 
 pub struct Memo {
     values: Py<PyDict>,
-    limit: usize,
-    /// The handle generation the values were read at.
-    generation: AtomicU64,
+    rules: MemoRules,
 }
 
 impl Memo {
     pub fn new(py: Python<'_>, limit: usize, generation: u64) -> Memo {
         Memo {
             values: PyDict::new(py).unbind(),
-            limit,
-            generation: AtomicU64::new(generation),
+            rules: MemoRules::new(limit, generation),
         }
     }
 
@@ -47,9 +43,8 @@ impl Memo {
     #[inline]
     pub fn at<'py>(&self, py: Python<'py>, generation: u64) -> &Bound<'py, PyDict> {
         let values = self.values.bind(py);
-        if self.generation.load(Ordering::Acquire) != generation {
+        if self.rules.must_clear(generation) {
             values.clear();
-            self.generation.store(generation, Ordering::Release);
         }
         values
     }
@@ -65,15 +60,14 @@ impl Memo {
         key: &Bound<'_, PyAny>,
         value: &Bound<'_, PyAny>,
     ) -> PyResult<()> {
-        if self.generation.load(Ordering::Acquire) != generation {
-            return Ok(());
-        }
         let values = self.values.bind(py);
-        if values.len() >= self.limit {
-            values.clear();
+        match self.rules.admit(generation, values.len()) {
+            Admit::No => return Ok(()),
+            Admit::AfterClearing => values.clear(),
+            Admit::Yes => {}
         }
         values.set_item(key, value)?;
-        if self.generation.load(Ordering::Acquire) != generation {
+        if self.rules.moved_on(generation) {
             values.clear();
         }
         Ok(())
@@ -89,6 +83,6 @@ impl Memo {
     }
 
     pub fn limit(&self) -> usize {
-        self.limit
+        self.rules.limit()
     }
 }

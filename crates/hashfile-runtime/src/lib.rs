@@ -48,6 +48,7 @@ pub mod dataset;
 pub mod error_class;
 mod handle;
 mod info;
+pub mod memo;
 pub mod options;
 #[cfg(feature = "parallel")]
 pub mod pool;

@@ -16,26 +16,23 @@
 //! - The GVL serializes every call; the Hash is marked with the reader.
 //!   A forked child has its own copy (of values of the same mapped file).
 //!
-//! The Python binding's memo (python/src/memo.rs) is the same design.
+//! When it empties is the runtime's rule (`hashfile_runtime::memo`), as
+//! for the Python binding's memo; the Hash and its keys are Ruby's.
 
-use std::cell::Cell;
-
+use hashfile_runtime::memo::{Admit, MemoRules};
 use magnus::rb_sys::{AsRawValue, FromRawValue};
 use magnus::{gc::Marker, prelude::*, value::Opaque, Error, RHash, Ruby, Value};
 
 pub struct Memo {
     values: Opaque<RHash>,
-    limit: usize,
-    /// The handle generation the values were read at.
-    generation: Cell<u64>,
+    rules: MemoRules,
 }
 
 impl Memo {
     pub fn new(ruby: &Ruby, limit: usize, generation: u64) -> Memo {
         Memo {
             values: Opaque::from(ruby.hash_new()),
-            limit,
-            generation: Cell::new(generation),
+            rules: MemoRules::new(limit, generation),
         }
     }
 
@@ -73,10 +70,8 @@ impl Memo {
     #[inline]
     pub fn at(&self, ruby: &Ruby, generation: u64) -> RHash {
         let values = ruby.get_inner(self.values);
-        if self.generation.get() != generation {
-            // A Hash of our own, never frozen or iterated: clear cannot fail.
+        if self.rules.must_clear(generation) {
             let _ = values.clear();
-            self.generation.set(generation);
         }
         values
     }
@@ -91,15 +86,16 @@ impl Memo {
         key: Value,
         value: Value,
     ) -> Result<(), Error> {
-        if self.generation.get() != generation {
-            return Ok(());
-        }
         let values = ruby.get_inner(self.values);
-        if values.len() >= self.limit {
-            let _ = values.clear();
+        match self.rules.admit(generation, values.len()) {
+            Admit::No => return Ok(()),
+            Admit::AfterClearing => {
+                let _ = values.clear();
+            }
+            Admit::Yes => {}
         }
         values.aset(key, value)?;
-        if self.generation.get() != generation {
+        if self.rules.moved_on(generation) {
             let _ = values.clear();
         }
         Ok(())
@@ -115,6 +111,6 @@ impl Memo {
     }
 
     pub fn limit(&self) -> usize {
-        self.limit
+        self.rules.limit()
     }
 }
