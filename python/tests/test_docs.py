@@ -24,3 +24,17 @@ def test_every_python_snippet_of_the_docs_runs(tmp_path, monkeypatch):
 
     assert hashfile.open("prices.hf")["A1"] == "10"
     assert hashfile.open("events/")["e1"] == {"at": 1}
+
+
+def test_the_readmes_python_snippet_runs(tmp_path, monkeypatch):
+    text = (ROOT / "README.md").read_text()
+    blocks = re.findall(r"^```python\n(.*?)^```", text, flags=re.S | re.M)
+    assert len(blocks) == 1
+    (tmp_path / "export.csv").write_text("sku,price\nA1,10\n")
+    monkeypatch.chdir(tmp_path)
+    exec(compile(blocks[0], "README.md", "exec"), {})
+    import hashfile
+
+    with hashfile.open("settings.hf") as db:
+        assert db.dig("checkout", "rollout") == 0.25
+    assert hashfile.open("prices.hf")["A1"] == "10"
