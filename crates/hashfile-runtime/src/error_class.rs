@@ -114,7 +114,7 @@ pub fn classify(error: &Error) -> Raised {
             "DuplicateKeyError",
             vec![
                 ("key", Attr::Bytes(key.clone())),
-                ("others", Attr::Int(*others as u64)),
+                ("others", Attr::Int(*others)),
             ],
         ),
         Error::Parse {

@@ -168,6 +168,33 @@ impl Table {
         }
     }
 
+    /// How many values of each type the table holds
+    /// (`hashfile::value::type_name`: "string", "map", ...), reading every
+    /// record once without decoding any; `each_chunk` is called between
+    /// chunks (a binding checks for interrupts there and may stop the
+    /// pass with its error).
+    pub fn value_types<E>(
+        &self,
+        mut each_chunk: impl FnMut() -> Result<(), E>,
+    ) -> Result<hashfile::Result<std::collections::BTreeMap<&'static str, u64>>, E> {
+        let mut counts = std::collections::BTreeMap::new();
+        let mut cursor = Some(Cursor::default());
+        while let Some(at) = cursor {
+            let (records, next) = match self.chunk(at, 1024) {
+                Ok(chunk) => chunk,
+                Err(e) => return Ok(Err(e)),
+            };
+            for record in &records {
+                *counts
+                    .entry(hashfile::value::type_name(record.kind(), record.value()))
+                    .or_default() += 1;
+            }
+            cursor = next;
+            each_chunk()?;
+        }
+        Ok(Ok(counts))
+    }
+
     /// Up to `max` records from `from`, in order: a dataset's shards one
     /// after another.
     pub fn chunk(&self, from: Cursor, max: usize) -> hashfile::Result<Chunk<'_>> {

@@ -447,19 +447,9 @@ impl Reader {
     fn value_types(ruby: &Ruby, rb_self: &Self) -> Result<RHash, Error> {
         rb_self.handle.map_now().map_err(|e| to_ruby(ruby, e))?;
         rb_self.with_store(ruby, |store| {
-            let mut counts = std::collections::BTreeMap::<&str, u64>::new();
-            let mut cursor = Some(Cursor::default());
-            while let Some(at) = cursor {
-                let (records, next) = store::chunk(ruby, store, at, CHUNK)?
-                    .map_err(|e| to_ruby(ruby, e.with_path(rb_self.path().as_ref())))?;
-                for record in &records {
-                    *counts
-                        .entry(hashfile::value::type_name(record.kind(), record.value()))
-                        .or_default() += 1;
-                }
-                cursor = next;
-                ruby.thread_check_ints()?;
-            }
+            let counts = store
+                .value_types(|| ruby.thread_check_ints())?
+                .map_err(|e| to_ruby(ruby, e.with_path(rb_self.path().as_ref())))?;
             let out = ruby.hash_new();
             for (name, count) in counts {
                 out.aset(name, count)?;
