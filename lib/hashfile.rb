@@ -84,6 +84,7 @@ module Hashfile
     #   serializer was given; the message names the key and the path
     # @raise [ArgumentError] if a value nests deeper than MAX_DEPTH
     def build(path, data = nil, **options)
+      options = keywords(options)
       writer = Writer._new(options, serializer_pair(options[:serializer])&.first)
       writer.merge(data) unless data.nil?
       yield writer if block_given?
@@ -162,8 +163,9 @@ module Hashfile
     #   +memory+ and was built from temporary files
     # @raise [ParseError] naming the input, line and column (or entry) and what was expected
     # @raise [DuplicateKeyError] naming the key and where it occurs
-    def build_from(inputs, output, progress: nil, **options, &block)
-      progress ||= block
+    def build_from(inputs, output, **options, &block)
+      options = keywords(options)
+      progress = options.delete(:progress) || block
       raise TypeError, "progress must respond to #call" if progress && !progress.respond_to?(:call)
 
       with_input_paths(inputs.is_a?(Array) ? inputs : [inputs], options[:format]) do |paths|
@@ -249,6 +251,7 @@ module Hashfile
     # @raise [RemoteError] if a remote store cannot be read (subclasses by
     #   cause: RemoteNotFoundError, RemoteAccessError, ...)
     def open(path, **options)
+      options = keywords(options)
       db = Reader._open(path_string(path), options, serializer_pair(options[:serializer])&.last)
       return db unless block_given?
 
@@ -289,6 +292,16 @@ module Hashfile
 
     # Whether +data+ names input files (a path, an IO, or an Array of only
     # those) rather than entries: pairs are Arrays, never Strings.
+    # The options with String names as Symbols, as Ruby's own keywords
+    # are: the wrappers read serializer: and progress: by Symbol. A name
+    # given both ways stays twice, and the runtime refuses it.
+    def keywords(options)
+      return options if options.each_key.all?(Symbol)
+
+      pairs = options.map { |name, value| [name.is_a?(String) ? name.to_sym : name, value] }
+      pairs.to_h.size == pairs.size ? pairs.to_h : options
+    end
+
     def input_files?(data)
       file = ->(x) { x.is_a?(String) || x.respond_to?(:to_path) || x.respond_to?(:read) }
       file.call(data) || (data.is_a?(Array) && !data.empty? && data.all?(&file))

@@ -49,7 +49,14 @@ class BindingTest < HashfileTest
     # none but the callables they call themselves.
     assert_equal [%i[req path], %i[keyrest options], %i[block block]].first(2), Hashfile.method(:open).parameters.first(2)
     assert_equal [%i[req path], %i[opt data], %i[keyrest options]], Hashfile.method(:build).parameters
-    assert_equal %i[progress], Hashfile.method(:build_from).parameters.select { |kind, _| kind == :key }.map(&:last)
+    assert_empty(Hashfile.method(:build_from).parameters.select { |kind, _| kind == :key })
+    # A name given as a String is the same option; given both ways, refused.
+    calls = 0
+    File.write(path("p.csv"), "k,v\na,1\n")
+    Hashfile.build_from(path("p.csv"), path, "progress" => ->(*) { calls += 1 })
+    assert_operator calls, :>, 0
+    e = assert_raises(ArgumentError) { Hashfile.open(path, memo: 1, "memo" => 2) }
+    assert_equal "the option memo is given twice (as a Symbol and as a String?); give it once", e.message
     assert_includes Hashfile::OPTIONS[:open], :verify
     assert_includes Hashfile::OPTIONS[:build_from], :key_column
     assert_includes Hashfile::OPTIONS[:build_from], :progress

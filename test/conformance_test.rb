@@ -60,7 +60,15 @@ class ConformanceTest < HashfileTest
         when "build" then Hashfile.build(path(step["output"]), Conformance.value(step["build"]), **options(step))
         when "fork_build"
           pid = fork { exit!(Hashfile.build(path(step["output"]), Conformance.value(step["fork_build"])).positive? ? 0 : 1) }
-          _, status = Process.wait2(pid)
+          # A child that hangs (a build pool the fork left half made) fails
+          # the case, not the suite.
+          status = nil
+          200.times { break if (status = Process.wait2(pid, Process::WNOHANG)&.last); sleep 0.1 }
+          unless status
+            Process.kill(:KILL, pid)
+            Process.wait(pid)
+            flunk "#{where}: the forked child's build did not end in 20 s"
+          end
           assert_predicate status, :success?, where
         when "open"
           db&.close
@@ -133,6 +141,8 @@ class ConformanceCLITest < HashfileTest
   def run_case(entry)
     unsupported = entry["steps"].find { |s| !STEPS.include?(s.keys.first) }
     skip "the CLI has no form of the step #{unsupported.keys.first}" if unsupported
+    errored = entry["steps"].find { |s| s["error"] && !%w[build_from open get].include?(s.keys.first) }
+    skip "the CLI has no form of an error from the step #{errored.keys.first}" if errored
     kinds = entry["steps"].filter_map { |s| s.dig("error", "kind") }
     skip "the CLI's argument parser reports #{kinds & OWN_PARSER} itself" unless (kinds & OWN_PARSER).empty?
     opened = entry["steps"].select { |s| s.key?("open") }
@@ -155,19 +165,18 @@ class ConformanceCLITest < HashfileTest
       when "open"
         store = path(step["open"])
         open_flags = flags(step["options"] || {})
-        if step["error"]
-          status, _, err = run_cli("info", store, *open_flags)
-          check(step, where, status, err)
-        end
+        # The CLI opens at each command: info shows the open works, or fails.
+        status, _, err = run_cli("info", store, *open_flags)
+        check(step, where, status, err)
       when "get"
         status, out, err = run_cli("get", store, step["get"], "--json", *open_flags)
         if step["error"]
           check(step, where, status, err)
         elsif step["absent"]
-          assert_equal 1, status, "#{where}: #{err}"
+          assert_equal [1, "hashfile: key not found: #{step["get"]}\n"], [status, err], where
         else
           assert_equal [0, ""], [status, err], where
-          assert_equal step["expect"], JSON.parse(out).fetch(step["get"]), where
+          assert_equal Conformance.canonical(step["expect"]), Conformance.canonical(JSON.parse(out).fetch(step["get"])), where
         end
       when "info_has"
         status, out, err = run_cli("info", store, "--json", *open_flags)
@@ -214,7 +223,7 @@ class ConformanceCLITest < HashfileTest
     if error["message"]
       assert_equal expected, text, where
     else
-      assert_match Regexp.new(expected.delete_prefix("^")), text, where
+      assert_match Regexp.new(expected), text, where
     end
   end
 

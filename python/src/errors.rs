@@ -30,11 +30,16 @@ fn convert(py: Python<'_>, error: hashfile::Error) -> PyResult<PyErr> {
         Class::Os {
             errno: Some(errno),
             path,
-        } => PyOSError::new_err((
-            errno,
-            std::io::Error::from_raw_os_error(errno).to_string(),
-            path,
-        )),
+        } => {
+            // strerror's text alone, as Python's own OSErrors carry it:
+            // Rust's Display adds " (os error N)".
+            let text = std::io::Error::from_raw_os_error(errno).to_string();
+            let strerror = text
+                .rsplit_once(" (os error")
+                .map_or(text.as_str(), |(words, _)| words)
+                .to_owned();
+            PyOSError::new_err((errno, strerror, path))
+        }
         Class::Os { errno: None, .. } => PyOSError::new_err(message),
         Class::Own(name) => {
             let kwargs = PyDict::new(py);

@@ -51,9 +51,9 @@ impl NativeReader {
         let table = self.handle.current().py_err()?;
         if table.is_remote() {
             let table = table.to_arc();
-            py.detach(|| self.handle.read_on(&table, read)).py_err()
+            py.detach(|| self.handle.read_on(&table, read)).at(self)
         } else {
-            self.handle.read_on(&table, read).py_err()
+            self.handle.read_on(&table, read).at(self)
         }
     }
 
@@ -98,18 +98,18 @@ impl NativeReader {
         if !table.is_remote() {
             // Decoded in place, holding the GIL; the fault check comes
             // after, so a value read from a page that faulted is dropped.
-            let value = match table.get(key).py_err()? {
+            let value = match table.get(key).at(self)? {
                 Some(r) => Some(decode::value(py, r.kind(), r.value())?),
                 None => None,
             };
-            self.handle.check_faults(&table).py_err()?;
+            self.handle.check_faults(&table).at(self)?;
             return Ok(value);
         }
         // Remote: the store taken above is read without the GIL.
         let table = table.to_arc();
         let found = py
             .detach(|| self.handle.read_on(&table, |t| Ok(owned(t.get(key)?))))
-            .py_err()?;
+            .at(self)?;
         found
             .map(|r| decode::value(py, r.kind(), r.value()))
             .transpose()
@@ -142,8 +142,8 @@ impl NativeReader {
         let table = self.handle.current_mapped().py_err()?;
         if !table.is_remote() {
             // As in `lookup`: decoded in place, then the fault check.
-            let values = decode_all(table.get_many(keys).py_err()?)?;
-            self.handle.check_faults(&table).py_err()?;
+            let values = decode_all(table.get_many(keys).at(self)?)?;
+            self.handle.check_faults(&table).at(self)?;
             return Ok(values);
         }
         let table = table.to_arc();
@@ -153,8 +153,21 @@ impl NativeReader {
                     Ok(t.get_many(keys)?.into_iter().map(owned).collect::<Vec<_>>())
                 })
             })
-            .py_err()?;
+            .at(self)?;
         decode_all(found)
+    }
+}
+
+/// A lookup's error with the location read, as Ruby's names it: the same
+/// message in both languages.
+trait At<T> {
+    fn at(self, reader: &NativeReader) -> PyResult<T>;
+}
+
+impl<T> At<T> for hashfile::Result<T> {
+    fn at(self, reader: &NativeReader) -> PyResult<T> {
+        self.map_err(|e| e.with_path(reader.handle.location().as_ref()))
+            .py_err()
     }
 }
 
@@ -248,15 +261,15 @@ impl NativeReader {
                 .dig_with(k, &probes, false, |record, walked| {
                     decode::answer(py, record, walked, probes.len())
                 })
-                .py_err()?;
+                .at(self)?;
             // As in `lookup`: an answer read from a page that faulted is dropped.
-            self.handle.check_faults(&table).py_err()?;
+            self.handle.check_faults(&table).at(self)?;
             return Ok(answered.transpose()?.flatten());
         }
         let table = table.to_arc();
         let found = py
             .detach(|| self.handle.read_on(&table, |t| Ok(owned(t.get(k)?))))
-            .py_err()?;
+            .at(self)?;
         match found {
             Some(r) => decode::dig(py, &r.record(), &steps),
             None => Ok(None),
@@ -360,7 +373,7 @@ impl NativeReader {
     fn verify(&self, py: Python<'_>) -> PyResult<bool> {
         no_panic(py, || {
             let table = self.handle.current_mapped().py_err()?.to_arc();
-            py.detach(|| table.verify()).py_err()?;
+            py.detach(|| table.verify()).at(self)?;
             Ok(true)
         })
     }

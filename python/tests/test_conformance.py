@@ -9,6 +9,8 @@ import json
 import math
 import os
 import re
+import signal
+import time
 from typing import Any
 
 import pytest
@@ -84,7 +86,17 @@ def run_step(step: dict[str, Any], tmp_path: Any, state: dict[str, Any], where: 
                 code = 0 if hashfile.build(path(step["output"]), value(step["fork_build"])) > 0 else 1
             finally:
                 os._exit(code)
-        _, status = os.waitpid(pid, 0)
+        # A child that hangs (a build pool the fork left half made) fails
+        # the case, not the suite.
+        for _ in range(200):
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                break
+            time.sleep(0.1)
+        else:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            pytest.fail(f"{where}: the forked child's build did not end in 20 s")
         assert os.waitstatus_to_exitcode(status) == 0, where
     elif op == "open":
         if db is not None:

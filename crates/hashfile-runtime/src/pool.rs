@@ -19,11 +19,18 @@ fn new_pool(threads: Option<usize>) -> hashfile::Result<rayon::ThreadPool> {
     if let Some(n) = threads {
         builder = builder.num_threads(n);
     }
-    builder.build().map_err(|e| {
+    let pool = builder.build().map_err(|e| {
         io_error(std::io::Error::other(format!(
             "cannot start the build's threads: {e}"
         )))
-    })
+    })?;
+    // Every thread started and run once before the pool is handed out:
+    // the lazy globals a worker's first job sets up (crossbeam's epoch
+    // collector) are set up now, while the caller holds its interpreter
+    // lock, not later while another thread may fork, which would leave a
+    // child's own pool waiting forever on a half-made global.
+    pool.broadcast(|_| ());
+    Ok(pool)
 }
 
 /// The pool a build runs on: with `threads` (checked by the options

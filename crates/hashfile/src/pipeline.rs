@@ -57,9 +57,9 @@ impl Input {
             (Some(f), _) => f,
             (None, InputSource::Path(p)) => InputFormat::from_extension(p).ok_or_else(|| {
                 let extension = p.extension().map_or_else(|| "it has none".to_string(), |e| format!(".{} is not one hashfile knows", e.to_string_lossy()));
-                Error::InvalidOption { name: "format", reason: format!("cannot tell the format of {name} from its extension ({extension}); give the format (--format, or format: in Ruby), one of: {}", InputFormat::names_list()) }
+                Error::InvalidOption { name: "format", reason: format!("cannot tell the format of {name} from its extension ({extension}); give the format option (--format on the command line), one of: {}", InputFormat::names_list()) }
             })?,
-            (None, InputSource::Stdin) => return Err(Error::InvalidOption { name: "format", reason: format!("cannot tell the format of standard input; give the format (--format, or format: in Ruby), one of: {}", InputFormat::names_list()) }),
+            (None, InputSource::Stdin) => return Err(Error::InvalidOption { name: "format", reason: format!("cannot tell the format of standard input; give the format option (--format on the command line), one of: {}", InputFormat::names_list()) }),
         };
         let options = ImportOptions {
             format,

@@ -266,6 +266,18 @@ pub fn max_threads() -> usize {
 /// Every name in `given` is an option of `call` in `language`; else one
 /// error naming them all, with a guess at each.
 fn check_names(call: Call, language: Language, given: &Given) -> Result<()> {
+    // Ruby can give one name twice (memo: and "memo" =>): which one was
+    // meant is anyone's guess, so neither is taken.
+    for (i, (name, _)) in given.iter().enumerate() {
+        if given[..i].iter().any(|(earlier, _)| earlier == name) {
+            return Err(Error::UnknownOption {
+                message: format!(
+                    "the option {name} is given twice (as a Symbol and as a String?); give it once"
+                ),
+                names: vec![name.clone()],
+            });
+        }
+    }
     let known = table::names(call, language);
     let unknown: Vec<&str> = given
         .iter()
@@ -277,16 +289,9 @@ fn check_names(call: Call, language: Language, given: &Given) -> Result<()> {
     }
     let mut hints = Vec::new();
     for name in &unknown {
-        if let Some(guess) = suggest::closest(name, &known) {
-            hints.push(format!(
-                "did you mean {guess}{}?",
-                if unknown.len() > 1 {
-                    format!(" for {name}")
-                } else {
-                    String::new()
-                }
-            ));
-        } else if let Some(elsewhere) = table::find(name) {
+        // An option of another call or language is named as such before
+        // any guess: memo given to build_from is open's, not memory.
+        if let Some(elsewhere) = table::find(name) {
             let calls: Vec<&str> = elsewhere
                 .calls
                 .iter()
@@ -306,6 +311,15 @@ fn check_names(call: Call, language: Language, given: &Given) -> Result<()> {
             } else if !calls.is_empty() {
                 hints.push(format!("{name} is an option of {}", calls.join(" and ")));
             }
+        } else if let Some(guess) = suggest::closest(name, &known) {
+            hints.push(format!(
+                "did you mean {guess}{}?",
+                if unknown.len() > 1 {
+                    format!(" for {name}")
+                } else {
+                    String::new()
+                }
+            ));
         }
     }
     let s = if unknown.len() > 1 { "s" } else { "" };
@@ -405,6 +419,8 @@ fn number(spec: &Spec, value: &Arg) -> Result<f64> {
     match value {
         Arg::Float(f) => Ok(*f),
         Arg::Int(i) => Ok(*i as f64),
+        // Past 128 bits: a number still, out of every option's range.
+        Arg::BigInt(digits) => Ok(digits.parse().unwrap_or(f64::INFINITY)),
         other => Err(wrong_type(spec, "a number", other)),
     }
 }
@@ -471,7 +487,16 @@ fn seconds(spec: &Spec, value: &Arg) -> Result<Duration> {
             format!("must be a number of seconds {least} to 86400 (a day), not {shown}"),
         ));
     }
-    Ok(Duration::from_secs_f64(s))
+    let duration = Duration::from_secs_f64(s);
+    // 1e-300 is above 0, and a Duration of nothing: a timeout that always
+    // fires.
+    if !zero && duration < Duration::from_millis(1) {
+        return Err(invalid(
+            spec,
+            format!("must be at least 0.001 seconds, not {}", value.show()),
+        ));
+    }
+    Ok(duration)
 }
 
 fn column(spec: &Spec, value: &Arg) -> Result<Column> {
@@ -488,7 +513,7 @@ fn column(spec: &Spec, value: &Arg) -> Result<Column> {
         )),
         // A negative index given as text (the CLI's flags are text) is no
         // header name anyone meant.
-        Arg::Text(t)
+        Arg::Text(t) | Arg::Symbol(t)
             if t.strip_prefix('-')
                 .is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit())) =>
         {
@@ -497,9 +522,10 @@ fn column(spec: &Spec, value: &Arg) -> Result<Column> {
                 format!("must be a column name or a 0-based index, not {t}"),
             ))
         }
-        // Text as the CLI's flags read it: digits an index, "*" the row.
-        Arg::Text(t) => Ok(Column::parse(t)),
-        Arg::Symbol(s) => Ok(Column::Name(s.clone())),
+        // Text as the CLI's flags read it: "*" the row, else a header name
+        // (of digits and matching no header, the index they spell); a
+        // Symbol reads as its name does.
+        Arg::Text(t) | Arg::Symbol(t) => Ok(Column::parse(t)),
         other => Err(wrong_type(spec, "a column name or a 0-based index", other)),
     }
 }

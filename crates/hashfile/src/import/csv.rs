@@ -199,6 +199,15 @@ fn resolve(
             name: format!("{i} (0-based)"),
         }),
         Column::Name(name) => {
+            // Digits name a header column if one has that name, else the
+            // index they spell.
+            let as_index = name.parse::<usize>().ok();
+            let named = headers.and_then(|headers| {
+                (0..headers.len()).find(|&i| headers.field(i) == Some(name.as_bytes()))
+            });
+            if let (None, Some(index)) = (named, as_index) {
+                return resolve(&Column::Index(index), what, headers, source);
+            }
             let Some(headers) = headers else {
                 return Err(parse_error(source, Position::line(1), format!("the {what} column {name:?} is named, but the input has no header row (header: false); give its 0-based index instead")));
             };
@@ -410,7 +419,7 @@ impl Rows<'_> {
                             State::Unquoted
                         } else if byte == b'"' && self.quote {
                             if state == State::Unquoted {
-                                return Err(self.error(line, column, "a quote inside an unquoted field; quote the whole field and double the quote (\"a\"\"b\"), or read the input with quote: false (--no-quote) if quotes are ordinary characters in it"));
+                                return Err(self.error(line, column, "a quote inside an unquoted field; quote the whole field and double the quote (\"a\"\"b\"), or read the input with the quote option false (--no-quote) if quotes are ordinary characters in it"));
                             }
                             State::Quoted { line, column }
                         } else {
@@ -449,7 +458,7 @@ impl Rows<'_> {
             State::Quoted { line, column } => Err(self.error(
                 line,
                 column,
-                "unclosed quoted field: the input ends before this quote is closed; close it, or read the input with quote: false (--no-quote) if quotes are ordinary characters in it",
+                "unclosed quoted field: the input ends before this quote is closed; close it, or read the input with the quote option false (--no-quote) if quotes are ordinary characters in it",
             )),
             // A CR at the very end ends the last line, as CR LF would.
             State::FieldStart | State::Unquoted => {

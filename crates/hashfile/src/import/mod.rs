@@ -122,7 +122,9 @@ impl InputFormat {
 pub enum Column {
     /// 0-based position.
     Index(usize),
-    /// Name in the header row.
+    /// Name in the header row. A name of digits that no header has is
+    /// the 0-based index it spells: text (a flag, a string option) cannot
+    /// say which was meant, and a header named "2024" must stay reachable.
     Name(String),
     /// The whole row, as a value: a Hash from header to field, or an Array
     /// of fields without a header row. Written `*`.
@@ -130,15 +132,13 @@ pub enum Column {
 }
 
 impl Column {
-    /// Parses `--key-column` style text: digits are an index, `*` the whole
-    /// row, else a name.
+    /// Parses `--key-column` style text: `*` the whole row, else a name
+    /// (which, of digits and matching no header, is an index).
     pub fn parse(text: &str) -> Column {
         if text == WHOLE {
             return Column::Row;
         }
-        text.parse()
-            .map(Column::Index)
-            .unwrap_or_else(|_| Column::Name(text.to_string()))
+        Column::Name(text.to_string())
     }
 }
 
