@@ -364,7 +364,7 @@ class CLITest < HashfileTest
     File.write(path("data.txt"), "x")
     status, _, err = run_cli("build", path("data.txt"), "-o", path)
     assert_equal 1, status
-    assert_match(/cannot tell the format of .*data.txt from its extension \(.txt is not one hashfile knows\); give the format \(--format, or format: in Ruby\), one of: json, json-pairs, jsonl/, err)
+    assert_match(/cannot tell the format of .*data.txt from its extension \(.txt is not one hashfile knows\); give the format option \(--format on the command line\), one of: json, json-pairs, jsonl/, err)
     assert_equal 2, run_cli("build", path("in.csv"), "-o", path, "--format", "xml")[0]
   end
 

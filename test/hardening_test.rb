@@ -130,7 +130,7 @@ class HardeningTest < HashfileTest
     File.write(path("data.txt"), "{}")
     status, _, err = run_cli("build", path("data.txt"), "-o", path, "-q")
     assert_equal 1, status
-    assert_match(/cannot tell the format of .*data.txt from its extension \(.txt is not one hashfile knows\); give the format \(--format, or format: in Ruby\), one of: json,/, err)
+    assert_match(/cannot tell the format of .*data.txt from its extension \(.txt is not one hashfile knows\); give the format option \(--format on the command line\), one of: json,/, err)
     e = assert_raises(ArgumentError) { Hashfile.build_from(StringIO.new("{}"), path) }
     assert_match(/an IO input \(StringIO\) needs format: \(one of json,/, e.message)
     assert_equal({ "a" => 1 }, Hashfile.build_from(StringIO.new("{\"a\": 1}"), path, format: "json") && Hashfile.open(path, &:to_h))
