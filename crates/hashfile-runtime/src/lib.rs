@@ -49,13 +49,15 @@ pub mod error_class;
 mod handle;
 mod info;
 pub mod memo;
+// The option table reads the importers' options too.
+#[cfg(feature = "import")]
 pub mod options;
 #[cfg(feature = "parallel")]
 pub mod pool;
 mod serialized;
 mod source;
 mod table;
-#[cfg(feature = "parallel")]
+#[cfg(all(feature = "import", feature = "parallel"))]
 mod writer;
 
 #[cfg(feature = "import")]
@@ -65,7 +67,7 @@ pub use info::{Info, InfoValue};
 pub use serialized::SerializedHandle;
 pub use source::{map_store, open_store, LocalOpen, Store, StoreSource};
 pub use table::{Chunk, Cursor, Table};
-#[cfg(feature = "parallel")]
+#[cfg(all(feature = "import", feature = "parallel"))]
 pub use writer::Writer;
 
 /// Builds from input files what a binding's `build_from` asks for: one
@@ -123,6 +125,7 @@ pub fn start_build_from(
 }
 
 /// An I/O error of no file (a thread that could not be started).
+#[cfg(all(feature = "import", feature = "parallel"))]
 fn io_error(source: std::io::Error) -> hashfile::Error {
     hashfile::Error::Io { path: None, source }
 }

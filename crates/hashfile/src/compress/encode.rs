@@ -47,7 +47,7 @@ impl<'d> Encoder<'d> {
     /// Appends `value` compressed to `out` and returns true, or appends
     /// nothing and returns false where it would not be smaller (or would
     /// decode to more than [`MAX_EXPANSION`] times its length). The caller
-    /// asks [`worth_compressing`] first.
+    /// asks [`worth_compressing`](super::worth_compressing) first.
     pub fn compress(&mut self, value: &[u8], out: &mut Vec<u8>) -> Result<bool> {
         self.frame.clear();
         self.frame.reserve(zstd_safe::compress_bound(value.len()));
