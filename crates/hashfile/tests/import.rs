@@ -806,7 +806,7 @@ mod pipeline {
             "no output and no temporary file"
         );
         match Input::new("data.txt", None, &base).unwrap_err() {
-            Error::InvalidOption { name: "format", reason } => assert!(reason.starts_with("cannot tell the format of data.txt from its extension (.txt is not one hashfile knows); give the format (--format, or format: in Ruby), one of: json, json-pairs"), "{reason}"),
+            Error::InvalidOption { name: "format", reason } => assert!(reason.starts_with("cannot tell the format of data.txt from its extension (.txt is not one hashfile knows); give the format option (--format on the command line), one of: json, json-pairs"), "{reason}"),
             other => panic!("expected an invalid format option, got {other:?}"),
         }
     }
