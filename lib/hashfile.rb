@@ -298,8 +298,8 @@ module Hashfile
     def keywords(options)
       return options if options.each_key.all?(Symbol)
 
-      pairs = options.map { |name, value| [name.is_a?(String) ? name.to_sym : name, value] }
-      pairs.to_h.size == pairs.size ? pairs.to_h : options
+      named = options.transform_keys { |name| name.is_a?(String) ? name.to_sym : name }
+      named.size == options.size ? named : options
     end
 
     def input_files?(data)

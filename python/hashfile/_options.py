@@ -79,33 +79,9 @@ class BuildOptions(TypedDict, total=False):
     """build a dataset of this many shards in the directory given"""
 
 
-class BuildFromOptions(TypedDict, total=False):
+class BuildFromOptions(BuildOptions, total=False):
     """The options of ``build_from``."""
 
-    on_duplicate: str | None
-    """what a key given twice does: error, first, last, merge (default: 'error')"""
-    index: str | None
-    """the index layout: classic or compact (default: 'classic')"""
-    compression: str | None
-    """none, zstd or zstd:LEVEL (default: 'none')"""
-    memory: int | str | None
-    """the most the index data may take (bytes, "64M", "auto"); past it a build spills to temporary files (default: 'auto')"""
-    keys_per_bucket: float | None
-    """average keys per bucket of the perfect hash (default: 3.5)"""
-    load_factor: float | None
-    """keys per slot (default: 0.99)"""
-    dense_key_fraction: float | None
-    """the fraction of keys in the dense buckets (default: 0.5)"""
-    dense_bucket_fraction: float | None
-    """the fraction of buckets that are dense (default: 0.2)"""
-    hash_seed: int | None
-    """the hash's first seed (default: 0)"""
-    seed_block_len: int | None
-    """seeds per block (default: 128)"""
-    keys_per_part: int | None
-    """keys per part of the index (default: 131072)"""
-    shards: int | None
-    """build a dataset of this many shards in the directory given"""
     format: str | None
     """the input format (else from each file's extension)"""
     key_column: int | str | None

@@ -33,10 +33,15 @@ def render() -> str:
         "",
         '__all__ = ["BuildFromOptions", "BuildOptions", "OpenOptions"]',
     ]
+    build = {o["name"] for o in _native.OPTIONS["build"]}
     for call, name in CLASSES.items():
-        lines += ["", "", f"class {name}(TypedDict, total=False):", f'    """The options of ``{call}``."""', ""]
+        # build_from takes every option of build: its class adds the rest.
+        extends = call == "build_from" and build <= {o["name"] for o in _native.OPTIONS[call]}
+        base = "BuildOptions" if extends else "TypedDict"
+        lines += ["", "", f"class {name}({base}, total=False):", f'    """The options of ``{call}``."""', ""]
         # progress is build_from's own keyword, typed there.
-        for option in (o for o in _native.OPTIONS[call] if o["name"] != "progress"):
+        own = (o for o in _native.OPTIONS[call] if o["name"] != "progress" and not (extends and o["name"] in build))
+        for option in own:
             default = "" if option["default"] is None else f" (default: {option['default']!r})"
             lines.append(f"    {option['name']}: {option['type']} | None")
             lines.append(f'    """{option["doc"]}{default}"""')

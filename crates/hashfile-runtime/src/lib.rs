@@ -125,7 +125,7 @@ pub fn start_build_from(
 }
 
 /// An I/O error of no file (a thread that could not be started).
-#[cfg(all(feature = "import", feature = "parallel"))]
+#[cfg(feature = "parallel")]
 fn io_error(source: std::io::Error) -> hashfile::Error {
     hashfile::Error::Io { path: None, source }
 }

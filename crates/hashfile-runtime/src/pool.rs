@@ -11,6 +11,8 @@
 
 use std::sync::{Arc, Mutex};
 
+use crate::io_error;
+
 /// This process's pool and the process it was made in.
 static POOL: Mutex<Option<(u32, Arc<rayon::ThreadPool>)>> = Mutex::new(None);
 
@@ -56,9 +58,4 @@ pub fn for_build(threads: Option<usize>) -> hashfile::Result<Arc<rayon::ThreadPo
     let pool = Arc::new(new_pool(None)?);
     *slot = Some((pid, Arc::clone(&pool)));
     Ok(pool)
-}
-
-/// An I/O error of no file (a thread that could not be started).
-fn io_error(source: std::io::Error) -> hashfile::Error {
-    hashfile::Error::Io { path: None, source }
 }

@@ -99,24 +99,9 @@ impl<S: Source> Reader<S> {
                     .source
                     .read_exact_at(at, remaining.min(record::MAX_HEADER_LEN as u64) as usize)
                     .map_err(io_error)?;
-                match record::parse(&piece) {
-                    Ok(Some(layout)) => layout,
-                    Ok(None) => {
-                        return Err(corrupt(
-                            SectionId::Records,
-                            "record header runs past end of records",
-                        ))
-                    }
-                    Err(damage) => return Err(corrupt(SectionId::Records, &damage.to_string())),
-                }
+                whole_header(&piece)?
             }
-            Ok(None) => {
-                return Err(corrupt(
-                    SectionId::Records,
-                    "record header runs past end of records",
-                ))
-            }
-            Err(damage) => return Err(corrupt(SectionId::Records, &damage.to_string())),
+            other => whole_header_of(other)?,
         };
         if layout.len as u64 > remaining {
             return Err(corrupt(
@@ -325,16 +310,7 @@ impl<S: Source> Reader<S> {
                 "record offset past end of records",
             ));
         };
-        let layout = match record::parse(rest) {
-            Ok(Some(layout)) => layout,
-            Ok(None) => {
-                return Err(corrupt(
-                    SectionId::Records,
-                    "record header runs past end of records",
-                ))
-            }
-            Err(damage) => return Err(corrupt(SectionId::Records, &damage.to_string())),
-        };
+        let layout = whole_header(rest)?;
         match layout.split(rest) {
             Some((key, value)) => Ok((layout, key, value)),
             None => Err(corrupt(
@@ -354,4 +330,21 @@ fn decode_frame(
     max: u64,
 ) -> std::result::Result<Vec<u8>, crate::compress::DecodeError> {
     decoder.decode(frame, b"", max)
+}
+
+/// The layout of the record whose header `bytes` start with: a header cut
+/// short by the records section's end, or damaged, is a corrupt store.
+fn whole_header(bytes: &[u8]) -> Result<Layout> {
+    whole_header_of(record::parse(bytes))
+}
+
+fn whole_header_of(parsed: std::result::Result<Option<Layout>, record::Damage>) -> Result<Layout> {
+    match parsed {
+        Ok(Some(layout)) => Ok(layout),
+        Ok(None) => Err(corrupt(
+            SectionId::Records,
+            "record header runs past end of records",
+        )),
+        Err(damage) => Err(corrupt(SectionId::Records, &damage.to_string())),
+    }
 }
