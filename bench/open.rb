@@ -13,14 +13,14 @@ IPS = BenchData::QUICK ? { warmup: 0.2, time: 0.5 } : { warmup: 2, time: 5 }
 hash = BenchData.config
 path = BenchData.files(hash)[:hashfile]
 key = hash.keys.sample(random: Random.new(7))
-options = { symbolize_names: false, freeze: false, raw: false }
+options = {}
 
 rows = Benchmark.ips do |x|
   x.config(**IPS)
   x.report("File.stat") { File.stat(path) }
   x.report("File.open + close") { File.open(path) {} }
   x.report("File.open + read(64) + close") { File.open(path) { |f| f.read(64) } }
-  x.report("native open + close (Reader._open)") { Hashfile::Reader._open(path, options, nil, nil, false, nil, 0, nil).close }
+  x.report("native open + close (Reader._open)") { Hashfile::Reader._open(path, options, nil).close }
   x.report("Hashfile.open + close") { Hashfile.open(path).close }
   x.report("Hashfile.open + db[] + close") { Hashfile.open(path) { |db| db[key] } }
   # values_at, a batch, maps the store first: the open of a mapped store, as before
