@@ -4,16 +4,16 @@
 //! pipeline, without the GIL.
 
 use std::path::Path;
-use std::time::Duration;
 
 use hashfile_runtime::options::{build_request, Call, Language};
-use hashfile_runtime::{BuildEvent, Writer};
+use hashfile_runtime::{Stopped, Writer};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use crate::encode;
 use crate::errors::IntoPy;
 use crate::options::Key;
+use crate::reader::Gil;
 
 /// Builds `path` from `items` (an iterable of (key, value) pairs): the
 /// keyword `options` given to `hashfile.build` (a dict, or None; `shards`
@@ -67,7 +67,7 @@ type Spilled = (u64, u64, u32);
 ///
 /// The build runs on a thread of its own, on the runtime's build pool
 /// (made again in a forked child). The calling thread waits without
-/// the GIL, taking it back every 50 ms to look for a signal (Ctrl-C) and at
+/// the GIL (`BuildJob::wait`), taking it back every 20 ms to look for a signal (Ctrl-C) and at
 /// each progress report (at most every 0.1 s) to call `progress(entries,
 /// bytes_read, bytes_total, phase)`. A signal's exception, or one from
 /// `progress`, cancels the build (in any phase, even while it waits for a
@@ -85,54 +85,24 @@ pub fn build_from(
     let given = crate::options::given(options)?;
     let request = build_request(Call::BuildFrom, &given, Language::Python).py_err()?;
     let job = hashfile_runtime::start_build_from(&inputs, output, request).py_err()?;
-    // The first exception (a signal's, or one from `progress`) cancels the
-    // build; after it this thread only waits for the build to stop.
-    let mut raised: Option<PyErr> = None;
-    loop {
-        let event = py.detach(|| job.next(WAKE_EVERY));
-        if raised.is_none() {
-            if let Err(e) = py.check_signals() {
-                job.cancel();
-                raised = Some(e);
-            }
+    let waited = job.wait(&Gil(py), |p| match &progress {
+        Some(callable) => callable
+            .call1((p.entries, p.bytes_read, p.bytes_total, p.phase.name()))
+            .map(drop),
+        None => Ok(()),
+    });
+    let summary = match waited {
+        Ok(result) => result.py_err()?,
+        Err(Stopped::Raised(e)) => return Err(e),
+        Err(Stopped::Died(_)) => {
+            return Err(crate::errors::internal(
+                py,
+                "the build thread ended without a result (it panicked)",
+            ))
         }
-        match event {
-            None => {}
-            Some(BuildEvent::Progress(p)) => {
-                if raised.is_none() {
-                    if let Some(callable) = &progress {
-                        let phase = p.phase.name();
-                        if let Err(e) =
-                            callable.call1((p.entries, p.bytes_read, p.bytes_total, phase))
-                        {
-                            job.cancel();
-                            raised = Some(e);
-                        }
-                    }
-                }
-                job.answer(raised.is_none());
-            }
-            Some(BuildEvent::Done(result)) => {
-                if let Some(e) = raised {
-                    return Err(e);
-                }
-                let summary = result.py_err()?;
-                let spilled = summary
-                    .spilled
-                    .map(|s| (s.groups, s.temporary_bytes, s.attempts));
-                return Ok((summary.entries, summary.file_bytes, spilled));
-            }
-            Some(BuildEvent::Died(_)) => {
-                return Err(raised.unwrap_or_else(|| {
-                    crate::errors::internal(
-                        py,
-                        "the build thread ended without a result (it panicked)",
-                    )
-                }));
-            }
-        }
-    }
+    };
+    let spilled = summary
+        .spilled
+        .map(|s| (s.groups, s.temporary_bytes, s.attempts));
+    Ok((summary.entries, summary.file_bytes, spilled))
 }
-
-/// How often the waiting thread looks for a signal.
-const WAKE_EVERY: Duration = Duration::from_millis(50);

@@ -1,6 +1,6 @@
 //! Records to Python objects: string values to `str` (or `bytes` for a
 //! binary one), typed values decoded straight from their bytes
-//! (`hashfile::value::Cursor`), with no intermediate tree.
+//! (the core's `value::walk`), with no intermediate tree.
 //!
 //! | stored (Ruby)              | Python                               |
 //! | -------------------------- | ------------------------------------ |
@@ -24,7 +24,7 @@
 //! equality (the core's `value::dig`), so it reaches each of such keys.
 
 use hashfile::value::{
-    self as codec, join_items, Container, Cursor, Dig, Encoding, Item, Probe, MAX_DEPTH,
+    self as codec, join_items, walk, Container, Dig, Encoding, Item, Probe, MAX_DEPTH,
 };
 use hashfile::ValueKind;
 use pyo3::prelude::*;
@@ -37,15 +37,9 @@ pub fn value<'py>(py: Python<'py>, kind: ValueKind, bytes: &[u8]) -> PyResult<Bo
     match kind {
         ValueKind::Utf8 | ValueKind::Ascii => text(py, bytes),
         ValueKind::Binary => new_bytes(py, bytes),
-        ValueKind::Typed => {
-            // Every length is checked as it is read, the depth here: one
-            // pass, with no separate check of the whole value first (a
-            // damaged value leaves only garbage for Python to collect).
-            let mut cursor = Cursor::new(bytes);
-            let value = item(py, &mut cursor, MAX_DEPTH)?;
-            cursor.end_of_value().py_err()?;
-            Ok(value)
-        }
+        // One pass, checked as it goes (the core's walk): a damaged value
+        // leaves only garbage for Python to collect.
+        ValueKind::Typed => walk::value(&mut Objects(py), bytes),
         // A kind a newer release added: the reader refuses such a store at
         // open (a required flag), so this is never reached.
         other => Err(pyo3::exceptions::PyValueError::new_err(format!(
@@ -101,78 +95,74 @@ fn text<'py>(py: Python<'py>, bytes: &[u8]) -> PyResult<Bound<'py, PyAny>> {
     }
 }
 
-fn item<'py>(
-    py: Python<'py>,
-    cursor: &mut Cursor<'_>,
-    depth_left: usize,
-) -> PyResult<Bound<'py, PyAny>> {
-    let next = cursor.next_item().py_err()?;
-    from_item(py, &next, depth_left)
-}
+/// Builds Python objects from the core's walk.
+struct Objects<'py>(Python<'py>);
 
-/// The Python object of an item already read.
-fn from_item<'py>(
-    py: Python<'py>,
-    item: &Item<'_>,
-    depth_left: usize,
-) -> PyResult<Bound<'py, PyAny>> {
-    Ok(match *item {
-        Item::Nil => py.None().into_bound(py),
-        Item::Bool(b) => PyBool::new(py, b).to_owned().into_any(),
-        Item::Int(i) => i.into_pyobject(py)?.into_any(),
-        Item::BigInt {
-            negative,
-            magnitude,
-        } => {
-            let int = py
-                .get_type::<PyInt>()
-                .call_method1("from_bytes", (new_bytes(py, magnitude)?, "little"))?;
-            if negative {
-                int.neg()?
-            } else {
-                int
-            }
-        }
-        Item::Float(f) => f.into_pyobject(py)?.into_any(),
-        Item::Str(bytes, Encoding::Binary) => new_bytes(py, bytes)?,
-        Item::Str(bytes, _) | Item::Symbol(bytes, _) => text(py, bytes)?,
-        Item::Custom(bytes) => new_bytes(py, bytes)?,
-        Item::Array(_) | Item::Map(_) if depth_left == 0 => return Err(to_py(codec::too_deep())),
-        Item::Array(c) => array(py, c, depth_left - 1)?.into_any(),
-        Item::Map(c) => map(py, c, depth_left - 1)?.into_any(),
-    })
-}
+impl<'py> walk::Build for Objects<'py> {
+    type Value = Bound<'py, PyAny>;
+    type Error = PyErr;
 
-fn array<'py>(
-    py: Python<'py>,
-    c: Container<'_>,
-    depth_left: usize,
-) -> PyResult<Bound<'py, PyList>> {
-    let list = PyList::empty(py);
-    let mut inner = c.cursor();
-    for _ in 0..c.len {
-        list.append(item(py, &mut inner, depth_left)?)?;
+    fn error(&mut self, e: hashfile::Error) -> PyErr {
+        to_py(e)
     }
-    inner.end_of_body().py_err()?;
-    Ok(list)
-}
 
-fn map<'py>(py: Python<'py>, c: Container<'_>, depth_left: usize) -> PyResult<Bound<'py, PyDict>> {
-    let dict = PyDict::new(py);
-    let mut inner = c.cursor();
-    for _ in 0..c.len {
-        let k = hashable(item(py, &mut inner, depth_left)?)?;
-        let v = item(py, &mut inner, depth_left)?;
+    fn leaf(&mut self, item: &Item<'_>) -> PyResult<Bound<'py, PyAny>> {
+        let py = self.0;
+        Ok(match *item {
+            Item::Nil => py.None().into_bound(py),
+            Item::Bool(b) => PyBool::new(py, b).to_owned().into_any(),
+            Item::Int(i) => i.into_pyobject(py)?.into_any(),
+            Item::BigInt {
+                negative,
+                magnitude,
+            } => {
+                let int = py
+                    .get_type::<PyInt>()
+                    .call_method1("from_bytes", (new_bytes(py, magnitude)?, "little"))?;
+                if negative {
+                    int.neg()?
+                } else {
+                    int
+                }
+            }
+            Item::Float(f) => f.into_pyobject(py)?.into_any(),
+            Item::Str(bytes, Encoding::Binary) => new_bytes(py, bytes)?,
+            Item::Str(bytes, _) | Item::Symbol(bytes, _) => text(py, bytes)?,
+            Item::Custom(bytes) => new_bytes(py, bytes)?,
+            Item::Array(_) | Item::Map(_) => unreachable!("the walk builds containers"),
+        })
+    }
+
+    fn array(&mut self, _len: u64) -> PyResult<Bound<'py, PyAny>> {
+        Ok(PyList::empty(self.0).into_any())
+    }
+
+    fn push(&mut self, list: &mut Bound<'py, PyAny>, element: Bound<'py, PyAny>) -> PyResult<()> {
+        list.cast::<PyList>()?.append(element)
+    }
+
+    fn map(&mut self, _len: u64) -> PyResult<Bound<'py, PyAny>> {
+        Ok(PyDict::new(self.0).into_any())
+    }
+
+    fn insert(
+        &mut self,
+        dict: &mut Bound<'py, PyAny>,
+        key: Bound<'py, PyAny>,
+        value: Bound<'py, PyAny>,
+        stored: Container<'_>,
+    ) -> PyResult<()> {
+        let dict = dict.cast::<PyDict>()?;
+        let key = hashable(key)?;
         let before = dict.len();
-        dict.set_item(&k, v)?;
+        dict.set_item(&key, value)?;
         // Equal in Python, distinct as stored (or Ruby would have kept
         // one): the dict replaced a value, which is never done silently.
         if dict.len() == before {
-            return Err(collision(py, c, &k, depth_left));
+            return Err(collision(self.0, stored, &key));
         }
+        Ok(())
     }
-    inner.end_of_body().py_err()?;
-    Ok(dict)
 }
 
 /// A dict key of a decoded map key: an Array (a `list`, unhashable) as a
@@ -193,13 +183,13 @@ fn hashable<'py>(key: Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
 
 /// The error for a map whose stored keys include several equal to `key`
 /// in Python: it names each as stored.
-fn collision(py: Python<'_>, c: Container<'_>, key: &Bound<'_, PyAny>, depth_left: usize) -> PyErr {
+fn collision(py: Python<'_>, c: Container<'_>, key: &Bound<'_, PyAny>) -> PyErr {
     let mut equal = Vec::new();
     let mut inner = c.cursor();
     let mut find = || -> PyResult<()> {
         for _ in 0..c.len {
             let stored = inner.clone().next_item().py_err()?;
-            let k = hashable(item(py, &mut inner, depth_left)?)?;
+            let k = hashable(walk::next(&mut Objects(py), &mut inner, MAX_DEPTH)?)?;
             if k.eq(key)? {
                 equal.push(stored);
             }
@@ -284,8 +274,14 @@ pub fn answer<'py>(
     Ok(match walked {
         None => Some((0, value(py, record.kind, record.value)?)),
         Some(Dig::Absent) => None,
-        Some(Dig::Stuck { step, item }) => Some((step, from_item(py, &item, depth_after(step))?)),
-        Some(Dig::Found(item)) => Some((steps, from_item(py, &item, depth_after(steps))?)),
+        Some(Dig::Stuck { step, item }) => Some((
+            step,
+            walk::item_at(&mut Objects(py), &item, depth_after(step))?,
+        )),
+        Some(Dig::Found(item)) => Some((
+            steps,
+            walk::item_at(&mut Objects(py), &item, depth_after(steps))?,
+        )),
     })
 }
 

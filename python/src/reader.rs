@@ -9,8 +9,10 @@
 //! network (a remote store or dataset) release it, copying the records
 //! they found before taking it back.
 
-use hashfile::RecordBuf;
+use std::sync::atomic::AtomicBool;
+
 use hashfile_runtime::options::{open_request, Language};
+use hashfile_runtime::reads::{self, Unlock};
 use hashfile_runtime::{Cursor, Handle, Info, InfoValue, Table};
 use pyo3::exceptions::{PyKeyError, PyTypeError};
 use pyo3::prelude::*;
@@ -49,12 +51,7 @@ impl NativeReader {
         read: impl Fn(&Table) -> hashfile::Result<R> + Send + Sync,
     ) -> PyResult<R> {
         let table = self.handle.current().py_err()?;
-        if table.is_remote() {
-            let table = table.to_arc();
-            py.detach(|| self.handle.read_on(&table, read)).at(self)
-        } else {
-            self.handle.read_on(&table, read).at(self)
-        }
+        reads::read(&Gil(py), &self.handle, &table, read)?.at(self)
     }
 
     /// The value of `key` (a `str` or `bytes`, else None: not found), from
@@ -95,24 +92,14 @@ impl NativeReader {
         key: &[u8],
     ) -> PyResult<Option<Bound<'py, PyAny>>> {
         let table = self.handle.current().py_err()?;
-        if !table.is_remote() {
-            // Decoded in place, holding the GIL; the fault check comes
-            // after, so a value read from a page that faulted is dropped.
-            let value = match table.get(key).at(self)? {
-                Some(r) => Some(decode::value(py, r.kind(), r.value())?),
-                None => None,
-            };
-            self.handle.check_faults(&table).at(self)?;
-            return Ok(value);
-        }
-        // Remote: the store taken above is read without the GIL.
-        let table = table.to_arc();
-        let found = py
-            .detach(|| self.handle.read_on(&table, |t| Ok(owned(t.get(key)?))))
-            .at(self)?;
-        found
+        let found = reads::get(&Gil(py), &self.handle, &table, key)?.at(self)?;
+        let value = found
             .map(|r| decode::value(py, r.kind(), r.value()))
-            .transpose()
+            .transpose()?;
+        // Decoded in place when local, holding the GIL; the fault check
+        // comes after, so a value read from a page that faulted is dropped.
+        self.handle.check_faults(&table).at(self)?;
+        Ok(value)
     }
 
     /// The values of `keys` read from the store: one batch per store.
@@ -129,32 +116,19 @@ impl NativeReader {
         py: Python<'py>,
         keys: &[&[u8]],
     ) -> PyResult<Vec<Option<Bound<'py, PyAny>>>> {
-        let decode_all = |found: Vec<Option<RecordBuf<'_>>>| {
-            found
-                .into_iter()
-                .map(|r| {
-                    r.map(|r| decode::value(py, r.kind(), r.value()))
-                        .transpose()
-                })
-                .collect::<PyResult<Vec<_>>>()
-        };
         // A batch reads much of the store: mapped, if it opened unmapped.
         let table = self.handle.current_mapped().py_err()?;
-        if !table.is_remote() {
-            // As in `lookup`: decoded in place, then the fault check.
-            let values = decode_all(table.get_many(keys).at(self)?)?;
-            self.handle.check_faults(&table).at(self)?;
-            return Ok(values);
-        }
-        let table = table.to_arc();
-        let found = py
-            .detach(|| {
-                self.handle.read_on(&table, |t| {
-                    Ok(t.get_many(keys)?.into_iter().map(owned).collect::<Vec<_>>())
-                })
+        let found = reads::get_many(&Gil(py), &self.handle, &table, keys)?.at(self)?;
+        let values = found
+            .into_iter()
+            .map(|r| {
+                r.map(|r| decode::value(py, r.kind(), r.value()))
+                    .transpose()
             })
-            .at(self)?;
-        decode_all(found)
+            .collect::<PyResult<Vec<_>>>()?;
+        // As in `lookup`: decoded in place, then the fault check.
+        self.handle.check_faults(&table).at(self)?;
+        Ok(values)
     }
 }
 
@@ -171,8 +145,23 @@ impl<T> At<T> for hashfile::Result<T> {
     }
 }
 
-fn owned(record: Option<RecordBuf<'_>>) -> Option<RecordBuf<'static>> {
-    record.map(RecordBuf::into_owned)
+/// The GIL, released by `Python::detach` while a read may wait.
+pub struct Gil<'py>(pub Python<'py>);
+
+impl Unlock for Gil<'_> {
+    type Error = PyErr;
+
+    fn unlocked<R: Send>(
+        &self,
+        _interrupt: Option<&AtomicBool>,
+        work: impl FnOnce() -> R + Send,
+    ) -> PyResult<R> {
+        Ok(self.0.detach(work))
+    }
+
+    fn interrupted(&self) -> PyResult<()> {
+        self.0.check_signals()
+    }
 }
 
 #[pymethods]
@@ -266,11 +255,7 @@ impl NativeReader {
             self.handle.check_faults(&table).at(self)?;
             return Ok(answered.transpose()?.flatten());
         }
-        let table = table.to_arc();
-        let found = py
-            .detach(|| self.handle.read_on(&table, |t| Ok(owned(t.get(k)?))))
-            .at(self)?;
-        match found {
+        match reads::get(&Gil(py), &self.handle, &table, k)?.at(self)? {
             Some(r) => decode::dig(py, &r.record(), &steps),
             None => Ok(None),
         }
@@ -372,8 +357,8 @@ impl NativeReader {
     /// manifest and every key against its shard).
     fn verify(&self, py: Python<'_>) -> PyResult<bool> {
         no_panic(py, || {
-            let table = self.handle.current_mapped().py_err()?.to_arc();
-            py.detach(|| table.verify()).at(self)?;
+            let table = self.handle.current_mapped().py_err()?;
+            reads::verify(&Gil(py), &table)?.at(self)?;
             Ok(true)
         })
     }
@@ -442,16 +427,8 @@ impl NativeReader {
         max: usize,
         keys_only: bool,
     ) -> PyResult<(Bound<'py, PyList>, Option<PyCursor>)> {
-        let (records, next) = self.read_unguarded(py, |t| {
-            let (records, next) = t.chunk(from, max)?;
-            Ok((
-                records
-                    .into_iter()
-                    .map(RecordBuf::into_owned)
-                    .collect::<Vec<_>>(),
-                next,
-            ))
-        })?;
+        let table = self.handle.current().py_err()?;
+        let (records, next) = reads::chunk(&Gil(py), &table, from, max)?.at(self)?;
         let list = PyList::empty(py);
         for r in &records {
             let k = decode::key(py, r.key_utf8(), r.key())?;
@@ -462,6 +439,8 @@ impl NativeReader {
             };
             list.append(PyTuple::new(py, [k, v])?)?;
         }
+        // As in `lookup`: what a page that faulted held is dropped.
+        self.handle.check_faults(&table).at(self)?;
         Ok((list, next.map(|c| (c.shard, c.offset, c.index))))
     }
 }

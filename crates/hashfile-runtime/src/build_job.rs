@@ -15,6 +15,9 @@
 //!   publishes nothing;
 //! - the last event is the build's result, or [`BuildEvent::Died`] if the
 //!   thread ended without one (it panicked).
+//!
+//! [`BuildJob::wait`] is that loop, which every binding runs with its own
+//! [`Unlock`] and progress callback.
 
 use std::any::Any;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
@@ -24,6 +27,12 @@ use std::time::Duration;
 
 use hashfile::pipeline::{Progress, Summary};
 use hashfile::CancelFlag;
+
+use crate::reads::Unlock;
+
+/// How often a waiting thread takes its interpreter's lock back to look
+/// for an interrupt (Ctrl-C, a signal, `Thread#raise`).
+const WAKE_EVERY: Duration = Duration::from_millis(20);
 
 /// What a build does on its thread: given the cancel flag and the report
 /// callback, build and return the summary (e.g. a call of
@@ -51,6 +60,16 @@ pub enum BuildEvent {
     /// The build ended: published, failed, or cancelled and cleaned up.
     Done(hashfile::Result<Summary>),
     /// The thread ended without a result: it panicked, with this payload.
+    Died(Option<Box<dyn Any + Send + 'static>>),
+}
+
+/// Why [`BuildJob::wait`] has no build result to give.
+pub enum Stopped<E> {
+    /// The interpreter raised (an interrupt, the progress callback): the
+    /// build was cancelled, and has stopped and cleaned up.
+    Raised(E),
+    /// The build's thread ended without a result: it panicked, with this
+    /// payload.
     Died(Option<Box<dyn Any + Send + 'static>>),
 }
 
@@ -118,6 +137,61 @@ impl BuildJob {
     /// Stops the build soon, in any phase; it publishes nothing.
     pub fn cancel(&self) {
         self.cancel.cancel();
+    }
+
+    /// Waits for the build's end without the interpreter's lock, taking it
+    /// back every 20 ms to look for an interrupt and at each report to
+    /// call `progress`. The first exception (an interrupt's, or one from
+    /// `progress`) cancels the build; it is given back once the build has
+    /// stopped and removed its temporary files. An interrupt that came
+    /// with a report is looked for before the answer, so that the answer
+    /// to the last report before publishing cancels the build.
+    pub fn wait<U: Unlock>(
+        &self,
+        unlock: &U,
+        mut progress: impl FnMut(&Progress) -> Result<(), U::Error>,
+    ) -> Result<hashfile::Result<Summary>, Stopped<U::Error>> {
+        let mut raised: Option<U::Error> = None;
+        // The interpreter's request to stop ends the wait soon anyway.
+        let woken = std::sync::atomic::AtomicBool::new(false);
+        loop {
+            let event = match unlock.unlocked(Some(&woken), || self.next(WAKE_EVERY)) {
+                Ok(event) => event,
+                // An interrupt was pending before the wait.
+                Err(e) => {
+                    self.cancel();
+                    raised.get_or_insert(e);
+                    continue;
+                }
+            };
+            if raised.is_none() {
+                if let Err(e) = unlock.interrupted() {
+                    self.cancel();
+                    raised = Some(e);
+                }
+            }
+            match event {
+                None => {}
+                Some(BuildEvent::Progress(p)) => {
+                    if raised.is_none() {
+                        if let Err(e) = progress(&p) {
+                            self.cancel();
+                            raised = Some(e);
+                        }
+                    }
+                    self.answer(raised.is_none());
+                }
+                Some(BuildEvent::Done(result)) => {
+                    return match raised {
+                        Some(e) => Err(Stopped::Raised(e)),
+                        None => Ok(result),
+                    }
+                }
+                Some(BuildEvent::Died(panic)) => {
+                    return Err(raised.map_or(Stopped::Died(panic), Stopped::Raised))
+                }
+            }
+        }
     }
 
     fn join(&self) -> Result<(), Box<dyn Any + Send + 'static>> {

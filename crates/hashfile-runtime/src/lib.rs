@@ -22,9 +22,11 @@
 //!   which a binding's waiting thread answers its progress reports and
 //!   cancels it on an interrupt.
 //!
-//! A binding converts arguments, values and errors, and decides where a
-//! read that may wait on the network runs ([`Table::is_remote`]);
-//! everything else is here.
+//! - [`reads`]: where each read runs, in place or without the
+//!   interpreter's lock, which a binding releases through [`reads::Unlock`].
+//!
+//! A binding converts arguments, values and errors, and releases its
+//! interpreter's lock; everything else is here.
 //!
 //! ```no_run
 //! use std::time::Duration;
@@ -54,6 +56,7 @@ pub mod memo;
 pub mod options;
 #[cfg(feature = "parallel")]
 pub mod pool;
+pub mod reads;
 mod serialized;
 mod source;
 mod table;
@@ -61,7 +64,7 @@ mod table;
 mod writer;
 
 #[cfg(feature = "import")]
-pub use build_job::{BuildEvent, BuildJob, BuildRun, Report};
+pub use build_job::{BuildEvent, BuildJob, BuildRun, Report, Stopped};
 pub use handle::{is_replaced, open, Current, Handle, OpenOptions, Refresh, MAP_AFTER_LOOKUPS};
 pub use info::{Info, InfoValue};
 pub use serialized::SerializedHandle;

@@ -588,3 +588,93 @@ fn a_symbol_name_must_be_valid_in_its_encoding() {
     let bytes = encoded(&Value::Symbol(b"\xff".to_vec(), Some("ASCII-8BIT".into())));
     assert!(Value::decode(&bytes).is_ok());
 }
+
+/// A third decoder on the one walk: writes a value's outline as text.
+/// It sees containers made, then filled in order, then finished; and the
+/// walk's checks (depth, trailing bytes) reach it through `error`.
+struct Outline;
+
+impl value::walk::Build for Outline {
+    type Value = String;
+    type Error = String;
+
+    fn error(&mut self, e: Error) -> String {
+        format!("damaged: {e}")
+    }
+    fn leaf(&mut self, item: &Item<'_>) -> Result<String, String> {
+        Ok(item.to_string())
+    }
+    fn array(&mut self, len: u64) -> Result<String, String> {
+        Ok(format!("[{len}:"))
+    }
+    fn push(&mut self, array: &mut String, element: String) -> Result<(), String> {
+        array.push(' ');
+        array.push_str(&element);
+        Ok(())
+    }
+    fn map(&mut self, len: u64) -> Result<String, String> {
+        Ok(format!("{{{len}:"))
+    }
+    fn insert(
+        &mut self,
+        map: &mut String,
+        key: String,
+        value: String,
+        stored: value::Container<'_>,
+    ) -> Result<(), String> {
+        if key == "\"bad\"" {
+            return Err(format!("refused a key of a map of {}", stored.len));
+        }
+        map.push_str(&format!(" {key}=>{value}"));
+        Ok(())
+    }
+    fn finish(&mut self, container: String) -> Result<String, String> {
+        let close = if container.starts_with('[') {
+            " ]"
+        } else {
+            " }"
+        };
+        Ok(container + close)
+    }
+}
+
+#[test]
+fn the_walk_builds_containers_in_order_and_reports_damage_through_the_builder() {
+    let v = Value::Map(vec![
+        (
+            Value::str("a"),
+            Value::Array(vec![Value::Int(1), Value::Nil]),
+        ),
+        (Value::Array(vec![Value::Bool(true)]), Value::Float(2.5)),
+    ]);
+    let bytes = encoded(&v);
+    assert_eq!(
+        value::walk::value(&mut Outline, &bytes).unwrap(),
+        "{2: \"a\"=>[2: 1 nil ] [1: true ]=>2.5 }"
+    );
+    // A byte after the value.
+    let mut trailing = bytes.clone();
+    trailing.push(0);
+    let e = value::walk::value(&mut Outline, &trailing).unwrap_err();
+    assert!(
+        e.starts_with("damaged: ") && e.contains("trailing bytes"),
+        "{e}"
+    );
+    // Too deep: one level past the limit.
+    let deepest = value::walk::value(&mut Outline, &encoded(&nest(MAX_DEPTH))).unwrap();
+    assert!(deepest.starts_with("[1: [1:"), "{deepest}");
+    // nest(MAX_DEPTH) wrapped once more, written by hand (encode refuses it).
+    let mut deeper = Vec::new();
+    let inner = encoded(&nest(MAX_DEPTH));
+    let start = value::ContainerStart::begin(&deeper);
+    deeper.extend_from_slice(&inner);
+    start.end_array(&mut deeper, 1);
+    let e = value::walk::value(&mut Outline, &deeper).unwrap_err();
+    assert!(e.contains("nested deeper than 100 levels"), "{e}");
+    // The builder's own error stops the walk.
+    let bad = encoded(&Value::Map(vec![(Value::str("bad"), Value::Nil)]));
+    assert_eq!(
+        value::walk::value(&mut Outline, &bad).unwrap_err(),
+        "refused a key of a map of 1"
+    );
+}

@@ -1,17 +1,16 @@
 //! `Hashfile._build_from`: builds a store, or a dataset of shards, from
-//! input files on a thread of its own, while the calling Ruby thread sleeps without the GVL until a
-//! progress report, the end, or an interrupt arrives, and calls the
-//! progress callable with each report.
+//! input files on a thread of its own, while the calling Ruby thread waits
+//! without the GVL (`BuildJob::wait`), calling the progress callable with
+//! each report.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use hashfile_runtime::options::{Call, Language};
-use hashfile_runtime::BuildEvent;
+use hashfile_runtime::Stopped;
 use magnus::{function, prelude::*, Error, RHash, RModule, Ruby, Value};
 
 use crate::error::to_ruby;
-use crate::nogvl::without_gvl;
+use crate::store::Gvl;
 
 /// `_build_from(inputs, output, options, progress)`: `options` are the
 /// keywords given to `Hashfile.build_from` (a Hash; `shards:` makes
@@ -33,95 +32,40 @@ fn build_from(
     let job = hashfile_runtime::start_build_from(&inputs, PathBuf::from(output), request)
         .map_err(|e| to_ruby(ruby, e))?;
 
-    // Ruby's unblock function only wakes this thread (`wake`); it then asks
-    // Ruby whether there is an exception to raise, and cancels the build if
-    // so. The first such exception wins; after it we only wait for the
-    // build to stop and clean up.
-    let wake = AtomicBool::new(false);
-    let mut raised: Option<Error> = None;
-    loop {
-        let (job, woken) = (&job, &wake);
-        let wait = move || loop {
-            match job.next(WAKE_EVERY) {
-                Some(event) => return Some(event),
-                None if woken.swap(false, Ordering::SeqCst) => return None,
-                None => {}
-            }
-        };
-        let event = match without_gvl(ruby, wait, Some(&wake)) {
-            Ok(Some(event)) => event,
-            // Woken: hand Ruby its interrupt, which may raise.
-            Ok(None) => match ruby.thread_check_ints() {
-                Ok(()) => continue,
-                Err(e) => {
-                    job.cancel();
-                    raised.get_or_insert(e);
-                    continue;
-                }
-            },
-            // An interrupt was pending before the wait.
-            Err(e) => {
-                job.cancel();
-                raised.get_or_insert(e);
-                continue;
-            }
-        };
-        match event {
-            BuildEvent::Progress(p) => {
-                // An interrupt that came with this report is handed to Ruby
-                // before the answer, so that the answer to the last report
-                // before the rename cancels the build, rather than publish.
-                if raised.is_none() {
-                    if let Err(e) = ruby.thread_check_ints() {
-                        job.cancel();
-                        raised = Some(e);
-                    }
-                }
-                if raised.is_none() && !progress.is_nil() {
-                    let phase = ruby.to_symbol(p.phase.name());
-                    if let Err(e) = progress.funcall::<_, _, Value>(
-                        "call",
-                        (p.entries, p.bytes_read, p.bytes_total, phase),
-                    ) {
-                        job.cancel();
-                        raised = Some(e);
-                    }
-                }
-                job.answer(raised.is_none());
-            }
-            BuildEvent::Done(result) => {
-                if let Some(e) = raised {
-                    return Err(e);
-                }
-                let summary = result.map_err(|e| to_ruby(ruby, e))?;
-                let out = ruby.hash_new();
-                out.aset(ruby.to_symbol("entries"), summary.entries)?;
-                out.aset(ruby.to_symbol("file_bytes"), summary.file_bytes)?;
-                if let Some(spilled) = summary.spilled {
-                    let stats = ruby.hash_new();
-                    stats.aset(ruby.to_symbol("groups"), spilled.groups)?;
-                    stats.aset(ruby.to_symbol("temporary_bytes"), spilled.temporary_bytes)?;
-                    stats.aset(ruby.to_symbol("attempts"), spilled.attempts)?;
-                    out.aset(ruby.to_symbol("spilled"), stats)?;
-                }
-                return Ok(out);
-            }
-            BuildEvent::Died(panic) => {
-                let error = match panic {
-                    Some(panic) => crate::error::internal_error(ruby, &*panic),
-                    None => Error::new(
-                        ruby.get_inner(&crate::error::ERROR),
-                        "internal error: the build thread ended without a result",
-                    ),
-                };
-                return Err(raised.unwrap_or(error));
-            }
+    let summary = job.wait(&Gvl(ruby), |p| {
+        if progress.is_nil() {
+            return Ok(());
         }
+        let phase = ruby.to_symbol(p.phase.name());
+        progress
+            .funcall::<_, _, Value>("call", (p.entries, p.bytes_read, p.bytes_total, phase))
+            .map(drop)
+    });
+    let summary = match summary {
+        Ok(result) => result.map_err(|e| to_ruby(ruby, e))?,
+        Err(Stopped::Raised(e)) => return Err(e),
+        Err(Stopped::Died(panic)) => {
+            return Err(match panic {
+                Some(panic) => crate::error::internal_error(ruby, &*panic),
+                None => Error::new(
+                    ruby.get_inner(&crate::error::ERROR),
+                    "internal error: the build thread ended without a result",
+                ),
+            })
+        }
+    };
+    let out = ruby.hash_new();
+    out.aset(ruby.to_symbol("entries"), summary.entries)?;
+    out.aset(ruby.to_symbol("file_bytes"), summary.file_bytes)?;
+    if let Some(spilled) = summary.spilled {
+        let stats = ruby.hash_new();
+        stats.aset(ruby.to_symbol("groups"), spilled.groups)?;
+        stats.aset(ruby.to_symbol("temporary_bytes"), spilled.temporary_bytes)?;
+        stats.aset(ruby.to_symbol("attempts"), spilled.attempts)?;
+        out.aset(ruby.to_symbol("spilled"), stats)?;
     }
+    Ok(out)
 }
-
-/// How often the waiting Ruby thread looks at `wake`.
-const WAKE_EVERY: std::time::Duration = std::time::Duration::from_millis(20);
 
 /// `_check_output(path)`: the file a build would replace for `path` (a
 /// symbolic link's target), or the error a build would raise for it (a

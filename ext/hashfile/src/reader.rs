@@ -14,9 +14,11 @@ use magnus::rb_sys::AsRawValue;
 use crate::error::to_ruby;
 use crate::memo::Memo;
 use crate::store;
+use crate::store::Gvl;
 use crate::strings;
 use crate::typed_data::unwrap_self;
 use crate::value::{DecodeFlags, Decoder, OwnedProbe};
+use hashfile_runtime::reads;
 
 /// The open location is a `hashfile_runtime::SerializedHandle` (the GVL
 /// serializes every call): it holds the store read now and swaps in a
@@ -84,7 +86,9 @@ impl Reader {
         let flags = DecodeFlags::of(d.symbolize_names, d.freeze, d.raw);
         let open_options = request.options;
         let handle = if hashfile_remote::Location::is_remote(&path) {
-            store::remote_call(ruby, move || hashfile_runtime::open(&path, open_options))?
+            reads::remote(&Gvl(ruby), move || {
+                hashfile_runtime::open(&path, open_options)
+            })?
         } else {
             hashfile_runtime::open(&path, open_options)
         }
@@ -112,7 +116,7 @@ impl Reader {
         let handle = rb_self.handle.handle();
         if handle.is_remote() {
             // A remote dataset's manifest is fetched: without the GVL.
-            return store::remote_call(ruby, || Ok(handle.is_stale()))
+            return reads::remote(&Gvl(ruby), || Ok(handle.is_stale()))
                 .map(|stale| stale.unwrap_or(true));
         }
         Ok(handle.is_stale())
@@ -124,7 +128,7 @@ impl Reader {
     fn reopen(ruby: &Ruby, rb_self: &Self) -> Result<(), Error> {
         let handle = rb_self.handle.handle();
         if handle.is_remote() {
-            store::remote_call(ruby, || handle.reopen())?
+            reads::remote(&Gvl(ruby), || handle.reopen())?
         } else {
             handle.reopen()
         }
@@ -186,6 +190,7 @@ impl Reader {
             load: self
                 .load
                 .map_or_else(|| ruby.qnil().as_value(), |load| ruby.get_inner(load)),
+            key: None,
         }
     }
 
@@ -425,8 +430,9 @@ impl Reader {
             rb_self.handle.map_now().map_err(|e| to_ruby(ruby, e))?;
         }
         rb_self.with_store(ruby, |store| {
-            let (records, next) = store::chunk(ruby, store, from, CHUNK)?
-                .map_err(|e| to_ruby(ruby, e.with_path(rb_self.path().as_ref())))?;
+            let (records, next) =
+                store::guarded(ruby, || reads::chunk(&Gvl(ruby), store, from, CHUNK))??
+                    .map_err(|e| to_ruby(ruby, e.with_path(rb_self.path().as_ref())))?;
             let out = ruby.ary_new_capa(1 + 2 * records.len());
             out.push(next.map(|c| (c.shard, c.offset, c.index)))?;
             for record in &records {
@@ -462,7 +468,7 @@ impl Reader {
         // A counted store: a `close` by another thread while the check
         // runs without the GVL leaves it mapped until the check ends.
         let store = rb_self.handle.shared().map_err(|e| to_ruby(ruby, e))?;
-        let result = store::verify(ruby, &store)?;
+        let result = reads::verify(&Gvl(ruby), &store)?;
         rb_self
             .handle
             .handle()

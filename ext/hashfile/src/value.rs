@@ -12,7 +12,7 @@
 use std::ffi::c_long;
 
 use hashfile::value::{
-    self as codec, ContainerStart, Cursor, Dig, Encoding, Item, Probe, MAX_DEPTH,
+    self as codec, walk, Container, ContainerStart, Dig, Encoding, Item, Probe, MAX_DEPTH,
 };
 use hashfile::{DisplayBytes, Record, ValueKind};
 use magnus::{
@@ -366,10 +366,13 @@ pub fn store_value(
 
 /// Decodes stored values into Ruby objects, with these options and the
 /// user's `load` callable for custom values (nil without a serializer).
+#[derive(Clone, Copy)]
 pub struct Decoder<'r> {
     pub ruby: &'r Ruby,
     pub flags: DecodeFlags,
     pub load: Value,
+    /// The key of the record being decoded, which damage is reported under.
+    pub key: Option<&'r [u8]>,
 }
 
 fn malformed(ruby: &Ruby, e: hashfile::Error) -> Error {
@@ -415,17 +418,13 @@ impl Decoder<'_> {
                 ValueKind::Utf8 | ValueKind::Ascii | ValueKind::Binary => {
                     self.string(record.value, strings::value_encoding(record.kind), freeze)?
                 }
-                ValueKind::Typed => {
-                    let mut cursor = Cursor::new(record.value);
-                    let value = self.item(&mut cursor, MAX_DEPTH)?;
-                    cursor.end_of_value().map_err(|e| {
-                        Error::new(
-                            self.ruby.get_inner(&FORMAT_ERROR),
-                            format!("value for key {}: {e}", DisplayBytes(record.key)),
-                        )
-                    })?;
-                    value
-                }
+                ValueKind::Typed => walk::value(
+                    &mut Decoder {
+                        key: Some(record.key),
+                        ..*self
+                    },
+                    record.value,
+                )?,
                 _ => {
                     return Err(Error::new(
                         self.ruby.get_inner(&FORMAT_ERROR),
@@ -436,152 +435,6 @@ impl Decoder<'_> {
         };
         // SAFETY: every branch returned a live VALUE.
         Ok(unsafe { Value::from_raw(raw) })
-    }
-
-    /// Decodes the next item into a Ruby object.
-    pub fn item(&self, cursor: &mut Cursor<'_>, depth_left: usize) -> Result<VALUE, Error> {
-        // The item is borrowed where the cursor left it (`ref`): moved out
-        // of the Result, by `map_err(..)?` or by a `let`, it was copied
-        // through the stack in wider loads than the stores that wrote it,
-        // failed store forwards that were half of this function's time in
-        // a `db[]` of a small nested value (`perf annotate`).
-        match cursor.next_item() {
-            Ok(ref item) => self.decode_item(item, depth_left),
-            Err(e) => Err(malformed(self.ruby, e)),
-        }
-    }
-
-    /// Takes the item by reference: moved by value, each item (40 bytes)
-    /// was copied through the stack at odd offsets that the loads after
-    /// could not forward from, a third of a `db[]` of a small nested value.
-    /// (`item` and `key` borrow it for the same reason.)
-    fn decode_item(&self, item: &Item<'_>, depth_left: usize) -> Result<VALUE, Error> {
-        let freeze = self.flags.has(DecodeFlags::FREEZE);
-        // SAFETY (all blocks below): each C function is given live VALUEs
-        // and valid pointers, and returns a live VALUE.
-        Ok(match *item {
-            Item::Nil => rb_sys::Qnil as VALUE,
-            Item::Bool(true) => rb_sys::Qtrue as VALUE,
-            Item::Bool(false) => rb_sys::Qfalse as VALUE,
-            // SAFETY: takes a plain integer, returns a live Integer.
-            Item::Int(i) => unsafe { rb_sys::rb_ll2inum(i) },
-            Item::BigInt {
-                negative,
-                magnitude,
-            } => {
-                let mut flags =
-                    (rb_sys::INTEGER_PACK_LSWORD_FIRST | rb_sys::INTEGER_PACK_LSBYTE_FIRST) as i32;
-                if negative {
-                    flags |= rb_sys::INTEGER_PACK_NEGATIVE as i32;
-                }
-                // SAFETY: `magnitude` is a live slice of `len` one-byte
-                // words, which is what rb_integer_unpack reads; it returns
-                // a live Integer.
-                unsafe {
-                    rb_sys::rb_integer_unpack(
-                        magnitude.as_ptr().cast(),
-                        magnitude.len() as _,
-                        1,
-                        0,
-                        flags,
-                    )
-                }
-            }
-            // SAFETY: takes a plain double, returns a live Float.
-            Item::Float(f) => unsafe { rb_sys::rb_float_new(f) },
-            Item::Str(bytes, encoding) => self.string(bytes, encoding, freeze)?,
-            Item::Symbol(bytes, encoding) => self.symbol(bytes, encoding)?,
-            Item::Custom(bytes) => {
-                let load = self.load;
-                if load.is_nil() {
-                    return Err(Error::new(self.ruby.get_inner(&crate::error::ERROR), "a value was stored with a custom serializer; open the store with serializer: to load it"));
-                }
-                let bytes = self.string(bytes, Encoding::Binary, false)?;
-                // SAFETY: a live String VALUE.
-                let loaded: Value = load.funcall("call", (unsafe { Value::from_raw(bytes) },))?;
-                if freeze {
-                    loaded.freeze();
-                }
-                loaded.as_raw()
-            }
-            Item::Array(c) => {
-                let depth = self.deeper(depth_left)?;
-                let mut inner = c.cursor();
-                // SAFETY: `len` is at most the body's length (checked by the cursor).
-                let array = unsafe { rb_sys::rb_ary_new_capa(c.len as c_long) };
-                for _ in 0..c.len {
-                    let element = self.item(&mut inner, depth)?;
-                    // SAFETY: both live; `array` is on this frame's stack.
-                    unsafe { rb_sys::rb_ary_push(array, element) };
-                }
-                self.finish(&inner, array)?
-            }
-            Item::Map(c) => {
-                let depth = self.deeper(depth_left)?;
-                let mut inner = c.cursor();
-                // SAFETY: a new Hash, kept on this frame's stack.
-                let hash = unsafe { rb_sys::rb_hash_new() };
-                for _ in 0..c.len {
-                    let key = self.key(&mut inner, depth)?;
-                    let value = self.item(&mut inner, depth)?;
-                    if hashes_in_c(key) {
-                        // SAFETY: all three live; hashing this key runs no
-                        // Ruby code, so nothing can raise past these frames.
-                        unsafe { rb_sys::rb_hash_aset(hash, key, value) };
-                    } else {
-                        // An Array, a Hash or a serializer's object as a key:
-                        // storing it calls its `hash` and `eql?`, Ruby code
-                        // that may raise (or be interrupted), so the call is
-                        // protected and an exception comes back as an Err
-                        // that unwinds these frames normally.
-                        // SAFETY: live VALUEs.
-                        let (hash_value, key, value) = unsafe {
-                            (
-                                Value::from_raw(hash),
-                                Value::from_raw(key),
-                                Value::from_raw(value),
-                            )
-                        };
-                        RHash::from_value(hash_value)
-                            .ok_or_else(|| {
-                                Error::new(self.ruby.exception_type_error(), "not a Hash")
-                            })?
-                            .aset(key, value)?;
-                    }
-                }
-                self.finish(&inner, hash)?
-            }
-        })
-    }
-
-    /// A Hash key: strings interned (as Hash#[]= would store them), or
-    /// Symbols under SYMBOLIZE_NAMES.
-    fn key(&self, cursor: &mut Cursor<'_>, depth_left: usize) -> Result<VALUE, Error> {
-        // Borrowed where the cursor left it, as in `item`.
-        match cursor.next_item() {
-            Ok(Item::Str(bytes, encoding)) if self.flags.has(DecodeFlags::SYMBOLIZE_NAMES) => {
-                self.symbol(bytes, encoding)
-            }
-            Ok(Item::Str(bytes, encoding)) => self.string(bytes, encoding, true),
-            Ok(ref item) => self.decode_item(item, depth_left),
-            Err(e) => Err(malformed(self.ruby, e)),
-        }
-    }
-
-    fn deeper(&self, depth_left: usize) -> Result<usize, Error> {
-        depth_left
-            .checked_sub(1)
-            .ok_or_else(|| malformed(self.ruby, codec::too_deep()))
-    }
-
-    fn finish(&self, inner: &Cursor<'_>, container: VALUE) -> Result<VALUE, Error> {
-        // The core's check, which Python's decoder makes too.
-        inner.end_of_body().map_err(|e| malformed(self.ruby, e))?;
-        if self.flags.has(DecodeFlags::FREEZE) {
-            // SAFETY: a live Array or Hash.
-            unsafe { rb_sys::rb_obj_freeze(container) };
-        }
-        Ok(container)
     }
 
     // -----------------------------------------------------------------------
@@ -634,12 +487,16 @@ impl Decoder<'_> {
         let depth_after = |steps: usize| MAX_DEPTH.saturating_sub(steps);
         match walked {
             Dig::Absent => Ok(self.ruby.qnil().as_value()),
-            Dig::Stuck { step, item } => {
-                self.fallback(self.decode_item(&item, depth_after(step))?, path, step)
-            }
-            Dig::Found(item) => {
-                self.fallback(self.decode_item(&item, depth_after(steps))?, path, steps)
-            }
+            Dig::Stuck { step, item } => self.fallback(
+                walk::item_at(&mut { *self }, &item, depth_after(step))?,
+                path,
+                step,
+            ),
+            Dig::Found(item) => self.fallback(
+                walk::item_at(&mut { *self }, &item, depth_after(steps))?,
+                path,
+                steps,
+            ),
         }
     }
 
@@ -667,6 +524,145 @@ impl Decoder<'_> {
         let _ = rb_sys::rb_gc_guard!(args_raw);
         let _ = rb_sys::rb_gc_guard!(holder_raw);
         result
+    }
+}
+
+/// Ruby objects are made with the C API directly, each kept in a local of
+/// the walk's recursive calls (a `VALUE`), where Ruby's conservative stack
+/// scan sees it.
+impl walk::Build for Decoder<'_> {
+    type Value = VALUE;
+    type Error = Error;
+
+    fn error(&mut self, e: hashfile::Error) -> Error {
+        match self.key {
+            Some(key) => Error::new(
+                self.ruby.get_inner(&FORMAT_ERROR),
+                format!("value for key {}: {e}", DisplayBytes(key)),
+            ),
+            None => malformed(self.ruby, e),
+        }
+    }
+
+    /// Takes the item by reference: moved by value, each item (40 bytes)
+    /// was copied through the stack at odd offsets that the loads after
+    /// could not forward from, a third of a `db[]` of a small nested value.
+    fn leaf(&mut self, item: &Item<'_>) -> Result<VALUE, Error> {
+        let freeze = self.flags.has(DecodeFlags::FREEZE);
+        Ok(match *item {
+            Item::Nil => rb_sys::Qnil as VALUE,
+            Item::Bool(true) => rb_sys::Qtrue as VALUE,
+            Item::Bool(false) => rb_sys::Qfalse as VALUE,
+            // SAFETY: takes a plain integer, returns a live Integer.
+            Item::Int(i) => unsafe { rb_sys::rb_ll2inum(i) },
+            Item::BigInt {
+                negative,
+                magnitude,
+            } => {
+                let mut flags =
+                    (rb_sys::INTEGER_PACK_LSWORD_FIRST | rb_sys::INTEGER_PACK_LSBYTE_FIRST) as i32;
+                if negative {
+                    flags |= rb_sys::INTEGER_PACK_NEGATIVE as i32;
+                }
+                // SAFETY: `magnitude` is a live slice of `len` one-byte
+                // words, which is what rb_integer_unpack reads; it returns
+                // a live Integer.
+                unsafe {
+                    rb_sys::rb_integer_unpack(
+                        magnitude.as_ptr().cast(),
+                        magnitude.len() as _,
+                        1,
+                        0,
+                        flags,
+                    )
+                }
+            }
+            // SAFETY: takes a plain double, returns a live Float.
+            Item::Float(f) => unsafe { rb_sys::rb_float_new(f) },
+            Item::Str(bytes, encoding) => self.string(bytes, encoding, freeze)?,
+            Item::Symbol(bytes, encoding) => self.symbol(bytes, encoding)?,
+            Item::Custom(bytes) => {
+                let load = self.load;
+                if load.is_nil() {
+                    return Err(Error::new(self.ruby.get_inner(&crate::error::ERROR), "a value was stored with a custom serializer; open the store with serializer: to load it"));
+                }
+                let bytes = self.string(bytes, Encoding::Binary, false)?;
+                // SAFETY: a live String VALUE.
+                let loaded: Value = load.funcall("call", (unsafe { Value::from_raw(bytes) },))?;
+                if freeze {
+                    loaded.freeze();
+                }
+                loaded.as_raw()
+            }
+            Item::Array(_) | Item::Map(_) => unreachable!("the walk builds containers"),
+        })
+    }
+
+    /// A Hash key: strings interned (as Hash#[]= would store them), or
+    /// Symbols under SYMBOLIZE_NAMES.
+    fn key(&mut self, item: &Item<'_>) -> Result<VALUE, Error> {
+        match *item {
+            Item::Str(bytes, encoding) if self.flags.has(DecodeFlags::SYMBOLIZE_NAMES) => {
+                self.symbol(bytes, encoding)
+            }
+            Item::Str(bytes, encoding) => self.string(bytes, encoding, true),
+            _ => self.leaf(item),
+        }
+    }
+
+    fn array(&mut self, len: u64) -> Result<VALUE, Error> {
+        // SAFETY: `len` is at most the body's length (checked by the
+        // cursor); returns a new Array.
+        Ok(unsafe { rb_sys::rb_ary_new_capa(len as c_long) })
+    }
+
+    fn push(&mut self, array: &mut VALUE, element: VALUE) -> Result<(), Error> {
+        // SAFETY: both live; `array` is on the walk's stack.
+        unsafe { rb_sys::rb_ary_push(*array, element) };
+        Ok(())
+    }
+
+    fn map(&mut self, _len: u64) -> Result<VALUE, Error> {
+        // SAFETY: returns a new Hash.
+        Ok(unsafe { rb_sys::rb_hash_new() })
+    }
+
+    fn insert(
+        &mut self,
+        hash: &mut VALUE,
+        key: VALUE,
+        value: VALUE,
+        _: Container<'_>,
+    ) -> Result<(), Error> {
+        if hashes_in_c(key) {
+            // SAFETY: all three live; hashing this key runs no Ruby code, so
+            // nothing can raise past the walk's frames.
+            unsafe { rb_sys::rb_hash_aset(*hash, key, value) };
+            return Ok(());
+        }
+        // An Array, a Hash or a serializer's object as a key: storing it
+        // calls its `hash` and `eql?`, Ruby code that may raise (or be
+        // interrupted), so the call is protected and an exception comes
+        // back as an Err that unwinds the walk's frames normally.
+        // SAFETY: live VALUEs.
+        let (hash, key, value) = unsafe {
+            (
+                Value::from_raw(*hash),
+                Value::from_raw(key),
+                Value::from_raw(value),
+            )
+        };
+        RHash::from_value(hash)
+            .ok_or_else(|| Error::new(self.ruby.exception_type_error(), "not a Hash"))?
+            .aset(key, value)
+    }
+
+    fn finish(&mut self, container: VALUE) -> Result<VALUE, Error> {
+        if self.flags.has(DecodeFlags::FREEZE) {
+            // SAFETY: a live Array or Hash.
+            unsafe { rb_sys::rb_obj_freeze(container) };
+        }
+        Ok(container)
     }
 }
 

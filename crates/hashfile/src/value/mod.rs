@@ -8,9 +8,10 @@
 //! every array and map records its body length, so a reader walking a path
 //! (`dig`) skips a sibling in O(1) without decoding it.
 //!
-//! There are four ways in:
-//! - [`Cursor`] reads one [`Item`] at a time, borrowing from the bytes; a
-//!   binding builds its own objects from it (the Ruby extension does).
+//! There are five ways in:
+//! - [`Cursor`] reads one [`Item`] at a time, borrowing from the bytes.
+//! - [`walk`] reads a whole value through a binding's [`walk::Build`],
+//!   with the one set of checks every decoder makes.
 //! - [`dig`] walks a path into encoded bytes, skipping siblings whole.
 //! - [`Value`] is an owned tree, for Rust callers and tests.
 //! - The `write_*` functions and [`ContainerStart`] encode without a tree.
@@ -28,6 +29,7 @@
 mod dig;
 pub mod frames;
 mod merge;
+pub mod walk;
 
 use crate::error::{Error, Result};
 use crate::format::{varint, Record, ValueKind};
@@ -692,7 +694,7 @@ impl ContainerStart {
 // ---- the owned tree ----
 
 /// An owned value, for Rust callers and tests. Bindings that build their
-/// own objects read a [`Cursor`] instead.
+/// own objects go through [`walk`] instead.
 #[derive(Clone, Debug)]
 pub enum Value {
     /// nil / null.
@@ -839,12 +841,23 @@ impl Value {
 
     /// Decodes exactly one value from `bytes`.
     pub fn decode(bytes: &[u8]) -> Result<Value> {
-        check(bytes)?;
-        Value::read(&mut Cursor::new(bytes))
+        walk::value(&mut Tree, bytes)
+    }
+}
+
+/// Builds the owned tree.
+struct Tree;
+
+impl walk::Build for Tree {
+    type Value = Value;
+    type Error = Error;
+
+    fn error(&mut self, e: Error) -> Error {
+        e
     }
 
-    fn read(cursor: &mut Cursor<'_>) -> Result<Value> {
-        Ok(match cursor.next_item()? {
+    fn leaf(&mut self, item: &Item<'_>) -> Result<Value> {
+        Ok(match *item {
             Item::Nil => Value::Nil,
             Item::Bool(b) => Value::Bool(b),
             Item::Int(i) => Value::Int(i),
@@ -859,22 +872,36 @@ impl Value {
             Item::Str(bytes, enc) => Value::Str(bytes.to_vec(), encoding_name(enc)),
             Item::Symbol(bytes, enc) => Value::Symbol(bytes.to_vec(), encoding_name(enc)),
             Item::Custom(bytes) => Value::Custom(bytes.to_vec()),
-            Item::Array(c) => {
-                let mut inner = c.cursor();
-                Value::Array(
-                    (0..c.len)
-                        .map(|_| Value::read(&mut inner))
-                        .collect::<Result<_>>()?,
-                )
-            }
-            Item::Map(c) => {
-                let mut inner = c.cursor();
-                Value::Map(
-                    (0..c.len)
-                        .map(|_| Ok((Value::read(&mut inner)?, Value::read(&mut inner)?)))
-                        .collect::<Result<_>>()?,
-                )
-            }
+            Item::Array(_) | Item::Map(_) => unreachable!("the walk builds containers"),
         })
+    }
+
+    fn array(&mut self, len: u64) -> Result<Value> {
+        // `len` is at most the body's length in bytes: the cursor checked it.
+        Ok(Value::Array(Vec::with_capacity(len as usize)))
+    }
+
+    fn push(&mut self, array: &mut Value, element: Value) -> Result<()> {
+        if let Value::Array(items) = array {
+            items.push(element);
+        }
+        Ok(())
+    }
+
+    fn map(&mut self, len: u64) -> Result<Value> {
+        Ok(Value::Map(Vec::with_capacity(len as usize)))
+    }
+
+    fn insert(
+        &mut self,
+        map: &mut Value,
+        key: Value,
+        value: Value,
+        _: Container<'_>,
+    ) -> Result<()> {
+        if let Value::Map(pairs) = map {
+            pairs.push((key, value));
+        }
+        Ok(())
     }
 }
