@@ -89,6 +89,9 @@ fn new_str<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyAny>> {
 
 /// `str` of UTF-8 bytes, or `bytes` if they are not UTF-8.
 fn text<'py>(py: Python<'py>, bytes: &[u8]) -> PyResult<Bound<'py, PyAny>> {
+    if let Some(text) = crate::strings::short(py, bytes, |s| new_str(py, s)) {
+        return text;
+    }
     match std::str::from_utf8(bytes) {
         Ok(s) => new_str(py, s),
         Err(_) => new_bytes(py, bytes),
@@ -138,7 +141,8 @@ impl<'py> walk::Build for Objects<'py> {
     }
 
     fn push(&mut self, list: &mut Bound<'py, PyAny>, element: Bound<'py, PyAny>) -> PyResult<()> {
-        list.cast::<PyList>()?.append(element)
+        // SAFETY: `array` made it a list.
+        unsafe { list.cast_unchecked::<PyList>() }.append(element)
     }
 
     fn map(&mut self, _len: u64) -> PyResult<Bound<'py, PyAny>> {
@@ -152,7 +156,8 @@ impl<'py> walk::Build for Objects<'py> {
         value: Bound<'py, PyAny>,
         stored: Container<'_>,
     ) -> PyResult<()> {
-        let dict = dict.cast::<PyDict>()?;
+        // SAFETY: `map` made it a dict.
+        let dict = unsafe { dict.cast_unchecked::<PyDict>() };
         let key = hashable(key)?;
         let before = dict.len();
         dict.set_item(&key, value)?;

@@ -15,6 +15,7 @@ mod errors;
 mod memo;
 mod options;
 mod reader;
+mod strings;
 mod tasks;
 
 /// The shard (`0..shards`) of `key` in a dataset of `shards`, as every

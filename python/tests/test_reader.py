@@ -277,3 +277,31 @@ def test_ctrl_c_stops_a_build_waiting_for_its_input(tmp_path):
     assert child.stdout.read() == "interrupted\n"
     assert not out.exists()
     assert [p.name for p in tmp_path.iterdir()] == ["in.jsonl"], "no temporary file left"
+
+
+def test_short_strings_are_shared_between_lookups_and_decode_as_any_other(tmp_path):
+    # Strings of up to 31 bytes come from a per-thread cache by their bytes
+    # (python/src/strings.rs): the same object again, equal to a fresh one.
+    # Longer strings, and bytes that are not UTF-8, are made anew each time.
+    long_text = "x" * 32
+    path = tmp_path / "s.hf"
+    hashfile.build(
+        path,
+        {
+            "a": {"plan": "pro", "limit": 5},
+            "b": {"plan": "pro", "note": long_text},
+            "c": b"\xff\xfe",
+            "d": "\u00e9t\u00e9",
+        },
+    )
+    with hashfile.open(path) as db:
+        a, b = db["a"], db["b"]
+        assert a == {"plan": "pro", "limit": 5}
+        assert b == {"plan": "pro", "note": long_text}
+        assert next(iter(a)) is next(iter(b))
+        assert a["plan"] is b["plan"]
+        assert db["b"]["note"] == long_text and db["b"]["note"] is not b["note"]
+        assert db["c"] == b"\xff\xfe" and isinstance(db["c"], bytes)
+        assert db["d"] == "\u00e9t\u00e9" and db["d"] is db["d"]
+        # Iteration keys pass through the same cache and stay correct.
+        assert sorted(db) == ["a", "b", "c", "d"]
