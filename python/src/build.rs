@@ -21,7 +21,7 @@ use crate::reader::Gil;
 /// table. Returns the bytes written.
 #[pyfunction]
 #[pyo3(signature = (path, items, options=None))]
-pub fn build(
+pub(crate) fn build(
     py: Python<'_>,
     path: std::path::PathBuf,
     items: &Bound<'_, PyAny>,
@@ -75,7 +75,7 @@ type Spilled = (u64, u64, u32);
 /// temporary files: nothing is published.
 #[pyfunction]
 #[pyo3(signature = (inputs, output, options=None, progress=None))]
-pub fn build_from(
+pub(crate) fn build_from(
     py: Python<'_>,
     inputs: Vec<String>,
     output: std::path::PathBuf,

@@ -33,7 +33,11 @@ use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 use crate::errors::{to_py, IntoPy};
 
 /// The value of a record.
-pub fn value<'py>(py: Python<'py>, kind: ValueKind, bytes: &[u8]) -> PyResult<Bound<'py, PyAny>> {
+pub(crate) fn value<'py>(
+    py: Python<'py>,
+    kind: ValueKind,
+    bytes: &[u8],
+) -> PyResult<Bound<'py, PyAny>> {
     match kind {
         ValueKind::Utf8 | ValueKind::Ascii => text(py, bytes),
         ValueKind::Binary => new_bytes(py, bytes),
@@ -49,7 +53,7 @@ pub fn value<'py>(py: Python<'py>, kind: ValueKind, bytes: &[u8]) -> PyResult<Bo
 }
 
 /// A key: `str` if stored as UTF-8 text, else `bytes`.
-pub fn key<'py>(py: Python<'py>, utf8: bool, bytes: &[u8]) -> PyResult<Bound<'py, PyAny>> {
+pub(crate) fn key<'py>(py: Python<'py>, utf8: bool, bytes: &[u8]) -> PyResult<Bound<'py, PyAny>> {
     if utf8 {
         text(py, bytes)
     } else {
@@ -61,7 +65,7 @@ pub fn key<'py>(py: Python<'py>, utf8: bool, bytes: &[u8]) -> PyResult<Bound<'py
 /// `PyBytes::new` panics when Python cannot allocate (a value of 50 MB
 /// under a memory limit became a `PanicException`, which `except
 /// Exception` does not catch).
-pub fn new_bytes<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Bound<'py, PyAny>> {
+pub(crate) fn new_bytes<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Bound<'py, PyAny>> {
     let len = pyo3::ffi::Py_ssize_t::try_from(data.len())
         .map_err(|_| pyo3::exceptions::PyMemoryError::new_err("a value too large for bytes"))?;
     // SAFETY: PyBytes_FromStringAndSize copies `len` bytes from the
@@ -212,7 +216,7 @@ fn collision(py: Python<'_>, c: Container<'_>, key: &Bound<'_, PyAny>) -> PyErr 
 }
 
 /// A step of `dig`'s path the core's walk compares, copied out of Python.
-pub enum Step {
+pub(crate) enum Step {
     Int(i64),
     Float(f64),
     Bool(bool),
@@ -241,7 +245,7 @@ impl Step {
     }
 
     /// The path's steps the walk takes: up to the first that is not a probe.
-    pub fn of_path(path: &Bound<'_, PyTuple>) -> PyResult<Vec<Step>> {
+    pub(crate) fn of_path(path: &Bound<'_, PyTuple>) -> PyResult<Vec<Step>> {
         let mut steps = Vec::with_capacity(path.len());
         for step in path.iter() {
             match Step::of(&step)? {
@@ -254,7 +258,7 @@ impl Step {
 
     /// The core's probe. A `str` is a `Text` probe: a String or a Symbol,
     /// as the decoded map would have it (both at once: an error).
-    pub fn probe(&self) -> Probe<'_> {
+    pub(crate) fn probe(&self) -> Probe<'_> {
         match self {
             Step::Int(i) => Probe::Int(*i),
             Step::Float(x) => Probe::Float(*x),
@@ -269,7 +273,7 @@ impl Step {
 /// path finds nothing; else how many steps the walk took and what it
 /// ended on, decoded (its maps checked as any are), for Python to take the
 /// rest by indexing.
-pub fn answer<'py>(
+pub(crate) fn answer<'py>(
     py: Python<'py>,
     record: &hashfile::Record<'_>,
     walked: Option<Dig<'_>>,
@@ -292,7 +296,7 @@ pub fn answer<'py>(
 
 /// `dig` into a record's value already read whole (from a remote store):
 /// the core's walk on its bytes, then [`answer`].
-pub fn dig<'py>(
+pub(crate) fn dig<'py>(
     py: Python<'py>,
     record: &hashfile::Record<'_>,
     steps: &[Step],

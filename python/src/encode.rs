@@ -7,7 +7,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 
 /// `object` as a value; `key` names the entry in errors.
-pub fn value(object: &Bound<'_, PyAny>, key: &[u8]) -> PyResult<Value> {
+pub(crate) fn value(object: &Bound<'_, PyAny>, key: &[u8]) -> PyResult<Value> {
     let mut path = Vec::new();
     encode(object, key, &mut path)
 }

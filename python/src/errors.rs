@@ -8,7 +8,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 /// `error` as the Python exception of its kind.
-pub fn to_py(error: hashfile::Error) -> PyErr {
+pub(crate) fn to_py(error: hashfile::Error) -> PyErr {
     Python::attach(|py| match convert(py, error) {
         Ok(e) | Err(e) => e,
     })
@@ -59,7 +59,7 @@ fn convert(py: Python<'_>, error: hashfile::Error) -> PyResult<PyErr> {
 
 /// A `hashfile.errors.UnsupportedError`: a stored value with no Python
 /// form (a Hash as a map key).
-pub fn unsupported(py: Python<'_>, what: &str) -> PyErr {
+pub(crate) fn unsupported(py: Python<'_>, what: &str) -> PyErr {
     match py
         .import("hashfile.errors")
         .and_then(|m| m.getattr("UnsupportedError"))
@@ -72,7 +72,7 @@ pub fn unsupported(py: Python<'_>, what: &str) -> PyErr {
 
 /// A `hashfile.Error` for what should not happen (a panic caught): never a
 /// `PanicException` across into Python.
-pub fn internal(py: Python<'_>, what: &str) -> PyErr {
+pub(crate) fn internal(py: Python<'_>, what: &str) -> PyErr {
     let message = format!("internal error: {what}");
     match py
         .import("hashfile.errors")
@@ -87,7 +87,7 @@ pub fn internal(py: Python<'_>, what: &str) -> PyErr {
 /// Runs `call`, a binding's call into Rust, with a panic turned into a
 /// `hashfile.Error` ("internal error: ..."): left alone, pyo3 raises its
 /// `PanicException`, a `BaseException` that `except Exception` misses.
-pub fn no_panic<T>(py: Python<'_>, call: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
+pub(crate) fn no_panic<T>(py: Python<'_>, call: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(call)) {
         Ok(result) => result,
         Err(panic) => {
@@ -102,7 +102,7 @@ pub fn no_panic<T>(py: Python<'_>, call: impl FnOnce() -> PyResult<T>) -> PyResu
 }
 
 /// `Result<T, hashfile::Error>` as a `PyResult`.
-pub trait IntoPy<T> {
+pub(crate) trait IntoPy<T> {
     fn py_err(self) -> PyResult<T>;
 }
 

@@ -3,6 +3,7 @@
 //! converts: arguments to the runtime's calls, records to Python objects,
 //! core errors to the exceptions of `hashfile.errors`. What an open store
 //! does over time (refresh, swap, datasets) is `hashfile-runtime`'s.
+#![warn(unreachable_pub)]
 
 use std::num::NonZeroU32;
 

@@ -19,13 +19,13 @@ use hashfile_runtime::memo::{Admit, MemoRules};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString};
 
-pub struct Memo {
+pub(crate) struct Memo {
     values: Py<PyDict>,
     rules: MemoRules,
 }
 
 impl Memo {
-    pub fn new(py: Python<'_>, limit: usize, generation: u64) -> Memo {
+    pub(crate) fn new(py: Python<'_>, limit: usize, generation: u64) -> Memo {
         Memo {
             values: PyDict::new(py).unbind(),
             rules: MemoRules::new(limit, generation),
@@ -34,14 +34,14 @@ impl Memo {
 
     /// Whether lookups of `key` may be memoized: an exact `str` or `bytes`.
     #[inline]
-    pub fn takes(key: &Bound<'_, PyAny>) -> bool {
+    pub(crate) fn takes(key: &Bound<'_, PyAny>) -> bool {
         key.is_exact_instance_of::<PyString>() || key.is_exact_instance_of::<PyBytes>()
     }
 
     /// The values read at `generation`, the handle's now; emptied first if
     /// they were read at another.
     #[inline]
-    pub fn at<'py>(&self, py: Python<'py>, generation: u64) -> &Bound<'py, PyDict> {
+    pub(crate) fn at<'py>(&self, py: Python<'py>, generation: u64) -> &Bound<'py, PyDict> {
         let values = self.values.bind(py);
         if self.rules.must_clear(generation) {
             values.clear();
@@ -53,7 +53,7 @@ impl Memo {
     /// another generation meanwhile (decoding can run Python code, which
     /// can let a thread reload). Checked again after the insert, since
     /// growing the `dict` can run a collection and so other threads too.
-    pub fn insert(
+    pub(crate) fn insert(
         &self,
         py: Python<'_>,
         generation: u64,
@@ -74,15 +74,15 @@ impl Memo {
     }
 
     /// Empties the memo (a close: nothing of the store stays reachable).
-    pub fn clear(&self, py: Python<'_>) {
+    pub(crate) fn clear(&self, py: Python<'_>) {
         self.values.bind(py).clear();
     }
 
-    pub fn len(&self, py: Python<'_>) -> usize {
+    pub(crate) fn len(&self, py: Python<'_>) -> usize {
         self.values.bind(py).len()
     }
 
-    pub fn limit(&self) -> usize {
+    pub(crate) fn limit(&self) -> usize {
         self.rules.limit()
     }
 }

@@ -8,17 +8,17 @@ use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyT
 
 /// A key: a `str` (looked up by its UTF-8 bytes) or `bytes`, borrowed
 /// from the Python object for as long as the call holds it: no copy.
-pub struct Key<'a> {
+pub(crate) struct Key<'a> {
     bytes: &'a [u8],
     text: bool,
 }
 
 impl<'a> Key<'a> {
-    pub fn bytes(&self) -> &'a [u8] {
+    pub(crate) fn bytes(&self) -> &'a [u8] {
         self.bytes
     }
 
-    pub fn is_text(&self) -> bool {
+    pub(crate) fn is_text(&self) -> bool {
         self.text
     }
 
@@ -26,7 +26,7 @@ impl<'a> Key<'a> {
     /// lookup of it finds nothing, as a `dict`'s finds no key of another
     /// type). A `str` with a lone surrogate has no UTF-8 bytes: an error.
     #[inline]
-    pub fn of(object: Borrowed<'a, '_, PyAny>) -> PyResult<Option<Key<'a>>> {
+    pub(crate) fn of(object: Borrowed<'a, '_, PyAny>) -> PyResult<Option<Key<'a>>> {
         if object.is_instance_of::<PyString>() {
             let text: &'a str = object.extract()?;
             return Ok(Some(Key {
@@ -59,7 +59,7 @@ impl<'a> FromPyObject<'a, '_> for Key<'a> {
 /// The keyword options given to a call (a dict of name to value, or
 /// None), each converted into the runtime's `Arg`: the runtime's table
 /// (`hashfile_runtime::options`) judges them, as it does every binding's.
-pub fn given(options: Option<&Bound<'_, PyDict>>) -> PyResult<Vec<(String, Arg)>> {
+pub(crate) fn given(options: Option<&Bound<'_, PyDict>>) -> PyResult<Vec<(String, Arg)>> {
     let Some(options) = options else {
         return Ok(Vec::new());
     };
@@ -120,7 +120,7 @@ fn arg(value: &Bound<'_, PyAny>, depth: usize) -> PyResult<Arg> {
 /// `_native.OPTIONS`: the runtime's table as Python reads it, for the
 /// keyword checks' messages and the type stubs (`python/hashfile/_options.py`
 /// is generated from it): `{call: [{"name", "type", "default", "doc"}]}`.
-pub fn table(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
+pub(crate) fn table(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     use hashfile_runtime::options::{table, Call, Kind, Language};
     let out = PyDict::new(py);
     for call in Call::ALL {

@@ -146,7 +146,7 @@ impl<T> At<T> for hashfile::Result<T> {
 }
 
 /// The GIL, released by `Python::detach` while a read may wait.
-pub struct Gil<'py>(pub Python<'py>);
+pub(crate) struct Gil<'py>(pub Python<'py>);
 
 impl Unlock for Gil<'_> {
     type Error = PyErr;

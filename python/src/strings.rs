@@ -29,14 +29,14 @@ thread_local! {
     // its strings can no longer be released (a few KiB per thread that
     // decoded, held until the process ends).
     static CACHE: ManuallyDrop<RefCell<Vec<Option<Slot>>>> =
-        ManuallyDrop::new(RefCell::new(Vec::new()));
+        const { ManuallyDrop::new(RefCell::new(Vec::new())) };
 }
 
 /// The `str` of `bytes` if they are at most 31 bytes of UTF-8, from the
 /// cache or made (`new_str`: a `MemoryError`, never a panic) and kept;
 /// `None` if they are longer or not UTF-8.
 #[inline]
-pub fn short<'py>(
+pub(crate) fn short<'py>(
     py: Python<'py>,
     bytes: &[u8],
     new_str: impl FnOnce(&str) -> PyResult<Bound<'py, PyAny>>,
@@ -67,7 +67,9 @@ pub fn short<'py>(
                 len: bytes.len() as u8,
                 bytes: kept,
                 // SAFETY: `new_str` made a `str`.
-                text: unsafe { text.cast_unchecked::<PyString>() }.clone().unbind(),
+                text: unsafe { text.cast_unchecked::<PyString>() }
+                    .clone()
+                    .unbind(),
             });
             Some(Ok(text))
         })

@@ -31,7 +31,7 @@ fn build_options(given: Option<&Bound<'_, PyDict>>) -> PyResult<hashfile::BuildO
 /// `options`, before a job starts them.
 #[pyfunction]
 #[pyo3(signature = (options=None))]
-pub fn check_build_options(options: Option<&Bound<'_, PyDict>>) -> PyResult<()> {
+pub(crate) fn check_build_options(options: Option<&Bound<'_, PyDict>>) -> PyResult<()> {
     build_options(options).map(drop)
 }
 
@@ -42,7 +42,7 @@ fn remote_options(given: Option<&Bound<'_, PyDict>>) -> PyResult<hashfile_remote
 
 /// A new generation id for every task of one job.
 #[pyfunction]
-pub fn new_generation() -> String {
+pub(crate) fn new_generation() -> String {
     dataset::new_generation()
 }
 
@@ -146,7 +146,7 @@ impl ShardWriter {
 #[pyfunction]
 #[pyo3(signature = (offsets, data, validity, first, count, wide, partitions))]
 #[allow(clippy::too_many_arguments)]
-pub fn route_arrow_keys<'py>(
+pub(crate) fn route_arrow_keys<'py>(
     py: Python<'py>,
     offsets: &[u8],
     data: &[u8],
@@ -278,7 +278,7 @@ fn manifest_dict<'py>(py: Python<'py>, manifest: &Manifest) -> PyResult<Bound<'p
 /// manifest; returns it as a dict.
 #[pyfunction]
 #[pyo3(signature = (location, generation, shard_count, reports, remote=None))]
-pub fn publish_shards<'py>(
+pub(crate) fn publish_shards<'py>(
     py: Python<'py>,
     location: &str,
     generation: &str,
@@ -311,7 +311,7 @@ pub fn publish_shards<'py>(
 /// Removes what a failed job wrote of `generation`.
 #[pyfunction]
 #[pyo3(signature = (location, generation, remote=None))]
-pub fn discard_generation(
+pub(crate) fn discard_generation(
     py: Python<'_>,
     location: &str,
     generation: &str,

@@ -38,6 +38,7 @@
 //! let plan = tenants.read(|store| Ok(store.get(b"tenant:42")?.map(|r| r.value().to_vec())))?;
 //! # Ok::<(), hashfile::Error>(())
 //! ```
+#![warn(missing_docs, unreachable_pub)]
 
 /// The most values a binding's memo of decoded values may be given
 /// (`memo=` in Python, `memo:` in Ruby): far more than a hot set, few

@@ -320,7 +320,7 @@ impl Error {
 /// when the allocator refuses it: every buffer whose size comes from a
 /// store or a server is made this way, so that a claim of 2^50 bytes is an
 /// error, never an abort.
-pub fn try_buffer(len: usize, what: &str) -> Result<Vec<u8>> {
+pub(crate) fn try_buffer(len: usize, what: &str) -> Result<Vec<u8>> {
     let mut buffer = Vec::new();
     buffer
         .try_reserve_exact(len)
@@ -330,7 +330,7 @@ pub fn try_buffer(len: usize, what: &str) -> Result<Vec<u8>> {
 
 /// The error for `len` bytes of `what` that could not be allocated.
 #[cold]
-pub fn out_of_memory(len: u64, what: &str) -> Error {
+pub(crate) fn out_of_memory(len: u64, what: &str) -> Error {
     Error::OutOfMemory {
         what: format!("cannot allocate {len} bytes for {what}"),
     }
@@ -340,7 +340,7 @@ pub fn out_of_memory(len: u64, what: &str) -> Error {
 /// speaks `io::Result`; the reader turns it back into
 /// `Error::OutOfMemory`.
 #[cold]
-pub fn io_out_of_memory(len: u64, what: &str) -> std::io::Error {
+pub(crate) fn io_out_of_memory(len: u64, what: &str) -> std::io::Error {
     std::io::Error::new(
         std::io::ErrorKind::OutOfMemory,
         format!("cannot allocate {len} bytes for {what}"),

@@ -68,6 +68,7 @@
 //!
 //! The byte layout is specified in `docs/FORMAT.md` of the repository.
 #![deny(missing_docs)]
+#![warn(unreachable_pub)]
 
 pub mod bits;
 pub mod build;

@@ -340,7 +340,7 @@ macro_rules! define_packer {
     }};
 }
 
-pub fn init(ruby: &Ruby) -> Result<(), Error> {
+pub(crate) fn init(ruby: &Ruby) -> Result<(), Error> {
     let module = ruby.define_module("BitPacking")?;
     define_packer!(ruby, module, "BitPacker1x", BitPacker1x);
     define_packer!(ruby, module, "BitPacker4x", BitPacker4x);

@@ -76,7 +76,7 @@ fn check_output(ruby: &Ruby, path: String) -> Result<String, Error> {
         .map_err(|e| to_ruby(ruby, e))
 }
 
-pub fn init(module: RModule) -> Result<(), Error> {
+pub(crate) fn init(module: RModule) -> Result<(), Error> {
     module.define_singleton_method("_build_from", function!(build_from, 4))?;
     module.define_singleton_method("_check_output", function!(check_output, 1))?;
     Ok(())

@@ -9,7 +9,7 @@ use magnus::{function, prelude::*, Error, Integer, RModule, RString, Ruby, Symbo
 use crate::error::arg_error;
 use crate::strings;
 
-pub fn init(module: RModule) -> Result<(), Error> {
+pub(crate) fn init(module: RModule) -> Result<(), Error> {
     module.define_module_function("shard_of", function!(shard_of, 2))?;
     Ok(())
 }
@@ -35,7 +35,7 @@ fn shard_of(ruby: &Ruby, key: Value, shards: Value) -> Result<u32, Error> {
 }
 
 /// A shard count given to Ruby: an Integer from 1 to `MAX_SHARDS`.
-pub fn shard_count(ruby: &Ruby, shards: Value) -> Result<NonZeroU32, Error> {
+pub(crate) fn shard_count(ruby: &Ruby, shards: Value) -> Result<NonZeroU32, Error> {
     let Some(count) = Integer::from_value(shards) else {
         return Err(Error::new(
             ruby.exception_type_error(),

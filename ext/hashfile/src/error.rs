@@ -21,11 +21,11 @@ fn class(ruby: &Ruby, name: &str) -> ExceptionClass {
 }
 
 /// `Hashfile::Error`, the base of every error this library raises itself.
-pub static ERROR: Lazy<ExceptionClass> = Lazy::new(|ruby| class(ruby, "Error"));
+pub(crate) static ERROR: Lazy<ExceptionClass> = Lazy::new(|ruby| class(ruby, "Error"));
 /// `Hashfile::FormatError`: a bad, corrupt or unsupported file.
-pub static FORMAT_ERROR: Lazy<ExceptionClass> = Lazy::new(|ruby| class(ruby, "FormatError"));
+pub(crate) static FORMAT_ERROR: Lazy<ExceptionClass> = Lazy::new(|ruby| class(ruby, "FormatError"));
 /// `Hashfile::ClosedError`: use of a closed store or finished writer.
-pub static CLOSED_ERROR: Lazy<ExceptionClass> = Lazy::new(|ruby| class(ruby, "ClosedError"));
+pub(crate) static CLOSED_ERROR: Lazy<ExceptionClass> = Lazy::new(|ruby| class(ruby, "ClosedError"));
 
 /// An exception of `class` made by its constructor (`new(message, **attributes)`),
 /// or the error the constructor raised.
@@ -41,7 +41,7 @@ fn construct(class: ExceptionClass, message: String, attributes: magnus::RHash) 
 /// (lib/hashfile/errors.rb) and made by its constructor with the
 /// attributes; an operating system error as the matching `Errno::*` (as
 /// `File.open` raises), with the path in the message.
-pub fn to_ruby(ruby: &Ruby, error: hashfile::Error) -> Error {
+pub(crate) fn to_ruby(ruby: &Ruby, error: hashfile::Error) -> Error {
     let raised = classify(&error);
     let message = raised.message;
     match raised.class {
@@ -85,23 +85,23 @@ pub fn to_ruby(ruby: &Ruby, error: hashfile::Error) -> Error {
 }
 
 /// An `ArgumentError`.
-pub fn arg_error(ruby: &Ruby, message: impl Into<std::borrow::Cow<'static, str>>) -> Error {
+pub(crate) fn arg_error(ruby: &Ruby, message: impl Into<std::borrow::Cow<'static, str>>) -> Error {
     Error::new(ruby.exception_arg_error(), message)
 }
 
 /// A `TypeError`.
-pub fn type_error(ruby: &Ruby, message: impl Into<std::borrow::Cow<'static, str>>) -> Error {
+pub(crate) fn type_error(ruby: &Ruby, message: impl Into<std::borrow::Cow<'static, str>>) -> Error {
     Error::new(ruby.exception_type_error(), message)
 }
 
 /// The class name of a Ruby object, for messages.
-pub fn class_name(value: Value) -> String {
+pub(crate) fn class_name(value: Value) -> String {
     // SAFETY: the name is copied into an owned String at once.
     unsafe { value.classname() }.into_owned()
 }
 
 /// The message a panic carried, if it was a string.
-pub fn panic_message(panic: &(dyn Any + Send)) -> String {
+pub(crate) fn panic_message(panic: &(dyn Any + Send)) -> String {
     panic
         .downcast_ref::<&str>()
         .map(|s| s.to_string())
@@ -110,7 +110,7 @@ pub fn panic_message(panic: &(dyn Any + Send)) -> String {
 }
 
 /// `Hashfile::Error` for a panic caught before it reached Ruby.
-pub fn internal_error(ruby: &Ruby, panic: &(dyn Any + Send)) -> Error {
+pub(crate) fn internal_error(ruby: &Ruby, panic: &(dyn Any + Send)) -> Error {
     Error::new(
         ruby.get_inner(&ERROR),
         format!("internal error: {}", panic_message(panic)),

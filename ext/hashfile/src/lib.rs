@@ -7,9 +7,10 @@
 //! `build`, `bitpacking`), each with its own `init`; the rest are helpers:
 //! `error` (the exception mapping), `options` (keyword options converted for the
 //! runtime's table, and the constants made from it), `value` (typed values both ways), `strings`
-//! (String constructors and encodings), `store` (where each read runs:
-//! with or without the GVL),
+//! (String constructors and encodings), `store` (keys out of Ruby
+//! Strings, and `Gvl`: how the runtime's reads release the GVL),
 //! `nogvl`, `typed_data`.
+#![warn(unreachable_pub)]
 
 mod bitpacking;
 mod build;

@@ -23,26 +23,26 @@ use hashfile_runtime::memo::{Admit, MemoRules};
 use magnus::rb_sys::{AsRawValue, FromRawValue};
 use magnus::{gc::Marker, prelude::*, value::Opaque, Error, RHash, Ruby, Value};
 
-pub struct Memo {
+pub(crate) struct Memo {
     values: Opaque<RHash>,
     rules: MemoRules,
 }
 
 impl Memo {
-    pub fn new(ruby: &Ruby, limit: usize, generation: u64) -> Memo {
+    pub(crate) fn new(ruby: &Ruby, limit: usize, generation: u64) -> Memo {
         Memo {
             values: Opaque::from(ruby.hash_new()),
             rules: MemoRules::new(limit, generation),
         }
     }
 
-    pub fn mark(&self, marker: &Marker) {
+    pub(crate) fn mark(&self, marker: &Marker) {
         marker.mark(self.values);
     }
 
     /// Whether lookups of `key` may be memoized.
     #[inline]
-    pub fn takes(ruby: &Ruby, key: Value) -> bool {
+    pub(crate) fn takes(ruby: &Ruby, key: Value) -> bool {
         // A String with a singleton class has that class here: not taken.
         let class = key.class().as_raw();
         class == ruby.class_string().as_raw() || class == ruby.class_symbol().as_raw()
@@ -50,7 +50,7 @@ impl Memo {
 
     /// The value memoized for `key`, one of those `takes` takes.
     #[inline]
-    pub fn get(values: RHash, key: Value) -> Option<Value> {
+    pub(crate) fn get(values: RHash, key: Value) -> Option<Value> {
         // SAFETY: both are live VALUEs. For a key that is exactly a String
         // or a Symbol, Ruby hashes and compares in C: the lookup runs no
         // Ruby code and cannot raise, so it needs no rb_protect (which
@@ -68,7 +68,7 @@ impl Memo {
     /// The Hash of values read at `generation`, the handle's now; emptied
     /// first if they were read at another.
     #[inline]
-    pub fn at(&self, ruby: &Ruby, generation: u64) -> RHash {
+    pub(crate) fn at(&self, ruby: &Ruby, generation: u64) -> RHash {
         let values = ruby.get_inner(self.values);
         if self.rules.must_clear(generation) {
             let _ = values.clear();
@@ -79,7 +79,7 @@ impl Memo {
     /// Adds `value`, read at `generation`, unless the memo moved on to
     /// another generation meanwhile (decoding allocates, which can run
     /// other threads' code); checked again after the insert.
-    pub fn insert(
+    pub(crate) fn insert(
         &self,
         ruby: &Ruby,
         generation: u64,
@@ -102,15 +102,15 @@ impl Memo {
     }
 
     /// Empties the memo (a close: nothing of the store stays reachable).
-    pub fn clear(&self, ruby: &Ruby) {
+    pub(crate) fn clear(&self, ruby: &Ruby) {
         let _ = ruby.get_inner(self.values).clear();
     }
 
-    pub fn len(&self, ruby: &Ruby) -> usize {
+    pub(crate) fn len(&self, ruby: &Ruby) -> usize {
         ruby.get_inner(self.values).len()
     }
 
-    pub fn limit(&self) -> usize {
+    pub(crate) fn limit(&self) -> usize {
         self.rules.limit()
     }
 }

@@ -76,7 +76,11 @@ fn run<F: FnOnce() -> R + Send, R: Send>(call: &mut Call<F, R>, cancel: Option<&
 /// pending before the call is raised instead of running `func`; one that
 /// arrives during it waits for `func` to finish (`cancel`, when given, is set
 /// so that `func` can stop early).
-pub fn without_gvl<F, R>(ruby: &Ruby, func: F, cancel: Option<&AtomicBool>) -> Result<R, Error>
+pub(crate) fn without_gvl<F, R>(
+    ruby: &Ruby,
+    func: F,
+    cancel: Option<&AtomicBool>,
+) -> Result<R, Error>
 where
     F: FnOnce() -> R + Send,
     R: Send,

@@ -20,7 +20,7 @@ use crate::error::{class_name, type_error};
 const MAX_NESTING: usize = 4;
 
 /// The options in `opts` (nil: none), each converted.
-pub fn given(ruby: &Ruby, opts: Option<RHash>) -> Result<Vec<(String, Arg)>, Error> {
+pub(crate) fn given(ruby: &Ruby, opts: Option<RHash>) -> Result<Vec<(String, Arg)>, Error> {
     let mut out = Vec::new();
     let Some(opts) = opts else { return Ok(out) };
     opts.foreach(|key: Value, value: Value| {
@@ -138,7 +138,7 @@ fn defaults(ruby: &Ruby, group: Group, all: bool) -> Result<RHash, Error> {
 /// `BUILD_DEFAULTS`, `IMPORT_DEFAULTS`, `REMOTE_DEFAULTS`,
 /// `REMOTE_OPTIONS`, `FORMATS`, `FORMAT_EXTENSIONS`, `ON_DUPLICATE`,
 /// `MAX_DEPTH`, `DEFAULT_MAX_VALUE_SIZE` and `MAX_INTEGER_DIGITS`.
-pub fn init(ruby: &Ruby, module: RModule) -> Result<(), Error> {
+pub(crate) fn init(ruby: &Ruby, module: RModule) -> Result<(), Error> {
     let calls = ruby.hash_new();
     for call in Call::ALL {
         let names = ruby.ary_from_iter(

@@ -30,7 +30,7 @@ use hashfile_runtime::reads;
 /// lookup reading it ends.
 #[derive(TypedData)]
 #[magnus(class = "Hashfile::Reader", free_immediately, size, mark)]
-pub struct Reader {
+pub(crate) struct Reader {
     handle: SerializedHandle,
     /// The decode options given to `Hashfile.open`.
     flags: DecodeFlags,
@@ -545,7 +545,7 @@ fn info_value(ruby: &Ruby, value: &InfoValue) -> Result<Value, Error> {
     })
 }
 
-pub fn init(ruby: &Ruby, module: RModule) -> Result<(), Error> {
+pub(crate) fn init(ruby: &Ruby, module: RModule) -> Result<(), Error> {
     // Chains to the SIGBUS handler Ruby installed at boot for every fault
     // outside a store's map. If it cannot be installed, stores are read
     // unguarded, as before.

@@ -14,7 +14,7 @@ use crate::strings;
 
 /// Ruby's GVL, released by `rb_nogvl` (`crate::nogvl`), with an interrupt
 /// that Ruby's unblocking function fires.
-pub struct Gvl<'r>(pub &'r Ruby);
+pub(crate) struct Gvl<'r>(pub &'r Ruby);
 
 impl Unlock for Gvl<'_> {
     type Error = Error;
@@ -36,7 +36,7 @@ impl Unlock for Gvl<'_> {
 /// dataset `handle` reads now; `None` for any other object, which can
 /// never be a key.
 #[inline]
-pub fn find<'s>(
+pub(crate) fn find<'s>(
     ruby: &Ruby,
     handle: &Handle,
     store: &'s Table,
@@ -53,7 +53,7 @@ pub fn find<'s>(
 
 /// The records of `keys`, in order (`None` for absent keys and for objects
 /// that cannot be keys).
-pub fn find_many<'s>(
+pub(crate) fn find_many<'s>(
     ruby: &Ruby,
     handle: &Handle,
     store: &'s Table,
@@ -81,7 +81,7 @@ pub fn find_many<'s>(
 /// which ends the process. Free when nothing panics. Reads without the
 /// GVL are caught by `nogvl::without_gvl`.
 #[inline(always)]
-pub fn guarded<R>(ruby: &Ruby, read: impl FnOnce() -> R) -> Result<R, Error> {
+pub(crate) fn guarded<R>(ruby: &Ruby, read: impl FnOnce() -> R) -> Result<R, Error> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(read))
         .map_err(|panic| crate::error::internal_error(ruby, &*panic))
 }
@@ -89,7 +89,7 @@ pub fn guarded<R>(ruby: &Ruby, read: impl FnOnce() -> R) -> Result<R, Error> {
 /// Calls `f` with the bytes of a String or Symbol key; `None` for any other
 /// object, which can never be a key.
 #[inline]
-pub fn with_key<R>(key: Value, f: impl FnOnce(&[u8]) -> R) -> Result<Option<R>, Error> {
+pub(crate) fn with_key<R>(key: Value, f: impl FnOnce(&[u8]) -> R) -> Result<Option<R>, Error> {
     if let Some(s) = magnus::RString::from_value(key) {
         // SAFETY: the slice is used only inside `f`, which runs no Ruby code
         // and allocates no Ruby objects, so the string cannot be modified or

@@ -15,7 +15,7 @@ use rb_sys::{StableApiDefinition, VALUE};
 
 /// A Ruby String's encoding as a store keeps it: one of the three the
 /// format tags, or any other by its Ruby name.
-pub enum Stored {
+pub(crate) enum Stored {
     /// UTF-8, US-ASCII or binary.
     Tagged(Encoding<'static>),
     /// Any other encoding, by name (`"Shift_JIS"`, ...).
@@ -23,7 +23,7 @@ pub enum Stored {
 }
 
 /// How a store keeps the encoding of `s`.
-pub fn stored_encoding(ruby: &Ruby, s: RString) -> Stored {
+pub(crate) fn stored_encoding(ruby: &Ruby, s: RString) -> Stored {
     let index = s.enc_get();
     if index == ruby.utf8_encindex() {
         Stored::Tagged(Encoding::Utf8)
@@ -38,7 +38,7 @@ pub fn stored_encoding(ruby: &Ruby, s: RString) -> Stored {
 
 /// A Symbol's name as the String Ruby keeps for it (frozen, in the
 /// Symbol's own encoding, which need not be UTF-8).
-pub fn symbol_name(sym: magnus::Symbol) -> RString {
+pub(crate) fn symbol_name(sym: magnus::Symbol) -> RString {
     // SAFETY: a live Symbol; rb_sym2str returns its frozen name String,
     // which lives as long as the Symbol, and calls no Ruby code.
     let name = unsafe { Value::from_raw(rb_sys::rb_sym2str(sym.as_raw())) };
@@ -50,7 +50,7 @@ pub fn symbol_name(sym: magnus::Symbol) -> RString {
 /// # Safety
 /// The slice must be dropped before any Ruby code runs or any Ruby object
 /// is allocated: either could move or free the String's buffer.
-pub unsafe fn bytes<'a>(s: RString) -> &'a [u8] {
+pub(crate) unsafe fn bytes<'a>(s: RString) -> &'a [u8] {
     let api = rb_sys::stable_api::get_default();
     let raw = s.as_raw();
     // SAFETY: `raw` is a live String; the caller bounds the slice's life.
@@ -88,7 +88,7 @@ fn encoding_index(ruby: &Ruby, name: &str) -> Result<i32, Error> {
 /// takes ASCII-only bytes alone: a US-ASCII String with high bytes (stored
 /// as it was, invalid) must come back invalid, not claim to be ASCII.
 #[inline]
-pub fn new_raw(
+pub(crate) fn new_raw(
     ruby: &Ruby,
     bytes: &[u8],
     encoding: Encoding<'_>,
@@ -259,7 +259,7 @@ static SYMBOLS: Lazy<RArray> = Lazy::new(|ruby| empty_cache(ruby, 2 * 3 * INTERN
 /// three tagged ones and the name is valid in it; None otherwise (the
 /// caller takes the slow, protected path, where an invalid name raises).
 #[inline]
-pub fn symbol(ruby: &Ruby, bytes: &[u8], encoding: Encoding<'_>) -> Option<VALUE> {
+pub(crate) fn symbol(ruby: &Ruby, bytes: &[u8], encoding: Encoding<'_>) -> Option<VALUE> {
     let region = match encoding {
         Encoding::Utf8 => Region::Utf8,
         Encoding::Ascii => Region::Ascii,
@@ -350,7 +350,7 @@ fn by_name(
 
 /// `new_raw` as an `RString`.
 #[inline]
-pub fn new(
+pub(crate) fn new(
     ruby: &Ruby,
     bytes: &[u8],
     encoding: Encoding<'_>,
@@ -364,7 +364,7 @@ pub fn new(
 
 /// The encoding of a store's key: UTF-8 text, else binary.
 #[inline]
-pub fn key_encoding(utf8: bool) -> Encoding<'static> {
+pub(crate) fn key_encoding(utf8: bool) -> Encoding<'static> {
     if utf8 {
         Encoding::Utf8
     } else {
@@ -374,7 +374,7 @@ pub fn key_encoding(utf8: bool) -> Encoding<'static> {
 
 /// The encoding of a plain string record's value.
 #[inline]
-pub fn value_encoding(kind: hashfile::ValueKind) -> Encoding<'static> {
+pub(crate) fn value_encoding(kind: hashfile::ValueKind) -> Encoding<'static> {
     match kind {
         hashfile::ValueKind::Utf8 => Encoding::Utf8,
         hashfile::ValueKind::Ascii => Encoding::Ascii,

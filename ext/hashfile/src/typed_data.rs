@@ -12,7 +12,7 @@ use rb_sys::StableApiDefinition;
 /// The `T` inside `value`, which must be typed data wrapped by magnus with
 /// exactly `T`'s data type; a `TypeError` naming `what` otherwise.
 #[inline]
-pub fn unwrap_self<'a, T: TypedData>(
+pub(crate) fn unwrap_self<'a, T: TypedData>(
     ruby: &Ruby,
     value: Value,
     what: &str,

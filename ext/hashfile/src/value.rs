@@ -29,7 +29,7 @@ use crate::strings::{self, Stored};
 /// How a lookup turns stored bytes into Ruby objects: the decode options
 /// of `Hashfile.open`, `get` and `dig`, defined here and nowhere else.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct DecodeFlags(u8);
+pub(crate) struct DecodeFlags(u8);
 
 impl DecodeFlags {
     /// Hash keys that are strings become Symbols (as JSON's option).
@@ -46,7 +46,7 @@ impl DecodeFlags {
     ];
 
     /// The flags of the decode options `Hashfile.open` was given.
-    pub fn of(symbolize_names: bool, freeze: bool, raw: bool) -> DecodeFlags {
+    pub(crate) fn of(symbolize_names: bool, freeze: bool, raw: bool) -> DecodeFlags {
         let bit = |on: bool, bit: u8| if on { bit } else { 0 };
         DecodeFlags(
             bit(symbolize_names, Self::SYMBOLIZE_NAMES)
@@ -62,7 +62,7 @@ impl DecodeFlags {
     /// These flags with each option of `NAMES` given in `values` (in
     /// that order: true, false, or nil for no change) set or cleared: the
     /// keywords of `Reader#get`, passed on without building a Hash.
-    pub fn with_values(self, values: [Value; 3]) -> DecodeFlags {
+    pub(crate) fn with_values(self, values: [Value; 3]) -> DecodeFlags {
         let mut flags = self.0;
         for ((_, bit), value) in Self::NAMES.iter().zip(values) {
             if value.is_nil() {
@@ -80,7 +80,11 @@ impl DecodeFlags {
     /// These flags with the options in `options` (`symbolize_names:`,
     /// `freeze:`, `raw:`, each true or false) set or cleared; nil changes
     /// nothing.
-    pub fn with_options(self, ruby: &Ruby, options: Option<RHash>) -> Result<DecodeFlags, Error> {
+    pub(crate) fn with_options(
+        self,
+        ruby: &Ruby,
+        options: Option<RHash>,
+    ) -> Result<DecodeFlags, Error> {
         let Some(options) = options else {
             return Ok(self);
         };
@@ -107,7 +111,7 @@ impl DecodeFlags {
 
 /// Why a value could not be encoded, with the path to the offending part,
 /// built as the error travels up (so success costs no path bookkeeping).
-pub enum EncodeError {
+pub(crate) enum EncodeError {
     Ruby(Error),
     Unsupported { class: String, path: Vec<String> },
     TooDeep { path: Vec<String> },
@@ -125,7 +129,7 @@ impl EncodeError {
     }
 
     /// The Ruby exception, naming the entry's key and the path inside it.
-    pub fn into_ruby(self, ruby: &Ruby, key: &[u8]) -> Error {
+    pub(crate) fn into_ruby(self, ruby: &Ruby, key: &[u8]) -> Error {
         let place = |path: &[String]| {
             if path.is_empty() {
                 format!("value for key {}", DisplayBytes(key))
@@ -204,7 +208,7 @@ fn write_string(ruby: &Ruby, out: &mut Vec<u8>, raw: VALUE, symbol: bool) {
 
 /// Appends the encoding of `value`. `dump` is the user's serializer for
 /// other objects, or nil.
-pub fn encode(
+pub(crate) fn encode(
     ruby: &Ruby,
     value: Value,
     dump: Value,
@@ -337,7 +341,7 @@ pub fn encode(
 
 /// How a top-level value is stored: plain strings of the three common
 /// encodings as string records, everything else typed.
-pub fn store_value(
+pub(crate) fn store_value(
     ruby: &Ruby,
     value: Value,
     dump: Value,
@@ -367,7 +371,7 @@ pub fn store_value(
 /// Decodes stored values into Ruby objects, with these options and the
 /// user's `load` callable for custom values (nil without a serializer).
 #[derive(Clone, Copy)]
-pub struct Decoder<'r> {
+pub(crate) struct Decoder<'r> {
     pub ruby: &'r Ruby,
     pub flags: DecodeFlags,
     pub load: Value,
@@ -409,7 +413,7 @@ impl Decoder<'_> {
 
     /// A top-level record's value.
     #[inline]
-    pub fn record(&self, record: &Record<'_>) -> Result<Value, Error> {
+    pub(crate) fn record(&self, record: &Record<'_>) -> Result<Value, Error> {
         let freeze = self.flags.has(DecodeFlags::FREEZE);
         let raw = if self.flags.has(DecodeFlags::RAW) {
             self.string(record.value, Encoding::Binary, freeze)?
@@ -446,7 +450,7 @@ impl Decoder<'_> {
     /// decoded. Steps it cannot take on the bytes (a Float key, an index
     /// into a String, ...) are handed to Ruby's own `dig` on the decoded
     /// rest, so the answers and errors are exactly those of `Hash#dig`.
-    pub fn dig(&self, record: &Record<'_>, path: RArray) -> Result<Value, Error> {
+    pub(crate) fn dig(&self, record: &Record<'_>, path: RArray) -> Result<Value, Error> {
         if record.kind != ValueKind::Typed || self.flags.has(DecodeFlags::RAW) {
             return self.whole(record, path);
         }
@@ -463,14 +467,14 @@ impl Decoder<'_> {
 
     /// `dig` on a record's whole value: Ruby's own, on the decoded value
     /// (a string's, or with `raw:`).
-    pub fn whole(&self, record: &Record<'_>, path: RArray) -> Result<Value, Error> {
+    pub(crate) fn whole(&self, record: &Record<'_>, path: RArray) -> Result<Value, Error> {
         self.fallback(self.record(record)?.as_raw(), path, 0)
     }
 
     /// The path's keys as probes, copied out of their Ruby objects (so
     /// that no borrow of a Ruby String outlives Ruby running), up to the
     /// first that is not one.
-    pub fn probes(&self, path: RArray) -> Result<Vec<OwnedProbe>, Error> {
+    pub(crate) fn probes(&self, path: RArray) -> Result<Vec<OwnedProbe>, Error> {
         let mut owned = Vec::with_capacity(path.len());
         for i in 0..path.len() {
             match probe_of(self.ruby, path.entry(i as isize)?)? {
@@ -483,7 +487,12 @@ impl Decoder<'_> {
 
     /// The answer of a walk of the first `steps` steps of `path`: what it
     /// ended on decoded, and the rest of the path taken by Ruby's own dig.
-    pub fn answer(&self, walked: Dig<'_>, path: RArray, steps: usize) -> Result<Value, Error> {
+    pub(crate) fn answer(
+        &self,
+        walked: Dig<'_>,
+        path: RArray,
+        steps: usize,
+    ) -> Result<Value, Error> {
         let depth_after = |steps: usize| MAX_DEPTH.saturating_sub(steps);
         match walked {
             Dig::Absent => Ok(self.ruby.qnil().as_value()),
@@ -667,7 +676,7 @@ impl walk::Build for Decoder<'_> {
 }
 
 /// A path step copied out of its Ruby object.
-pub enum OwnedProbe {
+pub(crate) enum OwnedProbe {
     Str(Vec<u8>, bool),
     Symbol(Vec<u8>),
     Int(i64),
@@ -676,7 +685,7 @@ pub enum OwnedProbe {
 }
 
 impl OwnedProbe {
-    pub fn probe(&self) -> Probe<'_> {
+    pub(crate) fn probe(&self) -> Probe<'_> {
         match self {
             OwnedProbe::Str(bytes, binary) => Probe::Str {
                 bytes,

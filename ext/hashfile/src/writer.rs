@@ -18,7 +18,7 @@ use crate::strings::{self, Stored};
 
 #[derive(TypedData)]
 #[magnus(class = "Hashfile::Writer", free_immediately, size, mark)]
-pub struct Writer {
+pub(crate) struct Writer {
     builder: RefCell<Option<Target>>,
     /// Reused buffer for encoding one value.
     scratch: RefCell<Vec<u8>>,
@@ -172,7 +172,7 @@ impl Writer {
     }
 }
 
-pub fn init(ruby: &Ruby, module: RModule) -> Result<(), Error> {
+pub(crate) fn init(ruby: &Ruby, module: RModule) -> Result<(), Error> {
     let class = module.define_class("Writer", ruby.class_object())?;
     // Writers are made by `_new` alone: no data-less `allocate`.
     class.undef_default_alloc_func();

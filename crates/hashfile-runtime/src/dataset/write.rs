@@ -288,7 +288,7 @@ fn create_dir(dir: &Path) -> hashfile::Result<()> {
 }
 
 /// `GENERATION-IIIII-of-NNNNN.hf`.
-pub fn shard_file_name(generation: &str, i: usize, n: usize) -> String {
+pub(super) fn shard_file_name(generation: &str, i: usize, n: usize) -> String {
     format!("{generation}-{i:05}-of-{n:05}.hf")
 }
 

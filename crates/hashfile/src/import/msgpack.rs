@@ -85,7 +85,7 @@ mod decode {
 
     use crate::value::{self, ContainerStart, Encoding};
 
-    pub fn marker<R: Read>(input: &mut R) -> Result<Marker, String> {
+    pub(super) fn marker<R: Read>(input: &mut R) -> Result<Marker, String> {
         rmp::decode::read_marker(input).map_err(|e| match e.0 {
             ref io if io.kind() == std::io::ErrorKind::UnexpectedEof => {
                 "unexpected end of input".to_string()
@@ -114,7 +114,7 @@ mod decode {
         Ok(())
     }
 
-    pub fn is_bin(m: Marker) -> bool {
+    pub(super) fn is_bin(m: Marker) -> bool {
         matches!(m, Marker::Bin8 | Marker::Bin16 | Marker::Bin32)
     }
 
@@ -130,7 +130,7 @@ mod decode {
 
     /// Appends a str or bin's bytes to `out`; false (reading nothing) for
     /// any other marker.
-    pub fn read_string<R: Read>(
+    pub(super) fn read_string<R: Read>(
         input: &mut R,
         m: Marker,
         out: &mut Vec<u8>,
@@ -142,7 +142,7 @@ mod decode {
         }
     }
 
-    pub fn marker_name(m: Marker) -> &'static str {
+    pub(super) fn marker_name(m: Marker) -> &'static str {
         match m {
             Marker::Null => "nil",
             Marker::True | Marker::False => "a boolean",
@@ -165,7 +165,7 @@ mod decode {
     }
 
     /// Encodes the value that starts with marker `m` into `out`.
-    pub fn encode<R: Read>(
+    pub(super) fn encode<R: Read>(
         input: &mut R,
         m: Marker,
         out: &mut Vec<u8>,
