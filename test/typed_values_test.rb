@@ -62,6 +62,79 @@ class TypedValuesTest < HashfileTest
     end
   end
 
+  # What JSON.generate makes of a value the way the command line printed
+  # it before the core wrote JSON (strings that are UTF-8 as text, DEL and
+  # C1 escaped), or nil where JSON cannot hold it.
+  def ruby_json(value)
+    plain = lambda do |v|
+      case v
+      when String
+        raise TypeError unless [Encoding::UTF_8, Encoding::BINARY, Encoding::US_ASCII].include?(v.encoding)
+
+        text = v.dup.force_encoding(Encoding::UTF_8)
+        raise TypeError unless text.valid_encoding?
+
+        text
+      when Integer, true, false, nil then v
+      when Float then v.finite? ? v : raise(TypeError)
+      when Array then v.map(&plain)
+      when Hash then v.to_h { |k, x| k.is_a?(String) ? [plain.call(k), plain.call(x)] : raise(TypeError) }
+      else raise TypeError
+      end
+    end
+    JSON.generate(plain.call(value)).gsub(/[\u007f-\u009f]/) { |c| format("\\u%04x", c.ord) }
+  rescue TypeError
+    nil
+  end
+
+  def test_the_cores_json_is_what_json_generate_writes_or_a_refusal
+    seed = Integer(ENV.fetch("HASHFILE_SEED", Random.new_seed % 1_000_000))
+    rng = Random.new(seed)
+    data = (0...scale(600)).to_h { |i| ["k#{i}", random_value(rng, rng.rand(0..3))] }
+    data["floats"] = [1e20, 1e16, 1e15, 0.0001, 0.00001, 123.456, -2.5e-10, 0.995]
+    data["big"] = { "n" => 2**200, "m" => -(2**70) }
+    data["controls"] = "tab\t nl\n esc\e del\x7f c1\u0085 quote\" slash/ back\\"
+    Hashfile.build(path, data)
+    refused = 0
+    Hashfile.open(path) do |db|
+      data.each_key do |k|
+        expected = ruby_json(db[k])
+        if expected
+          assert_equal expected, db._path_json(k, [], k), "seed #{seed} key #{k}"
+        else
+          refused += 1
+          e = assert_raises(Hashfile::Error, "seed #{seed} key #{k}") { db._path_json(k, [], k) }
+          assert_match(/\Avalue for key "#{k}"( at \[.*\])? .*JSON cannot hold/, e.message)
+        end
+      end
+    end
+    assert_operator refused, :>, 0, "seed #{seed}: some values JSON cannot hold"
+  end
+
+  def test_get_path_walks_text_steps_in_the_stored_bytes
+    Hashfile.build(path, {
+                     "en" => { "greeting" => "hi", :sym => { "n" => [10, 20, 30] }, "both" => "string", :both => "symbol" },
+                     "list" => [{ "a" => nil }],
+                     "text" => "plain"
+                   })
+    Hashfile.open(path) do |db|
+      assert_equal "hi", db._path("en", ["greeting"], "en.greeting", :missing)
+      assert_equal 30, db._path("en", %w[sym n -1], "en.sym.n.-1", :missing)
+      assert_equal "string", db._path("en", ["both"], "en.both", :missing), "a String key before a Symbol"
+      assert_nil db._path("list", %w[0 a], "list.0.a", :missing), "a stored nil is found"
+      assert_equal :missing, db._path("list", %w[1 a], "list.1.a", :missing)
+      assert_equal :missing, db._path("list", %w[x], "list.x", :missing), "an array step that is not digits"
+      assert_equal :missing, db._path("text", %w[x], "text.x", :missing), "a string has no fields"
+      assert_equal :missing, db._path("nope", [], "nope", :missing)
+      assert_equal "null", db._path_json("list", %w[0 a], "list.0.a")
+      assert_equal '{"n":[10,20,30]}', db._path_json("en", ["sym"], "en.sym")
+      assert_nil db._path_json("en", ["zzz"], "en.zzz")
+    end
+    status, out, = run_cli("get", "--path", "--json", path, "en.sym.n.1", "list.0.a", "en.zzz")
+    assert_equal 1, status
+    assert_equal %({"en.sym.n.1":20,"list.0.a":null,"en.zzz":null}\n), out
+  end
+
   def test_depth_limit_and_self_reference
     ok = (1..Hashfile::MAX_DEPTH).reduce("x") { |v, _| { "a" => v } }
     Hashfile.build(path, { "ok" => ok })

@@ -245,27 +245,37 @@ module Hashfile
       TEXT
     end
 
-    # The value at +path+ ("en.faker.name.first_name"): the first step is
-    # a key of the store, each later one a key of a Hash (as a String, else
-    # a Symbol) or an index of an Array; MISSING where a step finds nothing.
-    def walk_path(db, path, separator)
-      head, *steps = path.split(separator, -1)
-      value = db.get(head, MISSING)
-      steps.each do |step|
-        value = case value
-                when Hash
-                  if value.key?(step) then value[step]
-                  elsif value.key?(step.to_sym) then value[step.to_sym]
-                  else
-                    MISSING
-                  end
-                when Array
-                  step.match?(/\A-?\d+\z/) && (index = Integer(step, 10)) < value.size && index >= -value.size ? value[index] : MISSING
-                else MISSING
-                end
-        break if MISSING.equal?(value)
-      end
-      value
+    # What +arg+ names: a key or, with a +separator+, a dotted path
+    # ("en.faker.name.first_name"): a key of the store, then each step a key
+    # of a Hash (as a String, else a Symbol) or an index of an Array. The
+    # core walks it in the stored bytes. The value, or MISSING.
+    def value_at(db, arg, separator)
+      head, *steps = arg.split(separator, -1)
+      db._path(head, steps, arg, MISSING)
+    end
+
+    # The JSON text of what +arg+ names (see value_at), written by the core
+    # from the stored bytes; Hashfile::Error where JSON cannot hold it.
+    def json_at(db, arg, separator)
+      head, *steps = separator ? arg.split(separator, -1) : [arg]
+      json_hint { db._path_json(head, steps, arg) }
+    end
+
+    # json_at, or nil where JSON cannot hold the value.
+    def json_or_nil(db, arg, separator)
+      json_at(db, arg, separator)
+    rescue Hashfile::Error
+      nil
+    end
+
+    # The block's answer; an error for bytes that are not UTF-8 says what
+    # can hold them.
+    def json_hint
+      yield
+    rescue Hashfile::Error => e
+      raise e unless e.message.end_with?("not UTF-8, which JSON cannot hold")
+
+      raise e.class, "#{e.message}; use --format tsv"
     end
 
     # +message+ with the library's option names (key_field) as this
@@ -440,29 +450,38 @@ module Hashfile
         end.parse!(argv)
         raise UsageError, "get needs FILE and at least one KEY" if argv.size < 2
 
+        texts = {}
         found = Hashfile.open(argv.shift, **remote) do |db|
-          if separator
-            argv.to_h { |path| [path, walk_path(db, path, separator)] }
-          else
-            # One batch: a remote store fetches every key's pieces level by level.
-            argv.zip(db._get_many(argv, MISSING)).to_h
+          values = if separator
+                     argv.to_h { |arg| [arg, value_at(db, arg, separator)] }
+                   else
+                     # One batch: a remote store fetches every key's pieces level by level.
+                     argv.zip(db._get_many(argv, MISSING)).to_h
+                   end
+          # Strings print as they are (escaped on a terminal); other values,
+          # and every value with --json, as JSON (or, where JSON cannot hold
+          # them and --json was not asked for, as Ruby would inspect them,
+          # which escapes control characters itself).
+          values.each do |arg, v|
+            next if MISSING.equal?(v) || (!json && v.is_a?(String))
+
+            texts[arg] = json ? json_at(db, arg, separator) : json_or_nil(db, arg, separator)
           end
+          values
         end
         missing = found.select { |_, v| MISSING.equal?(v) }.keys
         if json
-          @out.puts Terminal.json(found.to_h { |k, v| [k, MISSING.equal?(v) ? nil : json_value(k, v)] })
+          pairs = found.map { |arg, v| "#{JSON.generate(arg)}:#{MISSING.equal?(v) ? "null" : texts[arg]}" }
+          @out.puts Terminal.json_text("{#{pairs.join(",")}}")
         else
-          # Strings print as they are (escaped on a terminal); other values
-          # as JSON (or, where JSON cannot hold them, as Ruby would inspect
-          # them, which escapes control characters itself).
           escape = escape_data?
-          found.each_value do |v|
+          found.each do |arg, v|
             next if MISSING.equal?(v)
 
             if v.is_a?(String)
               @out.puts(escape ? Terminal.escape(v) : v)
             else
-              @out.puts(json_or_nil(v) || Terminal.escape(v.inspect, backslash: false))
+              @out.puts(texts[arg] || Terminal.escape(v.inspect, backslash: false))
             end
           end
         end
@@ -566,94 +585,52 @@ module Hashfile
     # every one, so that an entry it cannot hold fails the dump before
     # anything is written, instead of leaving part of a file on stdout.
     def dump(db, format)
-      require "csv" if format == "tsv"
-      db.each { |key, value| dump_check(key, value, format) }
-      @out.write(format == "json" ? "{" : format == "tsv" ? "key\tvalue\n" : "")
-      # TSV on a terminal: each field escaped before it is quoted, so that
-      # the only tabs and newlines left are the columns and rows.
-      escape = format == "tsv" && escape_data?
-      # JSON goes out in pieces of 64 KiB, each escaped (DEL, C1) at once:
-      # checked line by line, the check took a seventh of a dump's time.
-      json = +""
-      first = true
+      return dump_json(db, format) unless format == "tsv"
+
+      require "csv"
+      db.each { |key, value| dump_check(key, value) }
+      @out.write("key\tvalue\n")
+      # Each field escaped on a terminal before it is quoted, so that the
+      # only tabs and newlines left are the columns and rows.
+      escape = escape_data?
       db.each do |key, value|
-        case format
-        when "jsonl" then json << JSON.generate([json_key(key), json_value(key, value)]) << "\n"
-        when "json"
-          json << (first ? "\n" : ",\n") << JSON.generate(json_key(key)) << ":" << JSON.generate(json_value(key, value))
-        else
-          @out.write(CSV.generate_line(escape ? [Terminal.escape(key), Terminal.escape(value)] : [key, value], col_sep: "\t"))
-        end
-        if json.bytesize >= 65_536
-          @out.write(Terminal.json_text(json))
-          json = +""
-        end
-        first = false
+        @out.write(CSV.generate_line(escape ? [Terminal.escape(key), Terminal.escape(value)] : [key, value], col_sep: "\t"))
       end
-      @out.write(Terminal.json_text(json))
+    end
+
+    # Every entry as JSON Lines ([key, value] a line) or one JSON object,
+    # the texts written by the core from the stored bytes (DEL and C1
+    # escaped). A first pass checks that JSON can hold every entry.
+    def dump_json(db, format)
+      json_chunks(db) { |_| nil }
+      @out.write("{") if format == "json"
+      first = true
+      json_chunks(db) do |pairs|
+        # In pieces of 64 KiB or so, a chunk of entries at a time.
+        text = +""
+        pairs.each_slice(2) do |key, value|
+          text << (format == "jsonl" ? "[#{key},#{value}]\n" : "#{first ? "\n" : ",\n"}#{key}:#{value}")
+          first = false
+        end
+        @out.write(text)
+      end
       @out.write(first ? "}\n" : "\n}\n") if format == "json"
     end
 
-    # Raises Hashfile::Error if `format` cannot hold the entry.
-    def dump_check(key, value, format)
-      if format == "tsv"
-        return if value.is_a?(String)
-
-        raise Hashfile::Error, "value for key #{key.inspect} is #{json_type(value)}; tsv holds strings only, use --format jsonl"
-      end
-      json_key(key)
-      json_value(key, value)
-    end
-
-    # A key as JSON text, or Hashfile::Error saying why it cannot be.
-    def json_key(key)
-      text = key.dup.force_encoding(Encoding::UTF_8)
-      return text if text.valid_encoding?
-
-      raise Hashfile::Error, "key #{key.inspect} has bytes that are not UTF-8, which JSON cannot hold; use --format tsv"
-    end
-
-    # JSON holds text only: a string that is not valid UTF-8 cannot be dumped.
-    def json_text(key, string, path = nil)
-      if string.encoding == Encoding::UTF_8 || string.encoding == Encoding::BINARY || string.encoding == Encoding::US_ASCII
-        text = string.dup.force_encoding(Encoding::UTF_8)
-        return text if text.valid_encoding?
-
-        raise Hashfile::Error, "#{place(key, path)} has bytes that are not UTF-8, which JSON cannot hold; use --format tsv"
-      end
-      raise Hashfile::Error, "#{place(key, path)} is a #{string.encoding} string, which JSON cannot hold without losing its encoding"
-    end
-
-    # The value as JSON can hold it, or Hashfile::Error saying why not.
-    def json_value(key, value, path = [])
-      case value
-      when String then json_text(key, value, path)
-      when Integer, true, false, nil then value
-      when Float
-        return value if value.finite?
-
-        raise Hashfile::Error, "#{place(key, path)} is #{value}, which JSON cannot hold"
-      when Array then value.each_with_index.map { |v, i| json_value(key, v, path + [i]) }
-      when Hash
-        value.to_h do |k, v|
-          raise Hashfile::Error, "#{place(key, path)} has the #{k.class} key #{k.inspect[0, 40]}, which JSON cannot hold (object keys are strings)" unless k.is_a?(String)
-
-          [json_text(key, k, path), json_value(key, v, path + [k])]
-        end
-      else
-        raise Hashfile::Error, "#{place(key, path)} is a #{value.class}, which JSON cannot hold (it would not come back a #{value.class})"
+    # Yields each chunk's [key_json, value_json, ...].
+    def json_chunks(db)
+      cursor = [0, 0, 0]
+      while cursor
+        cursor, *pairs = json_hint { db._json_chunk(cursor) }
+        yield pairs
       end
     end
 
-    def json_or_nil(value)
-      Terminal.json(json_value("", value))
-    rescue Hashfile::Error
-      nil
-    end
+    # Raises Hashfile::Error if tsv cannot hold the entry.
+    def dump_check(key, value)
+      return if value.is_a?(String)
 
-    def place(key, path)
-      where = path.nil? || path.empty? ? "" : " at #{path.inspect}"
-      "value for key #{key.inspect}#{where}"
+      raise Hashfile::Error, "value for key #{key.inspect} is #{json_type(value)}; tsv holds strings only, use --format jsonl"
     end
 
     def clock

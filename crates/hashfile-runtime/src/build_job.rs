@@ -145,7 +145,8 @@ impl BuildJob {
     /// `progress`) cancels the build; it is given back once the build has
     /// stopped and removed its temporary files. An interrupt that came
     /// with a report is looked for before the answer, so that the answer
-    /// to the last report before publishing cancels the build.
+    /// to the last report before publishing cancels the build; one that
+    /// came with the result is left to the interpreter (the build is over).
     pub fn wait<U: Unlock>(
         &self,
         unlock: &U,
@@ -164,7 +165,11 @@ impl BuildJob {
                     continue;
                 }
             };
-            if raised.is_none() {
+            // Interrupts are looked for while the build runs, never at its
+            // end: one that comes with the result stays pending for the
+            // interpreter to raise after the call returns, as the build has
+            // published (or failed) already.
+            if matches!(event, None | Some(BuildEvent::Progress(_))) && raised.is_none() {
                 if let Err(e) = unlock.interrupted() {
                     self.cancel();
                     raised = Some(e);

@@ -136,6 +136,7 @@ pub fn classify(error: &Error) -> Raised {
         // The store is well formed, but the value has no faithful form in
         // the language reading it: a value that binding cannot return.
         Error::KeysCollide { .. } => own("UnsupportedError", Vec::new()),
+        Error::NotJson { .. } => own("Error", Vec::new()),
         Error::Limit { .. } | Error::ValueTooLarge { .. } => own("LimitError", Vec::new()),
         Error::OutOfMemory { .. } => (Class::NoMemory, Vec::new()),
         Error::InvalidOption { .. } => (Class::Argument, Vec::new()),

@@ -142,6 +142,18 @@ pub enum Error {
         language: &'static str,
     },
 
+    /// A value JSON cannot hold (`value::json`): a string that is not
+    /// UTF-8 or is in another encoding, a float that is not finite, a map
+    /// key that is not a string, a Symbol, a serializer's value.
+    #[error("{place} {why}")]
+    NotJson {
+        /// The key, and the path inside its value (`value for key "k" at
+        /// ["a", 0]`).
+        place: String,
+        /// What JSON cannot hold there.
+        why: String,
+    },
+
     /// A build went past a limit of the format or of one build.
     #[error("{what} is over the limit of {max}")]
     Limit {

@@ -1,7 +1,8 @@
 //! `Hashfile::Reader`: an open store. The Ruby API with keyword arguments
 //! and docs is in lib/hashfile/reader.rb; these are the native methods.
 
-use hashfile::RecordBuf;
+use hashfile::value::{self as codec, walk, Dig, Probe};
+use hashfile::{RecordBuf, ValueKind};
 use hashfile_runtime::options::Language;
 use hashfile_runtime::{Cursor, Info, InfoValue, SerializedHandle, Table};
 use magnus::{
@@ -447,6 +448,133 @@ impl Reader {
         })
     }
 
+    /// `_path(key, steps, label, if_missing)`: the value the text `steps`
+    /// of `hashfile get --path` find in `key`'s value (the core's
+    /// `Probe::Step`: a String key, else a Symbol; an index in digits),
+    /// decoded; `if_missing` if the key or a step finds nothing.
+    fn text_path(
+        ruby: &Ruby,
+        rb_self: &Self,
+        key: RString,
+        steps: RArray,
+        label: RString,
+        if_missing: Value,
+    ) -> Result<Value, Error> {
+        rb_self
+            .at_text_path(ruby, key, steps, label, None)
+            .map(|found| found.unwrap_or(if_missing))
+    }
+
+    /// `_path_json(key, steps, label)`: as `_path`, the value as JSON text
+    /// (`value::json`; Hashfile::Error naming `label` where JSON cannot
+    /// hold it), or nil.
+    fn text_path_json(
+        ruby: &Ruby,
+        rb_self: &Self,
+        key: RString,
+        steps: RArray,
+        label: RString,
+    ) -> Result<Value, Error> {
+        let mut text = String::new();
+        let found = rb_self.at_text_path(ruby, key, steps, label, Some(&mut text))?;
+        Ok(found.map_or_else(
+            || ruby.qnil().as_value(),
+            |_| ruby.str_new(&text).as_value(),
+        ))
+    }
+
+    /// What `_path` and `_path_json` find: the value decoded, or written
+    /// as JSON into `json` (then the answer is nil, not None).
+    fn at_text_path(
+        &self,
+        ruby: &Ruby,
+        key: RString,
+        steps: RArray,
+        label: RString,
+        json: Option<&mut String>,
+    ) -> Result<Option<Value>, Error> {
+        let decoder = self.decoder(ruby, self.flags);
+        let mut copied = Vec::with_capacity(steps.len());
+        for i in 0..steps.len() {
+            let step: RString = steps.entry(i as isize)?;
+            // SAFETY: copied at once, before Ruby runs.
+            copied.push(unsafe { strings::bytes(step) }.to_vec());
+        }
+        // SAFETY: copied at once, before Ruby runs.
+        let label = unsafe { strings::bytes(label) }.to_vec();
+        let probes: Vec<Probe<'_>> = copied.iter().map(|s| Probe::Step(s)).collect();
+        let json_error = |e| to_ruby(ruby, e);
+        self.with_store(ruby, |store| {
+            let record = match store::find(ruby, self.handle.handle(), store, key.as_value())? {
+                Some(Ok(Some(record))) => record,
+                Some(Ok(None)) | None => return Ok(None),
+                Some(Err(e)) => return Err(to_ruby(ruby, e.with_path(self.path().as_ref()))),
+            };
+            let record = record.record();
+            let found = match record.kind {
+                ValueKind::Typed => codec::dig(record.value, &probes, false)
+                    .map_err(|e| self.locate(ruby, to_ruby(ruby, e), record.key))?,
+                // A string has no fields to walk into.
+                _ if !probes.is_empty() => Dig::Absent,
+                _ => {
+                    return match json {
+                        Some(out) => codec::json::write_record(&record, out)
+                            .map(|()| Some(ruby.qnil().as_value()))
+                            .map_err(json_error),
+                        None => decoder.record(&record).map(Some),
+                    }
+                }
+            };
+            let Dig::Found(item) = found else {
+                return Ok(None);
+            };
+            match json {
+                Some(out) => codec::json::write_item(&item, &label, out)
+                    .map(|()| Some(ruby.qnil().as_value()))
+                    .map_err(json_error),
+                None => walk::item_at(&mut { decoder }, &item, codec::MAX_DEPTH)
+                    // SAFETY: a live VALUE the walk made.
+                    .map(|v| Some(unsafe { <Value as magnus::rb_sys::FromRawValue>::from_raw(v) })),
+            }
+        })
+    }
+
+    /// `_json_chunk(cursor)`: as `_each_chunk`, with each key and value as
+    /// JSON text (`value::json`); Hashfile::Error naming the first that
+    /// JSON cannot hold. `hashfile dump`'s jsonl and json.
+    fn json_chunk(ruby: &Ruby, rb_self: &Self, cursor: (usize, u64, u64)) -> Result<RArray, Error> {
+        let (shard, offset, index) = cursor;
+        let from = Cursor {
+            shard,
+            offset,
+            index,
+        };
+        if shard == 0 && offset == 0 {
+            rb_self.handle.map_now().map_err(|e| to_ruby(ruby, e))?;
+        }
+        rb_self.with_store(ruby, |store| {
+            let (records, next) =
+                store::guarded(ruby, || reads::chunk(&Gvl(ruby), store, from, CHUNK))??
+                    .map_err(|e| to_ruby(ruby, e.with_path(rb_self.path().as_ref())))?;
+            let out = ruby.ary_new_capa(1 + 2 * records.len());
+            out.push(next.map(|c| (c.shard, c.offset, c.index)))?;
+            let mut text = String::new();
+            for record in &records {
+                for part in [true, false] {
+                    text.clear();
+                    let written = if part {
+                        codec::json::write_key(record.key(), &mut text)
+                    } else {
+                        codec::json::write_record(&record.record(), &mut text)
+                    };
+                    written.map_err(|e| to_ruby(ruby, e))?;
+                    out.push(ruby.str_new(&text))?;
+                }
+            }
+            Ok(out)
+        })
+    }
+
     /// `_value_types`: how many values of each type the store holds
     /// (`hashfile::value::type_name`), reading every record once without
     /// decoding any.
@@ -563,6 +691,9 @@ pub(crate) fn init(ruby: &Ruby, module: RModule) -> Result<(), Error> {
     class.define_method("size", method!(Reader::size, 0))?;
     class.define_method("_each_chunk", method!(Reader::each_chunk, 1))?;
     class.define_method("_value_types", method!(Reader::value_types, 0))?;
+    class.define_method("_path", method!(Reader::text_path, 4))?;
+    class.define_method("_path_json", method!(Reader::text_path_json, 3))?;
+    class.define_method("_json_chunk", method!(Reader::json_chunk, 1))?;
     class.define_method("_get_many", method!(Reader::get_many, 2))?;
     class.define_method("remote?", method!(Reader::is_remote, 0))?;
     class.define_singleton_method(

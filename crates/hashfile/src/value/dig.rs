@@ -40,6 +40,28 @@ pub enum Probe<'p> {
     /// (`"a"` and `:a`) is ambiguous for it, and the walk refuses it
     /// ([`Error::KeysCollide`]) rather than pick one.
     Text(&'p [u8]),
+    /// A step of a path typed as text (the command line's `get --path`):
+    /// in a map, the String key with these bytes, else the Symbol of that
+    /// name; in an array, an index in decimal digits (negative from the
+    /// end). Anything else finds nothing.
+    Step(&'p [u8]),
+}
+
+impl Probe<'_> {
+    /// The array index this probe takes, if any.
+    pub(super) fn index(&self) -> Option<i64> {
+        match *self {
+            Probe::Int(i) => Some(i),
+            Probe::Step(text) => {
+                let digits = text.strip_prefix(b"-").unwrap_or(text);
+                if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+                    return None;
+                }
+                std::str::from_utf8(text).ok()?.parse().ok()
+            }
+            _ => None,
+        }
+    }
 }
 
 /// Where a walk ended.
@@ -84,9 +106,9 @@ pub fn dig<'a>(value: &'a [u8], path: &[Probe<'_>], symbolize_names: bool) -> Re
         let next = match item {
             Item::Nil => return Ok(Dig::Absent),
             Item::Map(map) => find_in_map(map, probe, symbolize_names)?,
-            Item::Array(array) => match *probe {
-                Probe::Int(index) => find_in_array(array, index)?,
-                _ => return Ok(Dig::Stuck { step, item }),
+            Item::Array(array) => match probe.index() {
+                Some(index) => find_in_array(array, index)?,
+                None => return Ok(Dig::Stuck { step, item }),
             },
             _ => return Ok(Dig::Stuck { step, item }),
         };
@@ -121,6 +143,8 @@ pub(super) fn find_in_map_raw<'a>(
     let mut cursor = map.cursor();
     let mut found = None;
     let mut hit_key = None;
+    // A Step's Symbol key, taken only if no String key is found.
+    let mut symbol = None;
     for _ in 0..map.len {
         let (hit, key) = match (probe, cursor.short_str()) {
             // The common case, a short UTF-8 key, compared in place.
@@ -129,11 +153,15 @@ pub(super) fn find_in_map_raw<'a>(
             }
             (Probe::Symbol(name), Some(key)) if symbolize_names => (*name == key, None),
             (Probe::Text(text), Some(key)) => (*text == key, Some(Item::Str(key, Encoding::Utf8))),
+            (Probe::Step(text), Some(key)) => (*text == key, None),
             (_, Some(_)) => (false, None),
-            (_, None) => {
-                let key = cursor.next_item()?;
-                (matches(probe, key, symbolize_names), Some(key))
-            }
+            (_, None) => match (probe, cursor.next_item()?) {
+                (Probe::Step(text), Item::Symbol(name, _)) if *text == name => {
+                    symbol = Some(cursor.next_raw()?);
+                    continue;
+                }
+                (_, key) => (matches(probe, key, symbolize_names), Some(key)),
+            },
         };
         if hit {
             if let (Probe::Text(_), Some(first), Some(key)) = (probe, hit_key, key) {
@@ -151,7 +179,7 @@ pub(super) fn find_in_map_raw<'a>(
     // Every pair was passed: a body holding more than the count says (a
     // hidden pair) is refused here as a decode refuses it.
     cursor.end_of_body()?;
-    Ok(found)
+    Ok(found.or(symbol))
 }
 
 /// Whether a stored map key (not a short UTF-8 string) equals `probe`.
@@ -162,6 +190,7 @@ fn matches(probe: &Probe<'_>, key: Item<'_>, symbolize_names: bool) -> bool {
         (Probe::Bool(b), Item::Bool(k)) => *b == k,
         (Probe::Text(text), Item::Str(k, encoding)) => *text == k && encoding != Encoding::Binary,
         (Probe::Text(text), Item::Symbol(k, _)) => *text == k,
+        (Probe::Step(text), Item::Str(k, encoding)) => *text == k && compatible(k, false, encoding),
         (Probe::Str { bytes, binary }, Item::Str(k, encoding)) if !symbolize_names => {
             *bytes == k && compatible(k, *binary, encoding)
         }

@@ -325,9 +325,9 @@ pub fn dig_in_within<'a, T: AsRef<[u8]> + From<Vec<u8>>>(
         let next = match item {
             Item::Nil => return Ok(Dig::Absent),
             Item::Map(map) => find_in_map_raw(map, probe, symbolize_names)?,
-            Item::Array(array) => match *probe {
-                Probe::Int(index) => find_in_array_raw(array, index)?,
-                _ => {
+            Item::Array(array) => match probe.index() {
+                Some(index) => find_in_array_raw(array, index)?,
+                None => {
                     return Ok(Dig::Stuck {
                         step,
                         item: settle(bytes, decode, &mut scratch, limit)?,

@@ -28,6 +28,7 @@
 
 mod dig;
 pub mod frames;
+pub mod json;
 mod merge;
 pub mod walk;
 
