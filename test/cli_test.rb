@@ -23,6 +23,15 @@ class CLITest < HashfileTest
     path("in.json")
   end
 
+  def test_a_flag_is_named_in_full_not_by_a_prefix
+    File.write(path("x.jsonl"), %(["k", 1]\n))
+    status, _, err = run_cli("build", path("x.jsonl"), "--memo", "3", "-o", path("x.hf"))
+    assert_equal 2, status, "--memo is not --memory"
+    assert_match(/invalid option: --memo/, err)
+    refute File.exist?(path("x.hf"))
+    assert_equal 0, run_cli("build", path("x.jsonl"), "--memory", "64M", "-o", path("x.hf"), "-q")[0]
+  end
+
   def test_build_get_info_verify
     input = json_input("a" => "1", "b" => "two", "ü" => "ö")
     status, _, err = run_cli("build", input, "-o", path)

@@ -72,7 +72,7 @@ class ConformanceTest < HashfileTest
           assert_predicate status, :success?, where
         when "open"
           db&.close
-          db = Hashfile.open(path(step["open"]), **options(step))
+          db = Hashfile.open(location(step["open"]), **options(step))
         when "get"
           value = db.get(step["get"], MISSING)
           if step["absent"]
@@ -99,6 +99,7 @@ class ConformanceTest < HashfileTest
           step["info_has"].each { |name| assert info.key?(name.to_sym), "#{where}: info has no #{name} (#{info.keys.join(", ")})" }
         when "info_keys" then assert_equal step["info_keys"], db.info.keys.map(&:to_s), where
         when "exists" then assert_equal step["expect"], File.exist?(path(step["exists"])), where
+        when "shard_of" then assert_equal step["expect"], Hashfile.shard_of(*step["shard_of"]), where
         else flunk "#{where}: no such step"
         end
       end
@@ -108,6 +109,11 @@ class ConformanceTest < HashfileTest
   end
 
   MISSING = Object.new.freeze
+
+  # A URL as given; any other name, a file of the case's directory.
+  def location(name)
+    name.include?("://") ? name : path(name)
+  end
 
   def options(step)
     (step["options"] || {}).transform_keys(&:to_sym)

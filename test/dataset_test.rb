@@ -29,10 +29,10 @@ class DatasetTest < HashfileTest
     assert_equal Hashfile.shard_of("tenant:42", 16), Hashfile.shard_of(:"tenant:42", 16)
     assert_equal Hashfile.shard_of("clé".b, 7), Hashfile.shard_of("clé", 7), "bytes route, not encodings"
     e = assert_raises(ArgumentError) { Hashfile.shard_of("a", 0) }
-    assert_equal "shards must be from 1 to 1048576, got 0", e.message
+    assert_equal "invalid option shards: must be an integer from 1 to 1048576, not 0", e.message
     assert_raises(ArgumentError) { Hashfile.shard_of("a", 2**64) }
     assert_equal "key must be a String or Symbol, not Integer", assert_raises(TypeError) { Hashfile.shard_of(1, 2) }.message
-    assert_equal "shards must be an Integer, not Float", assert_raises(TypeError) { Hashfile.shard_of("a", 2.0) }.message
+    assert_equal "shards must be an integer, not a float", assert_raises(TypeError) { Hashfile.shard_of("a", 2.0) }.message
   end
 
   DATA = (0...3000).to_h { |i| ["k#{i}", i.even? ? { "n" => i, "tags" => ["t#{i % 7}"] } : "v#{i}"] }

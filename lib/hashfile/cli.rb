@@ -307,6 +307,9 @@ module Hashfile
 
     def parser(command)
       @parser = OptionParser.new do |o|
+        # A flag is named in full: a prefix (--memo) is refused rather than
+        # read as whichever flag it begins (--memory).
+        o.require_exact = true
         o.banner = "Usage: hashfile #{COMMANDS.fetch(command)}"
         o.on("-h", "--help", "show this help") do
           print_report(*o.to_s.lines(chomp: true))

@@ -82,6 +82,12 @@ pub(crate) fn build_from(
     options: Option<&Bound<'_, PyDict>>,
     progress: Option<Bound<'_, PyAny>>,
 ) -> PyResult<(u64, u64, Option<Spilled>)> {
+    if let Some(p) = progress.as_ref().filter(|p| !p.is_callable()) {
+        return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+            "progress must be callable, not {}",
+            p.get_type().name()?
+        )));
+    }
     let given = crate::options::given(options)?;
     let request = build_request(Call::BuildFrom, &given, Language::Python).py_err()?;
     let job = hashfile_runtime::start_build_from(&inputs, output, request).py_err()?;

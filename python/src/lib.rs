@@ -5,7 +5,7 @@
 //! does over time (refresh, swap, datasets) is `hashfile-runtime`'s.
 #![warn(unreachable_pub)]
 
-use std::num::NonZeroU32;
+use crate::errors::IntoPy;
 
 use pyo3::prelude::*;
 
@@ -22,17 +22,9 @@ mod tasks;
 /// The shard (`0..shards`) of `key` in a dataset of `shards`, as every
 /// release and language routes it (docs/FORMAT.md).
 #[pyfunction]
-fn shard_of(key: options::Key<'_>, shards: i64) -> PyResult<u32> {
-    let n = u32::try_from(shards)
-        .ok()
-        .and_then(NonZeroU32::new)
-        .filter(|n| n.get() <= hashfile::dataset::MAX_SHARDS)
-        .ok_or_else(|| {
-            pyo3::exceptions::PyValueError::new_err(format!(
-                "shards must be from 1 to {}, got {shards}",
-                hashfile::dataset::MAX_SHARDS
-            ))
-        })?;
+fn shard_of(key: options::Key<'_>, shards: &Bound<'_, PyAny>) -> PyResult<u32> {
+    // Judged as the `shards` option is: an int from 1 to MAX_SHARDS, not a bool.
+    let n = hashfile_runtime::options::shard_count(&options::arg(shards, 0)?).py_err()?;
     Ok(hashfile::dataset::shard_of(key.bytes(), n))
 }
 

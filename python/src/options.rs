@@ -74,7 +74,7 @@ pub(crate) fn given(options: Option<&Bound<'_, PyDict>>) -> PyResult<Vec<(String
 const MAX_NESTING: usize = 4;
 
 /// A Python object as an `Arg`, without judging it.
-fn arg(value: &Bound<'_, PyAny>, depth: usize) -> PyResult<Arg> {
+pub(crate) fn arg(value: &Bound<'_, PyAny>, depth: usize) -> PyResult<Arg> {
     if value.is_none() {
         return Ok(Arg::Nil);
     }

@@ -102,7 +102,9 @@ def run_step(step: dict[str, Any], tmp_path: Any, state: dict[str, Any], where: 
         if db is not None:
             db.close()
             state["db"] = None
-        state["db"] = hashfile.open(path(step["open"]), **options)
+        # A URL as given; any other name, a file of the case's directory.
+        location = step["open"] if "://" in step["open"] else path(step["open"])
+        state["db"] = hashfile.open(location, **options)
     elif op == "get":
         found = db.get(step["get"], MISSING)
         if step.get("absent"):
@@ -131,6 +133,8 @@ def run_step(step: dict[str, Any], tmp_path: Any, state: dict[str, Any], where: 
         assert list(db.info()) == step["info_keys"], where
     elif op == "exists":
         assert os.path.exists(path(step["exists"])) == step["expect"], where
+    elif op == "shard_of":
+        assert hashfile.shard_of(*step["shard_of"]) == step["expect"], where
     else:
         pytest.fail(f"{where}: no such step")
 

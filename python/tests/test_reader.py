@@ -305,3 +305,19 @@ def test_short_strings_are_shared_between_lookups_and_decode_as_any_other(tmp_pa
         assert db["d"] == "\u00e9t\u00e9" and db["d"] is db["d"]
         # Iteration keys pass through the same cache and stay correct.
         assert sorted(db) == ["a", "b", "c", "d"]
+
+
+def test_build_from_refuses_a_progress_that_is_not_callable_before_building(tmp_path):
+    source = tmp_path / "a.jsonl"
+    source.write_text('["k", 1]\n')
+    with pytest.raises(TypeError, match="^progress must be callable, not int$"):
+        hashfile.build_from(source, tmp_path / "x.hf", progress=5)
+    assert not (tmp_path / "x.hf").exists()
+
+
+def test_shard_of_takes_the_shards_option_checks():
+    assert hashfile.shard_of("tenant:42", 16) == 13
+    with pytest.raises(TypeError, match="^shards must be an integer, not a boolean$"):
+        hashfile.shard_of("a", True)
+    with pytest.raises(ValueError, match="^invalid option shards: must be an integer from 1 to 1048576, not 0$"):
+        hashfile.shard_of("a", 0)

@@ -4,9 +4,9 @@
 
 use std::num::NonZeroU32;
 
-use magnus::{function, prelude::*, Error, Integer, RModule, RString, Ruby, Symbol, Value};
+use magnus::{function, prelude::*, Error, RModule, RString, Ruby, Symbol, Value};
 
-use crate::error::arg_error;
+use crate::error::to_ruby;
 use crate::strings;
 
 pub(crate) fn init(module: RModule) -> Result<(), Error> {
@@ -34,22 +34,11 @@ fn shard_of(ruby: &Ruby, key: Value, shards: Value) -> Result<u32, Error> {
     Ok(hashfile::dataset::shard_of(bytes, count))
 }
 
-/// A shard count given to Ruby: an Integer from 1 to `MAX_SHARDS`.
+/// A shard count given to Ruby, judged as the `shards` option is (the
+/// runtime's `shard_count`).
 pub(crate) fn shard_count(ruby: &Ruby, shards: Value) -> Result<NonZeroU32, Error> {
-    let Some(count) = Integer::from_value(shards) else {
-        return Err(Error::new(
-            ruby.exception_type_error(),
-            format!("shards must be an Integer, not {}", class_name(shards)),
-        ));
-    };
-    let max = hashfile::dataset::MAX_SHARDS;
-    count
-        .to_i64()
-        .ok()
-        .and_then(|n| u32::try_from(n).ok())
-        .filter(|n| *n <= max)
-        .and_then(NonZeroU32::new)
-        .ok_or_else(|| arg_error(ruby, format!("shards must be from 1 to {max}, got {count}")))
+    hashfile_runtime::options::shard_count(&crate::options::arg(ruby, shards, 0)?)
+        .map_err(|e| to_ruby(ruby, e))
 }
 
 /// A value's class name, for messages.

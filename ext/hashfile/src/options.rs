@@ -41,7 +41,7 @@ pub(crate) fn given(ruby: &Ruby, opts: Option<RHash>) -> Result<Vec<(String, Arg
 }
 
 /// A Ruby object as an `Arg`, without judging it.
-fn arg(ruby: &Ruby, value: Value, depth: usize) -> Result<Arg, Error> {
+pub(crate) fn arg(ruby: &Ruby, value: Value, depth: usize) -> Result<Arg, Error> {
     if value.is_nil() {
         return Ok(Arg::Nil);
     }

@@ -97,6 +97,33 @@ pub fn open_request(location: &str, given: &Given, language: Language) -> Result
             _ => remote_option(&mut remote, name, value, spec)?,
         }
     }
+    if request.decode.raw && request.decode.symbolize_names {
+        return Err(Error::InvalidOption {
+            name: "symbolize_names",
+            reason: "does not apply with raw: true, which returns the stored bytes undecoded; give one of them".into(),
+        });
+    }
+    // S3's options reach an s3:// store, or the s3:// shards a manifest
+    // elsewhere may name once allow_origins allows them.
+    let s3 = |place: &str| {
+        place
+            .get(..5)
+            .is_some_and(|scheme| scheme.eq_ignore_ascii_case("s3://"))
+    };
+    if remote_location && !s3(location) && !remote.allow_origins.iter().any(|o| s3(o)) {
+        if let Some(spec) = ["s3_endpoint", "s3_region"].iter().find_map(|n| {
+            given
+                .iter()
+                .any(|(g, _)| g == n)
+                .then(|| table::find(n))
+                .flatten()
+        }) {
+            return Err(Error::InvalidOption {
+                name: spec.name,
+                reason: format!("is for s3:// locations (or the s3:// shards allow_origins lets a manifest name), and {location} is not one"),
+            });
+        }
+    }
     let memo = request.memo > 0;
     request.decode.freeze = freeze.unwrap_or(memo);
     if memo && !request.decode.freeze {
@@ -144,6 +171,14 @@ fn remote_option(remote: &mut RemoteOptions, name: &str, value: &Arg, spec: &Spe
         _ => unreachable!("every remote option is matched: {name}"),
     }
     Ok(())
+}
+
+/// A shard count given to `shard_of`, judged as the `shards` option is:
+/// an integer from 1 to `MAX_SHARDS` (a boolean is not one).
+pub fn shard_count(value: &Arg) -> Result<std::num::NonZeroU32> {
+    let spec = table::find("shards").expect("shards is in the table");
+    let n = count(spec, value)?;
+    Ok(std::num::NonZeroU32::new(n as u32).expect("count checked the range"))
 }
 
 /// The remote options alone (where a dataset is written to or published
