@@ -311,7 +311,7 @@ def test_build_from_refuses_a_progress_that_is_not_callable_before_building(tmp_
     source = tmp_path / "a.jsonl"
     source.write_text('["k", 1]\n')
     with pytest.raises(TypeError, match="^progress must be callable, not int$"):
-        hashfile.build_from(source, tmp_path / "x.hf", progress=5)
+        hashfile.build_from(source, tmp_path / "x.hf", progress=5)  # type: ignore[arg-type]
     assert not (tmp_path / "x.hf").exists()
 
 
