@@ -27,7 +27,7 @@ class CLITest < HashfileTest
     File.write(path("x.jsonl"), %(["k", 1]\n))
     status, _, err = run_cli("build", path("x.jsonl"), "--memo", "3", "-o", path("x.hf"))
     assert_equal 2, status, "--memo is not --memory"
-    assert_match(/invalid option: --memo/, err)
+    assert_match(/invalid option: --memo \(did you mean --memory\?\)/, err)
     refute File.exist?(path("x.hf"))
     assert_equal 0, run_cli("build", path("x.jsonl"), "--memory", "64M", "-o", path("x.hf"), "-q")[0]
   end

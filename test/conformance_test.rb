@@ -46,7 +46,27 @@ module Conformance
   end
 end
 
+# The steps on files both runners take.
+module ConformanceFiles
+  # Replaces the first occurrence of the bytes `find` in a file by
+  # `replace` (hex, as the table gives them): damage no writer makes.
+  def patch(step, where)
+    bytes = File.binread(path(step["patch"]))
+    find = [step["find"]].pack("H*")
+    at = bytes.index(find)
+    refute_nil at, "#{where}: #{step["find"]} is not in #{step["patch"]}"
+    bytes[at, find.bytesize] = [step["replace"]].pack("H*")
+    File.binwrite(path(step["patch"]), bytes)
+  end
+
+  # A URL as given; any other name, a file of the case's directory.
+  def location(name)
+    name.include?("://") ? name : path(name)
+  end
+end
+
 class ConformanceTest < HashfileTest
+  include ConformanceFiles
   def run_case(entry)
     (entry["files"] || {}).each { |name, text| File.write(path(name), text) }
     db = nil
@@ -100,6 +120,7 @@ class ConformanceTest < HashfileTest
         when "info_keys" then assert_equal step["info_keys"], db.info.keys.map(&:to_s), where
         when "exists" then assert_equal step["expect"], File.exist?(path(step["exists"])), where
         when "shard_of" then assert_equal step["expect"], Hashfile.shard_of(*step["shard_of"]), where
+        when "patch" then patch(step, where)
         else flunk "#{where}: no such step"
         end
       end
@@ -109,11 +130,6 @@ class ConformanceTest < HashfileTest
   end
 
   MISSING = Object.new.freeze
-
-  # A URL as given; any other name, a file of the case's directory.
-  def location(name)
-    name.include?("://") ? name : path(name)
-  end
 
   def options(step)
     (step["options"] || {}).transform_keys(&:to_sym)
@@ -138,8 +154,9 @@ end
 # The same table through the CLI (in-process): the steps it has a command
 # for; a case with others is skipped, naming the step.
 class ConformanceCLITest < HashfileTest
+  include ConformanceFiles
   # Steps the CLI has a form for, and the open options it has flags for.
-  STEPS = %w[build_from open get exists info_has info_keys].freeze
+  STEPS = %w[build_from open get exists info_has info_keys patch].freeze
   OPEN_FLAGS = %w[max_value_size allow_origins].freeze
   # Error kinds from parsing arguments, which the CLI's own parser owns.
   OWN_PARSER = %w[unknown_option option_type].freeze
@@ -195,6 +212,7 @@ class ConformanceCLITest < HashfileTest
         assert_equal [0, ""], [status, err], where
         assert_equal step["info_keys"], JSON.parse(out).keys - ["value_types"], where
       when "exists" then assert_equal step["expect"], File.exist?(path(step["exists"])), where
+      when "patch" then patch(step, where)
       end
     end
   end

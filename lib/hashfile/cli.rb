@@ -91,6 +91,28 @@ module Hashfile
       end
     end
 
+    # An OptionParser that takes a long flag by its full name only: its
+    # own abbreviations read a typo as whichever flag it begins (--memo as
+    # --memory). optparse 0.2's require_exact also refuses --no-header.
+    class ExactParser < OptionParser
+      def parse!(argv = default_argv, into: nil)
+        argv.each do |arg|
+          break if arg == "--"
+          next unless arg.start_with?("--")
+
+          name = arg.split("=", 2).first
+          raise OptionParser::InvalidOption, name unless long_names.include?(name)
+        end
+        super
+      end
+
+      # Every long flag's name, both forms of a --[no-]flag.
+      def long_names
+        @long_names ||= top.list.flat_map { |switch| switch.respond_to?(:long) ? switch.long : [] }
+                           .flat_map { |l| l.include?("[no-]") ? [l.sub("[no-]", ""), l.sub("[no-]", "no-")] : [l] }
+      end
+    end
+
     def initialize(stdout: $stdout, stderr: $stderr)
       @out = stdout
       @err = stderr
@@ -288,10 +310,16 @@ module Hashfile
       message.gsub(/(?<![-\w])(#{names.join("|")})\b/) { "--#{Regexp.last_match(1).tr("_", "-")}" }
     end
 
-    # What an option parse error leaves out: the options an ambiguous
-    # abbreviation could be, or the values an option with a list takes.
+    # What an option parse error leaves out: the flags an unknown one
+    # begins (--key: --key-column, --key-field, ...), the options an
+    # ambiguous abbreviation could be, or the values an option with a list
+    # takes.
     def choices(error)
       case error
+      when OptionParser::InvalidOption
+        given = error.args.first.to_s.split("=", 2).first
+        begun = @parser.respond_to?(:long_names) ? @parser.long_names.select { |n| given.start_with?("--") && n.start_with?(given) } : []
+        begun.any? ? " (did you mean #{begun.join(", ")}?)" : ""
       when OptionParser::AmbiguousOption
         candidates = @parser&.candidate(error.args.first.to_s)&.select { |c| c.start_with?("--") }
         candidates&.any? ? " (it could be #{candidates.join(", ")})" : ""
@@ -306,10 +334,7 @@ module Hashfile
     end
 
     def parser(command)
-      @parser = OptionParser.new do |o|
-        # A flag is named in full: a prefix (--memo) is refused rather than
-        # read as whichever flag it begins (--memory).
-        o.require_exact = true
+      @parser = ExactParser.new do |o|
         o.banner = "Usage: hashfile #{COMMANDS.fetch(command)}"
         o.on("-h", "--help", "show this help") do
           print_report(*o.to_s.lines(chomp: true))

@@ -26,24 +26,28 @@
 use hashfile::value::{
     self as codec, join_items, walk, Container, Dig, Encoding, Item, Probe, MAX_DEPTH,
 };
-use hashfile::ValueKind;
+use std::path::Path;
+
+use hashfile::{Record, ValueKind};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 
 use crate::errors::{to_py, IntoPy};
 
-/// The value of a record.
+/// The value of a record of the store at `location` (which damage in
+/// it is reported under, with its key).
 pub(crate) fn value<'py>(
     py: Python<'py>,
-    kind: ValueKind,
-    bytes: &[u8],
+    record: &Record<'_>,
+    location: &str,
 ) -> PyResult<Bound<'py, PyAny>> {
-    match kind {
+    let bytes = record.value;
+    match record.kind {
         ValueKind::Utf8 | ValueKind::Ascii => text(py, bytes),
         ValueKind::Binary => new_bytes(py, bytes),
         // One pass, checked as it goes (the core's walk): a damaged value
         // leaves only garbage for Python to collect.
-        ValueKind::Typed => walk::value(&mut Objects(py), bytes),
+        ValueKind::Typed => walk::value(&mut Objects::at(py, record.key, location), bytes),
         // A kind a newer release added: the reader refuses such a store at
         // open (a required flag), so this is never reached.
         other => Err(pyo3::exceptions::PyValueError::new_err(format!(
@@ -102,19 +106,35 @@ fn text<'py>(py: Python<'py>, bytes: &[u8]) -> PyResult<Bound<'py, PyAny>> {
     }
 }
 
-/// Builds Python objects from the core's walk.
-struct Objects<'py>(Python<'py>);
+/// Builds Python objects from the core's walk, for the record of `key`
+/// in the store at `location` (which damage is reported under).
+struct Objects<'py, 'a> {
+    py: Python<'py>,
+    place: Option<(&'a [u8], &'a str)>,
+}
 
-impl<'py> walk::Build for Objects<'py> {
+impl<'py, 'a> Objects<'py, 'a> {
+    fn at(py: Python<'py>, key: &'a [u8], location: &'a str) -> Self {
+        Objects {
+            py,
+            place: Some((key, location)),
+        }
+    }
+}
+
+impl<'py> walk::Build for Objects<'py, '_> {
     type Value = Bound<'py, PyAny>;
     type Error = PyErr;
 
     fn error(&mut self, e: hashfile::Error) -> PyErr {
-        to_py(e)
+        match self.place {
+            Some((key, location)) => to_py(e.in_value_for(key).with_path(Path::new(location))),
+            None => to_py(e),
+        }
     }
 
     fn leaf(&mut self, item: &Item<'_>) -> PyResult<Bound<'py, PyAny>> {
-        let py = self.0;
+        let py = self.py;
         Ok(match *item {
             Item::Nil => py.None().into_bound(py),
             Item::Bool(b) => PyBool::new(py, b).to_owned().into_any(),
@@ -141,7 +161,7 @@ impl<'py> walk::Build for Objects<'py> {
     }
 
     fn array(&mut self, _len: u64) -> PyResult<Bound<'py, PyAny>> {
-        Ok(PyList::empty(self.0).into_any())
+        Ok(PyList::empty(self.py).into_any())
     }
 
     fn push(&mut self, list: &mut Bound<'py, PyAny>, element: Bound<'py, PyAny>) -> PyResult<()> {
@@ -150,7 +170,7 @@ impl<'py> walk::Build for Objects<'py> {
     }
 
     fn map(&mut self, _len: u64) -> PyResult<Bound<'py, PyAny>> {
-        Ok(PyDict::new(self.0).into_any())
+        Ok(PyDict::new(self.py).into_any())
     }
 
     fn insert(
@@ -168,7 +188,7 @@ impl<'py> walk::Build for Objects<'py> {
         // Equal in Python, distinct as stored (or Ruby would have kept
         // one): the dict replaced a value, which is never done silently.
         if dict.len() == before {
-            return Err(collision(self.0, stored, &key));
+            return Err(collision(self.py, stored, &key));
         }
         Ok(())
     }
@@ -198,7 +218,11 @@ fn collision(py: Python<'_>, c: Container<'_>, key: &Bound<'_, PyAny>) -> PyErr 
     let mut find = || -> PyResult<()> {
         for _ in 0..c.len {
             let stored = inner.clone().next_item().py_err()?;
-            let k = hashable(walk::next(&mut Objects(py), &mut inner, MAX_DEPTH)?)?;
+            let k = hashable(walk::next(
+                &mut Objects { py, place: None },
+                &mut inner,
+                MAX_DEPTH,
+            )?)?;
             if k.eq(key)? {
                 equal.push(stored);
             }
@@ -275,21 +299,22 @@ impl Step {
 /// rest by indexing.
 pub(crate) fn answer<'py>(
     py: Python<'py>,
-    record: &hashfile::Record<'_>,
+    record: &Record<'_>,
+    location: &str,
     walked: Option<Dig<'_>>,
     steps: usize,
 ) -> PyResult<Option<(usize, Bound<'py, PyAny>)>> {
     let depth_after = |steps: usize| MAX_DEPTH.saturating_sub(steps);
+    let mut objects = Objects::at(py, record.key, location);
     Ok(match walked {
-        None => Some((0, value(py, record.kind, record.value)?)),
+        None => Some((0, value(py, record, location)?)),
         Some(Dig::Absent) => None,
-        Some(Dig::Stuck { step, item }) => Some((
-            step,
-            walk::item_at(&mut Objects(py), &item, depth_after(step))?,
-        )),
+        Some(Dig::Stuck { step, item }) => {
+            Some((step, walk::item_at(&mut objects, &item, depth_after(step))?))
+        }
         Some(Dig::Found(item)) => Some((
             steps,
-            walk::item_at(&mut Objects(py), &item, depth_after(steps))?,
+            walk::item_at(&mut objects, &item, depth_after(steps))?,
         )),
     })
 }
@@ -298,13 +323,15 @@ pub(crate) fn answer<'py>(
 /// the core's walk on its bytes, then [`answer`].
 pub(crate) fn dig<'py>(
     py: Python<'py>,
-    record: &hashfile::Record<'_>,
+    record: &Record<'_>,
+    location: &str,
     steps: &[Step],
 ) -> PyResult<Option<(usize, Bound<'py, PyAny>)>> {
     if record.kind != ValueKind::Typed {
-        return answer(py, record, None, steps.len());
+        return answer(py, record, location, None, steps.len());
     }
     let probes: Vec<Probe<'_>> = steps.iter().map(Step::probe).collect();
-    let walked = codec::dig(record.value, &probes, false).py_err()?;
-    answer(py, record, Some(walked), probes.len())
+    let walked = codec::dig(record.value, &probes, false)
+        .map_err(|e| walk::Build::error(&mut Objects::at(py, record.key, location), e))?;
+    answer(py, record, location, Some(walked), probes.len())
 }

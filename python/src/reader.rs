@@ -94,7 +94,7 @@ impl NativeReader {
         let table = self.handle.current().py_err()?;
         let found = reads::get(&Gil(py), &self.handle, &table, key)?.at(self)?;
         let value = found
-            .map(|r| decode::value(py, r.kind(), r.value()))
+            .map(|r| decode::value(py, &r.record(), self.handle.location()))
             .transpose()?;
         // Decoded in place when local, holding the GIL; the fault check
         // comes after, so a value read from a page that faulted is dropped.
@@ -122,7 +122,7 @@ impl NativeReader {
         let values = found
             .into_iter()
             .map(|r| {
-                r.map(|r| decode::value(py, r.kind(), r.value()))
+                r.map(|r| decode::value(py, &r.record(), self.handle.location()))
                     .transpose()
             })
             .collect::<PyResult<Vec<_>>>()?;
@@ -248,15 +248,16 @@ impl NativeReader {
             let probes: Vec<_> = steps.iter().map(decode::Step::probe).collect();
             let answered = table
                 .dig_with(k, &probes, false, |record, walked| {
-                    decode::answer(py, record, walked, probes.len())
+                    decode::answer(py, record, self.handle.location(), walked, probes.len())
                 })
+                .map_err(|e| e.in_value_for(k))
                 .at(self)?;
             // As in `lookup`: an answer read from a page that faulted is dropped.
             self.handle.check_faults(&table).at(self)?;
             return Ok(answered.transpose()?.flatten());
         }
         match reads::get(&Gil(py), &self.handle, &table, k)?.at(self)? {
-            Some(r) => decode::dig(py, &r.record(), &steps),
+            Some(r) => decode::dig(py, &r.record(), self.handle.location(), &steps),
             None => Ok(None),
         }
     }
@@ -435,7 +436,7 @@ impl NativeReader {
             let v = if keys_only {
                 py.None().into_bound(py)
             } else {
-                decode::value(py, r.kind(), r.value())?
+                decode::value(py, &r.record(), self.handle.location())?
             };
             list.append(PyTuple::new(py, [k, v])?)?;
         }

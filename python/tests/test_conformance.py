@@ -133,6 +133,14 @@ def run_step(step: dict[str, Any], tmp_path: Any, state: dict[str, Any], where: 
         assert list(db.info()) == step["info_keys"], where
     elif op == "exists":
         assert os.path.exists(path(step["exists"])) == step["expect"], where
+    elif op == "patch":
+        # The first occurrence of the bytes `find` replaced by `replace`.
+        with open(path(step["patch"]), "rb") as f:
+            data = f.read()
+        find, replace = bytes.fromhex(step["find"]), bytes.fromhex(step["replace"])
+        assert find in data, f"{where}: {step['find']} is not in {step['patch']}"
+        with open(path(step["patch"]), "wb") as f:
+            f.write(data.replace(find, replace, 1))
     elif op == "shard_of":
         assert hashfile.shard_of(*step["shard_of"]) == step["expect"], where
     else:

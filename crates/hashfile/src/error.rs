@@ -310,6 +310,25 @@ impl Error {
         }
     }
 
+    /// This error, if it is damage found in a record's value, naming the
+    /// record's key (`corrupt store (records): value for key "k": ...`):
+    /// the caller of a batch or an iteration could not tell which it was.
+    /// Every binding's decoder reports damage through here, so the message
+    /// is the same in each.
+    pub fn in_value_for(mut self, key: &[u8]) -> Self {
+        if let Error::Corrupt {
+            section: "records",
+            what,
+            ..
+        } = &mut self
+        {
+            if !what.starts_with("value for key ") {
+                *what = format!("value for key {}: {what}", DisplayBytes(key));
+            }
+        }
+        self
+    }
+
     /// Attaches a file's path to an error that concerns a file and has none.
     pub fn with_path(mut self, file: &Path) -> Self {
         if let Error::Io { path, .. }

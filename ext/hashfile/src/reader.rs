@@ -184,7 +184,7 @@ impl Reader {
     }
 
     #[inline]
-    fn decoder<'r>(&self, ruby: &'r Ruby, flags: DecodeFlags) -> Decoder<'r> {
+    fn decoder<'r>(&'r self, ruby: &'r Ruby, flags: DecodeFlags) -> Decoder<'r> {
         Decoder {
             ruby,
             flags,
@@ -192,6 +192,7 @@ impl Reader {
                 .load
                 .map_or_else(|| ruby.qnil().as_value(), |load| ruby.get_inner(load)),
             key: None,
+            location: self.path(),
         }
     }
 
@@ -208,10 +209,7 @@ impl Reader {
             match store::find(ruby, self.handle.handle(), store, key)? {
                 // The record borrows the mapping, not the key, whose borrow ended
                 // inside `find` before anything is allocated.
-                Some(Ok(Some(record))) => self
-                    .decoder(ruby, flags)
-                    .record(&record.record())
-                    .map_err(|e| self.locate(ruby, e, record.key())),
+                Some(Ok(Some(record))) => self.decoder(ruby, flags).record(&record.record()),
                 Some(Ok(None)) | None => Ok(if_missing),
                 Some(Err(e)) => Err(to_ruby(ruby, e.with_path(self.path().as_ref()))),
             }
@@ -248,28 +246,6 @@ impl Reader {
         }
         memo.insert(ruby, generation, key, value)?;
         Ok(value)
-    }
-
-    /// Adds the path and key to a decoding error's message.
-    fn locate(&self, ruby: &Ruby, error: Error, key: &[u8]) -> Error {
-        match error.value() {
-            Some(exception)
-                if exception.is_kind_of(ruby.get_inner(&crate::error::FORMAT_ERROR)) =>
-            {
-                let message = exception
-                    .funcall::<_, _, String>("message", ())
-                    .unwrap_or_default();
-                Error::new(
-                    ruby.get_inner(&crate::error::FORMAT_ERROR),
-                    format!(
-                        "{}: value of key {}: {message}",
-                        self.path(),
-                        hashfile::DisplayBytes(key)
-                    ),
-                )
-            }
-            _ => error,
-        }
     }
 
     // The lookup methods take `self` as a Value and unwrap it with
@@ -337,9 +313,7 @@ impl Reader {
                 // The whole record, fetched once (remotely, without the
                 // GVL), then walked.
                 return match store::find(ruby, reader.handle.handle(), store, key)? {
-                    Some(Ok(Some(record))) => decoder
-                        .dig(&record.record(), path)
-                        .map_err(|e| reader.locate(ruby, e, record.key())),
+                    Some(Ok(Some(record))) => decoder.dig(&record.record(), path),
                     Some(Ok(None)) | None => Ok(ruby.qnil().as_value()),
                     Some(Err(e)) => Err(to_ruby(ruby, e.with_path(reader.path().as_ref()))),
                 };
@@ -353,19 +327,29 @@ impl Reader {
             let owned = decoder.probes(path)?;
             let probes: Vec<_> = owned.iter().map(OwnedProbe::probe).collect();
             let symbolize_names = flags.has(DecodeFlags::SYMBOLIZE_NAMES);
-            let answered = store.dig_with(&key, &probes, symbolize_names, |record, walked| {
-                match walked {
-                    Some(walked) => decoder.answer(walked, path, probes.len()),
-                    None => decoder.whole(record, path),
-                }
-                .map_err(|e| reader.locate(ruby, e, record.key))
-            });
+            let answered =
+                store.dig_with(
+                    &key,
+                    &probes,
+                    symbolize_names,
+                    |record, walked| match walked {
+                        Some(walked) => {
+                            decoder
+                                .for_key(record.key)
+                                .answer(walked, path, probes.len())
+                        }
+                        None => decoder.whole(record, path),
+                    },
+                );
             match answered {
                 Ok(Some(answer)) => answer,
                 Ok(None) => Ok(ruby.qnil().as_value()),
                 // A damaged value names the store and the key, as a
                 // decoding error does.
-                Err(e) => Err(reader.locate(ruby, to_ruby(ruby, e), &key)),
+                Err(e) => Err(to_ruby(
+                    ruby,
+                    e.in_value_for(&key).with_path(reader.path().as_ref()),
+                )),
             }
         })
     }
@@ -403,11 +387,7 @@ impl Reader {
             let out = ruby.ary_new_capa(found.len());
             for record in &found {
                 match record {
-                    Some(record) => out.push(
-                        decoder
-                            .record(&record.record())
-                            .map_err(|e| rb_self.locate(ruby, e, record.key()))?,
-                    )?,
+                    Some(record) => out.push(decoder.record(&record.record())?)?,
                     None => out.push(if_missing)?,
                 }
             }
@@ -438,11 +418,7 @@ impl Reader {
             out.push(next.map(|c| (c.shard, c.offset, c.index)))?;
             for record in &records {
                 out.push(key_string(ruby, record)?)?;
-                out.push(
-                    decoder
-                        .record(&record.record())
-                        .map_err(|e| rb_self.locate(ruby, e, record.key()))?,
-                )?;
+                out.push(decoder.record(&record.record())?)?;
             }
             Ok(out)
         })
@@ -503,7 +479,6 @@ impl Reader {
         // SAFETY: copied at once, before Ruby runs.
         let label = unsafe { strings::bytes(label) }.to_vec();
         let probes: Vec<Probe<'_>> = copied.iter().map(|s| Probe::Step(s)).collect();
-        let json_error = |e| to_ruby(ruby, e);
         self.with_store(ruby, |store| {
             let record = match store::find(ruby, self.handle.handle(), store, key.as_value())? {
                 Some(Ok(Some(record))) => record,
@@ -511,9 +486,12 @@ impl Reader {
                 Some(Err(e)) => return Err(to_ruby(ruby, e.with_path(self.path().as_ref()))),
             };
             let record = record.record();
+            let decoder = decoder.for_key(record.key);
+            let json_error = |e| decoder.damage(e);
             let found = match record.kind {
-                ValueKind::Typed => codec::dig(record.value, &probes, false)
-                    .map_err(|e| self.locate(ruby, to_ruby(ruby, e), record.key))?,
+                ValueKind::Typed => {
+                    codec::dig(record.value, &probes, false).map_err(|e| decoder.damage(e))?
+                }
                 // A string has no fields to walk into.
                 _ if !probes.is_empty() => Dig::Absent,
                 _ => {
@@ -532,7 +510,7 @@ impl Reader {
                 Some(out) => codec::json::write_item(&item, &label, out)
                     .map(|()| Some(ruby.qnil().as_value()))
                     .map_err(json_error),
-                None => walk::item_at(&mut { decoder }, &item, codec::MAX_DEPTH)
+                None => walk::item_at(&mut decoder.clone(), &item, codec::MAX_DEPTH)
                     // SAFETY: a live VALUE the walk made.
                     .map(|v| Some(unsafe { <Value as magnus::rb_sys::FromRawValue>::from_raw(v) })),
             }
@@ -552,6 +530,7 @@ impl Reader {
         if shard == 0 && offset == 0 {
             rb_self.handle.map_now().map_err(|e| to_ruby(ruby, e))?;
         }
+        let decoder = rb_self.decoder(ruby, rb_self.flags);
         rb_self.with_store(ruby, |store| {
             let (records, next) =
                 store::guarded(ruby, || reads::chunk(&Gvl(ruby), store, from, CHUNK))??
@@ -567,7 +546,7 @@ impl Reader {
                     } else {
                         codec::json::write_record(&record.record(), &mut text)
                     };
-                    written.map_err(|e| to_ruby(ruby, e))?;
+                    written.map_err(|e| decoder.for_key(record.key()).damage(e))?;
                     out.push(ruby.str_new(&text))?;
                 }
             }

@@ -377,10 +377,31 @@ pub(crate) struct Decoder<'r> {
     pub load: Value,
     /// The key of the record being decoded, which damage is reported under.
     pub key: Option<&'r [u8]>,
+    /// The store's location, which damage is reported under too.
+    pub location: &'r str,
 }
 
-fn malformed(ruby: &Ruby, e: hashfile::Error) -> Error {
-    Error::new(ruby.get_inner(&FORMAT_ERROR), e.to_string())
+impl<'r> Decoder<'r> {
+    /// Damage in the value decoded, as every binding reports it: naming
+    /// the store and the key (`hashfile::Error::in_value_for`).
+    pub(crate) fn damage(&self, e: hashfile::Error) -> Error {
+        let e = match self.key {
+            Some(key) => e.in_value_for(key),
+            None => e,
+        };
+        crate::error::to_ruby(self.ruby, e.with_path(std::path::Path::new(self.location)))
+    }
+
+    /// This decoder for the record of `key`.
+    pub(crate) fn for_key<'k>(&self, key: &'k [u8]) -> Decoder<'k>
+    where
+        'r: 'k,
+    {
+        Decoder {
+            key: Some(key),
+            ..*self
+        }
+    }
 }
 
 impl Decoder<'_> {
@@ -422,13 +443,7 @@ impl Decoder<'_> {
                 ValueKind::Utf8 | ValueKind::Ascii | ValueKind::Binary => {
                     self.string(record.value, strings::value_encoding(record.kind), freeze)?
                 }
-                ValueKind::Typed => walk::value(
-                    &mut Decoder {
-                        key: Some(record.key),
-                        ..*self
-                    },
-                    record.value,
-                )?,
+                ValueKind::Typed => walk::value(&mut self.for_key(record.key), record.value)?,
                 _ => {
                     return Err(Error::new(
                         self.ruby.get_inner(&FORMAT_ERROR),
@@ -451,18 +466,19 @@ impl Decoder<'_> {
     /// into a String, ...) are handed to Ruby's own `dig` on the decoded
     /// rest, so the answers and errors are exactly those of `Hash#dig`.
     pub(crate) fn dig(&self, record: &Record<'_>, path: RArray) -> Result<Value, Error> {
-        if record.kind != ValueKind::Typed || self.flags.has(DecodeFlags::RAW) {
-            return self.whole(record, path);
+        let this = self.for_key(record.key);
+        if record.kind != ValueKind::Typed || this.flags.has(DecodeFlags::RAW) {
+            return this.whole(record, path);
         }
         let owned = self.probes(path)?;
         let probes: Vec<Probe<'_>> = owned.iter().map(OwnedProbe::probe).collect();
         let walked = codec::dig(
             record.value,
             &probes,
-            self.flags.has(DecodeFlags::SYMBOLIZE_NAMES),
+            this.flags.has(DecodeFlags::SYMBOLIZE_NAMES),
         )
-        .map_err(|e| malformed(self.ruby, e))?;
-        self.answer(walked, path, probes.len())
+        .map_err(|e| this.damage(e))?;
+        this.answer(walked, path, probes.len())
     }
 
     /// `dig` on a record's whole value: Ruby's own, on the decoded value
@@ -544,13 +560,7 @@ impl walk::Build for Decoder<'_> {
     type Error = Error;
 
     fn error(&mut self, e: hashfile::Error) -> Error {
-        match self.key {
-            Some(key) => Error::new(
-                self.ruby.get_inner(&FORMAT_ERROR),
-                format!("value for key {}: {e}", DisplayBytes(key)),
-            ),
-            None => malformed(self.ruby, e),
-        }
+        self.damage(e)
     }
 
     /// Takes the item by reference: moved by value, each item (40 bytes)
