@@ -503,7 +503,6 @@ impl Reader {
         // SAFETY: copied at once, before Ruby runs.
         let label = unsafe { strings::bytes(label) }.to_vec();
         let probes: Vec<Probe<'_>> = copied.iter().map(|s| Probe::Step(s)).collect();
-        let json_error = |e| to_ruby(ruby, e);
         self.with_store(ruby, |store| {
             let record = match store::find(ruby, self.handle.handle(), store, key.as_value())? {
                 Some(Ok(Some(record))) => record,
@@ -520,7 +519,7 @@ impl Reader {
                     return match json {
                         Some(out) => codec::json::write_record(&record, out)
                             .map(|()| Some(ruby.qnil().as_value()))
-                            .map_err(json_error),
+                            .map_err(|e| self.locate(ruby, to_ruby(ruby, e), record.key)),
                         None => decoder.record(&record).map(Some),
                     }
                 }
@@ -528,11 +527,16 @@ impl Reader {
             let Dig::Found(item) = found else {
                 return Ok(None);
             };
+            // Each step went one container down: what it found may nest
+            // only as deep as is left, as `Reader#dig` and a decode of the
+            // whole value have it.
+            let depth_left = codec::MAX_DEPTH.saturating_sub(probes.len());
             match json {
-                Some(out) => codec::json::write_item(&item, &label, out)
+                Some(out) => codec::json::write_item_within(&item, &label, depth_left, out)
                     .map(|()| Some(ruby.qnil().as_value()))
-                    .map_err(json_error),
-                None => walk::item_at(&mut { decoder }, &item, codec::MAX_DEPTH)
+                    .map_err(|e| self.locate(ruby, to_ruby(ruby, e), record.key)),
+                None => walk::item_at(&mut { decoder }, &item, depth_left)
+                    .map_err(|e| self.locate(ruby, e, record.key))
                     // SAFETY: a live VALUE the walk made.
                     .map(|v| Some(unsafe { <Value as magnus::rb_sys::FromRawValue>::from_raw(v) })),
             }
@@ -567,7 +571,8 @@ impl Reader {
                     } else {
                         codec::json::write_record(&record.record(), &mut text)
                     };
-                    written.map_err(|e| to_ruby(ruby, e))?;
+                    // A damaged value names its key, as `each` has it.
+                    written.map_err(|e| rb_self.locate(ruby, to_ruby(ruby, e), record.key()))?;
                     out.push(ruby.str_new(&text))?;
                 }
             }
