@@ -111,6 +111,37 @@ class TypedValuesTest < HashfileTest
     assert_operator refused, :>, 0, "seed #{seed}: some values JSON cannot hold"
   end
 
+  # Found by the red-team pass: floats with 16 digits before the point and
+  # a fraction, and ties between two shortest digit strings, were written
+  # otherwise than Float#to_s; a key a JSON object repeats was written
+  # twice (the decoded Hash holds it once, with its last value); a value
+  # found by --path could nest past MAX_DEPTH counted from the top.
+  def test_the_cores_json_matches_json_generate_on_edge_floats_and_repeated_keys
+    floats = [1e15 + 0.5, -1e15 - 0.5, 1234567890123456.8, 32921368237543.8125, 833062227115429.25, 9007199254740992.0, 1e15]
+    rng = Random.new(11)
+    floats += Array.new(scale(2000)) { [rng.bytes(8)].pack("a8").unpack1("E") }.select(&:finite?)
+    floats += Array.new(scale(2000)) { rng.rand * 10**rng.rand(-6..18) }
+    Hashfile.build(path, { "floats" => floats })
+    Hashfile.open(path) { |db| assert_equal JSON.generate(floats), db._path_json("floats", [], "floats") }
+
+    json = path("dup.json")
+    File.write(json, '{"k": {"a": 1, "b": 2, "a": 3}}')
+    Hashfile.build_from(json, path("dup.hf"))
+    Hashfile.open(path("dup.hf")) do |db|
+      assert_equal({ "a" => 3, "b" => 2 }, db["k"])
+      assert_equal JSON.generate(db["k"]), db._path_json("k", [], "k")
+    end
+    _, out, = run_cli("dump", path("dup.hf"))
+    assert_equal %(["k",{"a":3,"b":2}]\n), out
+
+    deep = (1..Hashfile::MAX_DEPTH).reduce(1) { |v, _| [v] }
+    Hashfile.build(path("deep.hf"), { "d" => deep })
+    Hashfile.open(path("deep.hf")) do |db|
+      assert_equal deep[0], db._path("d", ["0"], "d.0", :missing)
+      assert_equal JSON.generate(deep[0]), db._path_json("d", ["0"], "d.0")
+    end
+  end
+
   def test_get_path_walks_text_steps_in_the_stored_bytes
     Hashfile.build(path, {
                      "en" => { "greeting" => "hi", :sym => { "n" => [10, 20, 30] }, "both" => "string", :both => "symbol" },

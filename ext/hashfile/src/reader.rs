@@ -506,11 +506,15 @@ impl Reader {
             let Dig::Found(item) = found else {
                 return Ok(None);
             };
+            // Each step went one container down: what it found may nest
+            // only as deep as is left, as `Reader#dig` and a decode of the
+            // whole value have it.
+            let depth_left = codec::MAX_DEPTH.saturating_sub(probes.len());
             match json {
-                Some(out) => codec::json::write_item(&item, &label, out)
+                Some(out) => codec::json::write_item_within(&item, &label, depth_left, out)
                     .map(|()| Some(ruby.qnil().as_value()))
                     .map_err(json_error),
-                None => walk::item_at(&mut decoder.clone(), &item, codec::MAX_DEPTH)
+                None => walk::item_at(&mut decoder.clone(), &item, depth_left)
                     // SAFETY: a live VALUE the walk made.
                     .map(|v| Some(unsafe { <Value as magnus::rb_sys::FromRawValue>::from_raw(v) })),
             }
@@ -546,6 +550,7 @@ impl Reader {
                     } else {
                         codec::json::write_record(&record.record(), &mut text)
                     };
+                    // A damaged value names its key, as `each` has it.
                     written.map_err(|e| decoder.for_key(record.key()).damage(e))?;
                     out.push(ruby.str_new(&text))?;
                 }

@@ -53,15 +53,31 @@ pub fn write_record(record: &Record<'_>, out: &mut String) -> Result<()> {
 /// `key` (what the caller asked for) in an error. `out` is unchanged on an
 /// error.
 pub fn write_item(item: &Item<'_>, key: &[u8], out: &mut String) -> Result<()> {
+    write_item_within(item, key, super::MAX_DEPTH, out)
+}
+
+/// [`write_item`] for an item that may hold containers at most
+/// `depth_left` deep, itself counted (as [`walk::item_at`](super::walk::item_at)
+/// has it): an item `dig` found `n` steps into a value has
+/// `MAX_DEPTH - n` left, so that what is written is never nested deeper
+/// than a decode of the whole value allows.
+pub fn write_item_within(
+    item: &Item<'_>,
+    key: &[u8],
+    depth_left: usize,
+    out: &mut String,
+) -> Result<()> {
     if let Item::Array(c) | Item::Map(c) = item {
-        // The body is checked whole before any of it is written.
+        // The body is checked whole before any of it is written; the
+        // container itself takes one level.
+        let inside = depth_left.checked_sub(1).ok_or_else(super::too_deep)?;
         let mut body = c.cursor();
         let items = if matches!(item, Item::Map(_)) {
             c.len * 2
         } else {
             c.len
         };
-        body.check(items, super::MAX_DEPTH)?;
+        body.check(items, inside)?;
         body.end_of_body()?;
     }
     write_checked(item, &Place::new(key), out)
@@ -110,7 +126,9 @@ fn write(item: &Item<'_>, place: &mut Place<'_>, out: &mut String) -> Result<()>
             negative,
             magnitude,
         } => {
-            if negative {
+            // A zero magnitude (not a canonical encoding, but one a
+            // decoder reads as 0) is 0, as Ruby and Python decode it.
+            if negative && magnitude.iter().any(|&b| b != 0) {
                 out.push('-');
             }
             out.push_str(&decimal(magnitude));
@@ -147,13 +165,30 @@ fn write(item: &Item<'_>, place: &mut Place<'_>, out: &mut String) -> Result<()>
             out.push(']');
         }
         Item::Map(c) => {
-            out.push('{');
+            // The pairs as the decoded Hash holds them: a key stored twice
+            // (a JSON object or a YAML merge may repeat one) keeps its
+            // first place and takes its last value, so the text is what
+            // `JSON.generate` makes of `db[key]`.
             let mut inner = c.cursor();
-            for i in 0..c.len {
-                if i > 0 {
+            let mut pairs = Vec::with_capacity(c.len as usize);
+            for _ in 0..c.len {
+                let key = inner.next_item()?;
+                let value = inner.next_item()?;
+                pairs.push((key, value));
+            }
+            let last = last_values(&pairs);
+            out.push('{');
+            let mut first = true;
+            for (i, (key, _)) in pairs.iter().enumerate() {
+                let Some(value_at) = last[i] else {
+                    continue; // an earlier pair has this key.
+                };
+                let key = *key;
+                let value = pairs[value_at].1;
+                if !first {
                     out.push(',');
                 }
-                let key = inner.next_item()?;
+                first = false;
                 match key {
                     // Refused, naming the encoding, as a value is.
                     Item::Str(_, Encoding::Named(_)) => write(&key, place, out)?,
@@ -167,7 +202,6 @@ fn write(item: &Item<'_>, place: &mut Place<'_>, out: &mut String) -> Result<()>
                     }
                 }
                 out.push(':');
-                let value = inner.next_item()?;
                 place.path.push(key.to_string());
                 write(&value, place, out)?;
                 place.path.pop();
@@ -176,6 +210,50 @@ fn write(item: &Item<'_>, place: &mut Place<'_>, out: &mut String) -> Result<()>
         }
     }
     Ok(())
+}
+
+/// For each pair of a map, where its value is: for the first of equal
+/// keys, the last pair with that key (whose value a Hash built from the
+/// pairs keeps); for the later ones None, as they are written at the
+/// first.
+/// Keys are equal as Ruby's String#eql? has them: the same bytes, and the
+/// same encoding unless the bytes are ASCII. Keys that are not strings
+/// are kept in place (JSON refuses them when their turn comes).
+fn last_values<'a>(pairs: &[(Item<'a>, Item<'a>)]) -> Vec<Option<usize>> {
+    // A key's identity, or None for a key that is not a string.
+    fn id<'a>(key: &Item<'a>) -> Option<(&'a [u8], Option<Encoding<'a>>)> {
+        match *key {
+            Item::Str(bytes, encoding) => Some((bytes, (!bytes.is_ascii()).then_some(encoding))),
+            _ => None,
+        }
+    }
+    let mut last: Vec<Option<usize>> = (0..pairs.len()).map(Some).collect();
+    if pairs.len() <= 16 {
+        // Small maps (most): compared pair by pair, nothing allocated.
+        for i in 0..pairs.len() {
+            let Some(key) = id(&pairs[i].0) else { continue };
+            if last[i].is_none() {
+                continue;
+            }
+            for j in i + 1..pairs.len() {
+                if id(&pairs[j].0) == Some(key) {
+                    last[i] = Some(j);
+                    last[j] = None;
+                }
+            }
+        }
+        return last;
+    }
+    let mut first_of = std::collections::HashMap::with_capacity(pairs.len());
+    for (i, (key, _)) in pairs.iter().enumerate() {
+        let Some(key) = id(key) else { continue };
+        let first = *first_of.entry(key).or_insert(i);
+        if first != i {
+            last[first] = Some(i);
+            last[i] = None;
+        }
+    }
+    last
 }
 
 /// Text that must be UTF-8 to be written.
@@ -261,19 +339,44 @@ fn ruby_float(x: f64) -> String {
     if x == 0.0 {
         return if x.is_sign_negative() { "-0.0" } else { "0.0" }.into();
     }
-    // Rust writes the shortest round-trip digits: "-1.2345e-7".
+    // Rust writes the shortest round-trip digits ("-1.2345e-7"), but where
+    // two strings of that length read back as `x` it may pick the farther
+    // one. Ruby's dtoa (mode 0) gives the one nearest to `x`, ties to
+    // even: `x` correctly rounded to that many digits, which Rust's exact
+    // formatting gives (32921368237543.8125 is "32921368237543.812", not
+    // "...813").
     let shortest = format!("{x:e}");
+    let significant = shortest
+        .split_once('e')
+        .map_or(shortest.as_str(), |(m, _)| m)
+        .chars()
+        .filter(char::is_ascii_digit)
+        .count();
+    let nearest = format!("{x:.*e}", significant.saturating_sub(1));
+    let shortest = if nearest.parse::<f64>() == Ok(x) {
+        nearest
+    } else {
+        shortest
+    };
     let (mantissa, exponent) = shortest.split_once('e').unwrap_or((&shortest, "0"));
     let exponent: i32 = exponent.parse().unwrap_or(0);
     let (sign, mantissa) = match mantissa.strip_prefix('-') {
         Some(rest) => ("-", rest),
         None => ("", mantissa),
     };
-    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
+    let mut digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
+    // `{:.Ne}` may pad with zeros that the shortest digits have not.
+    while digits.len() > 1 && digits.ends_with('0') {
+        digits.pop();
+    }
     // The decimal point's place after the first digit, as C's `dtoa` gives it.
     let point = exponent + 1;
     let mut out = String::from(sign);
-    if (-3..=15).contains(&point) {
+    // Ruby's `flo_to_s`: positional from 1e-4 while the integer part has
+    // at most 16 digits (DBL_DIG + 1), but a value with no fraction only
+    // up to 15 digits: 1000000000000000.5 is positional, 1.0e+15 is not.
+    let positional = (-3..=15).contains(&point) || (point == 16 && digits.len() > 16);
+    if positional {
         if point <= 0 {
             out.push_str("0.");
             out.push_str(&"0".repeat((-point) as usize));
@@ -325,6 +428,14 @@ mod tests {
             (f64::MAX, "1.7976931348623157e+308"),
             (5e-324, "5.0e-324"),
             (0.995, "0.995"),
+            // 16 digits before the point and a fraction: positional.
+            (1e15 + 0.5, "1000000000000000.5"),
+            (-1e15 - 0.5, "-1000000000000000.5"),
+            (1234567890123456.8, "1234567890123456.8"),
+            (9007199254740992.0, "9.007199254740992e+15"),
+            // Ties between two shortest strings go to the nearer, even one.
+            (32921368237543.0 + 0.8125, "32921368237543.812"),
+            (833062227115429.0 + 0.25, "833062227115429.2"),
         ] {
             assert_eq!(ruby_float(x), ruby, "{x:e}");
         }
@@ -341,6 +452,70 @@ mod tests {
             "18446744073709551616"
         );
         assert_eq!(decimal(&[]), "0");
+    }
+
+    /// The JSON of one encoded value, as `get --json` writes it.
+    fn json_of(bytes: &[u8]) -> String {
+        let mut out = String::new();
+        let item = Cursor::new(bytes).next_item().unwrap();
+        write_item(&item, b"k", &mut out).unwrap();
+        out
+    }
+
+    #[test]
+    fn a_repeated_map_key_is_written_once_with_its_last_value() {
+        // {"a" => 1, "b" => 2, "a" => 3}: what building from the JSON
+        // object {"a": 1, "b": 2, "a": 3} stores; Ruby's Hash (and
+        // JSON.generate of it) is {"a":3,"b":2}.
+        let map = [0x83, 9, 0xa1, b'a', 1, 0xa1, b'b', 2, 0xa1, b'a', 3];
+        assert_eq!(json_of(&map), r#"{"a":3,"b":2}"#);
+        // "a" in UTF-8 and in binary are one key in Ruby (ASCII bytes)...
+        let map = [0x82, 7, 0xa1, b'a', 1, 0xc8, 1, b'a', 2];
+        assert_eq!(json_of(&map), r#"{"a":2}"#);
+        // ...but "\xC3\xA9" in UTF-8 and in binary are two.
+        let map = [0x82, 9, 0xa2, 0xc3, 0xa9, 1, 0xc8, 2, 0xc3, 0xa9, 2];
+        assert_eq!(json_of(&map), r#"{"é":1,"é":2}"#);
+        // A map of more than 16 pairs (the hashed path).
+        let mut body = Vec::new();
+        for i in 0..20u8 {
+            body.extend_from_slice(&[0xa1, b'a' + (i % 10), i]);
+        }
+        let mut map = vec![0xcc, 20, body.len() as u8];
+        map.extend_from_slice(&body);
+        let want: Vec<String> = (0..10)
+            .map(|i| format!(r#""{}":{}"#, (b'a' + i) as char, i + 10))
+            .collect();
+        assert_eq!(json_of(&map), format!("{{{}}}", want.join(",")));
+    }
+
+    #[test]
+    fn an_item_found_inside_a_value_nests_only_as_deep_as_is_left() {
+        // [[...[1]...]] 100 arrays deep: the whole value is as deep as a
+        // value may be; its element, one step in, has 99 levels left.
+        let mut bytes = vec![1u8];
+        for _ in 0..crate::value::MAX_DEPTH {
+            let len = bytes.len();
+            let mut outer = vec![0x91];
+            crate::format::varint::write_varint(&mut outer, len as u64);
+            outer.extend_from_slice(&bytes);
+            bytes = outer;
+        }
+        let item = Cursor::new(&bytes).next_item().unwrap();
+        let mut out = String::new();
+        write_item(&item, b"k", &mut out).unwrap();
+        assert!(
+            write_item_within(&item, b"k", crate::value::MAX_DEPTH - 1, &mut String::new())
+                .is_err()
+        );
+        assert!(write_item_within(&item, b"k", 0, &mut String::new()).is_err());
+        assert!(write_item_within(&Item::Int(1), b"k", 0, &mut String::new()).is_ok());
+    }
+
+    #[test]
+    fn a_negative_big_integer_of_no_magnitude_is_zero() {
+        // c6 00: not what a writer makes, but read as 0 by every decoder.
+        assert_eq!(json_of(&[0xc6, 0]), "0");
+        assert_eq!(json_of(&[0xc6, 1, 5]), "-5");
     }
 
     #[test]
