@@ -188,7 +188,9 @@ impl<'py> walk::Build for Objects<'py, '_> {
         // Equal in Python, distinct as stored (or Ruby would have kept
         // one): the dict replaced a value, which is never done silently.
         if dict.len() == before {
-            return Err(collision(self.py, stored, &key));
+            if let Some(e) = collision(self.py, stored, &key) {
+                return Err(e);
+            }
         }
         Ok(())
     }
@@ -212,7 +214,11 @@ fn hashable<'py>(key: Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
 
 /// The error for a map whose stored keys include several equal to `key`
 /// in Python: it names each as stored.
-fn collision(py: Python<'_>, c: Container<'_>, key: &Bound<'_, PyAny>) -> PyErr {
+///
+/// None if they are one key as stored too (a map may repeat a key): the
+/// dict kept it in its first place with its last value, as Ruby's Hash
+/// does.
+fn collision(py: Python<'_>, c: Container<'_>, key: &Bound<'_, PyAny>) -> Option<PyErr> {
     let mut equal = Vec::new();
     let mut inner = c.cursor();
     let mut find = || -> PyResult<()> {
@@ -231,12 +237,15 @@ fn collision(py: Python<'_>, c: Container<'_>, key: &Bound<'_, PyAny>) -> PyErr 
         Ok(())
     };
     if let Err(e) = find() {
-        return e;
+        return Some(e);
     }
-    to_py(hashfile::Error::KeysCollide {
+    if equal.iter().all(|k| codec::same_key(k, &equal[0])) {
+        return None;
+    }
+    Some(to_py(hashfile::Error::KeysCollide {
         keys: join_items(&equal),
         language: "Python",
-    })
+    }))
 }
 
 /// A step of `dig`'s path the core's walk compares, copied out of Python.

@@ -316,3 +316,15 @@ def test_dig_answers_the_same_from_a_remote_store(colliding):
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_a_key_stored_twice_is_one_key_with_its_last_value_as_in_ruby(tmp_path):
+    # A JSON object may repeat a key; the store keeps both pairs, and Ruby's
+    # Hash reads them as one key in its first place with the last value.
+    # That is no collision: the keys are one key as stored too.
+    source = tmp_path / "dup.json"
+    source.write_text('{"k": {"a": 1, "b": 2, "a": 3}}')
+    hashfile.build_from(source, tmp_path / "dup.hf")
+    with hashfile.open(tmp_path / "dup.hf") as db:
+        assert list(db["k"].items()) == [("a", 3), ("b", 2)]
+        assert db.dig("k", "a") == 3

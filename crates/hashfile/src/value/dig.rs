@@ -164,11 +164,14 @@ pub(super) fn find_in_map_raw<'a>(
             },
         };
         if hit {
+            // Two keys the text equals, unless they are one key repeated.
             if let (Probe::Text(_), Some(first), Some(key)) = (probe, hit_key, key) {
-                return Err(Error::KeysCollide {
-                    keys: join_items(&[first, key]),
-                    language: "Python",
-                });
+                if !super::same_key(&first, &key) {
+                    return Err(Error::KeysCollide {
+                        keys: join_items(&[first, key]),
+                        language: "Python",
+                    });
+                }
             }
             hit_key = key;
             found = Some(cursor.next_raw()?);

@@ -540,6 +540,22 @@ impl std::fmt::Display for Item<'_> {
     }
 }
 
+/// Whether two stored map keys are one key in Ruby's Hash (`eql?`), as a
+/// decode of the map keeps them: equal strings in the same encoding, or in
+/// any two if the bytes are ASCII; symbols of one name; equal integers, or
+/// floats (never an integer and a float); containers and serializer bytes
+/// encoded alike. A map may hold such a key twice (a JSON object that
+/// repeats one), which every language reads as one key with its last value.
+pub fn same_key(a: &Item<'_>, b: &Item<'_>) -> bool {
+    match (a, b) {
+        (Item::Str(x, e), Item::Str(y, f)) => x == y && (e == f || x.is_ascii()),
+        (Item::Symbol(x, _), Item::Symbol(y, _)) => x == y,
+        (Item::Float(x), Item::Float(y)) => x == y,
+        (Item::Array(x), Item::Array(y)) | (Item::Map(x), Item::Map(y)) => x == y,
+        (x, y) => x == y,
+    }
+}
+
 /// Items for a message: `1`, `1 and 1.0`, `1, 1.0 and true`.
 pub fn join_items(items: &[Item<'_>]) -> String {
     let shown: Vec<String> = items.iter().map(Item::to_string).collect();
