@@ -192,6 +192,11 @@ class Reader(_native.NativeReader, Mapping[Key, Any]):
             # A bool is no list index, as in Ruby (where it raises).
             if isinstance(step, bool) and isinstance(value, list):
                 return default
+            # Only maps and lists are walked into: a str or bytes value is
+            # a leaf, as in Ruby (where String#dig raises), not a sequence
+            # of characters that an index would pick from.
+            if not isinstance(value, (dict, list)):
+                return default
             try:
                 value = value[step]
             except (KeyError, IndexError, TypeError):

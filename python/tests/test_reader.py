@@ -69,6 +69,11 @@ def test_the_mapping_api(store):
     assert store.dig("map", "nested", "deeper", 1) is False
     assert store.dig("list", 3, "four") == 4
     assert store.dig("map", "nope", default=7) == 7
+    # A string value is a leaf: no step reaches into it, an index no more
+    # than a key (Ruby's dig raises TypeError there; the CLI: not found).
+    assert store.dig("plain", 0) is None
+    assert store.dig("plain", 0, default=7) == 7
+    assert store.dig("plain", "x") is None
     assert not hasattr(store, "__setitem__")
 
 
