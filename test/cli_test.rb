@@ -349,6 +349,13 @@ class CLITest < HashfileTest
     status, out, err = run_cli("get", path, "--path", "en.faker.name.2", "en.faker.nope", "en.faker.n.deeper", "en.faker.name.x")
     assert_equal [1, ""], [status, out]
     assert_equal %w[en.faker.name.2 en.faker.nope en.faker.n.deeper en.faker.name.x], err.scan(/key not found: (\S+)/).flatten
+    # Each says which step found nothing.
+    assert_equal ['en.faker.name has no "2"', 'en.faker has no "nope"', 'en.faker.n has no "deeper"', 'en.faker.name has no "x"'],
+                 err.scan(/ \((.*)\)$/).flatten
+    # A key holding the separator: the message says --path split it.
+    assert_equal [1, "", "hashfile: key not found: a.b (the store has the key \"a.b\", but --path splits it at \".\"; " \
+                         "--separator gives another)\nhashfile: key not found: nope.x (no key \"nope\")\n"],
+                 run_cli("get", path, "--path", "a.b", "nope.x")
     status, out, = run_cli("get", path, "--json", "--path", "en.faker.name.0", "nope.x")
     assert_equal 1, status
     assert_equal({ "en.faker.name.0" => "Ann", "nope.x" => nil }, JSON.parse(out))

@@ -276,6 +276,26 @@ module Hashfile
       db._path(head, steps, arg, MISSING)
     end
 
+    # Why the path +arg+ (split at +separator+) found nothing, for the
+    # message: the store has no key of its first step (a key holding the
+    # separator needs another one), or which step the value does not have.
+    def missing_step(db, arg, separator)
+      head, *steps = arg.split(separator, -1)
+      return "" if steps.empty?
+
+      unless db.key?(head)
+        quoted = ->(text) { Terminal.escape(text.inspect, backslash: false) }
+        return " (no key #{quoted[head]})" unless db.key?(arg)
+
+        return " (the store has the key #{quoted[arg]}, but --path splits it at " \
+               "#{quoted[separator]}; --separator gives another)"
+      end
+
+      found = (0...steps.size).take_while { |i| !MISSING.equal?(db._path(head, steps[0, i], arg, MISSING)) }.last
+      reached = [head, *steps[0, found]].join(separator)
+      " (#{Terminal.escape(reached, backslash: false)} has no #{Terminal.escape(steps[found].inspect, backslash: false)})"
+    end
+
     # The JSON text of what +arg+ names (see value_at), written by the core
     # from the stored bytes; Hashfile::Error where JSON cannot hold it.
     def json_at(db, arg, separator)
@@ -479,6 +499,7 @@ module Hashfile
         raise UsageError, "get needs FILE and at least one KEY" if argv.size < 2
 
         texts = {}
+        why = {}
         found = Hashfile.open(argv.shift, **remote) do |db|
           values = if separator
                      argv.to_h { |arg| [arg, value_at(db, arg, separator)] }
@@ -491,6 +512,7 @@ module Hashfile
           # them and --json was not asked for, as Ruby would inspect them,
           # which escapes control characters itself).
           values.each do |arg, v|
+            why[arg] = missing_step(db, arg, separator) if separator && MISSING.equal?(v)
             next if MISSING.equal?(v) || (!json && v.is_a?(String))
 
             texts[arg] = json ? json_at(db, arg, separator) : json_or_nil(db, arg, separator)
@@ -515,7 +537,7 @@ module Hashfile
         end
         # The key as data (a backslash doubled): a key typed with a
         # backslash and one with a control character look different.
-        missing.each { |key| print_message "hashfile: key not found: #{Terminal.escape(key)}" }
+        missing.each { |key| print_message "hashfile: key not found: #{Terminal.escape(key)}#{why[key]}" }
         missing.empty? ? 0 : 1
       end
     end
