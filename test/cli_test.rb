@@ -407,6 +407,16 @@ class CLITest < HashfileTest
     assert_equal 0, run_cli("dump", path, "--format", "tsv")[0]
   end
 
+  # get has no --format: its hint names what get can do, print the bytes.
+  def test_get_json_refuses_binary_with_a_hint_get_takes
+    Hashfile.build(path, { "k" => "\xFF".b })
+    status, _, err = run_cli("get", path, "k", "--json")
+    assert_equal 1, status
+    assert_match(/key "k" has bytes that are not UTF-8, which JSON cannot hold; leave out --json to print it$/, err)
+    refute_match(/--format/, err)
+    assert_equal [0, "\xFF\n".b], run_cli("get", path, "k")[0, 2].then { |st, out| [st, out.b] }
+  end
+
   class FakeTTY < StringIO
     def tty?
       true

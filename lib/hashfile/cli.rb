@@ -300,7 +300,8 @@ module Hashfile
     # from the stored bytes; Hashfile::Error where JSON cannot hold it.
     def json_at(db, arg, separator)
       head, *steps = separator ? arg.split(separator, -1) : [arg]
-      json_hint { db._path_json(head, steps, arg) }
+      # get has no --format: its hint is to print the value without --json.
+      json_hint("leave out --json to print it") { db._path_json(head, steps, arg) }
     end
 
     # json_at, or nil where JSON cannot hold the value.
@@ -311,13 +312,13 @@ module Hashfile
     end
 
     # The block's answer; an error for bytes that are not UTF-8 says what
-    # can hold them.
-    def json_hint
+    # can hold them (+hint+: dump's --format tsv, or get without --json).
+    def json_hint(hint = "use --format tsv")
       yield
     rescue Hashfile::Error => e
       raise e unless e.message.end_with?("not UTF-8, which JSON cannot hold")
 
-      raise e.class, "#{e.message}; use --format tsv"
+      raise e.class, "#{e.message}; #{hint}"
     end
 
     # +message+ with the library's option names (key_field) as this
