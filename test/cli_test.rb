@@ -497,6 +497,16 @@ class CLITest < HashfileTest
     assert_equal [0, "hashfile #{Hashfile::VERSION}\n", ""], run_cli("--version")
   end
 
+  # An option of another command names the commands that take it.
+  def test_an_option_of_another_command_names_them
+    Hashfile.build(path, { "a" => "1" })
+    assert_equal [2, "", "hashfile: invalid option: --key-column (an option of build, not of get)\nRun 'hashfile --help' for usage.\n"],
+                 run_cli("get", path, "a", "--key-column", "x")
+    assert_match(/invalid option: --format \(an option of build and dump, not of info\)$/, run_cli("info", path, "--format", "json")[2])
+    assert_match(/invalid option: --shards=3 \(an option of build, not of get\)$/, run_cli("get", path, "a", "--shards=3")[2])
+    assert_equal "hashfile: invalid option: --bogus\n", run_cli("get", path, "a", "--bogus")[2].lines.first
+  end
+
   def test_debug_shows_the_exception
     assert_raises(Errno::ENOENT) { run_cli("--debug", "get", path("missing.hf"), "k") }
   end

@@ -2,6 +2,7 @@
 
 require "json"
 require "optparse"
+require "stringio"
 require_relative "../hashfile"
 
 module Hashfile
@@ -331,16 +332,14 @@ module Hashfile
       message.gsub(/(?<![-\w])(#{names.join("|")})\b/) { "--#{Regexp.last_match(1).tr("_", "-")}" }
     end
 
-    # What an option parse error leaves out: the flags an unknown one
-    # begins (--key: --key-column, --key-field, ...), the options an
-    # ambiguous abbreviation could be, or the values an option with a list
-    # takes.
+    # What an option parse error leaves out: for an unknown flag, the
+    # flags it begins (--key: --key-column, ...) or the commands that take
+    # it; the options an ambiguous abbreviation could be; the values an
+    # option with a list takes.
     def choices(error)
       case error
       when OptionParser::InvalidOption
-        given = error.args.first.to_s.split("=", 2).first
-        begun = @parser.respond_to?(:long_names) ? @parser.long_names.select { |n| given.start_with?("--") && n.start_with?(given) } : []
-        begun.any? ? " (did you mean #{begun.join(", ")}?)" : ""
+        unknown(error.args.first.to_s.split("=", 2).first)
       when OptionParser::AmbiguousOption
         candidates = @parser&.candidate(error.args.first.to_s)&.select { |c| c.start_with?("--") }
         candidates&.any? ? " (it could be #{candidates.join(", ")})" : ""
@@ -354,7 +353,31 @@ module Hashfile
       ""
     end
 
+    # What to say of an unknown flag: the flags of this command it begins,
+    # or the other commands that take it.
+    def unknown(given)
+      begun = @parser.respond_to?(:long_names) ? @parser.long_names.select { |n| given.start_with?("--") && n.start_with?(given) } : []
+      return " (did you mean #{begun.join(", ")}?)" if begun.any?
+
+      owners = commands_taking(given)
+      owners.any? ? " (an option of #{owners.join(" and ")}, not of #{@command})" : ""
+    end
+
+    # The other commands whose help lists the long option +name+
+    # (--key-column: build), for an option given to the wrong command.
+    def commands_taking(name)
+      return [] unless name.start_with?("--")
+
+      listed = /^\s+(?:-\w, )?#{Regexp.escape(name)}(?:[ =]|$)/
+      (COMMANDS.keys - [@command]).select do |command|
+        help = StringIO.new
+        CLI.new(stdout: help, stderr: StringIO.new).run([command, "--help"])
+        help.string.match?(listed)
+      end
+    end
+
     def parser(command)
+      @command = command
       @parser = ExactParser.new do |o|
         o.banner = "Usage: hashfile #{COMMANDS.fetch(command)}"
         o.on("-h", "--help", "show this help") do
