@@ -497,6 +497,19 @@ class CLITest < HashfileTest
     assert_equal [0, "hashfile #{Hashfile::VERSION}\n", ""], run_cli("--version")
   end
 
+  # An importer's hint names the option as the command line spells it.
+  def test_parse_error_hints_name_the_flags
+    File.write(path("r.json"), %({"3166-1": [{"alpha_2": "AD"}]}))
+    err = run_cli("build", path("r.json"), "-o", path, "--records-at", "3166")[2]
+    assert_match(/: --records-at: the top-level object has no field "3166"; its fields are "3166-1"$/, err)
+    err = run_cli("build", path("r.json"), "-o", path, "--records-at", "3166-1", "--key-field", "alpha_2")[2]
+    assert_match(/missing field "value", the value field \(--value-field names another, or "\*" the whole object\)$/, err)
+    err = run_cli("build", path("r.json"), "-o", path, "--records-at", "3166-1", "--key-field", "alpha_3", "--value-field", "*")[2]
+    assert_match(/missing field "alpha_3"/, err)
+    File.write(path("s.csv"), "a,b\n1\n")
+    assert_match(/or the separator \(--col-sep\)$/, run_cli("build", path("s.csv"), "-o", path)[2])
+  end
+
   # An option of another command names the commands that take it.
   def test_an_option_of_another_command_names_them
     Hashfile.build(path, { "a" => "1" })

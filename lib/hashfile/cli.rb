@@ -206,7 +206,9 @@ module Hashfile
     rescue Hashfile::Error, SystemCallError, JSON::ParserError, TypeError, IOError, NoMemoryError => e
       raise if @debug
 
-      print_message "hashfile: #{e.message.lines.first&.chomp}"
+      message = e.message.lines.first&.chomp.to_s
+      message = parse_hints_as_flags(message) if e.is_a?(Hashfile::ParseError)
+      print_message "hashfile: #{message}"
       if e.is_a?(Hashfile::DuplicateKeyError)
         print_message "To keep one of them, give --on-duplicate first or last; --merge deep merges nested keys as I18n merges locale files."
       end
@@ -320,6 +322,22 @@ module Hashfile
       raise e unless e.message.end_with?("not UTF-8, which JSON cannot hold")
 
       raise e.class, "#{e.message}; #{hint}"
+    end
+
+    # The hints of an importer's ParseError that name an option as the
+    # library spells it (key_field names another), as this command line
+    # spells it (--key-field). Only these fixed phrases: the rest of the
+    # message quotes the input, whose field names are data.
+    PARSE_HINTS = {
+      "(key_field names another" => "(--key-field names another",
+      "(value_field names another" => "(--value-field names another",
+      ": records_at: " => ": --records-at: ",
+      "records_at \"" => "--records-at \"",
+      "separator (col_sep)" => "separator (--col-sep)"
+    }.freeze
+
+    def parse_hints_as_flags(message)
+      PARSE_HINTS.reduce(message) { |text, (library, flag)| text.sub(library, flag) }
     end
 
     # +message+ with the library's option names (key_field) as this
