@@ -510,6 +510,14 @@ class CLITest < HashfileTest
     assert_match(/or the separator \(--col-sep\)$/, run_cli("build", path("s.csv"), "-o", path)[2])
   end
 
+  # A refused --max-value-size is a usage error, named as typed.
+  def test_a_bad_max_value_size_is_a_usage_error
+    Hashfile.build(path, { "a" => "1" })
+    status, _, err = run_cli("get", path, "a", "--max-value-size", "0")
+    assert_equal 2, status
+    assert_match(/\Ahashfile: invalid option --max-value-size: must be an integer from 1 to \d+, not 0\n/, err)
+  end
+
   # An option of another command names the commands that take it.
   def test_an_option_of_another_command_names_them
     Hashfile.build(path, { "a" => "1" })

@@ -504,7 +504,10 @@ module Hashfile
     # --max-value-size, and --header and --timeout for a store given as a
     # URL; the options go into +remote+ (Hashfile.open's keywords).
     def remote_options(o, remote)
-      o.on("--max-value-size BYTES", Integer, "the largest value read, stored or decoded (default #{DEFAULT_MAX_VALUE_SIZE}: 256 MiB)") { |v| remote[:max_value_size] = v }
+      o.on("--max-value-size BYTES", Integer, "the largest value read, stored or decoded (default #{DEFAULT_MAX_VALUE_SIZE}: 256 MiB)") do |v|
+        remote[:max_value_size] = v
+        (@given ||= []) << :max_value_size # a refused value is a usage error, named as a flag
+      end
       o.separator ""
       o.separator "FILE may be an http://, https:// or s3:// URL (s3: credentials from AWS_* variables)."
       o.on("--header 'NAME: VALUE'", "send this header with every HTTP request (repeatable)") do |v|
