@@ -102,7 +102,7 @@ module Hashfile
           next unless arg.start_with?("--")
 
           name = arg.split("=", 2).first
-          raise OptionParser::InvalidOption, name unless long_names.include?(name)
+          raise OptionParser::InvalidOption, arg unless long_names.include?(name)
         end
         super
       end
