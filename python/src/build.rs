@@ -12,8 +12,8 @@ use pyo3::types::PyDict;
 
 use crate::encode;
 use crate::errors::IntoPy;
+use crate::gil::Gil;
 use crate::options::Key;
-use crate::reader::Gil;
 
 /// Builds `path` from `items` (an iterable of (key, value) pairs): the
 /// keyword `options` given to `hashfile.build` (a dict, or None; `shards`
@@ -91,7 +91,7 @@ pub(crate) fn build_from(
     let given = crate::options::given(options)?;
     let request = build_request(Call::BuildFrom, &given, Language::Python).py_err()?;
     let job = hashfile_runtime::start_build_from(&inputs, output, request).py_err()?;
-    let waited = job.wait(&Gil(py), |p| match &progress {
+    let waited = job.wait(&Gil::new(py), |p| match &progress {
         Some(callable) => callable
             .call1((p.entries, p.bytes_read, p.bytes_total, p.phase.name()))
             .map(drop),

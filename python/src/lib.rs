@@ -13,6 +13,7 @@ mod build;
 mod decode;
 mod encode;
 mod errors;
+mod gil;
 mod memo;
 mod options;
 mod reader;

@@ -9,10 +9,8 @@
 //! network (a remote store or dataset) release it, copying the records
 //! they found before taking it back.
 
-use std::sync::atomic::AtomicBool;
-
 use hashfile_runtime::options::{open_request, Language};
-use hashfile_runtime::reads::{self, Unlock};
+use hashfile_runtime::reads;
 use hashfile_runtime::{Cursor, Handle, Info, InfoValue, Table};
 use pyo3::exceptions::{PyKeyError, PyTypeError};
 use pyo3::prelude::*;
@@ -20,6 +18,7 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 
 use crate::decode;
 use crate::errors::{no_panic, IntoPy};
+use crate::gil::Gil;
 use crate::memo::Memo;
 use crate::options::Key;
 
@@ -51,7 +50,7 @@ impl NativeReader {
         read: impl Fn(&Table) -> hashfile::Result<R> + Send + Sync,
     ) -> PyResult<R> {
         let table = self.handle.current().py_err()?;
-        reads::read(&Gil(py), &self.handle, &table, read)?.at(self)
+        reads::read(&Gil::new(py), &self.handle, &table, read)?.at(self)
     }
 
     /// The value of `key` (a `str` or `bytes`, else None: not found), from
@@ -92,7 +91,7 @@ impl NativeReader {
         key: &[u8],
     ) -> PyResult<Option<Bound<'py, PyAny>>> {
         let table = self.handle.current().py_err()?;
-        let found = reads::get(&Gil(py), &self.handle, &table, key)?.at(self)?;
+        let found = reads::get(&Gil::new(py), &self.handle, &table, key)?.at(self)?;
         let value = found
             .map(|r| decode::value(py, &r.record(), self.handle.location()))
             .transpose()?;
@@ -118,7 +117,7 @@ impl NativeReader {
     ) -> PyResult<Vec<Option<Bound<'py, PyAny>>>> {
         // A batch reads much of the store: mapped, if it opened unmapped.
         let table = self.handle.current_mapped().py_err()?;
-        let found = reads::get_many(&Gil(py), &self.handle, &table, keys)?.at(self)?;
+        let found = reads::get_many(&Gil::new(py), &self.handle, &table, keys)?.at(self)?;
         let values = found
             .into_iter()
             .map(|r| {
@@ -145,25 +144,6 @@ impl<T> At<T> for hashfile::Result<T> {
     }
 }
 
-/// The GIL, released by `Python::detach` while a read may wait.
-pub(crate) struct Gil<'py>(pub Python<'py>);
-
-impl Unlock for Gil<'_> {
-    type Error = PyErr;
-
-    fn unlocked<R: Send>(
-        &self,
-        _interrupt: Option<&AtomicBool>,
-        work: impl FnOnce() -> R + Send,
-    ) -> PyResult<R> {
-        Ok(self.0.detach(work))
-    }
-
-    fn interrupted(&self) -> PyResult<()> {
-        self.0.check_signals()
-    }
-}
-
 #[pymethods]
 impl NativeReader {
     /// `NativeReader(location, options)`: `options` are the keywords given
@@ -181,7 +161,9 @@ impl NativeReader {
         let request = open_request(&location, &given, Language::Python).py_err()?;
         let open_options = request.options;
         let handle = if hashfile_remote::Location::is_remote(&location) {
-            py.detach(|| hashfile_runtime::open(&location, open_options))
+            reads::remote(&Gil::new(py), || {
+                hashfile_runtime::open(&location, open_options)
+            })?
         } else {
             hashfile_runtime::open(&location, open_options)
         }
@@ -256,7 +238,7 @@ impl NativeReader {
             self.handle.check_faults(&table).at(self)?;
             return Ok(answered.transpose()?.flatten());
         }
-        match reads::get(&Gil(py), &self.handle, &table, k)?.at(self)? {
+        match reads::get(&Gil::new(py), &self.handle, &table, k)?.at(self)? {
             Some(r) => decode::dig(py, &r.record(), self.handle.location(), &steps),
             None => Ok(None),
         }
@@ -359,7 +341,7 @@ impl NativeReader {
     fn verify(&self, py: Python<'_>) -> PyResult<bool> {
         no_panic(py, || {
             let table = self.handle.current_mapped().py_err()?;
-            reads::verify(&Gil(py), &table)?.at(self)?;
+            reads::verify(&Gil::new(py), &table)?.at(self)?;
             Ok(true)
         })
     }
@@ -387,12 +369,12 @@ impl NativeReader {
 
     /// Opens what the location names now.
     fn reopen(&self, py: Python<'_>) -> PyResult<()> {
-        py.detach(|| self.handle.reopen()).py_err()
+        reads::remote(&Gil::new(py), || self.handle.reopen())?.py_err()
     }
 
     /// Whether the location names another store than the one read.
-    fn stale(&self, py: Python<'_>) -> bool {
-        py.detach(|| self.handle.is_stale())
+    fn stale(&self, py: Python<'_>) -> PyResult<bool> {
+        reads::remote(&Gil::new(py), || Ok(self.handle.is_stale()))?.py_err()
     }
 
     /// Closes for every later call, and empties the memo.
@@ -429,7 +411,7 @@ impl NativeReader {
         keys_only: bool,
     ) -> PyResult<(Bound<'py, PyList>, Option<PyCursor>)> {
         let table = self.handle.current().py_err()?;
-        let (records, next) = reads::chunk(&Gil(py), &table, from, max)?.at(self)?;
+        let (records, next) = reads::chunk(&Gil::new(py), &table, from, max)?.at(self)?;
         let list = PyList::empty(py);
         for r in &records {
             let k = decode::key(py, r.key_utf8(), r.key())?;
