@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import pathlib
 import re
 import signal
 import time
@@ -135,12 +136,11 @@ def run_step(step: dict[str, Any], tmp_path: Any, state: dict[str, Any], where: 
         assert os.path.exists(path(step["exists"])) == step["expect"], where
     elif op == "patch":
         # The first occurrence of the bytes `find` replaced by `replace`.
-        with open(path(step["patch"]), "rb") as f:
-            data = f.read()
+        patched = pathlib.Path(path(step["patch"]))
+        data = patched.read_bytes()
         find, replace = bytes.fromhex(step["find"]), bytes.fromhex(step["replace"])
         assert find in data, f"{where}: {step['find']} is not in {step['patch']}"
-        with open(path(step["patch"]), "wb") as f:
-            f.write(data.replace(find, replace, 1))
+        patched.write_bytes(data.replace(find, replace, 1))
     elif op == "shard_of":
         assert hashfile.shard_of(*step["shard_of"]) == step["expect"], where
     else:
