@@ -117,7 +117,7 @@ class TypedValuesTest < HashfileTest
   # twice (the decoded Hash holds it once, with its last value); a value
   # found by --path could nest past MAX_DEPTH counted from the top.
   def test_the_cores_json_matches_json_generate_on_edge_floats_and_repeated_keys
-    floats = [1e15 + 0.5, -1e15 - 0.5, 1234567890123456.8, 32921368237543.8125, 833062227115429.25, 9007199254740992.0, 1e15]
+    floats = [1e15 + 0.5, -1e15 - 0.5, 1_234_567_890_123_456.8, 32_921_368_237_543.8125, 833_062_227_115_429.25, 9_007_199_254_740_992.0, 1e15]
     rng = Random.new(11)
     floats += Array.new(scale(2000)) { [rng.bytes(8)].pack("a8").unpack1("E") }.select(&:finite?)
     floats += Array.new(scale(2000)) { rng.rand * 10**rng.rand(-6..18) }

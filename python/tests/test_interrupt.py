@@ -75,6 +75,9 @@ class _StallingHandler(http.server.BaseHTTPRequestHandler):
 CHILD = """
 import os, signal, sys, threading, time, urllib.request
 import hashfile
+# A shell without job control starts background jobs with SIGINT ignored,
+# and Python keeps an inherited SIG_IGN: the test says what it needs.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 url = sys.argv[1]
 db = hashfile.open(url + "/s.hf", timeout=30, retries=0)
 urllib.request.urlopen(urllib.request.Request(url + "/stall", method="POST")).read()

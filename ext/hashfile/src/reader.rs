@@ -400,27 +400,9 @@ impl Reader {
     /// `[next_cursor_or_nil, key, value, key, value, ...]`.
     fn each_chunk(ruby: &Ruby, rb_self: &Self, cursor: (usize, u64, u64)) -> Result<RArray, Error> {
         let decoder = rb_self.decoder(ruby, rb_self.flags);
-        let (shard, offset, index) = cursor;
-        let from = Cursor {
-            shard,
-            offset,
-            index,
-        };
-        // An iteration reads every record: mapped, if it opened unmapped.
-        if shard == 0 && offset == 0 {
-            rb_self.handle.map_now().map_err(|e| to_ruby(ruby, e))?;
-        }
-        rb_self.with_store(ruby, |store| {
-            let (records, next) =
-                store::guarded(ruby, || reads::chunk(&Gvl(ruby), store, from, CHUNK))??
-                    .map_err(|e| to_ruby(ruby, e.with_path(rb_self.path().as_ref())))?;
-            let out = ruby.ary_new_capa(1 + 2 * records.len());
-            out.push(next.map(|c| (c.shard, c.offset, c.index)))?;
-            for record in &records {
-                out.push(key_string(ruby, record)?)?;
-                out.push(decoder.record(&record.record())?)?;
-            }
-            Ok(out)
+        rb_self.chunk_of(ruby, cursor, |out, record| {
+            out.push(key_string(ruby, record)?)?;
+            out.push(decoder.record(&record.record())?)
         })
     }
 
@@ -525,35 +507,49 @@ impl Reader {
     /// JSON text (`value::json`); Hashfile::Error naming the first that
     /// JSON cannot hold. `hashfile dump`'s jsonl and json.
     fn json_chunk(ruby: &Ruby, rb_self: &Self, cursor: (usize, u64, u64)) -> Result<RArray, Error> {
-        let (shard, offset, index) = cursor;
+        let decoder = rb_self.decoder(ruby, rb_self.flags);
+        let mut text = String::new();
+        rb_self.chunk_of(ruby, cursor, |out, record| {
+            for key in [true, false] {
+                text.clear();
+                let written = if key {
+                    codec::json::write_key(record.key(), &mut text)
+                } else {
+                    codec::json::write_record(&record.record(), &mut text)
+                };
+                // A damaged value names its key, as `each` has it.
+                written.map_err(|e| decoder.for_key(record.key()).damage(e))?;
+                out.push(ruby.str_new(&text))?;
+            }
+            Ok(())
+        })
+    }
+
+    /// Up to CHUNK records from `cursor` as `[next_cursor_or_nil, ...]`,
+    /// each record pushed by `push`. An iteration reads every record: the
+    /// store is mapped at its start, if it opened unmapped.
+    fn chunk_of(
+        &self,
+        ruby: &Ruby,
+        (shard, offset, index): (usize, u64, u64),
+        mut push: impl FnMut(RArray, &RecordBuf<'_>) -> Result<(), Error>,
+    ) -> Result<RArray, Error> {
+        if shard == 0 && offset == 0 {
+            self.handle.map_now().map_err(|e| to_ruby(ruby, e))?;
+        }
         let from = Cursor {
             shard,
             offset,
             index,
         };
-        if shard == 0 && offset == 0 {
-            rb_self.handle.map_now().map_err(|e| to_ruby(ruby, e))?;
-        }
-        let decoder = rb_self.decoder(ruby, rb_self.flags);
-        rb_self.with_store(ruby, |store| {
+        self.with_store(ruby, |store| {
             let (records, next) =
                 store::guarded(ruby, || reads::chunk(&Gvl(ruby), store, from, CHUNK))??
-                    .map_err(|e| to_ruby(ruby, e.with_path(rb_self.path().as_ref())))?;
+                    .map_err(|e| to_ruby(ruby, e.with_path(self.path().as_ref())))?;
             let out = ruby.ary_new_capa(1 + 2 * records.len());
             out.push(next.map(|c| (c.shard, c.offset, c.index)))?;
-            let mut text = String::new();
             for record in &records {
-                for part in [true, false] {
-                    text.clear();
-                    let written = if part {
-                        codec::json::write_key(record.key(), &mut text)
-                    } else {
-                        codec::json::write_record(&record.record(), &mut text)
-                    };
-                    // A damaged value names its key, as `each` has it.
-                    written.map_err(|e| decoder.for_key(record.key()).damage(e))?;
-                    out.push(ruby.str_new(&text))?;
-                }
+                push(out, record)?;
             }
             Ok(out)
         })
