@@ -1500,6 +1500,35 @@ fn objects_are_keyed_by_a_field_and_can_be_the_whole_value() {
 }
 
 #[test]
+fn an_object_without_its_key_field_lists_the_fields_it_has() {
+    let message =
+        |options: ImportOptions, input: &[u8]| typed_with(options, input).unwrap_err().to_string();
+    // The whole object as the value, and one field as the value: both list.
+    for value in ["*", "name"] {
+        let m = message(
+            options(InputFormat::JsonLines, "alpha2", value),
+            b"{\"alpha_2\": \"FR\", \"name\": \"France\"}\n",
+        );
+        assert!(
+            m.ends_with("missing field \"alpha2\", the key field (key_field names another); its fields are \"alpha_2\", \"name\""),
+            "{value}: {m}"
+        );
+    }
+    // Ten shown, then "and more"; none: "it has none".
+    let wide: String = (0..12)
+        .map(|i| format!("\"f{i}\": {i}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let m = message(
+        options(InputFormat::JsonLines, "id", "*"),
+        format!("{{{wide}}}\n").as_bytes(),
+    );
+    assert!(m.ends_with("\"f8\", \"f9\" and more"), "{m}");
+    let m = message(options(InputFormat::JsonLines, "id", "v"), b"{}\n");
+    assert!(m.ends_with("(key_field names another); it has none"), "{m}");
+}
+
+#[test]
 fn keyed_objects_refuse_what_cannot_be_a_key_naming_the_field() {
     let message =
         |options: ImportOptions, input: &[u8]| typed_with(options, input).unwrap_err().to_string();

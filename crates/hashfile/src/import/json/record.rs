@@ -95,8 +95,6 @@ impl<'de> Visitor<'de> for RecordVisitor<'_, '_> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<Pair<'de>, A::Error> {
         self.lines.map(Lines::mark);
         let fields = self.fields;
-        let missing =
-            |name: &str| <A::Error as de::Error>::custom(format!("missing field {name:?}"));
         if fields.whole {
             self.out.clear();
             let mut key = None;
@@ -109,12 +107,18 @@ impl<'de> Visitor<'de> for RecordVisitor<'_, '_> {
                 found: &mut key,
             }
             .visit_map(map)?;
-            let key = key.ok_or_else(|| missing(&fields.key_name()))?;
+            // The object is in `out`, encoded whole: its fields are listed
+            // from there.
+            let key = key.ok_or_else(|| missing_key(fields, &fields_of(self.out)))?;
             return Ok(Pair(key, Top::Typed));
         }
         let (mut key, mut value): (Option<Text>, Option<Top>) = (None, None);
         let mut scratch = Vec::new();
+        let mut seen = Vec::new();
         while let Some(field) = map.next_key::<Text>()? {
+            if seen.len() <= SHOWN_FIELDS {
+                seen.push(crate::error::DisplayBytes(field.0.as_bytes()).to_string());
+            }
             if field.0 == fields.key[0] {
                 if fields.key.len() == 1 {
                     key = Some(map.next_value_seed(KeyLeaf {
@@ -145,12 +149,7 @@ impl<'de> Visitor<'de> for RecordVisitor<'_, '_> {
                 map.next_value::<IgnoredAny>()?;
             }
         }
-        let key = key.ok_or_else(|| {
-            <A::Error as de::Error>::custom(format!(
-                "missing field {:?}, the key field (key_field names another)",
-                fields.key_name()
-            ))
-        })?;
+        let key = key.ok_or_else(|| missing_key(fields, &seen))?;
         let value = value.ok_or_else(|| {
             <A::Error as de::Error>::custom(format!(
                 "missing field {:?}, the value field (value_field names another, or \"*\" the whole object)",
@@ -314,4 +313,46 @@ impl<'de> Visitor<'de> for KeyLeaf<'_, '_> {
         };
         Err(de::Error::invalid_type(what, &self))
     }
+}
+
+/// Fields named in the message for an object without its key field.
+const SHOWN_FIELDS: usize = 10;
+
+/// The error for an object without the key field, listing the fields it
+/// has (as `records_at` does for a missing step): `seen` holds up to
+/// `SHOWN_FIELDS` of them, and one more if there were more.
+fn missing_key<E: de::Error>(fields: &Fields, seen: &[String]) -> E {
+    let listed = match seen.len() {
+        0 => "it has none".to_string(),
+        n if n > SHOWN_FIELDS => format!(
+            "its fields are {} and more",
+            seen[..SHOWN_FIELDS].join(", ")
+        ),
+        _ => format!("its fields are {}", seen.join(", ")),
+    };
+    E::custom(format!(
+        "missing field {:?}, the key field (key_field names another); {listed}",
+        fields.key_name()
+    ))
+}
+
+/// The top-level field names of an object encoded whole in `encoded`, for
+/// [`missing_key`].
+fn fields_of(encoded: &[u8]) -> Vec<String> {
+    let mut names = Vec::new();
+    if let Ok(value::Item::Map(map)) = value::Cursor::new(encoded).next_item() {
+        let mut pairs = map.cursor();
+        while names.len() <= SHOWN_FIELDS {
+            match pairs.next_item() {
+                Ok(value::Item::Str(name, _)) => {
+                    names.push(crate::error::DisplayBytes(name).to_string());
+                }
+                _ => break,
+            }
+            if pairs.skip().is_err() {
+                break;
+            }
+        }
+    }
+    names
 }
