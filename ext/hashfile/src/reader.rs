@@ -493,7 +493,7 @@ impl Reader {
             // whole value have it.
             let depth_left = codec::MAX_DEPTH.saturating_sub(probes.len());
             match json {
-                Some(out) => codec::json::write_item_within(&item, &label, depth_left, out)
+                Some(out) => codec::json::write_item(&item, &label, depth_left, out)
                     .map(|()| Some(ruby.qnil().as_value()))
                     .map_err(json_error),
                 None => walk::item_at(&mut decoder.clone(), &item, depth_left)

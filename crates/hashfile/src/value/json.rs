@@ -35,52 +35,35 @@ pub fn write_key(key: &[u8], out: &mut String) -> Result<()> {
 
 /// Appends a record's value as JSON. `out` is unchanged on an error.
 pub fn write_record(record: &Record<'_>, out: &mut String) -> Result<()> {
-    let place = Place::new(record.key);
     match record.kind {
         ValueKind::Typed => {
             check(record.value)?;
             let item = Cursor::new(record.value).next_item()?;
-            write_checked(&item, &place, out)
+            write_checked(&item, record.key, out)
         }
         _ => {
             let start = out.len();
-            write_text(record.value, &place, out).inspect_err(|_| out.truncate(start))
+            write_text(record.value, &Place::new(record.key), out)
+                .inspect_err(|_| out.truncate(start))
         }
     }
 }
 
 /// Appends an item already read (where a `dig` ended) as JSON, naming
-/// `key` (what the caller asked for) in an error. `out` is unchanged on an
-/// error.
-pub fn write_item(item: &Item<'_>, key: &[u8], out: &mut String) -> Result<()> {
-    write_item_within(item, key, super::MAX_DEPTH, out)
-}
-
-/// [`write_item`] for an item that may hold containers at most
-/// `depth_left` deep, itself counted (as [`walk::item_at`](super::walk::item_at)
-/// has it): an item `dig` found `n` steps into a value has
-/// `MAX_DEPTH - n` left, so that what is written is never nested deeper
-/// than a decode of the whole value allows.
-pub fn write_item_within(
-    item: &Item<'_>,
-    key: &[u8],
-    depth_left: usize,
-    out: &mut String,
-) -> Result<()> {
-    if let Item::Array(c) | Item::Map(c) = item {
-        // The body is checked whole before any of it is written; the
-        // container itself takes one level.
-        let inside = depth_left.checked_sub(1).ok_or_else(super::too_deep)?;
-        let mut body = c.cursor();
-        let items = if matches!(item, Item::Map(_)) {
-            c.len * 2
-        } else {
-            c.len
-        };
-        body.check(items, inside)?;
-        body.end_of_body()?;
+/// `key` (what the caller asked for) in an error. The item may hold
+/// containers at most `depth_left` deep, itself counted (as
+/// [`walk::item_at`](super::walk::item_at) has it): one `dig` found `n`
+/// steps into a value has `MAX_DEPTH - n` left, so that what is written is
+/// never nested deeper than a decode of the whole value allows. `out` is
+/// unchanged on an error.
+pub fn write_item(item: &Item<'_>, key: &[u8], depth_left: usize, out: &mut String) -> Result<()> {
+    // The body is checked whole before any of it is written.
+    match *item {
+        Item::Array(c) => super::check_body(c, c.len, depth_left)?,
+        Item::Map(c) => super::check_body(c, c.len * 2, depth_left)?,
+        _ => {}
     }
-    write_checked(item, &Place::new(key), out)
+    write_checked(item, key, out)
 }
 
 /// Where in a value a refusal is: the record's key and the path inside.
@@ -108,13 +91,9 @@ impl<'k> Place<'k> {
 }
 
 /// Writes a checked item; on an error, truncates `out` to where it was.
-fn write_checked(item: &Item<'_>, place: &Place<'_>, out: &mut String) -> Result<()> {
+fn write_checked(item: &Item<'_>, key: &[u8], out: &mut String) -> Result<()> {
     let start = out.len();
-    let mut place = Place {
-        key: place.key,
-        path: place.path.clone(),
-    };
-    write(item, &mut place, out).inspect_err(|_| out.truncate(start))
+    write(item, &mut Place::new(key), out).inspect_err(|_| out.truncate(start))
 }
 
 fn write(item: &Item<'_>, place: &mut Place<'_>, out: &mut String) -> Result<()> {
@@ -458,7 +437,7 @@ mod tests {
     fn json_of(bytes: &[u8]) -> String {
         let mut out = String::new();
         let item = Cursor::new(bytes).next_item().unwrap();
-        write_item(&item, b"k", &mut out).unwrap();
+        write_item(&item, b"k", super::super::MAX_DEPTH, &mut out).unwrap();
         out
     }
 
@@ -502,13 +481,10 @@ mod tests {
         }
         let item = Cursor::new(&bytes).next_item().unwrap();
         let mut out = String::new();
-        write_item(&item, b"k", &mut out).unwrap();
-        assert!(
-            write_item_within(&item, b"k", crate::value::MAX_DEPTH - 1, &mut String::new())
-                .is_err()
-        );
-        assert!(write_item_within(&item, b"k", 0, &mut String::new()).is_err());
-        assert!(write_item_within(&Item::Int(1), b"k", 0, &mut String::new()).is_ok());
+        write_item(&item, b"k", super::super::MAX_DEPTH, &mut out).unwrap();
+        assert!(write_item(&item, b"k", crate::value::MAX_DEPTH - 1, &mut String::new()).is_err());
+        assert!(write_item(&item, b"k", 0, &mut String::new()).is_err());
+        assert!(write_item(&Item::Int(1), b"k", 0, &mut String::new()).is_ok());
     }
 
     #[test]

@@ -469,7 +469,9 @@ impl Cursor<'_> {
     }
 }
 
-fn check_body(c: Container<'_>, items: u64, depth_left: usize) -> Result<()> {
+/// Checks a container's body of `items` items, the container itself at
+/// most `depth_left` deep (counted), as a whole decode would.
+pub(super) fn check_body(c: Container<'_>, items: u64, depth_left: usize) -> Result<()> {
     if depth_left == 0 {
         return Err(too_deep());
     }
