@@ -122,7 +122,7 @@ class BadInputCatalogueTest < HashfileTest
       ["a 2 MB field name an error lists", -> { Hashfile.build_from(input("f.json", "{\"#{"x" * 2_000_000}\": []}"), path, records_at: "nope") }, Hashfile::ParseError, /f.json: line 1, column 2000008: records_at: the top-level object has no field "nope"; its fields are "x{200}"\.\.\. \(2000000 bytes\)\z/],
       "Ruby arguments", # a heading in docs/ERRORS.md
       ["an Integer key", -> { Hashfile.build(path, { 1 => 2 }) }, TypeError, /key must be a String or Symbol, not Integer/],
-      ["a value of another class", -> { Hashfile.build(path, { "a" => Object.new }) }, TypeError, /value for key "a" is a Object; .*\(pass serializer: to store other objects\)/],
+      ["a value of another class", -> { Hashfile.build(path, { "a" => Object.new }) }, TypeError, /value for key "a" is an Object; .*\(pass serializer: to store other objects\)/],
       ["a value nested 120 deep", -> { Hashfile.build(path, { "deep" => deep_array(120) }) }, ArgumentError, /value for key "deep" at \[0, 0, 0, \.\.\.\] nests deeper than 100 levels/],
       ["a build option out of range", -> { Hashfile.build(path, { "a" => 1 }, load_factor: 2) }, ArgumentError, /invalid option load_factor: 2 is outside 0.5..=1/],
       ["an unknown build option", -> { Hashfile.build(path, { "a" => 1 }, nope: 1) }, ArgumentError, /unknown option nope for build; it takes: .*keys_per_bucket/],

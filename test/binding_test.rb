@@ -79,7 +79,12 @@ class BindingTest < HashfileTest
       e = assert_raises(ArgumentError) { db.get("k", symbolise_names: true) }
       assert_equal "unknown keyword: :symbolise_names", e.message
       e = assert_raises(ArgumentError) { db.dig("k", symbolise_names: true) }
-      assert_match(/unknown decode option symbolise_names/, e.message)
+      assert_equal "unknown option symbolise_names for dig (did you mean symbolize_names?); it takes: symbolize_names, freeze, raw", e.message
+      # Judged as open judges them: true or false, and raw has no keys.
+      e = assert_raises(TypeError) { db.get("k", raw: 1) }
+      assert_equal "raw must be true or false, not an integer", e.message
+      e = assert_raises(ArgumentError) { db.dig("k", raw: true, symbolize_names: true) }
+      assert_match(/\Ainvalid option symbolize_names: does not apply with raw: true/, e.message)
     end
   end
 

@@ -102,7 +102,7 @@ class BuildTest < HashfileTest
     e = assert_raises(TypeError) { Hashfile.build(path, { 1 => "x" }) }
     assert_equal "key must be a String or Symbol, not Integer", e.message
     e = assert_raises(TypeError) { Hashfile.build(path, { "k" => Object.new }) }
-    assert_match(/\Avalue for key "k" is a Object; Hashfile stores nil, true, false/, e.message)
+    assert_match(/\Avalue for key "k" is an Object; Hashfile stores nil, true, false/, e.message)
     e = assert_raises(ArgumentError) { Hashfile.build(path, [%w[a 1], ["b"]]) }
     assert_match(/expected a \[key, value\] pair at index 1/, e.message)
     assert_raises(TypeError) { Hashfile.build(path, 42) }

@@ -18,6 +18,8 @@ module Conformance
     when Array then data.map { |v| value(v) }
     when Hash
       return [data["$bytes"]].pack("H*") if data.key?("$bytes")
+      return Object.new if data.key?("$object")
+      return (data["$nest"] - 1).times.reduce([]) { |inner, _| [inner] } if data.key?("$nest")
       return Integer(data["$int"]) if data.key?("$int")
       return { "nan" => Float::NAN, "inf" => Float::INFINITY, "-inf" => -Float::INFINITY }.fetch(data["$float"]) { Float(data["$float"]) } if data.key?("$float")
 

@@ -304,43 +304,17 @@ impl Step {
 /// `dig`'s answer for a walk of `steps` probes (`None`: the value is not
 /// typed, so the whole of it, decoded, for Python to index): None if the
 /// path finds nothing; else how many steps the walk took and what it
-/// ended on, decoded (its maps checked as any are), for Python to take the
-/// rest by indexing.
+/// ended on, decoded (`walk::dug`), for Python to take the rest by
+/// indexing.
 pub(crate) fn answer<'py>(
     py: Python<'py>,
     record: &Record<'_>,
     location: &str,
-    walked: Option<Dig<'_>>,
+    walked: Option<&Dig<'_>>,
     steps: usize,
 ) -> PyResult<Option<(usize, Bound<'py, PyAny>)>> {
-    let depth_after = |steps: usize| MAX_DEPTH.saturating_sub(steps);
-    let mut objects = Objects::at(py, record.key, location);
-    Ok(match walked {
-        None => Some((0, value(py, record, location)?)),
-        Some(Dig::Absent) => None,
-        Some(Dig::Stuck { step, item }) => {
-            Some((step, walk::item_at(&mut objects, &item, depth_after(step))?))
-        }
-        Some(Dig::Found(item)) => Some((
-            steps,
-            walk::item_at(&mut objects, &item, depth_after(steps))?,
-        )),
-    })
-}
-
-/// `dig` into a record's value already read whole (from a remote store):
-/// the core's walk on its bytes, then [`answer`].
-pub(crate) fn dig<'py>(
-    py: Python<'py>,
-    record: &Record<'_>,
-    location: &str,
-    steps: &[Step],
-) -> PyResult<Option<(usize, Bound<'py, PyAny>)>> {
-    if record.kind != ValueKind::Typed {
-        return answer(py, record, location, None, steps.len());
+    match walked {
+        None => Ok(Some((0, value(py, record, location)?))),
+        Some(walked) => walk::dug(&mut Objects::at(py, record.key, location), walked, steps),
     }
-    let probes: Vec<Probe<'_>> = steps.iter().map(Step::probe).collect();
-    let walked = codec::dig(record.value, &probes, false)
-        .map_err(|e| walk::Build::error(&mut Objects::at(py, record.key, location), e))?;
-    answer(py, record, location, Some(walked), probes.len())
 }

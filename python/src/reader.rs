@@ -210,10 +210,8 @@ impl NativeReader {
     /// `dig`'s walk: None if `key` is absent or the path finds nothing;
     /// else `(steps, value)`, the steps of `path` taken on the stored
     /// bytes and what they ended on (`decode::answer`). Python's `dig`
-    /// takes the rest of the path. A local store is walked in place by
-    /// `dig_with`, the walk Ruby's `dig` takes, which decodes only the
-    /// compressed items the path enters; a remote record is fetched whole
-    /// without the GIL, then walked.
+    /// takes the rest of the path. Where the walk runs is the runtime's
+    /// (`reads::dig`), as for Ruby's `dig`.
     fn _dig<'py>(
         &self,
         key: &Bound<'py, PyAny>,
@@ -225,23 +223,22 @@ impl NativeReader {
         };
         let k = k.bytes();
         let steps = decode::Step::of_path(path)?;
+        let probes: Vec<_> = steps.iter().map(decode::Step::probe).collect();
         let table = self.handle.current().py_err()?;
-        if !table.is_remote() {
-            let probes: Vec<_> = steps.iter().map(decode::Step::probe).collect();
-            let answered = table
-                .dig_with(k, &probes, false, |record, walked| {
-                    decode::answer(py, record, self.handle.location(), walked, probes.len())
-                })
-                .map_err(|e| e.in_value_for(k))
-                .at(self)?;
-            // As in `lookup`: an answer read from a page that faulted is dropped.
-            self.handle.check_faults(&table).at(self)?;
-            return Ok(answered.transpose()?.flatten());
-        }
-        match reads::get(&Gil::new(py), &self.handle, &table, k)?.at(self)? {
-            Some(r) => decode::dig(py, &r.record(), self.handle.location(), &steps),
-            None => Ok(None),
-        }
+        let location = self.handle.location();
+        let answered = reads::dig(
+            &Gil::new(py),
+            &self.handle,
+            &table,
+            k,
+            &probes,
+            false,
+            |record, walked| decode::answer(py, record, location, walked.as_ref(), probes.len()),
+        )?
+        .at(self)?;
+        // As in `lookup`: an answer read from a page that faulted is dropped.
+        self.handle.check_faults(&table).at(self)?;
+        Ok(answered.transpose()?.flatten())
     }
 
     /// The values of `keys` (None where absent), in order: one batch per

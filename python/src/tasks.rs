@@ -4,6 +4,7 @@
 //! the runtime's (crates/hashfile-runtime/src/dataset/tasks.rs).
 
 use hashfile::import::{ImportOptions, InputFormat};
+use hashfile_runtime::dataset::arrow::{self, ArrowStrings};
 use hashfile_runtime::dataset::manifest::{Manifest, ShardEntry};
 use hashfile_runtime::dataset::{self, ShardWriter as Writer};
 use pyo3::exceptions::PyValueError;
@@ -97,7 +98,7 @@ impl ShardWriter {
 
     /// Adds the entries of rows `first..first + count` of an Arrow string
     /// array of JSON records (`{"k": key, "v": value}`, one a row), given
-    /// as its offsets and data buffers ([`ArrowStrings`]); returns how many.
+    /// as its offsets and data buffers (`dataset::arrow`); returns how many.
     #[pyo3(signature = (offsets, data, first, count, wide, source))]
     #[allow(clippy::too_many_arguments)]
     fn add_arrow_records(
@@ -110,19 +111,11 @@ impl ShardWriter {
         wide: bool,
         source: &str,
     ) -> PyResult<u64> {
-        let strings = ArrowStrings::new(offsets, data, first, count, wide)?;
+        let records = ArrowStrings::new(offsets, data, first, count, wide).py_err()?;
         let import = &self.import;
         let writer = self.writer.as_mut().ok_or_else(finished)?;
-        py.detach(|| {
-            // JSON Lines for the importer: the records, a newline after each.
-            let mut lines = Vec::with_capacity(strings.bytes() + count);
-            for record in strings.iter() {
-                lines.extend_from_slice(record);
-                lines.push(b'\n');
-            }
-            writer.add_json_lines(&lines, source, import)
-        })
-        .py_err()
+        py.detach(|| writer.add_json_lines(&arrow::json_lines(&records), source, import))
+            .py_err()
     }
 
     /// Entries added.
@@ -141,8 +134,8 @@ impl ShardWriter {
 
 /// The partition of each key of rows `first..first + count` of an Arrow
 /// string array (offsets and data buffers, and its validity bitmap or
-/// None): `partitions[shard_of(key, len(partitions))]`, or -1 for a null
-/// key; as little-endian int64s, an Arrow int64 array's data buffer.
+/// None), as `dataset::arrow::route_keys` gives them: an Arrow int64
+/// array's data buffer.
 #[pyfunction]
 #[pyo3(signature = (offsets, data, validity, first, count, wide, partitions))]
 #[allow(clippy::too_many_arguments)]
@@ -156,95 +149,9 @@ pub(crate) fn route_arrow_keys<'py>(
     wide: bool,
     partitions: Vec<i64>,
 ) -> PyResult<Bound<'py, PyBytes>> {
-    let strings = ArrowStrings::new(offsets, data, first, count, wide)?;
-    let shards = u32::try_from(partitions.len())
-        .ok()
-        .and_then(std::num::NonZeroU32::new)
-        .filter(|n| n.get() <= hashfile::dataset::MAX_SHARDS)
-        .ok_or_else(|| {
-            PyValueError::new_err(format!(
-                "{} partitions; a dataset has 1 to {} shards",
-                partitions.len(),
-                hashfile::dataset::MAX_SHARDS
-            ))
-        })?;
-    if let Some(bits) = validity {
-        if bits.len() * 8 < first + count {
-            return Err(PyValueError::new_err(
-                "the validity bitmap is shorter than the array",
-            ));
-        }
-    }
-    let mut out = Vec::with_capacity(count * 8);
-    for (i, key) in strings.iter().enumerate() {
-        let row = first + i;
-        let valid = validity.is_none_or(|bits| bits[row / 8] & (1 << (row % 8)) != 0);
-        let partition = if valid {
-            partitions[hashfile::dataset::shard_of(key, shards) as usize]
-        } else {
-            -1
-        };
-        out.extend_from_slice(&partition.to_le_bytes());
-    }
-    Ok(PyBytes::new(py, &out))
-}
-
-/// Rows of an Arrow string array (`string`: 32-bit offsets; `large_string`,
-/// `wide`: 64-bit), read from its buffers: every offset checked against
-/// the data, so bad buffers are an error, never a read out of bounds.
-struct ArrowStrings<'a> {
-    data: &'a [u8],
-    /// The `count + 1` offsets of the rows.
-    offsets: Vec<usize>,
-}
-
-impl<'a> ArrowStrings<'a> {
-    fn new(
-        offsets: &[u8],
-        data: &'a [u8],
-        first: usize,
-        count: usize,
-        wide: bool,
-    ) -> PyResult<ArrowStrings<'a>> {
-        let width = if wide { 8 } else { 4 };
-        let bad = |what: &str| PyValueError::new_err(format!("not an Arrow string array: {what}"));
-        let end = first
-            .checked_add(count)
-            .and_then(|n| n.checked_add(1))
-            .and_then(|n| n.checked_mul(width))
-            .ok_or_else(|| bad("too many rows"))?;
-        if offsets.len() < end {
-            return Err(bad("the offsets buffer is shorter than the rows"));
-        }
-        let read = |i: usize| -> Option<usize> {
-            let at = &offsets[(first + i) * width..(first + i + 1) * width];
-            if wide {
-                usize::try_from(i64::from_le_bytes(at.try_into().ok()?)).ok()
-            } else {
-                usize::try_from(i32::from_le_bytes(at.try_into().ok()?)).ok()
-            }
-        };
-        let mut list = Vec::with_capacity(count + 1);
-        for i in 0..=count {
-            let offset = read(i).ok_or_else(|| bad("a negative offset"))?;
-            if offset > data.len() || list.last().is_some_and(|&last| offset < last) {
-                return Err(bad("an offset out of order or past the data"));
-            }
-            list.push(offset);
-        }
-        Ok(ArrowStrings {
-            data,
-            offsets: list,
-        })
-    }
-
-    fn bytes(&self) -> usize {
-        self.offsets.last().unwrap_or(&0) - self.offsets.first().unwrap_or(&0)
-    }
-
-    fn iter(&self) -> impl Iterator<Item = &'a [u8]> + '_ {
-        self.offsets.windows(2).map(|w| &self.data[w[0]..w[1]])
-    }
+    let keys = ArrowStrings::new(offsets, data, first, count, wide).py_err()?;
+    let routed = arrow::route_keys(&keys, validity, &partitions).py_err()?;
+    Ok(PyBytes::new(py, &routed))
 }
 
 fn finished() -> PyErr {

@@ -31,6 +31,13 @@ def value(data: Any) -> Any:
     if isinstance(data, dict):
         if "$bytes" in data:
             return bytes.fromhex(data["$bytes"])
+        if "$object" in data:
+            return object()
+        if "$nest" in data:
+            nested: list[Any] = []
+            for _ in range(data["$nest"] - 1):
+                nested = [nested]
+            return nested
         if "$int" in data:
             return int(data["$int"])
         if "$float" in data:

@@ -16,7 +16,9 @@
 
 use std::sync::atomic::AtomicBool;
 
-use hashfile::RecordBuf;
+use hashfile::read::dig_record;
+use hashfile::value::{Dig, Probe};
+use hashfile::{Record, RecordBuf};
 use hashfile_remote::Interrupt;
 
 use crate::{Chunk, Cursor, Handle, Table};
@@ -71,6 +73,36 @@ pub fn get<'t, U: Unlock>(
     }
     remote(unlock, || {
         handle.read_on(table, |t| Ok(t.get(key)?.map(RecordBuf::into_owned)))
+    })
+}
+
+/// `dig`: walks `path` into the value of `key` and hands the record and
+/// what the walk found to `answer` (`None` for a value that is not typed,
+/// a string, which the binding's own indexing takes whole). A local store
+/// is walked in place, decoding only the compressed items the path
+/// enters; a remote record is fetched whole without the lock, then
+/// walked. Damage names the key; `Ok(None)` when the key is absent. The
+/// caller checks faults after decoding the answer.
+pub fn dig<U: Unlock, R>(
+    unlock: &U,
+    handle: &Handle,
+    table: &Table,
+    key: &[u8],
+    path: &[Probe<'_>],
+    symbolize_names: bool,
+    answer: impl FnOnce(&Record<'_>, Option<Dig<'_>>) -> R,
+) -> Result<hashfile::Result<Option<R>>, U::Error> {
+    if !table.is_remote() {
+        return Ok(table
+            .dig_with(key, path, symbolize_names, answer)
+            .map_err(|e| e.in_value_for(key)));
+    }
+    Ok(match get(unlock, handle, table, key)? {
+        Ok(Some(record)) => dig_record(&record.record(), path, symbolize_names, answer)
+            .map(Some)
+            .map_err(|e| e.in_value_for(key)),
+        Ok(None) => Ok(None),
+        Err(e) => Err(e.in_value_for(key)),
     })
 }
 

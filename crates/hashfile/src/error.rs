@@ -154,6 +154,29 @@ pub enum Error {
         why: String,
     },
 
+    /// An argument no input could make valid (buffers that are not the
+    /// array they are said to be, a count out of range): a binding raises
+    /// its language's error for a bad argument.
+    #[error("{message}")]
+    InvalidArgument {
+        /// What is wrong with it.
+        message: String,
+    },
+
+    /// A value given to a build that a store cannot hold
+    /// (`value::Unencodable`): an object of a type the language's encoder
+    /// has no form for, or containers nested past `value::MAX_DEPTH`.
+    #[error("{place} {why}")]
+    Unencodable {
+        /// The key, and the path inside its value (`value for key "k" at
+        /// ["a", 0]`).
+        place: String,
+        /// What was refused there.
+        why: String,
+        /// Whether it nests too deep (else: an object of another type).
+        too_deep: bool,
+    },
+
     /// A build went past a limit of the format or of one build.
     #[error("{what} is over the limit of {max}")]
     Limit {

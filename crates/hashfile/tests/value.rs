@@ -678,3 +678,58 @@ fn the_walk_builds_containers_in_order_and_reports_damage_through_the_builder() 
         "refused a key of a map of 1"
     );
 }
+
+/// The refusal every binding's encoder raises: the key, the path from the
+/// outside in (a map key shown as stored), and what was refused.
+#[test]
+fn unencodable_names_the_key_and_the_path() {
+    let mut key = Vec::new();
+    Value::str("when").encode(&mut key).unwrap();
+    let e = value::Unencodable::object("Time")
+        .in_element(1)
+        .in_value_of(&key)
+        .for_key(b"t", "nil and Array");
+    assert_eq!(
+        e.to_string(),
+        r#"value for key "t" at ["when", 1] is a Time; Hashfile stores nil and Array"#
+    );
+    assert!(matches!(
+        e,
+        Error::Unencodable {
+            too_deep: false,
+            ..
+        }
+    ));
+
+    // Too deep: the first three steps say where it starts.
+    let mut deep = value::Unencodable::too_deep();
+    for _ in 0..5 {
+        deep = deep.in_element(0);
+    }
+    let e = deep.in_key(2).for_key(b"d", "-");
+    assert_eq!(
+        e.to_string(),
+        format!(
+            r#"value for key "d" at [key of pair 2, 0, 0, ...] nests deeper than {MAX_DEPTH} levels (or contains itself)"#
+        )
+    );
+    assert!(matches!(e, Error::Unencodable { too_deep: true, .. }));
+
+    // A long map key is cut; at the top there is no path.
+    let mut long = Vec::new();
+    Value::str(&"k".repeat(60)).encode(&mut long).unwrap();
+    let e = value::Unencodable::object("Proc")
+        .in_value_of(&long)
+        .for_key(b"x", "-");
+    assert!(
+        e.to_string()
+            .starts_with(&format!("value for key \"x\" at [\"{}...]", "k".repeat(36))),
+        "{e}"
+    );
+    assert_eq!(
+        value::Unencodable::object("Proc")
+            .for_key(b"x", "-")
+            .to_string(),
+        r#"value for key "x" is a Proc; Hashfile stores -"#
+    );
+}

@@ -3,7 +3,7 @@
 
 use hashfile::value::{self as codec, walk, Dig, Probe};
 use hashfile::{RecordBuf, ValueKind};
-use hashfile_runtime::options::Language;
+use hashfile_runtime::options::{decode_for_call, DecodeOptions, Language};
 use hashfile_runtime::{Cursor, Info, InfoValue, SerializedHandle, Table};
 use magnus::{
     function, gc::Marker, method, prelude::*, value::Opaque, DataTypeFunctions, Error, RArray,
@@ -18,7 +18,7 @@ use crate::store;
 use crate::store::Gvl;
 use crate::strings;
 use crate::typed_data::unwrap_self;
-use crate::value::{DecodeFlags, Decoder, OwnedProbe};
+use crate::value::{Decoder, OwnedProbe};
 use hashfile_runtime::reads;
 
 /// The open location is a `hashfile_runtime::SerializedHandle` (the GVL
@@ -34,7 +34,7 @@ use hashfile_runtime::reads;
 pub(crate) struct Reader {
     handle: SerializedHandle,
     /// The decode options given to `Hashfile.open`.
-    flags: DecodeFlags,
+    flags: DecodeOptions,
     /// The `load` half of the serializer given to `Hashfile.open`.
     load: Option<Opaque<Value>>,
     /// The values of recent lookups, with `memo:`.
@@ -83,8 +83,7 @@ impl Reader {
         let given = crate::options::given(ruby, options)?;
         let request = hashfile_runtime::options::open_request(&path, &given, Language::Ruby)
             .map_err(|e| to_ruby(ruby, e))?;
-        let d = request.decode;
-        let flags = DecodeFlags::of(d.symbolize_names, d.freeze, d.raw);
+        let flags = request.decode;
         let open_options = request.options;
         let handle = if hashfile_remote::Location::is_remote(&path) {
             reads::remote(&Gvl(ruby), move || {
@@ -184,7 +183,7 @@ impl Reader {
     }
 
     #[inline]
-    fn decoder<'r>(&'r self, ruby: &'r Ruby, flags: DecodeFlags) -> Decoder<'r> {
+    fn decoder<'r>(&'r self, ruby: &'r Ruby, flags: DecodeOptions) -> Decoder<'r> {
         Decoder {
             ruby,
             flags,
@@ -196,6 +195,26 @@ impl Reader {
         }
     }
 
+    /// The decode options of one `call`: this reader's, with the options
+    /// given to the call (a Hash, or nil) judged by the runtime
+    /// (`decode_for_call`).
+    fn decode_options(
+        &self,
+        ruby: &Ruby,
+        call: &str,
+        options: Option<RHash>,
+    ) -> Result<DecodeOptions, Error> {
+        if options.is_none() {
+            return Ok(self.flags);
+        }
+        let given = crate::options::given(ruby, options)?;
+        let given: Vec<(&str, &_)> = given
+            .iter()
+            .map(|(name, arg)| (name.as_str(), arg))
+            .collect();
+        decode_for_call(call, self.flags, &given).map_err(|e| to_ruby(ruby, e))
+    }
+
     /// `db[key]`: the value, or `if_missing` when the key is absent.
     #[inline]
     fn lookup(
@@ -203,7 +222,7 @@ impl Reader {
         ruby: &Ruby,
         key: Value,
         if_missing: Value,
-        flags: DecodeFlags,
+        flags: DecodeOptions,
     ) -> Result<Value, Error> {
         self.with_store(ruby, |store| {
             match store::find(ruby, self.handle.handle(), store, key)? {
@@ -270,7 +289,7 @@ impl Reader {
         options: Option<RHash>,
     ) -> Result<Value, Error> {
         let reader = unwrap_self::<Self>(ruby, rb_self, "Hashfile::Reader")?;
-        let flags = reader.flags.with_options(ruby, options)?;
+        let flags = reader.decode_options(ruby, "get", options)?;
         match &reader.memo {
             // The memo holds values decoded with the open-time options.
             Some(memo) if flags == reader.flags => reader.memo_lookup(ruby, memo, key, if_missing),
@@ -291,7 +310,19 @@ impl Reader {
         raw: Value,
     ) -> Result<Value, Error> {
         let reader = unwrap_self::<Self>(ruby, rb_self, "Hashfile::Reader")?;
-        let flags = reader.flags.with_values([symbolize_names, freeze, raw]);
+        let flags = if symbolize_names.is_nil() && freeze.is_nil() && raw.is_nil() {
+            reader.flags
+        } else {
+            let given = [
+                ("symbolize_names", symbolize_names),
+                ("freeze", freeze),
+                ("raw", raw),
+            ]
+            .map(|(name, value)| crate::options::arg(ruby, value, 0).map(|arg| (name, arg)));
+            let given = given.into_iter().collect::<Result<Vec<_>, Error>>()?;
+            let given: Vec<(&str, &_)> = given.iter().map(|(name, arg)| (*name, arg)).collect();
+            decode_for_call("get", reader.flags, &given).map_err(|e| to_ruby(ruby, e))?
+        };
         match &reader.memo {
             Some(memo) if flags == reader.flags => reader.memo_lookup(ruby, memo, key, if_missing),
             _ => reader.lookup(ruby, key, if_missing, flags),
@@ -306,50 +337,45 @@ impl Reader {
         options: Option<RHash>,
     ) -> Result<Value, Error> {
         let reader = unwrap_self::<Self>(ruby, rb_self, "Hashfile::Reader")?;
-        let flags = reader.flags.with_options(ruby, options)?;
+        let flags = reader.decode_options(ruby, "dig", options)?;
         reader.with_store(ruby, |store| {
             let decoder = reader.decoder(ruby, flags);
-            if store.is_remote() || flags.has(DecodeFlags::RAW) {
-                // The whole record, fetched once (remotely, without the
-                // GVL), then walked.
-                return match store::find(ruby, reader.handle.handle(), store, key)? {
-                    Some(Ok(Some(record))) => decoder.dig(&record.record(), path),
+            let handle = reader.handle.handle();
+            let damaged = |e: hashfile::Error| to_ruby(ruby, e.with_path(reader.path().as_ref()));
+            if flags.raw {
+                // The bytes as stored: Ruby's own dig on the whole String.
+                return match store::find(ruby, handle, store, key)? {
+                    Some(Ok(Some(record))) => decoder.whole(&record.record(), path),
                     Some(Ok(None)) | None => Ok(ruby.qnil().as_value()),
-                    Some(Err(e)) => Err(to_ruby(ruby, e.with_path(reader.path().as_ref()))),
+                    Some(Err(e)) => Err(damaged(e)),
                 };
             }
-            // The walk reads the store in place and decodes only the
-            // compressed items its path enters. The key is copied: Ruby
-            // runs while the answer is decoded.
+            // The key is copied: Ruby runs while the answer is decoded.
             let Some(key) = store::with_key(key, <[u8]>::to_vec)? else {
                 return Ok(ruby.qnil().as_value());
             };
             let owned = decoder.probes(path)?;
             let probes: Vec<_> = owned.iter().map(OwnedProbe::probe).collect();
-            let symbolize_names = flags.has(DecodeFlags::SYMBOLIZE_NAMES);
-            let answered =
-                store.dig_with(
-                    &key,
-                    &probes,
-                    symbolize_names,
-                    |record, walked| match walked {
-                        Some(walked) => {
-                            decoder
-                                .for_key(record.key)
-                                .answer(walked, path, probes.len())
-                        }
+            let symbolize_names = flags.symbolize_names;
+            let answered = reads::dig(
+                &Gvl(ruby),
+                handle,
+                store,
+                &key,
+                &probes,
+                symbolize_names,
+                |record, walked| {
+                    let decoder = decoder.for_key(record.key);
+                    match walked {
+                        Some(walked) => decoder.answer(&walked, path, probes.len()),
                         None => decoder.whole(record, path),
-                    },
-                );
+                    }
+                },
+            )?;
             match answered {
                 Ok(Some(answer)) => answer,
                 Ok(None) => Ok(ruby.qnil().as_value()),
-                // A damaged value names the store and the key, as a
-                // decoding error does.
-                Err(e) => Err(to_ruby(
-                    ruby,
-                    e.in_value_for(&key).with_path(reader.path().as_ref()),
-                )),
+                Err(e) => Err(damaged(e)),
             }
         })
     }

@@ -12,9 +12,11 @@
 use std::ffi::c_long;
 
 use hashfile::value::{
-    self as codec, walk, Container, ContainerStart, Dig, Encoding, Item, Probe, MAX_DEPTH,
+    self as codec, walk, Container, ContainerStart, Dig, Encoding, Item, Probe, Unencodable,
+    MAX_DEPTH,
 };
-use hashfile::{DisplayBytes, Record, ValueKind};
+use hashfile::{Record, ValueKind};
+use hashfile_runtime::options::DecodeOptions;
 use magnus::{
     prelude::*,
     r_hash::ForEach,
@@ -23,142 +25,38 @@ use magnus::{
 };
 use rb_sys::{StableApiDefinition, VALUE};
 
-use crate::error::{arg_error, class_name, FORMAT_ERROR};
+use crate::error::{class_name, to_ruby, FORMAT_ERROR};
 use crate::strings::{self, Stored};
-
-/// How a lookup turns stored bytes into Ruby objects: the decode options
-/// of `Hashfile.open`, `get` and `dig`, defined here and nowhere else.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct DecodeFlags(u8);
-
-impl DecodeFlags {
-    /// Hash keys that are strings become Symbols (as JSON's option).
-    pub(crate) const SYMBOLIZE_NAMES: u8 = 1;
-    /// Every value deep-frozen; strings deduplicated (`-str`).
-    pub(crate) const FREEZE: u8 = 2;
-    /// The stored bytes as a binary String, not decoded.
-    pub(crate) const RAW: u8 = 4;
-    /// The options by name.
-    const NAMES: [(&'static str, u8); 3] = [
-        ("symbolize_names", Self::SYMBOLIZE_NAMES),
-        ("freeze", Self::FREEZE),
-        ("raw", Self::RAW),
-    ];
-
-    /// The flags of the decode options `Hashfile.open` was given.
-    pub(crate) fn of(symbolize_names: bool, freeze: bool, raw: bool) -> DecodeFlags {
-        let bit = |on: bool, bit: u8| if on { bit } else { 0 };
-        DecodeFlags(
-            bit(symbolize_names, Self::SYMBOLIZE_NAMES)
-                | bit(freeze, Self::FREEZE)
-                | bit(raw, Self::RAW),
-        )
-    }
-
-    pub(crate) fn has(self, bit: u8) -> bool {
-        self.0 & bit != 0
-    }
-
-    /// These flags with each option of `NAMES` given in `values` (in
-    /// that order: true, false, or nil for no change) set or cleared: the
-    /// keywords of `Reader#get`, passed on without building a Hash.
-    pub(crate) fn with_values(self, values: [Value; 3]) -> DecodeFlags {
-        let mut flags = self.0;
-        for ((_, bit), value) in Self::NAMES.iter().zip(values) {
-            if value.is_nil() {
-                continue;
-            }
-            if value.to_bool() {
-                flags |= bit;
-            } else {
-                flags &= !bit;
-            }
-        }
-        DecodeFlags(flags)
-    }
-
-    /// These flags with the options in `options` (`symbolize_names:`,
-    /// `freeze:`, `raw:`, each true or false) set or cleared; nil changes
-    /// nothing.
-    pub(crate) fn with_options(
-        self,
-        ruby: &Ruby,
-        options: Option<RHash>,
-    ) -> Result<DecodeFlags, Error> {
-        let Some(options) = options else {
-            return Ok(self);
-        };
-        let mut flags = self.0;
-        options.foreach(|key: magnus::Symbol, value: Value| {
-            let name = key.name()?;
-            let Some(&(_, bit)) = Self::NAMES.iter().find(|(n, _)| *n == name) else {
-                return Err(arg_error(ruby, format!("unknown decode option {name}; expected one of symbolize_names, freeze, raw")));
-            };
-            if value.to_bool() {
-                flags |= bit;
-            } else {
-                flags &= !bit;
-            }
-            Ok(ForEach::Continue)
-        })?;
-        Ok(DecodeFlags(flags))
-    }
-}
 
 // ---------------------------------------------------------------------------
 // Encoding: Ruby object -> bytes
 // ---------------------------------------------------------------------------
 
-/// Why a value could not be encoded, with the path to the offending part,
-/// built as the error travels up (so success costs no path bookkeeping).
+/// Why a value could not be encoded: an exception Ruby raised (a
+/// serializer's), or one the core words ([`Unencodable`]: the message
+/// every language gives).
 pub(crate) enum EncodeError {
     Ruby(Error),
-    Unsupported { class: String, path: Vec<String> },
-    TooDeep { path: Vec<String> },
+    Value(Unencodable),
 }
 
+/// What Ruby's encoder stores, for [`Unencodable::for_key`]'s message.
+const STORES: &str = "nil, true, false, Integer, Float, String, Symbol, Array and Hash (pass serializer: to store other objects)";
+
 impl EncodeError {
-    fn at(mut self, segment: impl FnOnce() -> String) -> EncodeError {
-        match &mut self {
-            EncodeError::Unsupported { path, .. } | EncodeError::TooDeep { path } => {
-                path.push(segment())
-            }
-            EncodeError::Ruby(_) => {}
+    /// This error one step further out (a refusal's path grows).
+    fn inside(self, step: impl FnOnce(Unencodable) -> Unencodable) -> EncodeError {
+        match self {
+            EncodeError::Value(refused) => EncodeError::Value(step(refused)),
+            ruby => ruby,
         }
-        self
     }
 
     /// The Ruby exception, naming the entry's key and the path inside it.
     pub(crate) fn into_ruby(self, ruby: &Ruby, key: &[u8]) -> Error {
-        let place = |path: &[String]| {
-            if path.is_empty() {
-                format!("value for key {}", DisplayBytes(key))
-            } else {
-                let inner: Vec<&str> = path.iter().rev().map(String::as_str).collect();
-                format!(
-                    "value for key {} at [{}]",
-                    DisplayBytes(key),
-                    inner.join(", ")
-                )
-            }
-        };
         match self {
             EncodeError::Ruby(e) => e,
-            EncodeError::Unsupported { class, path } => Error::new(
-                ruby.exception_type_error(),
-                format!("{} is a {class}; Hashfile stores nil, true, false, Integer, Float, String, Symbol, Array and Hash (pass serializer: to store other objects)", place(&path)),
-            ),
-            EncodeError::TooDeep { mut path } => {
-                // Outermost first; the first few steps say where it starts.
-                path.reverse();
-                let shown = path.len().min(3);
-                let mut head: Vec<String> = path[..shown].to_vec();
-                if path.len() > shown {
-                    head.push("...".into());
-                }
-                head.reverse();
-                Error::new(ruby.exception_arg_error(), format!("{} nests deeper than {MAX_DEPTH} levels (or contains itself)", place(&head)))
-            }
+            EncodeError::Value(refused) => to_ruby(ruby, refused.for_key(key, STORES)),
         }
     }
 }
@@ -166,23 +64,6 @@ impl EncodeError {
 impl From<Error> for EncodeError {
     fn from(e: Error) -> Self {
         EncodeError::Ruby(e)
-    }
-}
-
-/// A short description of a path segment (a Hash key or an Array index).
-fn segment(key: Value) -> String {
-    let text = key.inspect();
-    if text.len() > 40 {
-        format!(
-            "{}...",
-            &text[..text
-                .char_indices()
-                .take_while(|(i, _)| *i < 37)
-                .last()
-                .map_or(0, |(i, c)| i + c.len_utf8())]
-        )
-    } else {
-        text
     }
 }
 
@@ -245,10 +126,7 @@ pub(crate) fn encode(
         return Ok(());
     }
     if api.special_const_p(raw) {
-        return Err(EncodeError::Unsupported {
-            class: class_name(value),
-            path: Vec::new(),
-        });
+        return Err(EncodeError::Value(Unencodable::object(class_name(value))));
     }
     // SAFETY: not a special constant, so it is a heap object with a type.
     match unsafe { api.builtin_type(raw) } {
@@ -273,14 +151,14 @@ pub(crate) fn encode(
         RUBY_T_ARRAY => {
             let depth = depth_left
                 .checked_sub(1)
-                .ok_or(EncodeError::TooDeep { path: Vec::new() })?;
+                .ok_or(EncodeError::Value(Unencodable::too_deep()))?;
             let array = RArray::from_value(value).expect("T_ARRAY is an Array");
             let start = ContainerStart::begin(out);
             let mut i = 0;
             // The length is read each time: a serializer could change it.
             while i < array.len() {
                 let item: Value = array.entry(i as isize)?;
-                encode(ruby, item, dump, out, depth).map_err(|e| e.at(|| i.to_string()))?;
+                encode(ruby, item, dump, out, depth).map_err(|e| e.inside(|u| u.in_element(i)))?;
                 i += 1;
             }
             start.end_array(out, i as u64);
@@ -288,16 +166,19 @@ pub(crate) fn encode(
         RUBY_T_HASH => {
             let depth = depth_left
                 .checked_sub(1)
-                .ok_or(EncodeError::TooDeep { path: Vec::new() })?;
+                .ok_or(EncodeError::Value(Unencodable::too_deep()))?;
             let hash = RHash::from_value(value).expect("T_HASH is a Hash");
             let start = ContainerStart::begin(out);
             let mut count = 0u64;
             let mut failure = None;
             hash.foreach(|k: Value, v: Value| {
+                let key_at = out.len();
                 let result = encode(ruby, k, dump, out, depth)
-                    .map_err(|e| e.at(|| format!("key {}", segment(k))))
+                    .map_err(|e| e.inside(|u| u.in_key(count as usize)))
                     .and_then(|_| {
-                        encode(ruby, v, dump, out, depth).map_err(|e| e.at(|| segment(k)))
+                        let key_end = out.len();
+                        encode(ruby, v, dump, out, depth)
+                            .map_err(|e| e.inside(|u| u.in_value_of(&out[key_at..key_end])))
                     });
                 match result {
                     Ok(()) => {
@@ -317,10 +198,7 @@ pub(crate) fn encode(
         }
         _ => {
             if dump.is_nil() {
-                return Err(EncodeError::Unsupported {
-                    class: class_name(value),
-                    path: Vec::new(),
-                });
+                return Err(EncodeError::Value(Unencodable::object(class_name(value))));
             }
             let bytes: Value = dump.funcall("call", (value,))?;
             let Some(bytes) = RString::from_value(bytes) else {
@@ -373,7 +251,7 @@ pub(crate) fn store_value(
 #[derive(Clone, Copy)]
 pub(crate) struct Decoder<'r> {
     pub ruby: &'r Ruby,
-    pub flags: DecodeFlags,
+    pub flags: DecodeOptions,
     pub load: Value,
     /// The key of the record being decoded, which damage is reported under.
     pub key: Option<&'r [u8]>,
@@ -435,8 +313,8 @@ impl Decoder<'_> {
     /// A top-level record's value.
     #[inline]
     pub(crate) fn record(&self, record: &Record<'_>) -> Result<Value, Error> {
-        let freeze = self.flags.has(DecodeFlags::FREEZE);
-        let raw = if self.flags.has(DecodeFlags::RAW) {
+        let freeze = self.flags.freeze;
+        let raw = if self.flags.raw {
             self.string(record.value, Encoding::Binary, freeze)?
         } else {
             match record.kind {
@@ -459,27 +337,6 @@ impl Decoder<'_> {
     // -----------------------------------------------------------------------
     // dig
     // -----------------------------------------------------------------------
-
-    /// `dig(key, *path)` into a record's value: the core walks the encoded
-    /// bytes, skipping siblings whole, and only what the path ends on is
-    /// decoded. Steps it cannot take on the bytes (a Float key, an index
-    /// into a String, ...) are handed to Ruby's own `dig` on the decoded
-    /// rest, so the answers and errors are exactly those of `Hash#dig`.
-    pub(crate) fn dig(&self, record: &Record<'_>, path: RArray) -> Result<Value, Error> {
-        let this = self.for_key(record.key);
-        if record.kind != ValueKind::Typed || this.flags.has(DecodeFlags::RAW) {
-            return this.whole(record, path);
-        }
-        let owned = self.probes(path)?;
-        let probes: Vec<Probe<'_>> = owned.iter().map(OwnedProbe::probe).collect();
-        let walked = codec::dig(
-            record.value,
-            &probes,
-            this.flags.has(DecodeFlags::SYMBOLIZE_NAMES),
-        )
-        .map_err(|e| this.damage(e))?;
-        this.answer(walked, path, probes.len())
-    }
 
     /// `dig` on a record's whole value: Ruby's own, on the decoded value
     /// (a string's, or with `raw:`).
@@ -505,23 +362,13 @@ impl Decoder<'_> {
     /// ended on decoded, and the rest of the path taken by Ruby's own dig.
     pub(crate) fn answer(
         &self,
-        walked: Dig<'_>,
+        walked: &Dig<'_>,
         path: RArray,
         steps: usize,
     ) -> Result<Value, Error> {
-        let depth_after = |steps: usize| MAX_DEPTH.saturating_sub(steps);
-        match walked {
-            Dig::Absent => Ok(self.ruby.qnil().as_value()),
-            Dig::Stuck { step, item } => self.fallback(
-                walk::item_at(&mut { *self }, &item, depth_after(step))?,
-                path,
-                step,
-            ),
-            Dig::Found(item) => self.fallback(
-                walk::item_at(&mut { *self }, &item, depth_after(steps))?,
-                path,
-                steps,
-            ),
+        match walk::dug(&mut { *self }, walked, steps)? {
+            None => Ok(self.ruby.qnil().as_value()),
+            Some((taken, value)) => self.fallback(value, path, taken),
         }
     }
 
@@ -567,7 +414,7 @@ impl walk::Build for Decoder<'_> {
     /// was copied through the stack at odd offsets that the loads after
     /// could not forward from, a third of a `db[]` of a small nested value.
     fn leaf(&mut self, item: &Item<'_>) -> Result<VALUE, Error> {
-        let freeze = self.flags.has(DecodeFlags::FREEZE);
+        let freeze = self.flags.freeze;
         Ok(match *item {
             Item::Nil => rb_sys::Qnil as VALUE,
             Item::Bool(true) => rb_sys::Qtrue as VALUE,
@@ -621,7 +468,7 @@ impl walk::Build for Decoder<'_> {
     /// Symbols under SYMBOLIZE_NAMES.
     fn key(&mut self, item: &Item<'_>) -> Result<VALUE, Error> {
         match *item {
-            Item::Str(bytes, encoding) if self.flags.has(DecodeFlags::SYMBOLIZE_NAMES) => {
+            Item::Str(bytes, encoding) if self.flags.symbolize_names => {
                 self.symbol(bytes, encoding)
             }
             Item::Str(bytes, encoding) => self.string(bytes, encoding, true),
@@ -677,7 +524,7 @@ impl walk::Build for Decoder<'_> {
     }
 
     fn finish(&mut self, container: VALUE) -> Result<VALUE, Error> {
-        if self.flags.has(DecodeFlags::FREEZE) {
+        if self.flags.freeze {
             // SAFETY: a live Array or Hash.
             unsafe { rb_sys::rb_obj_freeze(container) };
         }

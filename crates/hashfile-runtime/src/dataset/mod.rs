@@ -11,6 +11,7 @@
 //! dataset is one request for the manifest and nothing per shard.
 
 #[cfg(feature = "import")]
+pub mod arrow;
 mod import;
 pub mod manifest;
 mod origin;

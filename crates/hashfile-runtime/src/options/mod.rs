@@ -14,7 +14,7 @@ pub mod table;
 
 pub use arg::Arg;
 pub use parse::{
-    build_request, max_threads, open_request, remote_options, shard_count, BuildRequest,
-    DecodeOptions, Given, OpenRequest,
+    build_request, decode_for_call, max_threads, open_request, remote_options, shard_count,
+    BuildRequest, DecodeOptions, Given, OpenRequest, DECODE_OPTIONS,
 };
 pub use table::{Call, Group, Kind, Language, Spec, OPTIONS};

@@ -97,12 +97,7 @@ pub fn open_request(location: &str, given: &Given, language: Language) -> Result
             _ => remote_option(&mut remote, name, value, spec)?,
         }
     }
-    if request.decode.raw && request.decode.symbolize_names {
-        return Err(Error::InvalidOption {
-            name: "symbolize_names",
-            reason: "does not apply with raw: true, which returns the stored bytes undecoded; give one of them".into(),
-        });
-    }
+    check_raw(&request.decode)?;
     // S3's options reach an s3:// store, or the s3:// shards a manifest
     // elsewhere may name once allow_origins allows them.
     let s3 = |place: &str| {
@@ -287,6 +282,72 @@ pub fn build_request(call: Call, given: &Given, language: Language) -> Result<Bu
     options.validate()?;
     request.options = options;
     Ok(request)
+}
+
+/// The decode options one lookup takes (Ruby's `get` and `dig`), over
+/// those `open` was given.
+pub const DECODE_OPTIONS: [&str; 3] = ["symbolize_names", "freeze", "raw"];
+
+/// The decode options of one `call` (`"get"`, `"dig"`): `open`'s, with
+/// each of `given` that is not nil in its place, judged as `open` judges
+/// them (true or false; no symbolize_names where the call reads raw). A
+/// call's `raw: true` on a reader opened with `symbolize_names` reads the
+/// bytes: open's options are defaults, the call's are what it asks.
+pub fn decode_for_call(
+    call: &str,
+    open: DecodeOptions,
+    given: &[(&str, &Arg)],
+) -> Result<DecodeOptions> {
+    let mut decode = open;
+    let mut asked = DecodeOptions::default();
+    for (i, &(name, value)) in given.iter().enumerate() {
+        if given[..i].iter().any(|(earlier, _)| *earlier == name) {
+            return Err(Error::UnknownOption {
+                message: format!(
+                    "the option {name} is given twice (as a Symbol and as a String?); give it once"
+                ),
+                names: vec![name.to_owned()],
+            });
+        }
+        let Some(spec) = table::find(name).filter(|_| DECODE_OPTIONS.contains(&name)) else {
+            let guess = suggest::closest(name, &DECODE_OPTIONS)
+                .map(|g| format!(" (did you mean {g}?)"))
+                .unwrap_or_default();
+            return Err(Error::UnknownOption {
+                message: format!(
+                    "unknown option {name} for {call}{guess}; it takes: {}",
+                    DECODE_OPTIONS.join(", ")
+                ),
+                names: vec![name.to_owned()],
+            });
+        };
+        if value.is_nil() {
+            continue;
+        }
+        let on = boolean(spec, value)?;
+        match name {
+            "symbolize_names" => (decode.symbolize_names, asked.symbolize_names) = (on, on),
+            "freeze" => decode.freeze = on,
+            _ => decode.raw = on,
+        }
+    }
+    // Keys asked for in this call, of bytes returned undecoded.
+    check_raw(&DecodeOptions {
+        raw: decode.raw,
+        ..asked
+    })?;
+    Ok(decode)
+}
+
+/// `raw` returns the stored bytes, which have no map keys to symbolize.
+fn check_raw(decode: &DecodeOptions) -> Result<()> {
+    if decode.raw && decode.symbolize_names {
+        return Err(Error::InvalidOption {
+            name: "symbolize_names",
+            reason: "does not apply with raw: true, which returns the stored bytes undecoded; give one of them".into(),
+        });
+    }
+    Ok(())
 }
 
 /// The most threads a build may ask for: a few per core is all a build

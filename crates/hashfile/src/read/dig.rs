@@ -47,7 +47,7 @@ impl<S: Source> Reader<S> {
         }
         if !layout.items {
             let found = self.found(found, value, layout)?;
-            return walk(&found.record(), path, symbolize_names, answer).map(Some);
+            return dig_record(&found.record(), path, symbolize_names, answer).map(Some);
         }
         // A value holding compressed items: `value::frames` walks its raw
         // levels in place and decodes only the frames the path needs, each
@@ -91,8 +91,9 @@ impl<S: Source> Reader<S> {
     }
 }
 
-/// `Reader::dig_with` on a record read whole: its value walked in place.
-fn walk<R>(
+/// `Reader::dig_with` on a record read whole (a remote record, say): its
+/// value walked in place.
+pub fn dig_record<R>(
     record: &Record<'_>,
     path: &[crate::value::Probe<'_>],
     symbolize_names: bool,

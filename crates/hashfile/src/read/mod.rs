@@ -27,6 +27,7 @@ use crate::format::{Header, Section, SectionId, HEADER_PREFIX_LEN};
 use std::ops::Range;
 
 pub use cache::{BlockCache, CacheOptions, CacheStats, RangeFetch};
+pub use dig::dig_record;
 pub use iter::Iter;
 pub use source::{FileSource, Piece, Source};
 pub use verify::VERIFY_CHUNK;

@@ -14,7 +14,8 @@
 //!   with the one set of checks every decoder makes.
 //! - [`dig`] walks a path into encoded bytes, skipping siblings whole.
 //! - [`Value`] is an owned tree, for Rust callers and tests.
-//! - The `write_*` functions and [`ContainerStart`] encode without a tree.
+//! - The `write_*` functions and [`ContainerStart`] encode without a tree;
+//!   an encoder that refuses a value says why with [`Unencodable`].
 //!
 //! [`deep_merge`] merges two trees the way I18n merges locale files.
 //!
@@ -30,6 +31,7 @@ mod dig;
 pub mod frames;
 pub mod json;
 mod merge;
+mod unencodable;
 pub mod walk;
 
 use crate::error::{Error, Result};
@@ -37,6 +39,7 @@ use crate::format::{varint, Record, ValueKind};
 
 pub use dig::{dig, find_in_array, find_in_map, Dig, Probe};
 pub use merge::deep_merge;
+pub use unencodable::Unencodable;
 
 /// Deepest nesting of arrays and maps a value may have. A scalar at the top
 /// is depth 0; `[[1]]` is depth 2. JSON.parse's default `max_nesting` is

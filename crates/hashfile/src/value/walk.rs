@@ -7,7 +7,7 @@
 //! Before it, each decoder made these checks itself, and Python's skipped
 //! one (a body longer than its items) that Ruby's made.
 
-use super::{too_deep, Container, Cursor, Item, MAX_DEPTH};
+use super::{too_deep, Container, Cursor, Dig, Item, MAX_DEPTH};
 use crate::error::Error;
 
 /// What a decoder makes of each item the walk reads. Containers are made
@@ -74,6 +74,26 @@ pub fn next<B: Build>(
         Ok(ref item) => item_at(b, item, depth_left),
         Err(e) => Err(b.error(e)),
     }
+}
+
+/// What a [`dig`](super::dig) of `steps` probes ended on, built: `None`
+/// if the path finds nothing; else how many steps were taken (all, or up
+/// to the one the walk could not take on the bytes, which the binding's
+/// own indexing takes with the rest) and the item there. Each step went
+/// one container down, so what it ended on nests only as deep as is left,
+/// as a decode of the whole value would have it.
+pub fn dug<B: Build>(
+    b: &mut B,
+    walked: &Dig<'_>,
+    steps: usize,
+) -> Result<Option<(usize, B::Value)>, B::Error> {
+    let (taken, item) = match walked {
+        Dig::Absent => return Ok(None),
+        Dig::Stuck { step, item } => (*step, item),
+        Dig::Found(item) => (steps, item),
+    };
+    let built = item_at(b, item, MAX_DEPTH.saturating_sub(taken))?;
+    Ok(Some((taken, built)))
 }
 
 /// An item already read (what `dig` ended on, say), built, with containers
