@@ -1,0 +1,647 @@
+//! The JVM binding's native half: `dev.hashfile.Native`'s methods over the
+//! `hashfile` crates. Thin by design, as the Ruby and Python bindings are:
+//! arguments converted, values built (`decode`, `encode`), errors mapped
+//! to the runtime's classes (`errors`), options handed to the runtime's
+//! table (`options`). What a store does lives in `hashfile_runtime`.
+//!
+//! An open location is a `hashfile_runtime::Handle` on the heap, its
+//! address held by a Java `Reader`, which frees it (`free`) only once no
+//! Java code can reach it (a `Cleaner`, with `Reference.reachabilityFence`
+//! after every native call): `close` closes the handle, so a call after
+//! it raises `ClosedException`, and never frees memory another thread may
+//! be reading.
+#![warn(missing_docs, unreachable_pub)]
+
+mod decode;
+mod encode;
+mod errors;
+mod options;
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::Path;
+
+use hashfile_runtime::options::{build_request, open_request, Call, Language};
+use hashfile_runtime::reads::{self, Unlock};
+use hashfile_runtime::{Cursor, Handle, Info, InfoValue, Writer};
+use jni::objects::{JByteArray, JClass, JLongArray, JObject, JObjectArray, JString, JValue};
+use jni::sys::{jboolean, jint, jlong, jobject, jobjectArray, JNI_FALSE, JNI_TRUE};
+use jni::JNIEnv;
+
+use errors::{throw, Failure, Result};
+
+/// Runs a native method's body: its error thrown as its Java exception,
+/// a panic as `HashfileException` ("internal error"), never across into
+/// the JVM; `failed` is what the method returns then (Java ignores it).
+fn run<'l, T>(
+    env: &mut JNIEnv<'l>,
+    failed: T,
+    body: impl FnOnce(&mut JNIEnv<'l>) -> Result<T>,
+) -> T {
+    match catch_unwind(AssertUnwindSafe(|| body(env))) {
+        Ok(Ok(value)) => value,
+        Ok(Err(failure)) => {
+            throw(env, failure);
+            failed
+        }
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            if !env.exception_check().unwrap_or(true) {
+                let _ = env.throw_new(
+                    "dev/hashfile/HashfileException",
+                    format!("internal error: {what}"),
+                );
+            }
+            failed
+        }
+    }
+}
+
+/// The JVM has no interpreter lock to release: a read that may wait runs
+/// in the calling thread, other Java threads going on meanwhile.
+struct NoLock;
+
+impl Unlock for NoLock {
+    type Error = Failure;
+
+    fn unlocked<R: Send>(
+        &self,
+        _interrupt: Option<&std::sync::atomic::AtomicBool>,
+        work: impl FnOnce() -> R + Send,
+    ) -> std::result::Result<R, Failure> {
+        Ok(work())
+    }
+
+    fn interrupted(&self) -> std::result::Result<(), Failure> {
+        Ok(())
+    }
+}
+
+/// The handle at `address`.
+///
+/// # Safety
+/// `address` is one `open` returned, not yet given to `free`.
+unsafe fn handle<'h>(address: jlong) -> &'h Handle {
+    // SAFETY: the caller's promise; a Java Reader frees its handle only
+    // once unreachable, and fences every call that passes its address.
+    unsafe { &*(address as *const Handle) }
+}
+
+/// A key's bytes, copied out of the Java array.
+fn key_bytes(env: &mut JNIEnv<'_>, key: &JByteArray<'_>) -> Result<Vec<u8>> {
+    Ok(env.convert_byte_array(key)?)
+}
+
+/// A record's error with the location read, as every binding names it.
+fn at(handle: &Handle, e: hashfile::Error) -> Failure {
+    Failure::Hashfile(e.with_path(Path::new(handle.location())))
+}
+
+/// `Native.open(location, options)`: the address of a new handle.
+#[no_mangle]
+pub extern "system" fn Java_dev_hashfile_Native_open<'l>(
+    mut env: JNIEnv<'l>,
+    _class: JClass<'l>,
+    location: JString<'l>,
+    options: JObjectArray<'l>,
+) -> jlong {
+    run(&mut env, 0, |env| {
+        let location: String = env.get_string(&location)?.into();
+        let given = options::given(env, &options)?;
+        let request = open_request(&location, &given, Language::Java)?;
+        if request.memo > 0 {
+            // Taken by the table for every language, kept by no JVM code
+            // yet: refused, never ignored.
+            return Err(Failure::Hashfile(hashfile::Error::InvalidOption {
+                name: "memo",
+                reason: "is not in the JVM binding yet (docs/JVM.md)".into(),
+            }));
+        }
+        let handle = hashfile_runtime::open(&location, request.options)?;
+        if request.verify {
+            let table = handle.current_mapped()?;
+            table.verify().map_err(|e| at(&handle, e))?;
+        }
+        Ok(Box::into_raw(Box::new(handle)) as jlong)
+    })
+}
+
+/// `Native.free(address)`: the handle's memory, once no Java code can
+/// reach it.
+#[no_mangle]
+pub extern "system" fn Java_dev_hashfile_Native_free(
+    _env: JNIEnv<'_>,
+    _class: JClass<'_>,
+    address: jlong,
+) {
+    if address != 0 {
+        // SAFETY: the Reader's cleaner passes the address `open` returned,
+        // once, when nothing can pass it to another call.
+        drop(unsafe { Box::from_raw(address as *mut Handle) });
+    }
+}
+
+/// `Native.close(address)`.
+#[no_mangle]
+pub extern "system" fn Java_dev_hashfile_Native_close(
+    _env: JNIEnv<'_>,
+    _class: JClass<'_>,
+    address: jlong,
+) {
+    // SAFETY: the Reader's own address, fenced by its caller.
+    unsafe { handle(address) }.close();
+}
+
+/// `Native.isClosed(address)`.
+#[no_mangle]
+pub extern "system" fn Java_dev_hashfile_Native_isClosed(
+    _env: JNIEnv<'_>,
+    _class: JClass<'_>,
+    address: jlong,
+) -> jboolean {
+    // SAFETY: as for `close`.
+    if unsafe { handle(address) }.is_closed() {
+        JNI_TRUE
+    } else {
+        JNI_FALSE
+    }
+}
+
+/// `Native.get(address, key, ifMissing)`: the value of `key`, else
+/// `ifMissing`.
+#[no_mangle]
+pub extern "system" fn Java_dev_hashfile_Native_get<'l>(
+    mut env: JNIEnv<'l>,
+    _class: JClass<'l>,
+    address: jlong,
+    key: JByteArray<'l>,
+    if_missing: JObject<'l>,
+) -> jobject {
+    run(&mut env, std::ptr::null_mut(), |env| {
+        // SAFETY: as for `close`.
+        let handle = unsafe { handle(address) };
+        let key = key_bytes(env, &key)?;
+        let table = handle.current()?;
+        let found = reads::get(&NoLock, handle, &table, &key)?.map_err(|e| at(handle, e))?;
+        let value = match found {
+            Some(record) => decode::value(env, &record.record(), handle.location())?,
+            None => if_missing,
+        };
+        // What a page that faulted held is dropped.
+        handle.check_faults(&table).map_err(|e| at(handle, e))?;
+        Ok(value.into_raw())
+    })
+}
+
+/// `Native.containsKey(address, key)`.
+#[no_mangle]
+pub extern "system" fn Java_dev_hashfile_Native_containsKey<'l>(
+    mut env: JNIEnv<'l>,
+    _class: JClass<'l>,
+    address: jlong,
+    key: JByteArray<'l>,
+) -> jboolean {
+    run(&mut env, JNI_FALSE, |env| {
+        // SAFETY: as for `close`.
+        let handle = unsafe { handle(address) };
+        let key = key_bytes(env, &key)?;
+        let table = handle.current()?;
+        let found = reads::read(&NoLock, handle, &table, |t| Ok(t.get(&key)?.is_some()))?
+            .map_err(|e| at(handle, e))?;
+        Ok(if found { JNI_TRUE } else { JNI_FALSE })
+    })
+}
+
+/// `Native.size(address)`.
+#[no_mangle]
+pub extern "system" fn Java_dev_hashfile_Native_size<'l>(
+    mut env: JNIEnv<'l>,
+    _class: JClass<'l>,
+    address: jlong,
+) -> jlong {
+    run(&mut env, 0, |_| {
+        // SAFETY: as for `close`.
+        let handle = unsafe { handle(address) };
+        Ok(handle.current()?.len() as jlong)
+    })
+}
+
+/// `Native.getMany(address, keys, ifMissing)`: the values of `keys` in
+/// order, `ifMissing` for absent ones; one batch per store.
+#[no_mangle]
+pub extern "system" fn Java_dev_hashfile_Native_getMany<'l>(
+    mut env: JNIEnv<'l>,
+    _class: JClass<'l>,
+    address: jlong,
+    keys: JObjectArray<'l>,
+    if_missing: JObject<'l>,
+) -> jobjectArray {
+    run(&mut env, std::ptr::null_mut(), |env| {
+        // SAFETY: as for `close`.
+        let handle = unsafe { handle(address) };
+        let len = env.get_array_length(&keys)?;
+        let mut copied = Vec::with_capacity(len as usize);
+        for i in 0..len {
+            let key = JByteArray::from(env.get_object_array_element(&keys, i)?);
+            copied.push(key_bytes(env, &key)?);
+        }
+        // A batch reads much of the store: mapped, if it opened unmapped.
+        let table = handle.current_mapped()?;
+        let found =
+            reads::get_many(&NoLock, handle, &table, &copied)?.map_err(|e| at(handle, e))?;
+        let out = env.new_object_array(len, "java/lang/Object", JObject::null())?;
+        for (i, record) in found.iter().enumerate() {
+            match record {
+                Some(record) => {
+                    let value = decode::value(env, &record.record(), handle.location())?;
+                    env.set_object_array_element(&out, i as jint, &value)?;
+                    env.delete_local_ref(value)?;
+                }
+                None => env.set_object_array_element(&out, i as jint, &if_missing)?,
+            }
+        }
+        handle.check_faults(&table).map_err(|e| at(handle, e))?;
+        Ok(out.into_raw())
+    })
+}
+
+/// `Native.chunk(address, cursor, max)`: up to `max` entries from
+/// `cursor` (shard, offset, index; zeros first) in stored order, as
+/// `[next cursor or null, key, value, key, value, ...]`.
+#[no_mangle]
+pub extern "system" fn Java_dev_hashfile_Native_chunk<'l>(
+    mut env: JNIEnv<'l>,
+    _class: JClass<'l>,
+    address: jlong,
+    cursor: JLongArray<'l>,
+    max: jint,
+) -> jobjectArray {
+    run(&mut env, std::ptr::null_mut(), |env| {
+        // SAFETY: as for `close`.
+        let handle = unsafe { handle(address) };
+        let mut at_cursor = [0i64; 3];
+        env.get_long_array_region(&cursor, 0, &mut at_cursor)?;
+        let from = Cursor {
+            shard: at_cursor[0] as usize,
+            offset: at_cursor[1] as u64,
+            index: at_cursor[2] as u64,
+        };
+        let table = if from.shard == 0 && from.offset == 0 {
+            handle.current_mapped()?
+        } else {
+            handle.current()?
+        };
+        let (records, next) =
+            reads::chunk(&NoLock, &table, from, max.max(1) as usize)?.map_err(|e| at(handle, e))?;
+        let out = env.new_object_array(
+            1 + 2 * records.len() as jint,
+            "java/lang/Object",
+            JObject::null(),
+        )?;
+        if let Some(next) = next {
+            let next_cursor = env.new_long_array(3)?;
+            env.set_long_array_region(
+                &next_cursor,
+                0,
+                &[next.shard as i64, next.offset as i64, next.index as i64],
+            )?;
+            env.set_object_array_element(&out, 0, &next_cursor)?;
+        }
+        for (i, record) in records.iter().enumerate() {
+            let key = decode::key(env, record.key_utf8(), record.key())?;
+            let value = decode::value(env, &record.record(), handle.location())?;
+            env.set_object_array_element(&out, 1 + 2 * i as jint, &key)?;
+            env.set_object_array_element(&out, 2 + 2 * i as jint, &value)?;
+            env.delete_local_ref(key)?;
+            env.delete_local_ref(value)?;
+        }
+        handle.check_faults(&table).map_err(|e| at(handle, e))?;
+        Ok(out.into_raw())
+    })
+}
+
+/// `Native.verify(address)`: every checksum (and, for a dataset, every
+/// shard against its manifest and every key against its shard).
+#[no_mangle]
+pub extern "system" fn Java_dev_hashfile_Native_verify<'l>(
+    mut env: JNIEnv<'l>,
+    _class: JClass<'l>,
+    address: jlong,
+) {
+    run(&mut env, (), |_| {
+        // SAFETY: as for `close`.
+        let handle = unsafe { handle(address) };
+        let table = handle.current_mapped()?;
+        reads::verify(&NoLock, &table)?.map_err(|e| at(handle, e))?;
+        Ok(())
+    })
+}
+
+/// `Native.info(address)`: the runtime's `info` tree as a `LinkedHashMap`.
+#[no_mangle]
+pub extern "system" fn Java_dev_hashfile_Native_info<'l>(
+    mut env: JNIEnv<'l>,
+    _class: JClass<'l>,
+    address: jlong,
+) -> jobject {
+    run(&mut env, std::ptr::null_mut(), |env| {
+        // SAFETY: as for `close`.
+        let handle = unsafe { handle(address) };
+        let table = handle.current()?;
+        let info =
+            reads::read(&NoLock, handle, &table, |t| t.info())?.map_err(|e| at(handle, e))?;
+        Ok(info_map(env, &info)?.into_raw())
+    })
+}
+
+fn info_map<'l>(env: &mut JNIEnv<'l>, info: &Info) -> Result<JObject<'l>> {
+    // Room for this level's references; each nested level asks for its own.
+    env.ensure_local_capacity(16)?;
+    let map = env.new_object("java/util/LinkedHashMap", "()V", &[])?;
+    for (key, value) in &info.0 {
+        let key = env.new_string(key)?;
+        let value = info_value(env, value)?;
+        let replaced = env
+            .call_method(
+                &map,
+                "put",
+                "(Ljava/lang/Object;Ljava/lang/Object;)Ljava/lang/Object;",
+                &[JValue::Object(&key), JValue::Object(&value)],
+            )?
+            .l()?;
+        // Local references go as soon as they are used: a frame holds few.
+        env.delete_local_ref(replaced)?;
+        env.delete_local_ref(key)?;
+        env.delete_local_ref(value)?;
+    }
+    Ok(map)
+}
+
+fn info_value<'l>(env: &mut JNIEnv<'l>, value: &InfoValue) -> Result<JObject<'l>> {
+    Ok(match value {
+        InfoValue::Int(i) => env
+            .call_static_method(
+                "java/lang/Long",
+                "valueOf",
+                "(J)Ljava/lang/Long;",
+                &[JValue::Long(*i as i64)],
+            )?
+            .l()?,
+        InfoValue::Float(f) => env
+            .call_static_method(
+                "java/lang/Double",
+                "valueOf",
+                "(D)Ljava/lang/Double;",
+                &[JValue::Double(*f)],
+            )?
+            .l()?,
+        InfoValue::Text(t) => env.new_string(t)?.into(),
+        InfoValue::Name(n) => env.new_string(n)?.into(),
+        InfoValue::Bool(b) => env
+            .get_static_field(
+                "java/lang/Boolean",
+                if *b { "TRUE" } else { "FALSE" },
+                "Ljava/lang/Boolean;",
+            )?
+            .l()?,
+        InfoValue::Nil => JObject::null(),
+        InfoValue::Map(map) => info_map(env, map)?,
+        InfoValue::List(items) => {
+            let list = env.new_object("java/util/ArrayList", "()V", &[])?;
+            for item in items {
+                let item = info_value(env, item)?;
+                env.call_method(
+                    &list,
+                    "add",
+                    "(Ljava/lang/Object;)Z",
+                    &[JValue::Object(&item)],
+                )?;
+                env.delete_local_ref(item)?;
+            }
+            list
+        }
+    })
+}
+
+/// `Native.build(path, entries, options)`: a store (or with `shards` a
+/// dataset) at `path` from `entries`, key and value pairs; the bytes
+/// written.
+#[no_mangle]
+pub extern "system" fn Java_dev_hashfile_Native_build<'l>(
+    mut env: JNIEnv<'l>,
+    _class: JClass<'l>,
+    path: JString<'l>,
+    entries: JObjectArray<'l>,
+    options: JObjectArray<'l>,
+) -> jlong {
+    run(&mut env, 0, |env| {
+        let path: String = env.get_string(&path)?.into();
+        let given = options::given(env, &options)?;
+        let request = build_request(Call::Build, &given, Language::Java)?;
+        let mut writer = Writer::new(&request)?;
+        let len = env.get_array_length(&entries)?;
+        for i in (0..len - 1).step_by(2) {
+            // Each entry in a frame of its own: its references go with it.
+            env.with_local_frame(32, |env| -> Result<()> {
+                let key = env.get_object_array_element(&entries, i)?;
+                let (key, text) = if env.is_instance_of(&key, "java/lang/String")? {
+                    let text: String = env.get_string(&JString::from(key))?.into();
+                    (text.into_bytes(), true)
+                } else if env.is_instance_of(&key, "[B")? {
+                    (env.convert_byte_array(JByteArray::from(key))?, false)
+                } else {
+                    return Err(Failure::Hashfile(hashfile::Error::InvalidArgument {
+                        message: "a key is a String or a byte[]".into(),
+                    }));
+                };
+                let value = env.get_object_array_element(&entries, i + 1)?;
+                let value = encode::value(env, &value, &key)?;
+                writer.insert_value(&key, text, &value)?;
+                Ok(())
+            })?;
+        }
+        let pool = hashfile_runtime::pool::for_build(None)?;
+        let cancel = hashfile::CancelFlag::new();
+        Ok(writer.finish(Path::new(&path), &cancel, &pool)? as jlong)
+    })
+}
+
+/// `Native.shardOf(key, shards)`: the shard of `key` in a dataset of
+/// `shards`, as every release and language routes it.
+#[no_mangle]
+pub extern "system" fn Java_dev_hashfile_Native_shardOf<'l>(
+    mut env: JNIEnv<'l>,
+    _class: JClass<'l>,
+    key: JByteArray<'l>,
+    shards: JObject<'l>,
+) -> jint {
+    run(&mut env, 0, |env| {
+        let key = key_bytes(env, &key)?;
+        let n = hashfile_runtime::options::shard_count(&options::arg(env, &shards, 0)?)?;
+        Ok(hashfile::dataset::shard_of(&key, n) as jint)
+    })
+}
+
+/// `Native.buildFrom(inputs, output, options)`: the files `inputs` (`-`
+/// is standard input) imported and published at `output` (with `shards`,
+/// a dataset's directory), through the runtime's build job; `[entries,
+/// file bytes]`.
+#[no_mangle]
+pub extern "system" fn Java_dev_hashfile_Native_buildFrom<'l>(
+    mut env: JNIEnv<'l>,
+    _class: JClass<'l>,
+    inputs: JObjectArray<'l>,
+    output: JString<'l>,
+    options: JObjectArray<'l>,
+) -> jni::sys::jlongArray {
+    run(&mut env, std::ptr::null_mut(), |env| {
+        let len = env.get_array_length(&inputs)?;
+        let mut files = Vec::with_capacity(len as usize);
+        for i in 0..len {
+            let input = JString::from(env.get_object_array_element(&inputs, i)?);
+            files.push(env.get_string(&input)?.into());
+        }
+        let output: String = env.get_string(&output)?.into();
+        let given = options::given(env, &options)?;
+        let request = build_request(Call::BuildFrom, &given, Language::Java)?;
+        let job = hashfile_runtime::start_build_from(&files, output.into(), request)?;
+        let summary = match job.wait(&NoLock, |_| Ok(())) {
+            Ok(result) => result?,
+            Err(hashfile_runtime::Stopped::Raised(e)) => return Err(e),
+            Err(hashfile_runtime::Stopped::Died(_)) => {
+                return Err(Failure::Hashfile(hashfile::Error::InvalidArgument {
+                    message:
+                        "internal error: the build thread ended without a result (it panicked)"
+                            .into(),
+                }))
+            }
+        };
+        let out = env.new_long_array(2)?;
+        env.set_long_array_region(
+            &out,
+            0,
+            &[summary.entries as i64, summary.file_bytes as i64],
+        )?;
+        Ok(out.into_raw())
+    })
+}
+
+/// A step of `dig`'s path the core's walk compares, copied out of Java: a
+/// `String` (a String or Symbol key), a `Long` or `Integer`, a `Double`, a
+/// `Boolean`; `None` for any other object, whose step (and the rest) Java
+/// takes on the decoded value.
+enum Step {
+    Text(Vec<u8>),
+    Int(i64),
+    Float(f64),
+    Bool(bool),
+}
+
+impl Step {
+    fn of(env: &mut JNIEnv<'_>, step: &JObject<'_>) -> Result<Option<Step>> {
+        if step.is_null() {
+            return Ok(None);
+        }
+        if env.is_instance_of(step, "java/lang/String")? {
+            let text: String = env
+                .get_string(&JString::from(env.new_local_ref(step)?))?
+                .into();
+            return Ok(Some(Step::Text(text.into_bytes())));
+        }
+        if env.is_instance_of(step, "java/lang/Long")?
+            || env.is_instance_of(step, "java/lang/Integer")?
+        {
+            return Ok(Some(Step::Int(
+                env.call_method(step, "longValue", "()J", &[])?.j()?,
+            )));
+        }
+        if env.is_instance_of(step, "java/lang/Double")? {
+            return Ok(Some(Step::Float(
+                env.call_method(step, "doubleValue", "()D", &[])?.d()?,
+            )));
+        }
+        if env.is_instance_of(step, "java/lang/Boolean")? {
+            return Ok(Some(Step::Bool(
+                env.call_method(step, "booleanValue", "()Z", &[])?.z()?,
+            )));
+        }
+        Ok(None)
+    }
+
+    fn probe(&self) -> hashfile::value::Probe<'_> {
+        use hashfile::value::Probe;
+        match self {
+            Step::Text(t) => Probe::Text(t),
+            Step::Int(i) => Probe::Int(*i),
+            Step::Float(x) => Probe::Float(*x),
+            Step::Bool(b) => Probe::Bool(*b),
+        }
+    }
+}
+
+/// `Native.dig(address, key, path)`: null if `key` is absent or the path
+/// finds nothing; else `[steps taken, value]`, the steps of `path` the
+/// core's walk took on the stored bytes (`reads::dig`, as Ruby's and
+/// Python's `dig` take them) and what they ended on; Java takes the rest.
+#[no_mangle]
+pub extern "system" fn Java_dev_hashfile_Native_dig<'l>(
+    mut env: JNIEnv<'l>,
+    _class: JClass<'l>,
+    address: jlong,
+    key: JByteArray<'l>,
+    path: JObjectArray<'l>,
+) -> jobjectArray {
+    run(&mut env, std::ptr::null_mut(), |env| {
+        // SAFETY: as for `close`.
+        let handle = unsafe { handle(address) };
+        let key = key_bytes(env, &key)?;
+        let len = env.get_array_length(&path)?;
+        let mut steps = Vec::with_capacity(len as usize);
+        for i in 0..len {
+            let step = env.get_object_array_element(&path, i)?;
+            match Step::of(env, &step)? {
+                Some(s) => steps.push(s),
+                None => break,
+            }
+        }
+        let probes: Vec<_> = steps.iter().map(Step::probe).collect();
+        let table = handle.current()?;
+        let location = handle.location();
+        let answered = reads::dig(
+            &NoLock,
+            handle,
+            &table,
+            &key,
+            &probes,
+            false,
+            |record, walked| {
+                let mut objects = decode::Objects::at(env, record.key, location);
+                let built = match walked {
+                    None => decode::value(objects.env(), record, location).map(|v| Some((0, v))),
+                    Some(walked) => hashfile::value::walk::dug(&mut objects, &walked, probes.len()),
+                };
+                objects.unwind(built)
+            },
+        )?
+        .map_err(|e| at(handle, e))?;
+        handle.check_faults(&table).map_err(|e| at(handle, e))?;
+        let Some((taken, value)) = answered.transpose()?.flatten() else {
+            return Ok(std::ptr::null_mut());
+        };
+        let out = env.new_object_array(2, "java/lang/Object", JObject::null())?;
+        let taken = env
+            .call_static_method(
+                "java/lang/Long",
+                "valueOf",
+                "(J)Ljava/lang/Long;",
+                &[JValue::Long(taken as i64)],
+            )?
+            .l()?;
+        env.set_object_array_element(&out, 0, &taken)?;
+        env.set_object_array_element(&out, 1, &value)?;
+        Ok(out.into_raw())
+    })
+}

@@ -1,0 +1,115 @@
+//! Options from Java, converted into the runtime's `Arg`s: the runtime's
+//! table judges them (names, types, ranges), as it does every binding's.
+//! Java passes a `Map<String, ?>` as an `Object[]` of name, value pairs.
+
+use hashfile_runtime::options::Arg;
+use jni::objects::{JObject, JObjectArray, JString};
+use jni::JNIEnv;
+
+use crate::errors::Result;
+
+/// Containers inside an option nested deeper than this are not read: no
+/// option takes more than a list of texts or a map of headers.
+const MAX_NESTING: usize = 4;
+
+/// The options given as `pairs` (null: none).
+pub(crate) fn given(env: &mut JNIEnv<'_>, pairs: &JObjectArray<'_>) -> Result<Vec<(String, Arg)>> {
+    let mut out = Vec::new();
+    if pairs.is_null() {
+        return Ok(out);
+    }
+    let len = env.get_array_length(pairs)?;
+    for i in (0..len - 1).step_by(2) {
+        let name = env.get_object_array_element(pairs, i)?;
+        let name: String = env.get_string(&JString::from(name))?.into();
+        let value = env.get_object_array_element(pairs, i + 1)?;
+        out.push((name, arg(env, &value, 0)?));
+    }
+    Ok(out)
+}
+
+/// A Java object as an `Arg`, without judging it.
+pub(crate) fn arg(env: &mut JNIEnv<'_>, value: &JObject<'_>, depth: usize) -> Result<Arg> {
+    if value.is_null() {
+        return Ok(Arg::Nil);
+    }
+    if env.is_instance_of(value, "java/lang/Boolean")? {
+        return Ok(Arg::Bool(
+            env.call_method(value, "booleanValue", "()Z", &[])?.z()?,
+        ));
+    }
+    if env.is_instance_of(value, "java/lang/Long")?
+        || env.is_instance_of(value, "java/lang/Integer")?
+        || env.is_instance_of(value, "java/lang/Short")?
+        || env.is_instance_of(value, "java/lang/Byte")?
+    {
+        return Ok(Arg::Int(
+            env.call_method(value, "longValue", "()J", &[])?.j()?.into(),
+        ));
+    }
+    if env.is_instance_of(value, "java/math/BigInteger")? {
+        let text = env
+            .call_method(value, "toString", "()Ljava/lang/String;", &[])?
+            .l()?;
+        let text: String = env.get_string(&JString::from(text))?.into();
+        return Ok(match text.parse::<i128>() {
+            Ok(i) => Arg::Int(i),
+            Err(_) => Arg::BigInt(text),
+        });
+    }
+    if env.is_instance_of(value, "java/lang/Double")?
+        || env.is_instance_of(value, "java/lang/Float")?
+    {
+        return Ok(Arg::Float(
+            env.call_method(value, "doubleValue", "()D", &[])?.d()?,
+        ));
+    }
+    if env.is_instance_of(value, "java/lang/String")? {
+        let text: String = env
+            .get_string(&JString::from(env.new_local_ref(value)?))?
+            .into();
+        return Ok(Arg::Text(text));
+    }
+    if depth < MAX_NESTING {
+        if env.is_instance_of(value, "java/util/List")? {
+            let array = env
+                .call_method(value, "toArray", "()[Ljava/lang/Object;", &[])?
+                .l()?;
+            let array = JObjectArray::from(array);
+            let len = env.get_array_length(&array)?;
+            let mut items = Vec::with_capacity(len as usize);
+            for i in 0..len {
+                let item = env.get_object_array_element(&array, i)?;
+                items.push(arg(env, &item, depth + 1)?);
+            }
+            return Ok(Arg::List(items));
+        }
+        if env.is_instance_of(value, "java/util/Map")? {
+            let pairs = env
+                .call_static_method(
+                    "dev/hashfile/Native",
+                    "pairs",
+                    "(Ljava/util/Map;)[Ljava/lang/Object;",
+                    &[jni::objects::JValue::Object(value)],
+                )?
+                .l()?;
+            let pairs = JObjectArray::from(pairs);
+            let len = env.get_array_length(&pairs)?;
+            let mut out = Vec::with_capacity(len as usize / 2);
+            for i in (0..len - 1).step_by(2) {
+                let k = env.get_object_array_element(&pairs, i)?;
+                let v = env.get_object_array_element(&pairs, i + 1)?;
+                out.push((arg(env, &k, depth + 1)?, arg(env, &v, depth + 1)?));
+            }
+            return Ok(Arg::Map(out));
+        }
+    }
+    let class = env
+        .call_method(value, "getClass", "()Ljava/lang/Class;", &[])?
+        .l()?;
+    let name = env
+        .call_method(&class, "getName", "()Ljava/lang/String;", &[])?
+        .l()?;
+    let name: String = env.get_string(&JString::from(name))?.into();
+    Ok(Arg::Object(name))
+}

@@ -1,0 +1,79 @@
+package dev.hashfile;
+
+import java.nio.charset.StandardCharsets;
+import java.util.Map;
+
+/**
+ * Hashfile from the JVM: open a store, a dataset or a URL; build one.
+ *
+ * <pre>{@code
+ * Hashfile.build("prices.hf", Map.of("sku-1", 10L, "sku-2", Map.of("cents", 20L)));
+ * try (Reader db = Hashfile.open("prices.hf")) {
+ *     Object price = db.get("sku-1"); // 10L
+ * }
+ * }</pre>
+ *
+ * Options are the ones Ruby and Python take, by the same names
+ * ({@code Map.of("verify", true, "max_value_size", 1 << 20)}), judged by
+ * the same table: an unknown name, a wrong type or a value out of range is
+ * an {@link IllegalArgumentException} with the message Ruby and Python give.
+ */
+public final class Hashfile {
+    private Hashfile() {}
+
+    /** Opens {@code location}: a store's path, a dataset's directory or manifest, or an http(s):// or s3:// URL. */
+    public static Reader open(String location) {
+        return open(location, Map.of());
+    }
+
+    /** Opens {@code location} with options ({@code verify}, {@code reload}, {@code max_value_size}, the remote ones). */
+    public static Reader open(String location, Map<String, ?> options) {
+        return new Reader(Native.open(location, Native.pairs(options)));
+    }
+
+    /**
+     * Builds a store at {@code path} from {@code entries} (String or byte[]
+     * keys; values as the {@link Reader} returns them), published whole or
+     * not at all; with the option {@code shards}, a dataset in the
+     * directory {@code path}. Returns the bytes written.
+     */
+    public static long build(String path, Map<?, ?> entries) {
+        return build(path, entries, Map.of());
+    }
+
+    /** {@link #build(String, Map)} with options ({@code on_duplicate}, {@code compression}, {@code shards}, ...). */
+    public static long build(String path, Map<?, ?> entries, Map<String, ?> options) {
+        return Native.build(path, Native.pairs(entries), Native.pairs(options));
+    }
+
+    /**
+     * Imports the files {@code inputs} (CSV, TSV, JSON, JSON Lines, YAML,
+     * lines; {@code -} is standard input) into a store at {@code output}
+     * (with the option {@code shards}, a dataset), with the importer's
+     * options ({@code key_column}, {@code records_at}, {@code format},
+     * ...), published whole or not at all. Returns {@code entries} and
+     * {@code file_bytes}.
+     */
+    public static Map<String, Long> buildFrom(java.util.List<String> inputs, String output, Map<String, ?> options) {
+        long[] summary = Native.buildFrom(inputs.toArray(new String[0]), output, Native.pairs(options));
+        Map<String, Long> out = new java.util.LinkedHashMap<>();
+        out.put("entries", summary[0]);
+        out.put("file_bytes", summary[1]);
+        return out;
+    }
+
+    /** {@link #buildFrom(java.util.List, String, Map)} of one file, without options. */
+    public static Map<String, Long> buildFrom(String input, String output) {
+        return buildFrom(java.util.List.of(input), output, Map.of());
+    }
+
+    /** The shard ({@code 0..shards}) of {@code key} in a dataset of {@code shards}, as every language routes it. */
+    public static int shardOf(String key, int shards) {
+        return Native.shardOf(key.getBytes(StandardCharsets.UTF_8), shards);
+    }
+
+    /** {@link #shardOf(String, int)} of a key of bytes. */
+    public static int shardOf(byte[] key, int shards) {
+        return Native.shardOf(key, shards);
+    }
+}

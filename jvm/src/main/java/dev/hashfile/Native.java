@@ -1,0 +1,98 @@
+package dev.hashfile;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.util.Map;
+
+/**
+ * The native half (the {@code hashfile_jvm} library, JNI over the Rust
+ * crates): loaded once, from the jar or from the path the system property
+ * {@code hashfile.library} names.
+ */
+final class Native {
+    private Native() {}
+
+    /** Where the jar carries the library for this platform. */
+    static final String RESOURCE = "/dev/hashfile/native/linux-x86_64/libhashfile_jvm.so";
+
+    static {
+        String given = System.getProperty("hashfile.library");
+        if (given != null) {
+            System.load(Path.of(given).toAbsolutePath().toString());
+        } else {
+            System.load(extracted().toString());
+        }
+    }
+
+    /** The jar's library, copied to a file of its own (a library loads from a file). */
+    private static Path extracted() {
+        String os = System.getProperty("os.name", "").toLowerCase(java.util.Locale.ROOT);
+        String arch = System.getProperty("os.arch", "");
+        if (!os.contains("linux") || !(arch.equals("amd64") || arch.equals("x86_64"))) {
+            throw new UnsatisfiedLinkError(
+                    "hashfile's jar carries its native library for Linux x86_64 only, not " + os + " " + arch
+                            + "; build it (rake jvm_build) and give its path as -Dhashfile.library=");
+        }
+        try (InputStream in = Native.class.getResourceAsStream(RESOURCE)) {
+            if (in == null) {
+                throw new UnsatisfiedLinkError("the jar has no " + RESOURCE + " (built without rake jvm_build?)");
+            }
+            Path dir = Files.createTempDirectory("hashfile-jvm");
+            Path file = dir.resolve("libhashfile_jvm.so");
+            Files.copy(in, file, StandardCopyOption.REPLACE_EXISTING);
+            file.toFile().deleteOnExit();
+            dir.toFile().deleteOnExit();
+            return file;
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot extract hashfile's native library", e);
+        }
+    }
+
+    /** A map's entries as name, value pairs, in its order: what the native side reads. */
+    static Object[] pairs(Map<?, ?> map) {
+        Object[] out = new Object[2 * map.size()];
+        int i = 0;
+        for (Map.Entry<?, ?> e : map.entrySet()) {
+            if (i >= out.length) {
+                break; // changed while read: what was there when it began
+            }
+            out[i++] = e.getKey();
+            out[i++] = e.getValue();
+        }
+        return i == out.length ? out : java.util.Arrays.copyOf(out, i);
+    }
+
+    static native long open(String location, Object[] options);
+
+    static native void close(long handle);
+
+    static native void free(long handle);
+
+    static native boolean isClosed(long handle);
+
+    static native Object get(long handle, byte[] key, Object ifMissing);
+
+    static native boolean containsKey(long handle, byte[] key);
+
+    static native long size(long handle);
+
+    static native Object[] getMany(long handle, byte[][] keys, Object ifMissing);
+
+    static native Object[] chunk(long handle, long[] cursor, int max);
+
+    static native void verify(long handle);
+
+    static native Object info(long handle);
+
+    static native long build(String path, Object[] entries, Object[] options);
+
+    static native int shardOf(byte[] key, Object shards);
+
+    static native long[] buildFrom(String[] inputs, String output, Object[] options);
+
+    static native Object[] dig(long handle, byte[] key, Object[] path);
+}

@@ -1,0 +1,230 @@
+package dev.hashfile;
+
+import java.lang.ref.Cleaner;
+import java.lang.ref.Reference;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Map;
+import java.util.NoSuchElementException;
+
+/**
+ * An open store, dataset or URL: lookups by key, in one hash, one slot,
+ * one record. Safe to share between threads. Values come back as
+ * {@code String}, {@code byte[]}, {@code Long} or {@code BigInteger},
+ * {@code Double}, {@code Boolean}, {@code null}, {@code List} and
+ * {@code Map} in stored order (docs/JVM.md has the table).
+ *
+ * <p>{@link #close()} closes at once for every later call ({@link
+ * ClosedException}); the native memory goes when the reader is no longer
+ * reachable.
+ */
+public final class Reader implements AutoCloseable, Iterable<Map.Entry<Object, Object>> {
+    private static final Cleaner CLEANER = Cleaner.create();
+    /** Stands for "absent" in calls that return a value or a default. */
+    private static final Object MISSING = new Object();
+    /** Entries per native call while iterating. */
+    private static final int CHUNK = 1024;
+
+    private final long handle;
+
+    Reader(long handle) {
+        this.handle = handle;
+        CLEANER.register(this, () -> Native.free(handle));
+    }
+
+    private static byte[] bytes(String key) {
+        return key.getBytes(StandardCharsets.UTF_8);
+    }
+
+    /** The value of {@code key}, or null if absent (a stored null is null too: see {@link #containsKey}). */
+    public Object get(String key) {
+        return getOrDefault(bytes(key), null);
+    }
+
+    /** The value of a key of bytes, or null. */
+    public Object get(byte[] key) {
+        return getOrDefault(key, null);
+    }
+
+    /** The value of {@code key}, or {@code fallback} if absent. */
+    public Object getOrDefault(String key, Object fallback) {
+        return getOrDefault(bytes(key), fallback);
+    }
+
+    /** The value of a key of bytes, or {@code fallback} if absent. */
+    public Object getOrDefault(byte[] key, Object fallback) {
+        try {
+            Object value = Native.get(handle, key, MISSING);
+            return value == MISSING ? fallback : value;
+        } finally {
+            Reference.reachabilityFence(this);
+        }
+    }
+
+    /**
+     * The value at {@code path} inside the value of {@code key} (map keys
+     * and list indexes, negative from the end), or null if a step finds
+     * nothing. Keys compare as Ruby's {@code Hash#dig} and Python's
+     * {@code dig} compare them: a {@code Long} or {@code Integer} finds an
+     * Integer key (not a Float or true), a {@code Double} a Float key, a
+     * {@code Boolean} true or false, a {@code String} a String or Symbol
+     * key. Only the part the path ends on is decoded.
+     */
+    public Object dig(String key, Object... path) {
+        return dig(bytes(key), path);
+    }
+
+    /** {@link #dig(String, Object...)} of a key of bytes. */
+    public Object dig(byte[] key, Object... path) {
+        Object[] found;
+        try {
+            found = Native.dig(handle, key, path);
+        } finally {
+            Reference.reachabilityFence(this);
+        }
+        if (found == null) {
+            return null;
+        }
+        Object value = found[1];
+        for (int i = (int) (long) (Long) found[0]; i < path.length; i++) {
+            Object step = path[i] instanceof Integer ? (Object) (long) (Integer) path[i] : path[i];
+            if (value instanceof Map) {
+                value = ((Map<?, ?>) value).get(step);
+            } else if (value instanceof List && step instanceof Long) {
+                List<?> list = (List<?>) value;
+                long at = (Long) step < 0 ? list.size() + (Long) step : (Long) step;
+                value = at >= 0 && at < list.size() ? list.get((int) at) : null;
+            } else {
+                return null;
+            }
+        }
+        return value;
+    }
+
+    /** Whether {@code key} is stored. */
+    public boolean containsKey(String key) {
+        return containsKey(bytes(key));
+    }
+
+    /** Whether a key of bytes is stored. */
+    public boolean containsKey(byte[] key) {
+        try {
+            return Native.containsKey(handle, key);
+        } finally {
+            Reference.reachabilityFence(this);
+        }
+    }
+
+    /** The number of entries. */
+    public long size() {
+        try {
+            return Native.size(handle);
+        } finally {
+            Reference.reachabilityFence(this);
+        }
+    }
+
+    /**
+     * The values of {@code keys} (String or byte[]), in order, null where
+     * absent: one batch per store (for a remote store, its requests
+     * together).
+     */
+    public List<Object> getMany(List<?> keys) {
+        byte[][] asked = new byte[keys.size()][];
+        for (int i = 0; i < asked.length; i++) {
+            Object key = keys.get(i);
+            if (key instanceof String) {
+                asked[i] = bytes((String) key);
+            } else if (key instanceof byte[]) {
+                asked[i] = (byte[]) key;
+            } else {
+                throw new IllegalArgumentException("a key is a String or a byte[], not "
+                        + (key == null ? "null" : key.getClass().getName()));
+            }
+        }
+        try {
+            Object[] values = Native.getMany(handle, asked, null);
+            List<Object> out = new ArrayList<>(values.length);
+            for (Object v : values) {
+                out.add(v);
+            }
+            return out;
+        } finally {
+            Reference.reachabilityFence(this);
+        }
+    }
+
+    /** Every entry in stored order: key (String, or byte[] for a key stored as bytes) and value. */
+    @Override
+    public Iterator<Map.Entry<Object, Object>> iterator() {
+        return new Iterator<>() {
+            private long[] cursor = {0, 0, 0};
+            private Object[] chunk = new Object[0];
+            private int at = 1;
+
+            @Override
+            public boolean hasNext() {
+                while (at >= chunk.length && cursor != null) {
+                    try {
+                        chunk = Native.chunk(handle, cursor, CHUNK);
+                    } finally {
+                        Reference.reachabilityFence(Reader.this);
+                    }
+                    cursor = (long[]) chunk[0];
+                    at = 1;
+                }
+                return at < chunk.length;
+            }
+
+            @Override
+            public Map.Entry<Object, Object> next() {
+                if (!hasNext()) {
+                    throw new NoSuchElementException();
+                }
+                Map.Entry<Object, Object> entry = new java.util.AbstractMap.SimpleImmutableEntry<>(chunk[at], chunk[at + 1]);
+                at += 2;
+                return entry;
+            }
+        };
+    }
+
+    /** Checks every checksum (and, for a dataset, every shard against its manifest and every key against its shard). */
+    public void verify() {
+        try {
+            Native.verify(handle);
+        } finally {
+            Reference.reachabilityFence(this);
+        }
+    }
+
+    /** Sizes, layout, compression and, for a dataset, its generation and shards: the keys Ruby's and Python's {@code info} have. */
+    @SuppressWarnings("unchecked")
+    public Map<String, Object> info() {
+        try {
+            return (Map<String, Object>) Native.info(handle);
+        } finally {
+            Reference.reachabilityFence(this);
+        }
+    }
+
+    /** Whether {@link #close()} was called. */
+    public boolean isClosed() {
+        try {
+            return Native.isClosed(handle);
+        } finally {
+            Reference.reachabilityFence(this);
+        }
+    }
+
+    /** Closes for every later call. */
+    @Override
+    public void close() {
+        try {
+            Native.close(handle);
+        } finally {
+            Reference.reachabilityFence(this);
+        }
+    }
+}

@@ -1,0 +1,149 @@
+package dev.hashfile;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.math.BigInteger;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The Java API over a store built from Java: values, lookups, iteration, errors, threads. */
+class ReaderTest {
+    @TempDir
+    Path dir;
+
+    private String build(Map<?, ?> entries) {
+        String path = dir.resolve("s.hf").toString();
+        Hashfile.build(path, entries);
+        return path;
+    }
+
+    @Test
+    void everyTypeReadsBackAsJavaHoldsIt() {
+        Map<String, Object> nested = new LinkedHashMap<>();
+        nested.put("b", 1L);
+        nested.put("a", List.of(2.5, "x"));
+        Map<String, Object> entries = new LinkedHashMap<>();
+        entries.put("text", "héllo");
+        entries.put("int", -42);
+        entries.put("big", new BigInteger("123456789012345678901234567890"));
+        entries.put("negbig", new BigInteger("-123456789012345678901234567890"));
+        entries.put("float", 2.5);
+        entries.put("bool", true);
+        entries.put("nil", null);
+        entries.put("bytes", new byte[] {0, (byte) 0xff});
+        entries.put("map", nested);
+        try (Reader db = Hashfile.open(build(entries))) {
+            assertEquals("héllo", db.get("text"));
+            assertEquals(-42L, db.get("int"));
+            assertEquals(new BigInteger("123456789012345678901234567890"), db.get("big"));
+            assertEquals(new BigInteger("-123456789012345678901234567890"), db.get("negbig"));
+            assertEquals(2.5, db.get("float"));
+            assertEquals(Boolean.TRUE, db.get("bool"));
+            assertNull(db.get("nil"));
+            assertTrue(db.containsKey("nil"));
+            assertArrayEquals(new byte[] {0, (byte) 0xff}, (byte[]) db.get("bytes"));
+            assertEquals(nested, db.get("map"));
+            assertEquals(List.of("b", "a"), new ArrayList<>(((Map<?, ?>) db.get("map")).keySet()), "stored order");
+            assertNull(db.get("nope"));
+            assertEquals("fallback", db.getOrDefault("nope", "fallback"));
+            assertFalse(db.containsKey("nope"));
+            assertEquals(9, db.size());
+            assertEquals(java.util.Arrays.asList(-42L, null, true), db.getMany(List.of("int", "nope", "bool")));
+            db.verify();
+            assertTrue(db.info().containsKey("entries"));
+        }
+    }
+
+    @Test
+    void iterationIsInStoredOrder() {
+        Map<String, Object> entries = new LinkedHashMap<>();
+        for (int i = 0; i < 3000; i++) {
+            entries.put("k" + i, (long) i);
+        }
+        try (Reader db = Hashfile.open(build(entries))) {
+            List<Object> keys = new ArrayList<>();
+            long sum = 0;
+            for (Map.Entry<Object, Object> e : db) {
+                keys.add(e.getKey());
+                sum += (Long) e.getValue();
+            }
+            assertEquals(new ArrayList<>(entries.keySet()), keys);
+            assertEquals(2999L * 3000 / 2, sum);
+        }
+    }
+
+    @Test
+    void errorsAreTheRuntimesInJavasClasses() throws Exception {
+        Path missing = dir.resolve("missing.hf");
+        java.io.UncheckedIOException e = assertThrows(java.io.UncheckedIOException.class, () -> Hashfile.open(missing.toString()));
+        assertTrue(e.getCause() instanceof java.nio.file.NoSuchFileException, e.toString());
+        Path text = dir.resolve("t.txt");
+        Files.writeString(text, "not a store at all, just some text long enough to have a header's length");
+        assertThrows(FormatException.class, () -> Hashfile.open(text.toString()));
+        IllegalArgumentException unknown = assertThrows(IllegalArgumentException.class,
+                () -> Hashfile.open(build(Map.of("a", 1L)), Map.of("verfiy", true)));
+        assertTrue(unknown.getMessage().startsWith("unknown option verfiy for open (did you mean verify?)"), unknown.getMessage());
+        IllegalArgumentException refused = assertThrows(IllegalArgumentException.class,
+                () -> Hashfile.build(dir.resolve("o.hf").toString(), Map.of("k", Map.of("when", new java.util.Date(0)))));
+        assertEquals("value for key \"k\" at [\"when\"] is a java.util.Date; Hashfile stores null, Boolean, Long, Integer, Short, Byte, BigInteger, Double, Float, String, byte[], List and Map (convert other objects to these first)",
+                refused.getMessage());
+        assertFalse(Files.exists(dir.resolve("o.hf")), "nothing published");
+        IllegalArgumentException memo = assertThrows(IllegalArgumentException.class,
+                () -> Hashfile.open(build(Map.of("a", 1L)), Map.of("memo", 10)));
+        assertEquals("invalid option memo: is not in the JVM binding yet (docs/JVM.md)", memo.getMessage());
+        Reader db = Hashfile.open(build(Map.of("a", 1L)));
+        db.close();
+        assertTrue(db.isClosed());
+        assertThrows(ClosedException.class, () -> db.get("a"));
+    }
+
+    @Test
+    void aDuplicateKeyNamesIt() {
+        Map<Object, Object> entries = new LinkedHashMap<>();
+        entries.put("a", 1L);
+        entries.put("a".getBytes(java.nio.charset.StandardCharsets.UTF_8), 2L);
+        DuplicateKeyException e = assertThrows(DuplicateKeyException.class,
+                () -> Hashfile.build(dir.resolve("d.hf").toString(), entries));
+        assertTrue(e.getMessage().contains("duplicate key \"a\""), e.getMessage());
+    }
+
+    @Test
+    void oneReaderServesManyThreads() throws Exception {
+        Map<String, Object> entries = new LinkedHashMap<>();
+        for (int i = 0; i < 1000; i++) {
+            entries.put("k" + i, Map.of("n", (long) i));
+        }
+        ExecutorService pool = Executors.newFixedThreadPool(4);
+        try (Reader db = Hashfile.open(build(entries))) {
+            List<Future<Long>> sums = new ArrayList<>();
+            for (int t = 0; t < 4; t++) {
+                sums.add(pool.submit(() -> {
+                    long sum = 0;
+                    for (int i = 0; i < 1000; i++) {
+                        sum += (Long) ((Map<?, ?>) db.get("k" + i)).get("n");
+                    }
+                    return sum;
+                }));
+            }
+            for (Future<Long> sum : sums) {
+                assertEquals(999L * 1000 / 2, sum.get());
+            }
+        } finally {
+            pool.shutdown();
+        }
+    }
+}
