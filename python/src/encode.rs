@@ -1,7 +1,7 @@
 //! Python objects to typed values (`hashfile::value::Value`): the reverse
 //! of `decode`, so that a store built here reads the same from Ruby.
 
-use hashfile::value::{Unencodable, Value, MAX_DEPTH};
+use hashfile::value::{MapKeys, Unencodable, Value, MAX_DEPTH};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 
@@ -89,18 +89,13 @@ fn encode(object: &Bound<'_, PyAny>, depth_left: usize) -> Result<Value, Refused
         // A snapshot of the pairs: code run while encoding (a subclass's
         // `__iter__`) may change the dict, which `PyDict::iter` panics on.
         let snapshot = d.items();
+        let mut keys = MapKeys::default();
         let mut pairs = Vec::with_capacity(snapshot.len());
         for (pair, item) in snapshot.iter().enumerate() {
             let (k, v): (Bound<'_, PyAny>, Bound<'_, PyAny>) = item.extract()?;
             let k = encode(&k, depth).map_err(|e| e.inside(|u| u.in_key(pair)))?;
-            let v = encode(&v, depth).map_err(|e| {
-                e.inside(|u| {
-                    let mut key = Vec::new();
-                    // A key that encoded once encodes again.
-                    let _ = k.encode(&mut key);
-                    u.in_value_of(&key)
-                })
-            })?;
+            keys.add(&k).map_err(Refused::Value)?;
+            let v = encode(&v, depth).map_err(|e| e.inside(|u| u.in_value_of_key(&k)))?;
             pairs.push((k, v));
         }
         return Ok(Value::Map(pairs));

@@ -162,6 +162,10 @@ def test_build_errors_name_what_is_wrong(tmp_path):
     )
     with pytest.raises(TypeError, match=refused):
         hashfile.build(tmp_path / "t.hf", {"x": {"y": {1}}})
+    # A str and the bytes of its ASCII are one key as stored (Ruby's "a" and
+    # "a".b): refused, not stored twice for every reader to keep one.
+    with pytest.raises(ValueError, match=r'\Avalue for key "k" has the map key "a"\.b twice'):
+        hashfile.build(tmp_path / "t.hf", {"k": {"a": 1, b"a": 2}})
     # A dict changed while it is encoded (by a list subclass's __iter__)
     # is read as it was: no PanicException, which `except Exception` misses.
     changing: dict[str, object] = {}

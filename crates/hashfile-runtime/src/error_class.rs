@@ -142,8 +142,10 @@ pub fn classify(error: &Error) -> Raised {
         Error::InvalidOption { .. } => (Class::Argument, Vec::new()),
         Error::OptionType { .. } => (Class::Type, Vec::new()),
         Error::InvalidArgument { .. } => (Class::Argument, Vec::new()),
-        Error::Unencodable { too_deep: true, .. } => (Class::Argument, Vec::new()),
-        Error::Unencodable { .. } => (Class::Type, Vec::new()),
+        Error::Unencodable {
+            wrong_type: true, ..
+        } => (Class::Type, Vec::new()),
+        Error::Unencodable { .. } => (Class::Argument, Vec::new()),
         Error::UnknownOption { .. } => (Class::UnknownOption, Vec::new()),
         Error::Closed { .. } => own("ClosedError", Vec::new()),
         Error::Dataset { path, .. } => own("DatasetError", vec![("path", text(path))]),

@@ -165,7 +165,8 @@ pub enum Error {
 
     /// A value given to a build that a store cannot hold
     /// (`value::Unencodable`): an object of a type the language's encoder
-    /// has no form for, or containers nested past `value::MAX_DEPTH`.
+    /// has no form for, containers nested past `value::MAX_DEPTH`, or a map
+    /// with two keys that are one key as stored.
     #[error("{place} {why}")]
     Unencodable {
         /// The key, and the path inside its value (`value for key "k" at
@@ -173,8 +174,10 @@ pub enum Error {
         place: String,
         /// What was refused there.
         why: String,
-        /// Whether it nests too deep (else: an object of another type).
-        too_deep: bool,
+        /// Whether an object of a type no store holds was refused (a
+        /// binding's type error); else the value's shape (nested too deep,
+        /// a key twice: an argument error).
+        wrong_type: bool,
     },
 
     /// A build went past a limit of the format or of one build.
@@ -348,6 +351,16 @@ impl Error {
             if !what.starts_with("value for key ") {
                 *what = format!("value for key {}: {what}", DisplayBytes(key));
             }
+        }
+        self
+    }
+
+    /// A [`Error::KeysCollide`] as it reads in `language` (a `dig`'s text
+    /// probe answers for Python, whose `str` and Java's `String` alike
+    /// hold both a String and a Symbol); any other error as it is.
+    pub fn colliding_in(mut self, language: &'static str) -> Self {
+        if let Error::KeysCollide { language: l, .. } = &mut self {
+            *l = language;
         }
         self
     }

@@ -696,7 +696,7 @@ fn unencodable_names_the_key_and_the_path() {
     assert!(matches!(
         e,
         Error::Unencodable {
-            too_deep: false,
+            wrong_type: true,
             ..
         }
     ));
@@ -713,7 +713,13 @@ fn unencodable_names_the_key_and_the_path() {
             r#"value for key "d" at [key of pair 2, 0, 0, ...] nests deeper than {MAX_DEPTH} levels (or contains itself)"#
         )
     );
-    assert!(matches!(e, Error::Unencodable { too_deep: true, .. }));
+    assert!(matches!(
+        e,
+        Error::Unencodable {
+            wrong_type: false,
+            ..
+        }
+    ));
 
     // A long map key is cut; at the top there is no path.
     let mut long = Vec::new();

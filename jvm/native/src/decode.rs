@@ -23,6 +23,7 @@ use jni::objects::{JObject, JValue};
 use jni::JNIEnv;
 
 use crate::errors::{Failure, Result};
+use crate::objects;
 
 /// The value of `record`, of the store at `location` (which damage in it
 /// is reported under, with the key).
@@ -106,18 +107,6 @@ impl<'e, 'l, 'a> Objects<'e, 'l, 'a> {
         self.frames += 1;
         Ok(())
     }
-
-    fn long(&mut self, i: i64) -> Result<JObject<'l>> {
-        Ok(self
-            .env
-            .call_static_method(
-                "java/lang/Long",
-                "valueOf",
-                "(J)Ljava/lang/Long;",
-                &[JValue::Long(i)],
-            )?
-            .l()?)
-    }
 }
 
 impl<'l> walk::Build for Objects<'_, 'l, '_> {
@@ -137,14 +126,8 @@ impl<'l> walk::Build for Objects<'_, 'l, '_> {
         let env = &mut *self.env;
         Ok(match *item {
             Item::Nil => JObject::null(),
-            Item::Bool(b) => env
-                .get_static_field(
-                    "java/lang/Boolean",
-                    if b { "TRUE" } else { "FALSE" },
-                    "Ljava/lang/Boolean;",
-                )?
-                .l()?,
-            Item::Int(i) => return self.long(i),
+            Item::Bool(b) => return objects::boolean(env, b),
+            Item::Int(i) => return objects::long(env, i),
             Item::BigInt {
                 negative,
                 magnitude,
@@ -152,20 +135,15 @@ impl<'l> walk::Build for Objects<'_, 'l, '_> {
                 let big_endian: Vec<u8> = magnitude.iter().rev().copied().collect();
                 let bytes = env.byte_array_from_slice(&big_endian)?;
                 let signum = if negative { -1 } else { 1 };
-                env.new_object(
+                let big = env.new_object(
                     "java/math/BigInteger",
                     "(I[B)V",
                     &[JValue::Int(signum), JValue::Object(&bytes)],
-                )?
+                )?;
+                env.delete_local_ref(bytes)?;
+                big
             }
-            Item::Float(f) => env
-                .call_static_method(
-                    "java/lang/Double",
-                    "valueOf",
-                    "(D)Ljava/lang/Double;",
-                    &[JValue::Double(f)],
-                )?
-                .l()?,
+            Item::Float(f) => return objects::double(env, f),
             Item::Str(bytes, Encoding::Binary) | Item::Custom(bytes) => {
                 env.byte_array_from_slice(bytes)?.into()
             }

@@ -3,11 +3,12 @@
 //! Python. A refusal is the core's (`value::Unencodable`), worded as every
 //! language words it.
 
-use hashfile::value::{Unencodable, Value, MAX_DEPTH};
-use jni::objects::{JByteArray, JObject, JObjectArray, JString, JValue};
+use hashfile::value::{MapKeys, Unencodable, Value, MAX_DEPTH};
+use jni::objects::{JByteArray, JObject, JObjectArray, JValue};
 use jni::JNIEnv;
 
 use crate::errors::{Failure, Result};
+use crate::objects;
 
 /// What Java's encoder stores, for [`Unencodable::for_key`]'s message.
 const STORES: &str = "null, Boolean, Long, Integer, Short, Byte, BigInteger, Double, Float, String, byte[], List and Map (convert other objects to these first)";
@@ -65,10 +66,7 @@ fn encode(
         ));
     }
     if is(env, object, "java/lang/String")? {
-        let text: String = env
-            .get_string(&JString::from(env.new_local_ref(object)?))?
-            .into();
-        return Ok(Value::str(&text));
+        return Ok(Value::Str(objects::utf8(env, object)?, None));
     }
     if is(env, object, "[B")? {
         let bytes = env.convert_byte_array(JByteArray::from(env.new_local_ref(object)?))?;
@@ -116,14 +114,9 @@ fn encode(
     let is_map = is(env, object, "java/util/Map")?;
     let is_list = is(env, object, "java/util/List")?;
     if !is_map && !is_list {
-        let class = env
-            .call_method(object, "getClass", "()Ljava/lang/Class;", &[])?
-            .l()?;
-        let name = env
-            .call_method(&class, "getName", "()Ljava/lang/String;", &[])?
-            .l()?;
-        let name: String = env.get_string(&JString::from(name))?.into();
-        return Err(Refused::Value(Unencodable::object(name)));
+        return Err(Refused::Value(Unencodable::object(objects::class_name(
+            env, object,
+        )?)));
     }
     let depth = depth_left
         .checked_sub(1)
@@ -142,21 +135,27 @@ fn encode(
         env.call_method(object, "toArray", "()[Ljava/lang/Object;", &[])?
             .l()?
     };
+    if items.is_null() {
+        return Err(Refused::Java(Failure::Hashfile(
+            hashfile::Error::InvalidArgument {
+                message: format!(
+                    "a {} whose toArray() returned null",
+                    objects::class_name(env, object)?
+                ),
+            },
+        )));
+    }
     let items = JObjectArray::from(items);
     let len = env.get_array_length(&items)? as usize;
     if is_map {
+        let mut keys = MapKeys::default();
         let mut pairs = Vec::with_capacity(len / 2);
         for pair in 0..len / 2 {
             let k =
                 element(env, &items, 2 * pair, depth).map_err(|e| e.inside(|u| u.in_key(pair)))?;
-            let v = element(env, &items, 2 * pair + 1, depth).map_err(|e| {
-                e.inside(|u| {
-                    let mut key = Vec::new();
-                    // A key that encoded once encodes again.
-                    let _ = k.encode(&mut key);
-                    u.in_value_of(&key)
-                })
-            })?;
+            keys.add(&k).map_err(Refused::Value)?;
+            let v = element(env, &items, 2 * pair + 1, depth)
+                .map_err(|e| e.inside(|u| u.in_value_of_key(&k)))?;
             pairs.push((k, v));
         }
         return Ok(Value::Map(pairs));

@@ -7,6 +7,8 @@ use hashfile_runtime::error_class::{classify, Attr, Class};
 use jni::objects::{JObject, JValue};
 use jni::JNIEnv;
 
+use crate::objects;
+
 /// Why a native call failed: a Java exception already pending (thrown by a
 /// JNI call, or by Java code it ran), or an error of the crates.
 #[derive(Debug)]
@@ -88,14 +90,7 @@ fn make<'l>(
         let value = match value {
             Attr::Nil => JObject::null(),
             Attr::Text(t) => JObject::from(env.new_string(t)?),
-            Attr::Int(i) => env
-                .call_static_method(
-                    "java/lang/Long",
-                    "valueOf",
-                    "(J)Ljava/lang/Long;",
-                    &[JValue::Long(*i as i64)],
-                )?
-                .l()?,
+            Attr::Int(i) => objects::long(env, *i as i64)?,
             Attr::Bytes(b) => JObject::from(env.byte_array_from_slice(b)?),
         };
         env.set_object_array_element(&pairs, at, &name)?;

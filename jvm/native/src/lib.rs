@@ -15,6 +15,7 @@
 mod decode;
 mod encode;
 mod errors;
+mod objects;
 mod options;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -22,7 +23,7 @@ use std::path::Path;
 
 use hashfile_runtime::options::{build_request, open_request, Call, Language};
 use hashfile_runtime::reads::{self, Unlock};
-use hashfile_runtime::{Cursor, Handle, Info, InfoValue, Writer};
+use hashfile_runtime::{Cursor, Handle, Info, InfoValue, Table, Writer};
 use jni::objects::{JByteArray, JClass, JLongArray, JObject, JObjectArray, JString, JValue};
 use jni::sys::{jboolean, jint, jlong, jobject, jobjectArray, JNI_FALSE, JNI_TRUE};
 use jni::JNIEnv;
@@ -100,6 +101,16 @@ fn at(handle: &Handle, e: hashfile::Error) -> Failure {
     Failure::Hashfile(e.with_path(Path::new(handle.location())))
 }
 
+/// What a read of `table` found, or its error; a fault while it read (the
+/// file truncated under its map, a short positioned read: a replaced
+/// store) comes first, as in every binding.
+fn checked<T>(handle: &Handle, table: &Table, read: hashfile::Result<T>) -> Result<T> {
+    read.or_else(|e| {
+        handle.check_faults(table).map_err(|f| at(handle, f))?;
+        Err(at(handle, e))
+    })
+}
+
 /// `Native.open(location, options)`: the address of a new handle.
 #[no_mangle]
 pub extern "system" fn Java_dev_hashfile_Native_open<'l>(
@@ -109,7 +120,8 @@ pub extern "system" fn Java_dev_hashfile_Native_open<'l>(
     options: JObjectArray<'l>,
 ) -> jlong {
     run(&mut env, 0, |env| {
-        let location: String = env.get_string(&location)?.into();
+        install_fault_guard()?;
+        let location = objects::text(env, &location)?;
         let given = options::given(env, &options)?;
         let request = open_request(&location, &given, Language::Java)?;
         if request.memo > 0 {
@@ -126,6 +138,37 @@ pub extern "system" fn Java_dev_hashfile_Native_open<'l>(
             table.verify().map_err(|e| at(&handle, e))?;
         }
         Ok(Box::into_raw(Box::new(handle)) as jlong)
+    })
+}
+
+/// The core's SIGBUS guard, installed once: a store truncated under a
+/// reader is a `StaleException`, not a crash of the JVM. The handler
+/// chains to the JVM's for every fault outside a store's map.
+fn install_fault_guard() -> Result<()> {
+    static INSTALLED: std::sync::OnceLock<std::result::Result<(), String>> =
+        std::sync::OnceLock::new();
+    INSTALLED
+        .get_or_init(|| hashfile::read::fault::install().map_err(|e| e.to_string()))
+        .clone()
+        .map_err(|e| {
+            Failure::Hashfile(hashfile::Error::InvalidArgument {
+                message: format!("cannot install the SIGBUS guard: {e}"),
+            })
+        })
+}
+
+/// `Native.pin(address)`: a new handle reading this one's current table
+/// alone, which no reload swaps: what an iteration reads.
+#[no_mangle]
+pub extern "system" fn Java_dev_hashfile_Native_pin<'l>(
+    mut env: JNIEnv<'l>,
+    _class: JClass<'l>,
+    address: jlong,
+) -> jlong {
+    run(&mut env, 0, |_| {
+        // SAFETY: as for `close`.
+        let handle = unsafe { handle(address) };
+        Ok(Box::into_raw(Box::new(handle.pinned()?)) as jlong)
     })
 }
 
@@ -185,7 +228,7 @@ pub extern "system" fn Java_dev_hashfile_Native_get<'l>(
         let handle = unsafe { handle(address) };
         let key = key_bytes(env, &key)?;
         let table = handle.current()?;
-        let found = reads::get(&NoLock, handle, &table, &key)?.map_err(|e| at(handle, e))?;
+        let found = checked(handle, &table, reads::get(&NoLock, handle, &table, &key)?)?;
         let value = match found {
             Some(record) => decode::value(env, &record.record(), handle.location())?,
             None => if_missing,
@@ -247,11 +290,15 @@ pub extern "system" fn Java_dev_hashfile_Native_getMany<'l>(
         for i in 0..len {
             let key = JByteArray::from(env.get_object_array_element(&keys, i)?);
             copied.push(key_bytes(env, &key)?);
+            env.delete_local_ref(key)?;
         }
         // A batch reads much of the store: mapped, if it opened unmapped.
         let table = handle.current_mapped()?;
-        let found =
-            reads::get_many(&NoLock, handle, &table, &copied)?.map_err(|e| at(handle, e))?;
+        let found = checked(
+            handle,
+            &table,
+            reads::get_many(&NoLock, handle, &table, &copied)?,
+        )?;
         let out = env.new_object_array(len, "java/lang/Object", JObject::null())?;
         for (i, record) in found.iter().enumerate() {
             match record {
@@ -294,8 +341,11 @@ pub extern "system" fn Java_dev_hashfile_Native_chunk<'l>(
         } else {
             handle.current()?
         };
-        let (records, next) =
-            reads::chunk(&NoLock, &table, from, max.max(1) as usize)?.map_err(|e| at(handle, e))?;
+        let (records, next) = checked(
+            handle,
+            &table,
+            reads::chunk(&NoLock, &table, from, max.max(1) as usize)?,
+        )?;
         let out = env.new_object_array(
             1 + 2 * records.len() as jint,
             "java/lang/Object",
@@ -382,31 +432,11 @@ fn info_map<'l>(env: &mut JNIEnv<'l>, info: &Info) -> Result<JObject<'l>> {
 
 fn info_value<'l>(env: &mut JNIEnv<'l>, value: &InfoValue) -> Result<JObject<'l>> {
     Ok(match value {
-        InfoValue::Int(i) => env
-            .call_static_method(
-                "java/lang/Long",
-                "valueOf",
-                "(J)Ljava/lang/Long;",
-                &[JValue::Long(*i as i64)],
-            )?
-            .l()?,
-        InfoValue::Float(f) => env
-            .call_static_method(
-                "java/lang/Double",
-                "valueOf",
-                "(D)Ljava/lang/Double;",
-                &[JValue::Double(*f)],
-            )?
-            .l()?,
+        InfoValue::Int(i) => objects::long(env, *i as i64)?,
+        InfoValue::Float(f) => objects::double(env, *f)?,
         InfoValue::Text(t) => env.new_string(t)?.into(),
         InfoValue::Name(n) => env.new_string(n)?.into(),
-        InfoValue::Bool(b) => env
-            .get_static_field(
-                "java/lang/Boolean",
-                if *b { "TRUE" } else { "FALSE" },
-                "Ljava/lang/Boolean;",
-            )?
-            .l()?,
+        InfoValue::Bool(b) => objects::boolean(env, *b)?,
         InfoValue::Nil => JObject::null(),
         InfoValue::Map(map) => info_map(env, map)?,
         InfoValue::List(items) => {
@@ -438,7 +468,7 @@ pub extern "system" fn Java_dev_hashfile_Native_build<'l>(
     options: JObjectArray<'l>,
 ) -> jlong {
     run(&mut env, 0, |env| {
-        let path: String = env.get_string(&path)?.into();
+        let path = objects::text(env, &path)?;
         let given = options::given(env, &options)?;
         let request = build_request(Call::Build, &given, Language::Java)?;
         let mut writer = Writer::new(&request)?;
@@ -447,14 +477,20 @@ pub extern "system" fn Java_dev_hashfile_Native_build<'l>(
             // Each entry in a frame of its own: its references go with it.
             env.with_local_frame(32, |env| -> Result<()> {
                 let key = env.get_object_array_element(&entries, i)?;
-                let (key, text) = if env.is_instance_of(&key, "java/lang/String")? {
-                    let text: String = env.get_string(&JString::from(key))?.into();
-                    (text.into_bytes(), true)
+                let (key, text) = if key.is_null() {
+                    return Err(Failure::Hashfile(hashfile::Error::InvalidArgument {
+                        message: "a key is a String or a byte[], not null".into(),
+                    }));
+                } else if env.is_instance_of(&key, "java/lang/String")? {
+                    (objects::utf8(env, &key)?, true)
                 } else if env.is_instance_of(&key, "[B")? {
                     (env.convert_byte_array(JByteArray::from(key))?, false)
                 } else {
                     return Err(Failure::Hashfile(hashfile::Error::InvalidArgument {
-                        message: "a key is a String or a byte[]".into(),
+                        message: format!(
+                            "a key is a String or a byte[], not {}",
+                            objects::class_name(env, &key)?
+                        ),
                     }));
                 };
                 let value = env.get_object_array_element(&entries, i + 1)?;
@@ -502,10 +538,24 @@ pub extern "system" fn Java_dev_hashfile_Native_buildFrom<'l>(
         let mut files = Vec::with_capacity(len as usize);
         for i in 0..len {
             let input = JString::from(env.get_object_array_element(&inputs, i)?);
-            files.push(env.get_string(&input)?.into());
+            if input.is_null() {
+                return Err(Failure::Hashfile(hashfile::Error::InvalidArgument {
+                    message: "an input is a file's path, not null".into(),
+                }));
+            }
+            files.push(objects::text(env, &input)?);
+            env.delete_local_ref(input)?;
         }
-        let output: String = env.get_string(&output)?.into();
+        let output = objects::text(env, &output)?;
         let given = options::given(env, &options)?;
+        if given.iter().any(|(name, _)| name == "progress") {
+            // Taken by the table, called by no JVM code yet: refused, never
+            // ignored.
+            return Err(Failure::Hashfile(hashfile::Error::InvalidOption {
+                name: "progress",
+                reason: "is not in the JVM binding yet (docs/JVM.md)".into(),
+            }));
+        }
         let request = build_request(Call::BuildFrom, &given, Language::Java)?;
         let job = hashfile_runtime::start_build_from(&files, output.into(), request)?;
         let summary = match job.wait(&NoLock, |_| Ok(())) {
@@ -546,10 +596,7 @@ impl Step {
             return Ok(None);
         }
         if env.is_instance_of(step, "java/lang/String")? {
-            let text: String = env
-                .get_string(&JString::from(env.new_local_ref(step)?))?
-                .into();
-            return Ok(Some(Step::Text(text.into_bytes())));
+            return Ok(Some(Step::Text(objects::utf8(env, step)?)));
         }
         if env.is_instance_of(step, "java/lang/Long")?
             || env.is_instance_of(step, "java/lang/Integer")?
@@ -602,7 +649,9 @@ pub extern "system" fn Java_dev_hashfile_Native_dig<'l>(
         let mut steps = Vec::with_capacity(len as usize);
         for i in 0..len {
             let step = env.get_object_array_element(&path, i)?;
-            match Step::of(env, &step)? {
+            let taken = Step::of(env, &step)?;
+            env.delete_local_ref(step)?;
+            match taken {
                 Some(s) => steps.push(s),
                 None => break,
             }
@@ -626,20 +675,13 @@ pub extern "system" fn Java_dev_hashfile_Native_dig<'l>(
                 objects.unwind(built)
             },
         )?
-        .map_err(|e| at(handle, e))?;
+        .map_err(|e| at(handle, e.colliding_in("Java")))?;
         handle.check_faults(&table).map_err(|e| at(handle, e))?;
         let Some((taken, value)) = answered.transpose()?.flatten() else {
             return Ok(std::ptr::null_mut());
         };
         let out = env.new_object_array(2, "java/lang/Object", JObject::null())?;
-        let taken = env
-            .call_static_method(
-                "java/lang/Long",
-                "valueOf",
-                "(J)Ljava/lang/Long;",
-                &[JValue::Long(taken as i64)],
-            )?
-            .l()?;
+        let taken = objects::long(env, taken as i64)?;
         env.set_object_array_element(&out, 0, &taken)?;
         env.set_object_array_element(&out, 1, &value)?;
         Ok(out.into_raw())

@@ -7,6 +7,7 @@ use jni::objects::{JObject, JObjectArray, JString};
 use jni::JNIEnv;
 
 use crate::errors::Result;
+use crate::objects;
 
 /// Containers inside an option nested deeper than this are not read: no
 /// option takes more than a list of texts or a map of headers.
@@ -21,9 +22,19 @@ pub(crate) fn given(env: &mut JNIEnv<'_>, pairs: &JObjectArray<'_>) -> Result<Ve
     let len = env.get_array_length(pairs)?;
     for i in (0..len - 1).step_by(2) {
         let name = env.get_object_array_element(pairs, i)?;
-        let name: String = env.get_string(&JString::from(name))?.into();
+        if name.is_null() || !env.is_instance_of(&name, "java/lang/String")? {
+            return Err(crate::errors::Failure::Hashfile(
+                hashfile::Error::InvalidArgument {
+                    message: "option names are Strings".into(),
+                },
+            ));
+        }
+        let name_text = objects::text(env, &name)?;
+        env.delete_local_ref(name)?;
+        let name = name_text;
         let value = env.get_object_array_element(pairs, i + 1)?;
         out.push((name, arg(env, &value, 0)?));
+        env.delete_local_ref(value)?;
     }
     Ok(out)
 }
@@ -65,10 +76,7 @@ pub(crate) fn arg(env: &mut JNIEnv<'_>, value: &JObject<'_>, depth: usize) -> Re
         ));
     }
     if env.is_instance_of(value, "java/lang/String")? {
-        let text: String = env
-            .get_string(&JString::from(env.new_local_ref(value)?))?
-            .into();
-        return Ok(Arg::Text(text));
+        return Ok(Arg::Text(objects::text(env, value)?));
     }
     if depth < MAX_NESTING {
         if env.is_instance_of(value, "java/util/List")? {
@@ -81,6 +89,7 @@ pub(crate) fn arg(env: &mut JNIEnv<'_>, value: &JObject<'_>, depth: usize) -> Re
             for i in 0..len {
                 let item = env.get_object_array_element(&array, i)?;
                 items.push(arg(env, &item, depth + 1)?);
+                env.delete_local_ref(item)?;
             }
             return Ok(Arg::List(items));
         }
@@ -100,16 +109,11 @@ pub(crate) fn arg(env: &mut JNIEnv<'_>, value: &JObject<'_>, depth: usize) -> Re
                 let k = env.get_object_array_element(&pairs, i)?;
                 let v = env.get_object_array_element(&pairs, i + 1)?;
                 out.push((arg(env, &k, depth + 1)?, arg(env, &v, depth + 1)?));
+                env.delete_local_ref(k)?;
+                env.delete_local_ref(v)?;
             }
             return Ok(Arg::Map(out));
         }
     }
-    let class = env
-        .call_method(value, "getClass", "()Ljava/lang/Class;", &[])?
-        .l()?;
-    let name = env
-        .call_method(&class, "getName", "()Ljava/lang/String;", &[])?
-        .l()?;
-    let name: String = env.get_string(&JString::from(name))?.into();
-    Ok(Arg::Object(name))
+    Ok(Arg::Object(objects::class_name(env, value)?))
 }

@@ -10,8 +10,8 @@
 //! a shard), remote ones when first used, so that opening a remote
 //! dataset is one request for the manifest and nothing per shard.
 
-#[cfg(feature = "import")]
 pub mod arrow;
+#[cfg(feature = "import")]
 mod import;
 pub mod manifest;
 mod origin;

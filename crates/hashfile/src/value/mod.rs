@@ -39,7 +39,7 @@ use crate::format::{varint, Record, ValueKind};
 
 pub use dig::{dig, find_in_array, find_in_map, Dig, Probe};
 pub use merge::deep_merge;
-pub use unencodable::Unencodable;
+pub use unencodable::{MapKeys, Unencodable};
 
 /// Deepest nesting of arrays and maps a value may have. A scalar at the top
 /// is depth 0; `[[1]]` is depth 2. JSON.parse's default `max_nesting` is

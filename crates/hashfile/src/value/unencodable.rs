@@ -10,7 +10,7 @@
 
 use crate::error::{DisplayBytes, Error};
 
-use super::{Cursor, MAX_DEPTH};
+use super::{Cursor, Value, MAX_DEPTH};
 
 /// A value an encoder cannot store, and the path to the part refused
 /// (innermost step first, as it was built).
@@ -27,6 +27,9 @@ enum Refused {
     Object(String),
     /// Containers nested past [`MAX_DEPTH`] (or one that holds itself).
     TooDeep,
+    /// A map with two keys that are one key as stored (Java's `1` and
+    /// `1L`; a String and the bytes of its ASCII text), shown as stored.
+    KeyTwice(String),
 }
 
 /// The longest a step of the path is shown (a long map key is cut).
@@ -49,6 +52,15 @@ impl Unencodable {
         }
     }
 
+    /// A map holding two keys that are one key as stored, the second
+    /// given as its encoding: a store would keep one of them.
+    pub fn key_twice(encoded_key: &[u8]) -> Unencodable {
+        Unencodable {
+            refused: Refused::KeyTwice(shown(encoded_key)),
+            path: Vec::new(),
+        }
+    }
+
     /// This refusal inside element `index` of an array.
     pub fn in_element(mut self, index: usize) -> Unencodable {
         self.path.push(index.to_string());
@@ -60,12 +72,17 @@ impl Unencodable {
     /// stored key reads in messages (`"a"`, `:a`, `1`), alike in every
     /// language.
     pub fn in_value_of(mut self, encoded_key: &[u8]) -> Unencodable {
-        let shown = match Cursor::new(encoded_key).next_item() {
-            Ok(item) => item.to_string(),
-            Err(_) => "a key".to_owned(),
-        };
-        self.path.push(cut(shown));
+        self.path.push(shown(encoded_key));
         self
+    }
+
+    /// [`in_value_of`](Unencodable::in_value_of) a key held as a
+    /// [`Value`] (an encoder that builds a tree).
+    pub fn in_value_of_key(self, key: &Value) -> Unencodable {
+        let mut encoded = Vec::new();
+        // A key that encoded once encodes again; if not, it shows as "a key".
+        let _ = key.encode(&mut encoded);
+        self.in_value_of(&encoded)
     }
 
     /// This refusal inside the key of a map's pair number `pair` (from 0).
@@ -80,8 +97,8 @@ impl Unencodable {
     pub fn for_key(self, key: &[u8], stores: &str) -> Error {
         let mut path = self.path;
         path.reverse();
-        let too_deep = matches!(self.refused, Refused::TooDeep);
-        if too_deep && path.len() > 3 {
+        let wrong_type = matches!(self.refused, Refused::Object(_));
+        if matches!(self.refused, Refused::TooDeep) && path.len() > 3 {
             // The outermost steps say where it starts.
             path.truncate(3);
             path.push("...".to_owned());
@@ -99,12 +116,23 @@ impl Unencodable {
             Refused::TooDeep => {
                 format!("nests deeper than {MAX_DEPTH} levels (or contains itself)")
             }
+            Refused::KeyTwice(key) => format!(
+                "has the map key {key} twice (two keys that are one key as stored, which keeps one)"
+            ),
         };
         Error::Unencodable {
             place,
             why,
-            too_deep,
+            wrong_type,
         }
+    }
+}
+
+/// An encoded key as the store shows it (`"a"`, `:a`, `1`), cut.
+fn shown(encoded_key: &[u8]) -> String {
+    match Cursor::new(encoded_key).next_item() {
+        Ok(item) => cut(item.to_string()),
+        Err(_) => "a key".to_owned(),
     }
 }
 
@@ -116,4 +144,31 @@ fn cut(shown: String) -> String {
     let kept: String = shown.chars().take(STEP_SHOWN - 3).collect();
     // Not half an escape (`\x`): the backslash goes with what was cut.
     format!("{}...", kept.trim_end_matches('\\'))
+}
+
+/// The keys of a map being encoded from a language whose maps can hold two
+/// keys that are one key as stored (Java's `1` and `1L`; a text and the
+/// bytes of its ASCII: Ruby's `"a"` and `"a".b`, one Hash key): the
+/// second is refused ([`Unencodable::key_twice`]), since a store, and every
+/// language reading it, would keep one.
+#[derive(Debug, Default)]
+pub struct MapKeys(std::collections::HashSet<Vec<u8>>);
+
+impl MapKeys {
+    /// Adds `key`, or refuses it as one already added.
+    pub fn add(&mut self, key: &Value) -> Result<(), Unencodable> {
+        let mut encoded = Vec::new();
+        // A key that encoded once encodes again.
+        let _ = key.encode(&mut encoded);
+        let as_stored = match key {
+            // ASCII text is one key in any encoding (`value::same_key`).
+            Value::Str(bytes, _) if bytes.is_ascii() => [b"text:".as_slice(), bytes].concat(),
+            _ => encoded.clone(),
+        };
+        if self.0.insert(as_stored) {
+            Ok(())
+        } else {
+            Err(Unencodable::key_twice(&encoded))
+        }
+    }
 }

@@ -1,7 +1,7 @@
 package dev.hashfile;
 
-import java.nio.charset.StandardCharsets;
 import java.util.Map;
+import java.util.Objects;
 
 /**
  * Hashfile from the JVM: open a store, a dataset or a URL; build one.
@@ -28,7 +28,8 @@ public final class Hashfile {
 
     /** Opens {@code location} with options ({@code verify}, {@code reload}, {@code max_value_size}, the remote ones). */
     public static Reader open(String location, Map<String, ?> options) {
-        return new Reader(Native.open(location, Native.pairs(options)));
+        Objects.requireNonNull(location, "location");
+        return new Reader(Native.open(location, Native.pairs(Objects.requireNonNull(options, "options"))));
     }
 
     /**
@@ -43,7 +44,9 @@ public final class Hashfile {
 
     /** {@link #build(String, Map)} with options ({@code on_duplicate}, {@code compression}, {@code shards}, ...). */
     public static long build(String path, Map<?, ?> entries, Map<String, ?> options) {
-        return Native.build(path, Native.pairs(entries), Native.pairs(options));
+        Objects.requireNonNull(path, "path");
+        return Native.build(path, Native.pairs(Objects.requireNonNull(entries, "entries")),
+                Native.pairs(Objects.requireNonNull(options, "options")));
     }
 
     /**
@@ -55,7 +58,9 @@ public final class Hashfile {
      * {@code file_bytes}.
      */
     public static Map<String, Long> buildFrom(java.util.List<String> inputs, String output, Map<String, ?> options) {
-        long[] summary = Native.buildFrom(inputs.toArray(new String[0]), output, Native.pairs(options));
+        Objects.requireNonNull(output, "output");
+        long[] summary = Native.buildFrom(inputs.toArray(new String[0]), output,
+                Native.pairs(Objects.requireNonNull(options, "options")));
         Map<String, Long> out = new java.util.LinkedHashMap<>();
         out.put("entries", summary[0]);
         out.put("file_bytes", summary[1]);
@@ -69,7 +74,7 @@ public final class Hashfile {
 
     /** The shard ({@code 0..shards}) of {@code key} in a dataset of {@code shards}, as every language routes it. */
     public static int shardOf(String key, int shards) {
-        return Native.shardOf(key.getBytes(StandardCharsets.UTF_8), shards);
+        return Native.shardOf(Native.utf8(key), shards);
     }
 
     /** {@link #shardOf(String, int)} of a key of bytes. */

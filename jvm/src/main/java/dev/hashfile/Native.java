@@ -52,18 +52,47 @@ final class Native {
         }
     }
 
-    /** A map's entries as name, value pairs, in its order: what the native side reads. */
+    /**
+     * A map's entries as name, value pairs, in its order: what the native
+     * side reads. Walked, not sized: a map whose {@code size()} is wrong
+     * loses nothing.
+     */
     static Object[] pairs(Map<?, ?> map) {
-        Object[] out = new Object[2 * map.size()];
-        int i = 0;
+        java.util.List<Object> out = new java.util.ArrayList<>();
         for (Map.Entry<?, ?> e : map.entrySet()) {
-            if (i >= out.length) {
-                break; // changed while read: what was there when it began
-            }
-            out[i++] = e.getKey();
-            out[i++] = e.getValue();
+            out.add(e.getKey());
+            out.add(e.getValue());
         }
-        return i == out.length ? out : java.util.Arrays.copyOf(out, i);
+        return out.toArray();
+    }
+
+    /**
+     * The UTF-8 bytes of {@code s}; an {@link IllegalArgumentException} for
+     * a lone surrogate, which has none ({@code String.getBytes} would put
+     * {@code ?} in its place, another key).
+     */
+    static byte[] utf8(String s) {
+        for (int i = 0; i < s.length(); i++) {
+            if (Character.isSurrogate(s.charAt(i))) {
+                return strictUtf8(s);
+            }
+        }
+        return s.getBytes(java.nio.charset.StandardCharsets.UTF_8);
+    }
+
+    private static byte[] strictUtf8(String s) {
+        try {
+            java.nio.ByteBuffer bytes = java.nio.charset.StandardCharsets.UTF_8.newEncoder()
+                    .onMalformedInput(java.nio.charset.CodingErrorAction.REPORT)
+                    .onUnmappableCharacter(java.nio.charset.CodingErrorAction.REPORT)
+                    .encode(java.nio.CharBuffer.wrap(s));
+            byte[] out = new byte[bytes.remaining()];
+            bytes.get(out);
+            return out;
+        } catch (java.nio.charset.CharacterCodingException e) {
+            throw new IllegalArgumentException(
+                    "a string with a lone surrogate (not valid UTF-16) has no UTF-8 form: " + e.getMessage(), e);
+        }
     }
 
     static native long open(String location, Object[] options);
@@ -91,6 +120,8 @@ final class Native {
     static native long build(String path, Object[] entries, Object[] options);
 
     static native int shardOf(byte[] key, Object shards);
+
+    static native long pin(long handle);
 
     static native long[] buildFrom(String[] inputs, String output, Object[] options);
 

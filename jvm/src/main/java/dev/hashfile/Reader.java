@@ -2,7 +2,6 @@ package dev.hashfile;
 
 import java.lang.ref.Cleaner;
 import java.lang.ref.Reference;
-import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.List;
@@ -35,7 +34,7 @@ public final class Reader implements AutoCloseable, Iterable<Map.Entry<Object, O
     }
 
     private static byte[] bytes(String key) {
-        return key.getBytes(StandardCharsets.UTF_8);
+        return Native.utf8(key);
     }
 
     /** The value of {@code key}, or null if absent (a stored null is null too: see {@link #containsKey}). */
@@ -55,6 +54,7 @@ public final class Reader implements AutoCloseable, Iterable<Map.Entry<Object, O
 
     /** The value of a key of bytes, or {@code fallback} if absent. */
     public Object getOrDefault(byte[] key, Object fallback) {
+        java.util.Objects.requireNonNull(key, "key");
         try {
             Object value = Native.get(handle, key, MISSING);
             return value == MISSING ? fallback : value;
@@ -78,6 +78,7 @@ public final class Reader implements AutoCloseable, Iterable<Map.Entry<Object, O
 
     /** {@link #dig(String, Object...)} of a key of bytes. */
     public Object dig(byte[] key, Object... path) {
+        java.util.Objects.requireNonNull(key, "key");
         Object[] found;
         try {
             found = Native.dig(handle, key, path);
@@ -110,6 +111,7 @@ public final class Reader implements AutoCloseable, Iterable<Map.Entry<Object, O
 
     /** Whether a key of bytes is stored. */
     public boolean containsKey(byte[] key) {
+        java.util.Objects.requireNonNull(key, "key");
         try {
             return Native.containsKey(handle, key);
         } finally {
@@ -132,6 +134,11 @@ public final class Reader implements AutoCloseable, Iterable<Map.Entry<Object, O
      * together).
      */
     public List<Object> getMany(List<?> keys) {
+        return getMany(keys, null);
+    }
+
+    /** {@link #getMany(List)} with {@code ifMissing} where a key is absent (a stored null stays null). */
+    public List<Object> getMany(List<?> keys, Object ifMissing) {
         byte[][] asked = new byte[keys.size()][];
         for (int i = 0; i < asked.length; i++) {
             Object key = keys.get(i);
@@ -145,7 +152,7 @@ public final class Reader implements AutoCloseable, Iterable<Map.Entry<Object, O
             }
         }
         try {
-            Object[] values = Native.getMany(handle, asked, null);
+            Object[] values = Native.getMany(handle, asked, ifMissing);
             List<Object> out = new ArrayList<>(values.length);
             for (Object v : values) {
                 out.add(v);
@@ -159,6 +166,20 @@ public final class Reader implements AutoCloseable, Iterable<Map.Entry<Object, O
     /** Every entry in stored order: key (String, or byte[] for a key stored as bytes) and value. */
     @Override
     public Iterator<Map.Entry<Object, Object>> iterator() {
+        // One store (one dataset generation) from start to end, whatever a
+        // reload swaps in meanwhile: a reader of this one's current table,
+        // which no reload replaces, freed with the iterator.
+        Reader pinned;
+        try {
+            pinned = new Reader(Native.pin(handle));
+        } finally {
+            Reference.reachabilityFence(this);
+        }
+        return pinned.chunks(this);
+    }
+
+    /** This (pinned) reader's entries in stored order; {@code owner}'s close ends them. */
+    private Iterator<Map.Entry<Object, Object>> chunks(Reader owner) {
         return new Iterator<>() {
             private long[] cursor = {0, 0, 0};
             private Object[] chunk = new Object[0];
@@ -167,6 +188,9 @@ public final class Reader implements AutoCloseable, Iterable<Map.Entry<Object, O
             @Override
             public boolean hasNext() {
                 while (at >= chunk.length && cursor != null) {
+                    if (owner.isClosed()) {
+                        owner.size(); // the runtime's ClosedException, naming the store
+                    }
                     try {
                         chunk = Native.chunk(handle, cursor, CHUNK);
                     } finally {

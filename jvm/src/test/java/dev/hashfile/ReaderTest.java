@@ -63,6 +63,7 @@ class ReaderTest {
             assertFalse(db.containsKey("nope"));
             assertEquals(9, db.size());
             assertEquals(java.util.Arrays.asList(-42L, null, true), db.getMany(List.of("int", "nope", "bool")));
+            assertEquals(java.util.Arrays.asList(null, "absent"), db.getMany(List.of("nil", "nope"), "absent"));
             db.verify();
             assertTrue(db.info().containsKey("entries"));
         }
@@ -109,6 +110,84 @@ class ReaderTest {
         db.close();
         assertTrue(db.isClosed());
         assertThrows(ClosedException.class, () -> db.get("a"));
+    }
+
+    @Test
+    void keysThatAreOneKeyAsStoredAreRefused() {
+        Map<Object, Object> inner = new LinkedHashMap<>();
+        inner.put(1, "int");
+        inner.put(1L, "long");
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> Hashfile.build(dir.resolve("k.hf").toString(), Map.of("k", inner)));
+        assertEquals("value for key \"k\" has the map key 1 twice (two keys that are one key as stored, which keeps one)", e.getMessage());
+        Map<Object, Object> text = new LinkedHashMap<>();
+        text.put("a", 1L);
+        text.put("a".getBytes(java.nio.charset.StandardCharsets.UTF_8), 2L);
+        assertThrows(IllegalArgumentException.class, () -> Hashfile.build(dir.resolve("t.hf").toString(), Map.of("k", text)));
+        assertFalse(Files.exists(dir.resolve("k.hf")));
+        assertThrows(NullPointerException.class, () -> Hashfile.open(null));
+        IllegalArgumentException progress = assertThrows(IllegalArgumentException.class,
+                () -> Hashfile.buildFrom(List.of("x.csv"), dir.resolve("p.hf").toString(), Map.of("progress", true)));
+        assertEquals("invalid option progress: is not in the JVM binding yet (docs/JVM.md)", progress.getMessage());
+    }
+
+    @Test
+    void iterationReadsOneStoreAcrossAReload() throws Exception {
+        Map<String, Object> old = new LinkedHashMap<>();
+        for (int i = 0; i < 5000; i++) {
+            old.put("old" + i, (long) i);
+        }
+        String path = build(old);
+        try (Reader db = Hashfile.open(path, Map.of("reload", 0.01))) {
+            int seen = 0;
+            for (Map.Entry<Object, Object> e : db) {
+                assertTrue(((String) e.getKey()).startsWith("old"), "entry " + seen + " is " + e.getKey());
+                if (++seen == 1500) {
+                    Map<String, Object> newer = new LinkedHashMap<>();
+                    for (int i = 0; i < 3000; i++) {
+                        newer.put("new" + i, (long) i);
+                    }
+                    Hashfile.build(path, newer); // published by rename over the old
+                    Thread.sleep(50);
+                    db.get("new0"); // a lookup takes the reload
+                }
+            }
+            assertEquals(5000, seen, "the whole of the store it began on");
+            assertEquals(0L, db.get("new0"), "lookups moved on");
+        }
+    }
+
+    @Test
+    void aStoreTruncatedUnderItsMapIsStaleNotACrash() throws Exception {
+        Map<String, Object> entries = new LinkedHashMap<>();
+        for (int i = 0; i < 20000; i++) {
+            entries.put("k" + i, "value " + i);
+        }
+        String path = build(entries);
+        try (Reader db = Hashfile.open(path)) {
+            List<String> keys = new ArrayList<>(entries.keySet());
+            assertEquals(20000, db.getMany(keys).size()); // a batch maps the store
+            try (java.io.RandomAccessFile file = new java.io.RandomAccessFile(path, "rw")) {
+                file.setLength(100);
+            }
+            assertThrows(StaleException.class, () -> db.getMany(keys));
+            assertThrows(StaleException.class, () -> db.get("k19999"));
+        }
+    }
+
+    @Test
+    void aLoneSurrogateHasNoUtf8AndIsRefused() {
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> Hashfile.build(dir.resolve("u.hf").toString(), Map.of("\uD800x", 1L)));
+        assertTrue(e.getMessage().startsWith("a string with a lone surrogate"), e.getMessage());
+        assertThrows(IllegalArgumentException.class,
+                () -> Hashfile.build(dir.resolve("u.hf").toString(), Map.of("k", List.of("a\uD800b"))));
+        try (Reader db = Hashfile.open(build(Map.of("a", 1L)))) {
+            assertThrows(IllegalArgumentException.class, () -> db.get("\uD800"));
+            assertEquals(1L, db.get("a"));
+            // A pair is one character, and fine.
+            assertNull(db.get("\uD83D\uDE00"));
+        }
     }
 
     @Test
