@@ -21,6 +21,9 @@ Gem::Specification.new do |spec|
     "crates/hashfile-runtime/Cargo.toml", "crates/hashfile-runtime/README.md", "crates/hashfile-runtime/src/**/*.rs",
     "crates/hashfile-runtime/benches/*.rs",
     "ext/hashfile/Cargo.toml", "ext/hashfile/extconf.rb", "ext/hashfile/src/**/*.rs",
+    # A member of the workspace the gem's Cargo.toml names (the JVM
+    # binding's native half): its manifest and sources, never built here.
+    "jvm/native/Cargo.toml", "jvm/native/src/**/*.rs",
     # The patched YAML parser the workspace's [patch.crates-io] points at.
     "vendor/yaml-rust2/Cargo.toml", "vendor/yaml-rust2/src/**/*.rs", "vendor/yaml-rust2/*-LICENSE", "vendor/yaml-rust2/*.md"
   ]

@@ -37,7 +37,7 @@ fn shard_of(ruby: &Ruby, key: Value, shards: Value) -> Result<u32, Error> {
 /// A shard count given to Ruby, judged as the `shards` option is (the
 /// runtime's `shard_count`).
 pub(crate) fn shard_count(ruby: &Ruby, shards: Value) -> Result<NonZeroU32, Error> {
-    hashfile_runtime::options::shard_count(&crate::options::arg(ruby, shards, 0)?)
+    hashfile_runtime::options::shard_count(&crate::options::arg(shards, 0)?)
         .map_err(|e| to_ruby(ruby, e))
 }
 

@@ -34,21 +34,23 @@ pub(crate) fn given(ruby: &Ruby, opts: Option<RHash>) -> Result<Vec<(String, Arg
                 ))
             }
         };
-        out.push((name, arg(ruby, value, 0)?));
+        out.push((name, arg(value, 0)?));
         Ok(ForEach::Continue)
     })?;
     Ok(out)
 }
 
 /// A Ruby object as an `Arg`, without judging it.
-pub(crate) fn arg(ruby: &Ruby, value: Value, depth: usize) -> Result<Arg, Error> {
+pub(crate) fn arg(value: Value, depth: usize) -> Result<Arg, Error> {
     if value.is_nil() {
         return Ok(Arg::Nil);
     }
-    if value.is_kind_of(ruby.class_true_class()) {
+    // true and false by identity: a lookup's keywords come here per call.
+    let raw = magnus::rb_sys::AsRawValue::as_raw(value);
+    if raw == rb_sys::Qtrue as rb_sys::VALUE {
         return Ok(Arg::Bool(true));
     }
-    if value.is_kind_of(ruby.class_false_class()) {
+    if raw == rb_sys::Qfalse as rb_sys::VALUE {
         return Ok(Arg::Bool(false));
     }
     if let Some(i) = Integer::from_value(value) {
@@ -73,14 +75,14 @@ pub(crate) fn arg(ruby: &Ruby, value: Value, depth: usize) -> Result<Arg, Error>
         if let Some(list) = RArray::from_value(value) {
             return list
                 .into_iter()
-                .map(|item| arg(ruby, item, depth + 1))
+                .map(|item| arg(item, depth + 1))
                 .collect::<Result<_, _>>()
                 .map(Arg::List);
         }
         if let Some(map) = RHash::from_value(value) {
             let mut pairs = Vec::new();
             map.foreach(|k: Value, v: Value| {
-                pairs.push((arg(ruby, k, depth + 1)?, arg(ruby, v, depth + 1)?));
+                pairs.push((arg(k, depth + 1)?, arg(v, depth + 1)?));
                 Ok(ForEach::Continue)
             })?;
             return Ok(Arg::Map(pairs));

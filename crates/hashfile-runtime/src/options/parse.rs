@@ -309,7 +309,9 @@ pub fn decode_for_call(
                 names: vec![name.to_owned()],
             });
         }
-        let Some(spec) = table::find(name).filter(|_| DECODE_OPTIONS.contains(&name)) else {
+        // The table's entry is looked up only for a message: a lookup's
+        // keywords are judged on every call that has them.
+        if !DECODE_OPTIONS.contains(&name) {
             let guess = suggest::closest(name, &DECODE_OPTIONS)
                 .map(|g| format!(" (did you mean {g}?)"))
                 .unwrap_or_default();
@@ -320,11 +322,15 @@ pub fn decode_for_call(
                 ),
                 names: vec![name.to_owned()],
             });
-        };
-        if value.is_nil() {
-            continue;
         }
-        let on = boolean(spec, value)?;
+        let on = match value {
+            Arg::Nil => continue,
+            Arg::Bool(on) => *on,
+            other => {
+                let spec = table::find(name).expect("the decode options are in the table");
+                return Err(wrong_type(spec, "true or false", other));
+            }
+        };
         match name {
             "symbolize_names" => (decode.symbolize_names, asked.symbolize_names) = (on, on),
             "freeze" => decode.freeze = on,
