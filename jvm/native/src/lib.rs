@@ -687,3 +687,81 @@ pub extern "system" fn Java_dev_hashfile_Native_dig<'l>(
         Ok(out.into_raw())
     })
 }
+
+/// `Native.location(address)`: what the reader was opened on.
+#[no_mangle]
+pub extern "system" fn Java_dev_hashfile_Native_location<'l>(
+    mut env: JNIEnv<'l>,
+    _class: JClass<'l>,
+    address: jlong,
+) -> jni::sys::jstring {
+    run(&mut env, std::ptr::null_mut(), |env| {
+        // SAFETY: as for `close`.
+        let handle = unsafe { handle(address) };
+        Ok(env.new_string(handle.location())?.into_raw())
+    })
+}
+
+/// `Native.generation(address)`: how many times a newer store replaced
+/// the one read (after a `reload` check, if one is due).
+#[no_mangle]
+pub extern "system" fn Java_dev_hashfile_Native_generation<'l>(
+    mut env: JNIEnv<'l>,
+    _class: JClass<'l>,
+    address: jlong,
+) -> jlong {
+    run(&mut env, 0, |_| {
+        // SAFETY: as for `close`.
+        Ok(unsafe { handle(address) }.generation() as jlong)
+    })
+}
+
+/// `Native.reloadError(address)`: why the last newer store a reload found
+/// could not be opened, or null.
+#[no_mangle]
+pub extern "system" fn Java_dev_hashfile_Native_reloadError<'l>(
+    mut env: JNIEnv<'l>,
+    _class: JClass<'l>,
+    address: jlong,
+) -> jni::sys::jstring {
+    run(&mut env, std::ptr::null_mut(), |env| {
+        // SAFETY: as for `close`.
+        Ok(match unsafe { handle(address) }.refresh_error() {
+            Some(why) => env.new_string(why)?.into_raw(),
+            None => std::ptr::null_mut(),
+        })
+    })
+}
+
+/// `Native.reopen(address)`: the store the location names now, read from
+/// the next call on; the old one kept if the new cannot be opened.
+#[no_mangle]
+pub extern "system" fn Java_dev_hashfile_Native_reopen<'l>(
+    mut env: JNIEnv<'l>,
+    _class: JClass<'l>,
+    address: jlong,
+) {
+    run(&mut env, (), |_| {
+        // SAFETY: as for `close`.
+        let handle = unsafe { handle(address) };
+        handle.reopen().map_err(|e| at(handle, e))
+    })
+}
+
+/// `Native.isStale(address)`: whether the location names another store
+/// than the one read (a newer one was published there), or none.
+#[no_mangle]
+pub extern "system" fn Java_dev_hashfile_Native_isStale<'l>(
+    mut env: JNIEnv<'l>,
+    _class: JClass<'l>,
+    address: jlong,
+) -> jboolean {
+    run(&mut env, JNI_FALSE, |_| {
+        // SAFETY: as for `close`.
+        Ok(if unsafe { handle(address) }.is_stale() {
+            JNI_TRUE
+        } else {
+            JNI_FALSE
+        })
+    })
+}

@@ -123,6 +123,16 @@ final class Native {
 
     static native long pin(long handle);
 
+    static native String location(long handle);
+
+    static native long generation(long handle);
+
+    static native String reloadError(long handle);
+
+    static native void reopen(long handle);
+
+    static native boolean isStale(long handle);
+
     static native long[] buildFrom(String[] inputs, String output, Object[] options);
 
     static native Object[] dig(long handle, byte[] key, Object[] path);

@@ -233,6 +233,59 @@ public final class Reader implements AutoCloseable, Iterable<Map.Entry<Object, O
         }
     }
 
+    /** What the reader was opened on: a path, a dataset, a URL. */
+    public String location() {
+        try {
+            return Native.location(handle);
+        } finally {
+            Reference.reachabilityFence(this);
+        }
+    }
+
+    /**
+     * How many times a newer store replaced the one read (a {@code reload}
+     * check, a {@link #reopen()}): Ruby's and Python's {@code generation}.
+     */
+    public long generation() {
+        try {
+            return Native.generation(handle);
+        } finally {
+            Reference.reachabilityFence(this);
+        }
+    }
+
+    /** Why the last newer store a reload found could not be opened, or null. */
+    public String reloadError() {
+        try {
+            return Native.reloadError(handle);
+        } finally {
+            Reference.reachabilityFence(this);
+        }
+    }
+
+    /** Opens the store the location names now, read from the next call on; keeps the old one if that fails. */
+    public void reopen() {
+        try {
+            Native.reopen(handle);
+        } finally {
+            Reference.reachabilityFence(this);
+        }
+    }
+
+    /** Whether the location names another store than the one read (a newer one was published there), or none. */
+    public boolean isStale() {
+        try {
+            return Native.isStale(handle);
+        } finally {
+            Reference.reachabilityFence(this);
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "Reader(" + location() + (isClosed() ? ", closed)" : ", " + size() + " entries)");
+    }
+
     /** Whether {@link #close()} was called. */
     public boolean isClosed() {
         try {

@@ -154,6 +154,27 @@ class ReaderTest {
             }
             assertEquals(5000, seen, "the whole of the store it began on");
             assertEquals(0L, db.get("new0"), "lookups moved on");
+            assertEquals(1, db.generation(), "one newer store");
+            assertNull(db.reloadError());
+            assertFalse(db.isStale());
+            assertEquals(path, db.location());
+            assertEquals("Reader(" + path + ", 3000 entries)", db.toString());
+        }
+    }
+
+    @Test
+    void reopenReadsWhatThePathNamesNow() throws Exception {
+        String path = build(Map.of("a", 1L));
+        try (Reader db = Hashfile.open(path)) {
+            Hashfile.build(dir.resolve("next.hf").toString(), Map.of("b", 2L));
+            java.nio.file.Files.move(dir.resolve("next.hf"), dir.resolve("s.hf"), java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+            assertTrue(db.isStale(), "a newer file is there");
+            assertEquals(1L, db.get("a"), "still the store it opened");
+            db.reopen();
+            assertEquals(2L, db.get("b"));
+            assertNull(db.get("a"));
+            assertEquals(1, db.generation());
+            assertFalse(db.isStale());
         }
     }
 
