@@ -12,20 +12,12 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 
 use crate::errors::IntoPy;
-use hashfile_runtime::options::{Call, Language};
+use hashfile_runtime::options::Language;
 
-/// The build options a task was given (no `shards`: the dataset's count is
-/// the task's own argument).
+/// The build options a task was given (the runtime's `shard_task_options`).
 fn build_options(given: Option<&Bound<'_, PyDict>>) -> PyResult<hashfile::BuildOptions> {
-    let given = crate::options::given(given)?;
-    let request =
-        hashfile_runtime::options::build_request(Call::Build, &given, Language::Python).py_err()?;
-    if request.shards.is_some() {
-        return Err(pyo3::exceptions::PyTypeError::new_err(
-            "shards is the dataset's shard count, given to the writer itself",
-        ));
-    }
-    Ok(request.options)
+    hashfile_runtime::options::shard_task_options(&crate::options::given(given)?, Language::Python)
+        .py_err()
 }
 
 /// `check_build_options(options)`: raises what every task would for

@@ -142,6 +142,21 @@ pub fn chunk<'t, U: Unlock>(
     }
 }
 
+/// Up to `max` records of `table` from `from`, in order, within the shard
+/// `from` is in ([`Table::shard_chunk`]).
+pub fn shard_chunk<'t, U: Unlock>(
+    unlock: &U,
+    table: &'t Table,
+    from: Cursor,
+    max: usize,
+) -> Result<hashfile::Result<Chunk<'t>>, U::Error> {
+    if table.is_remote() {
+        remote(unlock, || table.shard_chunk(from, max))
+    } else {
+        Ok(table.shard_chunk(from, max))
+    }
+}
+
 /// Checks every checksum and the index of `table`, without the lock (a
 /// local store too: it reads every byte).
 pub fn verify<U: Unlock>(unlock: &U, table: &Table) -> Result<hashfile::Result<()>, U::Error> {

@@ -198,6 +198,16 @@ impl Table {
     /// Up to `max` records from `from`, in order: a dataset's shards one
     /// after another.
     pub fn chunk(&self, from: Cursor, max: usize) -> hashfile::Result<Chunk<'_>> {
+        self.chunk_of(from, max, false)
+    }
+
+    /// As [`chunk`](Self::chunk), within the shard `from` is in: no
+    /// next cursor at its end. What one task of a distributed job reads.
+    pub fn shard_chunk(&self, from: Cursor, max: usize) -> hashfile::Result<Chunk<'_>> {
+        self.chunk_of(from, max, true)
+    }
+
+    fn chunk_of(&self, from: Cursor, max: usize, one_shard: bool) -> hashfile::Result<Chunk<'_>> {
         let mut records = Vec::with_capacity(max.min(1024));
         let mut at = from;
         let shards = match self {
@@ -215,6 +225,7 @@ impl Table {
                     at.offset = next;
                     at.index += 1;
                 }
+                None if one_shard => return Ok((records, None)),
                 None => {
                     at = Cursor {
                         shard: at.shard + 1,

@@ -17,6 +17,7 @@ mod encode;
 mod errors;
 mod objects;
 mod options;
+pub mod tasks;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
@@ -239,6 +240,35 @@ pub extern "system" fn Java_dev_hashfile_Native_get<'l>(
     })
 }
 
+/// `Native.getJson(address, key)`: the value of `key` as JSON text
+/// (`hashfile::value::json`), or null if absent: what Spark's lookup
+/// function returns.
+#[no_mangle]
+pub extern "system" fn Java_dev_hashfile_Native_getJson<'l>(
+    mut env: JNIEnv<'l>,
+    _class: JClass<'l>,
+    address: jlong,
+    key: JByteArray<'l>,
+) -> jobject {
+    run(&mut env, std::ptr::null_mut(), |env| {
+        // SAFETY: as for `close`.
+        let handle = unsafe { handle(address) };
+        let key = key_bytes(env, &key)?;
+        let table = handle.current()?;
+        let found = checked(handle, &table, reads::get(&NoLock, handle, &table, &key)?)?;
+        let mut text = String::new();
+        if let Some(record) = &found {
+            hashfile::value::json::write_record(&record.record(), &mut text)
+                .map_err(|e| at(handle, e))?;
+        }
+        handle.check_faults(&table).map_err(|e| at(handle, e))?;
+        Ok(match found {
+            Some(_) => env.new_string(&text)?.into_raw(),
+            None => std::ptr::null_mut(),
+        })
+    })
+}
+
 /// `Native.containsKey(address, key)`.
 #[no_mangle]
 pub extern "system" fn Java_dev_hashfile_Native_containsKey<'l>(
@@ -315,9 +345,10 @@ pub extern "system" fn Java_dev_hashfile_Native_getMany<'l>(
     })
 }
 
-/// `Native.chunk(address, cursor, max)`: up to `max` entries from
-/// `cursor` (shard, offset, index; zeros first) in stored order, as
-/// `[next cursor or null, key, value, key, value, ...]`.
+/// `Native.chunk(address, cursor, max, oneShard)`: up to `max` entries
+/// from `cursor` (shard, offset, index; zeros first) in stored order, as
+/// `[next cursor or null, key, value, key, value, ...]`; with `oneShard`,
+/// within the cursor's shard.
 #[no_mangle]
 pub extern "system" fn Java_dev_hashfile_Native_chunk<'l>(
     mut env: JNIEnv<'l>,
@@ -325,52 +356,126 @@ pub extern "system" fn Java_dev_hashfile_Native_chunk<'l>(
     address: jlong,
     cursor: JLongArray<'l>,
     max: jint,
+    one_shard: jboolean,
 ) -> jobjectArray {
     run(&mut env, std::ptr::null_mut(), |env| {
-        // SAFETY: as for `close`.
-        let handle = unsafe { handle(address) };
-        let mut at_cursor = [0i64; 3];
-        env.get_long_array_region(&cursor, 0, &mut at_cursor)?;
-        let from = Cursor {
-            shard: at_cursor[0] as usize,
-            offset: at_cursor[1] as u64,
-            index: at_cursor[2] as u64,
-        };
-        let table = if from.shard == 0 && from.offset == 0 {
-            handle.current_mapped()?
-        } else {
-            handle.current()?
-        };
-        let (records, next) = checked(
-            handle,
-            &table,
-            reads::chunk(&NoLock, &table, from, max.max(1) as usize)?,
-        )?;
-        let out = env.new_object_array(
-            1 + 2 * records.len() as jint,
-            "java/lang/Object",
-            JObject::null(),
-        )?;
-        if let Some(next) = next {
-            let next_cursor = env.new_long_array(3)?;
-            env.set_long_array_region(
-                &next_cursor,
-                0,
-                &[next.shard as i64, next.offset as i64, next.index as i64],
-            )?;
-            env.set_object_array_element(&out, 0, &next_cursor)?;
-        }
-        for (i, record) in records.iter().enumerate() {
-            let key = decode::key(env, record.key_utf8(), record.key())?;
-            let value = decode::value(env, &record.record(), handle.location())?;
-            env.set_object_array_element(&out, 1 + 2 * i as jint, &key)?;
-            env.set_object_array_element(&out, 2 + 2 * i as jint, &value)?;
-            env.delete_local_ref(key)?;
-            env.delete_local_ref(value)?;
-        }
-        handle.check_faults(&table).map_err(|e| at(handle, e))?;
-        Ok(out.into_raw())
+        chunk(
+            env,
+            address,
+            &cursor,
+            max,
+            one_shard == JNI_TRUE,
+            |env, handle, record| {
+                let key = decode::key(env, record.key_utf8(), record.key())?;
+                let value = decode::value(env, &record.record(), handle.location())?;
+                Ok((key, value))
+            },
+        )
     })
+}
+
+/// `Native.jsonChunk(address, cursor, max, oneShard)`: as `chunk`, with each key a
+/// `String` and each value its JSON text (`hashfile::value::json`, what
+/// the command line's `dump` prints): what Spark reads a dataset as.
+#[no_mangle]
+pub extern "system" fn Java_dev_hashfile_Native_jsonChunk<'l>(
+    mut env: JNIEnv<'l>,
+    _class: JClass<'l>,
+    address: jlong,
+    cursor: JLongArray<'l>,
+    max: jint,
+    one_shard: jboolean,
+) -> jobjectArray {
+    run(&mut env, std::ptr::null_mut(), |env| {
+        let mut text = String::new();
+        chunk(
+            env,
+            address,
+            &cursor,
+            max,
+            one_shard == JNI_TRUE,
+            |env, handle, record| {
+                // A key that is not UTF-8 is refused as JSON refuses it.
+                let Ok(key) = std::str::from_utf8(record.key()) else {
+                    text.clear();
+                    let refused = hashfile::value::json::write_key(record.key(), &mut text);
+                    return Err(at(
+                        handle,
+                        refused.err().unwrap_or(hashfile::Error::InvalidArgument {
+                            message: "a key that is not UTF-8 has no JSON text".into(),
+                        }),
+                    ));
+                };
+                let key = env.new_string(key)?;
+                text.clear();
+                hashfile::value::json::write_record(&record.record(), &mut text)
+                    .map_err(|e| at(handle, e))?;
+                let value = env.new_string(&text)?;
+                Ok((key.into(), value.into()))
+            },
+        )
+    })
+}
+
+/// Up to `max` entries from the cursor (within its shard if `one_shard`),
+/// each made into Java objects by `make`, as `[next cursor or null, key,
+/// value, ...]`.
+fn chunk<'l>(
+    env: &mut JNIEnv<'l>,
+    address: jlong,
+    cursor: &JLongArray<'l>,
+    max: jint,
+    one_shard: bool,
+    mut make: impl FnMut(
+        &mut JNIEnv<'l>,
+        &Handle,
+        &hashfile::RecordBuf<'_>,
+    ) -> Result<(JObject<'l>, JObject<'l>)>,
+) -> Result<jobjectArray> {
+    // SAFETY: as for `close`.
+    let handle = unsafe { handle(address) };
+    let mut at_cursor = [0i64; 3];
+    env.get_long_array_region(cursor, 0, &mut at_cursor)?;
+    let from = Cursor {
+        shard: at_cursor[0] as usize,
+        offset: at_cursor[1] as u64,
+        index: at_cursor[2] as u64,
+    };
+    let table = if from.shard == 0 && from.offset == 0 {
+        handle.current_mapped()?
+    } else {
+        handle.current()?
+    };
+    let max = max.max(1) as usize;
+    let read = if one_shard {
+        reads::shard_chunk(&NoLock, &table, from, max)?
+    } else {
+        reads::chunk(&NoLock, &table, from, max)?
+    };
+    let (records, next) = checked(handle, &table, read)?;
+    let out = env.new_object_array(
+        1 + 2 * records.len() as jint,
+        "java/lang/Object",
+        JObject::null(),
+    )?;
+    if let Some(next) = next {
+        let next_cursor = env.new_long_array(3)?;
+        env.set_long_array_region(
+            &next_cursor,
+            0,
+            &[next.shard as i64, next.offset as i64, next.index as i64],
+        )?;
+        env.set_object_array_element(&out, 0, &next_cursor)?;
+    }
+    for (i, record) in records.iter().enumerate() {
+        let (key, value) = make(env, handle, record)?;
+        env.set_object_array_element(&out, 1 + 2 * i as jint, &key)?;
+        env.set_object_array_element(&out, 2 + 2 * i as jint, &value)?;
+        env.delete_local_ref(key)?;
+        env.delete_local_ref(value)?;
+    }
+    handle.check_faults(&table).map_err(|e| at(handle, e))?;
+    Ok(out.into_raw())
 }
 
 /// `Native.verify(address)`: every checksum (and, for a dataset, every
@@ -503,6 +608,56 @@ pub extern "system" fn Java_dev_hashfile_Native_build<'l>(
         let cancel = hashfile::CancelFlag::new();
         Ok(writer.finish(Path::new(&path), &cancel, &pool)? as jlong)
     })
+}
+
+/// `Native.optionFromText(name, text)`: the object option `name`'s text
+/// value stands for (`hashfile_runtime::options::from_text`): a `Long`,
+/// `Double`, `Boolean`, `List` of `String`s, or the `String` itself.
+#[no_mangle]
+pub extern "system" fn Java_dev_hashfile_Native_optionFromText<'l>(
+    mut env: JNIEnv<'l>,
+    _class: JClass<'l>,
+    name: JString<'l>,
+    text: JString<'l>,
+) -> jni::sys::jobject {
+    run(&mut env, std::ptr::null_mut(), |env| {
+        let name = objects::text(env, &name)?;
+        let text = objects::text(env, &text)?;
+        Ok(options::object(env, &hashfile_runtime::options::from_text(&name, &text))?.into_raw())
+    })
+}
+
+/// `Native.remoteOptionNames()`: the options that say how to reach a
+/// remote store (`Group::Remote`), which a task writing to S3 takes apart
+/// from its build options.
+#[no_mangle]
+pub extern "system" fn Java_dev_hashfile_Native_remoteOptionNames<'l>(
+    mut env: JNIEnv<'l>,
+    _class: JClass<'l>,
+) -> jobjectArray {
+    run(&mut env, std::ptr::null_mut(), |env| {
+        let names: Vec<&str> = hashfile_runtime::options::OPTIONS
+            .iter()
+            .filter(|spec| spec.group == hashfile_runtime::options::Group::Remote)
+            .map(|spec| spec.name)
+            .collect();
+        let out = env.new_object_array(names.len() as jint, "java/lang/String", JObject::null())?;
+        for (i, name) in names.iter().enumerate() {
+            let name = env.new_string(name)?;
+            env.set_object_array_element(&out, i as jint, &name)?;
+            env.delete_local_ref(name)?;
+        }
+        Ok(out.into_raw())
+    })
+}
+
+/// `Native.maxShards()`: the most shards a dataset has.
+#[no_mangle]
+pub extern "system" fn Java_dev_hashfile_Native_maxShards(
+    _env: JNIEnv<'_>,
+    _class: JClass<'_>,
+) -> jint {
+    hashfile::dataset::MAX_SHARDS as jint
 }
 
 /// `Native.shardOf(key, shards)`: the shard of `key` in a dataset of

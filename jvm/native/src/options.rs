@@ -117,3 +117,33 @@ pub(crate) fn arg(env: &mut JNIEnv<'_>, value: &JObject<'_>, depth: usize) -> Re
     }
     Ok(Arg::Object(objects::class_name(env, value)?))
 }
+
+/// The Java object for an `Arg` that `from_text` makes.
+pub(crate) fn object<'l>(env: &mut JNIEnv<'l>, arg: &Arg) -> Result<JObject<'l>> {
+    Ok(match arg {
+        Arg::Int(i) => match i64::try_from(*i) {
+            Ok(i) => objects::long(env, i)?,
+            Err(_) => env.new_string(i.to_string())?.into(),
+        },
+        Arg::Float(f) => objects::double(env, *f)?,
+        Arg::Bool(b) => objects::boolean(env, *b)?,
+        Arg::List(items) => {
+            let list = env.new_object("java/util/ArrayList", "()V", &[])?;
+            for item in items {
+                let item = object(env, item)?;
+                env.call_method(
+                    &list,
+                    "add",
+                    "(Ljava/lang/Object;)Z",
+                    &[jni::objects::JValue::Object(&item)],
+                )?;
+                env.delete_local_ref(item)?;
+            }
+            list
+        }
+        Arg::Text(t) | Arg::Symbol(t) | Arg::BigInt(t) | Arg::Object(t) => {
+            env.new_string(t)?.into()
+        }
+        Arg::Nil | Arg::Map(_) => JObject::null(),
+    })
+}

@@ -11,10 +11,12 @@ mod arg;
 mod parse;
 mod suggest;
 pub mod table;
+mod text;
 
 pub use arg::Arg;
 pub use parse::{
     build_request, decode_for_call, max_threads, open_request, remote_options, shard_count,
-    BuildRequest, DecodeOptions, Given, OpenRequest, DECODE_OPTIONS,
+    shard_task_options, BuildRequest, DecodeOptions, Given, OpenRequest, DECODE_OPTIONS,
 };
 pub use table::{Call, Group, Kind, Language, Spec, OPTIONS};
+pub use text::from_text;

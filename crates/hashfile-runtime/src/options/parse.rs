@@ -204,6 +204,19 @@ pub fn remote_options(given: &Given) -> Result<RemoteOptions> {
     Ok(remote)
 }
 
+/// The build options of one shard of a distributed job (a Spark task's
+/// `ShardWriter`): what `build` takes, but not `shards`, which is the
+/// dataset's count, given to the writer itself.
+pub fn shard_task_options(given: &Given, language: Language) -> Result<BuildOptions> {
+    let request = build_request(Call::Build, given, language)?;
+    if request.shards.is_some() {
+        return Err(Error::InvalidArgument {
+            message: "shards is the dataset's shard count, given to the writer itself, not a build option of one shard".into(),
+        });
+    }
+    Ok(request.options)
+}
+
 /// Checks `given` against what `call` (`Build` or `BuildFrom`) takes in
 /// `language`, and makes them the build's options.
 pub fn build_request(call: Call, given: &Given, language: Language) -> Result<BuildRequest> {

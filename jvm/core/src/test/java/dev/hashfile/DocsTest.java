@@ -30,7 +30,7 @@ class DocsTest {
 
     @Test
     void everyJavaSnippetRuns() throws Exception {
-        Path doc = Path.of(System.getProperty("hashfile.root", ".."), "docs", "JVM.md");
+        Path doc = Path.of(System.getProperty("hashfile.root", "../.."), "docs", "JVM.md");
         List<String> blocks = new ArrayList<>();
         Matcher m = Pattern.compile("(?ms)^```java\\n(.*?)^```$").matcher(Files.readString(doc));
         while (m.find()) {

@@ -38,7 +38,7 @@ class ConformanceTest {
     private static final Object MISSING = new Object();
 
     private static JsonNode load() {
-        Path table = Path.of(System.getProperty("hashfile.root", ".."), "test", "conformance", "cases.json");
+        Path table = Path.of(System.getProperty("hashfile.root", "../.."), "test", "conformance", "cases.json");
         try {
             return new ObjectMapper().readTree(table.toFile());
         } catch (IOException e) {

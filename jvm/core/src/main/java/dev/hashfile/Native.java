@@ -111,7 +111,35 @@ final class Native {
 
     static native Object[] getMany(long handle, byte[][] keys, Object ifMissing);
 
-    static native Object[] chunk(long handle, long[] cursor, int max);
+    static native Object[] chunk(long handle, long[] cursor, int max, boolean oneShard);
+
+    static native Object[] jsonChunk(long handle, long[] cursor, int max, boolean oneShard);
+
+    static native long shardWriterCreate(String location, String generation, int shard, int shardCount,
+            Object[] options, Object[] remote);
+
+    static native long shardWriterAdd(long writer, byte[] lines, String source);
+
+    static native String[] shardWriterFinish(long writer);
+
+    static native void shardWriterFree(long writer);
+
+    static native String newGeneration();
+
+    static native String getJson(long handle, byte[] key);
+
+    static native String[] remoteOptionNames();
+
+    static native int maxShards();
+
+    static native Object optionFromText(String name, String text);
+
+    static native void checkBuildOptions(Object[] options, Object[] remote);
+
+    static native String publishShards(String location, String generation, int shardCount, String[] reports,
+            Object[] remote);
+
+    static native void discardGeneration(String location, String generation, Object[] remote);
 
     static native void verify(long handle);
 

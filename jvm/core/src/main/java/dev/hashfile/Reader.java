@@ -47,6 +47,21 @@ public final class Reader implements AutoCloseable, Iterable<Map.Entry<Object, O
         return getOrDefault(key, null);
     }
 
+    /**
+     * The value of {@code key} as JSON text (what the command line's {@code
+     * get --json} prints), or null if absent. A value JSON cannot hold (a
+     * binary string that is not UTF-8, a float that is not finite) is a
+     * {@link FormatException} naming the key.
+     */
+    public String getJson(String key) {
+        byte[] asked = bytes(key);
+        try {
+            return Native.getJson(handle, asked);
+        } finally {
+            Reference.reachabilityFence(this);
+        }
+    }
+
     /** The value of {@code key}, or {@code fallback} if absent. */
     public Object getOrDefault(String key, Object fallback) {
         return getOrDefault(bytes(key), fallback);
@@ -166,22 +181,58 @@ public final class Reader implements AutoCloseable, Iterable<Map.Entry<Object, O
     /** Every entry in stored order: key (String, or byte[] for a key stored as bytes) and value. */
     @Override
     public Iterator<Map.Entry<Object, Object>> iterator() {
-        // One store (one dataset generation) from start to end, whatever a
-        // reload swaps in meanwhile: a reader of this one's current table,
-        // which no reload replaces, freed with the iterator.
-        Reader pinned;
+        return pinned().chunks(this, -1, false);
+    }
+
+    /**
+     * The entries of one shard of a dataset ({@code 0} of a store) in
+     * stored order, as {@link #iterator()} gives them: what one task of a
+     * distributed job reads.
+     */
+    public Iterator<Map.Entry<Object, Object>> shardEntries(int shard) {
+        return pinned().chunks(this, checkedShard(shard), false);
+    }
+
+    /**
+     * The entries of one shard with each key a {@code String} and each value
+     * its JSON text (what the command line's {@code dump} prints; a key that
+     * is not UTF-8, a binary value or a float that JSON cannot hold is a
+     * {@link FormatException}, naming the key): what Spark reads.
+     */
+    @SuppressWarnings({"unchecked", "rawtypes"})
+    public Iterator<Map.Entry<String, String>> shardJson(int shard) {
+        return (Iterator) pinned().chunks(this, checkedShard(shard), true);
+    }
+
+    private int checkedShard(int shard) {
+        Object shards = info().get("shards");
+        int count = shards instanceof List<?> list ? list.size() : 1;
+        if (shard < 0 || shard >= count) {
+            throw new IllegalArgumentException("shard " + shard + " of " + location() + ", which has shards 0 to " + (count - 1));
+        }
+        return shard;
+    }
+
+    /**
+     * A reader of this one's current table alone, which no reload
+     * replaces: one store (one dataset generation) from an iteration's
+     * start to its end, freed with the iterator.
+     */
+    private Reader pinned() {
         try {
-            pinned = new Reader(Native.pin(handle));
+            return new Reader(Native.pin(handle));
         } finally {
             Reference.reachabilityFence(this);
         }
-        return pinned.chunks(this);
     }
 
-    /** This (pinned) reader's entries in stored order; {@code owner}'s close ends them. */
-    private Iterator<Map.Entry<Object, Object>> chunks(Reader owner) {
+    /**
+     * This (pinned) reader's entries in stored order, of every shard (-1) or
+     * of one, decoded or as JSON; {@code owner}'s close ends them.
+     */
+    private Iterator<Map.Entry<Object, Object>> chunks(Reader owner, int shard, boolean json) {
         return new Iterator<>() {
-            private long[] cursor = {0, 0, 0};
+            private long[] cursor = {Math.max(shard, 0), 0, 0};
             private Object[] chunk = new Object[0];
             private int at = 1;
 
@@ -192,7 +243,8 @@ public final class Reader implements AutoCloseable, Iterable<Map.Entry<Object, O
                         owner.size(); // the runtime's ClosedException, naming the store
                     }
                     try {
-                        chunk = Native.chunk(handle, cursor, CHUNK);
+                        chunk = json ? Native.jsonChunk(handle, cursor, CHUNK, shard >= 0)
+                                : Native.chunk(handle, cursor, CHUNK, shard >= 0);
                     } finally {
                         Reference.reachabilityFence(Reader.this);
                     }

@@ -1,0 +1,99 @@
+"""The JVM's Spark data source and lookup function, reached from PySpark
+through ``spark.jars`` (PySpark's own Spark, in local mode, in a process of
+its own: jars are taken when a JVM starts): a dataset written by
+``df.write.format("hashfile")`` holds, value for value, what
+``hashfile.spark.write_dataset`` writes of the same rows, and reads the same
+from Python, Ruby and ``spark.read.format("hashfile")``; ``hashfile_lookup``
+registered with ``registerJavaFunction`` answers as a join does."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+from conftest import ROOT, ruby, skip_or_fail
+
+try:
+    import pyspark  # noqa: F401
+except ImportError:
+    skip_or_fail("HASHFILE_REQUIRE_SPARK", "PySpark is not installed (rake python_build installs it)")
+
+import hashfile  # noqa: E402
+
+JARS = [ROOT / "jvm/core/target/hashfile-0.1.0.jar", ROOT / "jvm/spark/target/hashfile-spark-0.1.0.jar"]
+
+SCRIPT = r"""
+import json, sys
+from pyspark.sql import SparkSession, functions as F
+from hashfile.spark import write_dataset
+
+jars, out = sys.argv[1], sys.argv[2]
+spark = (SparkSession.builder.master("local[2]").config("spark.jars", jars)
+         .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "4").getOrCreate())
+spark.sparkContext.setLogLevel("ERROR")
+df = spark.range(20000).select(
+    F.concat(F.lit("key-"), F.col("id").cast("string")).alias("key"),
+    F.col("id"),
+    (F.col("id") * 2.5).alias("score"),
+    (F.col("id").cast("decimal(20,2)") / 100).cast("decimal(20,4)").alias("price"),
+    (F.col("id") % 2 == 0).alias("even"),
+    F.when(F.col("id") % 3 == 0, F.lit(None)).otherwise(F.lit("x")).cast("string").alias("maybe"),
+    F.array(F.col("id"), F.col("id") + 1).alias("pair"),
+    F.struct(F.col("id").cast("string").alias("digits"), F.lit(True).alias("ok")).alias("nested"),
+    F.create_map(F.lit("k"), F.col("id")).alias("map"),
+).cache()
+df.write.format("hashfile").option("key", "key").option("shards", 4).save(out + "/jvm")
+write_dataset(df, out + "/python", key="key", shards=4)
+
+read = spark.read.format("hashfile").load(out + "/jvm")
+rows = {r["key"]: r["value"] for r in read.collect()}
+
+spark.udf.registerJavaFunction("hashfile_lookup", "dev.hashfile.spark.Lookup", "string")
+orders = spark.range(30000).select((F.col("id") * 7 % 25000).alias("n")).select(
+    F.concat(F.lit("key-"), F.col("n").cast("string")).alias("item"))
+looked = orders.selectExpr("item", "hashfile_lookup('%s', item) AS found" % (out + "/jvm"))
+joined = orders.join(df.select(F.col("key").alias("item"), F.col("score")), "item", "left")
+mismatched = (looked.select("item", F.get_json_object("found", "$.score").cast("double").alias("score"))
+              .exceptAll(joined.select("item", "score")).count())
+absent = looked.where("found IS NULL").count()
+print(json.dumps({"read": len(rows), "sample": rows["key-42"], "mismatched": mismatched, "absent": absent}))
+spark.stop()
+"""
+
+
+def test_spark_jars_write_read_and_lookup_as_python_and_ruby_do(tmp_path):
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        skip_or_fail("HASHFILE_REQUIRE_SPARK", "no Java for Spark (bin/setup --all installs openjdk-17-jdk-headless)")
+    if not all(jar.exists() for jar in JARS):
+        skip_or_fail("HASHFILE_REQUIRE_SPARK", "the JVM binding's jars are not built (rake jvm_package)")
+    done = subprocess.run(
+        [sys.executable, "-c", SCRIPT, ",".join(str(j) for j in JARS), str(tmp_path)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYSPARK_PYTHON": sys.executable},
+        check=False,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+
+    jvm = hashfile.open(str(tmp_path / "jvm"), verify=True)
+    python = hashfile.open(str(tmp_path / "python"), verify=True)
+    assert len(jvm) == len(python) == 20000
+    for key, value in python.items():
+        assert jvm[key] == value, key
+    assert jvm["key-42"]["price"] == "0.4200"  # a decimal's exact digits, as write_dataset stores it
+    assert result["read"] == 20000
+    assert json.loads(result["sample"]) == jvm["key-42"]
+    assert result["mismatched"] == 0
+    assert result["absent"] == 30000 - sum(1 for i in range(30000) if i * 7 % 25000 < 20000)
+
+    # Ruby reads the JVM's dataset as Python does.
+    same = ruby(
+        "db = Hashfile.open(ARGV[0]); puts JSON.generate(%w[key-0 key-42 key-19999].map { |k| db[k] })",
+        str(tmp_path / "jvm"),
+    )
+    assert json.loads(same) == [python["key-0"], python["key-42"], python["key-19999"]]
