@@ -23,6 +23,7 @@ use jni::objects::{JObject, JValue};
 use jni::JNIEnv;
 
 use crate::errors::{Failure, Result};
+use crate::ids::ids;
 use crate::objects;
 
 /// The value of `record`, of the store at `location` (which damage in it
@@ -58,7 +59,7 @@ pub(crate) fn key<'l>(env: &mut JNIEnv<'l>, utf8: bool, bytes: &[u8]) -> Result<
 /// `String` of UTF-8 bytes, or `byte[]` if they are not UTF-8.
 fn text<'l>(env: &mut JNIEnv<'l>, bytes: &[u8]) -> Result<JObject<'l>> {
     match std::str::from_utf8(bytes) {
-        Ok(s) => Ok(env.new_string(s)?.into()),
+        Ok(s) => objects::string(env, s),
         Err(_) => Ok(env.byte_array_from_slice(bytes)?.into()),
     }
 }
@@ -157,18 +158,11 @@ impl<'l> walk::Build for Objects<'_, 'l, '_> {
         // capacity past an int is left to the list to grow to.
         let capacity = i32::try_from(len).unwrap_or(0);
         self.frame()?;
-        Ok(self
-            .env
-            .new_object("java/util/ArrayList", "(I)V", &[JValue::Int(capacity)])?)
+        ids(self.env)?.array_list(self.env, capacity)
     }
 
     fn push(&mut self, list: &mut JObject<'l>, element: JObject<'l>) -> Result<()> {
-        self.env.call_method(
-            &*list,
-            "add",
-            "(Ljava/lang/Object;)Z",
-            &[JValue::Object(&element)],
-        )?;
+        ids(self.env)?.add(self.env, list, &element)?;
         // Each element a local reference no more: a big list would fill
         // the frame's table.
         self.env.delete_local_ref(element)?;
@@ -177,7 +171,7 @@ impl<'l> walk::Build for Objects<'_, 'l, '_> {
 
     fn map(&mut self, _len: u64) -> Result<JObject<'l>> {
         self.frame()?;
-        Ok(self.env.new_object("java/util/LinkedHashMap", "()V", &[])?)
+        ids(self.env)?.linked_hash_map(self.env)
     }
 
     fn insert(
@@ -187,19 +181,12 @@ impl<'l> walk::Build for Objects<'_, 'l, '_> {
         value: JObject<'l>,
         stored: Container<'_>,
     ) -> Result<()> {
-        let before = self.env.call_method(&*map, "size", "()I", &[])?.i()?;
-        let replaced = self
-            .env
-            .call_method(
-                &*map,
-                "put",
-                "(Ljava/lang/Object;Ljava/lang/Object;)Ljava/lang/Object;",
-                &[JValue::Object(&key), JValue::Object(&value)],
-            )?
-            .l()?;
+        let ids = ids(self.env)?;
+        let before = ids.size(self.env, map)?;
+        let replaced = ids.put(self.env, map, &key, &value)?;
         self.env.delete_local_ref(replaced)?;
         self.env.delete_local_ref(value)?;
-        let after = self.env.call_method(&*map, "size", "()I", &[])?.i()?;
+        let after = ids.size(self.env, map)?;
         // Equal in Java, distinct as stored: the map replaced a value,
         // which is never done silently.
         if after == before {

@@ -15,6 +15,7 @@
 mod decode;
 mod encode;
 mod errors;
+mod ids;
 mod objects;
 mod options;
 pub mod tasks;
@@ -95,6 +96,29 @@ unsafe fn handle<'h>(address: jlong) -> &'h Handle {
 /// A key's bytes, copied out of the Java array.
 fn key_bytes(env: &mut JNIEnv<'_>, key: &JByteArray<'_>) -> Result<Vec<u8>> {
     Ok(env.convert_byte_array(key)?)
+}
+
+/// Room for a key copied to the stack: most keys fit, and a lookup then
+/// allocates nothing for its key.
+const STACK_KEY: usize = 256;
+
+/// A key's bytes, copied out of the Java array into `stack` if they fit
+/// (else into `heap`).
+fn key_in<'b>(
+    env: &mut JNIEnv<'_>,
+    key: &JByteArray<'_>,
+    stack: &'b mut [i8; STACK_KEY],
+    heap: &'b mut Vec<u8>,
+) -> Result<&'b [u8]> {
+    let len = env.get_array_length(key)? as usize;
+    if len > STACK_KEY {
+        *heap = env.convert_byte_array(key)?;
+        return Ok(heap);
+    }
+    env.get_byte_array_region(key, 0, &mut stack[..len])?;
+    // SAFETY: i8 and u8 have one size and alignment, and every bit pattern
+    // is valid for both; the slice is the `len` bytes just copied in.
+    Ok(unsafe { std::slice::from_raw_parts(stack.as_ptr().cast::<u8>(), len) })
 }
 
 /// A record's error with the location read, as every binding names it.
@@ -227,9 +251,10 @@ pub extern "system" fn Java_dev_hashfile_Native_get<'l>(
     run(&mut env, std::ptr::null_mut(), |env| {
         // SAFETY: as for `close`.
         let handle = unsafe { handle(address) };
-        let key = key_bytes(env, &key)?;
+        let (mut stack, mut heap) = ([0i8; STACK_KEY], Vec::new());
+        let key = key_in(env, &key, &mut stack, &mut heap)?;
         let table = handle.current()?;
-        let found = checked(handle, &table, reads::get(&NoLock, handle, &table, &key)?)?;
+        let found = checked(handle, &table, reads::get(&NoLock, handle, &table, key)?)?;
         let value = match found {
             Some(record) => decode::value(env, &record.record(), handle.location())?,
             None => if_missing,
@@ -253,9 +278,10 @@ pub extern "system" fn Java_dev_hashfile_Native_getJson<'l>(
     run(&mut env, std::ptr::null_mut(), |env| {
         // SAFETY: as for `close`.
         let handle = unsafe { handle(address) };
-        let key = key_bytes(env, &key)?;
+        let (mut stack, mut heap) = ([0i8; STACK_KEY], Vec::new());
+        let key = key_in(env, &key, &mut stack, &mut heap)?;
         let table = handle.current()?;
-        let found = checked(handle, &table, reads::get(&NoLock, handle, &table, &key)?)?;
+        let found = checked(handle, &table, reads::get(&NoLock, handle, &table, key)?)?;
         let mut text = String::new();
         if let Some(record) = &found {
             hashfile::value::json::write_record(&record.record(), &mut text)
@@ -263,7 +289,7 @@ pub extern "system" fn Java_dev_hashfile_Native_getJson<'l>(
         }
         handle.check_faults(&table).map_err(|e| at(handle, e))?;
         Ok(match found {
-            Some(_) => env.new_string(&text)?.into_raw(),
+            Some(_) => objects::string(env, &text)?.into_raw(),
             None => std::ptr::null_mut(),
         })
     })
@@ -280,9 +306,10 @@ pub extern "system" fn Java_dev_hashfile_Native_containsKey<'l>(
     run(&mut env, JNI_FALSE, |env| {
         // SAFETY: as for `close`.
         let handle = unsafe { handle(address) };
-        let key = key_bytes(env, &key)?;
+        let (mut stack, mut heap) = ([0i8; STACK_KEY], Vec::new());
+        let key = key_in(env, &key, &mut stack, &mut heap)?;
         let table = handle.current()?;
-        let found = reads::read(&NoLock, handle, &table, |t| Ok(t.get(&key)?.is_some()))?
+        let found = reads::read(&NoLock, handle, &table, |t| Ok(t.get(key)?.is_some()))?
             .map_err(|e| at(handle, e))?;
         Ok(if found { JNI_TRUE } else { JNI_FALSE })
     })

@@ -5,40 +5,64 @@ use jni::objects::{JObject, JString, JValue};
 use jni::JNIEnv;
 
 use crate::errors::Result;
+use crate::ids::ids;
 
 /// `Long.valueOf(i)`.
 pub(crate) fn long<'l>(env: &mut JNIEnv<'l>, i: i64) -> Result<JObject<'l>> {
-    Ok(env
-        .call_static_method(
-            "java/lang/Long",
-            "valueOf",
-            "(J)Ljava/lang/Long;",
-            &[JValue::Long(i)],
-        )?
-        .l()?)
+    ids(env)?.long(env, i)
 }
 
 /// `Double.valueOf(f)`.
 pub(crate) fn double<'l>(env: &mut JNIEnv<'l>, f: f64) -> Result<JObject<'l>> {
-    Ok(env
-        .call_static_method(
-            "java/lang/Double",
-            "valueOf",
-            "(D)Ljava/lang/Double;",
-            &[JValue::Double(f)],
-        )?
-        .l()?)
+    ids(env)?.double(env, f)
 }
 
 /// `Boolean.TRUE` or `Boolean.FALSE`.
 pub(crate) fn boolean<'l>(env: &mut JNIEnv<'l>, b: bool) -> Result<JObject<'l>> {
-    Ok(env
-        .get_static_field(
-            "java/lang/Boolean",
-            if b { "TRUE" } else { "FALSE" },
-            "Ljava/lang/Boolean;",
-        )?
-        .l()?)
+    ids(env)?.boolean(env, b)
+}
+
+/// A `String` of `text`, made from its UTF-16 (JNI's `NewString`): the
+/// `jni` crate's `new_string` converts to modified UTF-8 in an allocation
+/// of its own first, and the JVM then decodes that. Short texts (most
+/// values and keys) are converted on the stack.
+pub(crate) fn string<'l>(env: &mut JNIEnv<'l>, text: &str) -> Result<JObject<'l>> {
+    let mut stack = [0u16; 128];
+    let mut heap = Vec::new();
+    let units: &[u16] = if text.len() <= stack.len() {
+        // UTF-16 has at most as many units as UTF-8 has bytes.
+        let mut n = 0;
+        for unit in text.encode_utf16() {
+            stack[n] = unit;
+            n += 1;
+        }
+        &stack[..n]
+    } else {
+        heap.extend(text.encode_utf16());
+        &heap
+    };
+    let len = jni::sys::jsize::try_from(units.len()).map_err(|_| {
+        crate::errors::Failure::Hashfile(hashfile::Error::InvalidArgument {
+            message: format!(
+                "a text of {} UTF-16 units is past a Java String's length",
+                units.len()
+            ),
+        })
+    })?;
+    let raw = env.get_raw();
+    // SAFETY: `raw` is this thread's live JNIEnv (from `env`); NewString is
+    // in every JNI function table (1.1 on), and reads `len` units from
+    // `units`, which holds that many.
+    let made = unsafe {
+        let new_string = (**raw).NewString.expect("JNI 1.1 has NewString");
+        new_string(raw, units.as_ptr(), len)
+    };
+    if made.is_null() {
+        // The JVM threw (OutOfMemoryError); `run` leaves it pending.
+        return Err(jni::errors::Error::JavaException.into());
+    }
+    // SAFETY: `made` is a new local reference NewString returned.
+    Ok(unsafe { JObject::from_raw(made) })
 }
 
 /// The name of `object`'s class (`java.util.Date`), for messages.
