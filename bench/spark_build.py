@@ -79,7 +79,7 @@ def dir_bytes(path: str) -> int:
 
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-JARS = [os.path.join(ROOT, "jvm/core/target/hashfile-0.1.0.jar"), os.path.join(ROOT, "jvm/spark/target/hashfile-spark-0.1.0.jar")]
+JARS = [os.path.join(ROOT, "jvm/spark/target/hashfile-spark-0.1.0.jar")]  # the core inside it
 
 
 def session(work: str):

@@ -37,7 +37,7 @@ ITEMS = int(os.environ.get("ITEMS", "200000" if QUICK else "10000000"))
 MEMORY = os.environ.get("MEMORY", "4g")
 SMALL_MEMORY = os.environ.get("SMALL_MEMORY", "1g")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-JARS = [os.path.join(ROOT, "jvm/core/target/hashfile-0.1.0.jar"), os.path.join(ROOT, "jvm/spark/target/hashfile-spark-0.1.0.jar")]
+JARS = [os.path.join(ROOT, "jvm/spark/target/hashfile-spark-0.1.0.jar")]  # the core inside it
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from spark_build import PeakSampler  # noqa: E402

@@ -23,7 +23,7 @@ except ImportError:
 
 import hashfile  # noqa: E402
 
-JARS = [ROOT / "jvm/core/target/hashfile-0.1.0.jar", ROOT / "jvm/spark/target/hashfile-spark-0.1.0.jar"]
+JARS = [ROOT / "jvm/spark/target/hashfile-spark-0.1.0.jar"]  # the core inside it
 
 SCRIPT = r"""
 import json, sys

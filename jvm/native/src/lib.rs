@@ -678,6 +678,32 @@ pub extern "system" fn Java_dev_hashfile_Native_remoteOptionNames<'l>(
     })
 }
 
+/// `Native.closest(name, known)`: the name of `known` closest to `name`,
+/// if one is close enough to be what was meant (the runtime's "did you
+/// mean"), else null.
+#[no_mangle]
+pub extern "system" fn Java_dev_hashfile_Native_closest<'l>(
+    mut env: JNIEnv<'l>,
+    _class: JClass<'l>,
+    name: JString<'l>,
+    known: JObjectArray<'l>,
+) -> jni::sys::jstring {
+    run(&mut env, std::ptr::null_mut(), |env| {
+        let name = objects::text(env, &name)?;
+        let mut names = Vec::new();
+        for i in 0..env.get_array_length(&known)? {
+            let known_name = env.get_object_array_element(&known, i)?;
+            names.push(objects::text(env, &known_name)?);
+            env.delete_local_ref(known_name)?;
+        }
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        Ok(match hashfile_runtime::options::closest(&name, &names) {
+            Some(guess) => env.new_string(guess)?.into_raw(),
+            None => std::ptr::null_mut(),
+        })
+    })
+}
+
 /// `Native.maxShards()`: the most shards a dataset has.
 #[no_mangle]
 pub extern "system" fn Java_dev_hashfile_Native_maxShards(

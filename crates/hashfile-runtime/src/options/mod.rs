@@ -18,5 +18,6 @@ pub use parse::{
     build_request, decode_for_call, max_threads, open_request, remote_options, shard_count,
     shard_task_options, BuildRequest, DecodeOptions, Given, OpenRequest, DECODE_OPTIONS,
 };
+pub use suggest::closest;
 pub use table::{Call, Group, Kind, Language, Spec, OPTIONS};
 pub use text::from_text;

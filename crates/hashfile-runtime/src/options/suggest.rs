@@ -2,7 +2,7 @@
 
 /// The name in `known` closest to `given`, if any is close enough that
 /// the user likely meant it (a typo, a letter left out or swapped).
-pub(super) fn closest<'k>(given: &str, known: &[&'k str]) -> Option<&'k str> {
+pub fn closest<'k>(given: &str, known: &[&'k str]) -> Option<&'k str> {
     known
         .iter()
         .map(|name| (strsim::jaro_winkler(given, name), *name))

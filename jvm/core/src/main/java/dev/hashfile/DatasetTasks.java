@@ -39,6 +39,15 @@ public final class DatasetTasks {
         return out;
     }
 
+    /**
+     * The name of {@code known} closest to {@code name}, if one is close
+     * enough to be what was meant (the runtime's "did you mean", the guess
+     * every binding's unknown-option message makes), else null.
+     */
+    public static String closest(String name, java.util.Collection<String> known) {
+        return Native.closest(Objects.requireNonNull(name, "name"), known.toArray(new String[0]));
+    }
+
     /** Throws what every task would for these options, before a job starts them. */
     public static void checkOptions(Map<String, ?> options, Map<String, ?> remote) {
         Native.checkBuildOptions(Native.pairs(Objects.requireNonNull(options, "options")),

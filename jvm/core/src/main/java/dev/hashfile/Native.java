@@ -132,6 +132,8 @@ final class Native {
 
     static native int maxShards();
 
+    static native String closest(String name, String[] known);
+
     static native Object optionFromText(String name, String text);
 
     static native void checkBuildOptions(Object[] options, Object[] remote);

@@ -54,9 +54,14 @@ public final class Reader implements AutoCloseable, Iterable<Map.Entry<Object, O
      * {@link FormatException} naming the key.
      */
     public String getJson(String key) {
-        byte[] asked = bytes(key);
+        return getJson(bytes(key));
+    }
+
+    /** {@link #getJson(String)} of a key of bytes. */
+    public String getJson(byte[] key) {
+        java.util.Objects.requireNonNull(key, "key");
         try {
-            return Native.getJson(handle, asked);
+            return Native.getJson(handle, key);
         } finally {
             Reference.reachabilityFence(this);
         }

@@ -1,5 +1,6 @@
 package dev.hashfile.spark;
 
+import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 
 import org.apache.spark.sql.api.java.UDF2;
@@ -8,31 +9,65 @@ import dev.hashfile.Hashfile;
 import dev.hashfile.Reader;
 
 /**
- * {@code hashfile_lookup(dataset, key)}: the value of {@code key} in the
- * dataset (or store, or URL) {@code dataset}, as JSON text, or null if
- * absent. Each executor JVM opens a dataset once, at its first lookup, and
- * shares it across its tasks and threads (a {@link Reader} is safe to
- * share): one map of the files, in the page cache once, however many tasks
- * read it. Parse the text with {@code from_json} for typed columns.
+ * {@code hashfile_lookup(dataset, key)}: the value of {@code key} (a string,
+ * an integer, keyed by its digits as the data source writes it, or binary)
+ * in the dataset (or store, or URL) {@code dataset}, as JSON text; SQL
+ * NULL if absent (a stored null is the text {@code null}). Each executor
+ * JVM opens a dataset once, at its first lookup, and shares it across its
+ * tasks and threads (a {@link Reader} is safe to share): one map of the
+ * files, in the page cache once, however many tasks read it. A local store
+ * or dataset, and a remote dataset, are checked for a newer generation at
+ * most every second ({@code reload}), so a republished dataset is answered
+ * from within a second; a remote store that is replaced fails the lookup
+ * with {@code StaleException}. Parse the text with {@code from_json} or
+ * {@code get_json_object} for typed columns.
  *
  * <p>Register it for SQL with {@link HashfileFunctions#register}, or from
  * PySpark with {@code spark.udf.registerJavaFunction("hashfile_lookup",
  * "dev.hashfile.spark.Lookup", "string")}.
  */
-public final class Lookup implements UDF2<String, String, String> {
+public final class Lookup implements UDF2<String, Object, String> {
     private static final long serialVersionUID = 1L;
+
+    /** How often an open dataset looks for a newer generation, in seconds. */
+    static final double RELOAD_SECONDS = 1.0;
 
     /** The datasets open in this JVM, by location: opened once, kept for the JVM's life. */
     private static final ConcurrentHashMap<String, Reader> OPEN = new ConcurrentHashMap<>();
 
     @Override
-    public String call(String dataset, String key) {
+    public String call(String dataset, Object key) {
         if (dataset == null) {
             throw new IllegalArgumentException("hashfile_lookup's first argument is a dataset's location, not null");
         }
         if (key == null) {
             return null;
         }
-        return OPEN.computeIfAbsent(dataset, Hashfile::open).getJson(key);
+        Reader reader = OPEN.computeIfAbsent(dataset, Lookup::open);
+        if (key instanceof String s) {
+            return reader.getJson(s);
+        }
+        if (key instanceof Long || key instanceof Integer || key instanceof Short || key instanceof Byte) {
+            return reader.getJson(key.toString());
+        }
+        if (key instanceof byte[] b) {
+            return reader.getJson(b);
+        }
+        throw new IllegalArgumentException("hashfile_lookup's key is a string, an integer or binary, not "
+                + key.getClass().getName() + " (cast it: CAST(k AS STRING))");
+    }
+
+    private static Reader open(String dataset) {
+        String location = Locations.of(dataset, false);
+        try {
+            return Hashfile.open(location, Map.of("reload", RELOAD_SECONDS));
+        } catch (IllegalArgumentException e) {
+            // A remote store (not a dataset) takes no reload: it fails with
+            // StaleException when replaced, never answering from the old one.
+            if (e.getMessage() != null && e.getMessage().startsWith("invalid option reload")) {
+                return Hashfile.open(location);
+            }
+            throw e;
+        }
     }
 }

@@ -29,17 +29,33 @@ record ReadOptions(String path, String key, String value, HashMap<String, Object
         Map<String, String> open = new HashMap<>();
         given.forEach((name, text) -> {
             if (!OWN.contains(name)) {
+                String guess = DatasetTasks.closest(name, OWN);
+                if (guess != null && !guess.equals("paths")) {
+                    throw new IllegalArgumentException("unknown option " + name + " for reading a hashfile dataset "
+                            + "(did you mean " + guess + "?); it takes key and value (with a schema), and open "
+                            + "options by their names");
+                }
                 open.put(name, text);
             }
         });
-        return new ReadOptions(path, given.getOrDefault("key", "key"), given.get("value"),
+        return new ReadOptions(Locations.of(path, false), given.getOrDefault("key", "key"), given.get("value"),
                 new HashMap<>(DatasetTasks.fromText(open)));
     }
 
-    /** Without a schema given: the key, and the value as JSON text. */
+    /**
+     * Without a schema given: the key, and the value as JSON text. The
+     * options key and value name fields of a declared schema; without one
+     * they would only rename the two columns (a user who wrote with
+     * {@code value} expects a read with it to pick that entry): refused.
+     */
     StructType defaultSchema() {
+        if (!key.equals("key") || value != null) {
+            throw new IllegalArgumentException("the options key and value name fields of a declared schema "
+                    + "(.schema(\"sku STRING, price DOUBLE\")); without one, a read gives the columns key and value, "
+                    + "the value as JSON text (get_json_object or from_json take entries out of it)");
+        }
         return new StructType()
-                .add(key, DataTypes.StringType, false)
-                .add(value == null ? "value" : value, DataTypes.StringType, true);
+                .add("key", DataTypes.StringType, false)
+                .add("value", DataTypes.StringType, true);
     }
 }

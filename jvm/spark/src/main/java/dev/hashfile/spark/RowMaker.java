@@ -49,10 +49,10 @@ final class RowMaker {
         this.schema = schema;
         this.keyField = check(schema, options);
         this.valueField = options.value() == null ? -1 : schema.fieldIndex(options.value());
-        StructType defaults = options.defaultSchema();
-        this.json = schema.size() == 2 && schema.fields()[keyField].dataType() instanceof StringType
-                && schema.fields()[1 - keyField].dataType() instanceof StringType
-                && schema.fields()[1 - keyField].name().equals(defaults.fields()[1].name());
+        // The default schema (key STRING, value STRING), given or inferred.
+        this.json = options.value() == null && schema.size() == 2 && keyField == 0
+                && schema.fields()[0].name().equals("key") && schema.fields()[0].dataType() instanceof StringType
+                && schema.fields()[1].name().equals("value") && schema.fields()[1].dataType() instanceof StringType;
     }
 
     /** The key field's index; an error for a schema this source cannot fill. */
@@ -158,12 +158,22 @@ final class RowMaker {
         if (type instanceof StringType && value instanceof String s) {
             return UTF8String.fromString(s);
         }
-        if (type instanceof BinaryType) {
-            if (value instanceof byte[] b) {
-                return b;
-            }
-            if (value instanceof String s) {
-                return s.getBytes(StandardCharsets.UTF_8);
+        // A Spark binary column is stored as its base64 text (to_json's
+        // form): read as binary, that text would be other bytes. Only a
+        // stored binary string reads as binary.
+        if (type instanceof BinaryType && value instanceof byte[] b) {
+            return b;
+        }
+        // Spark's to_json writes a float that is not finite as text.
+        if (value instanceof String s && (type instanceof DoubleType || type instanceof FloatType)) {
+            Double special = switch (s) {
+                case "NaN" -> Double.NaN;
+                case "Infinity" -> Double.POSITIVE_INFINITY;
+                case "-Infinity" -> Double.NEGATIVE_INFINITY;
+                default -> null;
+            };
+            if (special != null) {
+                return type instanceof DoubleType ? (Object) special : (Object) special.floatValue();
             }
         }
         if (type instanceof BooleanType && value instanceof Boolean b) {
@@ -235,6 +245,10 @@ final class RowMaker {
                 fields[i] = convert(map.get(f.name()), f.dataType(), key, where + "." + f.name());
             }
             return new GenericInternalRow(fields);
+        }
+        if (type instanceof BinaryType && value instanceof String) {
+            throw wrong(key, where, value, "binary (a Spark binary column is stored as its base64 text: read it as "
+                    + "string and unbase64 it)");
         }
         throw wrong(key, where, value, type.simpleString());
     }

@@ -73,13 +73,16 @@ final class WriteJob {
             throw new IllegalArgumentException("a hashfile dataset is immutable: it cannot be appended to; write it whole "
                     + "with mode(\"overwrite\"), which publishes a new generation (readers move to it on their next reload)");
         }
-        if (mode != SaveMode.Overwrite && published(options.path())) {
+        String existing = existing(options.path());
+        if (existing != null && mode != SaveMode.Overwrite) {
             if (mode == SaveMode.Ignore) {
                 return;
             }
-            throw new IllegalArgumentException("a dataset is already published at " + options.path()
-                    + "; write with mode(\"overwrite\") to publish a new generation of it");
+            throw new IllegalArgumentException(options.path() + " " + existing
+                    + "; write with mode(\"overwrite\") to publish a new generation there (files other than a "
+                    + "dataset's are left as they are)");
         }
+        boolean made = !options.path().contains("://") && !Files.exists(Path.of(options.path()));
 
         Column key = keyColumn(df, options.key());
         Column record = to_json(struct(key.as("k"), valueColumn(df, options.value()).as("v")),
@@ -120,22 +123,44 @@ final class WriteJob {
         } catch (RuntimeException | Error e) {
             try {
                 DatasetTasks.discard(options.path(), generation, options.remote());
-            } catch (RuntimeException cleanup) {
+                if (made) {
+                    // The directory this job made, left empty: gone too.
+                    Files.deleteIfExists(Path.of(options.path()));
+                }
+            } catch (RuntimeException | IOException cleanup) {
                 e.addSuppressed(cleanup);
             }
             throw e;
         }
     }
 
-    /** Whether a dataset's manifest is at {@code path} (an s3:// one: whether it opens). */
-    private static boolean published(String path) {
-        if (!path.contains("://")) {
-            return Files.exists(Path.of(path, "hashfile-dataset.json"));
+    /**
+     * What is at {@code path} already, in words, or null if nothing: as
+     * Spark's own file sources, the default mode refuses a path that holds
+     * anything, not only a dataset (an s3:// one: whether a dataset opens
+     * there). A path that is a file is refused in every mode.
+     */
+    private static String existing(String path) {
+        if (path.contains("://")) {
+            try (var reader = Hashfile.open(path)) {
+                return reader.size() >= 0 ? "holds a published dataset" : null;
+            } catch (dev.hashfile.RemoteException.NotFound e) {
+                return null;
+            }
         }
-        try (var reader = Hashfile.open(path)) {
-            return reader.size() >= 0;
-        } catch (dev.hashfile.RemoteException.NotFound e) {
-            return false;
+        Path at = Path.of(path);
+        if (Files.exists(at) && !Files.isDirectory(at)) {
+            throw new IllegalArgumentException(path + " is a file; a dataset is written to a directory");
+        }
+        if (Files.exists(at.resolve("hashfile-dataset.json"))) {
+            return "holds a published dataset";
+        }
+        try (var files = Files.list(at)) {
+            return files.findAny().isPresent() ? "is a directory that is not empty" : null;
+        } catch (java.nio.file.NoSuchFileException e) {
+            return null;
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
         }
     }
 

@@ -18,9 +18,23 @@ record WriteOptions(String path, String key, List<String> value, Integer shards,
 
     /** The options this source reads itself; every other one is a build or remote option. */
     private static final Set<String> OWN = Set.of("path", "key", "value", "shards", "target_shard_bytes");
+    private static final List<String> OWN_SHOWN = List.of("key", "value", "shards", "target_shard_bytes");
 
     static WriteOptions of(Map<String, String> given) {
-        String path = required(given, "path", "save(path)");
+        if (given.containsKey("__partition_columns")) {
+            throw new IllegalArgumentException("partitionBy does not apply to a hashfile dataset: its rows are "
+                    + "partitioned into shards by their keys' hash (the option shards)");
+        }
+        for (String name : given.keySet()) {
+            String guess = OWN.contains(name) || DatasetTasks.REMOTE_OPTIONS.contains(name) ? null
+                    : DatasetTasks.closest(name, OWN);
+            if (guess != null) {
+                throw new IllegalArgumentException("unknown option " + name + " for the hashfile data source (did you "
+                        + "mean " + guess + "?); it takes " + String.join(", ", OWN_SHOWN)
+                        + ", and build and remote options by their names");
+            }
+        }
+        String path = Locations.of(required(given, "path", "save(path)"), true);
         String key = required(given, "key", ".option(\"key\", column)");
         String value = given.get("value");
         List<String> values = value == null ? null : List.of(value.split(",", -1)).stream().map(String::trim).toList();

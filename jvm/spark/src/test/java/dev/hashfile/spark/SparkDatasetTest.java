@@ -169,8 +169,7 @@ class SparkDatasetTest {
         DuplicateKeyException e = assertThrows(DuplicateKeyException.class,
                 () -> df.write().format("hashfile").option("key", "id").option("shards", "4").save(path));
         assertTrue(e.getMessage().contains("777"), e.getMessage());
-        assertFalse(Files.exists(Path.of(path, "hashfile-dataset.json")));
-        assertEquals(List.of(), list(Path.of(path)));
+        assertFalse(Files.exists(Path.of(path)), "the directory the job made is gone with its shards");
     }
 
     @Test
@@ -206,7 +205,7 @@ class SparkDatasetTest {
         df.write().format("hashfile").option("key", "id").option("shards", "2").save(path);
         assertTrue(assertThrows(IllegalArgumentException.class,
                 () -> df.write().format("hashfile").option("key", "id").option("shards", "2").save(path))
-                .getMessage().contains("already published"));
+                .getMessage().contains("holds a published dataset"));
         assertTrue(assertThrows(IllegalArgumentException.class, () -> df.write().format("hashfile")
                 .mode(SaveMode.Append).option("key", "id").option("shards", "2").save(path))
                 .getMessage().contains("cannot be appended to"));
@@ -252,6 +251,69 @@ class SparkDatasetTest {
         List<Row> viaColumn = orders.withColumn("json", HashfileFunctions.lookup(path, col("item")))
                 .where("order = 1").collectAsList();
         assertEquals("\"product 7\"", viaColumn.get(0).getString(2));
+    }
+
+    @Test
+    void theLookupAnswersFromARepublishedDatasetWithinASecondAndTakesIntegerKeys() throws InterruptedException {
+        String path = dir.resolve("republished").toString();
+        spark.range(100).selectExpr("id", "'first' AS v").write().format("hashfile").option("key", "id")
+                .option("value", "v").option("shards", "2").save(path);
+        HashfileFunctions.register(spark);
+        String ask = "SELECT hashfile_lookup('" + path + "', id) FROM range(5, 6)"; // a bigint key: its digits
+        assertEquals("\"first\"", spark.sql(ask).first().getString(0));
+        spark.range(100).selectExpr("id", "'second' AS v").write().format("hashfile").mode(SaveMode.Overwrite)
+                .option("key", "id").option("value", "v").option("shards", "2").save(path);
+        Thread.sleep((long) (Lookup.RELOAD_SECONDS * 1000) + 200);
+        assertEquals("\"second\"", spark.sql(ask).first().getString(0));
+        String message = rootMessage(assertThrows(Exception.class,
+                () -> spark.sql("SELECT hashfile_lookup('" + path + "', 1.5)").collectAsList()));
+        assertTrue(message.contains("a string, an integer or binary, not java.math.BigDecimal"), message);
+    }
+
+    @Test
+    void whatASparkColumnIsStoredAsReadsBackOrIsRefusedNeverAnotherValue() {
+        String path = dir.resolve("kinds").toString();
+        spark.range(3).selectExpr("id", "cast(concat('b', id) AS binary) AS bytes",
+                "if(id = 0, double('NaN'), if(id = 1, double('-Infinity'), 2.5)) AS x")
+                .write().format("hashfile").option("key", "id").option("shards", "1").save(path);
+        List<Row> rows = spark.read().format("hashfile").schema("id BIGINT, x DOUBLE").option("key", "id").load(path)
+                .orderBy("id").collectAsList();
+        assertTrue(Double.isNaN(rows.get(0).getDouble(1)));
+        assertEquals(Double.NEGATIVE_INFINITY, rows.get(1).getDouble(1));
+        assertEquals(2.5, rows.get(2).getDouble(1));
+        String message = rootMessage(assertThrows(Exception.class, () -> spark.read().format("hashfile")
+                .schema("id BIGINT, bytes BINARY").option("key", "id").load(path).collectAsList()));
+        assertTrue(message.contains("stored as its base64 text"), message);
+        message = rootMessage(assertThrows(Exception.class,
+                () -> spark.read().format("hashfile").option("value", "x").load(path).collectAsList()));
+        assertTrue(message.contains("name fields of a declared schema"), message);
+    }
+
+    @Test
+    void locationsAndOptionsThatDoNotApplyAreRefused() throws IOException {
+        Dataset<Row> df = products(10);
+        String message = assertThrows(IllegalArgumentException.class, () -> df.write().format("hashfile")
+                .option("key", "id").option("shard", "2").save(dir.resolve("a").toString())).getMessage();
+        assertTrue(message.contains("did you mean shards?"), message);
+        message = assertThrows(IllegalArgumentException.class, () -> df.write().format("hashfile")
+                .option("key", "id").option("shards", "2").partitionBy("name").save(dir.resolve("a").toString()))
+                .getMessage();
+        assertTrue(message.contains("partitionBy does not apply"), message);
+        message = assertThrows(IllegalArgumentException.class, () -> df.write().format("hashfile")
+                .option("key", "id").option("shards", "2").save("hdfs://namenode/data")).getMessage();
+        assertTrue(message.contains("not hdfs://"), message);
+        Path other = Files.createDirectories(dir.resolve("other"));
+        Files.writeString(other.resolve("keep.txt"), "mine");
+        message = assertThrows(IllegalArgumentException.class, () -> df.write().format("hashfile")
+                .option("key", "id").option("shards", "2").save(other.toString())).getMessage();
+        assertTrue(message.contains("is a directory that is not empty"), message);
+        Path file = Files.writeString(dir.resolve("a-file"), "x");
+        message = assertThrows(IllegalArgumentException.class, () -> df.write().format("hashfile")
+                .mode(SaveMode.Overwrite).option("key", "id").option("shards", "2").save(file.toString())).getMessage();
+        assertTrue(message.contains("is a file"), message);
+        // A file: URI is a local path.
+        df.write().format("hashfile").option("key", "id").option("shards", "2").save(dir.resolve("uri").toUri().toString());
+        assertEquals(10, spark.read().format("hashfile").load(dir.resolve("uri").toUri().toString()).count());
     }
 
     /** Equal maps, or the first key that differs (not both maps whole). */
