@@ -3,7 +3,8 @@ joined to a K-key table of items, three ways, each in a Spark local[2] of
 its own (a fresh JVM), side by side in one run:
 
 - hashfile_lookup(dataset, item): the JVM's lookup function over a dataset
-  the JVM's data source wrote; each executor JVM maps the dataset once.
+  the JVM's data source wrote; each executor JVM maps the dataset once;
+  and HashfileFunctions.lookup(df, ...), the same in batches of 1,024 rows.
 - a broadcast hash join against the same items in Parquet (Spark copies the
   table to every executor and builds a hash table on the JVM's heap);
 - a sort-merge join against them (both sides shuffled and sorted).
@@ -94,6 +95,12 @@ def run_one(mode: str, work: str, memory: str) -> None:
         spark.udf.registerJavaFunction("hashfile_lookup", "dev.hashfile.spark.Lookup", "string")
         path = os.path.join(work, "items.hf")
         joined = orders.select("order", "item", F.expr(f"get_json_object(hashfile_lookup('{path}', item), '$.price')").cast("double").alias("price"))
+    elif mode == "batched":
+        from pyspark.sql import DataFrame
+
+        path = os.path.join(work, "items.hf")
+        found = DataFrame(spark._jvm.dev.hashfile.spark.HashfileFunctions.lookup(orders._jdf, path, "item", "found"), spark)
+        joined = found.select("order", "item", F.get_json_object("found", "$.price").cast("double").alias("price"))
     elif mode == "broadcast":
         joined = orders.join(F.broadcast(items), "item", "left").select("order", "item", "price")
     else:
@@ -102,7 +109,7 @@ def run_one(mode: str, work: str, memory: str) -> None:
     joined.write.format("noop").mode("overwrite").save()
     seconds = time.perf_counter() - started
     sample = None
-    if mode in ("lookup", "sortmerge"):
+    if mode in ("lookup", "batched", "sortmerge"):
         sample = sorted(tuple(r) for r in joined.where("order % 1000 = 7").collect())
     print(json.dumps({"seconds": seconds, "sample": sample}))
     spark.stop()
@@ -130,7 +137,14 @@ def main() -> None:
     work = tempfile.mkdtemp(prefix="hashfile-lookup-bench-")
     say(f"{ORDERS:,} orders against {ITEMS:,} items, local[2], {os.cpu_count()} cores")
     prepare(work)
-    runs = [("lookup", MEMORY), ("broadcast", MEMORY), ("sortmerge", MEMORY), ("lookup", SMALL_MEMORY), ("broadcast", SMALL_MEMORY)]
+    runs = [
+        ("lookup", MEMORY),
+        ("batched", MEMORY),
+        ("broadcast", MEMORY),
+        ("sortmerge", MEMORY),
+        ("lookup", SMALL_MEMORY),
+        ("broadcast", SMALL_MEMORY),
+    ]
     results = {}
     say(f"{'join':<28}{'driver memory':>14}{'time':>10}{'peak RSS':>12}")
     for mode, memory in runs:
@@ -141,8 +155,9 @@ def main() -> None:
     lookup, merge = results[("lookup", MEMORY)], results[("sortmerge", MEMORY)]
     if "seconds" not in lookup or "seconds" not in merge:
         sys.exit("the lookup or the sort-merge join failed at the normal memory")
-    if [list(r) for r in lookup["sample"]] != [list(r) for r in merge["sample"]]:
-        sys.exit("the lookup's answers differ from the sort-merge join's")
+    for mode in ("lookup", "batched"):
+        if [list(r) for r in results[(mode, MEMORY)]["sample"]] != [list(r) for r in merge["sample"]]:
+            sys.exit(f"the {mode} lookup's answers differ from the sort-merge join's")
     say(f"{len(lookup['sample']):,} sampled rows: the lookup's answers equal the sort-merge join's")
     shutil.rmtree(work)
 

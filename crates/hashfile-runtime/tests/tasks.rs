@@ -372,3 +372,57 @@ fn publishing_to_s3_removes_only_what_an_earlier_manifest_listed() {
     let dataset = Dataset::open(&format!("{at}/hashfile-dataset.json"), &remote).unwrap();
     assert_eq!(dataset.manifest().generation, three);
 }
+
+#[test]
+fn publish_refuses_a_generation_id_that_is_not_a_name_and_leaves_the_dataset() {
+    let dir = tempfile::tempdir().unwrap();
+    let at = dir.path().join("ds").display().to_string();
+    let keys = keys(100);
+    let shards = routed(&keys);
+    let first = new_generation();
+    let reports: Vec<_> = (0..SHARDS)
+        .map(|i| write_shard(&at, &first, i, &shards[i as usize]))
+        .collect();
+    publish_shards(
+        &at,
+        &first,
+        SHARDS,
+        reports.clone(),
+        &RemoteOptions::default(),
+    )
+    .unwrap();
+    // A report list whose names follow a generation id that climbs out of
+    // the directory: refused for the id, before any file is looked at.
+    let hostile = format!("../other/{first}");
+    let lying: Vec<_> = reports
+        .iter()
+        .map(|r| {
+            let mut r = r.clone();
+            r.file = format!("../other/{}", r.file);
+            r
+        })
+        .collect();
+    let error =
+        publish_shards(&at, &hostile, SHARDS, lying, &RemoteOptions::default()).unwrap_err();
+    assert!(
+        matches!(error, hashfile::Error::Dataset { .. }),
+        "{error:?}"
+    );
+    assert!(error.to_string().contains("generation"), "{error}");
+    assert_eq!(
+        Dataset::open(&at, &RemoteOptions::default()).unwrap().len(),
+        100
+    );
+}
+
+#[test]
+fn a_location_ending_as_the_manifests_name_is_not_its_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let at = dir.path().join("mine-hashfile-dataset.json");
+    let generation = new_generation();
+    let writer = shard_writer(&at.display().to_string(), &generation, 0);
+    let report = writer.finish().unwrap();
+    // The shard went into the directory named, not into "mine-".
+    assert!(at.join(&report.file).exists(), "{report:?}");
+    assert!(!dir.path().join("mine-").exists());
+}

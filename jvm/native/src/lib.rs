@@ -340,36 +340,73 @@ pub extern "system" fn Java_dev_hashfile_Native_getMany<'l>(
     if_missing: JObject<'l>,
 ) -> jobjectArray {
     run(&mut env, std::ptr::null_mut(), |env| {
-        // SAFETY: as for `close`.
-        let handle = unsafe { handle(address) };
-        let len = env.get_array_length(&keys)?;
-        let mut copied = Vec::with_capacity(len as usize);
-        for i in 0..len {
-            let key = JByteArray::from(env.get_object_array_element(&keys, i)?);
-            copied.push(key_bytes(env, &key)?);
-            env.delete_local_ref(key)?;
-        }
-        // A batch reads much of the store: mapped, if it opened unmapped.
-        let table = handle.current_mapped()?;
-        let found = checked(
-            handle,
-            &table,
-            reads::get_many(&NoLock, handle, &table, &copied)?,
-        )?;
-        let out = env.new_object_array(len, "java/lang/Object", JObject::null())?;
-        for (i, record) in found.iter().enumerate() {
-            match record {
-                Some(record) => {
-                    let value = decode::value(env, &record.record(), handle.location())?;
-                    env.set_object_array_element(&out, i as jint, &value)?;
-                    env.delete_local_ref(value)?;
-                }
-                None => env.set_object_array_element(&out, i as jint, &if_missing)?,
-            }
-        }
-        handle.check_faults(&table).map_err(|e| at(handle, e))?;
-        Ok(out.into_raw())
+        get_many(env, address, &keys, |env, handle, found| match found {
+            Some(record) => decode::value(env, &record.record(), handle.location()),
+            None => Ok(env.new_local_ref(&if_missing)?),
+        })
     })
+}
+
+/// `Native.getManyJson(address, keys)`: the values of `keys` in order as
+/// JSON text (`getJson`'s), null for absent ones; one batch per store:
+/// what Spark's batched lookup asks.
+#[no_mangle]
+pub extern "system" fn Java_dev_hashfile_Native_getManyJson<'l>(
+    mut env: JNIEnv<'l>,
+    _class: JClass<'l>,
+    address: jlong,
+    keys: JObjectArray<'l>,
+) -> jobjectArray {
+    run(&mut env, std::ptr::null_mut(), |env| {
+        let mut text = String::new();
+        get_many(env, address, &keys, |env, handle, found| match found {
+            Some(record) => {
+                text.clear();
+                hashfile::value::json::write_record(&record.record(), &mut text)
+                    .map_err(|e| at(handle, e))?;
+                objects::string(env, &text)
+            }
+            None => Ok(JObject::null()),
+        })
+    })
+}
+
+/// The records of `keys` (a `byte[][]`) in one batch per store, each made
+/// into a Java object by `make`, as an `Object[]`.
+fn get_many<'l>(
+    env: &mut JNIEnv<'l>,
+    address: jlong,
+    keys: &JObjectArray<'l>,
+    mut make: impl FnMut(
+        &mut JNIEnv<'l>,
+        &Handle,
+        Option<&hashfile::RecordBuf<'_>>,
+    ) -> Result<JObject<'l>>,
+) -> Result<jobjectArray> {
+    // SAFETY: as for `close`.
+    let handle = unsafe { handle(address) };
+    let len = env.get_array_length(keys)?;
+    let mut copied = Vec::with_capacity(len as usize);
+    for i in 0..len {
+        let key = JByteArray::from(env.get_object_array_element(keys, i)?);
+        copied.push(key_bytes(env, &key)?);
+        env.delete_local_ref(key)?;
+    }
+    // A batch reads much of the store: mapped, if it opened unmapped.
+    let table = handle.current_mapped()?;
+    let found = checked(
+        handle,
+        &table,
+        reads::get_many(&NoLock, handle, &table, &copied)?,
+    )?;
+    let out = env.new_object_array(len, "java/lang/Object", JObject::null())?;
+    for (i, record) in found.iter().enumerate() {
+        let value = make(env, handle, record.as_ref())?;
+        env.set_object_array_element(&out, i as jint, &value)?;
+        env.delete_local_ref(value)?;
+    }
+    handle.check_faults(&table).map_err(|e| at(handle, e))?;
+    Ok(out.into_raw())
 }
 
 /// `Native.chunk(address, cursor, max, oneShard)`: up to `max` entries

@@ -49,10 +49,13 @@ impl Destination {
                 "a dataset is written to a local directory or an s3:// prefix; HTTP has no standard way to write".into(),
             ));
         }
-        let trimmed = location
-            .strip_suffix(MANIFEST_NAME)
-            .unwrap_or(location)
-            .trim_end_matches('/');
+        // The manifest's own path names its directory; a name that merely
+        // ends as the manifest's (`mine-hashfile-dataset.json`) is not it.
+        let trimmed = match location.strip_suffix(MANIFEST_NAME) {
+            Some(dir) if dir.is_empty() || dir.ends_with('/') => dir,
+            _ => location,
+        }
+        .trim_end_matches('/');
         let base = if trimmed.is_empty() && location.starts_with('/') {
             "/".to_owned()
         } else if trimmed.is_empty() {
@@ -273,6 +276,7 @@ pub fn publish_shards(
     remote: &RemoteOptions,
 ) -> hashfile::Result<Manifest> {
     let n = check_shards(shard_count)?.get() as usize;
+    super::manifest::check_generation(generation).map_err(|what| dataset_error(location, what))?;
     let destination = Destination::of(location)?;
     let manifest_at = destination.at(MANIFEST_NAME);
     let wrong = |what: String| dataset_error(&manifest_at, what);

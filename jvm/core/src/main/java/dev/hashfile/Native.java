@@ -128,6 +128,8 @@ final class Native {
 
     static native String getJson(long handle, byte[] key);
 
+    static native Object[] getManyJson(long handle, byte[][] keys);
+
     static native String[] remoteOptionNames();
 
     static native int maxShards();

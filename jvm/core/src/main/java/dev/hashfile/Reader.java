@@ -51,7 +51,7 @@ public final class Reader implements AutoCloseable, Iterable<Map.Entry<Object, O
      * The value of {@code key} as JSON text (what the command line's {@code
      * get --json} prints), or null if absent. A value JSON cannot hold (a
      * binary string that is not UTF-8, a float that is not finite) is a
-     * {@link FormatException} naming the key.
+     * {@link HashfileException} naming the key, as in Ruby and Python.
      */
     public String getJson(String key) {
         return getJson(bytes(key));
@@ -62,6 +62,32 @@ public final class Reader implements AutoCloseable, Iterable<Map.Entry<Object, O
         java.util.Objects.requireNonNull(key, "key");
         try {
             return Native.getJson(handle, key);
+        } finally {
+            Reference.reachabilityFence(this);
+        }
+    }
+
+    /**
+     * The values of {@code keys} (String or byte[]) as JSON text, in order,
+     * null where absent: {@link #getJson(String)} in one batch per store
+     * (for a remote store, its requests together).
+     */
+    public String[] getManyJson(List<?> keys) {
+        byte[][] asked = new byte[keys.size()][];
+        for (int i = 0; i < asked.length; i++) {
+            Object key = keys.get(i);
+            if (key instanceof String s) {
+                asked[i] = bytes(s);
+            } else if (key instanceof byte[] b) {
+                asked[i] = b;
+            } else {
+                throw new IllegalArgumentException("a key is a String or a byte[], not "
+                        + (key == null ? "null" : key.getClass().getName()));
+            }
+        }
+        try {
+            Object[] values = Native.getManyJson(handle, asked);
+            return java.util.Arrays.copyOf(values, values.length, String[].class);
         } finally {
             Reference.reachabilityFence(this);
         }
@@ -202,7 +228,7 @@ public final class Reader implements AutoCloseable, Iterable<Map.Entry<Object, O
      * The entries of one shard with each key a {@code String} and each value
      * its JSON text (what the command line's {@code dump} prints; a key that
      * is not UTF-8, a binary value or a float that JSON cannot hold is a
-     * {@link FormatException}, naming the key): what Spark reads.
+     * {@link HashfileException}, naming the key): what Spark reads.
      */
     @SuppressWarnings({"unchecked", "rawtypes"})
     public Iterator<Map.Entry<String, String>> shardJson(int shard) {

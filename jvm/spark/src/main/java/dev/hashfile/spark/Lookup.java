@@ -43,15 +43,23 @@ public final class Lookup implements UDF2<String, Object, String> {
         if (key == null) {
             return null;
         }
-        Reader reader = OPEN.computeIfAbsent(dataset, Lookup::open);
-        if (key instanceof String s) {
-            return reader.getJson(s);
+        Object asked = key(key);
+        Reader reader = reader(dataset);
+        return asked instanceof String s ? reader.getJson(s) : reader.getJson((byte[]) asked);
+    }
+
+    /** The dataset at {@code dataset}, opened once in this JVM. */
+    static Reader reader(String dataset) {
+        return OPEN.computeIfAbsent(dataset, Lookup::open);
+    }
+
+    /** A key as a lookup takes it: a String (an integer's digits, as the writer keys integers) or byte[]. */
+    static Object key(Object key) {
+        if (key instanceof String || key instanceof byte[]) {
+            return key;
         }
         if (key instanceof Long || key instanceof Integer || key instanceof Short || key instanceof Byte) {
-            return reader.getJson(key.toString());
-        }
-        if (key instanceof byte[] b) {
-            return reader.getJson(b);
+            return key.toString();
         }
         throw new IllegalArgumentException("hashfile_lookup's key is a string, an integer or binary, not "
                 + key.getClass().getName() + " (cast it: CAST(k AS STRING))");

@@ -21,6 +21,9 @@ record ReadOptions(String path, String key, String value, HashMap<String, Object
 
     private static final Set<String> OWN = Set.of("path", "paths", "key", "value");
 
+    /** Open options about following newer generations, which a scan of one generation never does. */
+    private static final Set<String> NOT_FOR_A_SCAN = Set.of("reload", "on_change", "memo");
+
     static ReadOptions of(Map<String, String> given) {
         String path = given.get("path");
         if (path == null || path.isEmpty()) {
@@ -34,6 +37,10 @@ record ReadOptions(String path, String key, String value, HashMap<String, Object
                     throw new IllegalArgumentException("unknown option " + name + " for reading a hashfile dataset "
                             + "(did you mean " + guess + "?); it takes key and value (with a schema), and open "
                             + "options by their names");
+                }
+                if (NOT_FOR_A_SCAN.contains(name)) {
+                    throw new IllegalArgumentException(name + " does not apply to a Spark read: a job reads the one "
+                            + "generation its driver planned, and fails if it is replaced meanwhile");
                 }
                 open.put(name, text);
             }

@@ -49,10 +49,10 @@ final class RowMaker {
         this.schema = schema;
         this.keyField = check(schema, options);
         this.valueField = options.value() == null ? -1 : schema.fieldIndex(options.value());
-        // The default schema (key STRING, value STRING), given or inferred.
-        this.json = options.value() == null && schema.size() == 2 && keyField == 0
-                && schema.fields()[0].name().equals("key") && schema.fields()[0].dataType() instanceof StringType
-                && schema.fields()[1].name().equals("value") && schema.fields()[1].dataType() instanceof StringType;
+        // The default layout (key, value STRING), given or inferred, whatever
+        // type the key is read as: the value is its JSON text.
+        this.json = options.value() == null && schema.size() == 2 && schema.fields()[1 - keyField].name().equals("value")
+                && schema.fields()[1 - keyField].dataType() instanceof StringType;
     }
 
     /** The key field's index; an error for a schema this source cannot fill. */
@@ -140,14 +140,28 @@ final class RowMaker {
                     + "; read the key field as binary");
         }
         if (type instanceof LongType) {
-            try {
-                return Long.parseLong(text);
-            } catch (NumberFormatException e) {
-                throw new IllegalArgumentException("key \"" + text + "\" is not an integer's digits; read the key "
-                        + "field as string");
+            // Only an integer's own digits, as the writer keys integers:
+            // "007", "+5" or other scripts' digits are other keys.
+            Long n = canonical(text);
+            if (n == null) {
+                throw new IllegalArgumentException("key \"" + text + "\" is not an integer's digits as written "
+                        + "(-?[1-9][0-9]* or 0); read the key field as string");
             }
+            return n;
         }
         return UTF8String.fromString(text);
+    }
+
+    private static Long canonical(String text) {
+        if (!text.matches("-?(0|[1-9][0-9]{0,18})")) {
+            return null;
+        }
+        try {
+            long n = Long.parseLong(text);
+            return Long.toString(n).equals(text) ? n : null;
+        } catch (NumberFormatException e) {
+            return null;
+        }
     }
 
     /** {@code value} as Spark holds a value of {@code type}; {@code where} names the field for errors. */
@@ -192,7 +206,8 @@ final class RowMaker {
             if (type instanceof ByteType && n == n.byteValue()) {
                 return n.byteValue();
             }
-            if (type instanceof DoubleType) {
+            // Only where the double is the integer itself (not past 2^53).
+            if (type instanceof DoubleType && (long) n.doubleValue() == n && Math.abs(n) <= (1L << 53)) {
                 return n.doubleValue();
             }
         }
@@ -200,12 +215,16 @@ final class RowMaker {
             if (type instanceof DoubleType) {
                 return d;
             }
-            if (type instanceof FloatType && (d.isNaN() || d.isInfinite() || (double) d.floatValue() == d)) {
+            // A float column is written as the float's shortest text (0.1),
+            // which reads as the double nearest it: a float if the float's
+            // own text reads as that same double.
+            if (type instanceof FloatType && (d.isNaN() || d.isInfinite()
+                    || Double.parseDouble(Float.toString(d.floatValue())) == d)) {
                 return d.floatValue();
             }
         }
         if (type instanceof DecimalType dt) {
-            BigDecimal exact = value instanceof String s ? parse(s)
+            BigDecimal exact = value instanceof String s ? parse(s, dt)
                     : value instanceof Long n ? BigDecimal.valueOf(n)
                     : value instanceof BigInteger i ? new BigDecimal(i) : null;
             if (exact != null) {
@@ -253,12 +272,16 @@ final class RowMaker {
         throw wrong(key, where, value, type.simpleString());
     }
 
-    private static BigDecimal parse(String digits) {
-        try {
-            return new BigDecimal(digits);
-        } catch (NumberFormatException e) {
+    /**
+     * A decimal's text as the writer stores it: ASCII digits with an
+     * optional sign and point, no exponent, and no longer than the type's
+     * precision allows (so a hostile "1e30000000" costs nothing to refuse).
+     */
+    private static BigDecimal parse(String digits, DecimalType type) {
+        if (digits.length() > type.precision() + 3 || !digits.matches("-?[0-9]+(\\.[0-9]+)?")) {
             return null;
         }
+        return new BigDecimal(digits);
     }
 
     private static IllegalArgumentException wrong(Object key, String where, Object value, String wanted) {

@@ -100,6 +100,15 @@ final class WriteJob {
 
         ShardTask task = new ShardTask(options.key(), options.path(), generation, shards,
                 new HashMap<>(options.build()), new HashMap<>(options.remote()));
+        // The job's tasks in a group of their own, so a failure can cancel
+        // them and wait for them to end; the caller's group is put back.
+        var context = df.sparkSession().sparkContext();
+        String[] groupProperties = {"spark.jobGroup.id", "spark.job.description", "spark.job.interruptOnCancel"};
+        String[] callers = new String[groupProperties.length];
+        for (int i = 0; i < callers.length; i++) {
+            callers[i] = context.getLocalProperty(groupProperties[i]);
+        }
+        context.setJobGroup(generation, "hashfile write of " + options.path(), true);
         try {
             Map<Integer, ShardReport> written = new HashMap<>();
             for (byte[] result : routed.mapPartitions(task, Encoders.BINARY()).collectAsList()) {
@@ -120,7 +129,10 @@ final class WriteJob {
                 }
             }
             DatasetTasks.publish(options.path(), generation, shards, new ArrayList<>(written.values()), options.remote());
-        } catch (RuntimeException | Error e) {
+        } catch (Throwable e) {
+            // A task Spark is still cancelling could publish its shard after
+            // the discard: the job's tasks end first.
+            awaitEnd(df.sparkSession(), generation);
             try {
                 DatasetTasks.discard(options.path(), generation, options.remote());
                 if (made) {
@@ -131,6 +143,43 @@ final class WriteJob {
                 e.addSuppressed(cleanup);
             }
             throw e;
+        } finally {
+            for (int i = 0; i < callers.length; i++) {
+                context.setLocalProperty(groupProperties[i], callers[i]);
+            }
+        }
+    }
+
+    /**
+     * Cancels the job group's tasks and waits (a minute at most) until none
+     * runs: a task that outlived its job could otherwise publish a shard
+     * after the failed generation was discarded.
+     */
+    private static void awaitEnd(SparkSession spark, String group) {
+        var context = spark.sparkContext();
+        context.cancelJobGroup(group);
+        long deadline = System.nanoTime() + 60_000_000_000L;
+        while (System.nanoTime() < deadline) {
+            boolean running = false;
+            for (int job : context.statusTracker().getJobIdsForGroup(group)) {
+                var info = context.statusTracker().getJobInfo(job);
+                if (info.isEmpty()) {
+                    continue;
+                }
+                for (int stage : info.get().stageIds()) {
+                    var stageInfo = context.statusTracker().getStageInfo(stage);
+                    running |= stageInfo.isDefined() && stageInfo.get().numActiveTasks() > 0;
+                }
+            }
+            if (!running) {
+                return;
+            }
+            try {
+                Thread.sleep(50);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return;
+            }
         }
     }
 
@@ -170,7 +219,12 @@ final class WriteJob {
             throw new IllegalArgumentException("key column \"" + name + "\" is " + field.dataType().simpleString()
                     + "; a key is a string or an integer column (cast it, or format it with a Spark expression)");
         }
-        return col(name);
+        return column(name);
+    }
+
+    /** A column by its name as the DataFrame has it, dots and all (col("a.b") is a nested field). */
+    private static Column column(String name) {
+        return col("`" + name.replace("`", "``") + "`");
     }
 
     /**
@@ -189,7 +243,7 @@ final class WriteJob {
     private static Column exact(Dataset<Row> df, String name) {
         DataType type = field(df, name, "value").dataType();
         DataType exact = withoutDecimals(type);
-        return exact.equals(type) ? col(name) : col(name).cast(exact);
+        return exact.equals(type) ? column(name) : column(name).cast(exact);
     }
 
     private static DataType withoutDecimals(DataType type) {

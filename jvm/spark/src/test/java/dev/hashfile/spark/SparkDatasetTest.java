@@ -251,6 +251,11 @@ class SparkDatasetTest {
         List<Row> viaColumn = orders.withColumn("json", HashfileFunctions.lookup(path, col("item")))
                 .where("order = 1").collectAsList();
         assertEquals("\"product 7\"", viaColumn.get(0).getString(2));
+        // In batches: the same answers, row by row.
+        Dataset<Row> batched = HashfileFunctions.lookup(orders, path, "item", "name");
+        assertEquals(5000, batched.count());
+        assertEquals(0, batched.except(looked).count());
+        assertEquals(0, looked.except(batched).count());
     }
 
     @Test
@@ -314,6 +319,58 @@ class SparkDatasetTest {
         // A file: URI is a local path.
         df.write().format("hashfile").option("key", "id").option("shards", "2").save(dir.resolve("uri").toUri().toString());
         assertEquals(10, spark.read().format("hashfile").load(dir.resolve("uri").toUri().toString()).count());
+    }
+
+    @Test
+    void aJobWhoseTasksFailLeavesNothingBehind() {
+        String path = dir.resolve("failing").toString();
+        // Every attempt of some task fails while its rows are computed.
+        Dataset<Row> df = spark.range(2000).selectExpr("id", "assert_true(id < 1500) AS ok");
+        assertThrows(Exception.class,
+                () -> df.write().format("hashfile").option("key", "id").option("shards", "4").save(path));
+        assertFalse(Files.exists(Path.of(path)), "shards of the failed job: " + list(Path.of(path)));
+    }
+
+    @Test
+    void typedReadsTakeOnlyWhatIsExactlyOfTheirType() throws IOException {
+        String path = dir.resolve("exact").toString();
+        Files.createDirectories(Path.of(path));
+        Path lines = dir.resolve("exact.jsonl");
+        Files.writeString(lines, String.join("\n",
+                "{\"k\": \"007\", \"v\": {\"big\": 9007199254740993, \"f\": 0.1, \"d\": \"1e30000000\"}}",
+                "{\"k\": \"7\", \"v\": {\"big\": 3, \"f\": 0.1, \"d\": \"12.50\"}}") + "\n");
+        Hashfile.buildFrom(List.of(lines.toString()), path + "/exact.hf",
+                Map.of("format", "jsonl", "key_field", "k", "value_field", "v"));
+        String store = path + "/exact.hf";
+        Path goodLine = dir.resolve("good.jsonl");
+        Files.writeString(goodLine, Files.readAllLines(lines).get(1) + "\n");
+        Hashfile.buildFrom(List.of(goodLine.toString()), path + "/good.hf",
+                Map.of("format", "jsonl", "key_field", "k", "value_field", "v"));
+        List<Row> good = spark.read().format("hashfile").schema("k STRING, big DOUBLE, f FLOAT, d DECIMAL(6,2)")
+                .option("key", "k").load(path + "/good.hf").collectAsList();
+        assertEquals(3.0, good.get(0).getDouble(1));
+        assertEquals(0.1f, good.get(0).getFloat(2));
+        assertEquals(new java.math.BigDecimal("12.50"), good.get(0).getDecimal(3));
+        for (String schema : List.of("k BIGINT", "k STRING, big DOUBLE", "k STRING, d DECIMAL(6,2)")) {
+            long started = System.nanoTime();
+            String message = rootMessage(assertThrows(Exception.class, () -> spark.read().format("hashfile")
+                    .schema(schema).option("key", "k").load(store).collectAsList()));
+            assertTrue(message.contains("007"), schema + ": " + message);
+            assertTrue(System.nanoTime() - started < 20_000_000_000L, schema + " took long to refuse");
+        }
+        // The default layout with the key read as binary: the value is still its JSON.
+        Row row = spark.read().format("hashfile").schema("key BINARY, value STRING").load(path + "/good.hf").first();
+        assertEquals("{\"big\":3,\"f\":0.1,\"d\":\"12.50\"}", row.getString(1));
+    }
+
+    @Test
+    void aKeyColumnWithADotInItsName() {
+        String path = dir.resolve("dotted").toString();
+        spark.range(5).selectExpr("id AS `a.b`", "id * 2 AS v").write().format("hashfile").option("key", "a.b")
+                .option("value", "v").option("shards", "1").save(path);
+        try (Reader reader = Hashfile.open(path)) {
+            assertEquals(8L, reader.get("4"));
+        }
     }
 
     /** Equal maps, or the first key that differs (not both maps whole). */
