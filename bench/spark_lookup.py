@@ -122,8 +122,11 @@ def child(mode: str, work: str, memory: str) -> dict:
     sampler.done.set()
     sampler.join()
     if done.returncode != 0:
-        lines = [line for line in done.stderr.splitlines() if "Error" in line or "Exception" in line]
-        return {"failed": (lines[0] if lines else done.stderr.strip().splitlines()[-1])[:160], "peak": sampler.peak}
+        # The JVM's own reason (OutOfMemoryError, a SparkException's message), not Py4J's wrapper.
+        lines = [line.strip() for line in done.stderr.splitlines() if ("Error" in line or "Exception" in line) and "Py4J" not in line]
+        memory = [line for line in lines if "OutOfMemory" in line or "memory" in line.lower()]
+        reason = (memory or lines or done.stderr.strip().splitlines()[-1:])[0]
+        return {"failed": reason[:200], "peak": sampler.peak}
     result = json.loads(done.stdout.strip().splitlines()[-1])
     result["peak"] = sampler.peak
     return result

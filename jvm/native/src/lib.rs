@@ -766,6 +766,25 @@ pub extern "system" fn Java_dev_hashfile_Native_shardOf<'l>(
     })
 }
 
+/// `Native.route(key, shards)`: `shardOf` for an int count, without an
+/// object to judge: what a Spark job calls for every row it routes.
+#[no_mangle]
+pub extern "system" fn Java_dev_hashfile_Native_route<'l>(
+    mut env: JNIEnv<'l>,
+    _class: JClass<'l>,
+    key: JByteArray<'l>,
+    shards: jint,
+) -> jint {
+    run(&mut env, 0, |env| {
+        let n = hashfile_runtime::options::shard_count(&hashfile_runtime::options::Arg::Int(
+            shards.into(),
+        ))?;
+        let (mut stack, mut heap) = ([0i8; STACK_KEY], Vec::new());
+        let key = key_in(env, &key, &mut stack, &mut heap)?;
+        Ok(hashfile::dataset::shard_of(key, n) as jint)
+    })
+}
+
 /// `Native.buildFrom(inputs, output, options)`: the files `inputs` (`-`
 /// is standard input) imported and published at `output` (with `shards`,
 /// a dataset's directory), through the runtime's build job; `[entries,

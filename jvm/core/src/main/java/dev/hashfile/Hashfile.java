@@ -74,11 +74,11 @@ public final class Hashfile {
 
     /** The shard ({@code 0..shards}) of {@code key} in a dataset of {@code shards}, as every language routes it. */
     public static int shardOf(String key, int shards) {
-        return Native.shardOf(Native.utf8(key), shards);
+        return Native.route(Native.utf8(key), shards);
     }
 
     /** {@link #shardOf(String, int)} of a key of bytes. */
     public static int shardOf(byte[] key, int shards) {
-        return Native.shardOf(key, shards);
+        return Native.route(java.util.Objects.requireNonNull(key, "key"), shards);
     }
 }

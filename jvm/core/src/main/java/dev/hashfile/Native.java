@@ -153,6 +153,8 @@ final class Native {
 
     static native int shardOf(byte[] key, Object shards);
 
+    static native int route(byte[] key, int shards);
+
     static native long pin(long handle);
 
     static native String location(long handle);

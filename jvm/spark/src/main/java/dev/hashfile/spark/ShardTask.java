@@ -5,7 +5,6 @@ import java.io.IOException;
 import java.io.ObjectOutputStream;
 import java.io.Serializable;
 import java.io.UncheckedIOException;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.HashMap;
@@ -95,7 +94,7 @@ final class ShardTask implements MapPartitionsFunction<Row, byte[]> {
                     throw new IllegalArgumentException("key column \"" + key + "\" is null in a row; every row needs a key "
                             + "(filter them out, or fill them with a Spark expression)");
                 }
-                batch.writeBytes(row.getString(1).getBytes(StandardCharsets.UTF_8));
+                batch.writeBytes((byte[]) row.get(1));
                 batch.write('\n');
                 written++;
                 if (failAt != null && written == failAt[0]) {

@@ -87,12 +87,14 @@ final class WriteJob {
         Column key = keyColumn(df, options.key());
         Column record = to_json(struct(key.as("k"), valueColumn(df, options.value()).as("v")),
                 Map.of("ignoreNullFields", "false"));
-        Dataset<Row> rows = df.select(key.cast("string").as("_key"), record.as("_record"));
+        // Binary, not string: a row's key and record reach the routing and
+        // the task as the bytes they are, not decoded to UTF-16 and back.
+        Dataset<Row> rows = df.select(key.cast("string").cast("binary").as("_key"), record.cast("binary").as("_record"));
         int shards = options.shards() != null ? options.shards() : shardsFor(rows, options.targetShardBytes());
 
         String generation = DatasetTasks.newGeneration();
         long[] partitionOf = partitionKeys(df.sparkSession(), shards);
-        UDF1<String, Long> route = k -> k == null ? -1L : partitionOf[Hashfile.shardOf(k, shards)];
+        UDF1<byte[], Long> route = k -> k == null ? -1L : partitionOf[Hashfile.shardOf(k, shards)];
         Dataset<Row> routed = rows.withColumn("_partition", udf(route, DataTypes.LongType).apply(col("_key")))
                 .repartition(shards, col("_partition"))
                 .sortWithinPartitions("_key")
