@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 from conftest import ROOT, ruby, skip_or_fail
 
@@ -31,20 +32,12 @@ from pyspark.sql import SparkSession, functions as F
 from hashfile.spark import write_dataset
 
 jars, out = sys.argv[1], sys.argv[2]
+sys.path.insert(0, sys.argv[3])
+from test_spark import typed_rows  # the rows test_spark.py writes, every column kind
 spark = (SparkSession.builder.master("local[2]").config("spark.jars", jars)
          .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "4").getOrCreate())
 spark.sparkContext.setLogLevel("ERROR")
-df = spark.range(20000).select(
-    F.concat(F.lit("key-"), F.col("id").cast("string")).alias("key"),
-    F.col("id"),
-    (F.col("id") * 2.5).alias("score"),
-    (F.col("id").cast("decimal(20,2)") / 100).cast("decimal(20,4)").alias("price"),
-    (F.col("id") % 2 == 0).alias("even"),
-    F.when(F.col("id") % 3 == 0, F.lit(None)).otherwise(F.lit("x")).cast("string").alias("maybe"),
-    F.array(F.col("id"), F.col("id") + 1).alias("pair"),
-    F.struct(F.col("id").cast("string").alias("digits"), F.lit(True).alias("ok")).alias("nested"),
-    F.create_map(F.lit("k"), F.col("id")).alias("map"),
-).cache()
+df = typed_rows(spark, 20000).cache()
 df.write.format("hashfile").option("key", "key").option("shards", 4).save(out + "/jvm")
 write_dataset(df, out + "/python", key="key", shards=4)
 
@@ -70,7 +63,7 @@ def test_spark_jars_write_read_and_lookup_as_python_and_ruby_do(tmp_path):
     if not all(jar.exists() for jar in JARS):
         skip_or_fail("HASHFILE_REQUIRE_SPARK", "the JVM binding's jars are not built (rake jvm_package)")
     done = subprocess.run(
-        [sys.executable, "-c", SCRIPT, ",".join(str(j) for j in JARS), str(tmp_path)],
+        [sys.executable, "-c", SCRIPT, ",".join(str(j) for j in JARS), str(tmp_path), str(Path(__file__).parent)],
         capture_output=True,
         text=True,
         env={**os.environ, "PYSPARK_PYTHON": sys.executable},

@@ -135,11 +135,7 @@ pub fn chunk<'t, U: Unlock>(
     from: Cursor,
     max: usize,
 ) -> Result<hashfile::Result<Chunk<'t>>, U::Error> {
-    if table.is_remote() {
-        remote(unlock, || table.chunk(from, max))
-    } else {
-        Ok(table.chunk(from, max))
-    }
+    walk(unlock, table, || table.chunk(from, max))
 }
 
 /// Up to `max` records of `table` from `from`, in order, within the shard
@@ -150,10 +146,19 @@ pub fn shard_chunk<'t, U: Unlock>(
     from: Cursor,
     max: usize,
 ) -> Result<hashfile::Result<Chunk<'t>>, U::Error> {
+    walk(unlock, table, || table.shard_chunk(from, max))
+}
+
+/// A chunk's read: without the lock if it may wait on the network.
+fn walk<'t, U: Unlock>(
+    unlock: &U,
+    table: &'t Table,
+    read: impl FnOnce() -> hashfile::Result<Chunk<'t>> + Send,
+) -> Result<hashfile::Result<Chunk<'t>>, U::Error> {
     if table.is_remote() {
-        remote(unlock, || table.shard_chunk(from, max))
+        remote(unlock, read)
     } else {
-        Ok(table.shard_chunk(from, max))
+        Ok(read())
     }
 }
 

@@ -249,20 +249,31 @@ pub extern "system" fn Java_dev_hashfile_Native_get<'l>(
     if_missing: JObject<'l>,
 ) -> jobject {
     run(&mut env, std::ptr::null_mut(), |env| {
-        // SAFETY: as for `close`.
-        let handle = unsafe { handle(address) };
-        let (mut stack, mut heap) = ([0i8; STACK_KEY], Vec::new());
-        let key = key_in(env, &key, &mut stack, &mut heap)?;
-        let table = handle.current()?;
-        let found = checked(handle, &table, reads::get(&NoLock, handle, &table, key)?)?;
-        let value = match found {
-            Some(record) => decode::value(env, &record.record(), handle.location())?,
-            None => if_missing,
-        };
-        // What a page that faulted held is dropped.
-        handle.check_faults(&table).map_err(|e| at(handle, e))?;
-        Ok(value.into_raw())
+        get_one(env, address, &key, |env, handle, found| match found {
+            Some(record) => decode::value(env, &record.record(), handle.location()),
+            None => Ok(env.new_local_ref(&if_missing)?),
+        })
     })
+}
+
+/// The record of `key` in the handle at `address`, made into a Java
+/// object by `make` (`None` if absent); a fault while it read comes
+/// first, and what a page that faulted held is dropped.
+fn get_one<'l>(
+    env: &mut JNIEnv<'l>,
+    address: jlong,
+    key: &JByteArray<'l>,
+    make: impl FnOnce(&mut JNIEnv<'l>, &Handle, Option<&hashfile::RecordBuf<'_>>) -> Result<JObject<'l>>,
+) -> Result<jobject> {
+    // SAFETY: as for `close`.
+    let handle = unsafe { handle(address) };
+    let (mut stack, mut heap) = ([0i8; STACK_KEY], Vec::new());
+    let key = key_in(env, key, &mut stack, &mut heap)?;
+    let table = handle.current()?;
+    let found = checked(handle, &table, reads::get(&NoLock, handle, &table, key)?)?;
+    let value = make(env, handle, found.as_ref())?;
+    handle.check_faults(&table).map_err(|e| at(handle, e))?;
+    Ok(value.into_raw())
 }
 
 /// `Native.getJson(address, key)`: the value of `key` as JSON text
@@ -276,21 +287,14 @@ pub extern "system" fn Java_dev_hashfile_Native_getJson<'l>(
     key: JByteArray<'l>,
 ) -> jobject {
     run(&mut env, std::ptr::null_mut(), |env| {
-        // SAFETY: as for `close`.
-        let handle = unsafe { handle(address) };
-        let (mut stack, mut heap) = ([0i8; STACK_KEY], Vec::new());
-        let key = key_in(env, &key, &mut stack, &mut heap)?;
-        let table = handle.current()?;
-        let found = checked(handle, &table, reads::get(&NoLock, handle, &table, key)?)?;
-        let mut text = String::new();
-        if let Some(record) = &found {
-            hashfile::value::json::write_record(&record.record(), &mut text)
-                .map_err(|e| at(handle, e))?;
-        }
-        handle.check_faults(&table).map_err(|e| at(handle, e))?;
-        Ok(match found {
-            Some(_) => objects::string(env, &text)?.into_raw(),
-            None => std::ptr::null_mut(),
+        get_one(env, address, &key, |env, handle, found| match found {
+            Some(record) => {
+                let mut text = String::new();
+                hashfile::value::json::write_record(&record.record(), &mut text)
+                    .map_err(|e| at(handle, e))?;
+                objects::string(env, &text)
+            }
+            None => Ok(JObject::null()),
         })
     })
 }
