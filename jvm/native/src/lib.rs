@@ -23,6 +23,7 @@ pub mod tasks;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
 
+use hashfile_runtime::memo::{Admit, MemoRules};
 use hashfile_runtime::options::{build_request, open_request, Call, Language};
 use hashfile_runtime::reads::{self, Unlock};
 use hashfile_runtime::{Cursor, Handle, Info, InfoValue, Table, Writer};
@@ -83,14 +84,37 @@ impl Unlock for NoLock {
     }
 }
 
+/// What a Java `Reader`'s address points at: the runtime's handle, and
+/// the rules of its memo if it was opened with one (the memo's values are
+/// Java objects, in a map the `Reader` keeps: `Memo.java`).
+struct Opened {
+    handle: Handle,
+    memo: Option<MemoRules>,
+}
+
+impl Opened {
+    fn boxed(handle: Handle, memo: Option<MemoRules>) -> jlong {
+        Box::into_raw(Box::new(Opened { handle, memo })) as jlong
+    }
+}
+
+/// What `address` points at.
+///
+/// # Safety
+/// `address` is one `open` or `pin` returned, not yet given to `free`.
+unsafe fn opened<'h>(address: jlong) -> &'h Opened {
+    // SAFETY: the caller's promise; a Java Reader frees its handle only
+    // once unreachable, and fences every call that passes its address.
+    unsafe { &*(address as *const Opened) }
+}
+
 /// The handle at `address`.
 ///
 /// # Safety
-/// `address` is one `open` returned, not yet given to `free`.
+/// As for [`opened`].
 unsafe fn handle<'h>(address: jlong) -> &'h Handle {
-    // SAFETY: the caller's promise; a Java Reader frees its handle only
-    // once unreachable, and fences every call that passes its address.
-    unsafe { &*(address as *const Handle) }
+    // SAFETY: the caller's promise, passed on.
+    unsafe { &opened(address).handle }
 }
 
 /// A key's bytes, copied out of the Java array.
@@ -149,20 +173,14 @@ pub extern "system" fn Java_dev_hashfile_Native_open<'l>(
         let location = objects::text(env, &location)?;
         let given = options::given(env, &options)?;
         let request = open_request(&location, &given, Language::Java)?;
-        if request.memo > 0 {
-            // Taken by the table for every language, kept by no JVM code
-            // yet: refused, never ignored.
-            return Err(Failure::Hashfile(hashfile::Error::InvalidOption {
-                name: "memo",
-                reason: "is not in the JVM binding yet (docs/JVM.md)".into(),
-            }));
-        }
         let handle = hashfile_runtime::open(&location, request.options)?;
         if request.verify {
             let table = handle.current_mapped()?;
             table.verify().map_err(|e| at(&handle, e))?;
         }
-        Ok(Box::into_raw(Box::new(handle)) as jlong)
+        let memo = (request.memo > 0)
+            .then(|| MemoRules::new(request.memo as usize, handle.generation_now()));
+        Ok(Opened::boxed(handle, memo))
     })
 }
 
@@ -193,7 +211,8 @@ pub extern "system" fn Java_dev_hashfile_Native_pin<'l>(
     run(&mut env, 0, |_| {
         // SAFETY: as for `close`.
         let handle = unsafe { handle(address) };
-        Ok(Box::into_raw(Box::new(handle.pinned()?)) as jlong)
+        // An iteration reads without the memo.
+        Ok(Opened::boxed(handle.pinned()?, None))
     })
 }
 
@@ -208,7 +227,85 @@ pub extern "system" fn Java_dev_hashfile_Native_free(
     if address != 0 {
         // SAFETY: the Reader's cleaner passes the address `open` returned,
         // once, when nothing can pass it to another call.
-        drop(unsafe { Box::from_raw(address as *mut Handle) });
+        drop(unsafe { Box::from_raw(address as *mut Opened) });
+    }
+}
+
+/// `Native.memoLimit(address)`: the most values the reader's memo keeps,
+/// 0 if it has none.
+#[no_mangle]
+pub extern "system" fn Java_dev_hashfile_Native_memoLimit(
+    _env: JNIEnv<'_>,
+    _class: JClass<'_>,
+    address: jlong,
+) -> jint {
+    // SAFETY: the Reader's own address, fenced by its caller.
+    let memo = unsafe { opened(address) }.memo.as_ref();
+    memo.map_or(0, |m| m.limit().min(jint::MAX as usize) as jint)
+}
+
+/// `Native.memoGeneration(address)`: before a lookup in the memo, the
+/// handle's generation (after a reload check) shifted left by one, with
+/// the low bit set if the memo holds another generation's values and the
+/// Java map must be emptied first (`MemoRules::must_clear`). A closed
+/// reader throws `ClosedException`, as any read.
+#[no_mangle]
+pub extern "system" fn Java_dev_hashfile_Native_memoGeneration<'l>(
+    mut env: JNIEnv<'l>,
+    _class: JClass<'l>,
+    address: jlong,
+) -> jlong {
+    run(&mut env, 0, |_| {
+        // SAFETY: the Reader's own address, fenced by its caller.
+        let opened = unsafe { opened(address) };
+        let generation = opened.handle.generation();
+        opened.handle.ensure_open()?;
+        let clear = opened
+            .memo
+            .as_ref()
+            .is_some_and(|m| m.must_clear(generation));
+        Ok(((generation << 1) | u64::from(clear)) as jlong)
+    })
+}
+
+/// `Native.memoAdmit(address, generation, size)`: whether to add a value
+/// read at `generation` to a map of `size` values (`MemoRules::admit`): 0
+/// no, 1 yes, 2 after emptying the map.
+#[no_mangle]
+pub extern "system" fn Java_dev_hashfile_Native_memoAdmit(
+    _env: JNIEnv<'_>,
+    _class: JClass<'_>,
+    address: jlong,
+    generation: jlong,
+    size: jint,
+) -> jint {
+    // SAFETY: the Reader's own address, fenced by its caller.
+    let Some(memo) = unsafe { opened(address) }.memo.as_ref() else {
+        return 0;
+    };
+    match memo.admit(generation as u64, size.max(0) as usize) {
+        Admit::No => 0,
+        Admit::Yes => 1,
+        Admit::AfterClearing => 2,
+    }
+}
+
+/// `Native.memoMovedOn(address, generation)`: after adding a value read
+/// at `generation`, whether a swap happened meanwhile and the map must be
+/// emptied (`MemoRules::moved_on`).
+#[no_mangle]
+pub extern "system" fn Java_dev_hashfile_Native_memoMovedOn(
+    _env: JNIEnv<'_>,
+    _class: JClass<'_>,
+    address: jlong,
+    generation: jlong,
+) -> jboolean {
+    // SAFETY: the Reader's own address, fenced by its caller.
+    let memo = unsafe { opened(address) }.memo.as_ref();
+    if memo.is_some_and(|m| m.moved_on(generation as u64)) {
+        JNI_TRUE
+    } else {
+        JNI_FALSE
     }
 }
 

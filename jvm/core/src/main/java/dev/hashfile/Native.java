@@ -126,6 +126,14 @@ final class Native {
 
     static native String newGeneration();
 
+    static native int memoLimit(long handle);
+
+    static native long memoGeneration(long handle);
+
+    static native int memoAdmit(long handle, long generation, int size);
+
+    static native boolean memoMovedOn(long handle, long generation);
+
     static native String getJson(long handle, byte[] key);
 
     static native Object[] getManyJson(long handle, byte[][] keys);

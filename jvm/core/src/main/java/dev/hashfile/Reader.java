@@ -27,10 +27,13 @@ public final class Reader implements AutoCloseable, Iterable<Map.Entry<Object, O
     private static final int CHUNK = 1024;
 
     private final long handle;
+    /** The values of recent lookups, if opened with {@code memo}. */
+    private final Memo memo;
 
     Reader(long handle) {
         this.handle = handle;
         CLEANER.register(this, () -> Native.free(handle));
+        this.memo = Native.memoLimit(handle) > 0 ? new Memo(handle) : null;
     }
 
     private static byte[] bytes(String key) {
@@ -39,7 +42,7 @@ public final class Reader implements AutoCloseable, Iterable<Map.Entry<Object, O
 
     /** The value of {@code key}, or null if absent (a stored null is null too: see {@link #containsKey}). */
     public Object get(String key) {
-        return getOrDefault(bytes(key), null);
+        return getOrDefault(key, null);
     }
 
     /** The value of a key of bytes, or null. */
@@ -95,7 +98,23 @@ public final class Reader implements AutoCloseable, Iterable<Map.Entry<Object, O
 
     /** The value of {@code key}, or {@code fallback} if absent. */
     public Object getOrDefault(String key, Object fallback) {
-        return getOrDefault(bytes(key), fallback);
+        if (memo == null) {
+            return getOrDefault(bytes(key), fallback);
+        }
+        // The generation before the store: a value read from a newer store
+        // than its generation says is dropped by the next lookup, never the
+        // reverse. A hit needs no key bytes.
+        try {
+            long generation = memo.generation();
+            Object found = memo.find(key, generation, MISSING);
+            if (found != MISSING) {
+                return found;
+            }
+            Object value = Native.get(handle, bytes(key), MISSING);
+            return value == MISSING ? fallback : memo.keep(key, generation, value);
+        } finally {
+            Reference.reachabilityFence(this);
+        }
     }
 
     /** The value of a key of bytes, or {@code fallback} if absent. */
@@ -198,6 +217,9 @@ public final class Reader implements AutoCloseable, Iterable<Map.Entry<Object, O
             }
         }
         try {
+            if (memo != null) {
+                return getManyMemoized(keys, asked, ifMissing);
+            }
             Object[] values = Native.getMany(handle, asked, ifMissing);
             List<Object> out = new ArrayList<>(values.length);
             for (Object v : values) {
@@ -207,6 +229,38 @@ public final class Reader implements AutoCloseable, Iterable<Map.Entry<Object, O
         } finally {
             Reference.reachabilityFence(this);
         }
+    }
+
+    /** {@link #getMany(List, Object)} through the memo: its values for the String keys it holds, one batch for the rest. */
+    private List<Object> getManyMemoized(List<?> keys, byte[][] asked, Object ifMissing) {
+        long generation = memo.generation();
+        List<Object> out = new ArrayList<>(asked.length);
+        List<Integer> missed = new ArrayList<>();
+        for (int i = 0; i < asked.length; i++) {
+            Object found = keys.get(i) instanceof String s ? memo.find(s, generation, MISSING) : MISSING;
+            out.add(found);
+            if (found == MISSING) {
+                missed.add(i);
+            }
+        }
+        if (missed.isEmpty()) {
+            return out;
+        }
+        byte[][] rest = new byte[missed.size()][];
+        for (int j = 0; j < rest.length; j++) {
+            rest[j] = asked[missed.get(j)];
+        }
+        Object[] values = Native.getMany(handle, rest, MISSING);
+        for (int j = 0; j < values.length; j++) {
+            int i = missed.get(j);
+            Object value = values[j];
+            if (value == MISSING) {
+                out.set(i, ifMissing);
+            } else {
+                out.set(i, keys.get(i) instanceof String s ? memo.keep(s, generation, value) : value);
+            }
+        }
+        return out;
     }
 
     /** Every entry in stored order: key (String, or byte[] for a key stored as bytes) and value. */
@@ -310,7 +364,15 @@ public final class Reader implements AutoCloseable, Iterable<Map.Entry<Object, O
     @SuppressWarnings("unchecked")
     public Map<String, Object> info() {
         try {
-            return (Map<String, Object>) Native.info(handle);
+            Map<String, Object> info = (Map<String, Object>) Native.info(handle);
+            if (memo != null) {
+                // The memo's Java side, as Ruby's and Python's info show theirs.
+                Map<String, Object> shown = new java.util.LinkedHashMap<>();
+                shown.put("entries", (long) memo.size());
+                shown.put("limit", (long) Native.memoLimit(handle));
+                info.put("memo", shown);
+            }
+            return info;
         } finally {
             Reference.reachabilityFence(this);
         }
@@ -383,6 +445,9 @@ public final class Reader implements AutoCloseable, Iterable<Map.Entry<Object, O
     public void close() {
         try {
             Native.close(handle);
+            if (memo != null) {
+                memo.clear(); // nothing of the store stays reachable
+            }
         } finally {
             Reference.reachabilityFence(this);
         }

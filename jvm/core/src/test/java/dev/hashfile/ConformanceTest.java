@@ -34,7 +34,8 @@ class ConformanceTest {
     private static final JsonNode TABLE = load();
     /** Steps the JVM binding has a form for. */
     private static final Set<String> STEPS = Set.of(
-            "build", "build_from", "dig", "open", "get", "get_many", "len", "info_has", "info_keys", "exists", "patch", "shard_of");
+            "build", "build_from", "dig", "open", "get", "get_many", "len", "info_has", "info_keys", "exists", "patch", "shard_of",
+            "same_object");
     private static final Object MISSING = new Object();
 
     private static JsonNode load() {
@@ -253,6 +254,11 @@ class ConformanceTest {
             case "get_many": {
                 List<Object> got = state.db.getMany((List<?>) value(step.get("get_many")));
                 assertEquals(canonical(value(step.get("expect"))), canonical(got), where);
+                break;
+            }
+            case "same_object": {
+                String key = step.get("same_object").asText();
+                assertEquals(step.get("expect").asBoolean(), state.db.get(key) == state.db.get(key), where);
                 break;
             }
             case "len":
