@@ -20,8 +20,9 @@ import java.util.concurrent.ConcurrentHashMap;
  * generation it was read at, and a hit takes only an entry of the
  * generation the handle has now, so no thread is ever given a value of a
  * store another thread has already moved past. A memoized list or map is
- * unmodifiable (every caller shares it); a {@code byte[]} inside one is not
- * copied, and must not be changed.
+ * unmodifiable (every caller shares it); a {@code byte[]} value is copied
+ * for each caller, but one inside a list or map is not, and must not be
+ * changed.
  */
 final class Memo {
     /** Stands for a stored null, which the map cannot hold. */
@@ -30,10 +31,12 @@ final class Memo {
     private record Entry(long generation, Object value) {}
 
     private final long handle;
+    private final int limit;
     private final ConcurrentHashMap<String, Entry> values = new ConcurrentHashMap<>();
 
-    Memo(long handle) {
+    Memo(long handle, int limit) {
         this.handle = handle;
+        this.limit = limit;
     }
 
     /** The handle's generation now, the map emptied first if it holds another's. */
@@ -51,7 +54,8 @@ final class Memo {
         if (entry == null || entry.generation != generation) {
             return absent;
         }
-        return entry.value == NULL ? null : entry.value;
+        // An array cannot be made unmodifiable: each caller gets its own copy.
+        return entry.value == NULL ? null : entry.value instanceof byte[] b ? b.clone() : entry.value;
     }
 
     /** {@code value} read at {@code generation}, as it is kept and returned: unmodifiable if a container. */
@@ -67,10 +71,13 @@ final class Memo {
                 break;
         }
         values.put(key, new Entry(generation, kept == null ? NULL : kept));
-        if (Native.memoMovedOn(handle, generation)) {
+        // A swap meanwhile, a close racing this lookup (nothing of a closed
+        // store stays reachable), or threads that each found room for one
+        // more: what the map holds goes.
+        if (Native.memoMovedOn(handle, generation) || Native.isClosed(handle) || values.size() > limit) {
             values.clear();
         }
-        return kept;
+        return kept instanceof byte[] b ? b.clone() : kept;
     }
 
     int size() {

@@ -33,7 +33,8 @@ public final class Reader implements AutoCloseable, Iterable<Map.Entry<Object, O
     Reader(long handle) {
         this.handle = handle;
         CLEANER.register(this, () -> Native.free(handle));
-        this.memo = Native.memoLimit(handle) > 0 ? new Memo(handle) : null;
+        int limit = Native.memoLimit(handle);
+        this.memo = limit > 0 ? new Memo(handle, limit) : null;
     }
 
     private static byte[] bytes(String key) {
@@ -251,13 +252,24 @@ public final class Reader implements AutoCloseable, Iterable<Map.Entry<Object, O
             rest[j] = asked[missed.get(j)];
         }
         Object[] values = Native.getMany(handle, rest, MISSING);
+        if (memo.generation() != generation) {
+            // A newer store came between the memo's hits and the batch: the
+            // whole batch again from one store, as without a memo.
+            Object[] all = Native.getMany(handle, asked, ifMissing);
+            return new ArrayList<>(java.util.Arrays.asList(all));
+        }
+        // A key asked twice gets the one object the memo keeps.
+        Map<String, Object> kept = new java.util.HashMap<>();
         for (int j = 0; j < values.length; j++) {
             int i = missed.get(j);
             Object value = values[j];
             if (value == MISSING) {
                 out.set(i, ifMissing);
+            } else if (keys.get(i) instanceof String s) {
+                out.set(i, kept.containsKey(s) ? kept.get(s) : memo.keep(s, generation, value));
+                kept.putIfAbsent(s, out.get(i));
             } else {
-                out.set(i, keys.get(i) instanceof String s ? memo.keep(s, generation, value) : value);
+                out.set(i, value);
             }
         }
         return out;

@@ -189,6 +189,15 @@ class ReaderTest {
             assertEquals("y", db.get("b"));
             assertNotSame(before, db.get("b"));
         }
+        String bytes = dir.resolve("bytes.hf").toString();
+        Hashfile.build(bytes, Map.of("raw", new byte[] {1, 2, 3}, "m", Map.of("x", 1L)));
+        try (Reader db = Hashfile.open(bytes, Map.of("memo", 10))) {
+            List<Object> twice = db.getMany(List.of("m", "m"));
+            assertSame(twice.get(0), twice.get(1), "a key asked twice in one batch is one object");
+            assertSame(twice.get(0), db.get("m"));
+            ((byte[]) db.get("raw"))[0] = 42; // the caller's own copy
+            assertArrayEquals(new byte[] {1, 2, 3}, (byte[]) db.get("raw"));
+        }
         try (Reader db = Hashfile.open(path)) {
             assertNotSame(db.get("a"), db.get("a"), "without a memo each lookup decodes anew");
             assertFalse(db.info().containsKey("memo"));
