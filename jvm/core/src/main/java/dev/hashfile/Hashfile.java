@@ -26,6 +26,16 @@ public final class Hashfile {
         return open(location, Map.of());
     }
 
+    /** {@link #open(String)} of a local path. */
+    public static Reader open(java.nio.file.Path path) {
+        return open(Objects.requireNonNull(path, "path").toString());
+    }
+
+    /** {@link #open(String, Map)} of a local path. */
+    public static Reader open(java.nio.file.Path path, Map<String, ?> options) {
+        return open(Objects.requireNonNull(path, "path").toString(), options);
+    }
+
     /** Opens {@code location} with options ({@code verify}, {@code reload}, {@code max_value_size}, the remote ones). */
     public static Reader open(String location, Map<String, ?> options) {
         Objects.requireNonNull(location, "location");
@@ -40,6 +50,16 @@ public final class Hashfile {
      */
     public static long build(String path, Map<?, ?> entries) {
         return build(path, entries, Map.of());
+    }
+
+    /** {@link #build(String, Map)} at a local path. */
+    public static long build(java.nio.file.Path path, Map<?, ?> entries) {
+        return build(Objects.requireNonNull(path, "path").toString(), entries, Map.of());
+    }
+
+    /** {@link #build(String, Map, Map)} at a local path. */
+    public static long build(java.nio.file.Path path, Map<?, ?> entries, Map<String, ?> options) {
+        return build(Objects.requireNonNull(path, "path").toString(), entries, options);
     }
 
     /** {@link #build(String, Map)} with options ({@code on_duplicate}, {@code compression}, {@code shards}, ...). */

@@ -97,6 +97,55 @@ public final class Reader implements AutoCloseable, Iterable<Map.Entry<Object, O
         }
     }
 
+    /** The value of {@code key} if it is a String, null if absent; a value of another type is a {@link ClassCastException} naming it. */
+    public String getString(String key) {
+        return typed(key, String.class, "a String");
+    }
+
+    /** The value of {@code key} if it is an integer that fits a long, null if absent (else {@link ClassCastException}). */
+    public Long getLong(String key) {
+        return typed(key, Long.class, "a Long (an integer past 64 bits is a BigInteger: get it with get)");
+    }
+
+    /** The value of {@code key} if it is a float, null if absent (else {@link ClassCastException}). */
+    public Double getDouble(String key) {
+        return typed(key, Double.class, "a Double");
+    }
+
+    /** The value of {@code key} if it is true or false, null if absent (else {@link ClassCastException}). */
+    public Boolean getBoolean(String key) {
+        return typed(key, Boolean.class, "a Boolean");
+    }
+
+    /** The value of {@code key} if it is a binary string, null if absent (else {@link ClassCastException}). */
+    public byte[] getBytes(String key) {
+        return typed(key, byte[].class, "a byte[] (a binary string)");
+    }
+
+    /** The value of {@code key} if it is a list, null if absent (else {@link ClassCastException}). */
+    @SuppressWarnings("unchecked")
+    public List<Object> getList(String key) {
+        return typed(key, List.class, "a List");
+    }
+
+    /** The value of {@code key} if it is a map, in stored order, null if absent (else {@link ClassCastException}). */
+    @SuppressWarnings("unchecked")
+    public Map<Object, Object> getMap(String key) {
+        return typed(key, Map.class, "a Map");
+    }
+
+    /** The value of {@code key} as {@code type}; a stored null and an absent key are both null. */
+    @SuppressWarnings("unchecked")
+    private <T> T typed(String key, Class<?> type, String wanted) {
+        Object value = get(key);
+        if (value == null || type.isInstance(value)) {
+            return (T) value;
+        }
+        String kind = value instanceof byte[] ? "a byte[]" : "a " + value.getClass().getSimpleName();
+        throw new ClassCastException("the value of key \"" + key + "\" in " + location() + " is " + kind
+                + ", not " + wanted);
+    }
+
     /** The value of {@code key}, or {@code fallback} if absent. */
     public Object getOrDefault(String key, Object fallback) {
         if (memo == null) {

@@ -127,7 +127,7 @@ class ReaderTest {
         text.put("a".getBytes(java.nio.charset.StandardCharsets.UTF_8), 2L);
         assertThrows(IllegalArgumentException.class, () -> Hashfile.build(dir.resolve("t.hf").toString(), Map.of("k", text)));
         assertFalse(Files.exists(dir.resolve("k.hf")));
-        assertThrows(NullPointerException.class, () -> Hashfile.open(null));
+        assertThrows(NullPointerException.class, () -> Hashfile.open((String) null));
         IllegalArgumentException progress = assertThrows(IllegalArgumentException.class,
                 () -> Hashfile.buildFrom(List.of("x.csv"), dir.resolve("p.hf").toString(), Map.of("progress", true)));
         assertEquals("invalid option progress: is not in the JVM binding yet (docs/JVM.md)", progress.getMessage());
@@ -229,6 +229,36 @@ class ReaderTest {
                 assertEquals(0, f.get());
             }
             pool.shutdown();
+        }
+    }
+
+    @Test
+    void typedGettersAndPaths() {
+        Path path = dir.resolve("typed.hf");
+        Map<String, Object> entries = new LinkedHashMap<>();
+        entries.put("s", "text");
+        entries.put("n", 7L);
+        entries.put("f", 2.5);
+        entries.put("t", true);
+        entries.put("b", new byte[] {1});
+        entries.put("l", List.of(1L));
+        entries.put("m", Map.of("k", "v"));
+        entries.put("null", null);
+        Hashfile.build(path, entries);
+        try (Reader db = Hashfile.open(path)) {
+            assertEquals("text", db.getString("s"));
+            assertEquals(7L, db.getLong("n"));
+            assertEquals(2.5, db.getDouble("f"));
+            assertEquals(true, db.getBoolean("t"));
+            assertArrayEquals(new byte[] {1}, db.getBytes("b"));
+            assertEquals(List.of(1L), db.getList("l"));
+            assertEquals(Map.of("k", "v"), db.getMap("m"));
+            assertNull(db.getString("null"));
+            assertNull(db.getLong("absent"));
+            ClassCastException e = assertThrows(ClassCastException.class, () -> db.getLong("s"));
+            assertEquals("the value of key \"s\" in " + path + " is a String, not a Long (an integer past 64 bits is a "
+                    + "BigInteger: get it with get)", e.getMessage());
+            assertThrows(ClassCastException.class, () -> db.getString("b"));
         }
     }
 
