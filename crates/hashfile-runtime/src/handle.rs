@@ -70,8 +70,16 @@ pub struct Handle {
     /// The store read now; `None` once closed.
     current: ArcSwapOption<Table>,
     closed: AtomicBool,
-    /// Stores swapped in since open.
+    /// Stores swapped in since open. Moved on after the store it counts
+    /// is in `current`, so a reader that loads the generation first and
+    /// then the store reads that store or a newer one, never an older one
+    /// than the generation says (what a memo keyed by it relies on).
     generation: AtomicU64,
+    /// Held while a store is swapped in, so that swaps land one at a time
+    /// and in order: a reopen holds it from its open to its swap (two
+    /// reopens never install what they opened in the reverse order), and a
+    /// refresh swaps only if the store it checked is still the one read.
+    swapping: Mutex<()>,
     /// With `Refresh::Every`: when the path is next looked at, on the
     /// clock of `now_nanos`. Whoever moves it on does the check, so two
     /// threads never check at once.
@@ -176,6 +184,7 @@ impl Handle {
             current: ArcSwapOption::new(Some(store)),
             closed: AtomicBool::new(false),
             generation: AtomicU64::new(0),
+            swapping: Mutex::new(()),
             next_check: AtomicU64::new(first_check),
             refresh_error: ArcSwapOption::empty(),
             unmapped_lookups: AtomicU32::new(0),
@@ -378,21 +387,49 @@ impl Handle {
         if self.is_closed() {
             return Err(self.closed_error());
         }
+        let seen = self.generation_now();
+        // Held from the open to the swap: a reopen that started later
+        // opens later, and swaps in later.
+        let _swapping = self.swapping.lock().unwrap_or_else(|e| e.into_inner());
         let store = Table::open(&self.location, &self.options.remote)?
             .with_max_value_size(self.options.max_value_size)?;
         if forward_only {
             if let Some(open) = self.current.load().as_deref() {
-                open.check_follows(&store)?;
+                if let Err(e) = open.check_follows(&store) {
+                    // Another reopen on change swapped in the same store
+                    // (or a later one) while this one waited: not an error.
+                    if self.generation_now() != seen {
+                        return Ok(());
+                    }
+                    return Err(e);
+                }
             }
         }
-        self.install(store);
-        self.refresh_error.store(None);
+        self.install_locked(store);
         Ok(())
     }
 
-    fn install(&self, store: Table) {
+    /// Swaps in `store`, found by a refresh check of `checked`, if
+    /// `checked` is still the store read (a reopen meanwhile may have moved
+    /// further on, and what it opened is newer).
+    fn install_if_current(&self, store: Table, checked: &Arc<Table>) {
+        let _swapping = self.swapping.lock().unwrap_or_else(|e| e.into_inner());
+        let still = self
+            .current
+            .load()
+            .as_ref()
+            .is_some_and(|now| Arc::ptr_eq(now, checked));
+        if still {
+            self.install_locked(store);
+        }
+    }
+
+    /// Swaps in `store`, with `swapping` held: the store first, then the
+    /// generation (see `generation`).
+    fn install_locked(&self, store: Table) {
         self.current.store(Some(Arc::new(store)));
         self.generation.fetch_add(1, Ordering::AcqRel);
+        self.refresh_error.store(None);
         // A close that came while the store was opening wins.
         if self.is_closed() {
             self.current.store(None);
@@ -425,17 +462,15 @@ impl Handle {
             return;
         }
         let refreshed = current.refreshed(&self.location, &self.options.remote);
-        self.take_refreshed(refreshed);
+        self.take_refreshed(refreshed, &current);
     }
 
-    /// Swaps in what a refresh check found, or records why it could not.
-    fn take_refreshed(&self, refreshed: Option<hashfile::Result<Table>>) {
+    /// Swaps in what a refresh check of `checked` found, or records why
+    /// it could not.
+    fn take_refreshed(&self, refreshed: Option<hashfile::Result<Table>>, checked: &Arc<Table>) {
         match refreshed {
             None => {}
-            Some(Ok(store)) => {
-                self.install(store);
-                self.refresh_error.store(None);
-            }
+            Some(Ok(store)) => self.install_if_current(store, checked),
             Some(Err(e)) => self.refresh_error.store(Some(Arc::new(e.to_string()))),
         }
     }
@@ -496,14 +531,7 @@ impl Handle {
             .unwrap_or_else(|e| e.into_inner())
             .take();
         if let Some((checked, refreshed)) = found {
-            let still = self
-                .current
-                .load()
-                .as_ref()
-                .is_some_and(|now| Arc::ptr_eq(now, &checked));
-            if still {
-                self.take_refreshed(refreshed);
-            }
+            self.take_refreshed(refreshed, &checked);
         }
     }
 

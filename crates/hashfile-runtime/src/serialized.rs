@@ -39,10 +39,11 @@ pub struct SerializedHandle {
 impl SerializedHandle {
     /// Serves the lookups of `handle`.
     pub fn new(handle: Handle) -> SerializedHandle {
-        let (store, generation) = match handle.current() {
-            Ok(store) => (Some(store.to_arc()), handle.generation()),
-            Err(_) => (None, 0),
-        };
+        // The generation first, then the store: a store newer than its
+        // generation says is taken again at the next lookup, never the
+        // reverse (`take_current` reads them in the same order).
+        let generation = handle.generation_now();
+        let store = handle.current().ok().map(|store| store.to_arc());
         let unmapped_lookups = handle.unmapped_lookups();
         SerializedHandle {
             handle,

@@ -474,3 +474,58 @@ fn the_value_size_limit_outlives_a_refresh_and_a_reopen() {
     handle.reopen().unwrap();
     too_large(&handle);
 }
+
+#[test]
+fn reopens_racing_a_publisher_never_go_back_to_an_older_store() {
+    // Two threads reopen while a third publishes ever newer stores: what
+    // a reader reads only moves forward, as if the reopens ran one after
+    // another (each swaps in what it opened in the order they opened).
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.hf");
+    publish(&path, 10, "0");
+    let handle = Arc::new(open(path.to_str().unwrap(), OpenOptions::default()).unwrap());
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let reopeners: Vec<_> = (0..2)
+        .map(|_| {
+            let (handle, done) = (Arc::clone(&handle), Arc::clone(&done));
+            std::thread::spawn(move || {
+                while !done.load(std::sync::atomic::Ordering::Acquire) {
+                    handle.reopen().unwrap();
+                }
+            })
+        })
+        .collect();
+    let reader = {
+        let (handle, done) = (Arc::clone(&handle), Arc::clone(&done));
+        std::thread::spawn(move || {
+            let mut seen: Vec<(u64, u64)> = Vec::new();
+            while !done.load(std::sync::atomic::Ordering::Acquire) {
+                let generation = handle.generation_now();
+                let value = value_of(&handle, "key-1").unwrap();
+                let version: u64 = value.split('-').next().unwrap().parse().unwrap();
+                seen.push((generation, version));
+            }
+            seen
+        })
+    };
+    for version in 1..=300 {
+        publish(&path, 10, &version.to_string());
+    }
+    done.store(true, std::sync::atomic::Ordering::Release);
+    for reopener in reopeners {
+        reopener.join().unwrap();
+    }
+    let seen = reader.join().unwrap();
+    for pair in seen.windows(2) {
+        assert!(
+            pair[1].1 >= pair[0].1,
+            "read version {} after version {} (generations {} and {})",
+            pair[1].1,
+            pair[0].1,
+            pair[1].0,
+            pair[0].0
+        );
+    }
+    handle.reopen().unwrap();
+    assert_eq!(value_of(&handle, "key-1").as_deref(), Some("300-1"));
+}
