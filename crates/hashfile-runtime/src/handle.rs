@@ -41,6 +41,15 @@ pub enum Refresh {
     ReopenOnChange,
 }
 
+impl Refresh {
+    /// Whether `location` can be opened with [`Refresh::Every`]: a local
+    /// store or dataset, or a remote dataset (the URL of its manifest). A
+    /// remote store cannot: it finds a replaced object on its next read.
+    pub fn every_applies_to(location: &str) -> bool {
+        !Location::is_remote(location) || location.ends_with(MANIFEST_NAME)
+    }
+}
+
 /// How to open a location.
 #[derive(Clone, Debug, Default)]
 pub struct OpenOptions {
@@ -149,7 +158,7 @@ impl Current {
 pub fn open(location: &str, options: OpenOptions) -> hashfile::Result<Handle> {
     let remote = Location::is_remote(location);
     let refused = match options.refresh {
-        Refresh::Every(_) if remote && !location.ends_with(MANIFEST_NAME) => Some("a refresh interval is for local stores and for remote datasets (a URL of their hashfile-dataset.json); a remote store finds a replaced object on its next read (reopen on change)"),
+        Refresh::Every(_) if !Refresh::every_applies_to(location) => Some("a refresh interval is for local stores and for remote datasets (a URL of their hashfile-dataset.json); a remote store finds a replaced object on its next read (reopen on change)"),
         Refresh::ReopenOnChange if !remote => Some("reopen on change is for remote stores (http://, https://, s3://); a local store looks for a new file at a refresh interval"),
         _ => None,
     };

@@ -203,17 +203,34 @@ impl Table {
 
     /// As [`chunk`](Self::chunk), within the shard `from` is in: no
     /// next cursor at its end. What one task of a distributed job reads.
+    /// A shard past the last is an error naming the shards there are.
     pub fn shard_chunk(&self, from: Cursor, max: usize) -> hashfile::Result<Chunk<'_>> {
+        let shards = self.shard_count();
+        if from.shard >= shards {
+            return Err(hashfile::Error::InvalidArgument {
+                message: format!(
+                    "shard {} of a table of {shards} shard{} (0 to {})",
+                    from.shard,
+                    if shards == 1 { "" } else { "s" },
+                    shards - 1
+                ),
+            });
+        }
         self.chunk_of(from, max, true)
+    }
+
+    /// How many shards the table has: a dataset's, or 1 for a store.
+    pub fn shard_count(&self) -> usize {
+        match self {
+            Table::Store(_) => 1,
+            Table::Dataset(dataset, _) => dataset.shard_count(),
+        }
     }
 
     fn chunk_of(&self, from: Cursor, max: usize, one_shard: bool) -> hashfile::Result<Chunk<'_>> {
         let mut records = Vec::with_capacity(max.min(1024));
         let mut at = from;
-        let shards = match self {
-            Table::Store(_) => 1,
-            Table::Dataset(dataset, _) => dataset.shard_count(),
-        };
+        let shards = self.shard_count();
         while records.len() < max && at.shard < shards {
             let store = match self {
                 Table::Store(store) => store,

@@ -224,6 +224,30 @@ fn a_shard_writer_refuses_what_would_make_attempts_differ() {
         "{error:?}"
     );
 
+    // Only an id new_generation made: a job's files are found by it.
+    for made_up in ["mine", "20261124T143910Z-1F0C93AB", "../x"] {
+        let Err(error) = ShardWriter::create(
+            &at,
+            made_up,
+            0,
+            SHARDS,
+            BuildOptions::default(),
+            &RemoteOptions::default(),
+        ) else {
+            panic!("generation {made_up} accepted")
+        };
+        assert!(
+            error.to_string().contains("is not one new_generation made"),
+            "{error}"
+        );
+        let error = publish_shards(&at, made_up, SHARDS, Vec::new(), &RemoteOptions::default())
+            .unwrap_err();
+        assert!(
+            error.to_string().contains("is not one new_generation made"),
+            "{error}"
+        );
+    }
+
     // JSON Lines: typed values, and a duplicate named by the build.
     let mut writer = shard_writer(&at, &generation, 0);
     let mut import = ImportOptions::new(InputFormat::JsonLines);

@@ -430,6 +430,21 @@ pub extern "system" fn Java_dev_hashfile_Native_size<'l>(
     })
 }
 
+/// `Native.shardCount(address)`: how many shards the table read now has
+/// (1 for a store).
+#[no_mangle]
+pub extern "system" fn Java_dev_hashfile_Native_shardCount<'l>(
+    mut env: JNIEnv<'l>,
+    _class: JClass<'l>,
+    address: jlong,
+) -> jint {
+    run(&mut env, 0, |_| {
+        // SAFETY: as for `close`.
+        let handle = unsafe { handle(address) };
+        Ok(handle.current()?.shard_count() as jint)
+    })
+}
+
 /// `Native.getMany(address, keys, ifMissing)`: the values of `keys` in
 /// order, `ifMissing` for absent ones; one batch per store.
 #[no_mangle]
@@ -838,6 +853,24 @@ pub extern "system" fn Java_dev_hashfile_Native_closest<'l>(
         Ok(match hashfile_runtime::options::closest(&name, &names) {
             Some(guess) => env.new_string(guess)?.into_raw(),
             None => std::ptr::null_mut(),
+        })
+    })
+}
+
+/// `Native.takesReload(location)`: whether `location` can be opened with
+/// a refresh interval (`Refresh::every_applies_to`).
+#[no_mangle]
+pub extern "system" fn Java_dev_hashfile_Native_takesReload<'l>(
+    mut env: JNIEnv<'l>,
+    _class: JClass<'l>,
+    location: JString<'l>,
+) -> jboolean {
+    run(&mut env, JNI_FALSE, |env| {
+        let location = objects::text(env, &location)?;
+        Ok(if hashfile_runtime::Refresh::every_applies_to(&location) {
+            JNI_TRUE
+        } else {
+            JNI_FALSE
         })
     })
 }

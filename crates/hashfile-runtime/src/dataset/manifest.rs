@@ -270,11 +270,6 @@ fn json_string(text: &str) -> String {
     serde_json::to_string(text).expect("a string serializes")
 }
 
-/// Checks a generation id: what [`check_name`] allows.
-pub(crate) fn check_generation(generation: &str) -> Result<(), String> {
-    check_name("generation", generation)
-}
-
 /// Checks a generation id or a shard file name: 1 to 255 letters, digits,
 /// `.`, `_` or `-`, not starting with `.`. So a name never leaves the
 /// manifest's directory, and never needs quoting in a URL or a shell.

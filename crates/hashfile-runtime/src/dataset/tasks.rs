@@ -135,8 +135,7 @@ impl ShardWriter {
                 ),
             });
         }
-        super::manifest::check_generation(generation)
-            .map_err(|what| dataset_error(location, what))?;
+        check_job_generation(location, generation)?;
         let destination = Destination::of(location)?;
         let file = shard_file_name(generation, shard as usize, shard_count as usize);
         let local = if destination.remote {
@@ -259,6 +258,20 @@ pub fn new_generation() -> String {
     super::write::new_generation()
 }
 
+/// Refuses a generation id [`new_generation`] did not make: a job's
+/// shards are found by the id they were written under (to publish them,
+/// or to discard them if it fails), so every step takes only such an id,
+/// which no file of anyone else's begins with.
+fn check_job_generation(location: &str, generation: &str) -> hashfile::Result<()> {
+    if super::write::is_new_generation(generation) {
+        return Ok(());
+    }
+    Err(dataset_error(
+        location,
+        format!("generation {generation:?} is not one new_generation made (like 20261124T143910Z-1f0c93ab): a job's shards are found by the id it wrote them under"),
+    ))
+}
+
 /// Publishes generation `generation` of the dataset at `location` from its
 /// tasks' reports, one per shard in any order: checks that every shard of
 /// `0..shard_count` was reported once, under its name, and that each file
@@ -276,7 +289,7 @@ pub fn publish_shards(
     remote: &RemoteOptions,
 ) -> hashfile::Result<Manifest> {
     let n = check_shards(shard_count)?.get() as usize;
-    super::manifest::check_generation(generation).map_err(|what| dataset_error(location, what))?;
+    check_job_generation(location, generation)?;
     let destination = Destination::of(location)?;
     let manifest_at = destination.at(MANIFEST_NAME);
     let wrong = |what: String| dataset_error(&manifest_at, what);
@@ -362,12 +375,7 @@ pub fn discard_generation(
 ) -> hashfile::Result<()> {
     let destination = Destination::of(location)?;
     let manifest_at = destination.at(MANIFEST_NAME);
-    if !super::write::is_new_generation(generation) {
-        return Err(dataset_error(
-            &manifest_at,
-            format!("generation {generation:?} is not one new_generation made: a failed job's shards are found by the id it wrote them under"),
-        ));
-    }
+    check_job_generation(&manifest_at, generation)?;
     let replaced = if destination.remote {
         Replaced::read_remote(&manifest_at, remote)
     } else {

@@ -36,6 +36,16 @@ public final class Hashfile {
         return open(Objects.requireNonNull(path, "path").toString(), options);
     }
 
+    /**
+     * Whether {@code location} can be opened with {@code reload}: a local
+     * store or dataset, or a remote dataset (the URL of its {@code
+     * hashfile-dataset.json}). A remote store cannot: a read that finds it
+     * replaced fails with {@link StaleException}.
+     */
+    public static boolean takesReload(String location) {
+        return Native.takesReload(Objects.requireNonNull(location, "location"));
+    }
+
     /** Opens {@code location} with options ({@code verify}, {@code reload}, {@code max_value_size}, the remote ones). */
     public static Reader open(String location, Map<String, ?> options) {
         Objects.requireNonNull(location, "location");

@@ -109,6 +109,8 @@ final class Native {
 
     static native long size(long handle);
 
+    static native int shardCount(long handle);
+
     static native Object[] getMany(long handle, byte[][] keys, Object ifMissing);
 
     static native Object[] chunk(long handle, long[] cursor, int max, boolean oneShard);
@@ -143,6 +145,8 @@ final class Native {
     static native int maxShards();
 
     static native String closest(String name, String[] known);
+
+    static native boolean takesReload(String location);
 
     static native Object optionFromText(String name, String text);
 

@@ -336,7 +336,7 @@ public final class Reader implements AutoCloseable, Iterable<Map.Entry<Object, O
      * distributed job reads.
      */
     public Iterator<Map.Entry<Object, Object>> shardEntries(int shard) {
-        return pinned().chunks(this, checkedShard(shard), false);
+        return pinned().checkedShard(shard).chunks(this, shard, false);
     }
 
     /**
@@ -347,16 +347,23 @@ public final class Reader implements AutoCloseable, Iterable<Map.Entry<Object, O
      */
     @SuppressWarnings({"unchecked", "rawtypes"})
     public Iterator<Map.Entry<String, String>> shardJson(int shard) {
-        return (Iterator) pinned().chunks(this, checkedShard(shard), true);
+        return (Iterator) pinned().checkedShard(shard).chunks(this, shard, true);
     }
 
-    private int checkedShard(int shard) {
-        Object shards = info().get("shards");
-        int count = shards instanceof List<?> list ? list.size() : 1;
-        if (shard < 0 || shard >= count) {
-            throw new IllegalArgumentException("shard " + shard + " of " + location() + ", which has shards 0 to " + (count - 1));
+    /** This (pinned) reader, if its table has {@code shard}: the same generation the entries will come from. */
+    private Reader checkedShard(int shard) {
+        int count;
+        try {
+            count = Native.shardCount(handle);
+        } finally {
+            Reference.reachabilityFence(this);
         }
-        return shard;
+        if (shard < 0 || shard >= count) {
+            String message = "shard " + shard + " of " + location() + ", which has shards 0 to " + (count - 1);
+            close();
+            throw new IllegalArgumentException(message);
+        }
+        return this;
     }
 
     /**

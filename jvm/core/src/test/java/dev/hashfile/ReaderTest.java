@@ -346,4 +346,48 @@ class ReaderTest {
             pool.shutdown();
         }
     }
+
+    @Test
+    void eachShardOfADatasetIsReadAlone() {
+        Map<String, Object> entries = new LinkedHashMap<>();
+        for (int i = 0; i < 500; i++) {
+            entries.put("k" + i, (long) i);
+        }
+        String dataset = dir.resolve("ds").toString();
+        Hashfile.build(dataset, entries, Map.of("shards", 4));
+        try (Reader db = Hashfile.open(dataset)) {
+            Map<Object, Object> seen = new LinkedHashMap<>();
+            for (int shard = 0; shard < 4; shard++) {
+                var it = db.shardEntries(shard);
+                while (it.hasNext()) {
+                    Map.Entry<Object, Object> e = it.next();
+                    assertEquals(shard, Hashfile.shardOf((String) e.getKey(), 4), "key " + e.getKey() + " read from its shard");
+                    assertNull(seen.put(e.getKey(), e.getValue()), "read once");
+                }
+            }
+            assertEquals(entries, seen);
+            var json = db.shardJson(2).next();
+            assertEquals(entries.get(json.getKey()).toString(), json.getValue());
+            for (int past : new int[] {4, -1}) {
+                IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> db.shardEntries(past));
+                assertTrue(e.getMessage().contains("shard " + past + " of") && e.getMessage().contains("shards 0 to 3"), e.getMessage());
+            }
+        }
+        try (Reader store = Hashfile.open(build(Map.of("a", 1L)))) {
+            assertEquals("a", store.shardEntries(0).next().getKey());
+            assertThrows(IllegalArgumentException.class, () -> store.shardEntries(1));
+        }
+    }
+
+    @Test
+    void reloadIsForLocalLocationsAndRemoteDatasets() {
+        assertTrue(Hashfile.takesReload(dir.resolve("s.hf").toString()));
+        assertTrue(Hashfile.takesReload("http://127.0.0.1:9/ds/hashfile-dataset.json"));
+        assertFalse(Hashfile.takesReload("http://127.0.0.1:9/s.hf"));
+        assertFalse(Hashfile.takesReload("s3://bucket/s.hf"));
+        // What takesReload says is what open does.
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> Hashfile.open("http://127.0.0.1:9/s.hf", Map.of("reload", 1.0)));
+        assertTrue(e.getMessage().startsWith("invalid option reload"), e.getMessage());
+    }
 }

@@ -67,15 +67,10 @@ public final class Lookup implements UDF2<String, Object, String> {
 
     private static Reader open(String dataset) {
         String location = Locations.of(dataset, false);
-        try {
-            return Hashfile.open(location, Map.of("reload", RELOAD_SECONDS));
-        } catch (IllegalArgumentException e) {
-            // A remote store (not a dataset) takes no reload: it fails with
-            // StaleException when replaced, never answering from the old one.
-            if (e.getMessage() != null && e.getMessage().startsWith("invalid option reload")) {
-                return Hashfile.open(location);
-            }
-            throw e;
-        }
+        // A remote store (not a dataset) takes no reload: it fails with
+        // StaleException when replaced, never answering from the old one.
+        return Hashfile.takesReload(location)
+                ? Hashfile.open(location, Map.of("reload", RELOAD_SECONDS))
+                : Hashfile.open(location);
     }
 }
