@@ -57,6 +57,13 @@ spark.stop()
 """
 
 
+def _causes(stderr: str) -> str:
+    """A failed Spark script's exceptions and their causes, without the
+    hundreds of stack frames between them."""
+    lines = [line for line in stderr.splitlines() if line.strip() and not line.lstrip().startswith("at ")]
+    return "\n".join(lines[-60:])
+
+
 def test_spark_jars_write_read_and_lookup_as_python_and_ruby_do(tmp_path):
     if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
         skip_or_fail("HASHFILE_REQUIRE_SPARK", "no Java for Spark (bin/setup --all installs openjdk-17-jdk-headless)")
@@ -70,7 +77,7 @@ def test_spark_jars_write_read_and_lookup_as_python_and_ruby_do(tmp_path):
         check=False,
         timeout=600,
     )
-    assert done.returncode == 0, done.stderr[-4000:]
+    assert done.returncode == 0, _causes(done.stderr)
     result = json.loads(done.stdout.strip().splitlines()[-1])
 
     jvm = hashfile.open(str(tmp_path / "jvm"), verify=True)
@@ -90,3 +97,74 @@ def test_spark_jars_write_read_and_lookup_as_python_and_ruby_do(tmp_path):
         str(tmp_path / "jvm"),
     )
     assert json.loads(same) == [python["key-0"], python["key-42"], python["key-19999"]]
+
+
+S3_SCRIPT = r"""
+import json, sys
+from pyspark.sql import SparkSession, functions as F
+
+jars, endpoint, location = sys.argv[1], sys.argv[2], sys.argv[3]
+spark = (SparkSession.builder.master("local[2]").config("spark.jars", jars)
+         .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "4").getOrCreate())
+spark.sparkContext.setLogLevel("ERROR")
+rows = spark.range(3000).select(F.format_string("k%d", "id").alias("k"), (F.col("id") * 10).alias("v"))
+rows.write.format("hashfile").option("key", "k").option("value", "v").option("shards", 3).option("s3_endpoint", endpoint).save(location)
+# A second write replaces the first (overwrite, the mode a nightly job uses).
+(rows.select("k", (F.col("v") + 1).alias("v")).write.format("hashfile").mode("overwrite")
+     .option("key", "k").option("value", "v").option("shards", 3).option("s3_endpoint", endpoint).save(location))
+read = spark.read.format("hashfile").option("s3_endpoint", endpoint).load(location)
+result = {"read": read.count(), "k7": read.where("key = 'k7'").first()["value"]}
+# The lookup function takes no options: the endpoint comes from AWS_ENDPOINT_URL.
+spark.udf.registerJavaFunction("hashfile_lookup", "dev.hashfile.spark.Lookup", "string")
+result["looked"] = [r["found"] for r in spark.createDataFrame([("k7",), ("nope",)], "k STRING")
+                    .selectExpr("hashfile_lookup('%s', k) AS found" % location).collect()]
+try:  # the default mode refuses a prefix that holds a dataset, as Spark's file sources do
+    rows.write.format("hashfile").option("key", "k").option("shards", 3).option("s3_endpoint", endpoint).save(location)
+    result["again"] = "written"
+except Exception as e:
+    result["again"] = str(e)
+try:
+    rows.write.format("hashfile").option("key", "k").option("shards", 1).option("s3_endpoint", endpoint).save("s3://no-such-bucket/x")
+    result["missing_bucket"] = "written"
+except Exception as e:
+    result["missing_bucket"] = str(e)
+print(json.dumps(result))
+spark.stop()
+"""
+
+
+def test_the_jvm_writes_a_dataset_to_s3_that_python_and_ruby_read(tmp_path, minio, monkeypatch):
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        skip_or_fail("HASHFILE_REQUIRE_SPARK", "no Java for Spark (bin/setup --all installs openjdk-17-jdk-headless)")
+    if not all(jar.exists() for jar in JARS):
+        skip_or_fail("HASHFILE_REQUIRE_SPARK", "the JVM binding's jars are not built (rake jvm_package)")
+    minio.make_bucket("jvm")
+    location = "s3://jvm/datasets/tens"
+    done = subprocess.run(
+        [sys.executable, "-c", S3_SCRIPT, ",".join(str(j) for j in JARS), minio.endpoint, location],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **minio.client_env, "AWS_ENDPOINT_URL": minio.endpoint, "PYSPARK_PYTHON": sys.executable},
+        check=False,
+        timeout=600,
+    )
+    assert done.returncode == 0, _causes(done.stderr)
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["read"] == 3000
+    assert json.loads(result["k7"]) == 71
+    assert result["looked"] == ["71", None]
+    assert "holds a published dataset" in result["again"], result["again"]
+    assert "no-such-bucket" in result["missing_bucket"], result["missing_bucket"]
+
+    url = f"{location}/hashfile-dataset.json"
+    for name, value in minio.client_env.items():
+        monkeypatch.setenv(name, value)
+    with hashfile.open(url, s3_endpoint=minio.endpoint, verify=True) as db:
+        assert len(db) == 3000 and db["k7"] == 71
+        assert db.get_many(["k1", "k2999", "nope"]) == [11, 29991, None]
+        assert len(db.info()["shards"]) == 3
+    out = ruby(
+        "db = Hashfile.open(ARGV[0], s3_endpoint: ARGV[1]); puts JSON.generate([db.size, db['k7']])",
+        url, minio.endpoint,
+    )
+    assert json.loads(out) == [3000, 71]

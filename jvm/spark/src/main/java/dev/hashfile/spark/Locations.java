@@ -2,6 +2,12 @@ package dev.hashfile.spark;
 
 import java.net.URI;
 import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.Map;
+
+import dev.hashfile.Hashfile;
+import dev.hashfile.Reader;
+import dev.hashfile.RemoteException;
 
 /**
  * A location as Spark users write it, as the runtime takes it: a local
@@ -34,5 +40,38 @@ final class Locations {
             }
         }
         return location;
+    }
+
+    /** The name of a dataset's manifest, which a remote dataset is opened by. */
+    static final String MANIFEST = "hashfile-dataset.json";
+
+    /**
+     * Opens what {@code save(location)} wrote, for reading: a local path as
+     * it is (a directory opens as a dataset); a remote location as the
+     * dataset under that prefix if its manifest is there, else as a store
+     * (an {@code .hf} at that URL). {@code reloadSeconds}, if not null, is
+     * given where a reload applies: a dataset, or a local store.
+     */
+    static Reader open(String location, Map<String, ?> options, Double reloadSeconds) {
+        if (location.contains("://") && !location.endsWith("/" + MANIFEST)) {
+            String manifest = location.replaceAll("/+$", "") + "/" + MANIFEST;
+            try {
+                return Hashfile.open(manifest, withReload(options, reloadSeconds));
+            } catch (RemoteException.NotFound e) {
+                // No dataset under the prefix: the URL of a store, or nothing.
+            }
+        }
+        return Hashfile.takesReload(location)
+                ? Hashfile.open(location, withReload(options, reloadSeconds))
+                : Hashfile.open(location, options);
+    }
+
+    private static Map<String, ?> withReload(Map<String, ?> options, Double reloadSeconds) {
+        if (reloadSeconds == null) {
+            return options;
+        }
+        Map<String, Object> out = new HashMap<>(options);
+        out.put("reload", reloadSeconds);
+        return out;
     }
 }

@@ -5,7 +5,6 @@ import java.util.concurrent.ConcurrentHashMap;
 
 import org.apache.spark.sql.api.java.UDF2;
 
-import dev.hashfile.Hashfile;
 import dev.hashfile.Reader;
 
 /**
@@ -66,11 +65,8 @@ public final class Lookup implements UDF2<String, Object, String> {
     }
 
     private static Reader open(String dataset) {
-        String location = Locations.of(dataset, false);
         // A remote store (not a dataset) takes no reload: it fails with
         // StaleException when replaced, never answering from the old one.
-        return Hashfile.takesReload(location)
-                ? Hashfile.open(location, Map.of("reload", RELOAD_SECONDS))
-                : Hashfile.open(location);
+        return Locations.open(Locations.of(dataset, false), Map.of(), RELOAD_SECONDS);
     }
 }

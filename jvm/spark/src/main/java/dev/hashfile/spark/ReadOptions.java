@@ -49,6 +49,11 @@ record ReadOptions(String path, String key, String value, HashMap<String, Object
                 new HashMap<>(DatasetTasks.fromText(open)));
     }
 
+    /** These options reading {@code location} instead. */
+    ReadOptions at(String location) {
+        return new ReadOptions(location, key, value, open);
+    }
+
     /**
      * Without a schema given: the key, and the value as JSON text. The
      * options key and value name fields of a declared schema; without one

@@ -11,7 +11,6 @@ import org.apache.spark.sql.connector.read.PartitionReaderFactory;
 import org.apache.spark.sql.connector.read.Scan;
 import org.apache.spark.sql.types.StructType;
 
-import dev.hashfile.Hashfile;
 import dev.hashfile.Reader;
 
 /**
@@ -52,13 +51,15 @@ final class ShardScan implements Scan, Batch {
 
     @Override
     public InputPartition[] planInputPartitions() {
-        try (Reader reader = Hashfile.open(options.path(), options.open())) {
+        try (Reader reader = Locations.open(options.path(), options.open(), null)) {
             Map<String, Object> info = reader.info();
             int shards = info.get("shards") instanceof List<?> list ? list.size() : 1;
             String generation = (String) info.get("generation");
+            // Every task opens what the driver did (a remote dataset by its manifest's URL).
+            ReadOptions opened = options.at(reader.location());
             InputPartition[] out = new InputPartition[shards];
             for (int i = 0; i < shards; i++) {
-                out[i] = new Shard(options, schema, i, generation);
+                out[i] = new Shard(opened, schema, i, generation);
             }
             return out;
         }

@@ -73,7 +73,7 @@ final class WriteJob {
             throw new IllegalArgumentException("a hashfile dataset is immutable: it cannot be appended to; write it whole "
                     + "with mode(\"overwrite\"), which publishes a new generation (readers move to it on their next reload)");
         }
-        String existing = existing(options.path());
+        String existing = existing(options.path(), options.remote());
         if (existing != null && mode != SaveMode.Overwrite) {
             if (mode == SaveMode.Ignore) {
                 return;
@@ -191,9 +191,9 @@ final class WriteJob {
      * anything, not only a dataset (an s3:// one: whether a dataset opens
      * there). A path that is a file is refused in every mode.
      */
-    private static String existing(String path) {
+    private static String existing(String path, Map<String, ?> remote) {
         if (path.contains("://")) {
-            try (var reader = Hashfile.open(path)) {
+            try (var reader = Locations.open(path, remote, null)) {
                 return reader.size() >= 0 ? "holds a published dataset" : null;
             } catch (dev.hashfile.RemoteException.NotFound e) {
                 return null;
