@@ -84,12 +84,13 @@ pub fn build_from(
     output: &std::path::Path,
     shards: Option<u32>,
     options: hashfile::BuildOptions,
+    publish: &dataset::PublishOptions,
     cancel: &hashfile::CancelFlag,
     progress: &mut dyn FnMut(&hashfile::pipeline::Progress) -> hashfile::Result<()>,
 ) -> hashfile::Result<hashfile::pipeline::Summary> {
     match shards {
         None => hashfile::pipeline::build_from(inputs, output, options, cancel, progress),
-        Some(n) => dataset::build_from(inputs, output, n, options, cancel, progress),
+        Some(n) => dataset::build_from(inputs, output, n, options, publish, cancel, progress),
     }
 }
 
@@ -116,6 +117,7 @@ pub fn start_build_from(
                 &output,
                 request.shards,
                 request.options,
+                &request.publish,
                 cancel,
                 report,
             )

@@ -21,7 +21,11 @@ impl Writer {
     pub fn new(request: &BuildRequest) -> hashfile::Result<Writer> {
         match request.shards {
             None => Builder::new(request.options.clone()).map(Writer::Store),
-            Some(n) => DatasetBuilder::new(n, request.options.clone()).map(Writer::Dataset),
+            Some(n) => {
+                let mut builder = DatasetBuilder::new(n, request.options.clone())?;
+                builder.set_publish(request.publish.clone())?;
+                Ok(Writer::Dataset(builder))
+            }
         }
     }
 

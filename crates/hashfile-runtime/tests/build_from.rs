@@ -51,6 +51,7 @@ fn build(inputs: &[Input], dir: &Path, shards: u32) -> hashfile::Result<pipeline
         dir,
         shards,
         BuildOptions::default(),
+        &dataset::PublishOptions::default(),
         &CancelFlag::new(),
         &mut |_| Ok(()),
     )
@@ -84,6 +85,7 @@ fn a_dataset_from_files_holds_what_one_store_from_them_holds() {
         &dir,
         4,
         BuildOptions::default(),
+        &dataset::PublishOptions::default(),
         &CancelFlag::new(),
         &mut |p| {
             if phases.last() != Some(&p.phase) {
@@ -104,8 +106,15 @@ fn a_dataset_from_files_holds_what_one_store_from_them_holds() {
         summary.file_bytes,
         manifest.shards.iter().map(|s| s.bytes).sum::<u64>()
     );
-    // Four shards and the manifest: no temporary file left.
-    assert_eq!(files(&dir).len(), 5, "{:?}", files(&dir));
+    // Four shards, the manifest, the generation's record and the history:
+    // no temporary file left.
+    assert_eq!(files(&dir).len(), 7, "{:?}", files(&dir));
+    for name in [
+        "hashfile-dataset.history.json".to_owned(),
+        format!("hashfile-dataset.{}.json", manifest.generation),
+    ] {
+        assert!(files(&dir).contains(&name), "{name} in {:?}", files(&dir));
+    }
     dataset.verify().unwrap();
 
     // Every entry, with its value kind, is the one store's.
@@ -196,6 +205,7 @@ fn a_build_cancelled_before_its_manifest_publishes_nothing() {
         &dir,
         2,
         BuildOptions::default(),
+        &dataset::PublishOptions::default(),
         &cancel,
         &mut |p| {
             if p.phase == Phase::Publishing {

@@ -653,8 +653,9 @@ fn publishing_removes_only_what_an_earlier_manifest_listed() {
         ),
         (3, 1, 2)
     );
-    // The next one removes what the record lists (two's), and keeps three's,
-    // whose manifest nobody can read any more: space, not correctness.
+    // The next one, over a manifest it can read, removes what the history
+    // holds past the last two publishes: two's and three's (the history
+    // recorded three, whose manifest was since damaged).
     let five = build(dir.path(), 100, 1, "five");
     assert_eq!(
         (
@@ -663,8 +664,16 @@ fn publishing_removes_only_what_an_earlier_manifest_listed() {
             files_of(dir.path(), &four.generation),
             files_of(dir.path(), &five.generation)
         ),
-        (0, 1, 2, 1)
+        (0, 0, 2, 1)
     );
+    for gone in [&two.generation, &three.generation] {
+        assert!(
+            !dir.path()
+                .join(format!("hashfile-dataset.{gone}.json"))
+                .exists(),
+            "{gone}'s record goes with it"
+        );
+    }
     for name in mine {
         assert_eq!(
             std::fs::read(dir.path().join(name)).unwrap(),
@@ -878,6 +887,8 @@ fn a_dataset_build_removes_what_a_killed_one_left() {
     let mut expected: Vec<String> = manifest.shards.iter().map(|s| s.file.clone()).collect();
     expected.extend(others.iter().map(|s| s.to_string()));
     expected.push(MANIFEST_NAME.to_string());
+    expected.push(format!("hashfile-dataset.{}.json", manifest.generation));
+    expected.push("hashfile-dataset.history.json".to_string());
     expected.sort();
     assert_eq!(names, expected);
 }

@@ -9,7 +9,8 @@ use hashfile::import::{ImportOptions, InputFormat};
 use hashfile::{BuildOptions, Record};
 use hashfile_remote::RemoteOptions;
 use hashfile_runtime::dataset::{
-    discard_generation, new_generation, publish_shards, Dataset, DatasetBuilder, ShardWriter,
+    discard_generation, new_generation, publish_shards, Dataset, DatasetBuilder, PublishOptions,
+    ShardWriter,
 };
 
 const SHARDS: u32 = 4;
@@ -71,8 +72,15 @@ fn shards_written_apart_publish_as_one_dataset_byte_identical_to_a_single_build(
         .rev()
         .map(|i| write_shard(&at, &generation, i, &shards[i as usize]))
         .collect();
-    let manifest =
-        publish_shards(&at, &generation, SHARDS, reports, &RemoteOptions::default()).unwrap();
+    let manifest = publish_shards(
+        &at,
+        &generation,
+        SHARDS,
+        reports,
+        &RemoteOptions::default(),
+        &PublishOptions::default(),
+    )
+    .unwrap();
     assert_eq!(manifest.entries, 5000);
     let dataset = Dataset::open(&at, &RemoteOptions::default()).unwrap();
     for key in &keys {
@@ -106,7 +114,15 @@ fn a_shard_a_failed_attempt_left_is_caught_before_the_manifest() {
     let reports: Vec<_> = (0..SHARDS)
         .map(|i| write_shard(&at, &first, i, &shards[i as usize]))
         .collect();
-    publish_shards(&at, &first, SHARDS, reports, &RemoteOptions::default()).unwrap();
+    publish_shards(
+        &at,
+        &first,
+        SHARDS,
+        reports,
+        &RemoteOptions::default(),
+        &PublishOptions::default(),
+    )
+    .unwrap();
 
     // The second job: shard 2's report is of a whole shard, but the file
     // under its name is what an attempt that saw half the rows wrote after.
@@ -122,6 +138,7 @@ fn a_shard_a_failed_attempt_left_is_caught_before_the_manifest() {
         SHARDS,
         reports.clone(),
         &RemoteOptions::default(),
+        &PublishOptions::default(),
     )
     .unwrap_err();
     let message = error.to_string();
@@ -146,6 +163,7 @@ fn a_shard_a_failed_attempt_left_is_caught_before_the_manifest() {
         SHARDS,
         reports[..3].to_vec(),
         &RemoteOptions::default(),
+        &PublishOptions::default(),
     )
     .unwrap_err();
     assert!(
@@ -153,8 +171,15 @@ fn a_shard_a_failed_attempt_left_is_caught_before_the_manifest() {
         "{missing}"
     );
     reports[3] = reports[1].clone();
-    let twice =
-        publish_shards(&at, &second, SHARDS, reports, &RemoteOptions::default()).unwrap_err();
+    let twice = publish_shards(
+        &at,
+        &second,
+        SHARDS,
+        reports,
+        &RemoteOptions::default(),
+        &PublishOptions::default(),
+    )
+    .unwrap_err();
     assert!(twice.to_string().contains("reported twice"), "{twice}");
 
     // The failed job's files go; the published dataset stays.
@@ -240,8 +265,15 @@ fn a_shard_writer_refuses_what_would_make_attempts_differ() {
             error.to_string().contains("is not one new_generation made"),
             "{error}"
         );
-        let error = publish_shards(&at, made_up, SHARDS, Vec::new(), &RemoteOptions::default())
-            .unwrap_err();
+        let error = publish_shards(
+            &at,
+            made_up,
+            SHARDS,
+            Vec::new(),
+            &RemoteOptions::default(),
+            &PublishOptions::default(),
+        )
+        .unwrap_err();
         assert!(
             error.to_string().contains("is not one new_generation made"),
             "{error}"
@@ -308,8 +340,15 @@ fn shards_with_compressed_values_publish_and_match_a_single_build() {
             writer.finish().unwrap()
         })
         .collect();
-    let manifest =
-        publish_shards(&at, &generation, SHARDS, reports, &RemoteOptions::default()).unwrap();
+    let manifest = publish_shards(
+        &at,
+        &generation,
+        SHARDS,
+        reports,
+        &RemoteOptions::default(),
+        &PublishOptions::default(),
+    )
+    .unwrap();
     let dataset = Dataset::open(&at, &RemoteOptions::default()).unwrap();
     dataset.verify().unwrap();
     for key in &keys {
@@ -372,7 +411,15 @@ fn publishing_to_s3_removes_only_what_an_earlier_manifest_listed() {
                 writer.finish().unwrap()
             })
             .collect();
-        publish_shards(at, &generation, SHARDS, reports, &remote).unwrap();
+        publish_shards(
+            at,
+            &generation,
+            SHARDS,
+            reports,
+            &remote,
+            &PublishOptions::default(),
+        )
+        .unwrap();
         generation
     };
     let of = |generation: &str| {
@@ -413,6 +460,7 @@ fn publish_refuses_a_generation_id_that_is_not_a_name_and_leaves_the_dataset() {
         SHARDS,
         reports.clone(),
         &RemoteOptions::default(),
+        &PublishOptions::default(),
     )
     .unwrap();
     // A report list whose names follow a generation id that climbs out of
@@ -426,8 +474,15 @@ fn publish_refuses_a_generation_id_that_is_not_a_name_and_leaves_the_dataset() {
             r
         })
         .collect();
-    let error =
-        publish_shards(&at, &hostile, SHARDS, lying, &RemoteOptions::default()).unwrap_err();
+    let error = publish_shards(
+        &at,
+        &hostile,
+        SHARDS,
+        lying,
+        &RemoteOptions::default(),
+        &PublishOptions::default(),
+    )
+    .unwrap_err();
     assert!(
         matches!(error, hashfile::Error::Dataset { .. }),
         "{error:?}"

@@ -41,10 +41,12 @@ pub fn build_from(
     dir: &Path,
     shards: u32,
     options: BuildOptions,
+    publish: &super::PublishOptions,
     cancel: &CancelFlag,
     progress: &mut dyn FnMut(&Progress) -> hashfile::Result<()>,
 ) -> hashfile::Result<Summary> {
     let mut dataset = DatasetBuilder::streaming(shards, options, dir)?;
+    dataset.set_publish(publish.clone())?;
     dataset.set_cancel(cancel.clone());
     let mut report = pipeline::import_into(inputs, &mut dataset, cancel, progress)?;
     report.phase = Phase::Building;

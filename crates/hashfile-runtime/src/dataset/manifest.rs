@@ -273,7 +273,7 @@ fn json_string(text: &str) -> String {
 /// Checks a generation id or a shard file name: 1 to 255 letters, digits,
 /// `.`, `_` or `-`, not starting with `.`. So a name never leaves the
 /// manifest's directory, and never needs quoting in a URL or a shell.
-fn check_name(what: &str, name: &str) -> Result<(), String> {
+pub(super) fn check_name(what: &str, name: &str) -> Result<(), String> {
     let ok = !name.is_empty()
         && name.len() <= MAX_NAME_LEN
         && !name.starts_with('.')

@@ -11,6 +11,7 @@
 //! dataset is one request for the manifest and nothing per shard.
 
 pub mod arrow;
+pub mod history;
 #[cfg(feature = "import")]
 mod import;
 pub mod manifest;
@@ -30,6 +31,7 @@ use hashfile_remote::{Location, RemoteOptions};
 use crate::source::{open_store, LocalOpen, Store};
 use manifest::{dataset_error, parse_checksum, Manifest, MANIFEST_NAME, MAX_MANIFEST_LEN};
 
+pub use history::PublishOptions;
 #[cfg(feature = "import")]
 pub use import::build_from;
 pub use retire::PREVIOUS_NAME;

@@ -15,6 +15,9 @@ use std::path::Path;
 
 use hashfile_remote::RemoteOptions;
 
+use super::history::{
+    record_name, History, Publish, PublishOptions, HISTORY_NAME, MAX_HISTORY_LEN,
+};
 use super::manifest::{Manifest, MANIFEST_NAME};
 use super::write::shard_file_name;
 
@@ -32,6 +35,10 @@ pub(super) struct Replaced {
     unreadable: Option<String>,
     /// The generation that one replaced, from the record beside it.
     previous: Option<Manifest>,
+    /// The history beside the manifest: `Ok(None)` if there is none yet,
+    /// `Err` if it could not be read (then nothing is removed, and the
+    /// history starts again from what the manifests say).
+    history: Result<Option<History>, String>,
 }
 
 /// What reading a manifest or record found.
@@ -52,7 +59,26 @@ impl Replaced {
                 Manifest::parse(&bytes, &path.display().to_string()).map_err(|e| e.to_string())?;
             Ok(Some((manifest, bytes)))
         };
-        Replaced::of(read(MANIFEST_NAME), read(PREVIOUS_NAME))
+        let history = match std::fs::read(dir.join(HISTORY_NAME)) {
+            Ok(bytes) => {
+                History::parse(&bytes, &dir.join(HISTORY_NAME).display().to_string()).map(Some)
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(format!("{}: {e}", dir.join(HISTORY_NAME).display())),
+        };
+        Replaced::of(read(MANIFEST_NAME), read(PREVIOUS_NAME), history)
+    }
+
+    /// What is at `destination` (a directory or an `s3://` prefix).
+    pub(super) fn read(
+        destination: &super::tasks::Destination,
+        remote: &RemoteOptions,
+    ) -> Replaced {
+        if destination.remote {
+            Replaced::read_remote(&destination.at(MANIFEST_NAME), remote)
+        } else {
+            Replaced::read_local(destination.dir())
+        }
     }
 
     /// The same for a dataset at an `s3://` prefix, whose manifest is at
@@ -76,10 +102,26 @@ impl Replaced {
             let manifest = Manifest::parse(&bytes, at).map_err(|e| e.to_string())?;
             Ok(Some((manifest, bytes)))
         };
-        Replaced::of(read(manifest_at), read(&beside(manifest_at, PREVIOUS_NAME)))
+        let history_at = beside(manifest_at, HISTORY_NAME);
+        let history =
+            match hashfile_remote::fetch_whole(&history_at, remote.clone(), MAX_HISTORY_LEN) {
+                Ok(bytes) => History::parse(&bytes, &history_at).map(Some),
+                Err(e)
+                    if hashfile_remote::RemoteError::find_in(&e)
+                        .is_some_and(|r| r.kind == hashfile_remote::RemoteErrorKind::NotFound) =>
+                {
+                    Ok(None)
+                }
+                Err(e) => Err(e.to_string()),
+            };
+        Replaced::of(
+            read(manifest_at),
+            read(&beside(manifest_at, PREVIOUS_NAME)),
+            history,
+        )
     }
 
-    fn of(current: Read, previous: Read) -> Replaced {
+    fn of(current: Read, previous: Read, history: Result<Option<History>, String>) -> Replaced {
         let (current, unreadable) = match current {
             Ok(found) => (found, None),
             Err(why) => (None, Some(why)),
@@ -89,7 +131,14 @@ impl Replaced {
             unreadable,
             // A record that cannot be read removes nothing.
             previous: previous.ok().flatten().map(|(manifest, _)| manifest),
+            history,
         }
+    }
+
+    /// The history as it was before this publish (empty if none could be
+    /// read).
+    pub(super) fn history(&self) -> History {
+        self.history.clone().ok().flatten().unwrap_or_default()
     }
 
     /// Why the manifest is there and could not be read, if so.
@@ -97,8 +146,8 @@ impl Replaced {
         self.unreadable.as_deref()
     }
 
-    /// Whether the manifest or the previous generation's record is of
-    /// `generation`.
+    /// Whether the manifest, the previous generation's record or the
+    /// history names `generation`: one published, never a failed job's.
     pub(super) fn names_generation(&self, generation: &str) -> bool {
         self.current()
             .is_some_and(|m| m.generation.eq_ignore_ascii_case(generation))
@@ -106,6 +155,7 @@ impl Replaced {
                 .previous
                 .as_ref()
                 .is_some_and(|m| m.generation.eq_ignore_ascii_case(generation))
+            || self.history().keeps(generation)
     }
 
     /// The manifest being replaced, if it could be read.
@@ -113,43 +163,48 @@ impl Replaced {
         self.current.as_ref().map(|(manifest, _)| manifest)
     }
 
-    /// The file names to remove once `published` is the manifest: those
-    /// the previous generation's manifest listed under the names of its
-    /// shards, and neither `published` nor the replaced one lists. None if
-    /// the replaced manifest could not be read, or is of `published`'s own
-    /// generation (a publish repeated).
-    pub(super) fn doomed(&self, published: &Manifest) -> Vec<String> {
-        let (Some((current, _)), Some(previous)) = (&self.current, &self.previous) else {
-            return Vec::new();
-        };
-        // Compared without case: on a file system that folds case, a record
-        // of a generation spelled otherwise would name the kept files.
-        let same = |a: &str, b: &str| a.eq_ignore_ascii_case(b);
-        if same(&current.generation, &published.generation)
-            || same(&previous.generation, &current.generation)
-            || same(&previous.generation, &published.generation)
-        {
-            return Vec::new();
+    /// The history once `published` went in, and the names of the files
+    /// to remove: the shards (by the names this library gives them, for
+    /// the count its publish had) and the record of each generation that
+    /// leaves the history (`History::retire`). Nothing is removed, and
+    /// nothing leaves the history, if the manifest replaced or the history
+    /// could not be read: what they listed cannot be known.
+    pub(super) fn history_after(
+        &self,
+        published: &Manifest,
+        options: &PublishOptions,
+        rollback: bool,
+    ) -> (History, Vec<String>) {
+        let mut history = self.history().after(
+            Publish::of(published, options, rollback),
+            self.current(),
+            self.previous.as_ref(),
+        );
+        if self.unreadable.is_some() || self.history.is_err() {
+            return (history, Vec::new());
         }
-        let kept = |file: &str| {
-            current.shards.iter().any(|s| same(&s.file, file))
-                || published.shards.iter().any(|s| same(&s.file, file))
-        };
-        let n = previous.shards.len();
-        previous
-            .shards
+        let counts: Vec<(String, u32)> = history
+            .publishes
             .iter()
-            .enumerate()
-            .filter(|(i, shard)| {
-                shard.file == shard_file_name(&previous.generation, *i, n) && !kept(&shard.file)
-            })
-            .map(|(_, shard)| shard.file.clone())
-            .collect()
+            .map(|p| (p.generation.clone(), p.shards))
+            .collect();
+        let gone = history.retire(options.keep, options.retain, now_micros());
+        let mut files = Vec::new();
+        for generation in gone {
+            if let Some((_, n)) = counts.iter().find(|(g, _)| *g == generation) {
+                let n = *n as usize;
+                files.extend((0..n).map(|i| shard_file_name(&generation, i, n)));
+            }
+            files.push(record_name(&generation));
+        }
+        (history, files)
     }
 
     /// The bytes to record as the previous generation once `published` is
     /// the manifest: the replaced manifest's, unless it could not be read
-    /// or is of the same generation (then the record stays as it is).
+    /// or is of the same generation (then the record stays as it is). An
+    /// older release's publish removes the generation this record names
+    /// once it is replaced.
     pub(super) fn record(&self, published: &Manifest) -> Option<&[u8]> {
         match &self.current {
             Some((current, bytes)) if current.generation != published.generation => Some(bytes),
@@ -157,15 +212,25 @@ impl Replaced {
         }
     }
 
-    /// After `published` went in at `dir`: records the replaced generation,
-    /// then removes the files of the one before it. A file that cannot be
-    /// removed is left: it costs space, never correctness.
-    pub(super) fn retire_local(&self, dir: &Path, published: &Manifest) {
-        let doomed = self.doomed(published);
+    /// After `published` went in at `dir`: records the replaced generation
+    /// and the history, then removes the files of the generations that
+    /// left it. A file that cannot be removed is left: it costs space,
+    /// never correctness.
+    pub(super) fn retire_local(
+        &self,
+        dir: &Path,
+        published: &Manifest,
+        options: &PublishOptions,
+        rollback: bool,
+    ) {
         if let Some(bytes) = self.record(published) {
-            if hashfile::build::publish_file(&dir.join(PREVIOUS_NAME), bytes).is_err() {
-                return; // without the record, the next publish removes nothing
-            }
+            let _ = hashfile::build::publish_file(&dir.join(PREVIOUS_NAME), bytes);
+        }
+        let (history, doomed) = self.history_after(published, options, rollback);
+        if hashfile::build::publish_file(&dir.join(HISTORY_NAME), history.to_json().as_bytes())
+            .is_err()
+        {
+            return; // without the history, the next publish removes nothing
         }
         for file in doomed {
             let _ = std::fs::remove_file(dir.join(file));
@@ -178,13 +243,20 @@ impl Replaced {
         manifest_at: &str,
         published: &Manifest,
         remote: &RemoteOptions,
+        options: &PublishOptions,
+        rollback: bool,
     ) {
-        let doomed = self.doomed(published);
         if let Some(bytes) = self.record(published) {
-            let at = beside(manifest_at, PREVIOUS_NAME);
-            if hashfile_remote::put_bytes(&at, bytes.to_vec(), remote).is_err() {
-                return;
-            }
+            let _ = hashfile_remote::put_bytes(
+                &beside(manifest_at, PREVIOUS_NAME),
+                bytes.to_vec(),
+                remote,
+            );
+        }
+        let (history, doomed) = self.history_after(published, options, rollback);
+        let at = beside(manifest_at, HISTORY_NAME);
+        if hashfile_remote::put_bytes(&at, history.to_json().into_bytes(), remote).is_err() {
+            return;
         }
         if !doomed.is_empty() {
             let _ = hashfile_remote::delete_beside(
@@ -196,8 +268,39 @@ impl Replaced {
     }
 }
 
+/// Writes `manifest`'s record beside the manifest in `dir`, before the
+/// manifest goes in: what a reader pinned to its generation opens, and
+/// what a rollback publishes again.
+pub(super) fn write_record_local(dir: &Path, manifest: &Manifest) -> hashfile::Result<()> {
+    hashfile::build::publish_file(
+        &dir.join(record_name(&manifest.generation)),
+        manifest.to_json().as_bytes(),
+    )
+    .map(|_| ())
+}
+
+/// The same at an `s3://` prefix, whose manifest is at `manifest_at`.
+pub(super) fn write_record_remote(
+    manifest_at: &str,
+    manifest: &Manifest,
+    remote: &RemoteOptions,
+) -> hashfile::Result<()> {
+    hashfile_remote::put_bytes(
+        &beside(manifest_at, &record_name(&manifest.generation)),
+        manifest.to_json().into_bytes(),
+        remote,
+    )
+}
+
+/// Microseconds since the Unix epoch.
+fn now_micros() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as u64)
+}
+
 /// The location of `name` in the directory of `location`.
-fn beside(location: &str, name: &str) -> String {
+pub(super) fn beside(location: &str, name: &str) -> String {
     match location.rfind('/') {
         Some(slash) => format!("{}{name}", &location[..=slash]),
         None => name.to_owned(),

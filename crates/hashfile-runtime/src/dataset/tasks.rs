@@ -21,27 +21,28 @@ use hashfile::{BuildOptions, Builder, OnDuplicate, Record};
 use hashfile_remote::{Location, RemoteOptions};
 
 use super::header_checksum;
+use super::history::PublishOptions;
 use super::manifest::{
     dataset_error, format_checksum, next_sequence, routing_name, Manifest, ShardEntry,
     MANIFEST_NAME, MANIFEST_VERSION,
 };
-use super::retire::Replaced;
+use super::retire::{write_record_local, write_record_remote, Replaced};
 use super::write::{check_shards, generation_of, remove_generations, shard_file_name};
 use crate::source::{open_store, LocalOpen};
 
 /// Where a dataset is written: a local directory, or an `s3://` prefix.
 #[derive(Clone, Debug)]
-struct Destination {
+pub(super) struct Destination {
     /// The directory or prefix, ending in `/` (empty for the current
     /// directory).
     base: String,
-    remote: bool,
+    pub(super) remote: bool,
 }
 
 impl Destination {
     /// `location` is the dataset's directory or prefix, or its manifest's
     /// path or URL.
-    fn of(location: &str) -> hashfile::Result<Destination> {
+    pub(super) fn of(location: &str) -> hashfile::Result<Destination> {
         let remote = Location::is_remote(location);
         if remote && !location.starts_with("s3://") {
             return Err(dataset_error(
@@ -72,11 +73,11 @@ impl Destination {
         Ok(Destination { base, remote })
     }
 
-    fn at(&self, file: &str) -> String {
+    pub(super) fn at(&self, file: &str) -> String {
         format!("{}{file}", self.base)
     }
 
-    fn dir(&self) -> &Path {
+    pub(super) fn dir(&self) -> &Path {
         Path::new(if self.base.is_empty() {
             "."
         } else {
@@ -287,7 +288,9 @@ pub fn publish_shards(
     shard_count: u32,
     mut reports: Vec<ShardEntry>,
     remote: &RemoteOptions,
+    publish: &PublishOptions,
 ) -> hashfile::Result<Manifest> {
+    publish.check()?;
     let n = check_shards(shard_count)?.get() as usize;
     check_job_generation(location, generation)?;
     let destination = Destination::of(location)?;
@@ -334,11 +337,7 @@ pub fn publish_shards(
             ));
         }
     }
-    let replaced = if destination.remote {
-        Replaced::read_remote(&manifest_at, remote)
-    } else {
-        Replaced::read_local(destination.dir())
-    };
+    let replaced = Replaced::read(&destination, remote);
     let manifest = Manifest {
         hashfile_dataset: MANIFEST_VERSION,
         generation: generation.to_owned(),
@@ -347,16 +346,36 @@ pub fn publish_shards(
         entries: reports.iter().map(|s| s.entries).sum(),
         shards: reports,
     };
-    let text = manifest.to_json();
-    if destination.remote {
-        hashfile_remote::put_bytes(&manifest_at, text.into_bytes(), remote)?;
-        replaced.retire_remote(&manifest_at, &manifest, remote);
-    } else {
-        hashfile::build::publish_file(Path::new(&manifest_at), text.as_bytes())?;
-        replaced.retire_local(destination.dir(), &manifest);
+    publish_manifest(&destination, &manifest, &replaced, remote, publish, false)?;
+    if !destination.remote {
         remove_leftovers(destination.dir(), generation);
     }
     Ok(manifest)
+}
+
+/// Publishes `manifest` at `destination` over what `replaced` found
+/// there: its record first, then the manifest (by rename, or one PUT),
+/// then the history, and the files of generations that left it.
+pub(super) fn publish_manifest(
+    destination: &Destination,
+    manifest: &Manifest,
+    replaced: &Replaced,
+    remote: &RemoteOptions,
+    publish: &PublishOptions,
+    rollback: bool,
+) -> hashfile::Result<()> {
+    let manifest_at = destination.at(MANIFEST_NAME);
+    let text = manifest.to_json();
+    if destination.remote {
+        write_record_remote(&manifest_at, manifest, remote)?;
+        hashfile_remote::put_bytes(&manifest_at, text.into_bytes(), remote)?;
+        replaced.retire_remote(&manifest_at, manifest, remote, publish, rollback);
+    } else {
+        write_record_local(destination.dir(), manifest)?;
+        hashfile::build::publish_file(Path::new(&manifest_at), text.as_bytes())?;
+        replaced.retire_local(destination.dir(), manifest, publish, rollback);
+    }
+    Ok(())
 }
 
 /// Removes what a failed job wrote of generation `generation` at
@@ -376,11 +395,7 @@ pub fn discard_generation(
     let destination = Destination::of(location)?;
     let manifest_at = destination.at(MANIFEST_NAME);
     check_job_generation(&manifest_at, generation)?;
-    let replaced = if destination.remote {
-        Replaced::read_remote(&manifest_at, remote)
-    } else {
-        Replaced::read_local(destination.dir())
-    };
+    let replaced = Replaced::read(&destination, remote);
     if let Some(why) = replaced.unreadable() {
         return Err(dataset_error(
             &manifest_at,

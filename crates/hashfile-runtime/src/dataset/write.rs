@@ -12,11 +12,12 @@ use hashfile::dataset::{shard_of, MAX_SHARDS};
 use hashfile::{BuildOptions, Builder, CancelFlag, Record};
 
 use super::header_checksum;
+use super::history::PublishOptions;
 use super::manifest::{
     format_checksum, next_sequence, routing_name, Manifest, ShardEntry, MANIFEST_NAME,
     MANIFEST_VERSION,
 };
-use super::retire::Replaced;
+use super::retire::{write_record_local, Replaced};
 use crate::source::{open_store, LocalOpen};
 
 /// Builds a dataset of `n` shards.
@@ -27,6 +28,8 @@ pub struct DatasetBuilder {
     /// temporary files were made for, until the first `write`.
     streaming: Option<(PathBuf, String)>,
     cancel: CancelFlag,
+    /// How the publish is recorded, and what it keeps.
+    publish: PublishOptions,
 }
 
 impl DatasetBuilder {
@@ -43,6 +46,7 @@ impl DatasetBuilder {
             shard_count,
             streaming: None,
             cancel: CancelFlag::new(),
+            publish: PublishOptions::default(),
         })
     }
 
@@ -74,6 +78,7 @@ impl DatasetBuilder {
             shard_count,
             streaming: Some((dir.to_path_buf(), generation)),
             cancel: CancelFlag::new(),
+            publish: PublishOptions::default(),
         })
     }
 
@@ -110,6 +115,14 @@ impl DatasetBuilder {
             builder.set_cancel(flag.clone());
         }
         self.cancel = flag;
+    }
+
+    /// How the publish is recorded in the dataset's history, and how many
+    /// publishes it keeps (`PublishOptions::default()` unless set).
+    pub fn set_publish(&mut self, options: PublishOptions) -> hashfile::Result<()> {
+        options.check()?;
+        self.publish = options;
+        Ok(())
     }
 
     /// Entries added.
@@ -167,7 +180,7 @@ impl DatasetBuilder {
         };
         let result = self.write_generation(dir, &generation, &manifest_path, before_publish);
         match &result {
-            Ok((manifest, replaced)) => replaced.retire_local(dir, manifest),
+            Ok((manifest, replaced)) => replaced.retire_local(dir, manifest, &self.publish, false),
             Err(_) => {
                 // The shards this build wrote, by the names it gave them.
                 let n = self.builders.len();
@@ -236,6 +249,7 @@ impl DatasetBuilder {
             routing: routing_name(),
             shards,
         };
+        write_record_local(dir, &manifest)?;
         hashfile::build::publish_file(manifest_path, manifest.to_json().as_bytes())?;
         Ok((manifest, replaced))
     }
@@ -356,7 +370,7 @@ pub(super) fn is_new_generation(generation: &str) -> bool {
 
 /// The proleptic Gregorian date of a day count since 1970-01-01 (Howard
 /// Hinnant's `civil_from_days`).
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
+pub(super) fn civil_from_days(days: i64) -> (i64, u32, u32) {
     let z = days + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z.rem_euclid(146_097);

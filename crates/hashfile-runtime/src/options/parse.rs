@@ -56,6 +56,8 @@ pub struct BuildRequest {
     pub import: ImportOptions,
     /// `build_from`: threads to build on, else one per core.
     pub threads: Option<usize>,
+    /// A dataset's publish: how the history records it, what it keeps.
+    pub publish: crate::dataset::PublishOptions,
 }
 
 /// Checks `given` against what `open` takes in `language` for
@@ -238,6 +240,11 @@ pub fn build_request(call: Call, given: &Given, language: Language) -> Result<Bu
         format: None,
         import: ImportOptions::new(InputFormat::JsonObject),
         threads: None,
+        publish: crate::dataset::PublishOptions::by(format!(
+            "hashfile {} ({})",
+            env!("CARGO_PKG_VERSION"),
+            language.name()
+        )),
     };
     let o = &mut options;
     for (name, value, spec) in present(call, language, given) {

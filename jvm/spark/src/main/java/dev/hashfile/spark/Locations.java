@@ -53,7 +53,9 @@ final class Locations {
      * given where a reload applies: a dataset, or a local store.
      */
     static Reader open(String location, Map<String, ?> options, Double reloadSeconds) {
-        if (location.contains("://") && !location.endsWith("/" + MANIFEST)) {
+        // A URL with a query (a presigned one) names one object: no prefix to look under.
+        if (location.contains("://") && !location.endsWith("/" + MANIFEST) && !location.contains("?")
+                && !location.contains("#")) {
             String manifest = location.replaceAll("/+$", "") + "/" + MANIFEST;
             try {
                 return Hashfile.open(manifest, withReload(options, reloadSeconds));

@@ -1,0 +1,418 @@
+//! A dataset's history: the publishes it keeps, newest first, and which
+//! generations a publish may remove (docs/DATASETS.md, "History and
+//! rollback").
+//!
+//! Every publish writes, before its manifest, a record of the manifest it
+//! publishes (`hashfile-dataset.GENERATION.json`, the manifest's bytes), and
+//! after it, the history (`hashfile-dataset.history.json`): one line per
+//! publish kept, with when, by what tool, with what note, how many entries
+//! and bytes. A generation's record is what a reader pinned to it opens
+//! and what a rollback publishes again, so rolling back rebuilds nothing.
+//!
+//! A generation's files go only when both hold: it is not among the last
+//! `keep` publishes, and the publish that replaced it is at least `retain`
+//! old. Readers cannot be counted (a remote one leaves no trace on the
+//! server), so the age is what protects a reader that opened a generation
+//! a moment before it was replaced: it has `retain` to finish, or to
+//! reload, before the files it reads can go.
+//!
+//! The manifest stays as it was (version 2): a reader of an older release
+//! reads a dataset this one publishes, and skips the records and history,
+//! which it does not know.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::manifest::{check_name, Manifest};
+
+/// The history's file name, beside the manifest.
+pub const HISTORY_NAME: &str = "hashfile-dataset.history.json";
+
+/// The history version this release writes and reads.
+pub const HISTORY_VERSION: u32 = 1;
+
+/// Publishes kept unless told otherwise: the current one and the one it
+/// replaced (a reader may still be opening it, and a rollback goes to it).
+pub const DEFAULT_KEEP: u32 = 2;
+
+/// The most publishes a dataset keeps.
+pub const MAX_KEEP: u32 = 100;
+
+/// How long a replaced generation's files stay at least, unless told
+/// otherwise, past the last `keep` publishes: none, so that by default a
+/// publish removes what the one two back published, as releases before
+/// the history did.
+pub const DEFAULT_RETAIN: Duration = Duration::ZERO;
+
+/// The most publishes a history holds (kept ones, and younger ones waiting
+/// out `retain`); older ones are dropped from it first. Bounds what a
+/// history read from a server can make this process hold.
+pub const MAX_PUBLISHES: usize = 1000;
+
+/// The largest history read: [`MAX_PUBLISHES`] lines of at most about
+/// 2 KiB (a note is at most [`MAX_NOTE_LEN`] bytes).
+pub const MAX_HISTORY_LEN: u64 = 2048 * MAX_PUBLISHES as u64;
+
+/// The longest note.
+pub const MAX_NOTE_LEN: usize = 1000;
+
+/// The file name of `generation`'s record: the manifest it was published
+/// with.
+pub fn record_name(generation: &str) -> String {
+    format!("hashfile-dataset.{generation}.json")
+}
+
+/// How a publish is recorded and what it keeps.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PublishOptions {
+    /// Publishes kept: 1 to [`MAX_KEEP`].
+    pub keep: u32,
+    /// How long a replaced generation stays at least.
+    pub retain: Duration,
+    /// Free text saying why or from what (a job's name, a commit).
+    pub note: Option<String>,
+    /// What published it: the binding or tool, and the release.
+    pub tool: String,
+}
+
+impl Default for PublishOptions {
+    fn default() -> Self {
+        PublishOptions {
+            keep: DEFAULT_KEEP,
+            retain: DEFAULT_RETAIN,
+            note: None,
+            tool: format!("hashfile-runtime {}", env!("CARGO_PKG_VERSION")),
+        }
+    }
+}
+
+impl PublishOptions {
+    /// The defaults, published by `tool` (`"hashfile-python 0.3.0"`).
+    pub fn by(tool: impl Into<String>) -> PublishOptions {
+        PublishOptions {
+            tool: tool.into(),
+            ..PublishOptions::default()
+        }
+    }
+
+    /// What is wrong with these options, if anything.
+    pub fn check(&self) -> hashfile::Result<()> {
+        if self.keep == 0 || self.keep > MAX_KEEP {
+            return Err(hashfile::Error::InvalidOption {
+                name: "keep",
+                reason: format!(
+                    "{}; a dataset keeps 1 to {MAX_KEEP} publishes (1: no rollback)",
+                    self.keep
+                ),
+            });
+        }
+        if let Some(note) = &self.note {
+            if note.len() > MAX_NOTE_LEN {
+                return Err(hashfile::Error::InvalidOption {
+                    name: "note",
+                    reason: format!("is {} bytes; a note is at most {MAX_NOTE_LEN}", note.len()),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The history file.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct History {
+    /// [`HISTORY_VERSION`].
+    pub hashfile_history: u32,
+    /// The publishes kept, newest (the current one) first.
+    pub publishes: Vec<Publish>,
+}
+
+/// One publish as the history records it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Publish {
+    /// The generation the manifest named: its shards' and its record's.
+    pub generation: String,
+    /// The manifest's sequence (microseconds since the epoch, at publish).
+    pub sequence: u64,
+    /// When, as UTC text (`2026-11-29T10:14:03Z`), from the sequence;
+    /// `null` for a generation an older release published.
+    pub published_at: Option<String>,
+    /// Entries of all shards.
+    pub entries: u64,
+    /// Bytes of all shards.
+    pub bytes: u64,
+    /// Shards.
+    pub shards: u32,
+    /// What published it, with its release (`null` if not known).
+    pub tool: Option<String>,
+    /// The publisher's note.
+    pub note: Option<String>,
+    /// Whether this publish made an earlier generation current again.
+    #[serde(default)]
+    pub rollback: bool,
+    /// Publishes kept by the publish that wrote this history.
+    pub keep: u32,
+    /// Seconds a replaced generation stays, by the same publish.
+    pub retain_seconds: u64,
+}
+
+impl Publish {
+    /// The record of publishing `manifest` with `options`.
+    pub fn of(manifest: &Manifest, options: &PublishOptions, rollback: bool) -> Publish {
+        Publish {
+            generation: manifest.generation.clone(),
+            sequence: manifest.sequence,
+            published_at: (manifest.sequence > 0).then(|| utc_text(manifest.sequence)),
+            entries: manifest.entries,
+            bytes: manifest.shards.iter().map(|s| s.bytes).sum(),
+            shards: manifest.shards.len() as u32,
+            tool: Some(options.tool.clone()),
+            note: options.note.clone(),
+            rollback,
+            keep: options.keep,
+            retain_seconds: options.retain.as_secs(),
+        }
+    }
+
+    /// A publish found without a history line: a manifest an older release
+    /// wrote, or one whose history write was cut short.
+    fn found(manifest: &Manifest) -> Publish {
+        Publish {
+            tool: None,
+            note: None,
+            keep: DEFAULT_KEEP,
+            retain_seconds: DEFAULT_RETAIN.as_secs(),
+            published_at: (manifest.sequence > 0).then(|| utc_text(manifest.sequence)),
+            ..Publish::of(manifest, &PublishOptions::default(), false)
+        }
+    }
+}
+
+impl History {
+    /// Reads and checks a history; `at` is named in every error.
+    pub fn parse(bytes: &[u8], at: &str) -> Result<History, String> {
+        let history: History = serde_json::from_slice(bytes)
+            .map_err(|e| format!("{at}: not a valid dataset history: {e}"))?;
+        if history.hashfile_history != HISTORY_VERSION {
+            return Err(format!(
+                "{at}: history version {} (this release reads {HISTORY_VERSION})",
+                history.hashfile_history
+            ));
+        }
+        if history.publishes.len() > MAX_PUBLISHES {
+            return Err(format!(
+                "{at}: {} publishes, past the {MAX_PUBLISHES} a history holds",
+                history.publishes.len()
+            ));
+        }
+        for publish in &history.publishes {
+            check_name("generation", &publish.generation).map_err(|e| format!("{at}: {e}"))?;
+        }
+        Ok(history)
+    }
+
+    /// The history as written: one publish per line.
+    pub fn to_json(&self) -> String {
+        let mut out = format!(
+            "{{\n  \"hashfile_history\": {},\n  \"publishes\": [",
+            self.hashfile_history
+        );
+        for (i, publish) in self.publishes.iter().enumerate() {
+            out.push_str(if i == 0 { "\n    " } else { ",\n    " });
+            out.push_str(&serde_json::to_string(publish).expect("a publish serializes"));
+        }
+        out.push_str(if self.publishes.is_empty() {
+            "]\n}\n"
+        } else {
+            "\n  ]\n}\n"
+        });
+        out
+    }
+
+    /// The history after `published` went in, over `replaced` (the
+    /// manifest it replaced, if one could be read) and `previous` (the
+    /// generation before that, from an older release's record): what this
+    /// history lacks of them is added, as publishes found.
+    pub fn after(
+        mut self,
+        published: Publish,
+        replaced: Option<&Manifest>,
+        previous: Option<&Manifest>,
+    ) -> History {
+        self.hashfile_history = HISTORY_VERSION;
+        for manifest in [replaced, previous].into_iter().flatten() {
+            if !self
+                .publishes
+                .iter()
+                .any(|p| p.sequence == manifest.sequence && p.generation == manifest.generation)
+            {
+                let at = self
+                    .publishes
+                    .iter()
+                    .position(|p| p.sequence < manifest.sequence)
+                    .unwrap_or(self.publishes.len());
+                self.publishes.insert(at, Publish::found(manifest));
+            }
+        }
+        self.publishes.insert(0, published);
+        self
+    }
+
+    /// Splits the publishes into those kept and the generations whose
+    /// files go, at `now_micros`: a publish goes once it is not among the
+    /// first `keep` and the publish after it (which replaced it) is at
+    /// least `retain` old; its generation's files go if no kept publish
+    /// names the same generation (a rollback to it keeps it).
+    pub fn retire(&mut self, keep: u32, retain: Duration, now_micros: u64) -> Vec<String> {
+        let retain_micros = retain.as_micros() as u64;
+        let mut kept = Vec::new();
+        let mut gone = Vec::new();
+        let mut replaced_at = u64::MAX; // the newest publish replaced nothing yet
+        for (i, publish) in std::mem::take(&mut self.publishes).into_iter().enumerate() {
+            let young = now_micros.saturating_sub(replaced_at) < retain_micros;
+            replaced_at = publish.sequence;
+            if (i < keep as usize || young) && kept.len() < MAX_PUBLISHES {
+                kept.push(publish);
+            } else {
+                gone.push(publish);
+            }
+        }
+        self.publishes = kept;
+        let mut generations: Vec<String> = gone
+            .into_iter()
+            .map(|p| p.generation)
+            .filter(|g| {
+                !self
+                    .publishes
+                    .iter()
+                    .any(|p| p.generation.eq_ignore_ascii_case(g))
+            })
+            .collect();
+        generations.sort();
+        generations.dedup();
+        generations
+    }
+
+    /// Whether a kept publish is of `generation`.
+    pub fn keeps(&self, generation: &str) -> bool {
+        self.publishes
+            .iter()
+            .any(|p| p.generation.eq_ignore_ascii_case(generation))
+    }
+
+    /// The generations kept, newest first, each once.
+    pub fn generations(&self) -> Vec<&str> {
+        let mut out: Vec<&str> = Vec::new();
+        for publish in &self.publishes {
+            if !out.contains(&publish.generation.as_str()) {
+                out.push(&publish.generation);
+            }
+        }
+        out
+    }
+}
+
+/// `micros` since the epoch as UTC text to the second.
+pub fn utc_text(micros: u64) -> String {
+    let seconds = micros / 1_000_000;
+    let (days, of_day) = (seconds / 86_400, seconds % 86_400);
+    let (year, month, day) = super::write::civil_from_days(days as i64);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        of_day / 3600,
+        of_day / 60 % 60,
+        of_day % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn publish(generation: &str, sequence: u64) -> Publish {
+        Publish {
+            generation: generation.into(),
+            sequence,
+            published_at: None,
+            entries: 1,
+            bytes: 1,
+            shards: 1,
+            tool: None,
+            note: None,
+            rollback: false,
+            keep: 3,
+            retain_seconds: 0,
+        }
+    }
+
+    const MINUTE: u64 = 60_000_000;
+
+    #[test]
+    fn a_publish_goes_once_out_of_the_last_keep_and_replaced_long_enough_ago() {
+        let mut history = History {
+            hashfile_history: 1,
+            publishes: vec![
+                publish("e", 100 * MINUTE),
+                publish("d", 99 * MINUTE), // replaced 1 minute ago
+                publish("c", 80 * MINUTE),
+                publish("b", 50 * MINUTE), // replaced 30 minutes ago
+                publish("a", 10 * MINUTE),
+            ],
+        };
+        let gone = history.retire(2, Duration::from_secs(5 * 60), 101 * MINUTE);
+        // c: out of the last 2, but the publish that replaced it (d) is 2
+        // minutes old: kept. b and a: replaced long ago.
+        assert_eq!(gone, ["a", "b"]);
+        assert_eq!(history.generations(), ["e", "d", "c"]);
+    }
+
+    #[test]
+    fn a_generation_rolled_back_to_is_kept_by_the_rollback() {
+        let mut history = History {
+            hashfile_history: 1,
+            publishes: vec![
+                publish("a", 40 * MINUTE), // the rollback, to a
+                publish("c", 30 * MINUTE),
+                publish("b", 20 * MINUTE),
+                publish("a", 10 * MINUTE),
+            ],
+        };
+        let gone = history.retire(2, Duration::ZERO, 100 * MINUTE);
+        assert_eq!(
+            gone,
+            ["b"],
+            "a is current again; its first publish goes from the list only"
+        );
+        assert_eq!(history.generations(), ["a", "c"]);
+    }
+
+    #[test]
+    fn what_a_history_lacks_is_added_in_sequence_order() {
+        let manifest = |generation: &str, sequence| Manifest {
+            hashfile_dataset: 2,
+            generation: generation.into(),
+            sequence,
+            routing: super::super::manifest::routing_name(),
+            entries: 0,
+            shards: vec![],
+        };
+        let history = History::default().after(
+            publish("new", 30),
+            Some(&manifest("cur", 20)),
+            Some(&manifest("old", 10)),
+        );
+        assert_eq!(history.generations(), ["new", "cur", "old"]);
+        assert_eq!(history.publishes[1].tool, None);
+        let text = history.to_json();
+        assert_eq!(History::parse(text.as_bytes(), "h").unwrap(), history);
+    }
+
+    #[test]
+    fn utc_text_is_the_calendar_time() {
+        assert_eq!(utc_text(0), "1970-01-01T00:00:00Z");
+        assert_eq!(utc_text(1_795_954_443_000_000), "2026-11-29T12:14:03Z");
+    }
+}
