@@ -118,6 +118,11 @@ result = {"read": read.count(), "k7": read.where("key = 'k7'").first()["value"]}
 spark.udf.registerJavaFunction("hashfile_lookup", "dev.hashfile.spark.Lookup", "string")
 result["looked"] = [r["found"] for r in spark.createDataFrame([("k7",), ("nope",)], "k STRING")
                     .selectExpr("hashfile_lookup('%s', k) AS found" % location).collect()]
+# An s3:// key may hold "#" and "?": still a prefix with a dataset under it.
+odd = location + "-odd#?x"
+rows.write.format("hashfile").option("key", "k").option("value", "v").option("shards", 2).option("s3_endpoint", endpoint).save(odd)
+rows.limit(5).write.format("hashfile").mode("ignore").option("key", "k").option("shards", 1).option("s3_endpoint", endpoint).save(odd)
+result["odd"] = spark.read.format("hashfile").option("s3_endpoint", endpoint).load(odd).count()
 try:  # the default mode refuses a prefix that holds a dataset, as Spark's file sources do
     rows.write.format("hashfile").option("key", "k").option("shards", 3).option("s3_endpoint", endpoint).save(location)
     result["again"] = "written"
@@ -153,6 +158,7 @@ def test_the_jvm_writes_a_dataset_to_s3_that_python_and_ruby_read(tmp_path, mini
     assert result["read"] == 3000
     assert json.loads(result["k7"]) == 71
     assert result["looked"] == ["71", None]
+    assert result["odd"] == 3000, "mode ignore left the dataset under an odd prefix as it was"
     assert "holds a published dataset" in result["again"], result["again"]
     assert "no-such-bucket" in result["missing_bucket"], result["missing_bucket"]
 

@@ -53,16 +53,39 @@ final class Locations {
      * given where a reload applies: a dataset, or a local store.
      */
     static Reader open(String location, Map<String, ?> options, Double reloadSeconds) {
-        // A URL with a query (a presigned one) names one object: no prefix to look under.
-        if (location.contains("://") && !location.endsWith("/" + MANIFEST) && !location.contains("?")
-                && !location.contains("#")) {
-            String manifest = location.replaceAll("/+$", "") + "/" + MANIFEST;
-            try {
-                return Hashfile.open(manifest, withReload(options, reloadSeconds));
-            } catch (RemoteException.NotFound e) {
-                // No dataset under the prefix: the URL of a store, or nothing.
-            }
+        if (!location.contains("://") || location.endsWith("/" + MANIFEST) || names(location)) {
+            return openAsIs(location, options, reloadSeconds);
         }
+        String manifest = location.replaceAll("/+$", "") + "/" + MANIFEST;
+        RemoteException probe;
+        try {
+            return Hashfile.open(manifest, withReload(options, reloadSeconds));
+        } catch (RemoteException.NotFound | RemoteException.Access | RemoteException.Protocol e) {
+            // No dataset under the prefix: the URL of a store, or nothing.
+            // (S3 answers 403 for a key that is not there to a caller that
+            // may not list the bucket; a web server may answer a path it
+            // does not have with a redirect or a page.)
+            probe = e;
+        }
+        try {
+            return openAsIs(location, options, reloadSeconds);
+        } catch (RemoteException e) {
+            e.addSuppressed(probe);
+            throw e;
+        }
+    }
+
+    /**
+     * Whether an http(s) URL names one object by its query or fragment (a
+     * presigned URL): no prefix to look under. An s3:// key may hold
+     * {@code ?} and {@code #}.
+     */
+    private static boolean names(String location) {
+        return (location.startsWith("http://") || location.startsWith("https://"))
+                && (location.contains("?") || location.contains("#"));
+    }
+
+    private static Reader openAsIs(String location, Map<String, ?> options, Double reloadSeconds) {
         return Hashfile.takesReload(location)
                 ? Hashfile.open(location, withReload(options, reloadSeconds))
                 : Hashfile.open(location, options);

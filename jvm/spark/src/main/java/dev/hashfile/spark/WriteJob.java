@@ -194,9 +194,13 @@ final class WriteJob {
     private static String existing(String path, Map<String, ?> remote) {
         if (path.contains("://")) {
             try (var reader = Locations.open(path, remote, null)) {
-                return reader.size() >= 0 ? "holds a published dataset" : null;
+                return reader.info().containsKey("shards") ? "holds a published dataset" : "holds a store";
             } catch (dev.hashfile.RemoteException.NotFound e) {
                 return null;
+            } catch (dev.hashfile.FormatException e) {
+                // A dataset that cannot be read (damaged, or of a newer
+                // release) is there all the same: overwrite replaces it.
+                return "holds a dataset that cannot be read (" + e.getMessage() + ")";
             }
         }
         Path at = Path.of(path);
