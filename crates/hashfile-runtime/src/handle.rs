@@ -61,6 +61,10 @@ pub struct OpenOptions {
     /// (`hashfile::Reader::max_value_size`); `None` for
     /// `hashfile::read::DEFAULT_MAX_VALUE_SIZE`.
     pub max_value_size: Option<u64>,
+    /// A dataset's generation to read, and no other (one its history
+    /// keeps: `dataset::history`); `None` for the current one. Takes no
+    /// refresh.
+    pub generation: Option<String>,
 }
 
 /// An open location, safe to share between threads.
@@ -171,9 +175,25 @@ pub fn open(location: &str, options: OpenOptions) -> hashfile::Result<Handle> {
             ),
         });
     }
-    let store = Table::open_deferred(location, &options.remote)?
-        .with_max_value_size(options.max_value_size)?;
-    let handle = Handle::on(Arc::new(store), location, options);
+    let (store, location) = match &options.generation {
+        None => (
+            Table::open_deferred(location, &options.remote)?,
+            location.to_owned(),
+        ),
+        Some(generation) => {
+            if options.refresh != Refresh::Never {
+                return Err(hashfile::Error::InvalidOption {
+                    name: "generation",
+                    reason: format!("{generation:?} reads that generation and no other: it takes no refresh ({location})"),
+                });
+            }
+            let dataset = crate::dataset::open_generation(location, generation, &options.remote)?;
+            let pinned = dataset.location().to_owned();
+            (Table::of_dataset(dataset), pinned)
+        }
+    };
+    let store = store.with_max_value_size(options.max_value_size)?;
+    let handle = Handle::on(Arc::new(store), &location, options);
     handle
         .unmapped_lookups
         .store(MAP_AFTER_LOOKUPS, Ordering::Release);
@@ -400,6 +420,12 @@ impl Handle {
         // Held from the open to the swap: a reopen that started later
         // opens later, and swaps in later.
         let _swapping = self.swapping.lock().unwrap_or_else(|e| e.into_inner());
+        // A reopen on change that waited while another swapped a store in
+        // reads that one: it was opened after this one's read found the
+        // old store replaced.
+        if forward_only && self.generation_now() != seen {
+            return Ok(());
+        }
         let store = Table::open(&self.location, &self.options.remote)?
             .with_max_value_size(self.options.max_value_size)?;
         if forward_only {
@@ -420,9 +446,16 @@ impl Handle {
 
     /// Swaps in `store`, found by a refresh check of `checked`, if
     /// `checked` is still the store read (a reopen meanwhile may have moved
-    /// further on, and what it opened is newer).
+    /// further on, and what it opened is newer). A refresh runs on a
+    /// lookup's path, perhaps under an interpreter's lock, so it never
+    /// waits for a reopen under way (which may be waiting on the network):
+    /// it drops what it found, and the reopen swaps in what it opens.
     fn install_if_current(&self, store: Table, checked: &Arc<Table>) {
-        let _swapping = self.swapping.lock().unwrap_or_else(|e| e.into_inner());
+        let _swapping = match self.swapping.try_lock() {
+            Ok(guard) => guard,
+            Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return,
+        };
         let still = self
             .current
             .load()
@@ -674,4 +707,74 @@ fn now_nanos() -> u64 {
 
 fn nanos(duration: Duration) -> u64 {
     u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn publish(path: &Path, tag: &str) {
+        let mut builder = hashfile::Builder::new(hashfile::BuildOptions::default()).unwrap();
+        builder.insert(b"k", tag.as_bytes());
+        builder.write_file(path).unwrap();
+    }
+
+    fn value(handle: &Handle) -> String {
+        handle
+            .read(|t| Ok(String::from_utf8(t.get(b"k")?.unwrap().value().to_vec()).unwrap()))
+            .unwrap()
+    }
+
+    #[test]
+    fn a_refresh_never_waits_for_a_reopen_under_way() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.hf");
+        publish(&path, "old");
+        let options = OpenOptions {
+            refresh: Refresh::Every(Duration::ZERO),
+            ..OpenOptions::default()
+        };
+        let handle = open(path.to_str().unwrap(), options).unwrap();
+        publish(&path, "new");
+        {
+            // A reopen under way, waiting on the network, say.
+            let _reopening = handle.swapping.lock().unwrap();
+            assert_eq!(
+                value(&handle),
+                "old",
+                "the lookup answers from the store it has"
+            );
+            assert_eq!(
+                handle.generation_now(),
+                0,
+                "what the refresh found is dropped"
+            );
+        }
+        assert_eq!(value(&handle), "new", "the next check finds it again");
+        assert_eq!(handle.generation_now(), 1);
+    }
+
+    #[test]
+    fn a_reopen_on_change_that_waited_reads_what_another_swapped_in() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.hf");
+        publish(&path, "one");
+        let handle = Arc::new(open(path.to_str().unwrap(), OpenOptions::default()).unwrap());
+        let held = handle.swapping.lock().unwrap();
+        let waiting = {
+            let handle = Arc::clone(&handle);
+            std::thread::spawn(move || handle.reopen_forward())
+        };
+        std::thread::sleep(Duration::from_millis(200)); // it waits for the lock
+        publish(&path, "two");
+        // Another reopen swaps "two" in meanwhile.
+        handle.install_locked(
+            Table::open(path.to_str().unwrap(), &RemoteOptions::default()).unwrap(),
+        );
+        publish(&path, "three");
+        drop(held);
+        waiting.join().unwrap().unwrap();
+        assert_eq!(handle.generation_now(), 1, "one swap, not a second open");
+        assert_eq!(value(&handle), "two");
+    }
 }

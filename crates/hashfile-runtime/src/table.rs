@@ -9,7 +9,6 @@ use hashfile::read::FileId;
 use hashfile::RecordBuf;
 use hashfile_remote::RemoteOptions;
 
-use crate::dataset::manifest::MANIFEST_NAME;
 use crate::dataset::Dataset;
 use crate::source::{map_store, open_store, LocalOpen, Store};
 
@@ -66,12 +65,8 @@ impl Table {
         remote: &RemoteOptions,
         local: LocalOpen,
     ) -> hashfile::Result<Table> {
-        let open_dataset = || {
-            let dataset = Dataset::open(location, remote)?;
-            let identity = FileId::of_path(Path::new(dataset.location())).ok();
-            Ok(Table::Dataset(dataset, identity))
-        };
-        if location.ends_with(MANIFEST_NAME) {
+        let open_dataset = || Dataset::open(location, remote).map(Table::of_dataset);
+        if crate::dataset::is_manifest_location(location) {
             return open_dataset();
         }
         // A store is the common case: a directory is found by the store's
@@ -89,6 +84,12 @@ impl Table {
             }),
             other => other.map(Table::Store),
         }
+    }
+
+    /// The table of a dataset open.
+    pub fn of_dataset(dataset: Dataset) -> Table {
+        let identity = FileId::of_path(Path::new(dataset.location())).ok();
+        Table::Dataset(dataset, identity)
     }
 
     /// The table with `max_value_size` set on every store it reads

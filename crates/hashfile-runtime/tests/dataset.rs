@@ -7,13 +7,23 @@ use std::path::{Path, PathBuf};
 
 use hashfile::{BuildOptions, Builder};
 use hashfile_runtime::dataset::manifest::{Manifest, MANIFEST_NAME};
-use hashfile_runtime::dataset::{Dataset, DatasetBuilder};
+use hashfile_runtime::dataset::{Dataset, DatasetBuilder, PublishOptions};
 
 #[path = "../../hashfile-remote/tests/support/mod.rs"]
 mod support;
 
+/// Keeping two publishes and retaining nothing past them: each publish
+/// removes what the one two back published, which the tests here watch
+/// (tests/generations.rs covers keep and retain).
 fn build(dir: &Path, n: u64, shards: u32, tag: &str) -> Manifest {
     let mut builder = DatasetBuilder::new(shards, BuildOptions::default()).unwrap();
+    builder
+        .set_publish(PublishOptions {
+            keep: 2,
+            retain: std::time::Duration::ZERO,
+            ..PublishOptions::default()
+        })
+        .unwrap();
     for i in 0..n {
         builder.insert(
             format!("key-{i}").as_bytes(),

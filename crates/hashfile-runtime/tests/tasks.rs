@@ -417,7 +417,11 @@ fn publishing_to_s3_removes_only_what_an_earlier_manifest_listed() {
             SHARDS,
             reports,
             &remote,
-            &PublishOptions::default(),
+            &PublishOptions {
+                keep: 2,
+                retain: std::time::Duration::ZERO,
+                ..PublishOptions::default()
+            },
         )
         .unwrap();
         generation
@@ -440,8 +444,32 @@ fn publishing_to_s3_removes_only_what_an_earlier_manifest_listed() {
         listed.contains(&"ds/hashfile-dataset.previous.json".to_owned()),
         "{listed:?}"
     );
+    assert!(
+        !listed.contains(&format!("ds/hashfile-dataset.{one}.json")),
+        "the first generation's record goes with it: {listed:?}"
+    );
     let dataset = Dataset::open(&format!("{at}/hashfile-dataset.json"), &remote).unwrap();
     assert_eq!(dataset.manifest().generation, three);
+
+    // The history, and a rollback, on S3 as on a disk.
+    let history = hashfile_runtime::dataset::history(at, &remote).unwrap();
+    assert_eq!(history.generations(), [three.as_str(), two.as_str()]);
+    let back =
+        hashfile_runtime::dataset::rollback(at, None, &PublishOptions::default(), &remote).unwrap();
+    assert_eq!(back.generation, two);
+    let dataset = Dataset::open(&format!("{at}/hashfile-dataset.json"), &remote).unwrap();
+    assert_eq!(dataset.manifest().generation, two);
+    assert_eq!(dataset.len(), 200);
+    let pinned = hashfile_runtime::open(
+        &format!("{at}/hashfile-dataset.json"),
+        hashfile_runtime::OpenOptions {
+            remote: remote.clone(),
+            generation: Some(three.clone()),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(pinned.current().unwrap().len(), 200);
 }
 
 #[test]

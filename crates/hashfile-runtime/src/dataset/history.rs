@@ -32,18 +32,17 @@ pub const HISTORY_NAME: &str = "hashfile-dataset.history.json";
 /// The history version this release writes and reads.
 pub const HISTORY_VERSION: u32 = 1;
 
-/// Publishes kept unless told otherwise: the current one and the one it
-/// replaced (a reader may still be opening it, and a rollback goes to it).
-pub const DEFAULT_KEEP: u32 = 2;
+/// Publishes kept unless told otherwise: the current one and two to roll
+/// back to.
+pub const DEFAULT_KEEP: u32 = 3;
 
 /// The most publishes a dataset keeps.
 pub const MAX_KEEP: u32 = 100;
 
 /// How long a replaced generation's files stay at least, unless told
-/// otherwise, past the last `keep` publishes: none, so that by default a
-/// publish removes what the one two back published, as releases before
-/// the history did.
-pub const DEFAULT_RETAIN: Duration = Duration::ZERO;
+/// otherwise, past the last `keep` publishes: time for a reader that
+/// opened it a moment before it was replaced to finish, or to reload.
+pub const DEFAULT_RETAIN: Duration = Duration::from_secs(15 * 60);
 
 /// The most publishes a history holds (kept ones, and younger ones waiting
 /// out `retain`); older ones are dropped from it first. Bounds what a
@@ -234,31 +233,52 @@ impl History {
 
     /// The history after `published` went in, over `replaced` (the
     /// manifest it replaced, if one could be read) and `previous` (the
-    /// generation before that, from an older release's record): what this
-    /// history lacks of them is added, as publishes found.
+    /// generation before that, from an older release's record).
     pub fn after(
-        mut self,
+        self,
         published: Publish,
         replaced: Option<&Manifest>,
         previous: Option<&Manifest>,
     ) -> History {
+        let mut history = match replaced {
+            Some(replaced) => self.with_found(replaced, previous),
+            None => self.with_previous(previous),
+        };
+        history.publishes.insert(0, published);
+        history
+    }
+
+    /// This history with what it lacks of `current` (the manifest there
+    /// now) and `previous` added, as publishes found, in sequence order:
+    /// a dataset an older release published, or a publish whose history
+    /// write was cut short.
+    pub fn with_found(self, current: &Manifest, previous: Option<&Manifest>) -> History {
+        let mut history = self.with_previous(previous);
+        history.add_found(current);
+        history
+    }
+
+    fn with_previous(mut self, previous: Option<&Manifest>) -> History {
         self.hashfile_history = HISTORY_VERSION;
-        for manifest in [replaced, previous].into_iter().flatten() {
-            if !self
+        if let Some(previous) = previous {
+            self.add_found(previous);
+        }
+        self
+    }
+
+    fn add_found(&mut self, manifest: &Manifest) {
+        let known = self
+            .publishes
+            .iter()
+            .any(|p| p.sequence == manifest.sequence && p.generation == manifest.generation);
+        if !known {
+            let at = self
                 .publishes
                 .iter()
-                .any(|p| p.sequence == manifest.sequence && p.generation == manifest.generation)
-            {
-                let at = self
-                    .publishes
-                    .iter()
-                    .position(|p| p.sequence < manifest.sequence)
-                    .unwrap_or(self.publishes.len());
-                self.publishes.insert(at, Publish::found(manifest));
-            }
+                .position(|p| p.sequence < manifest.sequence)
+                .unwrap_or(self.publishes.len());
+            self.publishes.insert(at, Publish::found(manifest));
         }
-        self.publishes.insert(0, published);
-        self
     }
 
     /// Splits the publishes into those kept and the generations whose

@@ -11,6 +11,7 @@
 //! dataset is one request for the manifest and nothing per shard.
 
 pub mod arrow;
+mod generations;
 pub mod history;
 #[cfg(feature = "import")]
 mod import;
@@ -31,6 +32,9 @@ use hashfile_remote::{Location, RemoteOptions};
 use crate::source::{open_store, LocalOpen, Store};
 use manifest::{dataset_error, parse_checksum, Manifest, MANIFEST_NAME, MAX_MANIFEST_LEN};
 
+pub use generations::{
+    generation_location, history, is_manifest_location, open_generation, rollback,
+};
 pub use history::PublishOptions;
 #[cfg(feature = "import")]
 pub use import::build_from;

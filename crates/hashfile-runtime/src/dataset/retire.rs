@@ -175,10 +175,16 @@ impl Replaced {
         options: &PublishOptions,
         rollback: bool,
     ) -> (History, Vec<String>) {
+        // The record of the generation before is an older release's
+        // history: read only where there is no history file yet.
+        let previous = match &self.history {
+            Ok(None) => self.previous.as_ref(),
+            _ => None,
+        };
         let mut history = self.history().after(
             Publish::of(published, options, rollback),
             self.current(),
-            self.previous.as_ref(),
+            previous,
         );
         if self.unreadable.is_some() || self.history.is_err() {
             return (history, Vec::new());

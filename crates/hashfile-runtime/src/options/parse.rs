@@ -92,6 +92,7 @@ pub fn open_request(location: &str, given: &Given, language: Language) -> Result
             }
             "memo" => request.memo = count(spec, value)?,
             "max_value_size" => request.options.max_value_size = Some(count(spec, value)?),
+            "generation" => request.options.generation = Some(text(spec, value)?),
             "symbolize_names" => request.decode.symbolize_names = boolean(spec, value)?,
             "freeze" => freeze = Some(boolean(spec, value)?),
             "raw" => request.decode.raw = boolean(spec, value)?,
@@ -136,6 +137,14 @@ pub fn open_request(location: &str, given: &Given, language: Language) -> Result
         });
     }
     let remote_dataset = remote_location && location.ends_with(MANIFEST_NAME);
+    if let Some(generation) = &request.options.generation {
+        if reload.is_some() || reopen {
+            return Err(Error::InvalidOption {
+                name: "generation",
+                reason: format!("{generation:?} reads that generation and no other, and {} follows new ones: give one ({location})", if reopen { "on_change \"reopen\"" } else { "reload" }),
+            });
+        }
+    }
     request.options.refresh = match (reload, reopen) {
         (Some(_), true) => return Err(Error::InvalidOption { name: "reload", reason: format!("and on_change \"reopen\" are two ways to follow new versions; give one ({location})") }),
         (Some(_), _) if remote_location && !remote_dataset => return Err(Error::InvalidOption { name: "reload", reason: format!("is for local stores and remote datasets (the URL of their hashfile-dataset.json); a remote store raises StaleError when the object is replaced, or reopens it with on_change \"reopen\" ({location})") }),
@@ -274,6 +283,9 @@ pub fn build_request(call: Call, given: &Given, language: Language) -> Result<Bu
             "seed_block_len" => o.seed_block_len = count(spec, value)? as u32,
             "keys_per_part" => o.keys_per_part = count(spec, value)?,
             "shards" => request.shards = Some(count(spec, value)? as u32),
+            "keep" => request.publish.keep = count(spec, value)? as u32,
+            "retain" => request.publish.retain = seconds(spec, value)?,
+            "note" => request.publish.note = Some(text(spec, value)?),
             "threads" => request.threads = Some(threads(spec, value)?),
             "format" => {
                 let named = text(spec, value)?;
@@ -299,6 +311,18 @@ pub fn build_request(call: Call, given: &Given, language: Language) -> Result<Bu
             request.import.given.push(known);
         }
     }
+    if request.shards.is_none() {
+        if let Some((name, _)) = given.iter().find(|(name, value)| {
+            ["keep", "retain", "note"].contains(&name.as_str()) && !value.is_nil()
+        }) {
+            let spec = table::find(name).expect("a publish option");
+            return Err(Error::InvalidOption {
+                name: spec.name,
+                reason: "is for a dataset's history, and this builds one store (give shards for a dataset)".into(),
+            });
+        }
+    }
+    request.publish.check()?;
     options.validate()?;
     request.options = options;
     Ok(request)

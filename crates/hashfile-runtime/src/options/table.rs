@@ -183,13 +183,14 @@ const fn count(min: u64, max: u64) -> Kind {
 }
 
 /// Every option, in the order docs and messages list them.
-pub static OPTIONS: [Spec; 44] = [
+pub static OPTIONS: [Spec; 48] = [
     // open
     spec("verify", Group::Open, Kind::Bool, OPEN, "check every checksum at open"),
     spec("reload", Group::Open, Kind::Seconds { zero: true }, OPEN, "look for a newer store (or dataset generation) at most every this many seconds"),
     spec("on_change", Group::Open, Kind::Name, OPEN, "\"raise\" or \"reopen\": what a remote reader does when its object is replaced"),
     spec("memo", Group::Open, count(0, crate::MAX_MEMO_ENTRIES), OPEN, "keep up to this many decoded values, and return the same object for a key again"),
     spec("max_value_size", Group::Open, count(1, u64::MAX), OPEN, "the largest value read, in bytes, as stored or decoded"),
+    spec("generation", Group::Open, Kind::Text, OPEN, "read this generation of a dataset, one its history keeps, and never another"),
     Spec { only: RUBY, ..spec("symbolize_names", Group::Open, Kind::Bool, OPEN, "map keys as Symbols") },
     Spec { only: RUBY, ..spec("freeze", Group::Open, Kind::Bool, OPEN, "frozen values (the default with memo)") },
     Spec { only: RUBY, ..spec("raw", Group::Open, Kind::Bool, OPEN, "values as stored, undecoded") },
@@ -220,6 +221,9 @@ pub static OPTIONS: [Spec; 44] = [
     spec("seed_block_len", Group::Build, count(0, u32::MAX as u64), BUILDS, "seeds per block"),
     spec("keys_per_part", Group::Build, count(1, u64::MAX), BUILDS, "keys per part of the index"),
     spec("shards", Group::Job, count(1, hashfile::dataset::MAX_SHARDS as u64), BUILDS, "build a dataset of this many shards in the directory given"),
+    spec("keep", Group::Job, count(1, crate::dataset::history::MAX_KEEP as u64), BUILDS, "a dataset's publishes kept: the current one and those a rollback can go to"),
+    spec("retain", Group::Job, Kind::Seconds { zero: true }, BUILDS, "the least time a replaced generation of a dataset stays, for readers that opened it, in seconds"),
+    spec("note", Group::Job, Kind::Text, BUILDS, "why or from what a dataset is published, kept in its history"),
     // build_from
     spec("format", Group::Import, Kind::Name, BUILD_FROM, "the input format (else from each file's extension)"),
     spec("key_column", Group::Import, Kind::Column, BUILD_FROM, "CSV/TSV: the key's column (a header name, or a 0-based index)"),
@@ -296,6 +300,8 @@ fn default_of(name: &str) -> Arg {
         "hash_seed" => Arg::Int(build.hash_seed as i128),
         "seed_block_len" => Arg::Int(build.seed_block_len as i128),
         "keys_per_part" => Arg::Int(build.keys_per_part as i128),
+        "keep" => Arg::Int(crate::dataset::history::DEFAULT_KEEP as i128),
+        "retain" => Arg::Float(crate::dataset::history::DEFAULT_RETAIN.as_secs_f64()),
         "key_column" => column(&import.key_column),
         "value_column" => column(&import.value_column),
         "header" => Arg::Bool(import.header),
