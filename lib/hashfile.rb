@@ -262,6 +262,31 @@ module Hashfile
       end
     end
 
+    # The publishes a dataset keeps, newest (the current one) first: each a
+    # Hash of +:generation+, +:published_at+ (UTC text), +:entries+,
+    # +:bytes+, +:shards+, +:tool+ (what published it), +:note+,
+    # +:rollback+ (whether it made an earlier generation current again),
+    # +:current+, +:keep+, +:retain_seconds+ and +:sequence+.
+    # +dataset+ is its directory, its manifest's path or URL, or an s3://
+    # prefix; +options+ are the remote ones of +open+.
+    # @raise [FormatError] if there is no dataset there
+    def history(dataset, **options)
+      _history(path_string(dataset), keywords(options))
+    end
+
+    # Makes +generation+ of a dataset (one its history keeps; without it,
+    # the newest kept one before the current one) current again: publishes
+    # its manifest anew, rebuilding nothing, once its shards are checked.
+    # Readers opened with +reload:+ move to it at their next check; those
+    # opened with +generation:+ stay where they are. +note:+ is kept in the
+    # history; the other options are the remote ones of +open+. Returns a
+    # Hash of +:generation+, +:entries+, +:shards+ and +:sequence+.
+    # @raise [FormatError] if the generation is not kept, is the current
+    #   one, or a shard of it is missing or not the one its manifest lists
+    def rollback(dataset, generation = nil, **options)
+      _rollback(path_string(dataset), generation&.to_s, keywords(options))
+    end
+
     # Whether +location+ names a remote store (http://, https://, s3://)
     # rather than a file.
     def remote?(location)

@@ -94,7 +94,16 @@ class ConformanceTest < HashfileTest
           assert_predicate status, :success?, where
         when "open"
           db&.close
-          db = Hashfile.open(location(step["open"]), **options(step))
+          opts = options(step)
+          opts[:generation] = generation_at(step["open"], step["generation"]) if step.key?("generation")
+          db = Hashfile.open(location(step["open"]), **opts)
+        when "history"
+          history = Hashfile.history(location(step["history"]), **options(step))
+          expect_partial(step["expect"], history, where) if step["expect"]
+        when "rollback"
+          to = generation_at(step["rollback"], step["to"]) if step.key?("to")
+          published = Hashfile.rollback(location(step["rollback"]), to, **options(step))
+          expect_partial(step["expect"], published, where) if step["expect"]
         when "get"
           value = db.get(step["get"], MISSING)
           if step["absent"]
@@ -133,6 +142,22 @@ class ConformanceTest < HashfileTest
 
   MISSING = Object.new.freeze
 
+  # The generation at index +index+ of the dataset's history, newest first.
+  def generation_at(dataset, index)
+    Hashfile.history(location(dataset)).fetch(index).fetch(:generation)
+  end
+
+  # +actual+ (a Hash, or an Array of them) has every key +expected+ names,
+  # with that value, and an Array as many items.
+  def expect_partial(expected, actual, where)
+    if expected.is_a?(Array)
+      assert_equal expected.size, actual.size, "#{where}: #{actual.inspect}"
+      expected.zip(actual).each_with_index { |(e, a), i| expect_partial(e, a, "#{where}, item #{i}") }
+    else
+      expected.each { |key, value| assert_equal value, actual.fetch(key.to_sym), "#{where}: #{key}" }
+    end
+  end
+
   def options(step)
     (step["options"] || {}).transform_keys(&:to_sym)
   end
@@ -158,8 +183,8 @@ end
 class ConformanceCLITest < HashfileTest
   include ConformanceFiles
   # Steps the CLI has a form for, and the open options it has flags for.
-  STEPS = %w[build_from open get exists info_has info_keys patch].freeze
-  OPEN_FLAGS = %w[max_value_size allow_origins].freeze
+  STEPS = %w[build_from open get exists info_has info_keys patch history rollback].freeze
+  OPEN_FLAGS = %w[max_value_size allow_origins generation].freeze
   # Error kinds from parsing arguments, which the CLI's own parser owns.
   OWN_PARSER = %w[unknown_option option_type].freeze
 
@@ -190,6 +215,7 @@ class ConformanceCLITest < HashfileTest
       when "open"
         store = path(step["open"])
         open_flags = flags(step["options"] || {})
+        open_flags += ["--generation", generation_at(store, step["generation"])] if step.key?("generation")
         # The CLI opens at each command: info shows the open works, or fails.
         status, _, err = run_cli("info", store, *open_flags)
         check(step, where, status, err)
@@ -215,7 +241,36 @@ class ConformanceCLITest < HashfileTest
         assert_equal step["info_keys"], JSON.parse(out).keys - ["value_types"], where
       when "exists" then assert_equal step["expect"], File.exist?(path(step["exists"])), where
       when "patch" then patch(step, where)
+      when "history"
+        status, out, err = run_cli("history", path(step["history"]), "--json", *flags(step["options"] || {}))
+        check(step, where, status, err)
+        expect_partial(step["expect"], JSON.parse(out), where) if step["expect"]
+      when "rollback"
+        to = step.key?("to") ? [generation_at(path(step["rollback"]), step["to"])] : []
+        status, out, err = run_cli("rollback", path(step["rollback"]), *to, *flags(step["options"] || {}))
+        check(step, where, status, err)
+        if step["expect"]
+          # What the CLI prints: the generation, its entries and shards.
+          published = out.match(/generation (\S+) is current again \((\d+) entries in (\d+) shards\)/)
+          refute_nil published, "#{where}: #{out}"
+          expect_partial(step["expect"], { "entries" => published[2].to_i, "shards" => published[3].to_i }, where)
+        end
       end
+    end
+  end
+
+  # The generation at index +index+ of the dataset's history (the CLI's).
+  def generation_at(dataset, index)
+    JSON.parse(run_cli("history", dataset, "--json")[1]).fetch(index).fetch("generation")
+  end
+
+  # +actual+ (parsed JSON) has every key +expected+ names, with that value.
+  def expect_partial(expected, actual, where)
+    if expected.is_a?(Array)
+      assert_equal expected.size, actual.size, "#{where}: #{actual.inspect}"
+      expected.zip(actual).each_with_index { |(e, a), i| expect_partial(e, a, "#{where}, item #{i}") }
+    else
+      expected.each { |key, value| assert_equal value, actual.fetch(key), "#{where}: #{key}" }
     end
   end
 

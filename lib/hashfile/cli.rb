@@ -19,7 +19,9 @@ module Hashfile
       "get" => "get FILE KEY... [--json]  print values; exit 1 if any key is absent",
       "info" => "info FILE [--json]        entries, sizes, bits per key, parameters, format version",
       "verify" => "verify FILE               check every checksum; name the failing section",
-      "dump" => "dump FILE [--format F]    print every entry as jsonl (default), json or tsv"
+      "dump" => "dump FILE [--format F]    print every entry as jsonl (default), json or tsv",
+      "history" => "history DATASET [--json]  the publishes a dataset keeps, newest (current) first",
+      "rollback" => "rollback DATASET [GEN]    make an earlier generation current again (no rebuild)"
     }.freeze
 
     DUMP_FORMATS = %w[jsonl json tsv].freeze
@@ -420,6 +422,9 @@ module Hashfile
           o.separator ""
           o.on("-o", "--output OUT", "the store to write (atomically; through a symbolic link to its file),", "or with --shards the dataset's directory") { |v| output = v }
           o.on("--shards N", Integer, "build a dataset of N shards in the directory OUT, in parallel", "(its manifest published last; hashfile info OUT shows it)") { |v| options[:shards] = v }
+          o.on("--keep N", Integer, "with --shards: publishes the dataset keeps, to roll back to (default #{BUILD_DEFAULTS.fetch(:keep, 3)})") { |v| options[:keep] = v }
+          o.on("--retain SECONDS", Float, "with --shards: the least time a replaced generation stays, for readers on it (default #{BUILD_DEFAULTS.fetch(:retain, 900.0).to_i})") { |v| options[:retain] = v }
+          o.on("--note TEXT", "with --shards: why or from what this is published, kept in the history") { |v| options[:note] = v }
           o.on("--check", "build in a temporary directory and report; write nothing") { check = true }
           o.on("--force", "write OUT even if it is one of the inputs") { force = true }
           o.on("--format F", "input format: #{FORMATS.join(", ")}") { |v| options[:format] = v }
@@ -508,8 +513,18 @@ module Hashfile
         remote[:max_value_size] = v
         (@given ||= []) << :max_value_size # a refused value is a usage error, named as a flag
       end
+      o.on("--generation G", "read generation G of a dataset, one it keeps (hashfile history DATASET)") { |v| remote[:generation] = v }
+      http_options(o, remote, "FILE")
+      o.on("--allow-origin URL", "a dataset's manifest may list shards under URL too (repeatable;",
+           "read without --header): https://HOST[:PORT][/PATH] or s3://BUCKET[/PREFIX]") do |v|
+        (remote[:allow_origins] ||= []) << v
+      end
+    end
+
+    # --header and --timeout, for a location given as a URL.
+    def http_options(o, remote, what = "DATASET")
       o.separator ""
-      o.separator "FILE may be an http://, https:// or s3:// URL (s3: credentials from AWS_* variables)."
+      o.separator "#{what} may be an http://, https:// or s3:// URL (s3: credentials from AWS_* variables)."
       o.on("--header 'NAME: VALUE'", "send this header with every HTTP request (repeatable)") do |v|
         name, value = v.split(":", 2)
         raise UsageError, "--header takes 'NAME: VALUE', not #{v.inspect}" unless value
@@ -517,10 +532,6 @@ module Hashfile
         (remote[:headers] ||= {})[name.strip] = value.strip
       end
       o.on("--timeout SECONDS", Float, "longest a request may take") { |v| remote[:timeout] = v }
-      o.on("--allow-origin URL", "a dataset's manifest may list shards under URL too (repeatable;",
-           "read without --header): https://HOST[:PORT][/PATH] or s3://BUCKET[/PREFIX]") do |v|
-        (remote[:allow_origins] ||= []) << v
-      end
     end
 
     # --raw, for the commands that print data.
@@ -636,6 +647,59 @@ module Hashfile
         entries = Hashfile.open(argv[0], **remote) { |db| db.verify && db.size }
         print_report "#{argv[0]}: OK, #{entries} entries"
         0
+      end
+    end
+
+    def cmd_history(argv)
+      catch(:done) do
+        json = false
+        remote = {}
+        parser("history") do |o|
+          o.on("--json", "print one JSON array") { json = true }
+          http_options(o, remote)
+        end.parse!(argv)
+        raise UsageError, "history needs exactly one DATASET" unless argv.size == 1
+
+        history = Hashfile.history(argv[0], **remote)
+        if json
+          @out.puts Terminal.json(history)
+        else
+          print_history(history)
+        end
+        0
+      end
+    end
+
+    def cmd_rollback(argv)
+      catch(:done) do
+        remote = {}
+        parser("rollback") do |o|
+          o.separator ""
+          o.separator "Without GEN, the newest kept generation before the current one. Readers opened"
+          o.separator "with reload move to it at their next check."
+          o.on("--note TEXT", "why, kept in the history") { |v| remote[:note] = v }
+          http_options(o, remote)
+        end.parse!(argv)
+        raise UsageError, "rollback needs DATASET and at most one GENERATION" unless (1..2).cover?(argv.size)
+
+        published = Hashfile.rollback(argv[0], argv[1], **remote)
+        print_report format("%s: generation %s is current again (%d entries in %d shards)",
+                            argv[0], published[:generation], published[:entries], published[:shards])
+        0
+      end
+    end
+
+    # One publish a line, the current one marked: when, the generation,
+    # entries, bytes, shards, what published it and its note.
+    def print_history(history)
+      rows = history.map do |p|
+        [p[:current] ? "*" : " ", p[:published_at] || "?", p[:generation], p[:entries].to_s, human_bytes(p[:bytes]),
+         p[:shards].to_s, p[:tool] || "?", [p[:rollback] ? "(rollback)" : nil, p[:note]].compact.join(" ")]
+      end
+      header = ["", "PUBLISHED", "GENERATION", "ENTRIES", "BYTES", "SHARDS", "BY", "NOTE"]
+      widths = ([header] + rows).transpose.map { |column| column.map(&:size).max }
+      ([header] + rows).each do |row|
+        @out.puts Terminal.escape(row.zip(widths).map { |cell, w| cell.ljust(w) }.join("  ").rstrip, backslash: false)
       end
     end
 

@@ -22,7 +22,7 @@ from collections.abc import Callable, ItemsView, Iterable, Iterator, Mapping, Va
 from typing import Any, Union, Unpack
 
 from . import _native, errors
-from ._options import BuildFromOptions, BuildOptions, OpenOptions
+from ._options import BuildFromOptions, BuildOptions, HistoryOptions, OpenOptions, RollbackOptions
 from .errors import *  # noqa: F401,F403 (the exception classes)
 
 __all__ = [
@@ -30,12 +30,16 @@ __all__ = [
     "build",
     "build_from",
     "shard_of",
+    "history",
+    "rollback",
     "Reader",
     "Key",
     "DEFAULT_MAX_VALUE_SIZE",
     "OpenOptions",
     "BuildOptions",
     "BuildFromOptions",
+    "HistoryOptions",
+    "RollbackOptions",
     *errors.__all__,
 ]
 
@@ -128,6 +132,33 @@ def build_from(
         groups, temporary_bytes, attempts = spilled
         result["spilled"] = {"groups": groups, "temporary_bytes": temporary_bytes, "attempts": attempts}
     return result
+
+
+def history(dataset: PathLike, **options: Unpack[HistoryOptions]) -> list[dict[str, Any]]:
+    """The publishes a dataset keeps, newest (the current one) first: each a
+    dict of ``generation``, ``published_at`` (UTC text), ``entries``,
+    ``bytes``, ``shards``, ``tool`` (what published it), ``note``,
+    ``rollback`` (whether it made an earlier generation current again),
+    ``current``, ``keep``, ``retain_seconds`` and ``sequence``. ``dataset``
+    is its directory, its manifest's path or URL, or an ``s3://`` prefix;
+    ``options`` are the remote ones of ``open``. ``DatasetError`` if there is
+    no dataset there.
+    """
+    return _native.history(os.fspath(dataset), dict(options) or None)
+
+
+def rollback(dataset: PathLike, generation: str | None = None, **options: Unpack[RollbackOptions]) -> dict[str, Any]:
+    """Makes ``generation`` of a dataset (one its history keeps; without it,
+    the newest kept one before the current one) current again: publishes its
+    manifest anew, rebuilding nothing, once its shards are checked. Readers
+    opened with ``reload`` move to it at their next check; those opened with
+    ``generation`` stay. ``note`` is kept in the history; the other options
+    are the remote ones of ``open``. Returns a dict of ``generation``,
+    ``entries``, ``shards`` and ``sequence``. ``DatasetError`` if the
+    generation is not kept, is the current one, or a shard of it is missing
+    or not the one its manifest lists.
+    """
+    return _native.rollback(os.fspath(dataset), generation, dict(options) or None)
 
 
 def shard_of(key: Key, shards: int) -> int:

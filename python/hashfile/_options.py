@@ -1,4 +1,5 @@
-"""The keyword options of ``open``, ``build`` and ``build_from``, as
+"""The keyword options of ``open``, ``build``, ``build_from``, ``history`` and
+``rollback``, as
 TypedDicts for type checkers: generated from the runtime's table of options
 (``_native.OPTIONS``, crates/hashfile-runtime/src/options/table.rs) by
 python/tests/test_options_table.py (``WRITE_OPTIONS_STUB=1``). Do not edit.
@@ -8,7 +9,7 @@ from __future__ import annotations
 
 from typing import TypedDict
 
-__all__ = ["BuildFromOptions", "BuildOptions", "OpenOptions"]
+__all__ = ["BuildFromOptions", "BuildOptions", "HistoryOptions", "OpenOptions", "RollbackOptions"]
 
 
 class OpenOptions(TypedDict, total=False):
@@ -24,6 +25,8 @@ class OpenOptions(TypedDict, total=False):
     """keep up to this many decoded values, and return the same object for a key again (default: 0)"""
     max_value_size: int | None
     """the largest value read, in bytes, as stored or decoded (default: 268435456)"""
+    generation: str | None
+    """read this generation of a dataset, one its history keeps, and never another"""
     headers: dict[str, str] | None
     """HTTP headers sent with every request to the location's own place"""
     timeout: float | None
@@ -77,6 +80,12 @@ class BuildOptions(TypedDict, total=False):
     """keys per part of the index (default: 131072)"""
     shards: int | None
     """build a dataset of this many shards in the directory given"""
+    keep: int | None
+    """a dataset's publishes kept: the current one and those a rollback can go to (default: 3)"""
+    retain: float | None
+    """the least time a replaced generation of a dataset stays, for readers that opened it, in seconds (default: 900.0)"""
+    note: str | None
+    """why or from what a dataset is published (or rolled back), kept in its history"""
 
 
 class BuildFromOptions(BuildOptions, total=False):
@@ -104,3 +113,63 @@ class BuildFromOptions(BuildOptions, total=False):
     """JSON: the path to the records inside the document"""
     threads: int | None
     """threads the build runs on (at most 4 per core, at least 16)"""
+
+
+class HistoryOptions(TypedDict, total=False):
+    """The options of ``history``."""
+
+    headers: dict[str, str] | None
+    """HTTP headers sent with every request to the location's own place"""
+    timeout: float | None
+    """the longest a request may take, in seconds (default: 30.0)"""
+    connect_timeout: float | None
+    """the longest a new connection may take, in seconds (default: 5.0)"""
+    retries: int | None
+    """retries of a request that failed on the way (default: 3)"""
+    concurrency: int | None
+    """requests in flight at once (default: 8)"""
+    cache_size: int | None
+    """bytes of blocks kept (default: 33554432)"""
+    block_size: int | None
+    """bytes per block fetched (default: 16384)"""
+    prefetch_index: bool | None
+    """read the whole index at open: one request per lookup (default: False)"""
+    http2: bool | None
+    """speak HTTP/2 to an http:// server without negotiating (default: False)"""
+    s3_endpoint: str | None
+    """an S3 endpoint other than AWS's"""
+    s3_region: str | None
+    """the S3 region"""
+    allow_origins: list[str] | None
+    """places a dataset's manifest may list shards at besides its own (default: [])"""
+
+
+class RollbackOptions(TypedDict, total=False):
+    """The options of ``rollback``."""
+
+    headers: dict[str, str] | None
+    """HTTP headers sent with every request to the location's own place"""
+    timeout: float | None
+    """the longest a request may take, in seconds (default: 30.0)"""
+    connect_timeout: float | None
+    """the longest a new connection may take, in seconds (default: 5.0)"""
+    retries: int | None
+    """retries of a request that failed on the way (default: 3)"""
+    concurrency: int | None
+    """requests in flight at once (default: 8)"""
+    cache_size: int | None
+    """bytes of blocks kept (default: 33554432)"""
+    block_size: int | None
+    """bytes per block fetched (default: 16384)"""
+    prefetch_index: bool | None
+    """read the whole index at open: one request per lookup (default: False)"""
+    http2: bool | None
+    """speak HTTP/2 to an http:// server without negotiating (default: False)"""
+    s3_endpoint: str | None
+    """an S3 endpoint other than AWS's"""
+    s3_region: str | None
+    """the S3 region"""
+    allow_origins: list[str] | None
+    """places a dataset's manifest may list shards at besides its own (default: [])"""
+    note: str | None
+    """why or from what a dataset is published (or rolled back), kept in its history"""

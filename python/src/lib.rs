@@ -13,6 +13,7 @@ mod build;
 mod decode;
 mod encode;
 mod errors;
+mod generations;
 mod gil;
 mod memo;
 mod options;
@@ -39,6 +40,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(shard_of, m)?)?;
     m.add_function(wrap_pyfunction!(build::build, m)?)?;
     m.add_function(wrap_pyfunction!(build::build_from, m)?)?;
+    m.add_function(wrap_pyfunction!(generations::history, m)?)?;
+    m.add_function(wrap_pyfunction!(generations::rollback, m)?)?;
     m.add_class::<reader::NativeReader>()?;
     m.add_class::<tasks::ShardWriter>()?;
     m.add_function(wrap_pyfunction!(tasks::new_generation, m)?)?;

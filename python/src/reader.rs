@@ -434,7 +434,7 @@ fn info_dict<'py>(py: Python<'py>, info: &Info) -> PyResult<Bound<'py, PyDict>> 
     Ok(out)
 }
 
-fn info_value<'py>(py: Python<'py>, value: &InfoValue) -> PyResult<Bound<'py, PyAny>> {
+pub(crate) fn info_value<'py>(py: Python<'py>, value: &InfoValue) -> PyResult<Bound<'py, PyAny>> {
     Ok(match value {
         InfoValue::Int(i) => i.into_pyobject(py)?.into_any(),
         InfoValue::Float(f) => f.into_pyobject(py)?.into_any(),

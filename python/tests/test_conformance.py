@@ -72,6 +72,18 @@ def error_class(kind: str) -> type[BaseException]:
     return found
 
 
+def expect_partial(expected: Any, actual: Any, where: str) -> None:
+    """``actual`` (a dict, or a list of them) has every key ``expected``
+    names, with that value, and a list as many items."""
+    if isinstance(expected, list):
+        assert len(actual) == len(expected), f"{where}: {actual!r}"
+        for i, (e, a) in enumerate(zip(expected, actual)):
+            expect_partial(e, a, f"{where}, item {i}")
+    else:
+        for key, v in expected.items():
+            assert actual[key] == v and type(actual[key]) is type(v), f"{where}: {key}: {actual[key]!r}"
+
+
 def run_step(step: dict[str, Any], tmp_path: Any, state: dict[str, Any], where: str) -> None:
     def path(name: str) -> str:
         return str(tmp_path / name)
@@ -112,7 +124,18 @@ def run_step(step: dict[str, Any], tmp_path: Any, state: dict[str, Any], where: 
             state["db"] = None
         # A URL as given; any other name, a file of the case's directory.
         location = step["open"] if "://" in step["open"] else path(step["open"])
+        if "generation" in step:
+            options = {**options, "generation": hashfile.history(location)[step["generation"]]["generation"]}
         state["db"] = hashfile.open(location, **options)
+    elif op == "history":
+        history = hashfile.history(path(step["history"]), **options)
+        if "expect" in step:
+            expect_partial(step["expect"], history, where)
+    elif op == "rollback":
+        to = hashfile.history(path(step["rollback"]))[step["to"]]["generation"] if "to" in step else None
+        published = hashfile.rollback(path(step["rollback"]), to, **options)
+        if "expect" in step:
+            expect_partial(step["expect"], published, where)
     elif op == "get":
         found = db.get(step["get"], MISSING)
         if step.get("absent"):

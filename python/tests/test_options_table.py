@@ -16,12 +16,19 @@ from conftest import ROOT
 from hashfile import _native
 
 STUB = ROOT / "python" / "hashfile" / "_options.py"
-CLASSES = {"open": "OpenOptions", "build": "BuildOptions", "build_from": "BuildFromOptions"}
+CLASSES = {
+    "open": "OpenOptions",
+    "build": "BuildOptions",
+    "build_from": "BuildFromOptions",
+    "history": "HistoryOptions",
+    "rollback": "RollbackOptions",
+}
 
 
 def render() -> str:
     lines = [
-        '"""The keyword options of ``open``, ``build`` and ``build_from``, as',
+        '"""The keyword options of ``open``, ``build``, ``build_from``, ``history`` and',
+        "``rollback``, as",
         "TypedDicts for type checkers: generated from the runtime's table of options",
         "(``_native.OPTIONS``, crates/hashfile-runtime/src/options/table.rs) by",
         "python/tests/test_options_table.py (``WRITE_OPTIONS_STUB=1``). Do not edit.",
@@ -31,7 +38,7 @@ def render() -> str:
         "",
         "from typing import TypedDict",
         "",
-        '__all__ = ["BuildFromOptions", "BuildOptions", "OpenOptions"]',
+        '__all__ = ["BuildFromOptions", "BuildOptions", "HistoryOptions", "OpenOptions", "RollbackOptions"]',
     ]
     build = {o["name"] for o in _native.OPTIONS["build"]}
     for call, name in CLASSES.items():
@@ -56,7 +63,13 @@ def test_the_option_stubs_are_the_runtimes_table():
 
 def test_no_option_is_named_in_python():
     # The calls take **options only: every name, type and default is the table's.
-    calls: list[tuple[Any, str]] = [(hashfile.open, "open"), (hashfile.build, "build"), (hashfile.build_from, "build_from")]
+    calls: list[tuple[Any, str]] = [
+        (hashfile.open, "open"),
+        (hashfile.build, "build"),
+        (hashfile.build_from, "build_from"),
+        (hashfile.history, "history"),
+        (hashfile.rollback, "rollback"),
+    ]
     for function, call in calls:
         named = [p.name for p in inspect.signature(function).parameters.values() if p.kind is p.KEYWORD_ONLY]
         assert set(named) <= {o["name"] for o in _native.OPTIONS[call]}, call

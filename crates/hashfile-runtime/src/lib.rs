@@ -50,6 +50,7 @@ mod build_job;
 pub mod dataset;
 pub mod error_class;
 mod handle;
+pub mod history_calls;
 mod info;
 pub mod memo;
 // The option table reads the importers' options too.

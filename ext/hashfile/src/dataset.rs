@@ -4,14 +4,60 @@
 
 use std::num::NonZeroU32;
 
-use magnus::{function, prelude::*, Error, RModule, RString, Ruby, Symbol, Value};
+use hashfile_runtime::options::Language;
+use magnus::{function, prelude::*, Error, RHash, RModule, RString, Ruby, Symbol, Value};
 
 use crate::error::to_ruby;
 use crate::strings;
 
 pub(crate) fn init(module: RModule) -> Result<(), Error> {
     module.define_module_function("shard_of", function!(shard_of, 2))?;
+    module.define_module_function("_history", function!(history, 2))?;
+    module.define_module_function("_rollback", function!(rollback, 3))?;
     Ok(())
+}
+
+/// `Hashfile._history(location, options)`: the runtime's `history`, an
+/// Array of Hashes, newest first. A remote dataset's files are fetched
+/// without the GVL.
+fn history(ruby: &Ruby, location: String, options: Option<RHash>) -> Result<Value, Error> {
+    let given = crate::options::given(ruby, options)?;
+    let remote = hashfile_remote::Location::is_remote(&location);
+    let info = without_gvl_if(ruby, remote, move || {
+        hashfile_runtime::history_calls::history(&location, &given, Language::Ruby)
+    })?;
+    crate::reader::info_value(ruby, &info)
+}
+
+/// `Hashfile._rollback(location, generation_or_nil, options)`: the
+/// runtime's `rollback`, a Hash of what was published.
+fn rollback(
+    ruby: &Ruby,
+    location: String,
+    generation: Option<String>,
+    options: Option<RHash>,
+) -> Result<Value, Error> {
+    let given = crate::options::given(ruby, options)?;
+    let remote = hashfile_remote::Location::is_remote(&location);
+    let info = without_gvl_if(ruby, remote, move || {
+        hashfile_runtime::history_calls::rollback(&location, generation.as_deref(), &given, Language::Ruby)
+    })?;
+    crate::reader::info_value(ruby, &info)
+}
+
+/// Runs `call` without the GVL when `remote` (it waits on the network),
+/// else with it.
+fn without_gvl_if<R: Send>(
+    ruby: &Ruby,
+    remote: bool,
+    call: impl FnOnce() -> hashfile::Result<R> + Send,
+) -> Result<R, Error> {
+    let result = if remote {
+        hashfile_runtime::reads::remote(&crate::store::Gvl(ruby), call)?
+    } else {
+        call()
+    };
+    result.map_err(|e| to_ruby(ruby, e))
 }
 
 /// The shard of `key` (a String's bytes, or a Symbol's name, as store keys

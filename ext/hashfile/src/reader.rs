@@ -657,7 +657,7 @@ fn info_hash(ruby: &Ruby, info: &Info) -> Result<RHash, Error> {
     Ok(out)
 }
 
-fn info_value(ruby: &Ruby, value: &InfoValue) -> Result<Value, Error> {
+pub(crate) fn info_value(ruby: &Ruby, value: &InfoValue) -> Result<Value, Error> {
     Ok(match value {
         InfoValue::Int(i) => ruby.into_value(*i),
         InfoValue::Float(f) => ruby.into_value(*f),

@@ -15,8 +15,9 @@ mod text;
 
 pub use arg::Arg;
 pub use parse::{
-    build_request, decode_for_call, max_threads, open_request, remote_options, shard_count,
-    shard_task_options, BuildRequest, DecodeOptions, Given, OpenRequest, DECODE_OPTIONS,
+    build_request, decode_for_call, generations_request, max_threads, open_request,
+    remote_options, shard_count, shard_task_options, BuildRequest, DecodeOptions,
+    GenerationsRequest, Given, OpenRequest, DECODE_OPTIONS,
 };
 pub use suggest::closest;
 pub use table::{Call, Group, Kind, Language, Spec, OPTIONS};

@@ -157,6 +157,44 @@ pub fn open_request(location: &str, given: &Given, language: Language) -> Result
     Ok(request)
 }
 
+/// What `history` or `rollback` was asked for: how to reach the dataset,
+/// and (rollback) the note its history records.
+#[derive(Clone, Debug, Default)]
+pub struct GenerationsRequest {
+    /// How a remote dataset is reached.
+    pub remote: RemoteOptions,
+    /// The rollback's note.
+    pub note: Option<String>,
+}
+
+/// Checks `given` against what `call` (`History` or `Rollback`) takes in
+/// `language` for the dataset at `location`.
+pub fn generations_request(
+    call: Call,
+    location: &str,
+    given: &Given,
+    language: Language,
+) -> Result<GenerationsRequest> {
+    check_names(call, language, given)?;
+    let mut request = GenerationsRequest::default();
+    for (name, value, spec) in present(call, language, given) {
+        if spec.group == Group::Remote
+            && !Location::is_remote(location)
+            && name != "allow_origins"
+        {
+            return Err(Error::InvalidOption {
+                name: spec.name,
+                reason: format!("is for remote datasets (s3://, http://, https://), and {location} is a local path"),
+            });
+        }
+        match name {
+            "note" => request.note = Some(text(spec, value)?),
+            _ => remote_option(&mut request.remote, name, value, spec)?,
+        }
+    }
+    Ok(request)
+}
+
 /// Sets the remote option `name` of `remote`.
 fn remote_option(remote: &mut RemoteOptions, name: &str, value: &Arg, spec: &Spec) -> Result<()> {
     match name {

@@ -19,11 +19,22 @@ pub enum Call {
     Build,
     /// `build_from(inputs, output, **options)`: from data files.
     BuildFrom,
+    /// `history(dataset, **options)`: a dataset's publishes kept.
+    History,
+    /// `rollback(dataset, generation = nil, **options)`: an earlier
+    /// generation made current again.
+    Rollback,
 }
 
 impl Call {
     /// Every call, in the order docs list them.
-    pub const ALL: [Call; 3] = [Call::Open, Call::Build, Call::BuildFrom];
+    pub const ALL: [Call; 5] = [
+        Call::Open,
+        Call::Build,
+        Call::BuildFrom,
+        Call::History,
+        Call::Rollback,
+    ];
 
     /// The call's name, as every language spells it.
     pub fn name(self) -> &'static str {
@@ -31,6 +42,8 @@ impl Call {
             Call::Open => "open",
             Call::Build => "build",
             Call::BuildFrom => "build_from",
+            Call::History => "history",
+            Call::Rollback => "rollback",
         }
     }
 
@@ -160,6 +173,10 @@ const BUILDS: &[Call] = &[Call::Build, Call::BuildFrom];
 const BUILD_FROM: &[Call] = &[Call::BuildFrom];
 const RUBY: &[Language] = &[Language::Ruby];
 const OPEN_AND_BUILD: &[Call] = &[Call::Open, Call::Build];
+/// A remote location's options: what opens it, and what reads or writes
+/// a dataset's history there.
+const REMOTE: &[Call] = &[Call::Open, Call::History, Call::Rollback];
+const PUBLISHES: &[Call] = &[Call::Build, Call::BuildFrom, Call::Rollback];
 
 const fn spec(
     name: &'static str,
@@ -196,18 +213,18 @@ pub static OPTIONS: [Spec; 48] = [
     Spec { only: RUBY, ..spec("raw", Group::Open, Kind::Bool, OPEN, "values as stored, undecoded") },
     Spec { only: RUBY, ..spec("serializer", Group::Open, Kind::Object, OPEN_AND_BUILD, "[dump, load], or an object with dump and load (Marshal), for values of any class") },
     // remote
-    spec("headers", Group::Remote, Kind::Headers, OPEN, "HTTP headers sent with every request to the location's own place"),
-    spec("timeout", Group::Remote, Kind::Seconds { zero: false }, OPEN, "the longest a request may take, in seconds"),
-    spec("connect_timeout", Group::Remote, Kind::Seconds { zero: false }, OPEN, "the longest a new connection may take, in seconds"),
-    spec("retries", Group::Remote, count(0, 100), OPEN, "retries of a request that failed on the way"),
-    spec("concurrency", Group::Remote, count(1, 1024), OPEN, "requests in flight at once"),
-    spec("cache_size", Group::Remote, count(0, u64::MAX), OPEN, "bytes of blocks kept"),
-    spec("block_size", Group::Remote, count(512, 64 << 20), OPEN, "bytes per block fetched"),
-    spec("prefetch_index", Group::Remote, Kind::Bool, OPEN, "read the whole index at open: one request per lookup"),
-    spec("http2", Group::Remote, Kind::Bool, OPEN, "speak HTTP/2 to an http:// server without negotiating"),
-    spec("s3_endpoint", Group::Remote, Kind::Text, OPEN, "an S3 endpoint other than AWS's"),
-    spec("s3_region", Group::Remote, Kind::Text, OPEN, "the S3 region"),
-    spec("allow_origins", Group::Remote, Kind::TextList, OPEN, "places a dataset's manifest may list shards at besides its own"),
+    spec("headers", Group::Remote, Kind::Headers, REMOTE, "HTTP headers sent with every request to the location's own place"),
+    spec("timeout", Group::Remote, Kind::Seconds { zero: false }, REMOTE, "the longest a request may take, in seconds"),
+    spec("connect_timeout", Group::Remote, Kind::Seconds { zero: false }, REMOTE, "the longest a new connection may take, in seconds"),
+    spec("retries", Group::Remote, count(0, 100), REMOTE, "retries of a request that failed on the way"),
+    spec("concurrency", Group::Remote, count(1, 1024), REMOTE, "requests in flight at once"),
+    spec("cache_size", Group::Remote, count(0, u64::MAX), REMOTE, "bytes of blocks kept"),
+    spec("block_size", Group::Remote, count(512, 64 << 20), REMOTE, "bytes per block fetched"),
+    spec("prefetch_index", Group::Remote, Kind::Bool, REMOTE, "read the whole index at open: one request per lookup"),
+    spec("http2", Group::Remote, Kind::Bool, REMOTE, "speak HTTP/2 to an http:// server without negotiating"),
+    spec("s3_endpoint", Group::Remote, Kind::Text, REMOTE, "an S3 endpoint other than AWS's"),
+    spec("s3_region", Group::Remote, Kind::Text, REMOTE, "the S3 region"),
+    spec("allow_origins", Group::Remote, Kind::TextList, REMOTE, "places a dataset's manifest may list shards at besides its own"),
     // build
     spec("on_duplicate", Group::Build, Kind::Name, BUILDS, "what a key given twice does: error, first, last, merge"),
     spec("index", Group::Build, Kind::Name, BUILDS, "the index layout: classic or compact"),
@@ -223,7 +240,7 @@ pub static OPTIONS: [Spec; 48] = [
     spec("shards", Group::Job, count(1, hashfile::dataset::MAX_SHARDS as u64), BUILDS, "build a dataset of this many shards in the directory given"),
     spec("keep", Group::Job, count(1, crate::dataset::history::MAX_KEEP as u64), BUILDS, "a dataset's publishes kept: the current one and those a rollback can go to"),
     spec("retain", Group::Job, Kind::Seconds { zero: true }, BUILDS, "the least time a replaced generation of a dataset stays, for readers that opened it, in seconds"),
-    spec("note", Group::Job, Kind::Text, BUILDS, "why or from what a dataset is published, kept in its history"),
+    spec("note", Group::Job, Kind::Text, PUBLISHES, "why or from what a dataset is published (or rolled back), kept in its history"),
     // build_from
     spec("format", Group::Import, Kind::Name, BUILD_FROM, "the input format (else from each file's extension)"),
     spec("key_column", Group::Import, Kind::Column, BUILD_FROM, "CSV/TSV: the key's column (a header name, or a 0-based index)"),
