@@ -884,6 +884,52 @@ pub extern "system" fn Java_dev_hashfile_Native_maxShards(
     hashfile::dataset::MAX_SHARDS as jint
 }
 
+/// `Native.history(location, options)`: the publishes the dataset keeps,
+/// newest first (`history_calls::history`), as a List of Maps.
+#[no_mangle]
+pub extern "system" fn Java_dev_hashfile_Native_history<'l>(
+    mut env: JNIEnv<'l>,
+    _class: JClass<'l>,
+    location: JString<'l>,
+    options: JObjectArray<'l>,
+) -> jobject {
+    run(&mut env, std::ptr::null_mut(), |env| {
+        let location = objects::text(env, &location)?;
+        let given = options::given(env, &options)?;
+        let info = hashfile_runtime::history_calls::history(&location, &given, Language::Java)?;
+        Ok(info_value(env, &info)?.into_raw())
+    })
+}
+
+/// `Native.rollback(location, generation, options)`: makes `generation`
+/// (null: the newest kept one before the current one) current again
+/// (`history_calls::rollback`); a Map of what was published.
+#[no_mangle]
+pub extern "system" fn Java_dev_hashfile_Native_rollback<'l>(
+    mut env: JNIEnv<'l>,
+    _class: JClass<'l>,
+    location: JString<'l>,
+    generation: JString<'l>,
+    options: JObjectArray<'l>,
+) -> jobject {
+    run(&mut env, std::ptr::null_mut(), |env| {
+        let location = objects::text(env, &location)?;
+        let generation = if generation.is_null() {
+            None
+        } else {
+            Some(objects::text(env, &generation)?)
+        };
+        let given = options::given(env, &options)?;
+        let info = hashfile_runtime::history_calls::rollback(
+            &location,
+            generation.as_deref(),
+            &given,
+            Language::Java,
+        )?;
+        Ok(info_value(env, &info)?.into_raw())
+    })
+}
+
 /// `Native.shardOf(key, shards)`: the shard of `key` in a dataset of
 /// `shards`, as every release and language routes it.
 #[no_mangle]

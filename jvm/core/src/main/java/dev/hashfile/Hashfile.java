@@ -1,5 +1,6 @@
 package dev.hashfile;
 
+import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 
@@ -100,6 +101,47 @@ public final class Hashfile {
     /** {@link #buildFrom(java.util.List, String, Map)} of one file, without options. */
     public static Map<String, Long> buildFrom(String input, String output) {
         return buildFrom(java.util.List.of(input), output, Map.of());
+    }
+
+    /**
+     * The publishes the dataset at {@code dataset} keeps, newest (the
+     * current one) first: each a map of {@code generation}, {@code
+     * published_at} (UTC text), {@code entries}, {@code bytes}, {@code
+     * shards}, {@code tool} (what published it), {@code note}, {@code
+     * rollback} (whether it made an earlier generation current again),
+     * {@code current}, {@code keep}, {@code retain_seconds} and {@code
+     * sequence}. {@code dataset} is its directory, its manifest's path or
+     * URL, or an {@code s3://} prefix; {@code options} are the remote ones of
+     * {@link #open(String, Map)}. A {@link FormatException.Dataset} if there
+     * is no dataset there.
+     */
+    @SuppressWarnings("unchecked")
+    public static List<Map<String, Object>> history(String dataset, Map<String, ?> options) {
+        return (List<Map<String, Object>>) Native.history(Objects.requireNonNull(dataset, "dataset"),
+                Native.pairs(Objects.requireNonNull(options, "options")));
+    }
+
+    /** {@link #history(String, Map)} without options. */
+    public static List<Map<String, Object>> history(String dataset) {
+        return history(dataset, Map.of());
+    }
+
+    /**
+     * Makes {@code generation} of a dataset (one its history keeps; null:
+     * the newest kept one before the current one) current again: publishes
+     * its manifest anew, rebuilding nothing, once its shards are checked.
+     * Readers opened with {@code reload} move to it at their next check;
+     * those opened with {@code generation} stay. The option {@code note} is
+     * kept in the history; the others are the remote ones of {@link
+     * #open(String, Map)}. Returns a map of {@code generation}, {@code
+     * entries}, {@code shards} and {@code sequence}. A {@link
+     * FormatException.Dataset} if the generation is not kept, is the current
+     * one, or a shard of it is missing or not the one its manifest lists.
+     */
+    @SuppressWarnings("unchecked")
+    public static Map<String, Object> rollback(String dataset, String generation, Map<String, ?> options) {
+        return (Map<String, Object>) Native.rollback(Objects.requireNonNull(dataset, "dataset"), generation,
+                Native.pairs(Objects.requireNonNull(options, "options")));
     }
 
     /** The shard ({@code 0..shards}) of {@code key} in a dataset of {@code shards}, as every language routes it. */

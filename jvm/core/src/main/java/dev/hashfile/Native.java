@@ -148,6 +148,10 @@ final class Native {
 
     static native boolean takesReload(String location);
 
+    static native Object history(String location, Object[] options);
+
+    static native Object rollback(String location, String generation, Object[] options);
+
     static native Object optionFromText(String name, String text);
 
     static native void checkBuildOptions(Object[] options, Object[] remote);

@@ -35,7 +35,7 @@ class ConformanceTest {
     /** Steps the JVM binding has a form for. */
     private static final Set<String> STEPS = Set.of(
             "build", "build_from", "dig", "open", "get", "get_many", "len", "info_has", "info_keys", "exists", "patch", "shard_of",
-            "same_object");
+            "same_object", "history", "rollback");
     private static final Object MISSING = new Object();
 
     private static JsonNode load() {
@@ -239,7 +239,28 @@ class ConformanceTest {
                 }
                 String name = step.get("open").asText();
                 String location = name.contains("://") ? name : dir.resolve(name).toString();
+                if (step.has("generation")) {
+                    Map<String, Object> pinned = new java.util.LinkedHashMap<>(options);
+                    pinned.put("generation", Hashfile.history(location).get(step.get("generation").asInt()).get("generation"));
+                    options = pinned;
+                }
                 state.db = Hashfile.open(location, options);
+                break;
+            }
+            case "history": {
+                List<Map<String, Object>> history = Hashfile.history(dir.resolve(step.get("history").asText()).toString(), options);
+                if (step.has("expect")) {
+                    expectPartial(step.get("expect"), history, where);
+                }
+                break;
+            }
+            case "rollback": {
+                String dataset = dir.resolve(step.get("rollback").asText()).toString();
+                String to = step.has("to") ? (String) Hashfile.history(dataset).get(step.get("to").asInt()).get("generation") : null;
+                Map<String, Object> published = Hashfile.rollback(dataset, to, options);
+                if (step.has("expect")) {
+                    expectPartial(step.get("expect"), published, where);
+                }
                 break;
             }
             case "get": {
@@ -305,6 +326,22 @@ class ConformanceTest {
             }
             default:
                 fail(where + ": no such step");
+        }
+    }
+
+    /** {@code actual} (a map, or a list of them) has every key {@code expected} names, with that value, and a list as many items. */
+    private static void expectPartial(JsonNode expected, Object actual, String where) {
+        if (expected.isArray()) {
+            List<?> list = (List<?>) actual;
+            assertEquals(expected.size(), list.size(), where + ": " + list);
+            for (int i = 0; i < expected.size(); i++) {
+                expectPartial(expected.get(i), list.get(i), where + ", item " + i);
+            }
+            return;
+        }
+        Map<?, ?> map = (Map<?, ?>) actual;
+        for (Map.Entry<String, JsonNode> e : expected.properties()) {
+            assertEquals(canonical(value(e.getValue())), canonical(map.get(e.getKey())), where + ": " + e.getKey());
         }
     }
 
