@@ -125,7 +125,7 @@ class BadInputCatalogueTest < HashfileTest
       ["a value of another class", -> { Hashfile.build(path, { "a" => Object.new }) }, TypeError, /value for key "a" is an Object; .*\(pass serializer: to store other objects\)/],
       ["a value nested 120 deep", -> { Hashfile.build(path, { "deep" => deep_array(120) }) }, ArgumentError, /value for key "deep" at \[0, 0, 0, \.\.\.\] nests deeper than 100 levels/],
       ["a build option out of range", -> { Hashfile.build(path, { "a" => 1 }, load_factor: 2) }, ArgumentError, /invalid option load_factor: 2 is outside 0.5..=1/],
-      ["an unknown build option", -> { Hashfile.build(path, { "a" => 1 }, nope: 1) }, ArgumentError, /unknown option nope for build; it takes: .*keys_per_bucket/],
+      ["an unknown build option", -> { Hashfile.build(path, { "a" => 1 }, bogus: 1) }, ArgumentError, /unknown option bogus for build; it takes: .*keys_per_bucket/],
       ["a misspelled build option", -> { Hashfile.build(path, { "a" => 1 }, keys_per_bukket: 3) }, ArgumentError, /unknown option keys_per_bukket for build \(did you mean keys_per_bucket\?\); it takes:/],
       ["a misspelled open option", -> { Hashfile.open(path("good.hf").tap { good_store }, symbolize_keys: true) }, ArgumentError, /unknown option symbolize_keys for open \(did you mean symbolize_names\?\)/],
       ["a misspelled reload:", -> { Hashfile.open(path("good.hf").tap { good_store }, realod: 5) }, ArgumentError, /unknown option realod for open \(did you mean reload\?\)/],
@@ -172,6 +172,10 @@ class BadInputCatalogueTest < HashfileTest
       ["a shard of another generation", -> { dataset("og", rebuild: 0) }, Hashfile::DatasetError, /shard 0 of 2 \(.*\) of dataset .*: header checksum [0-9a-f]{16}, and the manifest says [0-9a-f]{16} \(a shard of another generation, or rebuilt since\)/],
       ["a key in the wrong shard (verify)", -> { stray_key_dataset.verify }, Hashfile::DatasetError, /key "stray-\d+" is in shard 0 of 2, and routes to shard 1/],
       ["shards: 0", -> { Hashfile.build_sharded(path("z"), {}, shards: 0) }, ArgumentError, /invalid option shards: must be an integer from 1 to 1048576, not 0/],
+      ["a rollback with nothing kept to go back to", -> { Hashfile.build_sharded(path("one"), { "a" => 1 }, shards: 1) && Hashfile.rollback(path("one")) }, Hashfile::DatasetError, /nothing to roll back to: the history keeps only the current generation/],
+      ["a generation the dataset does not keep", -> { Hashfile.build_sharded(path("gk"), { "a" => 1 }, shards: 1) && Hashfile.open(path("gk"), generation: "20200101T000000Z-00000000") }, Hashfile::DatasetError, /generation 20200101T000000Z-00000000 is not kept here \(kept: \d{8}T\d{6}Z-[0-9a-f]{8}\)/],
+      ["a pinned generation with reload", -> { Hashfile.open(path("gk"), generation: "20200101T000000Z-00000000", reload: 1) }, ArgumentError, /invalid option generation: "20200101T000000Z-00000000" reads that generation and no other, and reload follows new ones: give one/],
+      ["a rollback to a generation whose shard is gone", -> { rollback_with_a_shard_gone }, Hashfile::DatasetError, /shard 0 of 1 \(.*-00000-of-00001.hf\) of dataset .*hashfile-dataset\..*\.json: missing/],
       "CLI arguments", # a heading in docs/ERRORS.md
       ["an unknown command", -> { cli("frobnicate") }, 2, /unknown command "frobnicate"\nRun 'hashfile --help' for usage./],
       ["build without -o", -> { cli("build", "x.json") }, 2, /build needs -o OUT \(or --check\)/],
@@ -227,6 +231,14 @@ class BadInputCatalogueTest < HashfileTest
   # A store's header length (docs/FORMAT.md: bytes 12..16).
   def header_len(store)
     File.binread(store, 4, 12).unpack1("L<")
+  end
+
+  # A dataset of two publishes whose first generation lost its shard, rolled back to.
+  def rollback_with_a_shard_gone
+    2.times { |i| Hashfile.build_sharded(path("rg"), { "a" => i }, shards: 1) }
+    first = Hashfile.history(path("rg")).last[:generation]
+    File.delete(path("rg/#{first}-00000-of-00001.hf"))
+    Hashfile.rollback(path("rg"), first)
   end
 
   def test_every_bad_input_names_what_to_do

@@ -99,7 +99,7 @@ class CLITest < HashfileTest
     assert_equal 0, status, err
     assert_match(/wrote .*ds: 600 entries, \d+ bytes in 3 shards in/, err)
     assert_equal [0, "v7\n[599]\n", ""], run_cli("get", path("ds"), "k7", "k599")
-    assert_equal 4, Dir.children(path("ds")).size, "three shards and the manifest"
+    assert_equal 6, Dir.children(path("ds")).size, "three shards, the manifest, its generation's record and the history"
     Hashfile.open(path("ds")) do |db|
       assert_equal 600, db.size
       assert_equal [[599], "v0"], db.values_at("k599", "k0")

@@ -285,23 +285,24 @@ class DatasetTest < HashfileTest
 
   # A remote dataset follows new generations: reload: polls its manifest
   # (one request per check), on_change: :reopen reopens when a later build
-  # removed the shards of the generation read.
+  # removed the shards of the generation read (keeping two publishes and
+  # retaining none past them, the third build does).
   def test_a_remote_dataset_follows_new_generations
     skip "network waits, not object lifetimes" if ENV["HASHFILE_GC_STRESS"] == "1"
     nginx = Hashfile::TestServers::Nginx.new
     dir = nginx.file("ds")
-    Hashfile.build_sharded(dir, { "a" => "1", "b" => "1" }, shards: 3)
+    Hashfile.build_sharded(dir, { "a" => "1", "b" => "1" }, shards: 3, keep: 2, retain: 0)
     url = nginx.url("/files/ds/hashfile-dataset.json")
     polled = Hashfile.open(url, reload: 0)
     reopening = Hashfile.open(url, on_change: :reopen)
     assert_equal %w[1 1], [polled["a"], reopening["b"]]
-    Hashfile.build_sharded(dir, { "a" => "2", "b" => "2" }, shards: 2)
+    Hashfile.build_sharded(dir, { "a" => "2", "b" => "2" }, shards: 2, keep: 2, retain: 0)
     # The manifest is fetched on a thread of its own: the lookup that starts
     # the check answers from the generation open, and a later one reads the
     # new generation.
     assert_equal "2", wait_for { polled["a"] if polled["a"] == "2" }
     assert_equal 1, polled.generation
-    Hashfile.build_sharded(dir, { "a" => "3", "b" => "3" }, shards: 4)
+    Hashfile.build_sharded(dir, { "a" => "3", "b" => "3" }, shards: 4, keep: 2, retain: 0)
     assert_equal "3", reopening["a"], "its shards are gone; it reopens"
     assert_equal 1, reopening.generation
     assert_match(/invalid option reload: and on_change "reopen" are two ways/, assert_raises(ArgumentError) { Hashfile.open(url, reload: 1, on_change: :reopen) }.message)
