@@ -287,6 +287,27 @@ module Hashfile
       _rollback(path_string(dataset), generation&.to_s, keywords(options))
     end
 
+    # What changed from +a+ to +b+ (two stores, two datasets, or two
+    # generations of one: +generation_a:+, +generation_b:+), reading each
+    # side in stored order and looking its keys up in the other, in
+    # parallel (+threads:+), in bounded memory. Yields each change as one
+    # line of JSON, keys removed or changed in +a+'s order, then keys added
+    # in +b+'s:
+    #
+    #   {"op":"removed","key":"k1","value":1}
+    #   {"op":"changed","key":"k2","before":"x","after":{"n":2}}
+    #   {"op":"added","key":"k3","value":[3]}
+    #
+    # (+values: false+: the key alone). Returns the summary: a Hash of
+    # +:entries_a+, +:entries_b+, +:added+, +:removed+, +:changed+,
+    # +:unchanged+, +:type_changed+, +:type_changes+ (+{from:, to:,
+    # keys:}+ each), +:bytes_added+, +:bytes_removed+,
+    # +:changed_bytes_before+, +:changed_bytes_after+ and +:shards+ (the
+    # changes per shard of +b+). The remote options of +open+ reach both.
+    def diff(a, b, **options, &block)
+      _diff(path_string(a), path_string(b), keywords(options), block)
+    end
+
     # Whether +location+ names a remote store (http://, https://, s3://)
     # rather than a file.
     def remote?(location)

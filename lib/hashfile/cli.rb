@@ -21,7 +21,8 @@ module Hashfile
       "verify" => "verify FILE               check every checksum; name the failing section",
       "dump" => "dump FILE [--format F]    print every entry as jsonl (default), json or tsv",
       "history" => "history DATASET [--json]  the publishes a dataset keeps, newest (current) first",
-      "rollback" => "rollback DATASET [GEN]    make an earlier generation current again (no rebuild)"
+      "rollback" => "rollback DATASET [GEN]    make an earlier generation current again (no rebuild)",
+      "diff" => "diff A [B]                 keys added, removed and changed, as JSON Lines; a summary"
     }.freeze
 
     DUMP_FORMATS = %w[jsonl json tsv].freeze
@@ -686,6 +687,51 @@ module Hashfile
         print_report format("%s: generation %s is current again (%d entries in %d shards)",
                             argv[0], published[:generation], published[:entries], published[:shards])
         0
+      end
+    end
+
+    def cmd_diff(argv)
+      catch(:done) do
+        options = {}
+        summary_only = false
+        exit_code = false
+        parser("diff") do |o|
+          o.separator ""
+          o.separator "A and B are stores, datasets, or URLs. With A alone (a dataset), its generation"
+          o.separator "before the current one against the current one. Changes go to stdout as JSON"
+          o.separator "Lines, the summary to stderr."
+          o.on("--generation-a G", "the generation of dataset A to compare") { |v| options[:generation_a] = v }
+          o.on("--generation-b G", "the generation of dataset B to compare") { |v| options[:generation_b] = v }
+          o.on("--keys-only", "each line names the key, without the values") { options[:values] = false }
+          o.on("--summary", "print the summary alone, as one JSON object on stdout") { summary_only = true }
+          o.on("--exit-code", "exit 1 if anything changed, as git diff --exit-code") { exit_code = true }
+          o.on("--threads N", Integer, "threads to compare on (default: every core)") { |v| options[:threads] = v }
+          http_options(o, options, "A or B")
+        end.parse!(argv)
+        raise UsageError, "diff needs A and B, or one DATASET" unless (1..2).cover?(argv.size)
+
+        a, b = argv
+        unless b
+          history = Hashfile.history(a, **options.slice(:headers, :timeout))
+          raise UsageError, "diff #{a}: the dataset keeps one generation; name two things to compare" if history.size < 2
+
+          b = a
+          options[:generation_a] ||= history.find { |p| p[:generation] != history[0][:generation] }&.fetch(:generation) || history[1][:generation]
+          options[:generation_b] ||= history[0][:generation]
+        end
+        escape = escape_data?
+        each = summary_only ? nil : ->(line) { @out.puts(escape ? Terminal.json_text(line) : line) }
+        summary = Hashfile.diff(a, b, **options, &each)
+        if summary_only
+          @out.puts Terminal.json(summary)
+        else
+          types = summary[:type_changes].map { |t| "#{t[:keys]} #{t[:from]} to #{t[:to]}" }
+          print_message format("%d added, %d removed, %d changed (%d unchanged)%s; %s added, %s removed",
+                               summary[:added], summary[:removed], summary[:changed], summary[:unchanged],
+                               types.empty? ? "" : "; types changed: #{types.join(", ")}",
+                               human_bytes(summary[:bytes_added]), human_bytes(summary[:bytes_removed]))
+        end
+        exit_code && (summary[:added] + summary[:removed] + summary[:changed]).positive? ? 1 : 0
       end
     end
 

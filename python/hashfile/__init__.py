@@ -22,7 +22,7 @@ from collections.abc import Callable, ItemsView, Iterable, Iterator, Mapping, Va
 from typing import Any, Union, Unpack
 
 from . import _native, errors
-from ._options import BuildFromOptions, BuildOptions, HistoryOptions, OpenOptions, RollbackOptions
+from ._options import BuildFromOptions, BuildOptions, DiffOptions, HistoryOptions, OpenOptions, RollbackOptions
 from .errors import *  # noqa: F401,F403 (the exception classes)
 
 __all__ = [
@@ -32,6 +32,7 @@ __all__ = [
     "shard_of",
     "history",
     "rollback",
+    "diff",
     "Reader",
     "Key",
     "DEFAULT_MAX_VALUE_SIZE",
@@ -40,6 +41,7 @@ __all__ = [
     "BuildFromOptions",
     "HistoryOptions",
     "RollbackOptions",
+    "DiffOptions",
     *errors.__all__,
 ]
 
@@ -159,6 +161,33 @@ def rollback(dataset: PathLike, generation: str | None = None, **options: Unpack
     or not the one its manifest lists.
     """
     return _native.rollback(os.fspath(dataset), generation, dict(options) or None)
+
+
+def diff(
+    a: PathLike,
+    b: PathLike,
+    each: Callable[[str], object] | None = None,
+    **options: Unpack[DiffOptions],
+) -> dict[str, Any]:
+    """What changed from ``a`` to ``b`` (two stores, two datasets, or two
+    generations of one: ``generation_a``, ``generation_b``), reading each
+    side in stored order and looking its keys up in the other, in parallel
+    (``threads``), in bounded memory. ``each`` is called with each change as
+    one line of JSON, keys removed or changed in ``a``'s order, then keys
+    added in ``b``'s::
+
+        {"op":"removed","key":"k1","value":1}
+        {"op":"changed","key":"k2","before":"x","after":{"n":2}}
+        {"op":"added","key":"k3","value":[3]}
+
+    (``values=False``: the key alone). Returns the summary: a dict of
+    ``entries_a``, ``entries_b``, ``added``, ``removed``, ``changed``,
+    ``unchanged``, ``type_changed``, ``type_changes`` (``{from, to, keys}``
+    each), ``bytes_added``, ``bytes_removed``, ``changed_bytes_before``,
+    ``changed_bytes_after`` and ``shards`` (the changes per shard of ``b``).
+    The remote options of ``open`` reach both.
+    """
+    return _native.diff(os.fspath(a), os.fspath(b), dict(options) or None, each)
 
 
 def shard_of(key: Key, shards: int) -> int:

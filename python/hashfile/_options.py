@@ -1,5 +1,5 @@
-"""The keyword options of ``open``, ``build``, ``build_from``, ``history`` and
-``rollback``, as
+"""The keyword options of ``open``, ``build``, ``build_from``, ``history``,
+``rollback`` and ``diff``, as
 TypedDicts for type checkers: generated from the runtime's table of options
 (``_native.OPTIONS``, crates/hashfile-runtime/src/options/table.rs) by
 python/tests/test_options_table.py (``WRITE_OPTIONS_STUB=1``). Do not edit.
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TypedDict
 
-__all__ = ["BuildFromOptions", "BuildOptions", "HistoryOptions", "OpenOptions", "RollbackOptions"]
+__all__ = ["BuildFromOptions", "BuildOptions", "DiffOptions", "HistoryOptions", "OpenOptions", "RollbackOptions"]
 
 
 class OpenOptions(TypedDict, total=False):
@@ -112,7 +112,7 @@ class BuildFromOptions(BuildOptions, total=False):
     records_at: str | None
     """JSON: the path to the records inside the document"""
     threads: int | None
-    """threads the build runs on (at most 4 per core, at least 16)"""
+    """threads the build (or diff) runs on (at most 4 per core, at least 16)"""
 
 
 class HistoryOptions(TypedDict, total=False):
@@ -173,3 +173,40 @@ class RollbackOptions(TypedDict, total=False):
     """places a dataset's manifest may list shards at besides its own (default: [])"""
     note: str | None
     """why or from what a dataset is published (or rolled back), kept in its history"""
+
+
+class DiffOptions(TypedDict, total=False):
+    """The options of ``diff``."""
+
+    headers: dict[str, str] | None
+    """HTTP headers sent with every request to the location's own place"""
+    timeout: float | None
+    """the longest a request may take, in seconds (default: 30.0)"""
+    connect_timeout: float | None
+    """the longest a new connection may take, in seconds (default: 5.0)"""
+    retries: int | None
+    """retries of a request that failed on the way (default: 3)"""
+    concurrency: int | None
+    """requests in flight at once (default: 8)"""
+    cache_size: int | None
+    """bytes of blocks kept (default: 33554432)"""
+    block_size: int | None
+    """bytes per block fetched (default: 16384)"""
+    prefetch_index: bool | None
+    """read the whole index at open: one request per lookup (default: False)"""
+    http2: bool | None
+    """speak HTTP/2 to an http:// server without negotiating (default: False)"""
+    s3_endpoint: str | None
+    """an S3 endpoint other than AWS's"""
+    s3_region: str | None
+    """the S3 region"""
+    allow_origins: list[str] | None
+    """places a dataset's manifest may list shards at besides its own (default: [])"""
+    threads: int | None
+    """threads the build (or diff) runs on (at most 4 per core, at least 16)"""
+    generation_a: str | None
+    """the generation of the first dataset to compare (else its current one)"""
+    generation_b: str | None
+    """the generation of the second dataset to compare (else its current one)"""
+    values: bool | None
+    """each change's line carries the values, not the key alone (default: True)"""

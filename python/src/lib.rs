@@ -42,6 +42,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(build::build_from, m)?)?;
     m.add_function(wrap_pyfunction!(generations::history, m)?)?;
     m.add_function(wrap_pyfunction!(generations::rollback, m)?)?;
+    m.add_function(wrap_pyfunction!(generations::diff, m)?)?;
     m.add_class::<reader::NativeReader>()?;
     m.add_class::<tasks::ShardWriter>()?;
     m.add_function(wrap_pyfunction!(tasks::new_generation, m)?)?;

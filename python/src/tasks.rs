@@ -202,7 +202,16 @@ pub(crate) fn publish_shards<'py>(
         .collect::<PyResult<Vec<_>>>()?;
     let remote = remote_options(remote)?;
     let manifest = py
-        .detach(|| dataset::publish_shards(location, generation, shard_count, reports, &remote, &publish_options()))
+        .detach(|| {
+            dataset::publish_shards(
+                location,
+                generation,
+                shard_count,
+                reports,
+                &remote,
+                &publish_options(),
+            )
+        })
         .py_err()?;
     manifest_dict(py, &manifest)
 }
@@ -223,5 +232,9 @@ pub(crate) fn discard_generation(
 
 /// How a distributed job's publish is recorded in the dataset's history.
 fn publish_options() -> dataset::PublishOptions {
-    dataset::PublishOptions::by(concat!("hashfile-python ", env!("CARGO_PKG_VERSION"), " (a distributed job)"))
+    dataset::PublishOptions::by(concat!(
+        "hashfile-python ",
+        env!("CARGO_PKG_VERSION"),
+        " (a distributed job)"
+    ))
 }

@@ -131,6 +131,17 @@ def run_step(step: dict[str, Any], tmp_path: Any, state: dict[str, Any], where: 
         history = hashfile.history(path(step["history"]), **options)
         if "expect" in step:
             expect_partial(step["expect"], history, where)
+    elif op == "diff":
+        a, b = (path(n) for n in step["diff"])
+        if "generations" in step:
+            i, j = step["generations"]
+            options = {**options, "generation_a": hashfile.history(a)[i]["generation"], "generation_b": hashfile.history(b)[j]["generation"]}
+        lines: list[Any] = []
+        summary = hashfile.diff(a, b, lambda line: lines.append(json.loads(line)), **options)
+        if "expect" in step:
+            expect_partial(step["expect"], summary, where)
+        if "lines" in step:
+            assert sorted(json.dumps(x) for x in lines) == sorted(json.dumps(x) for x in step["lines"]), where
     elif op == "rollback":
         to = hashfile.history(path(step["rollback"]))[step["to"]]["generation"] if "to" in step else None
         published = hashfile.rollback(path(step["rollback"]), to, **options)

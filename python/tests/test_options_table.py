@@ -22,13 +22,14 @@ CLASSES = {
     "build_from": "BuildFromOptions",
     "history": "HistoryOptions",
     "rollback": "RollbackOptions",
+    "diff": "DiffOptions",
 }
 
 
 def render() -> str:
     lines = [
-        '"""The keyword options of ``open``, ``build``, ``build_from``, ``history`` and',
-        "``rollback``, as",
+        '"""The keyword options of ``open``, ``build``, ``build_from``, ``history``,',
+        "``rollback`` and ``diff``, as",
         "TypedDicts for type checkers: generated from the runtime's table of options",
         "(``_native.OPTIONS``, crates/hashfile-runtime/src/options/table.rs) by",
         "python/tests/test_options_table.py (``WRITE_OPTIONS_STUB=1``). Do not edit.",
@@ -38,7 +39,7 @@ def render() -> str:
         "",
         "from typing import TypedDict",
         "",
-        '__all__ = ["BuildFromOptions", "BuildOptions", "HistoryOptions", "OpenOptions", "RollbackOptions"]',
+        '__all__ = ["BuildFromOptions", "BuildOptions", "DiffOptions", "HistoryOptions", "OpenOptions", "RollbackOptions"]',
     ]
     build = {o["name"] for o in _native.OPTIONS["build"]}
     for call, name in CLASSES.items():
@@ -69,6 +70,7 @@ def test_no_option_is_named_in_python():
         (hashfile.build_from, "build_from"),
         (hashfile.history, "history"),
         (hashfile.rollback, "rollback"),
+        (hashfile.diff, "diff"),
     ]
     for function, call in calls:
         named = [p.name for p in inspect.signature(function).parameters.values() if p.kind is p.KEYWORD_ONLY]

@@ -48,6 +48,10 @@ pub const MAX_MEMO_ENTRIES: u64 = 100_000_000;
 #[cfg(feature = "import")]
 mod build_job;
 pub mod dataset;
+#[cfg(feature = "parallel")]
+pub mod diff;
+#[cfg(feature = "parallel")]
+pub mod diff_call;
 pub mod error_class;
 mod handle;
 pub mod history_calls;

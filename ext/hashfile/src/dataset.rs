@@ -14,7 +14,65 @@ pub(crate) fn init(module: RModule) -> Result<(), Error> {
     module.define_module_function("shard_of", function!(shard_of, 2))?;
     module.define_module_function("_history", function!(history, 2))?;
     module.define_module_function("_rollback", function!(rollback, 3))?;
+    module.define_module_function("_diff", function!(diff, 4))?;
     Ok(())
+}
+
+/// `Hashfile._diff(a, b, options, each)`: the runtime's `diff`, calling
+/// `each` (a Proc, or nil) with each change's JSON line; returns the
+/// summary Hash. The comparing runs on the build pool's threads; the
+/// GVL stays with this thread, which calls `each` and looks for an
+/// interrupt between blocks of records.
+fn diff(
+    ruby: &Ruby,
+    a: String,
+    b: String,
+    options: Option<RHash>,
+    each: Value,
+) -> Result<Value, Error> {
+    struct Sink<'r> {
+        ruby: &'r Ruby,
+        each: Option<magnus::block::Proc>,
+        raised: Option<Error>,
+    }
+    impl hashfile_runtime::diff::DiffSink for Sink<'_> {
+        fn line(&mut self, line: &str) -> hashfile::Result<()> {
+            if let Some(each) = self.each {
+                if let Err(e) = each.call::<_, Value>((self.ruby.str_new(line),)) {
+                    self.raised = Some(e);
+                    return Err(hashfile::Error::Cancelled);
+                }
+            }
+            Ok(())
+        }
+        fn between(&mut self) -> hashfile::Result<()> {
+            if let Err(e) = self.ruby.thread_check_ints() {
+                self.raised = Some(e);
+                return Err(hashfile::Error::Cancelled);
+            }
+            Ok(())
+        }
+    }
+    let given = crate::options::given(ruby, options)?;
+    let each = if each.is_nil() {
+        None
+    } else {
+        Some(
+            magnus::block::Proc::from_value(each)
+                .ok_or_else(|| Error::new(ruby.exception_type_error(), "each must be a Proc"))?,
+        )
+    };
+    let mut sink = Sink {
+        ruby,
+        each,
+        raised: None,
+    };
+    let result = hashfile_runtime::diff_call::diff_call(&a, &b, &given, Language::Ruby, &mut sink);
+    if let Some(e) = sink.raised {
+        return Err(e);
+    }
+    let info = result.map_err(|e| to_ruby(ruby, e))?;
+    crate::reader::info_value(ruby, &info)
 }
 
 /// `Hashfile._history(location, options)`: the runtime's `history`, an
@@ -40,7 +98,12 @@ fn rollback(
     let given = crate::options::given(ruby, options)?;
     let remote = hashfile_remote::Location::is_remote(&location);
     let info = without_gvl_if(ruby, remote, move || {
-        hashfile_runtime::history_calls::rollback(&location, generation.as_deref(), &given, Language::Ruby)
+        hashfile_runtime::history_calls::rollback(
+            &location,
+            generation.as_deref(),
+            &given,
+            Language::Ruby,
+        )
     })?;
     crate::reader::info_value(ruby, &info)
 }

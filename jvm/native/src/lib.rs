@@ -930,6 +930,55 @@ pub extern "system" fn Java_dev_hashfile_Native_rollback<'l>(
     })
 }
 
+/// `Native.diff(a, b, options, each)`: what changed from `a` to `b`
+/// (`diff_call::diff_call`), `each.accept(line)` called with each change's
+/// JSON line (`each` may be null); the summary as a Map. An exception
+/// `each` throws stops the diff and is the one thrown.
+#[no_mangle]
+pub extern "system" fn Java_dev_hashfile_Native_diff<'l>(
+    mut env: JNIEnv<'l>,
+    _class: JClass<'l>,
+    a: JString<'l>,
+    b: JString<'l>,
+    options: JObjectArray<'l>,
+    each: JObject<'l>,
+) -> jobject {
+    struct Sink<'e, 'l> {
+        env: &'e mut JNIEnv<'l>,
+        each: &'e JObject<'l>,
+    }
+    impl hashfile_runtime::diff::DiffSink for Sink<'_, '_> {
+        fn line(&mut self, line: &str) -> hashfile::Result<()> {
+            if self.each.is_null() {
+                return Ok(());
+            }
+            let called = (|| -> Result<()> {
+                let text = objects::string(self.env, line)?;
+                self.env.call_method(
+                    self.each,
+                    "accept",
+                    "(Ljava/lang/Object;)V",
+                    &[jni::objects::JValue::Object(&text)],
+                )?;
+                self.env.delete_local_ref(text)?;
+                Ok(())
+            })();
+            // The exception each threw stays pending, and is what the
+            // caller sees.
+            called.map_err(|_| hashfile::Error::Cancelled)
+        }
+    }
+    run(&mut env, std::ptr::null_mut(), |env| {
+        let a = objects::text(env, &a)?;
+        let b = objects::text(env, &b)?;
+        let given = options::given(env, &options)?;
+        let mut sink = Sink { env, each: &each };
+        let info =
+            hashfile_runtime::diff_call::diff_call(&a, &b, &given, Language::Java, &mut sink)?;
+        Ok(info_value(env, &info)?.into_raw())
+    })
+}
+
 /// `Native.shardOf(key, shards)`: the shard of `key` in a dataset of
 /// `shards`, as every release and language routes it.
 #[no_mangle]

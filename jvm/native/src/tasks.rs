@@ -225,8 +225,14 @@ pub extern "system" fn Java_dev_hashfile_Native_publishShards<'l>(
             })
             .collect::<Result<Vec<_>>>()?;
         let shard_count = count(shard_count, "shard count")?;
-        let manifest =
-            dataset::publish_shards(&location, &generation, shard_count, reports, &remote, &publish_options())?;
+        let manifest = dataset::publish_shards(
+            &location,
+            &generation,
+            shard_count,
+            reports,
+            &remote,
+            &publish_options(),
+        )?;
         Ok(env.new_string(manifest.to_json())?.into_raw())
     })
 }
@@ -252,5 +258,9 @@ pub extern "system" fn Java_dev_hashfile_Native_discardGeneration<'l>(
 
 /// How a distributed job's publish is recorded in the dataset's history.
 fn publish_options() -> dataset::PublishOptions {
-    dataset::PublishOptions::by(concat!("hashfile-jvm ", env!("CARGO_PKG_VERSION"), " (a distributed job)"))
+    dataset::PublishOptions::by(concat!(
+        "hashfile-jvm ",
+        env!("CARGO_PKG_VERSION"),
+        " (a distributed job)"
+    ))
 }

@@ -178,9 +178,7 @@ pub fn generations_request(
     check_names(call, language, given)?;
     let mut request = GenerationsRequest::default();
     for (name, value, spec) in present(call, language, given) {
-        if spec.group == Group::Remote
-            && !Location::is_remote(location)
-            && name != "allow_origins"
+        if spec.group == Group::Remote && !Location::is_remote(location) && name != "allow_origins"
         {
             return Err(Error::InvalidOption {
                 name: spec.name,
@@ -192,6 +190,51 @@ pub fn generations_request(
             _ => remote_option(&mut request.remote, name, value, spec)?,
         }
     }
+    Ok(request)
+}
+
+/// What `diff` was asked for.
+#[derive(Clone, Debug)]
+pub struct DiffRequest {
+    /// How each side is opened: the remote options, and its generation.
+    pub a: OpenOptions,
+    /// See `a`.
+    pub b: OpenOptions,
+    /// Whether lines carry values.
+    pub values: bool,
+    /// Threads to compare on, else one per core.
+    pub threads: Option<usize>,
+}
+
+/// Checks `given` against what `diff` takes in `language` for the tables
+/// at `a` and `b`.
+pub fn diff_request(a: &str, b: &str, given: &Given, language: Language) -> Result<DiffRequest> {
+    check_names(Call::Diff, language, given)?;
+    let mut remote = RemoteOptions::default();
+    let mut request = DiffRequest {
+        a: OpenOptions::default(),
+        b: OpenOptions::default(),
+        values: true,
+        threads: None,
+    };
+    let either_remote = Location::is_remote(a) || Location::is_remote(b);
+    for (name, value, spec) in present(Call::Diff, language, given) {
+        if spec.group == Group::Remote && !either_remote && name != "allow_origins" {
+            return Err(Error::InvalidOption {
+                name: spec.name,
+                reason: format!("is for remote stores (http://, https://, s3://), and {a} and {b} are local paths"),
+            });
+        }
+        match name {
+            "generation_a" => request.a.generation = Some(text(spec, value)?),
+            "generation_b" => request.b.generation = Some(text(spec, value)?),
+            "values" => request.values = boolean(spec, value)?,
+            "threads" => request.threads = Some(threads(spec, value)?),
+            _ => remote_option(&mut remote, name, value, spec)?,
+        }
+    }
+    request.a.remote = remote.clone();
+    request.b.remote = remote;
     Ok(request)
 }
 

@@ -24,16 +24,19 @@ pub enum Call {
     /// `rollback(dataset, generation = nil, **options)`: an earlier
     /// generation made current again.
     Rollback,
+    /// `diff(a, b, **options)`: what changed between two tables.
+    Diff,
 }
 
 impl Call {
     /// Every call, in the order docs list them.
-    pub const ALL: [Call; 5] = [
+    pub const ALL: [Call; 6] = [
         Call::Open,
         Call::Build,
         Call::BuildFrom,
         Call::History,
         Call::Rollback,
+        Call::Diff,
     ];
 
     /// The call's name, as every language spells it.
@@ -44,6 +47,7 @@ impl Call {
             Call::BuildFrom => "build_from",
             Call::History => "history",
             Call::Rollback => "rollback",
+            Call::Diff => "diff",
         }
     }
 
@@ -175,7 +179,9 @@ const RUBY: &[Language] = &[Language::Ruby];
 const OPEN_AND_BUILD: &[Call] = &[Call::Open, Call::Build];
 /// A remote location's options: what opens it, and what reads or writes
 /// a dataset's history there.
-const REMOTE: &[Call] = &[Call::Open, Call::History, Call::Rollback];
+const REMOTE: &[Call] = &[Call::Open, Call::History, Call::Rollback, Call::Diff];
+const DIFF: &[Call] = &[Call::Diff];
+const BUILD_FROM_AND_DIFF: &[Call] = &[Call::BuildFrom, Call::Diff];
 const PUBLISHES: &[Call] = &[Call::Build, Call::BuildFrom, Call::Rollback];
 
 const fn spec(
@@ -200,7 +206,7 @@ const fn count(min: u64, max: u64) -> Kind {
 }
 
 /// Every option, in the order docs and messages list them.
-pub static OPTIONS: [Spec; 48] = [
+pub static OPTIONS: [Spec; 51] = [
     // open
     spec("verify", Group::Open, Kind::Bool, OPEN, "check every checksum at open"),
     spec("reload", Group::Open, Kind::Seconds { zero: true }, OPEN, "look for a newer store (or dataset generation) at most every this many seconds"),
@@ -252,7 +258,11 @@ pub static OPTIONS: [Spec; 48] = [
     spec("key_field", Group::Import, Kind::Text, BUILD_FROM, "JSON records: the key's field"),
     spec("value_field", Group::Import, Kind::Text, BUILD_FROM, "JSON records: the value's field"),
     spec("records_at", Group::Import, Kind::Text, BUILD_FROM, "JSON: the path to the records inside the document"),
-    spec("threads", Group::Job, count(1, u32::MAX as u64), BUILD_FROM, "threads the build runs on (at most 4 per core, at least 16)"),
+    spec("threads", Group::Job, count(1, u32::MAX as u64), BUILD_FROM_AND_DIFF, "threads the build (or diff) runs on (at most 4 per core, at least 16)"),
+    // diff
+    spec("generation_a", Group::Job, Kind::Text, DIFF, "the generation of the first dataset to compare (else its current one)"),
+    spec("generation_b", Group::Job, Kind::Text, DIFF, "the generation of the second dataset to compare (else its current one)"),
+    spec("values", Group::Job, Kind::Bool, DIFF, "each change's line carries the values, not the key alone"),
 ];
 
 /// Progress is a callable: the table lists it so that it is a known
@@ -318,6 +328,7 @@ fn default_of(name: &str) -> Arg {
         "seed_block_len" => Arg::Int(build.seed_block_len as i128),
         "keys_per_part" => Arg::Int(build.keys_per_part as i128),
         "keep" => Arg::Int(crate::dataset::history::DEFAULT_KEEP as i128),
+        "values" => Arg::Bool(true),
         "retain" => Arg::Float(crate::dataset::history::DEFAULT_RETAIN.as_secs_f64()),
         "key_column" => column(&import.key_column),
         "value_column" => column(&import.value_column),

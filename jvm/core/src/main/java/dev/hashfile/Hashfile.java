@@ -144,6 +144,30 @@ public final class Hashfile {
                 Native.pairs(Objects.requireNonNull(options, "options")));
     }
 
+    /**
+     * What changed from {@code a} to {@code b} (two stores, two datasets, or
+     * two generations of one: options {@code generation_a}, {@code
+     * generation_b}), reading each side in stored order and looking its keys
+     * up in the other, in parallel ({@code threads}), in bounded memory.
+     * {@code each} (may be null) is given each change as one line of JSON,
+     * keys removed or changed in {@code a}'s order, then keys added in
+     * {@code b}'s: {@code {"op":"changed","key":"k2","before":"x","after":{"n":2}}}
+     * ({@code values} false: the key alone). Returns the summary: {@code
+     * entries_a}, {@code entries_b}, {@code added}, {@code removed}, {@code
+     * changed}, {@code unchanged}, {@code type_changed}, {@code type_changes}
+     * (each {@code from}, {@code to}, {@code keys}), {@code bytes_added},
+     * {@code bytes_removed}, {@code changed_bytes_before}, {@code
+     * changed_bytes_after} and {@code shards} (the changes per shard of
+     * {@code b}). The remote options of {@link #open(String, Map)} reach both.
+     * An exception {@code each} throws stops the diff and is thrown.
+     */
+    @SuppressWarnings("unchecked")
+    public static Map<String, Object> diff(String a, String b, Map<String, ?> options,
+            java.util.function.Consumer<String> each) {
+        return (Map<String, Object>) Native.diff(Objects.requireNonNull(a, "a"), Objects.requireNonNull(b, "b"),
+                Native.pairs(Objects.requireNonNull(options, "options")), each);
+    }
+
     /** The shard ({@code 0..shards}) of {@code key} in a dataset of {@code shards}, as every language routes it. */
     public static int shardOf(String key, int shards) {
         return Native.route(Native.utf8(key), shards);

@@ -152,6 +152,8 @@ final class Native {
 
     static native Object rollback(String location, String generation, Object[] options);
 
+    static native Object diff(String a, String b, Object[] options, java.util.function.Consumer<String> each);
+
     static native Object optionFromText(String name, String text);
 
     static native void checkBuildOptions(Object[] options, Object[] remote);

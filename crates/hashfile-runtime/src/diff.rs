@@ -1,0 +1,355 @@
+//! What changed between two tables (two stores, two datasets, two
+//! generations of one): the keys added, removed and changed, as JSON
+//! Lines, and a summary. Both sides are hash-indexed, so nothing is held
+//! whole: each side is read in stored order, in blocks, and each block's
+//! keys are looked up in the other side in one batch (`get_many`), the
+//! blocks spread over a thread pool and written out in order.
+
+use std::collections::BTreeMap;
+
+use hashfile::value::{json, type_name};
+use hashfile::RecordBuf;
+
+use crate::table::{Cursor, Table};
+
+/// Records read from one side, then looked up in the other, per block.
+const BLOCK: usize = 8192;
+
+/// Blocks read ahead and handed to the pool at once.
+const BLOCKS_AT_ONCE: usize = 16;
+
+/// What a diff reports besides the lines.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Summary {
+    /// Entries of the first side.
+    pub entries_a: u64,
+    /// Entries of the second side.
+    pub entries_b: u64,
+    /// Keys only in the second side.
+    pub added: u64,
+    /// Keys only in the first side.
+    pub removed: u64,
+    /// Keys in both whose values differ.
+    pub changed: u64,
+    /// Keys in both with the same value.
+    pub unchanged: u64,
+    /// Changed keys whose value's type changed ("string" to "map", say),
+    /// counted by (from, to).
+    pub type_changes: BTreeMap<(&'static str, &'static str), u64>,
+    /// Key and value bytes of the keys added.
+    pub bytes_added: u64,
+    /// Key and value bytes of the keys removed.
+    pub bytes_removed: u64,
+    /// Value bytes of the changed keys, before and after.
+    pub changed_bytes_before: u64,
+    /// See `changed_bytes_before`.
+    pub changed_bytes_after: u64,
+    /// Added, removed and changed keys per shard of the second side (a
+    /// dataset's shards; one for a store), by where each key routes.
+    pub shards: Vec<ShardChanges>,
+}
+
+/// Changes within one shard.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ShardChanges {
+    /// Keys added.
+    pub added: u64,
+    /// Keys removed.
+    pub removed: u64,
+    /// Keys changed.
+    pub changed: u64,
+}
+
+impl Summary {
+    /// Keys whose value's type changed, of every kind.
+    pub fn type_changed(&self) -> u64 {
+        self.type_changes.values().sum()
+    }
+
+    fn add(&mut self, other: Summary) {
+        self.added += other.added;
+        self.removed += other.removed;
+        self.changed += other.changed;
+        self.unchanged += other.unchanged;
+        for (pair, n) in other.type_changes {
+            *self.type_changes.entry(pair).or_default() += n;
+        }
+        self.bytes_added += other.bytes_added;
+        self.bytes_removed += other.bytes_removed;
+        self.changed_bytes_before += other.changed_bytes_before;
+        self.changed_bytes_after += other.changed_bytes_after;
+        for (mine, theirs) in self.shards.iter_mut().zip(other.shards) {
+            mine.added += theirs.added;
+            mine.removed += theirs.removed;
+            mine.changed += theirs.changed;
+        }
+    }
+}
+
+/// How a diff runs.
+#[derive(Clone, Copy, Debug)]
+pub struct DiffOptions {
+    /// Whether each line carries the values (`value`, `before`, `after`),
+    /// or the key alone.
+    pub values: bool,
+}
+
+impl Default for DiffOptions {
+    fn default() -> Self {
+        DiffOptions { values: true }
+    }
+}
+
+/// Where a diff's lines go, on the calling thread.
+pub trait DiffSink {
+    /// One change, as one JSON object.
+    fn line(&mut self, line: &str) -> hashfile::Result<()>;
+
+    /// Between blocks (every `BLOCK * BLOCKS_AT_ONCE` records): a binding
+    /// looks for an interrupt here, and stops the diff with its error.
+    fn between(&mut self) -> hashfile::Result<()> {
+        Ok(())
+    }
+}
+
+impl<F: FnMut(&str) -> hashfile::Result<()>> DiffSink for F {
+    fn line(&mut self, line: &str) -> hashfile::Result<()> {
+        self(line)
+    }
+}
+
+/// Diffs `a` against `b` on `pool`: `sink` is given each change as one
+/// JSON object, in `a`'s stored order for keys removed or changed, then
+/// `b`'s for keys added:
+///
+/// ```text
+/// {"op":"removed","key":"k1","value":1}
+/// {"op":"changed","key":"k2","before":"x","after":{"n":2}}
+/// {"op":"added","key":"k3","value":[3]}
+/// ```
+///
+/// A key that is not UTF-8 is `{"$bytes":"HEX"}`; a value JSON cannot
+/// hold (a NaN, binary bytes that are not UTF-8) is `{"$not_json":
+/// "why"}`: the diff never stops for one. An error from `sink` stops it.
+pub fn diff(
+    a: &Table,
+    b: &Table,
+    options: DiffOptions,
+    pool: &rayon::ThreadPool,
+    sink: &mut dyn DiffSink,
+) -> hashfile::Result<Summary> {
+    let shards = b.shard_count();
+    let mut summary = Summary {
+        entries_a: a.len(),
+        entries_b: b.len(),
+        shards: vec![ShardChanges::default(); shards],
+        ..Summary::default()
+    };
+    for side in [Side::Before, Side::After] {
+        let (read, other) = match side {
+            Side::Before => (a, b),
+            Side::After => (b, a),
+        };
+        let mut cursor = Some(Cursor::default());
+        while cursor.is_some() {
+            let mut blocks = Vec::with_capacity(BLOCKS_AT_ONCE);
+            while blocks.len() < BLOCKS_AT_ONCE {
+                let Some(at) = cursor else { break };
+                let (records, next) = read.chunk(at, BLOCK)?;
+                cursor = next;
+                if !records.is_empty() {
+                    blocks.push(records);
+                }
+            }
+            let done: Vec<hashfile::Result<(Summary, String)>> = pool.install(|| {
+                use rayon::prelude::*;
+                blocks
+                    .par_iter()
+                    .map(|records| compare(records, other, side, options, shards))
+                    .collect()
+            });
+            for result in done {
+                let (counts, text) = result?;
+                summary.add(counts);
+                for one in text.lines() {
+                    sink.line(one)?;
+                }
+            }
+            sink.between()?;
+        }
+    }
+    Ok(summary)
+}
+
+/// Which side a block was read from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Side {
+    /// The first: keys removed or changed.
+    Before,
+    /// The second: keys added.
+    After,
+}
+
+/// One block of `records` looked up in `other`: the counts, and the lines.
+fn compare(
+    records: &[RecordBuf<'_>],
+    other: &Table,
+    side: Side,
+    options: DiffOptions,
+    shards: usize,
+) -> hashfile::Result<(Summary, String)> {
+    let keys: Vec<&[u8]> = records.iter().map(|r| r.key()).collect();
+    let found = other.get_many(&keys)?;
+    let mut counts = Summary {
+        shards: vec![ShardChanges::default(); shards],
+        ..Summary::default()
+    };
+    let mut out = String::new();
+    let shard_of = |key: &[u8]| match std::num::NonZeroU32::new(shards as u32) {
+        Some(n) if shards > 1 => hashfile::dataset::shard_of(key, n) as usize,
+        _ => 0,
+    };
+    for (record, there) in records.iter().zip(found) {
+        match (side, there) {
+            (Side::Before, None) => {
+                counts.removed += 1;
+                counts.bytes_removed += (record.key().len() + record.value().len()) as u64;
+                counts.shards[shard_of(record.key())].removed += 1;
+                one(&mut out, "removed", record, None, options);
+            }
+            (Side::Before, Some(after)) => {
+                if after.kind() == record.kind() && after.value() == record.value() {
+                    counts.unchanged += 1;
+                    continue;
+                }
+                counts.changed += 1;
+                counts.changed_bytes_before += record.value().len() as u64;
+                counts.changed_bytes_after += after.value().len() as u64;
+                counts.shards[shard_of(record.key())].changed += 1;
+                let from = type_name(record.kind(), record.value());
+                let to = type_name(after.kind(), after.value());
+                if from != to {
+                    *counts.type_changes.entry((from, to)).or_default() += 1;
+                }
+                one(&mut out, "changed", record, Some(&after), options);
+            }
+            (Side::After, None) => {
+                counts.added += 1;
+                counts.bytes_added += (record.key().len() + record.value().len()) as u64;
+                counts.shards[shard_of(record.key())].added += 1;
+                one(&mut out, "added", record, None, options);
+            }
+            (Side::After, Some(_)) => {} // counted from the first side
+        }
+    }
+    Ok((counts, out))
+}
+
+/// Appends one change's line.
+fn one(
+    out: &mut String,
+    op: &str,
+    record: &RecordBuf<'_>,
+    after: Option<&RecordBuf<'_>>,
+    options: DiffOptions,
+) {
+    out.push_str("{\"op\":\"");
+    out.push_str(op);
+    out.push_str("\",\"key\":");
+    key_json(record.key(), out);
+    if options.values {
+        match after {
+            Some(after) => {
+                out.push_str(",\"before\":");
+                value_json(record, out);
+                out.push_str(",\"after\":");
+                value_json(after, out);
+            }
+            None => {
+                out.push_str(",\"value\":");
+                value_json(record, out);
+            }
+        }
+    }
+    out.push_str("}\n");
+}
+
+/// A key as JSON text, or `{"$bytes":"HEX"}` if it is not UTF-8.
+fn key_json(key: &[u8], out: &mut String) {
+    if json::write_key(key, out).is_err() {
+        out.push_str("{\"$bytes\":\"");
+        for byte in key {
+            out.push_str(&format!("{byte:02x}"));
+        }
+        out.push_str("\"}");
+    }
+}
+
+/// A value as JSON text, or `{"$not_json":"why"}`.
+fn value_json(record: &RecordBuf<'_>, out: &mut String) {
+    if let Err(e) = json::write_record(&record.record(), out) {
+        out.push_str("{\"$not_json\":");
+        let _ = json::write_key(e.to_string().as_bytes(), out);
+        out.push('}');
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn store(dir: &std::path::Path, name: &str, pairs: &[(&str, &str)]) -> Table {
+        let path = dir.join(name);
+        let mut builder = hashfile::Builder::new(hashfile::BuildOptions::default()).unwrap();
+        for (k, v) in pairs {
+            builder.insert(k.as_bytes(), v.as_bytes());
+        }
+        builder.write_file(&path).unwrap();
+        Table::open(path.to_str().unwrap(), &Default::default()).unwrap()
+    }
+
+    #[test]
+    fn keys_added_removed_and_changed_are_each_one_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = store(
+            dir.path(),
+            "a.hf",
+            &[("same", "1"), ("gone", "2"), ("moved", "3")],
+        );
+        let b = store(
+            dir.path(),
+            "b.hf",
+            &[("same", "1"), ("moved", "4"), ("new", "5")],
+        );
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .unwrap();
+        let mut lines = Vec::new();
+        let mut sink = |l: &str| {
+            lines.push(l.to_owned());
+            Ok(())
+        };
+        let summary = diff(&a, &b, DiffOptions::default(), &pool, &mut sink).unwrap();
+        lines.sort();
+        assert_eq!(
+            lines,
+            [
+                r#"{"op":"added","key":"new","value":"5"}"#,
+                r#"{"op":"changed","key":"moved","before":"3","after":"4"}"#,
+                r#"{"op":"removed","key":"gone","value":"2"}"#,
+            ]
+        );
+        assert_eq!(
+            (
+                summary.added,
+                summary.removed,
+                summary.changed,
+                summary.unchanged
+            ),
+            (1, 1, 1, 1)
+        );
+        assert_eq!((summary.bytes_added, summary.bytes_removed), (4, 5));
+        assert_eq!(summary.type_changed(), 0);
+    }
+}
