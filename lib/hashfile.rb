@@ -266,7 +266,7 @@ module Hashfile
     # Hash of +:generation+, +:published_at+ (UTC text), +:entries+,
     # +:bytes+, +:shards+, +:tool+ (what published it), +:note+,
     # +:rollback+ (whether it made an earlier generation current again),
-    # +:current+, +:keep+, +:retain_seconds+ and +:sequence+.
+    # +:forced+ (the gate refusal it overrode, or nil), +:current+, +:keep+, +:retain_seconds+ and +:sequence+.
     # +dataset+ is its directory, its manifest's path or URL, or an s3://
     # prefix; +options+ are the remote ones of +open+.
     # @raise [FormatError] if there is no dataset there

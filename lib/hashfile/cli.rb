@@ -427,7 +427,10 @@ module Hashfile
           o.on("--retain SECONDS", Float, "with --shards: the least time a replaced generation stays, for readers on it (default #{BUILD_DEFAULTS.fetch(:retain, 900.0).to_i})") { |v| options[:retain] = v }
           o.on("--note TEXT", "with --shards: why or from what this is published, kept in the history") { |v| options[:note] = v }
           o.on("--check", "build in a temporary directory and report; write nothing") { check = true }
-          o.on("--force", "write OUT even if it is one of the inputs") { force = true }
+          o.on("--force", "write OUT even if it is one of the inputs; with --shards, publish even if a gate refuses", "(the history records what was overridden)") { force = true }
+          o.on("--max-entry-change F", Float, "with --shards: refuse to publish if the entry count differs from the current one's", "by more than this fraction (0.1: 10%)") { |v| options[:max_entry_change] = v }
+          o.on("--max-type-change F", Float, "with --shards: refuse to publish if more than this fraction of the current keys", "changed value type") { |v| options[:max_type_change] = v }
+          o.on("--refuse-empty", "with --shards: refuse to publish a dataset of no entries") { options[:refuse_empty] = true }
           o.on("--format F", "input format: #{FORMATS.join(", ")}") { |v| options[:format] = v }
           o.on("--key-column C", "CSV/TSV key column, by name or 0-based index (default #{IMPORT_DEFAULTS[:key_column]})") { |v| options[:key_column] = v }
           o.on("--value-column C", "CSV/TSV value column, or '*' for the whole row (default #{IMPORT_DEFAULTS[:value_column]})") { |v| options[:value_column] = v }
@@ -459,6 +462,7 @@ module Hashfile
           raise UsageError, "the output #{output} is the input #{input}; write the store elsewhere, or pass --force to replace the input"
         end
 
+        options[:force] = true if force && options[:shards]
         @given = options.keys
         return build_check(argv, output, options, quiet) if check
 
@@ -740,7 +744,7 @@ module Hashfile
     def print_history(history)
       rows = history.map do |p|
         [p[:current] ? "*" : " ", p[:published_at] || "?", p[:generation], p[:entries].to_s, human_bytes(p[:bytes]),
-         p[:shards].to_s, p[:tool] || "?", [p[:rollback] ? "(rollback)" : nil, p[:note]].compact.join(" ")]
+         p[:shards].to_s, p[:tool] || "?", [p[:rollback] ? "(rollback)" : nil, p[:forced] ? "(forced past #{p[:forced]})" : nil, p[:note]].compact.join(" ")]
       end
       header = ["", "PUBLISHED", "GENERATION", "ENTRIES", "BYTES", "SHARDS", "BY", "NOTE"]
       widths = ([header] + rows).transpose.map { |column| column.map(&:size).max }

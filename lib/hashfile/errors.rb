@@ -10,6 +10,7 @@ module Hashfile
   #       DatasetError       a dataset's manifest damaged or unknown, or a shard that is not
   #                          what it lists (#path: the manifest or the shard)
   #     DuplicateKeyError    a key given twice to a build (#key)
+  #     PublishRefusedError  a publish gate refused a dataset's new generation (#path, #gate)
   #     ParseError           an input file that cannot be imported (#input, #line, #column)
   #     LimitError           a build past a limit of the format or of one build
   #     ClosedError          use of a closed store or finished writer
@@ -117,6 +118,23 @@ module Hashfile
       super(message)
       @key = key
       @others = others
+    end
+  end
+
+  # A publish gate (max_entry_change:, max_type_change:, refuse_empty:)
+  # refused a dataset's new generation: the message has the numbers. The
+  # current generation stays, and nothing of the new one is left;
+  # force: true publishes it anyway.
+  class PublishRefusedError < Error
+    # @return [String, nil] the dataset's manifest
+    attr_reader :path
+    # @return [String] the gate: "max_entry_change", "max_type_change" or "refuse_empty"
+    attr_reader :gate
+
+    def initialize(message = nil, path: nil, gate: nil)
+      super(message)
+      @path = path
+      @gate = gate
     end
   end
 

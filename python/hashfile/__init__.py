@@ -141,7 +141,7 @@ def history(dataset: PathLike, **options: Unpack[HistoryOptions]) -> list[dict[s
     dict of ``generation``, ``published_at`` (UTC text), ``entries``,
     ``bytes``, ``shards``, ``tool`` (what published it), ``note``,
     ``rollback`` (whether it made an earlier generation current again),
-    ``current``, ``keep``, ``retain_seconds`` and ``sequence``. ``dataset``
+    ``forced`` (the gate refusal it overrode, or None), ``current``, ``keep``, ``retain_seconds`` and ``sequence``. ``dataset``
     is its directory, its manifest's path or URL, or an ``s3://`` prefix;
     ``options`` are the remote ones of ``open``. ``DatasetError`` if there is
     no dataset there.

@@ -89,5 +89,12 @@ class ShardWriter:
         ``entries``, ``bytes``, ``checksum``)."""
 
 def route_arrow_keys(offsets: bytes, data: bytes, validity: bytes | None, first: int, count: int, wide: bool, partitions: list[int]) -> bytes: ...
-def publish_shards(location: str, generation: str, shard_count: int, reports: list[dict[str, Any]], remote: dict[str, Any] | None = None) -> dict[str, Any]: ...
+def publish_shards(
+    location: str,
+    generation: str,
+    shard_count: int,
+    reports: list[dict[str, Any]],
+    remote: dict[str, Any] | None = None,
+    options: dict[str, Any] | None = None,
+) -> dict[str, Any]: ...
 def discard_generation(location: str, generation: str, remote: dict[str, Any] | None = None) -> None: ...

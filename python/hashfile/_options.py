@@ -86,6 +86,14 @@ class BuildOptions(TypedDict, total=False):
     """the least time a replaced generation of a dataset stays, for readers that opened it, in seconds (default: 900.0)"""
     note: str | None
     """why or from what a dataset is published (or rolled back), kept in its history"""
+    max_entry_change: float | None
+    """refuse to publish a dataset whose entry count differs from the current one's by more than this fraction (0.1: 10%)"""
+    max_type_change: float | None
+    """refuse to publish a dataset in which more than this fraction of the current keys changed value type"""
+    refuse_empty: bool | None
+    """refuse to publish a dataset of no entries (default: False)"""
+    force: bool | None
+    """publish a dataset even if a gate refuses it; its history records what was overridden (default: False)"""
 
 
 class BuildFromOptions(BuildOptions, total=False):

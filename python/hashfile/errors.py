@@ -22,7 +22,7 @@ class Error(Exception):
 
     def __getattr__(self, name: str) -> Any:
         # Facts an error of this kind may carry but this one does not.
-        if name in ("path", "url", "status", "key", "others", "section", "input", "line", "column", "owner"):
+        if name in ("path", "url", "status", "key", "others", "section", "input", "line", "column", "owner", "gate"):
             return None
         raise AttributeError(name)
 
@@ -82,6 +82,13 @@ class DuplicateKeyError(Error):
     """A key occurs twice in a build; ``key`` is its bytes."""
 
 
+class PublishRefusedError(Error):
+    """A publish gate (``max_entry_change``, ``max_type_change``,
+    ``refuse_empty``) refused a dataset's new generation; ``gate`` names it,
+    the message has the numbers. The current generation stays, and nothing
+    of the new one is left; ``force=True`` publishes it anyway."""
+
+
 class ParseError(Error):
     """An input file is not valid in its format."""
 
@@ -106,6 +113,7 @@ __all__ = [
     "FormatError",
     "UnsupportedError",
     "DatasetError",
+    "PublishRefusedError",
     "ChecksumError",
     "StaleError",
     "RemoteError",

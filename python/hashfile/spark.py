@@ -80,7 +80,10 @@ def write_dataset(
     costly to compute). ``remote``: options for S3 (``s3_endpoint``,
     ``s3_region``, ...; credentials come from the standard AWS environment
     variables). Build options (``keys_per_bucket``, ``load_factor``, ...)
-    apply to every shard; ``on_duplicate`` must be ``"error"``.
+    apply to every shard; ``on_duplicate`` must be ``"error"``. Publish
+    options (``keep``, ``retain``, ``note``, and the gates
+    ``max_entry_change``, ``max_type_change``, ``refuse_empty``, ``force``)
+    apply to the dataset's publish, as for ``hashfile.build``.
 
     Returns the manifest written, as a dict. Raises ``DuplicateKeyError``
     naming a key that occurs twice, and the other ``hashfile.errors`` as a
@@ -138,7 +141,7 @@ def write_dataset(
             if shard not in written:
                 writer = _native.ShardWriter(location, generation, shard, shards, _KEY_FIELD, _VALUE_FIELD, options or None, remote)
                 written[shard] = writer.finish()
-        return _native.publish_shards(location, generation, shards, list(written.values()), remote)
+        return _native.publish_shards(location, generation, shards, list(written.values()), remote, options or None)
     except BaseException:
         _native.discard_generation(location, generation, remote)
         raise

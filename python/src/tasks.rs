@@ -176,7 +176,7 @@ fn manifest_dict<'py>(py: Python<'py>, manifest: &Manifest) -> PyResult<Bound<'p
 /// Checks the tasks' reports against the files and publishes the
 /// manifest; returns it as a dict.
 #[pyfunction]
-#[pyo3(signature = (location, generation, shard_count, reports, remote=None))]
+#[pyo3(signature = (location, generation, shard_count, reports, remote=None, options=None))]
 pub(crate) fn publish_shards<'py>(
     py: Python<'py>,
     location: &str,
@@ -184,7 +184,13 @@ pub(crate) fn publish_shards<'py>(
     shard_count: u32,
     reports: Vec<Bound<'py, PyDict>>,
     remote: Option<&Bound<'py, PyDict>>,
+    options: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyDict>> {
+    let publish = hashfile_runtime::options::publish_task_options(
+        &crate::options::given(options)?,
+        hashfile_runtime::options::Language::Python,
+    )
+    .py_err()?;
     let item = |d: &Bound<'py, PyDict>, name: &str| -> PyResult<Bound<'py, PyAny>> {
         d.get_item(name)?
             .ok_or_else(|| PyValueError::new_err(format!("a shard report has no {name:?}")))
@@ -209,7 +215,7 @@ pub(crate) fn publish_shards<'py>(
                 shard_count,
                 reports,
                 &remote,
-                &publish_options(),
+                &publish,
             )
         })
         .py_err()?;
@@ -228,13 +234,4 @@ pub(crate) fn discard_generation(
     let remote = remote_options(remote)?;
     py.detach(|| dataset::discard_generation(location, generation, &remote))
         .py_err()
-}
-
-/// How a distributed job's publish is recorded in the dataset's history.
-fn publish_options() -> dataset::PublishOptions {
-    dataset::PublishOptions::by(concat!(
-        "hashfile-python ",
-        env!("CARGO_PKG_VERSION"),
-        " (a distributed job)"
-    ))
 }

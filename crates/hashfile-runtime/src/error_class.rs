@@ -149,6 +149,13 @@ pub fn classify(error: &Error) -> Raised {
         Error::UnknownOption { .. } => (Class::UnknownOption, Vec::new()),
         Error::Closed { .. } => own("ClosedError", Vec::new()),
         Error::Dataset { path, .. } => own("DatasetError", vec![("path", text(path))]),
+        Error::PublishRefused { path, gate, .. } => own(
+            "PublishRefusedError",
+            vec![
+                ("path", text(path)),
+                ("gate", Attr::Text((*gate).to_owned())),
+            ],
+        ),
         Error::UnsafeLink { link, owner, .. } => own(
             "UnsafeLinkError",
             vec![

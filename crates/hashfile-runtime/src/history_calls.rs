@@ -55,7 +55,8 @@ pub fn history_info(history: &History) -> InfoValue {
 }
 
 /// One publish: generation, published_at, entries, bytes, shards, tool,
-/// note, rollback, current, keep, retain_seconds, sequence.
+/// note, rollback, forced (the gate's refusal it overrode, or nil),
+/// current, keep, retain_seconds, sequence.
 pub fn publish_info(publish: &Publish, current: bool) -> InfoValue {
     let text = |t: &Option<String>| t.clone().map_or(InfoValue::Nil, InfoValue::Text);
     InfoValue::Map(Info(vec![
@@ -67,6 +68,7 @@ pub fn publish_info(publish: &Publish, current: bool) -> InfoValue {
         ("tool", text(&publish.tool)),
         ("note", text(&publish.note)),
         ("rollback", InfoValue::Bool(publish.rollback)),
+        ("forced", text(&publish.forced)),
         ("current", InfoValue::Bool(current)),
         ("keep", InfoValue::Int(publish.keep.into())),
         ("retain_seconds", InfoValue::Int(publish.retain_seconds)),

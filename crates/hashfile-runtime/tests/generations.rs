@@ -29,6 +29,7 @@ fn keeping(keep: u32, retain: Duration, note: &str) -> PublishOptions {
         retain,
         note: Some(note.to_owned()),
         tool: "tests".into(),
+        ..PublishOptions::default()
     }
 }
 
@@ -332,4 +333,74 @@ fn a_dataset_an_older_release_published_rolls_back_to_its_previous_record() {
     assert_eq!(back.generation, one.generation);
     let reader = open(at(dir.path()), OpenOptions::default()).unwrap();
     assert_eq!(value(&reader, "key-3").as_deref(), Some("one-3"));
+}
+
+#[test]
+fn a_gate_refuses_a_publish_and_leaves_nothing_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = publish(dir.path(), 2, "one", PublishOptions::default());
+    let files_before: std::collections::BTreeSet<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    let gated = PublishOptions {
+        gates: dataset::gates::Gates {
+            max_entry_change: Some(0.1),
+            ..Default::default()
+        },
+        ..PublishOptions::default()
+    };
+    let mut builder = DatasetBuilder::new(2, BuildOptions::default()).unwrap();
+    builder.set_publish(gated.clone()).unwrap();
+    for i in 0..100 {
+        builder.insert(format!("key-{i}").as_bytes(), b"fewer");
+    }
+    let refused = builder.write(dir.path()).unwrap_err();
+    assert!(
+        matches!(
+            refused,
+            hashfile::Error::PublishRefused {
+                gate: "max_entry_change",
+                ..
+            }
+        ),
+        "{refused:?}"
+    );
+    assert!(
+        refused
+            .to_string()
+            .contains("100 entries against 200 now (-50.0%), more than 10.0%"),
+        "{refused}"
+    );
+    let files_after: std::collections::BTreeSet<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(
+        files_before, files_after,
+        "nothing of the refused generation is left"
+    );
+    let reader = open(at(dir.path()), OpenOptions::default()).unwrap();
+    assert_eq!(value(&reader, "key-1").as_deref(), Some("one-1"));
+    let history = dataset::history(at(dir.path()), &RemoteOptions::default()).unwrap();
+    assert_eq!(history.generations(), [first.generation.as_str()]);
+
+    // Forced: published, and the history says what was overridden.
+    let mut builder = DatasetBuilder::new(2, BuildOptions::default()).unwrap();
+    builder
+        .set_publish(PublishOptions {
+            force: true,
+            ..gated
+        })
+        .unwrap();
+    for i in 0..100 {
+        builder.insert(format!("key-{i}").as_bytes(), b"fewer");
+    }
+    builder.write(dir.path()).unwrap();
+    let history = dataset::history(at(dir.path()), &RemoteOptions::default()).unwrap();
+    assert_eq!(
+        history.publishes[0].forced.as_deref(),
+        Some("max_entry_change: 100 entries against 200 now (-50.0%), more than 10.0%")
+    );
+    assert_eq!(history.publishes[1].forced, None);
 }

@@ -533,3 +533,75 @@ fn a_location_ending_as_the_manifests_name_is_not_its_directory() {
     assert!(at.join(&report.file).exists(), "{report:?}");
     assert!(!dir.path().join("mine-").exists());
 }
+
+/// A gate that refuses a job's publish removes the job's shards; the
+/// dataset published stays as it was.
+#[test]
+fn a_gate_that_refuses_a_jobs_publish_removes_its_shards() {
+    let dir = tempfile::tempdir().unwrap();
+    let at = dir.path().join("ds").display().to_string();
+    let all = keys(2000);
+    let shards = routed(&all);
+    let first = new_generation();
+    let reports = (0..SHARDS)
+        .map(|i| write_shard(&at, &first, i, &shards[i as usize]))
+        .collect();
+    publish_shards(
+        &at,
+        &first,
+        SHARDS,
+        reports,
+        &RemoteOptions::default(),
+        &PublishOptions::default(),
+    )
+    .unwrap();
+    let before: Vec<_> = std::fs::read_dir(&at)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+
+    let second = new_generation();
+    let empty: Vec<Vec<&str>> = vec![Vec::new(); SHARDS as usize];
+    let reports = (0..SHARDS)
+        .map(|i| write_shard(&at, &second, i, &empty[i as usize]))
+        .collect();
+    let gated = PublishOptions {
+        gates: hashfile_runtime::dataset::gates::Gates {
+            refuse_empty: true,
+            ..Default::default()
+        },
+        ..PublishOptions::default()
+    };
+    let refused = publish_shards(
+        &at,
+        &second,
+        SHARDS,
+        reports,
+        &RemoteOptions::default(),
+        &gated,
+    )
+    .unwrap_err();
+    assert!(
+        matches!(
+            refused,
+            hashfile::Error::PublishRefused {
+                gate: "refuse_empty",
+                ..
+            }
+        ),
+        "{refused:?}"
+    );
+    let mut after: Vec<_> = std::fs::read_dir(&at)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    let mut before = before;
+    before.sort();
+    after.sort();
+    assert_eq!(before, after, "the refused job's shards are gone");
+    let dataset = Dataset::open(&at, &RemoteOptions::default()).unwrap();
+    assert_eq!(
+        (dataset.manifest().generation.as_str(), dataset.len()),
+        (first.as_str(), 2000)
+    );
+}

@@ -249,6 +249,19 @@ pub enum Error {
         what: String,
     },
 
+    /// A publish gate refused a new generation of a dataset: the one
+    /// published stays, and nothing of the new one is left.
+    #[error("{}publish refused by the gate {gate}: {what}; the current generation stays (force publishes it anyway)", prefix(.path))]
+    PublishRefused {
+        /// The dataset's manifest.
+        path: Option<PathBuf>,
+        /// The gate: `max_entry_change`, `max_type_change` or
+        /// `refuse_empty`.
+        gate: &'static str,
+        /// The numbers that broke it.
+        what: String,
+    },
+
     /// A store was used after it was closed.
     #[error("closed store {}", .path.display())]
     Closed {

@@ -179,8 +179,9 @@ pub extern "system" fn Java_dev_hashfile_Native_checkBuildOptions<'l>(
 }
 
 /// `Native.publishShards(location, generation, shardCount, reports,
-/// remote)`: checks the tasks' reports (`[file, entries, bytes, checksum]`
-/// each, flattened) against the files and publishes the manifest; the
+/// options, remote)`: checks the tasks' reports (`[file, entries, bytes,
+/// checksum]` each, flattened) against the files and publishes the
+/// manifest, as the job's publish options say (history, gates); the
 /// manifest's JSON.
 #[no_mangle]
 pub extern "system" fn Java_dev_hashfile_Native_publishShards<'l>(
@@ -190,11 +191,16 @@ pub extern "system" fn Java_dev_hashfile_Native_publishShards<'l>(
     generation: JString<'l>,
     shard_count: jint,
     reports: JObjectArray<'l>,
+    build: JObjectArray<'l>,
     remote: JObjectArray<'l>,
 ) -> jstring {
     run(&mut env, std::ptr::null_mut(), |env| {
         let location = objects::text(env, &location)?;
         let generation = objects::text(env, &generation)?;
+        let publish = hashfile_runtime::options::publish_task_options(
+            &options::given(env, &build)?,
+            Language::Java,
+        )?;
         let remote = remote_options(&options::given(env, &remote)?)?;
         let len = env.get_array_length(&reports)?;
         let mut fields = Vec::with_capacity(len as usize);
@@ -231,7 +237,7 @@ pub extern "system" fn Java_dev_hashfile_Native_publishShards<'l>(
             shard_count,
             reports,
             &remote,
-            &publish_options(),
+            &publish,
         )?;
         Ok(env.new_string(manifest.to_json())?.into_raw())
     })
@@ -254,13 +260,4 @@ pub extern "system" fn Java_dev_hashfile_Native_discardGeneration<'l>(
         dataset::discard_generation(&location, &generation, &remote)?;
         Ok(())
     })
-}
-
-/// How a distributed job's publish is recorded in the dataset's history.
-fn publish_options() -> dataset::PublishOptions {
-    dataset::PublishOptions::by(concat!(
-        "hashfile-jvm ",
-        env!("CARGO_PKG_VERSION"),
-        " (a distributed job)"
-    ))
 }

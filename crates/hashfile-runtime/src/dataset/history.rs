@@ -63,7 +63,7 @@ pub fn record_name(generation: &str) -> String {
 }
 
 /// How a publish is recorded and what it keeps.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct PublishOptions {
     /// Publishes kept: 1 to [`MAX_KEEP`].
     pub keep: u32,
@@ -73,6 +73,13 @@ pub struct PublishOptions {
     pub note: Option<String>,
     /// What published it: the binding or tool, and the release.
     pub tool: String,
+    /// The checks the new generation must pass first.
+    pub gates: super::gates::Gates,
+    /// Publish even if a gate refuses; the history records what it
+    /// overrode.
+    pub force: bool,
+    /// The refusal `force` overrode, for the history (set by the publish).
+    pub forced: Option<String>,
 }
 
 impl Default for PublishOptions {
@@ -82,6 +89,9 @@ impl Default for PublishOptions {
             retain: DEFAULT_RETAIN,
             note: None,
             tool: format!("hashfile-runtime {}", env!("CARGO_PKG_VERSION")),
+            gates: super::gates::Gates::default(),
+            force: false,
+            forced: None,
         }
     }
 }
@@ -97,6 +107,7 @@ impl PublishOptions {
 
     /// What is wrong with these options, if anything.
     pub fn check(&self) -> hashfile::Result<()> {
+        self.gates.check()?;
         if self.keep == 0 || self.keep > MAX_KEEP {
             return Err(hashfile::Error::InvalidOption {
                 name: "keep",
@@ -156,6 +167,9 @@ pub struct Publish {
     pub keep: u32,
     /// Seconds a replaced generation stays, by the same publish.
     pub retain_seconds: u64,
+    /// The refusal of a publish gate this publish overrode (`force`).
+    #[serde(default)]
+    pub forced: Option<String>,
 }
 
 impl Publish {
@@ -173,6 +187,7 @@ impl Publish {
             rollback,
             keep: options.keep,
             retain_seconds: options.retain.as_secs(),
+            forced: options.forced.clone(),
         }
     }
 
@@ -365,6 +380,7 @@ mod tests {
             rollback: false,
             keep: 3,
             retain_seconds: 0,
+            forced: None,
         }
     }
 

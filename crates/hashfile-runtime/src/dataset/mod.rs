@@ -11,6 +11,7 @@
 //! dataset is one request for the manifest and nothing per shard.
 
 pub mod arrow;
+pub mod gates;
 mod generations;
 pub mod history;
 #[cfg(feature = "import")]

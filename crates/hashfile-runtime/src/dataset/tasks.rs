@@ -346,7 +346,24 @@ pub fn publish_shards(
         entries: reports.iter().map(|s| s.entries).sum(),
         shards: reports,
     };
-    publish_manifest(&destination, &manifest, &replaced, remote, publish, false)?;
+    let mut publish = publish.clone();
+    if let Err(refused) =
+        super::gates::judge(&mut publish, &manifest_at, &replaced, &manifest, remote)
+    {
+        // Nothing of the refused generation is left: its shards go.
+        if destination.remote {
+            let _ = hashfile_remote::delete_beside(
+                &manifest_at,
+                |name| generation_of(name) == Some(generation),
+                remote,
+            );
+        } else {
+            remove_generations(destination.dir(), |g| g == generation);
+            remove_leftovers(destination.dir(), generation);
+        }
+        return Err(refused);
+    }
+    publish_manifest(&destination, &manifest, &replaced, remote, &publish, false)?;
     if !destination.remote {
         remove_leftovers(destination.dir(), generation);
     }

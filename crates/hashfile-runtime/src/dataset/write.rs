@@ -249,6 +249,13 @@ impl DatasetBuilder {
             routing: routing_name(),
             shards,
         };
+        super::gates::judge(
+            &mut self.publish,
+            &manifest_path.display().to_string(),
+            &replaced,
+            &manifest,
+            &Default::default(),
+        )?;
         write_record_local(dir, &manifest)?;
         hashfile::build::publish_file(manifest_path, manifest.to_json().as_bytes())?;
         Ok((manifest, replaced))

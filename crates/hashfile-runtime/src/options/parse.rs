@@ -300,14 +300,47 @@ pub fn remote_options(given: &Given) -> Result<RemoteOptions> {
 /// `ShardWriter`): what `build` takes, but not `shards`, which is the
 /// dataset's count, given to the writer itself.
 pub fn shard_task_options(given: &Given, language: Language) -> Result<BuildOptions> {
-    let request = build_request(Call::Build, given, language)?;
-    if request.shards.is_some() {
+    task_request(given, language).map(|request| request.options)
+}
+
+/// How the driver of a distributed job publishes its dataset: the
+/// publish options (history, gates) of the same options its tasks were
+/// given.
+pub fn publish_task_options(
+    given: &Given,
+    language: Language,
+) -> Result<crate::dataset::PublishOptions> {
+    let mut publish = task_request(given, language)?.publish;
+    publish.tool.push_str(", a distributed job");
+    Ok(publish)
+}
+
+/// A build request of one dataset's shard, `shards` being the job's.
+fn task_request(given: &Given, language: Language) -> Result<BuildRequest> {
+    if given
+        .iter()
+        .any(|(name, value)| name == "shards" && !value.is_nil())
+    {
         return Err(Error::InvalidArgument {
             message: "shards is the dataset's shard count, given to the writer itself, not a build option of one shard".into(),
         });
     }
-    Ok(request.options)
+    let mut dataset = given.to_vec();
+    dataset.push(("shards".into(), Arg::Int(1)));
+    build_request(Call::Build, &dataset, language)
 }
+
+/// The options of a dataset's publish (its history and its gates), which a
+/// build of one store does not take.
+const PUBLISH_OPTIONS: [&str; 7] = [
+    "keep",
+    "retain",
+    "note",
+    "max_entry_change",
+    "max_type_change",
+    "refuse_empty",
+    "force",
+];
 
 /// Checks `given` against what `call` (`Build` or `BuildFrom`) takes in
 /// `language`, and makes them the build's options.
@@ -367,6 +400,10 @@ pub fn build_request(call: Call, given: &Given, language: Language) -> Result<Bu
             "keep" => request.publish.keep = count(spec, value)? as u32,
             "retain" => request.publish.retain = seconds(spec, value)?,
             "note" => request.publish.note = Some(text(spec, value)?),
+            "max_entry_change" => request.publish.gates.max_entry_change = Some(number(spec, value)?),
+            "max_type_change" => request.publish.gates.max_type_change = Some(number(spec, value)?),
+            "refuse_empty" => request.publish.gates.refuse_empty = boolean(spec, value)?,
+            "force" => request.publish.force = boolean(spec, value)?,
             "threads" => request.threads = Some(threads(spec, value)?),
             "format" => {
                 let named = text(spec, value)?;
@@ -393,13 +430,14 @@ pub fn build_request(call: Call, given: &Given, language: Language) -> Result<Bu
         }
     }
     if request.shards.is_none() {
-        if let Some((name, _)) = given.iter().find(|(name, value)| {
-            ["keep", "retain", "note"].contains(&name.as_str()) && !value.is_nil()
-        }) {
+        if let Some((name, _)) = given
+            .iter()
+            .find(|(name, value)| PUBLISH_OPTIONS.contains(&name.as_str()) && !value.is_nil())
+        {
             let spec = table::find(name).expect("a publish option");
             return Err(Error::InvalidOption {
                 name: spec.name,
-                reason: "is for a dataset's history, and this builds one store (give shards for a dataset)".into(),
+                reason: "is for publishing a dataset (its history and gates), and this builds one store (give shards for a dataset)".into(),
             });
         }
     }

@@ -206,7 +206,7 @@ const fn count(min: u64, max: u64) -> Kind {
 }
 
 /// Every option, in the order docs and messages list them.
-pub static OPTIONS: [Spec; 51] = [
+pub static OPTIONS: [Spec; 55] = [
     // open
     spec("verify", Group::Open, Kind::Bool, OPEN, "check every checksum at open"),
     spec("reload", Group::Open, Kind::Seconds { zero: true }, OPEN, "look for a newer store (or dataset generation) at most every this many seconds"),
@@ -247,6 +247,10 @@ pub static OPTIONS: [Spec; 51] = [
     spec("keep", Group::Job, count(1, crate::dataset::history::MAX_KEEP as u64), BUILDS, "a dataset's publishes kept: the current one and those a rollback can go to"),
     spec("retain", Group::Job, Kind::Seconds { zero: true }, BUILDS, "the least time a replaced generation of a dataset stays, for readers that opened it, in seconds"),
     spec("note", Group::Job, Kind::Text, PUBLISHES, "why or from what a dataset is published (or rolled back), kept in its history"),
+    spec("max_entry_change", Group::Job, Kind::Number, BUILDS, "refuse to publish a dataset whose entry count differs from the current one's by more than this fraction (0.1: 10%)"),
+    spec("max_type_change", Group::Job, Kind::Number, BUILDS, "refuse to publish a dataset in which more than this fraction of the current keys changed value type"),
+    spec("refuse_empty", Group::Job, Kind::Bool, BUILDS, "refuse to publish a dataset of no entries"),
+    spec("force", Group::Job, Kind::Bool, BUILDS, "publish a dataset even if a gate refuses it; its history records what was overridden"),
     // build_from
     spec("format", Group::Import, Kind::Name, BUILD_FROM, "the input format (else from each file's extension)"),
     spec("key_column", Group::Import, Kind::Column, BUILD_FROM, "CSV/TSV: the key's column (a header name, or a 0-based index)"),
@@ -329,6 +333,7 @@ fn default_of(name: &str) -> Arg {
         "keys_per_part" => Arg::Int(build.keys_per_part as i128),
         "keep" => Arg::Int(crate::dataset::history::DEFAULT_KEEP as i128),
         "values" => Arg::Bool(true),
+        "refuse_empty" | "force" => Arg::Bool(false),
         "retain" => Arg::Float(crate::dataset::history::DEFAULT_RETAIN.as_secs_f64()),
         "key_column" => column(&import.key_column),
         "value_column" => column(&import.value_column),

@@ -58,18 +58,30 @@ public final class DatasetTasks {
      * Checks that every shard of {@code 0..shardCount} was reported once
      * and that each file holds what its report says (entries, length,
      * header checksum), then publishes the manifest (a rename, or one PUT);
-     * returns the manifest's JSON. The generation it replaces is retired as
-     * any build retires it.
+     * returns the manifest's JSON. {@code options} are the job's build
+     * options: their publish ones ({@code keep}, {@code retain}, {@code
+     * note}, and the gates {@code max_entry_change}, {@code
+     * max_type_change}, {@code refuse_empty}, {@code force}) apply here; a
+     * gate that refuses throws {@link PublishRefusedException} and removes
+     * the job's shards. The generation it replaces is retired as any build
+     * retires it.
      */
     public static String publish(String location, String generation, int shardCount, List<ShardReport> reports,
-            Map<String, ?> remote) {
+            Map<String, ?> options, Map<String, ?> remote) {
         String[] fields = new String[4 * reports.size()];
         for (int i = 0; i < reports.size(); i++) {
             System.arraycopy(reports.get(i).fields(), 0, fields, 4 * i, 4);
         }
         return Native.publishShards(Objects.requireNonNull(location, "location"),
                 Objects.requireNonNull(generation, "generation"), shardCount, fields,
+                Native.pairs(Objects.requireNonNull(options, "options")),
                 Native.pairs(Objects.requireNonNull(remote, "remote")));
+    }
+
+    /** {@link #publish(String, String, int, List, Map, Map)} with no publish options. */
+    public static String publish(String location, String generation, int shardCount, List<ShardReport> reports,
+            Map<String, ?> remote) {
+        return publish(location, generation, shardCount, reports, Map.of(), remote);
     }
 
     /** Removes what a failed job wrote of {@code generation}; what readers read is not touched. */

@@ -52,6 +52,7 @@ final class Errors {
             case "DatasetError": return new FormatException.Dataset(message, attributes);
             case "ChecksumError": return new FormatException.Checksum(message, attributes);
             case "DuplicateKeyError": return new DuplicateKeyException(message, attributes);
+            case "PublishRefusedError": return new PublishRefusedException(message, attributes);
             case "ParseError": return new ParseException(message, attributes);
             case "LimitError": return new LimitException(message, attributes);
             case "ClosedError": return new ClosedException(message, attributes);

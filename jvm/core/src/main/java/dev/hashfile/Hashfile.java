@@ -109,7 +109,7 @@ public final class Hashfile {
      * published_at} (UTC text), {@code entries}, {@code bytes}, {@code
      * shards}, {@code tool} (what published it), {@code note}, {@code
      * rollback} (whether it made an earlier generation current again),
-     * {@code current}, {@code keep}, {@code retain_seconds} and {@code
+     * {@code forced} (the gate refusal it overrode, or null), {@code current}, {@code keep}, {@code retain_seconds} and {@code
      * sequence}. {@code dataset} is its directory, its manifest's path or
      * URL, or an {@code s3://} prefix; {@code options} are the remote ones of
      * {@link #open(String, Map)}. A {@link FormatException.Dataset} if there

@@ -159,7 +159,7 @@ final class Native {
     static native void checkBuildOptions(Object[] options, Object[] remote);
 
     static native String publishShards(String location, String generation, int shardCount, String[] reports,
-            Object[] remote);
+            Object[] options, Object[] remote);
 
     static native void discardGeneration(String location, String generation, Object[] remote);
 

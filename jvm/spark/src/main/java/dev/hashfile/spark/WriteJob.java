@@ -130,7 +130,8 @@ final class WriteJob {
                     }
                 }
             }
-            DatasetTasks.publish(options.path(), generation, shards, new ArrayList<>(written.values()), options.remote());
+            DatasetTasks.publish(options.path(), generation, shards, new ArrayList<>(written.values()), options.build(),
+                    options.remote());
         } catch (Throwable e) {
             // A task Spark is still cancelling could publish its shard after
             // the discard: the job's tasks end first.

@@ -30,6 +30,7 @@ import org.junit.jupiter.api.io.TempDir;
 
 import dev.hashfile.DuplicateKeyException;
 import dev.hashfile.Hashfile;
+import dev.hashfile.PublishRefusedException;
 import dev.hashfile.Reader;
 
 /**
@@ -170,6 +171,23 @@ class SparkDatasetTest {
                 () -> df.write().format("hashfile").option("key", "id").option("shards", "4").save(path));
         assertTrue(e.getMessage().contains("777"), e.getMessage());
         assertFalse(Files.exists(Path.of(path)), "the directory the job made is gone with its shards");
+    }
+
+    @Test
+    void aPublishGateRefusesAJobAndTheDatasetStaysWithItsNote() {
+        String path = dir.resolve("gated").toString();
+        products(1000).write().format("hashfile").option("key", "id").option("shards", "2")
+                .option("note", "first load").save(path);
+        PublishRefusedException e = assertThrows(PublishRefusedException.class,
+                () -> products(100).write().format("hashfile").mode("overwrite").option("key", "id")
+                        .option("shards", "2").option("max_entry_change", "0.5").save(path));
+        assertEquals("max_entry_change", e.gate());
+        assertTrue(e.getMessage().contains("100 entries against 1000 now (-90.0%), more than 50.0%"), e.getMessage());
+        List<Map<String, Object>> history = Hashfile.history(path);
+        assertEquals(1, history.size(), "nothing published");
+        assertEquals("first load", history.get(0).get("note"));
+        assertTrue(((String) history.get(0).get("tool")).contains("a distributed job"), history.toString());
+        assertEquals(1000, entries(path).size());
     }
 
     @Test
