@@ -60,7 +60,7 @@ class BindingTest < HashfileTest
     assert_includes Hashfile::OPTIONS[:open], :verify
     assert_includes Hashfile::OPTIONS[:build_from], :key_column
     assert_includes Hashfile::OPTIONS[:build_from], :progress
-    assert_equal Hashfile::OPTIONS[:build].sort, (Hashfile::BUILD_DEFAULTS.keys + %i[shards keep retain note serializer]).sort
+    assert_equal Hashfile::OPTIONS[:build].sort, (Hashfile::BUILD_DEFAULTS.keys + %i[shards keep retain note max_entry_change max_type_change refuse_empty force serializer]).sort
   end
 
   def test_options_are_refused_by_name

@@ -169,7 +169,8 @@ class ConformanceTest < HashfileTest
         next expect_partial(value, got, "#{where}: #{key}") if value.is_a?(Array) || value.is_a?(Hash)
 
         # A name of a fixed set (a value's type) is a Symbol in Ruby.
-        assert_equal value, got.is_a?(Symbol) ? got.to_s : got, "#{where}: #{key}"
+        got = got.to_s if got.is_a?(Symbol)
+        value.nil? ? assert_nil(got, "#{where}: #{key}") : assert_equal(value, got, "#{where}: #{key}")
       end
     end
   end
@@ -301,7 +302,9 @@ class ConformanceCLITest < HashfileTest
       assert_equal expected.size, actual.size, "#{where}: #{actual.inspect}"
       expected.zip(actual).each_with_index { |(e, a), i| expect_partial(e, a, "#{where}, item #{i}") }
     else
-      expected.each { |key, value| assert_equal value, actual.fetch(key), "#{where}: #{key}" }
+      expected.each do |key, value|
+        value.nil? ? assert_nil(actual.fetch(key), "#{where}: #{key}") : assert_equal(value, actual.fetch(key), "#{where}: #{key}")
+      end
     end
   end
 

@@ -22,7 +22,8 @@ module Hashfile
       "dump" => "dump FILE [--format F]    print every entry as jsonl (default), json or tsv",
       "history" => "history DATASET [--json]  the publishes a dataset keeps, newest (current) first",
       "rollback" => "rollback DATASET [GEN]    make an earlier generation current again (no rebuild)",
-      "diff" => "diff A [B]                 keys added, removed and changed, as JSON Lines; a summary"
+      "diff" => "diff A [B]                 keys added, removed and changed, as JSON Lines; a summary",
+      "serve" => "serve FILE [--port N]      a read-only explorer page on 127.0.0.1: look up, scan, info, history, diff"
     }.freeze
 
     DUMP_FORMATS = %w[jsonl json tsv].freeze
@@ -638,6 +639,36 @@ module Hashfile
           @out.puts Terminal.json(info)
         else
           print_info(argv[0], info)
+        end
+        0
+      end
+    end
+
+    def cmd_serve(argv)
+      catch(:done) do
+        bind = "127.0.0.1"
+        port = 0
+        token = nil
+        remote = {}
+        parser("serve") do |o|
+          o.separator ""
+          o.separator "A web page of FILE (a store, a dataset or a URL), read-only, until interrupted."
+          o.on("--port N", Integer, "the port (default: a free one)") { |v| port = v }
+          o.on("--bind ADDRESS", "listen on ADDRESS, not 127.0.0.1; then every request needs the token") { |v| bind = v }
+          o.on("--token TOKEN", "the token a request must carry (default: one made when --bind is given)") { |v| token = v }
+          remote_options(o, remote)
+        end.parse!(argv)
+        raise UsageError, "serve needs exactly one FILE" unless argv.size == 1
+        raise UsageError, "--token is at least 16 characters" if token && token.size < 16
+
+        require "hashfile/explorer"
+        explorer = Explorer.new(argv[0], bind: bind, port: port, token: token, open_options: remote)
+        print_report "hashfile serve: #{explorer.url} (read-only; Ctrl-C stops it)"
+        @out.flush
+        begin
+          explorer.run
+        ensure
+          explorer.stop
         end
         0
       end
