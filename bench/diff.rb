@@ -51,8 +51,8 @@ end
 # Key i's value on side A; side B changes every 100th key: i % 300 == 0
 # removed, == 100 changed (every other one to a map), == 200 added (a key
 # of its own).
-FILL_A = %(->(w) { #{ENTRIES}.times { |i| w["key-%010d" % i] = "value-\#{i}" } })
-FILL_B = <<~RUBY
+FILL_A = %(->(w) { #{ENTRIES}.times { |i| w["key-%010d" % i] = "value-\#{i}" } }).freeze
+FILL_B = <<~RUBY.freeze
   ->(w) do
     #{ENTRIES}.times do |i|
       case i % 300

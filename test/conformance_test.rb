@@ -104,7 +104,7 @@ class ConformanceTest < HashfileTest
           a, b = step["diff"]
           opts = options(step)
           if step["generations"]
-            opts[:generation_a], opts[:generation_b] = [a, b].zip(step["generations"]).map { |d, i| generation_at(d, i) }
+            opts[:generation_a], opts[:generation_b] = [a, b].zip(step["generations"]).map { |d, at| generation_at(d, at) }
           end
           lines = []
           summary = Hashfile.diff(location(a), location(b), **opts) { |line| lines << JSON.parse(line) }

@@ -74,7 +74,11 @@ module Hashfile
         end
       rescue ThreadError
         # No room: MAX_CONNECTIONS are being answered.
-        client.write("HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n") rescue nil
+        begin
+          client.write("HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+        rescue SystemCallError, IOError
+          nil
+        end
         client.close
       rescue IOError, Errno::EBADF
         break # stopped
@@ -116,11 +120,12 @@ module Hashfile
       MAX_HEADERS.times do
         header = read_line(socket)
         return reply(socket, "400 Bad Request") unless header
-        break [method, target, headers] if header.empty?
+        return [method, target, headers] if header.empty?
 
         name, value = header.split(":", 2)
         headers[name.strip.downcase] = value.to_s.strip
-      end.then { |done| done.is_a?(Array) ? done : reply(socket, "431 Request Header Fields Too Large") }
+      end
+      reply(socket, "431 Request Header Fields Too Large")
     end
 
     def read_line(socket)

@@ -77,7 +77,7 @@ def expect_partial(expected: Any, actual: Any, where: str) -> None:
     names, with that value, and a list as many items."""
     if isinstance(expected, list):
         assert len(actual) == len(expected), f"{where}: {actual!r}"
-        for i, (e, a) in enumerate(zip(expected, actual)):
+        for i, (e, a) in enumerate(zip(expected, actual, strict=True)):
             expect_partial(e, a, f"{where}, item {i}")
     else:
         for key, v in expected.items():

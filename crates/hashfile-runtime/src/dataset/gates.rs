@@ -113,73 +113,6 @@ fn fraction(part: u64, whole: u64) -> f64 {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn manifest(entries: u64) -> Manifest {
-        Manifest {
-            hashfile_dataset: 2,
-            generation: "g".into(),
-            sequence: 1,
-            routing: super::super::manifest::routing_name(),
-            entries,
-            shards: vec![],
-        }
-    }
-
-    #[test]
-    fn each_gate_names_its_numbers() {
-        let gates = Gates {
-            max_entry_change: Some(0.1),
-            max_type_change: Some(0.01),
-            refuse_empty: true,
-        };
-        let none = || Ok(0);
-        assert_eq!(
-            gates
-                .refusal(Some(&manifest(100)), &manifest(105), none)
-                .unwrap(),
-            None
-        );
-        let (gate, what) = gates
-            .refusal(Some(&manifest(100)), &manifest(80), none)
-            .unwrap()
-            .unwrap();
-        assert_eq!(
-            (gate, what.as_str()),
-            (
-                "max_entry_change",
-                "80 entries against 100 now (-20.0%), more than 10.0%"
-            )
-        );
-        let (gate, what) = gates
-            .refusal(Some(&manifest(100)), &manifest(100), || Ok(2))
-            .unwrap()
-            .unwrap();
-        assert_eq!(
-            (gate, what.as_str()),
-            (
-                "max_type_change",
-                "2 of 100 keys changed value type (2.0%), more than 1.0%"
-            )
-        );
-        let (gate, _) = gates.refusal(None, &manifest(0), none).unwrap().unwrap();
-        assert_eq!(gate, "refuse_empty");
-        assert_eq!(
-            gates.refusal(None, &manifest(3), none).unwrap(),
-            None,
-            "a first publish has nothing to compare"
-        );
-        assert!(Gates {
-            max_entry_change: Some(-1.0),
-            ..Gates::default()
-        }
-        .check()
-        .is_err());
-    }
-}
-
 /// Judges publishing `new` at `manifest_at` over what `replaced` found
 /// there, by `publish`'s gates: a refusal is `Error::PublishRefused`, or,
 /// with `force`, recorded in `publish.forced` for the history. A current
@@ -256,4 +189,71 @@ fn type_changes(
         name: "max_type_change",
         reason: "needs hashfile-runtime's parallel feature (a diff of the two generations)".into(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn manifest(entries: u64) -> Manifest {
+        Manifest {
+            hashfile_dataset: 2,
+            generation: "g".into(),
+            sequence: 1,
+            routing: super::super::manifest::routing_name(),
+            entries,
+            shards: vec![],
+        }
+    }
+
+    #[test]
+    fn each_gate_names_its_numbers() {
+        let gates = Gates {
+            max_entry_change: Some(0.1),
+            max_type_change: Some(0.01),
+            refuse_empty: true,
+        };
+        let none = || Ok(0);
+        assert_eq!(
+            gates
+                .refusal(Some(&manifest(100)), &manifest(105), none)
+                .unwrap(),
+            None
+        );
+        let (gate, what) = gates
+            .refusal(Some(&manifest(100)), &manifest(80), none)
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (gate, what.as_str()),
+            (
+                "max_entry_change",
+                "80 entries against 100 now (-20.0%), more than 10.0%"
+            )
+        );
+        let (gate, what) = gates
+            .refusal(Some(&manifest(100)), &manifest(100), || Ok(2))
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (gate, what.as_str()),
+            (
+                "max_type_change",
+                "2 of 100 keys changed value type (2.0%), more than 1.0%"
+            )
+        );
+        let (gate, _) = gates.refusal(None, &manifest(0), none).unwrap().unwrap();
+        assert_eq!(gate, "refuse_empty");
+        assert_eq!(
+            gates.refusal(None, &manifest(3), none).unwrap(),
+            None,
+            "a first publish has nothing to compare"
+        );
+        assert!(Gates {
+            max_entry_change: Some(-1.0),
+            ..Gates::default()
+        }
+        .check()
+        .is_err());
+    }
 }
