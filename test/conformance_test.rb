@@ -50,6 +50,25 @@ end
 
 # The steps on files both runners take.
 module ConformanceFiles
+  # +actual+ (a Hash, or an Array of them; keys Symbols from the API, text
+  # from the CLI's JSON) has every key +expected+ names, with that value,
+  # and an Array as many items. A name of a fixed set (a value's type) is
+  # a Symbol in Ruby.
+  def expect_partial(expected, actual, where)
+    if expected.is_a?(Array)
+      assert_equal expected.size, actual.size, "#{where}: #{actual.inspect}"
+      expected.zip(actual).each_with_index { |(e, a), i| expect_partial(e, a, "#{where}, item #{i}") }
+      return
+    end
+    expected.each do |key, value|
+      got = actual.fetch(key.to_sym) { actual.fetch(key) }
+      next expect_partial(value, got, "#{where}: #{key}") if value.is_a?(Array) || value.is_a?(Hash)
+
+      got = got.to_s if got.is_a?(Symbol)
+      value.nil? ? assert_nil(got, "#{where}: #{key}") : assert_equal(value, got, "#{where}: #{key}")
+    end
+  end
+
   # Replaces the first occurrence of the bytes `find` in a file by
   # `replace` (hex, as the table gives them): damage no writer makes.
   def patch(step, where)
@@ -155,24 +174,6 @@ class ConformanceTest < HashfileTest
   # The generation at index +index+ of the dataset's history, newest first.
   def generation_at(dataset, index)
     Hashfile.history(location(dataset)).fetch(index).fetch(:generation)
-  end
-
-  # +actual+ (a Hash, or an Array of them) has every key +expected+ names,
-  # with that value, and an Array as many items.
-  def expect_partial(expected, actual, where)
-    if expected.is_a?(Array)
-      assert_equal expected.size, actual.size, "#{where}: #{actual.inspect}"
-      expected.zip(actual).each_with_index { |(e, a), i| expect_partial(e, a, "#{where}, item #{i}") }
-    else
-      expected.each do |key, value|
-        got = actual.fetch(key.to_sym)
-        next expect_partial(value, got, "#{where}: #{key}") if value.is_a?(Array) || value.is_a?(Hash)
-
-        # A name of a fixed set (a value's type) is a Symbol in Ruby.
-        got = got.to_s if got.is_a?(Symbol)
-        value.nil? ? assert_nil(got, "#{where}: #{key}") : assert_equal(value, got, "#{where}: #{key}")
-      end
-    end
   end
 
   def options(step)
@@ -294,18 +295,6 @@ class ConformanceCLITest < HashfileTest
   # The generation at index +index+ of the dataset's history (the CLI's).
   def generation_at(dataset, index)
     JSON.parse(run_cli("history", dataset, "--json")[1]).fetch(index).fetch("generation")
-  end
-
-  # +actual+ (parsed JSON) has every key +expected+ names, with that value.
-  def expect_partial(expected, actual, where)
-    if expected.is_a?(Array)
-      assert_equal expected.size, actual.size, "#{where}: #{actual.inspect}"
-      expected.zip(actual).each_with_index { |(e, a), i| expect_partial(e, a, "#{where}, item #{i}") }
-    else
-      expected.each do |key, value|
-        value.nil? ? assert_nil(actual.fetch(key), "#{where}: #{key}") : assert_equal(value, actual.fetch(key), "#{where}: #{key}")
-      end
-    end
   end
 
   # An option as the CLI's flag: key_column: 0 is --key-column 0, true

@@ -60,6 +60,25 @@ fn write_shard(
     writer.finish().unwrap()
 }
 
+/// A job of a new generation that writes `shards` at `at` and publishes
+/// them; its generation id.
+fn publish_job(at: &str, shards: &[Vec<&str>]) -> String {
+    let generation = new_generation();
+    let reports = (0..SHARDS)
+        .map(|i| write_shard(at, &generation, i, &shards[i as usize]))
+        .collect();
+    publish_shards(
+        at,
+        &generation,
+        SHARDS,
+        reports,
+        &RemoteOptions::default(),
+        &PublishOptions::default(),
+    )
+    .unwrap();
+    generation
+}
+
 #[test]
 fn shards_written_apart_publish_as_one_dataset_byte_identical_to_a_single_build() {
     let dir = tempfile::tempdir().unwrap();
@@ -110,19 +129,7 @@ fn a_shard_a_failed_attempt_left_is_caught_before_the_manifest() {
     let at = dir.path().display().to_string();
     let keys = keys(2000);
     let shards = routed(&keys);
-    let first = new_generation();
-    let reports: Vec<_> = (0..SHARDS)
-        .map(|i| write_shard(&at, &first, i, &shards[i as usize]))
-        .collect();
-    publish_shards(
-        &at,
-        &first,
-        SHARDS,
-        reports,
-        &RemoteOptions::default(),
-        &PublishOptions::default(),
-    )
-    .unwrap();
+    let first = publish_job(&at, &shards);
 
     // The second job: shard 2's report is of a whole shard, but the file
     // under its name is what an attempt that saw half the rows wrote after.
@@ -542,19 +549,7 @@ fn a_gate_that_refuses_a_jobs_publish_removes_its_shards() {
     let at = dir.path().join("ds").display().to_string();
     let all = keys(2000);
     let shards = routed(&all);
-    let first = new_generation();
-    let reports = (0..SHARDS)
-        .map(|i| write_shard(&at, &first, i, &shards[i as usize]))
-        .collect();
-    publish_shards(
-        &at,
-        &first,
-        SHARDS,
-        reports,
-        &RemoteOptions::default(),
-        &PublishOptions::default(),
-    )
-    .unwrap();
+    let first = publish_job(&at, &shards);
     let before: Vec<_> = std::fs::read_dir(&at)
         .unwrap()
         .map(|e| e.unwrap().file_name())
