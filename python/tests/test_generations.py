@@ -40,7 +40,7 @@ def test_history_rollback_and_a_pinned_reader(tmp_path):
     with pytest.raises(hashfile.DatasetError, match="is not kept here"):
         hashfile.rollback(ds, "20200101T000000Z-00000000")
     with pytest.raises(TypeError, match="unknown option verify for history"):
-        hashfile.history(ds, verify=True)
+        hashfile.history(ds, verify=True)  # type: ignore[call-arg]
 
 
 def test_diff_lines_and_summary(tmp_path):
