@@ -120,7 +120,9 @@ impl<F: FnMut(&str) -> hashfile::Result<()>> DiffSink for F {
 
 /// Diffs `a` against `b` on `pool`: `sink` is given each change as one
 /// JSON object, in `a`'s stored order for keys removed or changed, then
-/// `b`'s for keys added:
+/// `b`'s for keys added (two local datasets of as many shards: so for each
+/// pair of shards in turn, each pair's two stores mapped only while it is
+/// compared, which bounds the pages a diff of large datasets maps):
 ///
 /// ```text
 /// {"op":"removed","key":"k1","value":1}
@@ -145,6 +147,52 @@ pub fn diff(
         shards: vec![ShardChanges::default(); shards],
         ..Summary::default()
     };
+    match paired(a, b) {
+        // Keys of shard i are in shard i of either side: each pair apart,
+        // its two stores mapped only while it is compared.
+        Some((da, db)) => {
+            for i in 0..shards {
+                let (sa, sb) = (
+                    Table::Store(da.open_shard(i)?),
+                    Table::Store(db.open_shard(i)?),
+                );
+                let mut pair = Summary {
+                    shards: vec![ShardChanges::default(); 1],
+                    ..Summary::default()
+                };
+                both_sides(&sa, &sb, options, pool, sink, &mut pair)?;
+                let counts = pair.shards[0];
+                pair.shards = vec![ShardChanges::default(); shards];
+                pair.shards[i] = counts;
+                summary.add(pair);
+            }
+        }
+        None => both_sides(a, b, options, pool, sink, &mut summary)?,
+    }
+    Ok(summary)
+}
+
+/// Both datasets, if their shards pair up: local, and as many of them
+/// (routing is the format's, the same in both).
+fn paired<'t>(
+    a: &'t Table,
+    b: &'t Table,
+) -> Option<(&'t crate::dataset::Dataset, &'t crate::dataset::Dataset)> {
+    let (da, db) = (a.as_dataset()?, b.as_dataset()?);
+    (da.shard_count() == db.shard_count() && !a.is_remote() && !b.is_remote()).then_some((da, db))
+}
+
+/// Reads `a` looking each block up in `b` (keys removed or changed), then
+/// `b` looking up in `a` (keys added), into `summary`.
+fn both_sides(
+    a: &Table,
+    b: &Table,
+    options: DiffOptions,
+    pool: &rayon::ThreadPool,
+    sink: &mut dyn DiffSink,
+    summary: &mut Summary,
+) -> hashfile::Result<()> {
+    let shards = summary.shards.len();
     for side in [Side::Before, Side::After] {
         let (read, other) = match side {
             Side::Before => (a, b),
@@ -178,7 +226,7 @@ pub fn diff(
             sink.between()?;
         }
     }
-    Ok(summary)
+    Ok(())
 }
 
 /// Which side a block was read from.

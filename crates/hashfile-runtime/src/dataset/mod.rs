@@ -303,7 +303,10 @@ impl Dataset {
             .map_err(|what| self.shard_error(i, what))
     }
 
-    fn open_shard(&self, i: usize) -> hashfile::Result<Store> {
+    /// Shard `i` opened anew and checked against the manifest, not kept by
+    /// the dataset: for work that reads shards one after another and lets
+    /// each go when done (a diff), so that their maps do not add up.
+    pub fn open_shard(&self, i: usize) -> hashfile::Result<Store> {
         let entry = &self.manifest.shards[i];
         let at = self.shard_location(i);
         let wrong = |what: String| self.shard_error(i, what);
