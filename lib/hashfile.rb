@@ -288,7 +288,9 @@ module Hashfile
     end
 
     # What changed from +a+ to +b+ (two stores, two datasets, or two
-    # generations of one: +generation_a:+, +generation_b:+), reading each
+    # generations of one: +generation_a:+, +generation_b:+; one dataset
+    # alone, its generation published before the current one against the
+    # current one, or before +generation_b:+ against it), reading each
     # side in stored order and looking its keys up in the other, in
     # parallel (+threads:+), in bounded memory. Yields each change as one
     # line of JSON, keys removed or changed in +a+'s order, then keys added
@@ -304,7 +306,7 @@ module Hashfile
     # keys:}+ each), +:bytes_added+, +:bytes_removed+,
     # +:changed_bytes_before+, +:changed_bytes_after+ and +:shards+ (the
     # changes per shard of +b+). The remote options of +open+ reach both.
-    def diff(a, b, **options, &block)
+    def diff(a, b = a, **options, &block)
       _diff(path_string(a), path_string(b), keywords(options), block)
     end
 

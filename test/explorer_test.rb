@@ -93,7 +93,7 @@ class ExplorerTest < HashfileTest
     assert_equal "400", bad.code
     assert_match(/a cursor is four integers/, JSON.parse(bad.body)["error"])
     assert_equal "400", get("/api/keys?cursor=0,0,0,-1").code
-    assert_match(/key is missing/, JSON.parse(get("/api/get").body)["error"])
+    assert_match(/key \(or key_hex\) is missing/, JSON.parse(get("/api/get").body)["error"])
   end
 
   def test_bound_elsewhere_every_request_needs_the_token
@@ -105,6 +105,8 @@ class ExplorerTest < HashfileTest
     assert_equal "401", get("/?token=#{"0" * 32}", port: other.port, address: "127.0.0.2").code
     assert_equal "200", get("/api/info?token=#{other.token}", port: other.port, address: "127.0.0.2").code
     assert_equal "200", get("/?token=#{other.token}", port: other.port, address: "127.0.0.2").code
+    assert_equal "200", get("/app.js", port: other.port, address: "127.0.0.2").code, "the page asks for it without the token"
+    assert_equal "401", get("/", port: other.port, address: "127.0.0.2").code
   ensure
     other&.stop
     thread&.join(5)
@@ -161,6 +163,26 @@ class ExplorerTest < HashfileTest
     assert_includes dom, "&lt;img src=x onerror=alert(1)&gt;"
     refute_includes dom, "<img src=x"
     assert_includes dom, "&lt;b&gt;k&lt;/b&gt;"
+  ensure
+    other&.stop
+    thread&.join(5)
+  end
+
+  def test_keys_and_values_json_cannot_hold_are_listed_as_such
+    Hashfile.build(path("odd.hf"), { "ok" => 1, "\xff\xfe".b => "binary key", "nan" => Float::NAN })
+    other = Hashfile::Explorer.new(path("odd.hf"))
+    thread = Thread.new { other.run }
+    listed = JSON.parse(get("/api/keys", port: other.port).body)
+    assert_equal 3, listed["keys"].size
+    by_key = listed["keys"].to_h { |k| [k["key"], k["value"]] }
+    assert_equal 1, by_key["ok"]
+    assert_equal "binary key", by_key[{ "$bytes" => "fffe" }]
+    assert_match(/NaN/, by_key["nan"]["$not_json"])
+    assert_equal "binary key", JSON.parse(get("/api/get?key_hex=fffe", port: other.port).body)["value"]
+    # A cursor no answer gave is refused, naming it; one past every number, too.
+    assert_match(/is not where a chunk of records starts/, JSON.parse(get("/api/keys?cursor=0,7,0,0", port: other.port).body)["error"])
+    assert_equal "400", get("/api/keys?cursor=99999999999999999999999,0,0,0", port: other.port).code
+    # Bound elsewhere, the page's script and style need no token; its data does.
   ensure
     other&.stop
     thread&.join(5)

@@ -36,10 +36,12 @@ class RollbackTest < HashfileTest
     seen
   end
 
-  # Rolls back ROLLBACKS times: "one", "two", "one", ...
+  # Rolls back and forth ROLLBACKS times: to "one", to "two", to "one",
+  # ... (by name: a rollback without one goes further back each time).
   def roll(dir)
-    ROLLBACKS.times do
-      Hashfile.rollback(dir)
+    two, one = Hashfile.history(dir).map { |p| p[:generation] }
+    ROLLBACKS.times do |i|
+      Hashfile.rollback(dir, i.even? ? one : two)
       sleep 0.01
     end
   end
@@ -66,10 +68,14 @@ class RollbackTest < HashfileTest
       writer.close
       [pid, reader]
     end
-    roll(dir)
-    sleep 0.3 # each reader's next check finds the last rollback
-    File.write("#{dir}.done", "")
-    done = true
+    begin
+      roll(dir)
+      sleep 0.3 # each reader's next check finds the last rollback
+    ensure
+      # The children stop whatever happened here.
+      File.write("#{dir}.done", "")
+      done = true
+    end
     seen = threads.map(&:value)
     current = db["key-0"]
     children.each do |pid, reader|
@@ -94,7 +100,12 @@ class RollbackTest < HashfileTest
     db = Hashfile.open(nginx.url("/files/ds/hashfile-dataset.json"), reload: 0)
     done = false
     reader = Thread.new { read_until(db, -> { done }) }
-    roll(dir)
+    begin
+      roll(dir)
+    rescue StandardError
+      done = true
+      raise
+    end
     current = Hashfile.open(dir)["key-0"]
     deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + 5
     sleep 0.05 until db["key-0"] == current || Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline

@@ -181,7 +181,7 @@ module Hashfile
       # published the store. Interrupt exits 130; other signals are raised
       # again, so that the process ends by the signal, as shells expect.
       what = e.is_a?(Interrupt) ? "interrupted" : "stopped by #{e.message}"
-      print_message "", "hashfile: #{what}; #{@output ? written_state(@output) : "nothing was written"}"
+      print_message "", "hashfile: #{what}#{@serving ? "" : "; #{@output ? written_state(@output) : "nothing was written"}"}"
       raise unless e.is_a?(Interrupt)
 
       130
@@ -212,6 +212,7 @@ module Hashfile
 
       message = e.message.lines.first&.chomp.to_s
       message = parse_hints_as_flags(message) if e.is_a?(Hashfile::ParseError)
+      message = message.sub("(force publishes it anyway)", "(--force publishes it anyway)") if e.is_a?(Hashfile::PublishRefusedError)
       print_message "hashfile: #{message}"
       if e.is_a?(Hashfile::DuplicateKeyError)
         print_message "To keep one of them, give --on-duplicate first or last; --merge deep merges nested keys as I18n merges locale files."
@@ -464,6 +465,10 @@ module Hashfile
         end
 
         options[:force] = true if force && options[:shards]
+        gates = options.keys & %i[max_entry_change max_type_change refuse_empty]
+        if check && !gates.empty?
+          raise UsageError, "--check publishes nothing, so no gate judges it: leave out #{gates.map { |g| "--#{g.to_s.tr("_", "-")}" }.join(", ")}"
+        end
         @given = options.keys
         return build_check(argv, output, options, quiet) if check
 
@@ -663,6 +668,7 @@ module Hashfile
 
         require "hashfile/explorer"
         explorer = Explorer.new(argv[0], bind: bind, port: port, token: token, open_options: remote)
+        @serving = true
         print_report "hashfile serve: #{explorer.url} (read-only; Ctrl-C stops it)"
         @out.flush
         begin
@@ -746,14 +752,7 @@ module Hashfile
         raise UsageError, "diff needs A and B, or one DATASET" unless (1..2).cover?(argv.size)
 
         a, b = argv
-        unless b
-          history = Hashfile.history(a, **options.slice(:headers, :timeout))
-          raise UsageError, "diff #{a}: the dataset keeps one generation; name two things to compare" if history.size < 2
-
-          b = a
-          options[:generation_a] ||= history.find { |p| p[:generation] != history[0][:generation] }&.fetch(:generation) || history[1][:generation]
-          options[:generation_b] ||= history[0][:generation]
-        end
+        b ||= a # one dataset: its generation before the current one (or --generation-b) against that one
         escape = escape_data?
         each = summary_only ? nil : ->(line) { @out.puts(escape ? Terminal.json_text(line) : line) }
         summary = Hashfile.diff(a, b, **options, &each)

@@ -110,6 +110,7 @@ module Hashfile
     # [method, target, headers] of the request on +socket+, or nil after
     # answering one that is not read (too long, too slow, malformed).
     def read_request(socket)
+      @deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + READ_TIMEOUT
       line = read_line(socket)
       return reply(socket, "400 Bad Request") unless line
 
@@ -131,7 +132,10 @@ module Hashfile
     def read_line(socket)
       line = +""
       until line.end_with?("\n")
-        return nil unless socket.wait_readable(READ_TIMEOUT)
+        # The whole request within READ_TIMEOUT, not each byte: a client
+        # that sends a byte now and then holds no connection for long.
+        left = @deadline - Process.clock_gettime(Process::CLOCK_MONOTONIC)
+        return nil unless left.positive? && socket.wait_readable(left)
 
         chunk = socket.read_nonblock(1, exception: false)
         return nil if chunk.nil? # the client went away
@@ -154,15 +158,20 @@ module Hashfile
       path, query = target.split("?", 2)
       params = URI.decode_www_form(query.to_s).to_h
       return ["421 Misdirected Request", "text/plain", "this server answers for #{@bind} alone\n"] unless host_allowed?(headers["host"])
-      return ["401 Unauthorized", "text/plain", "this page needs its token: the URL hashfile serve printed\n"] unless token_given?(params, headers)
-
-      if (file = FILES[path])
+      # The page's script and style hold no data: the page asks for them
+      # by their names alone. Everything else needs the token.
+      if (file = FILES[path]) && path != "/"
         return ["200 OK", file[1], File.read(File.join(ASSETS, file[0]))]
       end
+      return ["401 Unauthorized", "text/plain", "this page needs its token: the URL hashfile serve printed\n"] unless token_given?(params, headers)
+      return ["200 OK", file[1], File.read(File.join(ASSETS, file[0]))] if file
 
       json(route(path, params))
-    rescue Hashfile::Error, ArgumentError, TypeError, SystemCallError => e
+    rescue Hashfile::Error, ArgumentError, TypeError, RangeError, SystemCallError => e
       ["400 Bad Request", "application/json", JSON.generate(error: e.message, class: e.class.name)]
+    rescue StandardError => e
+      # A fault of the server's own: this request fails, the server goes on.
+      ["500 Internal Server Error", "application/json", JSON.generate(error: e.message, class: e.class.name)]
     end
 
     def json(result)
@@ -174,7 +183,9 @@ module Hashfile
     def route(path, params)
       case path
       when "/api/info" then info
-      when "/api/get" then lookup(params.fetch("key") { raise ArgumentError, "key is missing" })
+      when "/api/get"
+        key = params["key"] || params["key_hex"]&.then { |hex| [hex].pack("H*") }
+        lookup(key || raise(ArgumentError, "key (or key_hex) is missing"))
       when "/api/keys" then keys(params)
       when "/api/history" then history
       when "/api/diff" then diff(params)
@@ -209,22 +220,21 @@ module Hashfile
       { location: @location, dataset: @dataset, info: info }
     end
 
-    # The value of +key+, as JSON (a value JSON cannot hold is an error
-    # naming why), and its type.
+    # The value of +key+ (+key_hex+: a key of any bytes), as JSON holds it.
     def lookup(key)
-      return { key: key, found: false } unless @db.key?(key)
+      return { key: json_key(key), found: false } unless @db.key?(key)
 
-      { key: key, found: true, value: JSON.parse(@db._path_json(key, [], key)) }
+      { key: json_key(key), found: true, value: json_value(@db[key]) }
     end
 
     # Up to +limit+ keys from +cursor+ on (in stored order), those holding
-    # +filter+ if given, reading at most SCAN_RECORDS records: the page asks
+    # +filter+ (in any case) if given, reading at most SCAN_RECORDS records: the page asks
     # again from the cursor answered until it is null, showing the count.
     # A cursor is where a chunk of records starts (shard, offset, entry)
     # and how many of it were answered already.
     def keys(params)
       limit = Integer(params.fetch("limit", "100")).clamp(1, MAX_KEYS)
-      filter = params["filter"].to_s
+      filter = params["filter"].to_s.downcase
       cursor = params["cursor"] ? params["cursor"].split(",").map { |n| Integer(n) } : [0, 0, 0, 0]
       raise ArgumentError, "a cursor is four integers" unless cursor.size == 4 && cursor.all? { |n| n >= 0 }
 
@@ -232,8 +242,8 @@ module Hashfile
       scanned = 0
       *at, skip = cursor
       while at && scanned < SCAN_RECORDS
-        following, *pairs = @db._json_chunk(at)
-        pairs.each_slice(2).with_index do |(key_json, value_json), i|
+        following, pairs = chunk(at, params.key?("cursor"))
+        pairs.each_with_index do |(key, value), i|
           next if i < skip
 
           if found.size == limit
@@ -241,13 +251,41 @@ module Hashfile
           end
 
           scanned += 1
-          key = JSON.parse(key_json)
-          found << { key: key, value: JSON.parse(value_json) } if filter.empty? || key.include?(filter)
+          shown = key.is_a?(String) ? key : key.to_json
+          found << { key: key, value: value } if filter.empty? || shown.downcase.include?(filter)
         end
         at = following
         skip = 0
       end
       { keys: found, cursor: at && [*at, 0].join(","), scanned: scanned, total: @db.size }
+    end
+
+    # The records of the chunk at +at+, as [next cursor, [[key, value]...]]
+    # that JSON holds: the core's JSON of each, or, for a chunk with a key or
+    # value JSON cannot hold, each decoded, a key that is not UTF-8 as
+    # {"$bytes" => HEX} and a value JSON cannot hold as {"$not_json" => why}.
+    def chunk(at, asked)
+      following, *texts = @db._json_chunk(at)
+      [following, texts.each_slice(2).map { |k, v| [JSON.parse(k), JSON.parse(v)] }]
+    rescue Hashfile::FormatError => e
+      raise ArgumentError, "the cursor #{at.join(",")} is not where a chunk of records starts: give one an answer gave" if asked
+
+      raise e
+    rescue Hashfile::Error
+      following, *pairs = @db._each_chunk(at)
+      [following, pairs.each_slice(2).map { |k, v| [json_key(k), json_value(v)] }]
+    end
+
+    def json_key(key)
+      text = key.dup.force_encoding(Encoding::UTF_8)
+      text.valid_encoding? ? text : { "$bytes" => key.unpack1("H*") }
+    end
+
+    def json_value(value)
+      JSON.generate(value)
+      value
+    rescue JSON::GeneratorError, EncodingError => e
+      { "$not_json" => e.message[0, 200] }
     end
 
     def history

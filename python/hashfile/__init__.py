@@ -165,12 +165,14 @@ def rollback(dataset: PathLike, generation: str | None = None, **options: Unpack
 
 def diff(
     a: PathLike,
-    b: PathLike,
+    b: PathLike | None = None,
     each: Callable[[str], object] | None = None,
     **options: Unpack[DiffOptions],
 ) -> dict[str, Any]:
     """What changed from ``a`` to ``b`` (two stores, two datasets, or two
-    generations of one: ``generation_a``, ``generation_b``), reading each
+    generations of one: ``generation_a``, ``generation_b``; ``b`` left out,
+    ``a`` a dataset: its generation published before the current one against
+    the current one, or before ``generation_b`` against it), reading each
     side in stored order and looking its keys up in the other, in parallel
     (``threads``), in bounded memory. ``each`` is called with each change as
     one line of JSON, keys removed or changed in ``a``'s order, then keys
@@ -187,7 +189,7 @@ def diff(
     ``changed_bytes_after`` and ``shards`` (the changes per shard of ``b``).
     The remote options of ``open`` reach both.
     """
-    return _native.diff(os.fspath(a), os.fspath(b), dict(options) or None, each)
+    return _native.diff(os.fspath(a), os.fspath(a if b is None else b), dict(options) or None, each)
 
 
 def shard_of(key: Key, shards: int) -> int:

@@ -15,8 +15,12 @@ use crate::table::{Cursor, Table};
 /// Records read from one side, then looked up in the other, per block.
 const BLOCK: usize = 8192;
 
-/// Blocks read ahead and handed to the pool at once.
+/// Blocks read ahead and handed to the pool at once, at most.
 const BLOCKS_AT_ONCE: usize = 16;
+
+/// Key and value bytes read ahead at once, at most (past one block): what
+/// bounds a diff's memory, since each change's line holds its values.
+const BYTES_AT_ONCE: usize = 32 << 20;
 
 /// What a diff reports besides the lines.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -201,10 +205,15 @@ fn both_sides(
         let mut cursor = Some(Cursor::default());
         while cursor.is_some() {
             let mut blocks = Vec::with_capacity(BLOCKS_AT_ONCE);
-            while blocks.len() < BLOCKS_AT_ONCE {
+            let mut bytes = 0;
+            while blocks.len() < BLOCKS_AT_ONCE && bytes < BYTES_AT_ONCE {
                 let Some(at) = cursor else { break };
                 let (records, next) = read.chunk(at, BLOCK)?;
                 cursor = next;
+                bytes += records
+                    .iter()
+                    .map(|r| r.key().len() + r.value().len())
+                    .sum::<usize>();
                 if !records.is_empty() {
                     blocks.push(records);
                 }

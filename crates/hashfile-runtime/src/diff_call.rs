@@ -10,7 +10,8 @@ use crate::options::{diff_request, Given, Language};
 /// `diff(a, b, **options)`: gives `sink` each change's JSON object, in
 /// order, and returns the summary (`summary_info`). Each side is a
 /// store, a dataset or a URL; `generation_a` and `generation_b` pin a
-/// dataset's generation (the same dataset twice, two of its generations).
+/// dataset's generation; one dataset on both sides compares two of its
+/// generations (`one_dataset`).
 pub fn diff_call(
     a: &str,
     b: &str,
@@ -18,7 +19,10 @@ pub fn diff_call(
     language: Language,
     sink: &mut dyn DiffSink,
 ) -> hashfile::Result<InfoValue> {
-    let request = diff_request(a, b, given, language)?;
+    let mut request = diff_request(a, b, given, language)?;
+    if a == b {
+        one_dataset(a, &mut request)?;
+    }
     let first = crate::open(a, request.a)?;
     let second = crate::open(b, request.b)?;
     let pool = crate::pool::for_build(request.threads)?;
@@ -33,6 +37,35 @@ pub fn diff_call(
         sink,
     )?;
     Ok(summary_info(&summary))
+}
+
+/// A dataset diffed with itself compares two of its generations: the
+/// second side's is `generation_b` or the current one, the first side's
+/// `generation_a` or the one published before the second's
+/// (`History::before`). A store is left as it is (the same on both sides).
+fn one_dataset(location: &str, request: &mut crate::options::DiffRequest) -> hashfile::Result<()> {
+    if request.a.generation.is_some() && request.b.generation.is_some() {
+        return Ok(());
+    }
+    let Ok(history) = crate::dataset::history(location, &request.a.remote) else {
+        return Ok(()); // not a dataset
+    };
+    let Some(current) = history.publishes.first() else {
+        return Ok(());
+    };
+    let to = request
+        .b
+        .generation
+        .get_or_insert_with(|| current.generation.clone())
+        .clone();
+    if request.a.generation.is_none() {
+        let before = history.before(&to).ok_or_else(|| hashfile::Error::Dataset {
+            path: Some(location.into()),
+            what: format!("no generation kept was published before {to}, to compare it with (give generation_a)"),
+        })?;
+        request.a.generation = Some(before.to_owned());
+    }
+    Ok(())
 }
 
 /// A diff's summary: entries_a, entries_b, added, removed, changed,

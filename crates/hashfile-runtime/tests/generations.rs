@@ -404,3 +404,180 @@ fn a_gate_refuses_a_publish_and_leaves_nothing_behind() {
     );
     assert_eq!(history.publishes[1].forced, None);
 }
+
+#[test]
+fn a_refused_first_publish_leaves_no_directory_and_a_rollback_makes_none() {
+    let dir = tempfile::tempdir().unwrap();
+    let gated = PublishOptions {
+        gates: dataset::gates::Gates {
+            refuse_empty: true,
+            ..Default::default()
+        },
+        ..PublishOptions::default()
+    };
+    let fresh = dir.path().join("fresh");
+    let mut builder = DatasetBuilder::new(2, BuildOptions::default()).unwrap();
+    builder.set_publish(gated.clone()).unwrap();
+    let refused = builder.write(&fresh).unwrap_err();
+    assert!(
+        refused.to_string().contains("nothing was published"),
+        "{refused}"
+    );
+    assert!(!fresh.exists(), "the directory the build made is gone");
+
+    let streamed = dir.path().join("streamed");
+    let mut builder = DatasetBuilder::streaming(2, BuildOptions::default(), &streamed).unwrap();
+    builder.set_publish(gated).unwrap();
+    assert!(builder.write(&streamed).is_err());
+    assert!(!streamed.exists(), "a streaming build's directory too");
+
+    let typo = dir.path().join("typo/deep");
+    let error = dataset::rollback(
+        at(&typo),
+        None,
+        &PublishOptions::default(),
+        &RemoteOptions::default(),
+    )
+    .unwrap_err();
+    assert!(error.to_string().contains("not a dataset"), "{error}");
+    assert!(
+        !dir.path().join("typo").exists(),
+        "a rollback makes nothing"
+    );
+    let store = dir.path().join("one.hf");
+    let mut one = hashfile::Builder::new(BuildOptions::default()).unwrap();
+    one.insert(b"a", b"1");
+    one.write_file(&store).unwrap();
+    let error = dataset::rollback(
+        at(&store),
+        None,
+        &PublishOptions::default(),
+        &RemoteOptions::default(),
+    )
+    .unwrap_err();
+    assert!(error.to_string().contains("not a dataset"), "{error}");
+}
+
+#[test]
+fn a_history_that_lies_removes_nothing_of_anyone_elses() {
+    let dir = tempfile::tempdir().unwrap();
+    let one = publish(dir.path(), 1, "one", keeping(3, Duration::ZERO, ""));
+    std::fs::write(dir.path().join("myfile-00000-of-00001.hf"), b"mine").unwrap();
+    let history_at = dir.path().join("hashfile-dataset.history.json");
+    let line = |generation: &str, sequence: u64| {
+        format!(
+            r#"{{"generation":"{generation}","sequence":{sequence},"published_at":null,"entries":1,"bytes":1,"shards":1,"tool":null,"note":null,"rollback":false,"keep":1,"retain_seconds":0,"forced":null}}"#
+        )
+    };
+    // A user's file named as a shard of a "generation" the history made up.
+    let lying = format!(
+        "{{\"hashfile_history\":1,\"publishes\":[{},{}]}}",
+        line(&one.generation, one.sequence),
+        line("myfile", 5)
+    );
+    std::fs::write(&history_at, lying).unwrap();
+    let two = publish(dir.path(), 1, "two", keeping(1, Duration::ZERO, ""));
+    assert_eq!(
+        std::fs::read(dir.path().join("myfile-00000-of-00001.hf")).unwrap(),
+        b"mine"
+    );
+    // Names of the dataset's own files are no generation.
+    let reserved = format!(
+        "{{\"hashfile_history\":1,\"publishes\":[{}]}}",
+        line("history", 1)
+    );
+    std::fs::write(&history_at, reserved).unwrap();
+    let error = dataset::history(at(dir.path()), &RemoteOptions::default()).unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains("names a file of the dataset's own"),
+        "{error}"
+    );
+
+    // Lines newer than the manifest they claim to precede make the real
+    // publishes look old: they are dropped, and what the real ones keep
+    // stays.
+    let three = publish(
+        dir.path(),
+        1,
+        "three",
+        keeping(3, Duration::from_secs(3600), ""),
+    );
+    let future = three.sequence + 1_000_000;
+    let inflated = format!(
+        "{{\"hashfile_history\":1,\"publishes\":[{},{},{},{}]}}",
+        line("20991231T000000Z-00000001", future + 2),
+        line("20991231T000000Z-00000002", future + 1),
+        line("20991231T000000Z-00000003", future),
+        line(&three.generation, three.sequence)
+    );
+    std::fs::write(&history_at, inflated).unwrap();
+    publish(
+        dir.path(),
+        1,
+        "four",
+        keeping(3, Duration::from_secs(3600), ""),
+    );
+    assert_eq!(
+        shard_files(dir.path(), &three.generation),
+        1,
+        "replaced a moment ago: it stays"
+    );
+    let kept = dataset::history(at(dir.path()), &RemoteOptions::default()).unwrap();
+    assert!(
+        !kept.keeps("20991231T000000Z-00000001"),
+        "the lines that lied are gone"
+    );
+    let _ = two;
+}
+
+#[test]
+fn a_pinned_reader_opens_the_generation_it_names_or_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let one = publish(dir.path(), 1, "one", keeping(3, Duration::ZERO, ""));
+    let two = publish(dir.path(), 1, "two", keeping(3, Duration::ZERO, ""));
+    // One record copied over the other's.
+    std::fs::copy(
+        dir.path()
+            .join(format!("hashfile-dataset.{}.json", two.generation)),
+        dir.path()
+            .join(format!("hashfile-dataset.{}.json", one.generation)),
+    )
+    .unwrap();
+    let error = open(
+        at(dir.path()),
+        OpenOptions {
+            generation: Some(one.generation.clone()),
+            ..OpenOptions::default()
+        },
+    )
+    .unwrap_err();
+    assert!(
+        error.to_string().contains(&format!(
+            "the record of generation {} names generation {}",
+            one.generation, two.generation
+        )),
+        "{error}"
+    );
+    for reserved in ["previous", "history"] {
+        let error = open(
+            at(dir.path()),
+            OpenOptions {
+                generation: Some(reserved.into()),
+                ..OpenOptions::default()
+            },
+        )
+        .unwrap_err();
+        assert!(
+            matches!(
+                error,
+                hashfile::Error::InvalidOption {
+                    name: "generation",
+                    ..
+                }
+            ),
+            "{error:?}"
+        );
+    }
+}

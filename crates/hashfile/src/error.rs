@@ -251,7 +251,7 @@ pub enum Error {
 
     /// A publish gate refused a new generation of a dataset: the one
     /// published stays, and nothing of the new one is left.
-    #[error("{}publish refused by the gate {gate}: {what}; the current generation stays (force publishes it anyway)", prefix(.path))]
+    #[error("{}publish refused by the gate {gate}: {what}; nothing was published (force publishes it anyway)", prefix(.path))]
     PublishRefused {
         /// The dataset's manifest.
         path: Option<PathBuf>,

@@ -168,7 +168,7 @@ async function scanKeys(event, more = false) {
       if (scan.filter) params.filter = scan.filter;
       if (scan.cursor) params.cursor = scan.cursor;
       const page = await api("/api/keys", params);
-      for (const { key, value } of page.keys) body.appendChild(row([key, tree(value)]));
+      for (const { key, value } of page.keys) body.appendChild(row([typeof key === "string" ? key : JSON.stringify(key), tree(value)]));
       scan.cursor = page.cursor;
       scan.scanned += page.scanned;
       scan.shown += page.keys.length;
@@ -211,6 +211,7 @@ async function loadHistory() {
       const box = el("input");
       box.type = "checkbox";
       box.value = p.generation;
+      box.checked = chosen.includes(p.generation);
       box.addEventListener("change", () => {
         chosen = chosen.filter(g => g !== p.generation);
         if (box.checked) chosen.push(p.generation);
@@ -236,6 +237,7 @@ async function diff() {
       `${types ? `; value types changed: ${types}` : ""}; ${bytes(summary.bytes_added)} added, ${bytes(summary.bytes_removed)} removed` +
       `${shown < summary.added + summary.removed + summary.changed ? ` (the first ${shown} changes below)` : ""}`));
     shardBars(document.getElementById("diff-chart"), summary.shards);
+    summaryTarget.scrollIntoView();
     for (const line of lines) {
       const before = line.op === "added" ? "" : tree(line.op === "changed" ? line.before : line.value);
       const after = line.op === "removed" ? "" : tree(line.op === "changed" ? line.after : line.value);
@@ -258,8 +260,8 @@ document.addEventListener("DOMContentLoaded", () => {
   if (tab === "lookup" && arg !== undefined) { document.getElementById("lookup-key").value = arg; lookup(new Event("submit")); }
   if (tab === "keys") { document.getElementById("keys-filter").value = arg || ""; scanKeys(null); }
   if (tab === "diff" && arg) {
-    show("history");
     chosen = arg.split(",");
+    show("history");
     diff();
   }
 });

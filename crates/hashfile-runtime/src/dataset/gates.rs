@@ -134,9 +134,16 @@ pub(super) fn judge(
             if gates.max_entry_change.is_some() { "max_entry_change" } else { "max_type_change" },
             format!("the current manifest cannot be read ({why}), so the new generation cannot be compared with it"),
         )),
-        _ => gates.refusal(replaced.current(), new, || {
-            type_changes(manifest_at, new, remote)
-        })?,
+        _ => match gates.refusal(replaced.current(), new, || type_changes(manifest_at, new, remote)) {
+            Ok(refusal) => refusal,
+            // The comparison itself failed (a shard of the current
+            // generation damaged): the gate cannot judge, which refuses,
+            // unless forced.
+            Err(e) => Some((
+                "max_type_change",
+                format!("the new generation cannot be compared with the current one ({e})"),
+            )),
+        },
     };
     match refusal {
         None => Ok(()),

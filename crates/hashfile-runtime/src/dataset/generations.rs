@@ -55,7 +55,7 @@ pub fn is_manifest_location(location: &str) -> bool {
 /// The location of `generation`'s record in the dataset at `location`:
 /// what a reader opened with `generation` opens.
 pub fn generation_location(location: &str, generation: &str) -> hashfile::Result<String> {
-    super::manifest::check_name("generation", generation).map_err(|what| {
+    super::history::check_generation(generation).map_err(|what| {
         hashfile::Error::InvalidOption {
             name: "generation",
             reason: format!("{what} ({location})"),
@@ -79,6 +79,14 @@ pub fn open_generation(
 ) -> hashfile::Result<Dataset> {
     let at = generation_location(location, generation)?;
     match Dataset::open(&at, remote) {
+        // A record copied over another's names its own generation.
+        Ok(dataset) if dataset.manifest().generation != generation => Err(dataset_error(
+            &at,
+            format!(
+                "the record of generation {generation} names generation {}",
+                dataset.manifest().generation
+            ),
+        )),
         Err(e) if is_not_found(&e) => {
             let kept = history(location, remote)
                 .map(|h| h.generations().join(", "))
@@ -165,8 +173,10 @@ pub fn history(location: &str, remote: &RemoteOptions) -> hashfile::Result<Histo
 }
 
 /// Makes generation `to` of the dataset at `location` (a directory or an
-/// `s3://` prefix) current again, or without `to` the newest kept one
-/// before the current one: publishes its manifest anew, with a sequence
+/// `s3://` prefix) current again, or without `to` the one published last
+/// before the current one was first published (`History::before`: so a
+/// second rollback goes further back, never to the generation the first
+/// one left): publishes its manifest anew, with a sequence
 /// after the current one's, so that readers that follow new generations
 /// move to it; rebuilds nothing. Its shards are checked first (each is
 /// there and is what its manifest says). The history records the publish
@@ -178,6 +188,9 @@ pub fn rollback(
     remote: &RemoteOptions,
 ) -> hashfile::Result<Manifest> {
     publish.check()?;
+    // Named as history names a dataset: nothing is made at a path that
+    // holds none (Destination::of makes a directory to write into).
+    manifest_at(location)?;
     let destination = Destination::of(location)?;
     let manifest_at = destination.at(MANIFEST_NAME);
     let replaced = Replaced::read(&destination, remote);
@@ -201,7 +214,12 @@ pub fn rollback(
                 format!("generation {generation} is the current one: nothing to roll back"),
             ))
         }
-        Some(generation) if history.keeps(generation) => generation.to_owned(),
+        Some(generation) if history.keeps(generation) => history
+            .generations()
+            .into_iter()
+            .find(|g| g.eq_ignore_ascii_case(generation))
+            .unwrap_or(generation)
+            .to_owned(),
         Some(generation) => {
             return Err(dataset_error(
                 &manifest_at,
@@ -211,11 +229,7 @@ pub fn rollback(
                 ),
             ))
         }
-        None => match history
-            .generations()
-            .into_iter()
-            .find(|g| !g.eq_ignore_ascii_case(&current.generation))
-        {
+        None => match history.before(&current.generation) {
             Some(generation) => generation.to_owned(),
             None => {
                 return Err(dataset_error(

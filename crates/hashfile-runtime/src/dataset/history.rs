@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::manifest::{check_name, Manifest};
+use super::manifest::Manifest;
 
 /// The history's file name, beside the manifest.
 pub const HISTORY_NAME: &str = "hashfile-dataset.history.json";
@@ -60,6 +60,22 @@ pub const MAX_NOTE_LEN: usize = 1000;
 /// with.
 pub fn record_name(generation: &str) -> String {
     format!("hashfile-dataset.{generation}.json")
+}
+
+/// Checks a generation id whose record is read or written: a name as a
+/// manifest's generation is, and not one whose record would be another
+/// file of the dataset's (the history, the previous generation's record).
+pub fn check_generation(generation: &str) -> Result<(), String> {
+    super::manifest::check_name("generation", generation)?;
+    let record = record_name(generation);
+    if record.eq_ignore_ascii_case(HISTORY_NAME)
+        || record.eq_ignore_ascii_case(super::PREVIOUS_NAME)
+    {
+        return Err(format!(
+            "generation {generation:?} names a file of the dataset's own, not a generation"
+        ));
+    }
+    Ok(())
 }
 
 /// How a publish is recorded and what it keeps.
@@ -223,7 +239,15 @@ impl History {
             ));
         }
         for publish in &history.publishes {
-            check_name("generation", &publish.generation).map_err(|e| format!("{at}: {e}"))?;
+            check_generation(&publish.generation).map_err(|e| format!("{at}: {e}"))?;
+            if publish.shards == 0 || publish.shards > hashfile::dataset::MAX_SHARDS {
+                return Err(format!(
+                    "{at}: generation {} of {} shards; a dataset has 1 to {}",
+                    publish.generation,
+                    publish.shards,
+                    hashfile::dataset::MAX_SHARDS
+                ));
+            }
         }
         Ok(history)
     }
@@ -338,6 +362,36 @@ impl History {
             .any(|p| p.generation.eq_ignore_ascii_case(generation))
     }
 
+    /// The generation published last before `generation` was first
+    /// published (a rollback publishes one again; its first publish is
+    /// what orders it), among those kept: what a rollback without a target
+    /// goes to. Without a first publish of `generation` in the history (an
+    /// older release's dataset), the newest kept one of another name.
+    pub fn before(&self, generation: &str) -> Option<&str> {
+        let first_published = |g: &str| {
+            self.publishes
+                .iter()
+                .filter(|p| p.generation.eq_ignore_ascii_case(g) && !p.rollback)
+                .map(|p| p.sequence)
+                .min()
+        };
+        let other = |p: &&Publish| !p.generation.eq_ignore_ascii_case(generation);
+        match first_published(generation) {
+            Some(at) => self
+                .publishes
+                .iter()
+                .filter(other)
+                .filter(|p| !p.rollback && p.sequence < at)
+                .max_by_key(|p| p.sequence)
+                .map(|p| p.generation.as_str()),
+            None => self
+                .publishes
+                .iter()
+                .find(other)
+                .map(|p| p.generation.as_str()),
+        }
+    }
+
     /// The generations kept, newest first, each once.
     pub fn generations(&self) -> Vec<&str> {
         let mut out: Vec<&str> = Vec::new();
@@ -426,6 +480,24 @@ mod tests {
     }
 
     #[test]
+    fn a_rollback_goes_to_the_generation_published_before_the_current_one() {
+        let mut rolled = publish("b", 40);
+        rolled.rollback = true;
+        let history = History {
+            hashfile_history: 1,
+            publishes: vec![rolled, publish("c", 30), publish("b", 20), publish("a", 10)],
+        };
+        assert_eq!(history.before("b"), Some("a"), "further back, not to c");
+        assert_eq!(history.before("c"), Some("b"));
+        assert_eq!(history.before("a"), None);
+        assert_eq!(
+            history.before("x"),
+            Some("b"),
+            "a generation the history does not hold"
+        );
+    }
+
+    #[test]
     fn what_a_history_lacks_is_added_in_sequence_order() {
         let manifest = |generation: &str, sequence| Manifest {
             hashfile_dataset: 2,
@@ -433,7 +505,12 @@ mod tests {
             sequence,
             routing: super::super::manifest::routing_name(),
             entries: 0,
-            shards: vec![],
+            shards: vec![super::super::manifest::ShardEntry {
+                file: format!("{generation}-00000-of-00001.hf"),
+                entries: 0,
+                bytes: 1,
+                checksum: "0".repeat(16),
+            }],
         };
         let history = History::default().after(
             publish("new", 30),

@@ -19,7 +19,6 @@ use super::history::{
     record_name, History, Publish, PublishOptions, HISTORY_NAME, MAX_HISTORY_LEN,
 };
 use super::manifest::{Manifest, MANIFEST_NAME};
-use super::write::shard_file_name;
 
 /// The record of the generation a publish replaced, beside the manifest.
 pub const PREVIOUS_NAME: &str = "hashfile-dataset.previous.json";
@@ -163,12 +162,14 @@ impl Replaced {
         self.current.as_ref().map(|(manifest, _)| manifest)
     }
 
-    /// The history once `published` went in, and the names of the files
-    /// to remove: the shards (by the names this library gives them, for
-    /// the count its publish had) and the record of each generation that
-    /// leaves the history (`History::retire`). Nothing is removed, and
-    /// nothing leaves the history, if the manifest replaced or the history
-    /// could not be read: what they listed cannot be known.
+    /// The history once `published` went in, and the generations that left
+    /// it, whose files go: those `History::retire` lets go, if `new_generation`
+    /// made their ids (so no name of anyone else's matches their files),
+    /// and never the generation published. The history's own lines are not
+    /// trusted past that: a line newer than the manifest replaced (a
+    /// history edited, or of another dataset), which would make the
+    /// generations really published look older than they are, is dropped. Nothing leaves the history if the manifest replaced or the
+    /// history could not be read: what they listed cannot be known.
     pub(super) fn history_after(
         &self,
         published: &Manifest,
@@ -181,7 +182,11 @@ impl Replaced {
             Ok(None) => self.previous.as_ref(),
             _ => None,
         };
-        let mut history = self.history().after(
+        let mut before = self.history();
+        if let Some(current) = self.current() {
+            before.publishes.retain(|p| p.sequence <= current.sequence);
+        }
+        let mut history = before.after(
             Publish::of(published, options, rollback),
             self.current(),
             previous,
@@ -189,21 +194,14 @@ impl Replaced {
         if self.unreadable.is_some() || self.history.is_err() {
             return (history, Vec::new());
         }
-        let counts: Vec<(String, u32)> = history
-            .publishes
-            .iter()
-            .map(|p| (p.generation.clone(), p.shards))
-            .collect();
         let gone = history.retire(options.keep, options.retain, now_micros());
-        let mut files = Vec::new();
-        for generation in gone {
-            if let Some((_, n)) = counts.iter().find(|(g, _)| *g == generation) {
-                let n = *n as usize;
-                files.extend((0..n).map(|i| shard_file_name(&generation, i, n)));
-            }
-            files.push(record_name(&generation));
-        }
-        (history, files)
+        let gone = gone
+            .into_iter()
+            .filter(|g| {
+                super::write::is_new_generation(g) && !g.eq_ignore_ascii_case(&published.generation)
+            })
+            .collect();
+        (history, gone)
     }
 
     /// The bytes to record as the previous generation once `published` is
@@ -232,14 +230,15 @@ impl Replaced {
         if let Some(bytes) = self.record(published) {
             let _ = hashfile::build::publish_file(&dir.join(PREVIOUS_NAME), bytes);
         }
-        let (history, doomed) = self.history_after(published, options, rollback);
+        let (history, gone) = self.history_after(published, options, rollback);
         if hashfile::build::publish_file(&dir.join(HISTORY_NAME), history.to_json().as_bytes())
             .is_err()
         {
             return; // without the history, the next publish removes nothing
         }
-        for file in doomed {
-            let _ = std::fs::remove_file(dir.join(file));
+        super::write::remove_generations(dir, |g| gone.iter().any(|d| d == g));
+        for generation in &gone {
+            let _ = std::fs::remove_file(dir.join(record_name(generation)));
         }
     }
 
@@ -259,15 +258,18 @@ impl Replaced {
                 remote,
             );
         }
-        let (history, doomed) = self.history_after(published, options, rollback);
+        let (history, gone) = self.history_after(published, options, rollback);
         let at = beside(manifest_at, HISTORY_NAME);
         if hashfile_remote::put_bytes(&at, history.to_json().into_bytes(), remote).is_err() {
             return;
         }
-        if !doomed.is_empty() {
+        if !gone.is_empty() {
             let _ = hashfile_remote::delete_beside(
                 manifest_at,
-                |name| doomed.iter().any(|d| d == name),
+                |name| {
+                    super::write::generation_of(name).is_some_and(|g| gone.iter().any(|d| d == g))
+                        || gone.iter().any(|g| name == record_name(g))
+                },
                 remote,
             );
         }

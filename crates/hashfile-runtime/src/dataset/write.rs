@@ -30,6 +30,10 @@ pub struct DatasetBuilder {
     cancel: CancelFlag,
     /// How the publish is recorded, and what it keeps.
     publish: PublishOptions,
+    /// Whether this builder made the directory it writes into (a
+    /// streaming build makes it at the start): a build that fails removes
+    /// it again if nothing else is in it.
+    made_dir: bool,
 }
 
 impl DatasetBuilder {
@@ -47,6 +51,7 @@ impl DatasetBuilder {
             streaming: None,
             cancel: CancelFlag::new(),
             publish: PublishOptions::default(),
+            made_dir: false,
         })
     }
 
@@ -62,6 +67,7 @@ impl DatasetBuilder {
     ) -> hashfile::Result<DatasetBuilder> {
         let shard_count = check_shards(shards)?;
         let options = per_shard(options, shards)?;
+        let made_dir = !dir.exists();
         create_dir(dir)?;
         let generation = new_generation();
         let n = shards as usize;
@@ -79,6 +85,7 @@ impl DatasetBuilder {
             streaming: Some((dir.to_path_buf(), generation)),
             cancel: CancelFlag::new(),
             publish: PublishOptions::default(),
+            made_dir,
         })
     }
 
@@ -169,6 +176,8 @@ impl DatasetBuilder {
         dir: &Path,
         before_publish: &mut dyn FnMut() -> hashfile::Result<()>,
     ) -> hashfile::Result<Manifest> {
+        let made = !dir.exists()
+            || (self.made_dir && self.streaming.as_ref().is_some_and(|(into, _)| into == dir));
         create_dir(dir)?;
         let manifest_path = dir.join(MANIFEST_NAME);
         // A streaming build's first write keeps the generation its
@@ -182,10 +191,15 @@ impl DatasetBuilder {
         match &result {
             Ok((manifest, replaced)) => replaced.retire_local(dir, manifest, &self.publish, false),
             Err(_) => {
-                // The shards this build wrote, by the names it gave them.
+                // The shards this build wrote, by the names it gave them,
+                // and the directory it made for them, if nothing else is
+                // in it now.
                 let n = self.builders.len();
                 for i in 0..n {
                     let _ = std::fs::remove_file(dir.join(shard_file_name(&generation, i, n)));
+                }
+                if made {
+                    let _ = std::fs::remove_dir(dir);
                 }
             }
         }

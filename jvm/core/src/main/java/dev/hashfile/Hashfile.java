@@ -168,6 +168,16 @@ public final class Hashfile {
                 Native.pairs(Objects.requireNonNull(options, "options")), each);
     }
 
+    /**
+     * {@link #diff(String, String, Map, java.util.function.Consumer)} of one
+     * dataset: its generation published before the current one against the
+     * current one (or before {@code generation_b} against it).
+     */
+    public static Map<String, Object> diff(String dataset, Map<String, ?> options,
+            java.util.function.Consumer<String> each) {
+        return diff(dataset, dataset, options, each);
+    }
+
     /** The shard ({@code 0..shards}) of {@code key} in a dataset of {@code shards}, as every language routes it. */
     public static int shardOf(String key, int shards) {
         return Native.route(Native.utf8(key), shards);
