@@ -469,6 +469,7 @@ module Hashfile
         if check && !gates.empty?
           raise UsageError, "--check publishes nothing, so no gate judges it: leave out #{gates.map { |g| "--#{g.to_s.tr("_", "-")}" }.join(", ")}"
         end
+
         @given = options.keys
         return build_check(argv, output, options, quiet) if check
 
