@@ -50,10 +50,11 @@ mod build_job;
 pub mod dataset;
 #[cfg(feature = "parallel")]
 pub mod diff;
-#[cfg(feature = "parallel")]
+#[cfg(all(feature = "import", feature = "parallel"))]
 pub mod diff_call;
 pub mod error_class;
 mod handle;
+#[cfg(feature = "import")]
 pub mod history_calls;
 mod info;
 pub mod memo;
