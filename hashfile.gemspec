@@ -13,7 +13,7 @@ Gem::Specification.new do |spec|
   spec.license = "MIT"
   spec.required_ruby_version = ">= 3.0"
   spec.files = Dir[
-    "lib/**/*.rb", "exe/*", "README.md", "LICENSE", "docs/*.md",
+    "lib/**/*.rb", "lib/hashfile/explorer/*", "exe/*", "README.md", "LICENSE", "docs/*.md",
     "Cargo.toml", "Cargo.lock",
     "crates/hashfile/Cargo.toml", "crates/hashfile/README.md", "crates/hashfile/src/**/*.rs", "crates/hashfile/benches/*.rs",
     "crates/hashfile/examples/support/*.rs",

@@ -168,7 +168,10 @@ def test_a_task_that_dies_mid_write_is_retried_and_the_manifest_is_right(spark, 
         assert manifest["shards"][2]["entries"] > 1000
         assert dict(db.items()) == expected
     # No temporary file of an attempt is left.
-    assert sorted(p.name for p in out.iterdir() if not p.name.endswith(".hf")) == ["hashfile-dataset.json"]
+    # The manifest, the generation's record and the history: no file a failed attempt left.
+    assert sorted(p.name for p in out.iterdir() if not p.name.endswith(".hf")) == sorted(
+        ["hashfile-dataset.json", f"hashfile-dataset.{manifest['generation']}.json", "hashfile-dataset.history.json"]
+    )
 
 
 def test_bad_rows_fail_the_job_with_a_local_builds_error_and_publish_nothing(spark, tmp_path):
@@ -189,7 +192,10 @@ def test_bad_rows_fail_the_job_with_a_local_builds_error_and_publish_nothing(spa
     with hashfile.open(out) as db:
         assert dict(db.items()) == {"a": 1, "b": 2, "c": 3}
     assert json.loads((out / "hashfile-dataset.json").read_text())["generation"] == first["generation"]
-    assert sorted(p.name for p in out.iterdir()) == sorted(["hashfile-dataset.json"] + [s["file"] for s in first["shards"]])
+    assert sorted(p.name for p in out.iterdir()) == sorted(
+        ["hashfile-dataset.json", f"hashfile-dataset.{first['generation']}.json", "hashfile-dataset.history.json"]
+        + [s["file"] for s in first["shards"]]
+    )
 
     # Options a job would ignore or cannot honour fail before any task runs.
     with pytest.raises(ValueError, match="on_duplicate"):
