@@ -203,6 +203,8 @@ pub(crate) fn publish_shards<'py>(
                 entries: item(d, "entries")?.extract()?,
                 bytes: item(d, "bytes")?.extract()?,
                 checksum: item(d, "checksum")?.extract()?,
+                overlays: Vec::new(),
+                live: None,
             })
         })
         .collect::<PyResult<Vec<_>>>()?;

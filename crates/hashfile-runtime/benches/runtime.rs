@@ -162,7 +162,7 @@ fn dataset_lookups(c: &mut Criterion) {
     // key's shard known beforehand, and the routing hash alone.
     let sixteen = tables[2].1.as_dataset().expect("a dataset");
     let routed: Vec<(usize, &Vec<u8>)> = probes.iter().map(|k| (sixteen.shard_of(k), k)).collect();
-    let shards: Vec<&Store> = (0..16).map(|i| sixteen.shard(i).unwrap()).collect();
+    let shards: Vec<&Store> = (0..16).map(|i| sixteen.shard(i).unwrap().base()).collect();
     group.bench_function("16_shards_prerouted", |b| {
         b.iter(|| {
             routed

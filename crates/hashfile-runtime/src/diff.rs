@@ -157,8 +157,8 @@ pub fn diff(
         Some((da, db)) => {
             for i in 0..shards {
                 let (sa, sb) = (
-                    Table::Store(da.open_shard(i)?),
-                    Table::Store(db.open_shard(i)?),
+                    Table::Store(da.open_shard(i)?.into_base()),
+                    Table::Store(db.open_shard(i)?.into_base()),
                 );
                 let mut pair = Summary {
                     shards: vec![ShardChanges::default(); 1],
@@ -176,14 +176,22 @@ pub fn diff(
     Ok(summary)
 }
 
-/// Both datasets, if their shards pair up: local, and as many of them
-/// (routing is the format's, the same in both).
+/// Both datasets, if their shards pair up: local, as many of them
+/// (routing is the format's, the same in both), and without overlays
+/// (a shard is then one store).
 fn paired<'t>(
     a: &'t Table,
     b: &'t Table,
 ) -> Option<(&'t crate::dataset::Dataset, &'t crate::dataset::Dataset)> {
     let (da, db) = (a.as_dataset()?, b.as_dataset()?);
-    (da.shard_count() == db.shard_count() && !a.is_remote() && !b.is_remote()).then_some((da, db))
+    let plain =
+        |d: &crate::dataset::Dataset| d.manifest().shards.iter().all(|s| s.overlays.is_empty());
+    (da.shard_count() == db.shard_count()
+        && !a.is_remote()
+        && !b.is_remote()
+        && plain(da)
+        && plain(db))
+    .then_some((da, db))
 }
 
 /// Reads `a` looking each block up in `b` (keys removed or changed), then

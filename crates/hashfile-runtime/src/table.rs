@@ -9,8 +9,10 @@ use hashfile::read::FileId;
 use hashfile::RecordBuf;
 use hashfile_remote::RemoteOptions;
 
+use crate::dataset::layers::base_record;
 use crate::dataset::Dataset;
 use crate::source::{map_store, open_store, LocalOpen, Store};
+use hashfile::format::REQUIRED_TOMBSTONES;
 
 /// An open store or dataset.
 // The store stays unboxed: it is the hot path, and a box would put one
@@ -76,6 +78,12 @@ impl Table {
             Err(hashfile::Error::Io { source, .. }) if source.raw_os_error() == Some(EISDIR) => {
                 open_dataset()
             }
+            Ok(store) if store.header().required_flags & REQUIRED_TOMBSTONES != 0 => {
+                Err(hashfile::Error::Dataset {
+                    path: Some(location.into()),
+                    what: "an overlay of a dataset (it holds tombstones, deleted keys): open the dataset, which reads it over its base".into(),
+                })
+            }
             Ok(_) if !remote.allow_origins.is_empty() => Err(hashfile::Error::InvalidOption {
                 name: "allow_origins",
                 reason: format!(
@@ -116,7 +124,7 @@ impl Table {
     #[inline]
     pub fn get(&self, key: &[u8]) -> hashfile::Result<Option<RecordBuf<'_>>> {
         match self {
-            Table::Store(store) => store.get(key),
+            Table::Store(store) => base_record(store.get(key)?),
             Table::Dataset(dataset, _) => dataset.get(key),
         }
     }
@@ -142,7 +150,7 @@ impl Table {
         keys: &[K],
     ) -> hashfile::Result<Vec<Option<RecordBuf<'_>>>> {
         match self {
-            Table::Store(store) => store.get_many(keys),
+            Table::Store(store) => store.get_many(keys)?.into_iter().map(base_record).collect(),
             Table::Dataset(dataset, _) => dataset.get_many(keys),
         }
     }
@@ -233,15 +241,24 @@ impl Table {
         let mut at = from;
         let shards = self.shard_count();
         while records.len() < max && at.shard < shards {
-            let store = match self {
-                Table::Store(store) => store,
-                Table::Dataset(dataset, _) => dataset.shard(at.shard)?,
+            let next = match self {
+                Table::Store(store) => match store.next_record(at.offset, at.index)? {
+                    Some((record, next)) => Some((
+                        base_record(Some(record))?.expect("given"),
+                        next,
+                        at.index + 1,
+                    )),
+                    None => None,
+                },
+                Table::Dataset(dataset, _) => {
+                    dataset.shard(at.shard)?.next_record(at.offset, at.index)?
+                }
             };
-            match store.next_record(at.offset, at.index)? {
-                Some((record, next)) => {
+            match next {
+                Some((record, next, index)) => {
                     records.push(record);
                     at.offset = next;
-                    at.index += 1;
+                    at.index = index;
                 }
                 None if one_shard => return Ok((records, None)),
                 None => {
@@ -278,11 +295,13 @@ impl Table {
                     return Ok(());
                 }
                 for i in 0..dataset.shard_count() {
-                    if let Some(store) = dataset.opened_shard(i) {
-                        store
-                            .source()
-                            .check_faults()
-                            .map_err(|e| e.with_path(Path::new(&dataset.shard_location(i))))?;
+                    if let Some(shard) = dataset.opened_shard(i) {
+                        for store in shard.stores() {
+                            store
+                                .source()
+                                .check_faults()
+                                .map_err(|e| e.with_path(Path::new(&dataset.shard_location(i))))?;
+                        }
                     }
                 }
                 Ok(())

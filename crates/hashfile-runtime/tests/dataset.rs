@@ -192,10 +192,10 @@ fn bad_manifests_are_refused_saying_what_is_wrong() {
             "a newer version",
             good.replacen(
                 "\"hashfile_dataset\": 2",
-                "\"hashfile_dataset\": 3, \"compression\": \"zstd\"",
+                "\"hashfile_dataset\": 4, \"compression\": \"zstd\"",
                 1,
             ),
-            "dataset manifest version 3, and this release reads versions 1 to 2",
+            "dataset manifest version 4, and this release reads versions 1 to 3",
         ),
         (
             "version 2 without a sequence",
@@ -721,7 +721,7 @@ fn discarding_takes_only_an_unpublished_generation_id() {
     let text = std::fs::read_to_string(dir.path().join(MANIFEST_NAME)).unwrap();
     std::fs::write(
         dir.path().join(MANIFEST_NAME),
-        text.replacen("\"hashfile_dataset\": 2", "\"hashfile_dataset\": 3", 1),
+        text.replacen("\"hashfile_dataset\": 2", "\"hashfile_dataset\": 4", 1),
     )
     .unwrap();
     let error = hashfile_runtime::dataset::discard_generation(at, &one.generation, &none)

@@ -320,7 +320,7 @@ pub type Result<T> = std::result::Result<T, Error>;
 
 impl Error {
     /// Damage in `section` of a store.
-    pub(crate) fn corrupt(section: &'static str, what: impl Into<String>) -> Error {
+    pub fn corrupt(section: &'static str, what: impl Into<String>) -> Error {
         Error::Corrupt {
             path: None,
             section,

@@ -122,8 +122,8 @@ fn damaged_headers_name_what_is_wrong() {
         ),
         (
             "unknown required feature",
-            with_header(&good, |h| h.required_flags = 32),
-            Box::new(|e| matches!(e, Error::UnsupportedFeatures { bits: 32, .. })),
+            with_header(&good, |h| h.required_flags = 64),
+            Box::new(|e| matches!(e, Error::UnsupportedFeatures { bits: 64, .. })),
         ),
         (
             "compressed items without compressed values",
@@ -303,7 +303,7 @@ fn missing_and_repeated_sections_are_named() {
 }
 
 fn reseal(mut bytes: Vec<u8>) -> Vec<u8> {
-    let len = Header::encoded_len(false);
+    let len = Header::encoded_len(false, false);
     let sum = xxhash_rust_free_checksum(&bytes[..len - 8]);
     bytes[len - 8..len].copy_from_slice(&sum.to_le_bytes());
     bytes

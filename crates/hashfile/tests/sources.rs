@@ -466,7 +466,7 @@ fn a_header_claiming_a_huge_index_makes_open_ask_for_little() {
         slot_count: n,
         part_count: 1,
     };
-    let header_len = Header::encoded_len(false) as u64;
+    let header_len = Header::encoded_len(false, false) as u64;
     let seed_index_len = ((n / 4).div_ceil(128) + 1) * 4;
     let records_len = file_len / 4;
     let slots_len =
@@ -491,6 +491,7 @@ fn a_header_claiming_a_huge_index_makes_open_ask_for_little() {
         Section::default(), // pilots and parts: the compact index's
         Section::default(),
         Section::default(), // no dictionary: values stored raw
+        Section::default(), // no fingerprints
     ];
     let header = Header {
         major: VERSION_MAJOR,

@@ -224,6 +224,8 @@ pub extern "system" fn Java_dev_hashfile_Native_publishShards<'l>(
                     entries: number(entries)?,
                     bytes: number(bytes)?,
                     checksum: checksum.clone(),
+                    overlays: Vec::new(),
+                    live: None,
                 }),
                 _ => Err(Failure::Hashfile(hashfile::Error::InvalidArgument {
                     message: "a shard report has four fields".into(),

@@ -186,6 +186,11 @@ pub struct Publish {
     /// The refusal of a publish gate this publish overrode (`force`).
     #[serde(default)]
     pub forced: Option<String>,
+    /// The other generations whose files this one's manifest lists: a
+    /// delta generation's bases and earlier overlays. Their files stay
+    /// while this publish is kept, even once their own publishes leave.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub uses: Vec<String>,
 }
 
 impl Publish {
@@ -196,7 +201,11 @@ impl Publish {
             sequence: manifest.sequence,
             published_at: (manifest.sequence > 0).then(|| utc_text(manifest.sequence)),
             entries: manifest.entries,
-            bytes: manifest.shards.iter().map(|s| s.bytes).sum(),
+            bytes: manifest
+                .shards
+                .iter()
+                .map(|s| s.bytes + s.overlays.iter().map(|o| o.bytes).sum::<u64>())
+                .sum(),
             shards: manifest.shards.len() as u32,
             tool: Some(options.tool.clone()),
             note: options.note.clone(),
@@ -204,6 +213,7 @@ impl Publish {
             keep: options.keep,
             retain_seconds: options.retain.as_secs(),
             forced: options.forced.clone(),
+            uses: uses(manifest),
         }
     }
 
@@ -340,14 +350,18 @@ impl History {
             }
         }
         self.publishes = kept;
+        // A generation's files go when no kept publish is of it or lists
+        // them (a delta generation reads its bases' files); those a
+        // leaving publish listed are looked at again, so that a base
+        // outlived by its deltas goes with the last of them.
         let mut generations: Vec<String> = gone
             .into_iter()
-            .map(|p| p.generation)
+            .flat_map(|p| std::iter::once(p.generation).chain(p.uses))
             .filter(|g| {
-                !self
-                    .publishes
-                    .iter()
-                    .any(|p| p.generation.eq_ignore_ascii_case(g))
+                !self.publishes.iter().any(|p| {
+                    p.generation.eq_ignore_ascii_case(g)
+                        || p.uses.iter().any(|u| u.eq_ignore_ascii_case(g))
+                })
             })
             .collect();
         generations.sort();
@@ -360,6 +374,14 @@ impl History {
         self.publishes
             .iter()
             .any(|p| p.generation.eq_ignore_ascii_case(generation))
+    }
+
+    /// Whether a kept publish is of `generation`, or lists its files.
+    pub fn uses(&self, generation: &str) -> bool {
+        self.publishes.iter().any(|p| {
+            p.generation.eq_ignore_ascii_case(generation)
+                || p.uses.iter().any(|u| u.eq_ignore_ascii_case(generation))
+        })
     }
 
     /// The generation published last before `generation` was first
@@ -417,6 +439,21 @@ pub fn utc_text(micros: u64) -> String {
     )
 }
 
+/// The generations other than `manifest`'s whose files it lists, sorted.
+fn uses(manifest: &Manifest) -> Vec<String> {
+    let mut uses: Vec<String> = manifest
+        .shards
+        .iter()
+        .flat_map(|s| s.files())
+        .filter_map(super::write::generation_of)
+        .filter(|g| !g.eq_ignore_ascii_case(&manifest.generation))
+        .map(str::to_owned)
+        .collect();
+    uses.sort();
+    uses.dedup();
+    uses
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -435,6 +472,7 @@ mod tests {
             keep: 3,
             retain_seconds: 0,
             forced: None,
+            uses: Vec::new(),
         }
     }
 
@@ -510,6 +548,8 @@ mod tests {
                 entries: 0,
                 bytes: 1,
                 checksum: "0".repeat(16),
+                overlays: Vec::new(),
+                live: None,
             }],
         };
         let history = History::default().after(

@@ -11,9 +11,20 @@ use serde::{Deserialize, Serialize};
 /// The manifest's file name in a dataset directory.
 pub const MANIFEST_NAME: &str = "hashfile-dataset.json";
 
-/// The manifest version this release writes. It reads this one and
-/// version 1, which had no `sequence`.
+/// The manifest version this release writes for a dataset without
+/// overlays. It reads this one, version 1, which had no `sequence`, and
+/// version 3.
 pub const MANIFEST_VERSION: u32 = 2;
+
+/// The manifest version of a delta generation: some shard has overlays
+/// (docs/FORMAT.md, "Delta generations"). A release that reads only
+/// version 2 refuses it, rather than read the bases without their changes.
+pub const DELTA_MANIFEST_VERSION: u32 = 3;
+
+/// The most overlays one shard may have: past a few, a patch compacts the
+/// shard (`compact_overlays`); this bounds what a manifest can make a
+/// lookup read.
+pub const MAX_OVERLAYS: usize = 64;
 
 /// The oldest manifest version this release reads.
 pub const OLDEST_MANIFEST_VERSION: u32 = 1;
@@ -76,6 +87,45 @@ pub struct ShardEntry {
     /// every section's checksum), as 16 hex digits: the shard's identity,
     /// checked at open in O(1); `verify` checks every byte under it.
     pub checksum: String,
+    /// The shard's overlays, oldest first (version 3): small stores of the
+    /// keys patches changed since `file` was built, read newest first,
+    /// tombstones for keys deleted. `file` is then the shard's base, and
+    /// `entries` its entry count.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub overlays: Vec<OverlayEntry>,
+    /// The shard's live entries with its overlays read over its base
+    /// (version 3, with overlays; `entries` otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub live: Option<u64>,
+}
+
+/// One overlay of a shard as the manifest lists it: a store with key
+/// fingerprints, whose tombstones mark deleted keys.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OverlayEntry {
+    /// Its file name beside the manifest, or its URL.
+    pub file: String,
+    /// Its records: keys upserted and keys deleted.
+    pub entries: u64,
+    /// Its length in bytes.
+    pub bytes: u64,
+    /// Its header checksum, as for a shard.
+    pub checksum: String,
+}
+
+impl ShardEntry {
+    /// The entries a reader finds in the shard: its base's, or with
+    /// overlays, the live count the patch recorded.
+    pub fn live_entries(&self) -> u64 {
+        self.live.unwrap_or(self.entries)
+    }
+
+    /// Every file the shard is read from: its base, then its overlays,
+    /// oldest first.
+    pub fn files(&self) -> impl Iterator<Item = &str> {
+        std::iter::once(self.file.as_str()).chain(self.overlays.iter().map(|o| o.file.as_str()))
+    }
 }
 
 impl Manifest {
@@ -135,30 +185,43 @@ impl Manifest {
         let mut total = 0u64;
         for (i, shard) in self.shards.iter().enumerate() {
             let which = || format!("shard {i} of {n} ({:?})", shard.file);
-            match hashfile_remote::Location::parse(&shard.file) {
-                None => check_name("shard file", &shard.file)
-                    .map_err(|e| format!("{}: {e}", which()))?,
-                Some(_) if shard.file.len() > MAX_URL_LEN => {
-                    return Err(format!(
-                        "shard {i} of {n}: a URL of {} bytes, more than {MAX_URL_LEN}",
-                        shard.file.len()
-                    ))
-                }
-                Some(Err(e)) => return Err(format!("{}: {e}", which())),
-                Some(Ok(_)) => {}
-            }
-            if !seen.insert(shard.file.as_str()) {
-                return Err(format!("{}: the file is listed twice", which()));
-            }
-            if parse_checksum(&shard.checksum).is_none() {
+            check_file("shard file", &shard.file, &shard.checksum, &mut seen)
+                .map_err(|e| format!("{}: {e}", which()))?;
+            if !shard.overlays.is_empty() && self.hashfile_dataset < DELTA_MANIFEST_VERSION {
                 return Err(format!(
-                    "{}: checksum {:?} is not 16 hex digits",
+                    "{}: overlays came with manifest version {DELTA_MANIFEST_VERSION}, and this is version {}",
                     which(),
-                    shard.checksum
+                    self.hashfile_dataset
+                ));
+            }
+            if shard.overlays.len() > MAX_OVERLAYS {
+                return Err(format!(
+                    "{}: {} overlays; a shard has at most {MAX_OVERLAYS}",
+                    which(),
+                    shard.overlays.len()
+                ));
+            }
+            if shard.overlays.is_empty() != shard.live.is_none() {
+                return Err(format!(
+                    "{}: a live entry count is given exactly for a shard with overlays",
+                    which()
+                ));
+            }
+            let mut most = shard.entries;
+            for (k, overlay) in shard.overlays.iter().enumerate() {
+                check_file("overlay file", &overlay.file, &overlay.checksum, &mut seen)
+                    .map_err(|e| format!("{}, overlay {k} ({:?}): {e}", which(), overlay.file))?;
+                most = most.saturating_add(overlay.entries);
+            }
+            if shard.live_entries() > most {
+                return Err(format!(
+                    "{}: {} live entries, more than its base and overlays hold ({most})",
+                    which(),
+                    shard.live_entries()
                 ));
             }
             total = total
-                .checked_add(shard.entries)
+                .checked_add(shard.live_entries())
                 .ok_or_else(|| format!("{}: the entry counts overflow", which()))?;
         }
         if total != self.entries {
@@ -214,8 +277,23 @@ impl Manifest {
         out.push_str(&format!("  \"entries\": {},\n", self.entries));
         out.push_str("  \"shards\": [\n");
         for (i, shard) in self.shards.iter().enumerate() {
+            let mut overlays = String::new();
+            if let Some(live) = shard.live {
+                overlays.push_str(&format!(", \"live\": {live}, \"overlays\": ["));
+                for (k, overlay) in shard.overlays.iter().enumerate() {
+                    overlays.push_str(&format!(
+                        "{}{{\"file\": {}, \"entries\": {}, \"bytes\": {}, \"checksum\": {}}}",
+                        if k > 0 { ", " } else { "" },
+                        json_string(&overlay.file),
+                        overlay.entries,
+                        overlay.bytes,
+                        json_string(&overlay.checksum),
+                    ));
+                }
+                overlays.push(']');
+            }
             out.push_str(&format!(
-                "    {{\"file\": {}, \"entries\": {}, \"bytes\": {}, \"checksum\": {}}}{}\n",
+                "    {{\"file\": {}, \"entries\": {}, \"bytes\": {}, \"checksum\": {}{overlays}}}{}\n",
                 json_string(&shard.file),
                 shard.entries,
                 shard.bytes,
@@ -256,13 +334,41 @@ fn now_micros() -> u64 {
 }
 
 fn readable(version: u64) -> bool {
-    (OLDEST_MANIFEST_VERSION as u64..=MANIFEST_VERSION as u64).contains(&version)
+    (OLDEST_MANIFEST_VERSION as u64..=DELTA_MANIFEST_VERSION as u64).contains(&version)
 }
 
 fn version_error(version: u64) -> String {
     format!(
-        "dataset manifest version {version}, and this release reads versions {OLDEST_MANIFEST_VERSION} to {MANIFEST_VERSION}"
+        "dataset manifest version {version}, and this release reads versions {OLDEST_MANIFEST_VERSION} to {DELTA_MANIFEST_VERSION}"
     )
+}
+
+/// Checks a file a manifest lists (a shard's base or an overlay): its name
+/// or URL, that no other entry lists it, and its checksum's form.
+fn check_file<'m>(
+    what: &str,
+    file: &'m str,
+    checksum: &str,
+    seen: &mut HashSet<&'m str>,
+) -> Result<(), String> {
+    match hashfile_remote::Location::parse(file) {
+        None => check_name(what, file)?,
+        Some(_) if file.len() > MAX_URL_LEN => {
+            return Err(format!(
+                "a URL of {} bytes, more than {MAX_URL_LEN}",
+                file.len()
+            ))
+        }
+        Some(Err(e)) => return Err(e.to_string()),
+        Some(Ok(_)) => {}
+    }
+    if !seen.insert(file) {
+        return Err("the file is listed twice".into());
+    }
+    if parse_checksum(checksum).is_none() {
+        return Err(format!("checksum {checksum:?} is not 16 hex digits"));
+    }
+    Ok(())
 }
 
 /// A JSON string literal of `text`.

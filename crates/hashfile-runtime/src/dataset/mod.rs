@@ -16,8 +16,10 @@ mod generations;
 pub mod history;
 #[cfg(feature = "import")]
 mod import;
+pub mod layers;
 pub mod manifest;
 mod origin;
+pub mod patch;
 mod retire;
 mod tasks;
 mod write;
@@ -31,7 +33,9 @@ use hashfile::RecordBuf;
 use hashfile_remote::{Location, RemoteOptions};
 
 use crate::source::{open_store, LocalOpen, Store};
+pub use layers::Shard;
 use manifest::{dataset_error, parse_checksum, Manifest, MANIFEST_NAME, MAX_MANIFEST_LEN};
+pub use patch::{compact, OnMissing, Patch, PatchOptions, PatchSummary};
 
 pub use generations::{
     generation_location, history, is_manifest_location, open_generation, rollback,
@@ -59,7 +63,7 @@ pub struct Dataset {
     /// The shards, opened and checked on first use. Boxed, so that a shard
     /// never used costs a pointer and not a store's state: a manifest may
     /// list a million shards, and a lookup reads one.
-    shards: Vec<OnceLock<Box<Store>>>,
+    shards: Vec<OnceLock<Box<Shard>>>,
     /// Whether the manifest or any shard is remote, found once at open:
     /// a binding asks before every lookup.
     remote_parts: bool,
@@ -136,7 +140,11 @@ impl Dataset {
             dataset.reach(i)?;
         }
         for i in 0..dataset.shards.len() {
-            if !Location::is_remote(&dataset.shard_location(i)) {
+            let entry = &dataset.manifest.shards[i];
+            if !entry
+                .files()
+                .any(|file| Location::is_remote(&dataset.file_location(file)))
+            {
                 dataset.shard(i)?;
             }
         }
@@ -211,7 +219,7 @@ impl Dataset {
         &self.manifest
     }
 
-    /// Entries of all shards.
+    /// Live entries of all shards (with their overlays).
     pub fn len(&self) -> u64 {
         self.manifest.entries
     }
@@ -234,9 +242,13 @@ impl Dataset {
 
     /// Where shard `i` is: its URL, or its file beside the manifest.
     pub fn shard_location(&self, i: usize) -> String {
-        let file = &self.manifest.shards[i].file;
+        self.file_location(&self.manifest.shards[i].file)
+    }
+
+    /// Where a file the manifest lists is: its URL, or beside the manifest.
+    pub fn file_location(&self, file: &str) -> String {
         if Location::is_remote(file) {
-            file.clone()
+            file.to_owned()
         } else {
             format!("{}{file}", self.base)
         }
@@ -245,19 +257,19 @@ impl Dataset {
     /// Shard `i`, opened and checked against the manifest on first use.
     // On every lookup: the open shard inline, the first use out of line.
     #[inline]
-    pub fn shard(&self, i: usize) -> hashfile::Result<&Store> {
+    pub fn shard(&self, i: usize) -> hashfile::Result<&Shard> {
         match self.shards[i].get() {
-            Some(store) => Ok(store),
+            Some(shard) => Ok(shard),
             None => self.first_use(i),
         }
     }
 
     #[cold]
     #[inline(never)]
-    fn first_use(&self, i: usize) -> hashfile::Result<&Store> {
-        let store = self.open_shard(i)?;
-        // Two threads may open it at once; one store is kept.
-        let _ = self.shards[i].set(Box::new(store));
+    fn first_use(&self, i: usize) -> hashfile::Result<&Shard> {
+        let shard = self.open_shard(i)?;
+        // Two threads may open it at once; one is kept.
+        let _ = self.shards[i].set(Box::new(shard));
         Ok(self.shards[i].get().expect("set above"))
     }
 
@@ -265,8 +277,8 @@ impl Dataset {
     pub fn set_max_value_size(&mut self, bytes: u64) -> hashfile::Result<()> {
         self.max_value_size = hashfile::read::check_max_value_size(bytes)?;
         for shard in &mut self.shards {
-            if let Some(store) = shard.get_mut() {
-                store.set_max_value_size(bytes)?;
+            if let Some(shard) = shard.get_mut() {
+                shard.set_max_value_size(bytes)?;
             }
         }
         Ok(())
@@ -278,8 +290,8 @@ impl Dataset {
     }
 
     /// Shard `i` if it is open already.
-    pub fn opened_shard(&self, i: usize) -> Option<&Store> {
-        self.shards[i].get().map(|store| &**store)
+    pub fn opened_shard(&self, i: usize) -> Option<&Shard> {
+        self.shards[i].get().map(|shard| &**shard)
     }
 
     /// An error naming shard `i` and the dataset.
@@ -295,22 +307,75 @@ impl Dataset {
         )
     }
 
-    /// How shard `i` may be read, or the error that refuses the manifest
-    /// ([`origin::reach`]).
+    /// How shard `i`'s files may be read, or the error that refuses the
+    /// manifest ([`origin::reach`]).
     fn reach(&self, i: usize) -> hashfile::Result<origin::Reach> {
+        let entry = &self.manifest.shards[i];
+        for overlay in &entry.overlays {
+            self.places
+                .reach(&overlay.file)
+                .map_err(|what| self.shard_error(i, format!("overlay {}: {what}", overlay.file)))?;
+        }
         self.places
-            .reach(&self.manifest.shards[i].file)
+            .reach(&entry.file)
             .map_err(|what| self.shard_error(i, what))
     }
 
     /// Shard `i` opened anew and checked against the manifest, not kept by
     /// the dataset: for work that reads shards one after another and lets
     /// each go when done (a diff), so that their maps do not add up.
-    pub fn open_shard(&self, i: usize) -> hashfile::Result<Store> {
+    pub fn open_shard(&self, i: usize) -> hashfile::Result<Shard> {
         let entry = &self.manifest.shards[i];
-        let at = self.shard_location(i);
-        let wrong = |what: String| self.shard_error(i, what);
-        let options = self.reach(i)?.options(&self.remote);
+        let mut shard = Shard::of_base(self.open_file(
+            i,
+            &entry.file,
+            entry.entries,
+            entry.bytes,
+            &entry.checksum,
+        )?)
+        .map_err(|e| e.with_path(Path::new(&self.shard_location(i))))?;
+        for overlay in &entry.overlays {
+            let store = self.open_file(
+                i,
+                &overlay.file,
+                overlay.entries,
+                overlay.bytes,
+                &overlay.checksum,
+            )?;
+            shard = shard
+                .with_overlay(store, entry.live_entries())
+                .map_err(|e| e.with_path(Path::new(&self.file_location(&overlay.file))))?;
+        }
+        Ok(shard)
+    }
+
+    /// One file of shard `i` (its base or an overlay), opened and checked
+    /// against what the manifest says of it.
+    fn open_file(
+        &self,
+        i: usize,
+        file: &str,
+        entries: u64,
+        bytes: u64,
+        checksum: &str,
+    ) -> hashfile::Result<Store> {
+        let at = self.file_location(file);
+        let is_base = file == self.manifest.shards[i].file;
+        let wrong = |what: String| {
+            self.shard_error(
+                i,
+                if is_base {
+                    what
+                } else {
+                    format!("overlay {file}: {what}")
+                },
+            )
+        };
+        let options = self
+            .places
+            .reach(file)
+            .map_err(|what| self.shard_error(i, what))?
+            .options(&self.remote);
         let mut store = open_store(&at, &options, LocalOpen::Mapped).map_err(|e| match e {
             hashfile::Error::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
                 wrong(if Location::is_remote(&at) {
@@ -324,25 +389,22 @@ impl Dataset {
             other => other,
         })?;
         store.set_max_value_size(self.max_value_size)?;
-        if store.source().size() != entry.bytes {
+        if store.source().size() != bytes {
             return Err(wrong(format!(
-                "{} bytes, and the manifest says {}",
+                "{} bytes, and the manifest says {bytes}",
                 store.source().size(),
-                entry.bytes
             )));
         }
-        if store.len() != entry.entries {
+        if store.len() != entries {
             return Err(wrong(format!(
-                "{} entries, and the manifest says {}",
+                "{} entries, and the manifest says {entries}",
                 store.len(),
-                entry.entries
             )));
         }
-        let checksum = header_checksum(&store).map_err(|e| e.with_path(Path::new(&at)))?;
-        if Some(checksum) != parse_checksum(&entry.checksum) {
+        let found = header_checksum(&store).map_err(|e| e.with_path(Path::new(&at)))?;
+        if Some(found) != parse_checksum(checksum) {
             return Err(wrong(format!(
-                "header checksum {checksum:016x}, and the manifest says {} (a shard of another generation, or rebuilt since)",
-                entry.checksum
+                "header checksum {found:016x}, and the manifest says {checksum} (a shard of another generation, or rebuilt since)",
             )));
         }
         Ok(store)
@@ -396,11 +458,11 @@ impl Dataset {
     /// by hand may have one elsewhere, where no lookup finds it).
     pub fn verify(&self) -> hashfile::Result<()> {
         for i in 0..self.shards.len() {
-            let store = self.shard(i)?;
-            store
+            let shard = self.shard(i)?;
+            shard
                 .verify()
                 .map_err(|e| e.with_path(Path::new(&self.shard_location(i))))?;
-            for record in store.iter() {
+            for record in shard.stores().flat_map(|store| store.iter()) {
                 let record = record?;
                 let routed = self.shard_of(record.key());
                 if routed != i {
@@ -424,7 +486,7 @@ impl Dataset {
         (0..self.shards.len()).flat_map(move |i| {
             let records: Box<dyn Iterator<Item = hashfile::Result<RecordBuf<'_>>>> =
                 match self.shard(i) {
-                    Ok(store) => Box::new(store.iter()),
+                    Ok(shard) => Box::new(shard.iter()),
                     Err(e) => Box::new(std::iter::once(Err(e))),
                 };
             records

@@ -154,7 +154,7 @@ impl Replaced {
                 .previous
                 .as_ref()
                 .is_some_and(|m| m.generation.eq_ignore_ascii_case(generation))
-            || self.history().keeps(generation)
+            || self.history().uses(generation)
     }
 
     /// The manifest being replaced, if it could be read.

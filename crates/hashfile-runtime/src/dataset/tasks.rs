@@ -238,6 +238,8 @@ impl ShardWriter {
             entries: store.len(),
             bytes,
             checksum: format_checksum(header_checksum(&store)?),
+            overlays: Vec::new(),
+            live: None,
         };
         drop(store);
         if self.destination.remote {
@@ -326,6 +328,8 @@ pub fn publish_shards(
             entries: store.len(),
             bytes: store.source().size(),
             checksum: format_checksum(header_checksum(&store)?),
+            overlays: Vec::new(),
+            live: None,
         };
         if &found != report {
             return Err(dataset_error(

@@ -228,6 +228,8 @@ impl DatasetBuilder {
                 entries: store.len(),
                 bytes,
                 checksum: format_checksum(header_checksum(&store)?),
+                overlays: Vec::new(),
+                live: None,
             })
         };
         // Every shard is built, even after one fails, so that a duplicate

@@ -30,7 +30,7 @@ pub(super) struct RecordsSection<'a> {
     pub(super) dictionary: Option<&'a [u8]>,
     /// The required-feature bits the compressed records need (none, or
     /// compressed values, with or without compressed items).
-    pub(super) compression_flags: u64,
+    pub(super) record_flags: u64,
 }
 
 /// Builds the perfect hash over the records' keys and lays out the file.
@@ -98,8 +98,20 @@ pub(super) fn prepare(
         |e| e.hash,
         |e| offsets.of_id(e.index),
     );
+    let fingerprints = options.fingerprints.then(|| {
+        let mut out = vec![0u8; n * 2];
+        for e in &slots {
+            let print = chd::fingerprint(chd::hash_key(key(e.index as usize), seed));
+            let at = e.hash as usize * 2;
+            out[at..at + 2].copy_from_slice(&print.to_le_bytes());
+        }
+        out
+    });
     drop(slots);
     index.push((SectionId::Slots, packed_slots));
+    if let Some(fingerprints) = fingerprints {
+        index.push((SectionId::Fingerprints, fingerprints));
+    }
     // The dictionary goes right after the records, before the index.
     if let Some(dictionary) = records.dictionary {
         index.insert(0, (SectionId::Dictionary, dictionary.to_vec()));
@@ -114,7 +126,7 @@ pub(super) fn prepare(
             records_len,
             records_checksum: records.checksum,
             typed: records.typed,
-            compression_flags: records.compression_flags,
+            record_flags: records.record_flags,
             with_dictionary: records.dictionary.is_some(),
             seed,
             geometry,
@@ -132,7 +144,7 @@ pub(super) struct Shape {
     /// Whether any record holds a typed value.
     pub(super) typed: bool,
     /// The required-feature bits the compressed records need.
-    pub(super) compression_flags: u64,
+    pub(super) record_flags: u64,
     /// Whether the store has a dictionary section (a build with
     /// compression), which makes the header one section longer.
     pub(super) with_dictionary: bool,
@@ -149,8 +161,8 @@ pub(super) fn lay_out(
     index: &[(SectionId, u64, u64)],
     options: &BuildOptions,
 ) -> Header {
-    let header_len = Header::encoded_len(shape.with_dictionary);
-    let mut sections = [Section::default(); 8];
+    let header_len = Header::encoded_len(shape.with_dictionary, options.fingerprints);
+    let mut sections = [Section::default(); 9];
     let mut at = (header_len as u64).next_multiple_of(8);
     sections[SectionId::Records.index()] = Section {
         offset: at,
@@ -170,7 +182,12 @@ pub(super) fn lay_out(
     let o = options;
     Header {
         major: format::VERSION_MAJOR,
-        minor: format::VERSION_MINOR,
+        // 1.1 added fingerprints, which a 1.0 reader skips.
+        minor: if o.fingerprints {
+            format::VERSION_MINOR_FINGERPRINTS
+        } else {
+            format::VERSION_MINOR
+        },
         header_len: header_len as u32,
         required_flags: if shape.typed {
             format::REQUIRED_TYPED_VALUES
@@ -183,7 +200,7 @@ pub(super) fn lay_out(
         } | match o.index {
             IndexKind::Classic => 0,
             IndexKind::Compact => format::REQUIRED_COMPACT_INDEX,
-        } | shape.compression_flags,
+        } | shape.record_flags,
         file_len: at,
         hash_seed: shape.seed,
         geometry: shape.geometry,

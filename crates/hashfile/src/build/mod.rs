@@ -73,6 +73,8 @@ pub struct Builder {
     offsets: Offsets,
     /// Whether any record holds a typed value: sets the required flag.
     typed: bool,
+    /// Whether any record is a tombstone: sets the required flag.
+    tombstones: bool,
     /// Stops writing the store when raised.
     cancel: CancelFlag,
     /// What the compression pass made, once it has run: its records are
@@ -117,6 +119,7 @@ impl Builder {
             records: Records::Memory(Vec::new()),
             offsets: Offsets::Narrow(Vec::new()),
             typed: false,
+            tombstones: false,
             cancel: CancelFlag::new(),
             compressed: None,
             entries: 0,
@@ -141,7 +144,8 @@ impl Builder {
             .write_all(&vec![
                 0u8;
                 Header::encoded_len(
-                    options.compression != Compression::None
+                    options.compression != Compression::None,
+                    options.fingerprints
                 )
             ])
             .map_err(with_path)?;
@@ -152,6 +156,7 @@ impl Builder {
             records: Records::File(Box::new(spill)),
             offsets: Offsets::Narrow(Vec::new()),
             typed: false,
+            tombstones: false,
             cancel: CancelFlag::new(),
             compressed: None,
             entries: 0,
@@ -191,7 +196,7 @@ impl Builder {
         match &self.records {
             Records::Memory(v) => v,
             Records::File(spill) => {
-                let start = Header::encoded_len(self.with_dictionary());
+                let start = self.header_len();
                 &spill.sealed.as_ref().expect("sealed before use")
                     [start..start + spill.len as usize]
             }
@@ -204,12 +209,18 @@ impl Builder {
         self.options.compression != Compression::None
     }
 
+    /// The length of the store's header, which the records follow.
+    fn header_len(&self) -> usize {
+        Header::encoded_len(self.with_dictionary(), self.options.fingerprints)
+    }
+
     /// The compression pass (`compress`): trains the dictionary and
     /// rewrites the records with their values compressed; replaces the
     /// offsets, unless the index will spill (`keep_offsets` false: it
     /// reads the records back).
     fn compress_values(&mut self, level: i32, keep_offsets: bool) -> Result<CompressedValues> {
         let records_len = self.records_len();
+        let header_len = self.header_len();
         let cancel = &self.cancel;
         let done = match &mut self.records {
             Records::Memory(records) => {
@@ -225,7 +236,7 @@ impl Builder {
                 // The file changes under the map: read and write it with
                 // positioned calls, then map it again.
                 spill.sealed = None;
-                let start = Header::encoded_len(true) as u64;
+                let start = header_len as u64;
                 let path = spill.destination.clone();
                 let with_path = |e: std::io::Error| Error::io(Some(&path), e);
                 let mut io = compress::InFile {
@@ -319,6 +330,30 @@ impl Builder {
         self.insert_record(Record::binary(key, value))
     }
 
+    /// Adds a tombstone for `key` (value kind 4, no value): a dataset's
+    /// overlay says with it that the key is deleted (docs/FORMAT.md,
+    /// "Delta generations"). The store then needs a reader that knows
+    /// tombstones.
+    pub fn insert_tombstone(&mut self, key: &[u8], key_utf8: bool) {
+        self.insert_record(Record {
+            key,
+            key_utf8,
+            value: &[],
+            kind: ValueKind::Tombstone,
+        })
+    }
+
+    /// The required-feature bits of the records beyond typed values: those
+    /// of compression, and tombstones.
+    fn record_flags(&self) -> u64 {
+        self.compressed.as_ref().map_or(0, |c| c.required_flags)
+            | if self.tombstones {
+                crate::format::REQUIRED_TOMBSTONES
+            } else {
+                0
+            }
+    }
+
     /// Adds a record, keeping whether the key is UTF-8 text and the value's
     /// kind, so that a binding can give them back with their encoding.
     /// Duplicate keys are reported when the store is built.
@@ -328,6 +363,7 @@ impl Builder {
     #[inline]
     pub fn insert_record(&mut self, record: Record<'_>) {
         self.typed |= record.kind == ValueKind::Typed;
+        self.tombstones |= record.kind == ValueKind::Tombstone;
         self.entries += 1;
         if self.dropped_index {
             if let Records::File(spill) = &mut self.records {
@@ -438,7 +474,7 @@ impl Builder {
     /// whatever the records' size. The file is then as if only the kept
     /// entries had been added; its offsets and hashes are not kept.
     fn resolve_in_file(&mut self, policy: OnDuplicate, stats: &mut SpillStats) -> Result<()> {
-        let start = Header::encoded_len(self.with_dictionary());
+        let start = self.header_len();
         let Records::File(spill) = &mut self.records else {
             unreachable!("resolved in the file its records are in")
         };
@@ -472,7 +508,7 @@ impl Builder {
         let Records::File(spill) = &self.records else {
             unreachable!("read from the file its records are in")
         };
-        let start = Header::encoded_len(self.with_dictionary());
+        let start = self.header_len();
         let records = spill::RecordsFile::sealed(spill, start, self.entries as u64, self.typed);
         spill_repeats::offsets_and_hashes(&records, self.options.hash_seed, &self.cancel)
     }
@@ -631,6 +667,7 @@ impl Builder {
             self.compressed = Some(self.compress_values(level, true)?);
         }
         self.cancel.check()?;
+        let record_flags = self.record_flags();
         let compressed = self.compressed.as_ref();
         let (checksum, hashes) = match &self.records {
             // A streaming build summed its records as it wrote them (and
@@ -648,7 +685,7 @@ impl Builder {
             hashes,
             typed: self.typed,
             dictionary: compressed.map(|c| c.section.as_slice()),
-            compression_flags: compressed.map_or(0, |c| c.required_flags),
+            record_flags,
         };
         let prepared = match index::prepare(&records, &self.options, &self.cancel) {
             Err(Error::DuplicateKey { .. }) => return Err(self.duplicate_error()),
@@ -772,6 +809,15 @@ impl Builder {
         path: &Path,
         before_publish: &mut dyn FnMut() -> Result<()>,
     ) -> Result<u64> {
+        if self.options.fingerprints {
+            return Err(Error::InvalidOption {
+                name: "fingerprints",
+                reason: format!(
+                    "are written by a build whose index fits its memory limit, and {} entries pass it (raise memory)",
+                    self.entries
+                ),
+            });
+        }
         self.check_compressed_entries()?;
         self.cancel.check()?;
         self.seal()?;
@@ -790,7 +836,7 @@ impl Builder {
         if !in_place {
             let temp = TempFile::create_beside(path).map_err(|e| Error::io(Some(path), e))?;
             let mut moved = Spill::new(temp, path.to_path_buf());
-            moved.write(&vec![0u8; Header::encoded_len(with_dictionary)]);
+            moved.write(&vec![0u8; Header::encoded_len(with_dictionary, false)]);
             // The checksum covers the records, not the header's room.
             moved.flush();
             moved.checksum = xxhash_rust::xxh3::Xxh3::new();
@@ -803,7 +849,7 @@ impl Builder {
             moved.seal().map_err(|e| Error::io(Some(path), e))?;
             self.records = Records::File(Box::new(moved));
         }
-        let start = Header::encoded_len(with_dictionary);
+        let start = Header::encoded_len(with_dictionary, false);
         let mut stats = SpillStats::default();
         if let Some(policy) = self.resolving() {
             self.resolve_in_file(policy, &mut stats)?;
@@ -813,6 +859,7 @@ impl Builder {
             self.compressed = Some(self.compress_values(level, false)?);
         }
         self.cancel.check()?;
+        let record_flags = self.record_flags();
         let compressed = self.compressed.as_ref();
         let Records::File(spill) = &mut self.records else {
             unreachable!("moved to a file above")
@@ -827,7 +874,7 @@ impl Builder {
                 checksum: compressed.map_or_else(|| spill.checksum.digest(), |c| c.checksum),
                 typed: self.typed,
                 dictionary: compressed.map(|c| c.section.as_slice()),
-                compression_flags: compressed.map_or(0, |c| c.required_flags),
+                record_flags,
                 destination: path,
             };
             let header = spill::build(

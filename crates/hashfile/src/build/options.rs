@@ -51,6 +51,12 @@ pub struct BuildOptions {
     /// take more builds its index part by part from temporary files beside
     /// the output (`build::spill`), into the same bytes. Default `Auto`.
     pub memory: MemoryLimit,
+    /// Whether the store keeps a 16-bit fingerprint of each slot's key
+    /// (docs/FORMAT.md, "Fingerprints"), so that a lookup of a key it does
+    /// not hold reads no record (65,535 times in 65,536): what a dataset's
+    /// overlays are built with. 2 bytes per entry; a build in memory only
+    /// (not one past the memory limit, which spills). Default off.
+    pub fingerprints: bool,
 }
 
 /// The memory a build's index data may take (`BuildOptions::memory`).
@@ -235,6 +241,7 @@ impl Default for BuildOptions {
             index: IndexKind::Classic,
             compression: Compression::None,
             memory: MemoryLimit::Auto,
+            fingerprints: false,
         }
     }
 }

@@ -111,7 +111,7 @@ pub(super) struct RecordsFile<'a> {
     /// compression pass, which a spilled build runs on the file first).
     pub(super) dictionary: Option<&'a [u8]>,
     /// The required-feature bits the compressed records need.
-    pub(super) compression_flags: u64,
+    pub(super) record_flags: u64,
     /// The store's path: temporary files go beside it, errors name it.
     pub(super) destination: &'a Path,
 }
@@ -134,7 +134,7 @@ impl RecordsFile<'_> {
             checksum: 0,
             typed,
             dictionary: None,
-            compression_flags: 0,
+            record_flags: 0,
             destination: &spill.destination,
         }
     }
@@ -827,7 +827,7 @@ fn write(
         records_len: records.len(),
         records_checksum: records.checksum,
         typed: records.typed,
-        compression_flags: records.compression_flags,
+        record_flags: records.record_flags,
         with_dictionary: records.dictionary.is_some(),
         seed,
         geometry: placed.geometry,

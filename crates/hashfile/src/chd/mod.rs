@@ -38,6 +38,16 @@ pub fn hash_key(key: &[u8], seed: u64) -> u64 {
     xxhash_rust::xxh3::xxh3_64_with_seed(key, seed)
 }
 
+/// The 16-bit fingerprint of a key hash that a store with a fingerprints
+/// section keeps in each slot (docs/FORMAT.md, "Fingerprints"): the high
+/// bits of the hash times an odd constant, so that every bit of the hash
+/// counts, not only those that chose the key's bucket and slot. A key the
+/// store does not hold matches its slot's fingerprint once in 65,536.
+#[inline]
+pub fn fingerprint(hash: u64) -> u16 {
+    (hash.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 48) as u16
+}
+
 #[inline]
 pub(crate) fn mul_high(a: u64, b: u64) -> u64 {
     ((a as u128 * b as u128) >> 64) as u64

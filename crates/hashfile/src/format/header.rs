@@ -30,12 +30,16 @@ pub enum SectionId {
     /// The compressed values' stats and zstd dictionary
     /// (`crate::compress`): in a store built with compression.
     Dictionary = 8,
+    /// A 16-bit fingerprint of the key in each slot (`chd::fingerprint`),
+    /// so that a key the store does not hold is answered from the index
+    /// alone: in a dataset's overlays (docs/FORMAT.md, "Fingerprints").
+    Fingerprints = 9,
 }
 
 impl SectionId {
     /// Every section id this version knows (the order of
     /// `Header::sections`).
-    pub const ALL: [SectionId; 8] = [
+    pub const ALL: [SectionId; 9] = [
         SectionId::SeedIndex,
         SectionId::Seeds,
         SectionId::Remap,
@@ -44,6 +48,7 @@ impl SectionId {
         SectionId::Pilots,
         SectionId::Parts,
         SectionId::Dictionary,
+        SectionId::Fingerprints,
     ];
 
     /// The sections of a store with the classic index, in section-table
@@ -87,7 +92,8 @@ impl SectionId {
     ];
 
     /// The sections of a store, in section-table order, by its index
-    /// layout and whether it has a dictionary section.
+    /// layout and whether it has a dictionary section (the fingerprints
+    /// section, when there is one, comes last: `Header::present_sections`).
     pub fn of_store(compact: bool, dictionary: bool) -> &'static [SectionId] {
         match (compact, dictionary) {
             (false, false) => &SectionId::CLASSIC,
@@ -108,6 +114,7 @@ impl SectionId {
             SectionId::Pilots => "pilots",
             SectionId::Parts => "parts",
             SectionId::Dictionary => "dictionary",
+            SectionId::Fingerprints => "fingerprints",
         }
     }
 
@@ -259,7 +266,7 @@ pub struct Header {
     /// Every section, in `SectionId::ALL` order; those of the other index
     /// layout, and the dictionary of a store built without compression,
     /// are absent (all zero).
-    pub sections: [Section; 8],
+    pub sections: [Section; 9],
 }
 
 /// Reads little-endian fields in file order from bytes known to be long
@@ -335,9 +342,19 @@ impl Header {
         self.required_flags & REQUIRED_COMPRESSED_ITEMS != 0
     }
 
+    /// Whether the store has a fingerprints section.
+    #[inline]
+    pub fn has_fingerprints(&self) -> bool {
+        self.section(SectionId::Fingerprints).offset != 0
+    }
+
     /// The sections the store has, in section-table order.
-    pub fn present_sections(&self) -> &'static [SectionId] {
-        SectionId::of_store(self.is_compact(), self.has_dictionary())
+    pub fn present_sections(&self) -> Vec<SectionId> {
+        let mut ids = SectionId::of_store(self.is_compact(), self.has_dictionary()).to_vec();
+        if self.has_fingerprints() {
+            ids.push(SectionId::Fingerprints);
+        }
+        ids
     }
 
     /// Number of seed blocks (none with the compact index).
@@ -361,15 +378,22 @@ impl Header {
         bits::bits_for(self.geometry.entry_count.saturating_sub(1))
     }
 
-    /// Length of the header this library writes: five sections, and a
-    /// sixth, the dictionary, for a build with compression.
-    pub fn encoded_len(with_dictionary: bool) -> usize {
-        FIXED_HEADER_LEN + SectionId::of_store(false, with_dictionary).len() * SECTION_ENTRY_LEN + 8
+    /// Length of the header this library writes: five sections, a sixth,
+    /// the dictionary, for a build with compression, and one more for
+    /// fingerprints.
+    pub fn encoded_len(with_dictionary: bool, with_fingerprints: bool) -> usize {
+        FIXED_HEADER_LEN
+            + (SectionId::of_store(false, with_dictionary).len() + usize::from(with_fingerprints))
+                * SECTION_ENTRY_LEN
+            + 8
     }
 
     /// Encodes the header, with its checksum, as docs/FORMAT.md lays it out.
     pub fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(Self::encoded_len(self.has_dictionary()));
+        let mut out = Vec::with_capacity(Self::encoded_len(
+            self.has_dictionary(),
+            self.has_fingerprints(),
+        ));
         out.extend_from_slice(&MAGIC);
         out.extend_from_slice(&self.major.to_le_bytes());
         out.extend_from_slice(&self.minor.to_le_bytes());
@@ -405,7 +429,7 @@ impl Header {
         };
         out.extend_from_slice(&parts.to_le_bytes());
         debug_assert_eq!(out.len(), FIXED_HEADER_LEN);
-        for &id in self.present_sections() {
+        for id in self.present_sections() {
             let s = self.section(id);
             out.extend_from_slice(&(id as u32).to_le_bytes());
             out.extend_from_slice(&0u32.to_le_bytes());
@@ -544,7 +568,7 @@ impl Header {
                 "section count {section_count} does not match header length {header_len}"
             )));
         }
-        let mut found: [Option<Section>; 8] = [None; 8];
+        let mut found: [Option<Section>; 9] = [None; 9];
         let mut fields = Fields(bytes, FIXED_HEADER_LEN);
         for _ in 0..section_count {
             let id = fields.u32();
@@ -580,11 +604,24 @@ impl Header {
             required_flags & REQUIRED_COMPACT_INDEX != 0,
             compressed || found[SectionId::Dictionary.index()].is_some(),
         );
-        let mut sections = [Section::default(); 8];
+        let mut sections = [Section::default(); 9];
         for &id in present {
             sections[id.index()] = found[id.index()].ok_or_else(|| {
                 Error::corrupt(id.name(), "section is missing from the section table")
             })?;
+        }
+        // Fingerprints are optional: 2 bytes per entry where present.
+        if let Some(fingerprints) = found[SectionId::Fingerprints.index()] {
+            if Some(fingerprints.length) != entry_count.checked_mul(2) {
+                return Err(Error::corrupt(
+                    "fingerprints",
+                    format!(
+                        "section is {} bytes, and {entry_count} entries take 2 each",
+                        fingerprints.length
+                    ),
+                ));
+            }
+            sections[SectionId::Fingerprints.index()] = fingerprints;
         }
         let header = Header {
             major,

@@ -18,6 +18,9 @@ pub const MAGIC: [u8; 8] = *b"\x89HASHF\r\n";
 pub const VERSION_MAJOR: u16 = 1;
 /// Minor version this library writes. Minor versions only add optional data.
 pub const VERSION_MINOR: u16 = 0;
+/// Minor version of a store with a fingerprints section (1.1): a 1.0
+/// reader skips the section and reads the store as before.
+pub const VERSION_MINOR_FINGERPRINTS: u16 = 1;
 /// Size of the fixed part of the header, before the section table.
 pub const FIXED_HEADER_LEN: usize = 128;
 /// Size of one section-table entry.
@@ -49,12 +52,18 @@ pub const REQUIRED_COMPRESSED_VALUES: u64 = 8;
 /// dictionary section's dictionary. Set exactly when a record does, and
 /// always with bit 3.
 pub const REQUIRED_COMPRESSED_ITEMS: u64 = 16;
+/// Required-feature bit 5: some records are tombstones (value kind 4):
+/// a dataset's overlay marks a deleted key with one (docs/FORMAT.md,
+/// "Delta generations"). Set exactly when a record is one, so that a
+/// reader that would take a tombstone for an empty value refuses the store.
+pub const REQUIRED_TOMBSTONES: u64 = 32;
 /// Required-feature bits this reader understands.
 pub const KNOWN_REQUIRED_FLAGS: u64 = REQUIRED_TYPED_VALUES
     | REQUIRED_PARTS
     | REQUIRED_COMPACT_INDEX
     | REQUIRED_COMPRESSED_VALUES
-    | REQUIRED_COMPRESSED_ITEMS;
+    | REQUIRED_COMPRESSED_ITEMS
+    | REQUIRED_TOMBSTONES;
 /// Bytes of one entry of the compact index's parts table.
 pub const PART_ENTRY_LEN: usize = 32;
 
@@ -72,6 +81,10 @@ pub enum ValueKind {
     /// A typed value in the value codec (`crate::value`): anything that is
     /// not a string in one of the three encodings above.
     Typed = 3,
+    /// A deleted key, in a dataset's overlay: the value is empty, and a
+    /// reader of the dataset answers "absent" for the key (requires
+    /// `REQUIRED_TOMBSTONES`).
+    Tombstone = 4,
 }
 
 impl ValueKind {
@@ -83,6 +96,7 @@ impl ValueKind {
             1 => Some(ValueKind::Utf8),
             2 => Some(ValueKind::Ascii),
             3 => Some(ValueKind::Typed),
+            4 => Some(ValueKind::Tombstone),
             _ => None,
         }
     }

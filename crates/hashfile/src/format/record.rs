@@ -178,7 +178,7 @@ impl fmt::Display for Damage {
             Damage::BadLength => f.write_str("bad record length"),
             Damage::BadFlags(flags) => write!(
                 f,
-                "record flags {flags:#04x}: compressed items in a value that is compressed whole or not typed"
+                "record flags {flags:#04x}: compressed items in a value that is compressed whole or not typed, or a tombstone compressed or with a value"
             ),
         }
     }
@@ -192,19 +192,21 @@ pub fn parse(bytes: &[u8]) -> Result<Option<Layout>, Damage> {
     let Some(&flags) = bytes.first() else {
         return Ok(None);
     };
-    // Kinds are 0..=3. Whether the store allows a compressed value is the
-    // reader's to check.
-    if flags & KIND_MASK & !3 != 0 {
-        return Err(Damage::UnknownKind(flags & KIND_MASK));
-    }
-    let kind = match flags & 3 {
+    // Kinds are 0..=4. Whether the store allows a compressed value or a
+    // tombstone is the reader's to check.
+    let kind = match flags & KIND_MASK {
         0 => ValueKind::Binary,
         1 => ValueKind::Utf8,
         2 => ValueKind::Ascii,
-        _ => ValueKind::Typed,
+        3 => ValueKind::Typed,
+        4 => ValueKind::Tombstone,
+        tag => return Err(Damage::UnknownKind(tag)),
     };
     let items = flags & COMPRESSED_ITEMS != 0;
     if items && (flags & COMPRESSED != 0 || kind != ValueKind::Typed) {
+        return Err(Damage::BadFlags(flags));
+    }
+    if kind == ValueKind::Tombstone && flags & COMPRESSED != 0 {
         return Err(Damage::BadFlags(flags));
     }
     let mut pos = 1;
@@ -227,6 +229,9 @@ pub fn parse(bytes: &[u8]) -> Result<Option<Layout>, Damage> {
         .ok()
         .and_then(|value_len| value_start.checked_add(value_len))
         .ok_or(Damage::BadLength)?;
+    if kind == ValueKind::Tombstone && len != value_start {
+        return Err(Damage::BadFlags(flags));
+    }
     Ok(Some(Layout {
         kind,
         key_utf8: flags & KEY_UTF8 != 0,

@@ -251,10 +251,39 @@ impl<S: Source> Reader<S> {
             self.classic_levels(fetch, state)?;
         }
         let at = state.at;
-        sort_for::<F, _>(state.order, |&i| at[i].get());
+        // With fingerprints, a key whose slot's fingerprint differs is
+        // absent: it leaves the batch before its slot and record are read.
+        let mut order: &mut [usize] = state.order;
+        let mut matched_order: Vec<usize>;
+        if self.fingerprints.offset != 0 {
+            sort_for::<F, _>(order, |&i| at[i].get());
+            let matched: Vec<Cell<bool>> = (0..keys.len()).map(|_| Cell::new(false)).collect();
+            let hash = state.hash;
+            fetch.level(
+                self,
+                order,
+                |i| {
+                    let start = self.fingerprints.offset + at[i].get().checked_mul(2)?;
+                    Some(start..start + 2)
+                },
+                |i| {
+                    matched[i].set(self.fingerprint_matches(at[i].get(), hash[i].get())?);
+                    Ok(())
+                },
+            )?;
+            // A new order, not the given one rearranged: a batch in memory
+            // reuses its order from group to group as it is.
+            matched_order = order
+                .iter()
+                .copied()
+                .filter(|&i| matched[i].get())
+                .collect();
+            order = &mut matched_order;
+        }
+        sort_for::<F, _>(order, |&i| at[i].get());
         fetch.level(
             self,
-            state.order,
+            order,
             |i| Self::packed_range(&self.slots, self.offset_bits, at[i].get()),
             |i| {
                 at[i].set(self.slot_offset(at[i].get())?);
@@ -264,12 +293,12 @@ impl<S: Source> Reader<S> {
         // Records, in file order. A record's length is in its first bytes:
         // a block's worth from its start is fetched (a longer record reads
         // on, one round trip more).
-        sort_for::<F, _>(state.order, |&i| at[i].get());
+        sort_for::<F, _>(order, |&i| at[i].get());
         let guess = self.source.block_len_hint().unwrap_or(OPEN_READ_LEN) as u64;
         let records_end = self.records.offset + self.records.length;
         fetch.level(
             self,
-            state.order,
+            order,
             |i| {
                 let start = self.records.offset.saturating_add(at[i].get());
                 Some(start.min(records_end)..start.saturating_add(guess).min(records_end))

@@ -90,6 +90,9 @@ pub struct Reader<S> {
     /// The compact index's sections (absent in a classic store).
     pilots: Section,
     parts: Section,
+    /// The key fingerprint of each slot, if the store has them (offset 0
+    /// if not): a lookup of a key whose fingerprint differs reads no record.
+    fingerprints: Section,
     compact: bool,
     offset_bits: u32,
     remap_bits: u32,
@@ -189,6 +192,7 @@ impl<S: Source> Reader<S> {
             records: section(SectionId::Records),
             pilots: section(SectionId::Pilots),
             parts: section(SectionId::Parts),
+            fingerprints: section(SectionId::Fingerprints),
             compact,
             offset_bits: header.offset_bits(),
             remap_bits: header.remap_bits(),
@@ -346,7 +350,8 @@ impl<S: Source> Reader<S> {
             [&self.seed_index, &self.seeds, &self.remap, &self.slots]
         };
         let ranges: Vec<Range<u64>> = index
-            .iter()
+            .into_iter()
+            .chain((self.fingerprints.offset != 0).then_some(&self.fingerprints))
             .map(|s| s.offset..s.offset + s.length)
             .filter(|r| !r.is_empty())
             .collect();
@@ -399,8 +404,33 @@ impl<S: Source> Reader<S> {
         if self.is_empty() {
             return Ok(None);
         }
-        let slot = self.slot_of(chd::hash_key(key, self.hash_seed))?;
+        let hash = chd::hash_key(key, self.hash_seed);
+        let slot = self.slot_of(hash)?;
+        if self.fingerprints.offset != 0 && !self.fingerprint_matches(slot, hash)? {
+            return Ok(None);
+        }
         self.slot_offset(slot).map(Some)
+    }
+
+    /// Whether the fingerprint in `slot` is that of a key with `hash`: if
+    /// not, the store does not hold the key, and no record is read.
+    #[inline(always)]
+    pub(super) fn fingerprint_matches(&self, slot: u64, hash: u64) -> Result<bool> {
+        let at = slot.checked_mul(2).unwrap_or(u64::MAX);
+        self.with_bytes(
+            &self.fingerprints,
+            SectionId::Fingerprints,
+            at,
+            2,
+            "slot past end of fingerprints",
+            |b| u16::from_le_bytes([b[0], b[1]]) == chd::fingerprint(hash),
+        )
+    }
+
+    /// Whether the store keeps key fingerprints (an overlay of a dataset):
+    /// a key it does not hold costs no record read.
+    pub fn has_fingerprints(&self) -> bool {
+        self.fingerprints.offset != 0
     }
 
     /// Iterates over the records in the order they were added.

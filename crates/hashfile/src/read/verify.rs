@@ -5,7 +5,9 @@ use super::{Reader, Source};
 use crate::chd;
 use crate::compress::Stats;
 use crate::error::{DisplayBytes, Error, Result};
-use crate::format::{PartEntry, ValueKind, PART_ENTRY_LEN, REQUIRED_TYPED_VALUES};
+use crate::format::{
+    PartEntry, ValueKind, PART_ENTRY_LEN, REQUIRED_TOMBSTONES, REQUIRED_TYPED_VALUES,
+};
 
 /// Bytes verify reads at a time.
 pub const VERIFY_CHUNK: usize = 1 << 20;
@@ -17,7 +19,7 @@ impl<S: Source> Reader<S> {
     /// and that every key's lookup lands on its own record. O(n).
     pub fn verify(&self) -> Result<()> {
         self.verify_padding()?;
-        for &id in self.header.present_sections() {
+        for id in self.header.present_sections() {
             let section = self.header.section(id);
             let mut hasher = xxhash_rust::xxh3::Xxh3::new();
             self.for_each_chunk(section.offset, section.length, |chunk| {
@@ -72,8 +74,8 @@ impl<S: Source> Reader<S> {
         let mut spans: Vec<(u64, u64)> = self
             .header
             .present_sections()
-            .iter()
-            .map(|&id| self.header.section(id))
+            .into_iter()
+            .map(|id| self.header.section(id))
             .map(|s| (s.offset, s.end()))
             .collect();
         spans.sort_unstable();
@@ -191,6 +193,7 @@ impl<S: Source> Reader<S> {
         let mut count = 0u64;
         let mut offset = 0u64;
         let typed_allowed = self.header.required_flags & REQUIRED_TYPED_VALUES != 0;
+        let tombstones_allowed = self.header.required_flags & REQUIRED_TOMBSTONES != 0;
         let stats = self.compression_stats()?.map(|summary| summary.stats);
         let mut seen = Stats::default();
         while let Some((found, next)) = self.record_at(offset)? {
@@ -223,7 +226,20 @@ impl<S: Source> Reader<S> {
                     other => other,
                 })?;
             }
-            let slot = self.slot_of(chd::hash_key(record.key, self.hash_seed))?;
+            if record.kind == ValueKind::Tombstone && !tombstones_allowed {
+                return Err(Error::corrupt("records", format!("record {count} (key {}) is a tombstone, but the header does not require tombstones", key())));
+            }
+            let hash = chd::hash_key(record.key, self.hash_seed);
+            let slot = self.slot_of(hash)?;
+            if self.has_fingerprints() && !self.fingerprint_matches(slot, hash)? {
+                return Err(Error::corrupt(
+                    "fingerprints",
+                    format!(
+                        "record {count} (key {}) has another fingerprint in its slot",
+                        key()
+                    ),
+                ));
+            }
             if self.slot_offset(slot)? != offset {
                 return Err(Error::corrupt(
                     "records",

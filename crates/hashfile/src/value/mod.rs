@@ -110,6 +110,7 @@ pub fn type_name(kind: crate::format::ValueKind, value: &[u8]) -> &'static str {
     match kind {
         ValueKind::Utf8 | ValueKind::Ascii => "string",
         ValueKind::Binary => "binary",
+        ValueKind::Tombstone => "tombstone",
         ValueKind::Typed => match value.first().copied() {
             None => "damaged",
             Some(t) if t <= tag::POSITIVE_FIXINT_MAX || t >= tag::NEGATIVE_FIXINT_MIN => "integer",
@@ -858,6 +859,12 @@ impl Value {
             ValueKind::Binary => Value::Str(record.value.to_vec(), Some(BINARY_NAME.into())),
             ValueKind::Ascii => Value::Str(record.value.to_vec(), Some(ASCII_NAME.into())),
             ValueKind::Typed => Value::decode(record.value)?,
+            ValueKind::Tombstone => {
+                return Err(Error::corrupt(
+                    "records",
+                    "a tombstone (a deleted key in a dataset's overlay) has no value",
+                ))
+            }
         })
     }
 
