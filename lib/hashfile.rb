@@ -287,6 +287,52 @@ module Hashfile
       _rollback(path_string(dataset), generation&.to_s, keywords(options))
     end
 
+    # Changes a few keys of a dataset without rebuilding it: publishes a
+    # delta generation that reuses every shard file and adds, for each
+    # shard the changes touch, a small overlay store read before the shard
+    # (a deleted key is a tombstone there). Readers opened with +reload:+
+    # move to it at their next check; +history+, +rollback+ and +diff+
+    # see it as any other generation.
+    #
+    #   Hashfile.patch("prices/", { "sku-1" => 12.5, "sku-9" => 3.0 }, delete: ["sku-7"])
+    #   Hashfile.patch("prices/", "changes.jsonl")
+    #
+    # +changes+ is a Hash of keys to put (values as Hashfile.build takes
+    # them), or the path of a JSON Lines file whose lines are
+    # <tt>{"key": K, "value": V}</tt> or <tt>{"key": K, "delete": true}</tt>.
+    # +delete:+ lists keys to delete, with a Hash. A key given twice
+    # follows +on_duplicate:+; a delete of a key the dataset does not hold
+    # is an error unless +on_missing: :ignore+. A shard that would pass
+    # +compact_overlays:+ overlays (default 8), or whose overlays would hold
+    # more than +compact_fraction:+ of its base's entries (0.25), is
+    # compacted instead. +keep:+, +retain:+, +note:+ and the gates
+    # (+max_entry_change:+, ...) are Hashfile.build's for a dataset.
+    # Returns a Hash of +:generation+, +:entries+, +:shards+, +:sequence+,
+    # +:added+, +:changed+, +:deleted+, +:ignored+, +:overlays_written+,
+    # +:shards_compacted+ and +:bytes_written+.
+    def patch(dataset, changes = nil, delete: nil, **options)
+      options = keywords(options)
+      case changes
+      when Hash, nil
+        raise ArgumentError, "patch needs changes: a Hash of keys to put, delete: keys, or a changes file" if changes.nil? && delete.nil?
+
+        _patch(path_string(dataset), changes, delete.nil? ? nil : Array(delete), nil, options)
+      else
+        raise ArgumentError, "delete: is for changes given as a Hash; a changes file deletes a key with a line {\"key\": K, \"delete\": true}" unless delete.nil?
+
+        _patch(path_string(dataset), nil, nil, path_string(changes), options)
+      end
+    end
+
+    # Folds every overlay of a dataset into new shard files, as patches
+    # do past +compact_overlays:+, and publishes a generation that reads
+    # the same. Shards are rebuilt one at a time, each streaming; readers
+    # read the generation they have until the manifest goes in. Takes
+    # +keep:+, +retain:+ and +note:+. Returns what Hashfile.patch returns.
+    def compact(dataset, **options)
+      _compact(path_string(dataset), keywords(options))
+    end
+
     # What changed from +a+ to +b+ (two stores, two datasets, or two
     # generations of one: +generation_a:+, +generation_b:+; one dataset
     # alone, its generation published before the current one against the

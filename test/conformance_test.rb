@@ -161,6 +161,16 @@ class ConformanceTest < HashfileTest
         when "exists" then assert_equal step["expect"], File.exist?(path(step["exists"])), where
         when "shard_of" then assert_equal step["expect"], Hashfile.shard_of(*step["shard_of"]), where
         when "patch" then patch(step, where)
+        when "delta"
+          done = if step["changes_file"]
+                   Hashfile.patch(path(step["delta"]), path(step["changes_file"]), **options(step))
+                 else
+                   Hashfile.patch(path(step["delta"]), step["put"] && Conformance.value(step["put"]), delete: step["delete"], **options(step))
+                 end
+          expect_partial(step["expect"], done, where) if step["expect"]
+        when "compact"
+          done = Hashfile.compact(path(step["compact"]), **options(step))
+          expect_partial(step["expect"], done, where) if step["expect"]
         else flunk "#{where}: no such step"
         end
       end
@@ -201,7 +211,7 @@ end
 class ConformanceCLITest < HashfileTest
   include ConformanceFiles
   # Steps the CLI has a form for, and the open options it has flags for.
-  STEPS = %w[build_from open get exists info_has info_keys patch history rollback diff].freeze
+  STEPS = %w[build_from open get exists info_has info_keys patch history rollback diff delta compact].freeze
   OPEN_FLAGS = %w[max_value_size allow_origins generation].freeze
   # Error kinds from parsing arguments, which the CLI's own parser owns.
   OWN_PARSER = %w[unknown_option option_type].freeze
@@ -209,7 +219,8 @@ class ConformanceCLITest < HashfileTest
   def run_case(entry)
     unsupported = entry["steps"].find { |s| !STEPS.include?(s.keys.first) }
     skip "the CLI has no form of the step #{unsupported.keys.first}" if unsupported
-    errored = entry["steps"].find { |s| s["error"] && !%w[build_from open get].include?(s.keys.first) }
+    skip "the CLI patches from a changes file, not from keys given" if entry["steps"].any? { |s| s.key?("delta") && !s.key?("changes_file") }
+    errored = entry["steps"].find { |s| s["error"] && !%w[build_from open get delta].include?(s.keys.first) }
     skip "the CLI has no form of an error from the step #{errored.keys.first}" if errored
     kinds = entry["steps"].filter_map { |s| s.dig("error", "kind") }
     skip "the CLI's argument parser reports #{kinds & OWN_PARSER} itself" unless (kinds & OWN_PARSER).empty?
@@ -278,6 +289,19 @@ class ConformanceCLITest < HashfileTest
           assert_equal 0, status, where
           assert_equal step["lines"].map(&:to_json).sort, out.lines.map { |l| JSON.parse(l).to_json }.sort, where
         end
+      when "delta"
+        status, out, err = run_cli("patch", path(step["delta"]), path(step["changes_file"]), *flags(step["options"] || {}))
+        check(step, where, status, err)
+        if step["expect"]
+          # What the CLI prints: what the patch did.
+          done = err.match(/(\d+) added, (\d+) changed, (\d+) deleted/) || out.match(/(\d+) added, (\d+) changed, (\d+) deleted/)
+          refute_nil done, "#{where}: #{out}#{err}"
+          shown = { "added" => done[1].to_i, "changed" => done[2].to_i, "deleted" => done[3].to_i }
+          expect_partial(step["expect"].slice(*shown.keys), shown, where)
+        end
+      when "compact"
+        status, _, err = run_cli("compact", path(step["compact"]), *flags(step["options"] || {}))
+        assert_equal 0, status, "#{where}: #{err}"
       when "rollback"
         to = step.key?("to") ? [generation_at(path(step["rollback"]), step["to"])] : []
         status, out, err = run_cli("rollback", path(step["rollback"]), *to, *flags(step["options"] || {}))

@@ -23,6 +23,8 @@ module Hashfile
       "history" => "history DATASET [--json]  the publishes a dataset keeps, newest (current) first",
       "rollback" => "rollback DATASET [GEN]    make an earlier generation current again (no rebuild)",
       "diff" => "diff A [B]                 keys added, removed and changed, as JSON Lines; a summary",
+      "patch" => "patch DATASET CHANGES      publish upserts and deletes as overlays (no rebuild)",
+      "compact" => "compact DATASET           fold a dataset's overlays into new shard files",
       "serve" => "serve FILE [--port N]      a read-only explorer page on 127.0.0.1: look up, scan, info, history, diff"
     }.freeze
 
@@ -732,6 +734,66 @@ module Hashfile
       end
     end
 
+    def cmd_patch(argv)
+      catch(:done) do
+        options = {}
+        quiet = false
+        parser("patch") do |o|
+          o.separator ""
+          o.separator "CHANGES is a JSON Lines file: {\"key\": K, \"value\": V} puts K, {\"key\": K, \"delete\": true}"
+          o.separator "deletes it. Each shard the changes touch gets an overlay; every shard file is reused."
+          policies = ON_DUPLICATE.map(&:to_s)
+          o.on("--on-duplicate P", policies, "a key changed twice: #{policies.join(", ")} (default error)") { |v| options[:on_duplicate] = v.to_sym }
+          o.on("--on-missing P", %w[error ignore], "a delete of a key the dataset does not hold: error (default) or ignore") { |v| options[:on_missing] = v.to_sym }
+          o.on("--compact-overlays N", Integer, "compact a shard instead of giving it more overlays than N (default 8)") { |v| options[:compact_overlays] = v }
+          o.on("--compact-fraction F", Float, "compact a shard whose overlays would hold more than F of its base's entries (default 0.25)") { |v| options[:compact_fraction] = v }
+          publish_options(o, options)
+          o.on("--max-entry-change F", Float, "refuse to publish if the entry count changes by more than this fraction") { |v| options[:max_entry_change] = v }
+          o.on("--max-type-change F", Float, "refuse to publish if more than this fraction of the keys changed value type") { |v| options[:max_type_change] = v }
+          o.on("--refuse-empty", "refuse to publish a dataset of no entries") { options[:refuse_empty] = true }
+          o.on("--force", "publish even if a gate refuses (the history records what was overridden)") { options[:force] = true }
+          o.on("-q", "--quiet", "no summary") { quiet = true }
+        end.parse!(argv)
+        raise UsageError, "patch needs DATASET and one CHANGES file" unless argv.size == 2
+
+        started = clock
+        done = Hashfile.patch(argv[0], argv[1], **options)
+        unless quiet
+          print_report format("%s: generation %s, %d added, %d changed, %d deleted%s; %d overlays, %d shards compacted, %s written in %.2f s",
+                               argv[0], done[:generation], done[:added], done[:changed], done[:deleted],
+                               done[:ignored].positive? ? format(" (%d deletes of absent keys ignored)", done[:ignored]) : "",
+                               done[:overlays_written], done[:shards_compacted], human_bytes(done[:bytes_written]), clock - started)
+        end
+        0
+      end
+    end
+
+    def cmd_compact(argv)
+      catch(:done) do
+        options = {}
+        parser("compact") do |o|
+          o.separator ""
+          o.separator "Rebuilds each shard that has overlays, one at a time; readers keep the generation"
+          o.separator "they have until the new manifest goes in."
+          publish_options(o, options)
+        end.parse!(argv)
+        raise UsageError, "compact needs exactly one DATASET" unless argv.size == 1
+
+        started = clock
+        done = Hashfile.compact(argv[0], **options)
+        print_report format("%s: generation %s, %d shards compacted, %s written in %.2f s",
+                             argv[0], done[:generation], done[:shards_compacted], human_bytes(done[:bytes_written]), clock - started)
+        0
+      end
+    end
+
+    # The history's options of a publish (a patch, a compaction).
+    def publish_options(o, options)
+      o.on("--keep N", Integer, "publishes the dataset keeps, to roll back to (default #{BUILD_DEFAULTS.fetch(:keep, 3)})") { |v| options[:keep] = v }
+      o.on("--retain SECONDS", Float, "the least time a replaced generation stays, for readers on it (default #{BUILD_DEFAULTS.fetch(:retain, 900.0).to_i})") { |v| options[:retain] = v }
+      o.on("--note TEXT", "why or from what this is published, kept in the history") { |v| options[:note] = v }
+    end
+
     def cmd_diff(argv)
       catch(:done) do
         options = {}
@@ -923,6 +985,9 @@ module Hashfile
       digits = (shards.size - 1).to_s.size
       shards.each_with_index do |shard, i|
         print_report "  shard #{i.to_s.rjust(digits)}  #{commas(shard[:entries])} entries, #{human_bytes(shard[:bytes])}, #{shard[:file]}"
+        (shard[:overlays] || []).each do |overlay|
+          print_report "  #{" " * (digits + 6)}+ overlay of #{commas(overlay[:entries])} changes, #{human_bytes(overlay[:bytes])}, #{overlay[:file]}"
+        end
       end
     end
 

@@ -22,7 +22,16 @@ from collections.abc import Callable, ItemsView, Iterable, Iterator, Mapping, Va
 from typing import Any, Union, Unpack
 
 from . import _native, errors
-from ._options import BuildFromOptions, BuildOptions, DiffOptions, HistoryOptions, OpenOptions, RollbackOptions
+from ._options import (
+    BuildFromOptions,
+    BuildOptions,
+    CompactOptions,
+    DiffOptions,
+    HistoryOptions,
+    OpenOptions,
+    PatchOptions,
+    RollbackOptions,
+)
 from .errors import *  # noqa: F401,F403 (the exception classes)
 
 __all__ = [
@@ -33,6 +42,8 @@ __all__ = [
     "history",
     "rollback",
     "diff",
+    "patch",
+    "compact",
     "Reader",
     "Key",
     "DEFAULT_MAX_VALUE_SIZE",
@@ -42,6 +53,8 @@ __all__ = [
     "HistoryOptions",
     "RollbackOptions",
     "DiffOptions",
+    "PatchOptions",
+    "CompactOptions",
     *errors.__all__,
 ]
 
@@ -190,6 +203,55 @@ def diff(
     The remote options of ``open`` reach both.
     """
     return _native.diff(os.fspath(a), os.fspath(a if b is None else b), dict(options) or None, each)
+
+
+def patch(
+    dataset: PathLike,
+    changes: Mapping[str, Any] | Mapping[bytes, Any] | Iterable[tuple[Key, Any]] | PathLike | None = None,
+    *,
+    delete: Iterable[Key] | None = None,
+    **options: Unpack[PatchOptions],
+) -> dict[str, Any]:
+    """Changes a few keys of a local dataset without rebuilding it:
+    publishes a delta generation that reuses every shard file and adds, for
+    each shard the changes touch, a small overlay store read before the
+    shard (a deleted key is a tombstone there). Readers opened with
+    ``reload`` move to it at their next check; ``history``, ``rollback``
+    and ``diff`` see it as any other generation::
+
+        hashfile.patch("prices/", {"sku-1": 12.5}, delete=["sku-7"])
+        hashfile.patch("prices/", "changes.jsonl")
+
+    ``changes`` is a mapping (or pairs) of keys to put, or the path of a
+    JSON Lines file whose lines are ``{"key": K, "value": V}`` or ``{"key":
+    K, "delete": true}``; ``delete`` lists keys to delete, with a mapping.
+    A key given twice follows ``on_duplicate``; a delete of a key the
+    dataset does not hold is a ``ValueError`` unless ``on_missing="ignore"``.
+    A shard that would pass ``compact_overlays`` overlays (default 8), or
+    whose overlays would hold more than ``compact_fraction`` (0.25) of its
+    base's entries, is compacted instead. ``keep``, ``retain``, ``note`` and
+    the gates are ``build``'s for a dataset. Returns a dict of
+    ``generation``, ``entries``, ``shards``, ``sequence``, ``added``,
+    ``changed``, ``deleted``, ``ignored``, ``overlays_written``,
+    ``shards_compacted`` and ``bytes_written``.
+    """
+    if isinstance(changes, (str, os.PathLike)):
+        if delete is not None:
+            raise TypeError('delete is for changes given as a mapping; a changes file deletes a key with a line {"key": K, "delete": true}')
+        return _native.patch(os.fspath(dataset), None, None, os.fspath(changes), dict(options) or None)
+    if changes is None and delete is None:
+        raise TypeError("patch needs changes: a mapping of keys to put, delete=keys, or a changes file")
+    pairs = changes.items() if isinstance(changes, Mapping) else changes
+    return _native.patch(os.fspath(dataset), pairs, None if delete is None else list(delete), None, dict(options) or None)
+
+
+def compact(dataset: PathLike, **options: Unpack[CompactOptions]) -> dict[str, Any]:
+    """Folds every overlay of a local dataset into new shard files, as
+    ``patch`` does past ``compact_overlays``, and publishes a generation
+    that reads the same; shards are rebuilt one at a time, each streaming.
+    Takes ``keep``, ``retain`` and ``note``. Returns what ``patch``
+    returns."""
+    return _native.compact(os.fspath(dataset), dict(options) or None)
 
 
 def shard_of(key: Key, shards: int) -> int:

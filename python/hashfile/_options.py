@@ -1,5 +1,5 @@
 """The keyword options of ``open``, ``build``, ``build_from``, ``history``,
-``rollback`` and ``diff``, as
+``rollback``, ``diff``, ``patch`` and ``compact``, as
 TypedDicts for type checkers: generated from the runtime's table of options
 (``_native.OPTIONS``, crates/hashfile-runtime/src/options/table.rs) by
 python/tests/test_options_table.py (``WRITE_OPTIONS_STUB=1``). Do not edit.
@@ -9,7 +9,16 @@ from __future__ import annotations
 
 from typing import TypedDict
 
-__all__ = ["BuildFromOptions", "BuildOptions", "DiffOptions", "HistoryOptions", "OpenOptions", "RollbackOptions"]
+__all__ = [
+    "BuildFromOptions",
+    "BuildOptions",
+    "CompactOptions",
+    "DiffOptions",
+    "HistoryOptions",
+    "OpenOptions",
+    "PatchOptions",
+    "RollbackOptions",
+]
 
 
 class OpenOptions(TypedDict, total=False):
@@ -218,3 +227,41 @@ class DiffOptions(TypedDict, total=False):
     """the generation of the second dataset to compare (else its current one)"""
     values: bool | None
     """each change's line carries the values, not the key alone (default: True)"""
+
+
+class PatchOptions(TypedDict, total=False):
+    """The options of ``patch``."""
+
+    on_duplicate: str | None
+    """what a key given twice does: error, first, last, merge (default: 'error')"""
+    keep: int | None
+    """a dataset's publishes kept: the current one and those a rollback can go to (default: 3)"""
+    retain: float | None
+    """the least time a replaced generation of a dataset stays, for readers that opened it, in seconds (default: 900.0)"""
+    note: str | None
+    """why or from what a dataset is published (or rolled back), kept in its history"""
+    max_entry_change: float | None
+    """refuse to publish a dataset whose entry count differs from the current one's by more than this fraction (0.1: 10%)"""
+    max_type_change: float | None
+    """refuse to publish a dataset in which more than this fraction of the current keys changed value type"""
+    refuse_empty: bool | None
+    """refuse to publish a dataset of no entries (default: False)"""
+    force: bool | None
+    """publish a dataset even if a gate refuses it; its history records what was overridden (default: False)"""
+    on_missing: str | None
+    """what a delete of a key the dataset does not hold does: error or ignore (default: 'error')"""
+    compact_overlays: int | None
+    """compact a shard instead of giving it more overlays than this (default: 8)"""
+    compact_fraction: float | None
+    """compact a shard whose overlays would hold more records than this fraction of its base's (default: 0.25)"""
+
+
+class CompactOptions(TypedDict, total=False):
+    """The options of ``compact``."""
+
+    keep: int | None
+    """a dataset's publishes kept: the current one and those a rollback can go to (default: 3)"""
+    retain: float | None
+    """the least time a replaced generation of a dataset stays, for readers that opened it, in seconds (default: 900.0)"""
+    note: str | None
+    """why or from what a dataset is published (or rolled back), kept in its history"""

@@ -96,3 +96,67 @@ pub(crate) fn diff<'py>(
     let info = result.py_err()?;
     crate::reader::info_value(py, &info)
 }
+
+/// Publishes changes over a local dataset as a delta generation: `upserts`
+/// (key, value) pairs and `deletes` keys, or the JSON Lines file
+/// `changes_path`. A dict of what was published. Values are converted
+/// holding the GIL; the patch is written without it.
+#[pyfunction]
+#[pyo3(signature = (location, upserts=None, deletes=None, changes_path=None, options=None))]
+pub(crate) fn patch<'py>(
+    py: Python<'py>,
+    location: String,
+    upserts: Option<&Bound<'py, PyAny>>,
+    deletes: Option<&Bound<'py, PyAny>>,
+    changes_path: Option<String>,
+    options: Option<&Bound<'py, PyDict>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let given = crate::options::given(options)?;
+    let info = match changes_path {
+        Some(path) => py.detach(|| {
+            hashfile_runtime::patch_calls::patch_file(&location, &path, &given, Language::Python)
+        }),
+        None => {
+            let mut changes = hashfile_runtime::dataset::Patch::new();
+            if let Some(upserts) = upserts {
+                for pair in upserts.try_iter()? {
+                    let pair = pair?;
+                    let (key, value): (Bound<'_, PyAny>, Bound<'_, PyAny>) = pair.extract()?;
+                    let key: crate::options::Key<'_> = key.extract()?;
+                    let value = crate::encode::value(&value, key.bytes())?;
+                    changes
+                        .upsert_value(key.bytes(), key.is_text(), &value)
+                        .py_err()?;
+                }
+            }
+            if let Some(deletes) = deletes {
+                for key in deletes.try_iter()? {
+                    let key = key?;
+                    let key: crate::options::Key<'_> = key.extract()?;
+                    changes.delete(key.bytes(), key.is_text());
+                }
+            }
+            py.detach(|| {
+                hashfile_runtime::patch_calls::patch(&location, changes, &given, Language::Python)
+            })
+        }
+    }
+    .py_err()?;
+    crate::reader::info_value(py, &info)
+}
+
+/// Folds a local dataset's overlays into new shard files: a dict of what
+/// was published.
+#[pyfunction]
+#[pyo3(signature = (location, options=None))]
+pub(crate) fn compact<'py>(
+    py: Python<'py>,
+    location: String,
+    options: Option<&Bound<'py, PyDict>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let given = crate::options::given(options)?;
+    let info = py
+        .detach(|| hashfile_runtime::patch_calls::compact(&location, &given, Language::Python))
+        .py_err()?;
+    crate::reader::info_value(py, &info)
+}

@@ -43,6 +43,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(generations::history, m)?)?;
     m.add_function(wrap_pyfunction!(generations::rollback, m)?)?;
     m.add_function(wrap_pyfunction!(generations::diff, m)?)?;
+    m.add_function(wrap_pyfunction!(generations::patch, m)?)?;
+    m.add_function(wrap_pyfunction!(generations::compact, m)?)?;
     m.add_class::<reader::NativeReader>()?;
     m.add_class::<tasks::ShardWriter>()?;
     m.add_function(wrap_pyfunction!(tasks::new_generation, m)?)?;

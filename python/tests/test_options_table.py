@@ -23,13 +23,15 @@ CLASSES = {
     "history": "HistoryOptions",
     "rollback": "RollbackOptions",
     "diff": "DiffOptions",
+    "patch": "PatchOptions",
+    "compact": "CompactOptions",
 }
 
 
 def render() -> str:
     lines = [
         '"""The keyword options of ``open``, ``build``, ``build_from``, ``history``,',
-        "``rollback`` and ``diff``, as",
+        "``rollback``, ``diff``, ``patch`` and ``compact``, as",
         "TypedDicts for type checkers: generated from the runtime's table of options",
         "(``_native.OPTIONS``, crates/hashfile-runtime/src/options/table.rs) by",
         "python/tests/test_options_table.py (``WRITE_OPTIONS_STUB=1``). Do not edit.",
@@ -39,7 +41,16 @@ def render() -> str:
         "",
         "from typing import TypedDict",
         "",
-        '__all__ = ["BuildFromOptions", "BuildOptions", "DiffOptions", "HistoryOptions", "OpenOptions", "RollbackOptions"]',
+        '__all__ = [',
+        '    "BuildFromOptions",',
+        '    "BuildOptions",',
+        '    "CompactOptions",',
+        '    "DiffOptions",',
+        '    "HistoryOptions",',
+        '    "OpenOptions",',
+        '    "PatchOptions",',
+        '    "RollbackOptions",',
+        ']',
     ]
     build = {o["name"] for o in _native.OPTIONS["build"]}
     for call, name in CLASSES.items():

@@ -123,7 +123,11 @@ impl Table {
                     .put("entries", manifest.entries)
                     .put(
                         "file_bytes",
-                        manifest.shards.iter().map(|s| s.bytes).sum::<u64>(),
+                        manifest
+                            .shards
+                            .iter()
+                            .map(|s| s.bytes + s.overlays.iter().map(|o| o.bytes).sum::<u64>())
+                            .sum::<u64>(),
                     );
                 let shards = manifest
                     .shards
@@ -133,10 +137,30 @@ impl Table {
                         let mut entry = Info::default();
                         entry
                             .put("file", dataset.shard_location(i))
-                            .put("entries", shard.entries)
+                            .put("entries", shard.live_entries())
                             .put("bytes", shard.bytes)
                             .put("checksum", shard.checksum.as_str())
                             .put("open", dataset.opened_shard(i).is_some());
+                        // A delta generation's shard: its base's entries,
+                        // and its overlays, oldest first.
+                        if !shard.overlays.is_empty() {
+                            let overlays = shard
+                                .overlays
+                                .iter()
+                                .map(|o| {
+                                    let mut overlay = Info::default();
+                                    overlay
+                                        .put("file", dataset.file_location(&o.file))
+                                        .put("entries", o.entries)
+                                        .put("bytes", o.bytes)
+                                        .put("checksum", o.checksum.as_str());
+                                    InfoValue::Map(overlay)
+                                })
+                                .collect();
+                            entry
+                                .put("base_entries", shard.entries)
+                                .put("overlays", InfoValue::List(overlays));
+                        }
                         InfoValue::Map(entry)
                     })
                     .collect();

@@ -61,6 +61,8 @@ pub mod memo;
 // The option table reads the importers' options too.
 #[cfg(feature = "import")]
 pub mod options;
+#[cfg(feature = "import")]
+pub mod patch_calls;
 #[cfg(feature = "parallel")]
 pub mod pool;
 pub mod reads;

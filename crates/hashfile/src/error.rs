@@ -333,7 +333,7 @@ impl Error {
     /// quotes of the input (a string, a field name, a number) can be as
     /// long as the input, and a message is for a terminal or a log line.
     #[cfg(feature = "import")]
-    pub(crate) fn parse(input: &str, position: Position, what: impl Into<String>) -> Error {
+    pub fn parse(input: &str, position: Position, what: impl Into<String>) -> Error {
         Error::Parse {
             input: input.to_string(),
             position,

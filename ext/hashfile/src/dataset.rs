@@ -15,7 +15,83 @@ pub(crate) fn init(module: RModule) -> Result<(), Error> {
     module.define_module_function("_history", function!(history, 2))?;
     module.define_module_function("_rollback", function!(rollback, 3))?;
     module.define_module_function("_diff", function!(diff, 4))?;
+    module.define_module_function("_patch", function!(patch, 5))?;
+    module.define_module_function("_compact", function!(compact, 2))?;
     Ok(())
+}
+
+/// `Hashfile._patch(location, upserts, deletes, changes_path, options)`:
+/// the runtime's `patch` of a Hash of upserts and an Array of keys to
+/// delete, or of a changes file (`changes_path`); a Hash of what was
+/// published. Values are converted with the GVL held; the patch is
+/// written without it.
+fn patch(
+    ruby: &Ruby,
+    location: String,
+    upserts: Option<RHash>,
+    deletes: Option<magnus::RArray>,
+    changes_path: Option<String>,
+    options: Option<RHash>,
+) -> Result<Value, Error> {
+    let given = crate::options::given(ruby, options)?;
+    let info = match changes_path {
+        Some(path) => crate::nogvl::without_gvl(
+            ruby,
+            move || {
+                hashfile_runtime::patch_calls::patch_file(&location, &path, &given, Language::Ruby)
+            },
+            None,
+        )?,
+        None => {
+            let mut changes = hashfile_runtime::dataset::Patch::new();
+            let mut scratch = Vec::new();
+            if let Some(upserts) = upserts {
+                upserts.foreach(|key: Value, value: Value| {
+                    let (key, key_utf8) = crate::writer::stored_key(ruby, key)?;
+                    scratch.clear();
+                    let kind = crate::value::store_value(ruby, value, ruby.qnil().as_value(), &mut scratch)
+                        .map_err(|e| e.into_ruby(ruby, &key))?;
+                    changes
+                        .upsert(hashfile::Record {
+                            key: &key,
+                            key_utf8,
+                            value: &scratch,
+                            kind,
+                        })
+                        .map_err(|e| to_ruby(ruby, e))?;
+                    Ok(magnus::r_hash::ForEach::Continue)
+                })?;
+            }
+            if let Some(deletes) = deletes {
+                for key in deletes.into_iter() {
+                    let (key, key_utf8) = crate::writer::stored_key(ruby, key)?;
+                    changes.delete(&key, key_utf8);
+                }
+            }
+            crate::nogvl::without_gvl(
+                ruby,
+                move || {
+                    hashfile_runtime::patch_calls::patch(&location, changes, &given, Language::Ruby)
+                },
+                None,
+            )?
+        }
+    }
+    .map_err(|e| to_ruby(ruby, e))?;
+    crate::reader::info_value(ruby, &info)
+}
+
+/// `Hashfile._compact(location, options)`: the runtime's `compact`, run
+/// without the GVL.
+fn compact(ruby: &Ruby, location: String, options: Option<RHash>) -> Result<Value, Error> {
+    let given = crate::options::given(ruby, options)?;
+    let info = crate::nogvl::without_gvl(
+        ruby,
+        move || hashfile_runtime::patch_calls::compact(&location, &given, Language::Ruby),
+        None,
+    )?
+    .map_err(|e| to_ruby(ruby, e))?;
+    crate::reader::info_value(ruby, &info)
 }
 
 /// `Hashfile._diff(a, b, options, each)`: the runtime's `diff`, calling

@@ -65,31 +65,7 @@ impl Writer {
         let builder = slot
             .as_mut()
             .ok_or_else(|| Error::new(ruby.get_inner(&CLOSED_ERROR), "writer is finished"))?;
-        // A Symbol is stored by its name, in the name's encoding.
-        let key_string =
-            RString::from_value(key).or_else(|| Symbol::from_value(key).map(strings::symbol_name));
-        let (key_bytes, key_utf8): (Vec<u8>, bool) = if let Some(s) = key_string {
-            let utf8 = match strings::stored_encoding(ruby, s) {
-                Stored::Tagged(hashfile::value::Encoding::Binary) => false,
-                Stored::Tagged(_) => true,
-                Stored::Named(name) => {
-                    return Err(crate::error::arg_error(
-                        ruby,
-                        format!(
-                        "key {} has encoding {name}; keys must be UTF-8, US-ASCII or ASCII-8BIT",
-                        s.inspect()
-                    ),
-                    ))
-                }
-            };
-            // SAFETY: copied at once, before any Ruby code runs.
-            (unsafe { strings::bytes(s) }.to_vec(), utf8)
-        } else {
-            return Err(type_error(
-                ruby,
-                format!("key must be a String or Symbol, not {}", class_name(key)),
-            ));
-        };
+        let (key_bytes, key_utf8) = stored_key(ruby, key)?;
         let dump = self
             .dump
             .map_or_else(|| ruby.qnil().as_value(), |dump| ruby.get_inner(dump));
@@ -170,6 +146,35 @@ impl Writer {
         }
         result.map_err(|e| to_ruby(ruby, e))
     }
+}
+
+/// A key as stored: a String's bytes, or a Symbol's name, and whether it
+/// is text (UTF-8 or US-ASCII) or binary; another encoding is refused.
+pub(crate) fn stored_key(ruby: &Ruby, key: Value) -> Result<(Vec<u8>, bool), Error> {
+    // A Symbol is stored by its name, in the name's encoding.
+    let key_string =
+        RString::from_value(key).or_else(|| Symbol::from_value(key).map(strings::symbol_name));
+    let Some(s) = key_string else {
+        return Err(type_error(
+            ruby,
+            format!("key must be a String or Symbol, not {}", class_name(key)),
+        ));
+    };
+    let utf8 = match strings::stored_encoding(ruby, s) {
+        Stored::Tagged(hashfile::value::Encoding::Binary) => false,
+        Stored::Tagged(_) => true,
+        Stored::Named(name) => {
+            return Err(crate::error::arg_error(
+                ruby,
+                format!(
+                    "key {} has encoding {name}; keys must be UTF-8, US-ASCII or ASCII-8BIT",
+                    s.inspect()
+                ),
+            ))
+        }
+    };
+    // SAFETY: copied at once, before any Ruby code runs.
+    Ok((unsafe { strings::bytes(s) }.to_vec(), utf8))
 }
 
 pub(crate) fn init(ruby: &Ruby, module: RModule) -> Result<(), Error> {

@@ -176,6 +176,24 @@ impl Patch {
         Ok(())
     }
 
+    /// Puts `value` under `key`, stored as a build stores it
+    /// (`Value::stored`).
+    pub fn upsert_value(
+        &mut self,
+        key: &[u8],
+        key_utf8: bool,
+        value: &hashfile::value::Value,
+    ) -> hashfile::Result<()> {
+        let mut stored = Vec::new();
+        let kind = value.stored(&mut stored)?;
+        self.changes.push(Change {
+            key: key.to_vec(),
+            key_utf8,
+            value: Some((stored, kind)),
+        });
+        Ok(())
+    }
+
     /// Deletes `key`.
     pub fn delete(&mut self, key: &[u8], key_utf8: bool) {
         self.changes.push(Change {
@@ -321,19 +339,8 @@ fn merge_into(earlier: &mut Change, later: Change) -> hashfile::Result<()> {
             if !matches!(next, hashfile::value::Value::Nil) {
                 hashfile::value::deep_merge(&mut merged, next)?;
             }
-            let mut builder_value = Vec::new();
-            let merged_kind = match &merged {
-                hashfile::value::Value::Str(bytes, None) => {
-                    builder_value.extend_from_slice(bytes);
-                    ValueKind::Utf8
-                }
-                other => {
-                    other.encode(&mut builder_value)?;
-                    ValueKind::Typed
-                }
-            };
-            *before = builder_value;
-            *kind = merged_kind;
+            before.clear();
+            *kind = merged.stored(before)?;
         }
         (_, value) => earlier.value = value,
     }

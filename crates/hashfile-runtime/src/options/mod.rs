@@ -16,7 +16,7 @@ mod text;
 pub use arg::Arg;
 pub use parse::{
     build_request, decode_for_call, diff_request, generations_request, max_threads, open_request,
-    publish_task_options, remote_options, shard_count, shard_task_options, BuildRequest,
+    patch_request, publish_task_options, remote_options, shard_count, shard_task_options, BuildRequest,
     DecodeOptions, DiffRequest, GenerationsRequest, Given, OpenRequest, DECODE_OPTIONS,
 };
 pub use suggest::closest;

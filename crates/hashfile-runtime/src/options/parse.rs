@@ -330,6 +330,52 @@ fn task_request(given: &Given, language: Language) -> Result<BuildRequest> {
     build_request(Call::Build, &dataset, language)
 }
 
+/// Checks `given` against what `call` (`Patch` or `Compact`) takes in
+/// `language`, and makes them the patch's options.
+pub fn patch_request(
+    call: Call,
+    given: &Given,
+    language: Language,
+) -> Result<crate::dataset::PatchOptions> {
+    check_names(call, language, given)?;
+    let mut options = crate::dataset::PatchOptions {
+        publish: crate::dataset::PublishOptions::by(format!(
+            "hashfile {} ({})",
+            env!("CARGO_PKG_VERSION"),
+            language.name()
+        )),
+        ..Default::default()
+    };
+    for (name, value, spec) in present(call, language, given) {
+        match name {
+            "on_duplicate" => {
+                let policy = text(spec, value)?;
+                options.on_duplicate = OnDuplicate::from_name(&policy).ok_or_else(|| {
+                    invalid(spec, format!("must be one of {}, not {policy:?}", table::choices("on_duplicate").join(", ")))
+                })?;
+            }
+            "on_missing" => {
+                let named = text(spec, value)?;
+                options.on_missing = crate::dataset::OnMissing::from_name(&named).ok_or_else(|| {
+                    invalid(spec, format!("must be one of {}, not {named:?}", table::choices("on_missing").join(", ")))
+                })?;
+            }
+            "compact_overlays" => options.compact_overlays = count(spec, value)? as usize,
+            "compact_fraction" => options.compact_fraction = number(spec, value)?,
+            "keep" => options.publish.keep = count(spec, value)? as u32,
+            "retain" => options.publish.retain = seconds(spec, value)?,
+            "note" => options.publish.note = Some(text(spec, value)?),
+            "max_entry_change" => options.publish.gates.max_entry_change = Some(number(spec, value)?),
+            "max_type_change" => options.publish.gates.max_type_change = Some(number(spec, value)?),
+            "refuse_empty" => options.publish.gates.refuse_empty = boolean(spec, value)?,
+            "force" => options.publish.force = boolean(spec, value)?,
+            _ => unreachable!("every patch option is matched: {name}"),
+        }
+    }
+    options.check()?;
+    Ok(options)
+}
+
 /// The options of a dataset's publish (its history and its gates), which a
 /// build of one store does not take.
 const PUBLISH_OPTIONS: [&str; 7] = [

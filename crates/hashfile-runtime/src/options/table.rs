@@ -26,17 +26,25 @@ pub enum Call {
     Rollback,
     /// `diff(a, b, **options)`: what changed between two tables.
     Diff,
+    /// `patch(dataset, changes, **options)`: upserts and deletes published
+    /// as a delta generation.
+    Patch,
+    /// `compact(dataset, **options)`: a dataset's overlays folded into new
+    /// bases.
+    Compact,
 }
 
 impl Call {
     /// Every call, in the order docs list them.
-    pub const ALL: [Call; 6] = [
+    pub const ALL: [Call; 8] = [
         Call::Open,
         Call::Build,
         Call::BuildFrom,
         Call::History,
         Call::Rollback,
         Call::Diff,
+        Call::Patch,
+        Call::Compact,
     ];
 
     /// The call's name, as every language spells it.
@@ -48,6 +56,8 @@ impl Call {
             Call::History => "history",
             Call::Rollback => "rollback",
             Call::Diff => "diff",
+            Call::Patch => "patch",
+            Call::Compact => "compact",
         }
     }
 
@@ -182,7 +192,19 @@ const OPEN_AND_BUILD: &[Call] = &[Call::Open, Call::Build];
 const REMOTE: &[Call] = &[Call::Open, Call::History, Call::Rollback, Call::Diff];
 const DIFF: &[Call] = &[Call::Diff];
 const BUILD_FROM_AND_DIFF: &[Call] = &[Call::BuildFrom, Call::Diff];
-const PUBLISHES: &[Call] = &[Call::Build, Call::BuildFrom, Call::Rollback];
+const PUBLISHES: &[Call] = &[
+    Call::Build,
+    Call::BuildFrom,
+    Call::Rollback,
+    Call::Patch,
+    Call::Compact,
+];
+/// What keeps a history: every publish but a rollback, which keeps the
+/// current one's.
+const KEEPS: &[Call] = &[Call::Build, Call::BuildFrom, Call::Patch, Call::Compact];
+/// What a build or a patch is judged by: its gates, and how repeats go.
+const BUILDS_AND_PATCH: &[Call] = &[Call::Build, Call::BuildFrom, Call::Patch];
+const PATCH: &[Call] = &[Call::Patch];
 
 const fn spec(
     name: &'static str,
@@ -206,7 +228,7 @@ const fn count(min: u64, max: u64) -> Kind {
 }
 
 /// Every option, in the order docs and messages list them.
-pub static OPTIONS: [Spec; 55] = [
+pub static OPTIONS: [Spec; 58] = [
     // open
     spec("verify", Group::Open, Kind::Bool, OPEN, "check every checksum at open"),
     spec("reload", Group::Open, Kind::Seconds { zero: true }, OPEN, "look for a newer store (or dataset generation) at most every this many seconds"),
@@ -232,7 +254,7 @@ pub static OPTIONS: [Spec; 55] = [
     spec("s3_region", Group::Remote, Kind::Text, REMOTE, "the S3 region"),
     spec("allow_origins", Group::Remote, Kind::TextList, REMOTE, "places a dataset's manifest may list shards at besides its own"),
     // build
-    spec("on_duplicate", Group::Build, Kind::Name, BUILDS, "what a key given twice does: error, first, last, merge"),
+    spec("on_duplicate", Group::Build, Kind::Name, BUILDS_AND_PATCH, "what a key given twice does: error, first, last, merge"),
     spec("index", Group::Build, Kind::Name, BUILDS, "the index layout: classic or compact"),
     spec("compression", Group::Build, Kind::Name, BUILDS, "none, zstd or zstd:LEVEL"),
     spec("memory", Group::Build, Kind::Size, BUILDS, "the most the index data may take (bytes, \"64M\", \"auto\"); past it a build spills to temporary files"),
@@ -244,13 +266,17 @@ pub static OPTIONS: [Spec; 55] = [
     spec("seed_block_len", Group::Build, count(0, u32::MAX as u64), BUILDS, "seeds per block"),
     spec("keys_per_part", Group::Build, count(1, u64::MAX), BUILDS, "keys per part of the index"),
     spec("shards", Group::Job, count(1, hashfile::dataset::MAX_SHARDS as u64), BUILDS, "build a dataset of this many shards in the directory given"),
-    spec("keep", Group::Job, count(1, crate::dataset::history::MAX_KEEP as u64), BUILDS, "a dataset's publishes kept: the current one and those a rollback can go to"),
-    spec("retain", Group::Job, Kind::Seconds { zero: true }, BUILDS, "the least time a replaced generation of a dataset stays, for readers that opened it, in seconds"),
+    spec("keep", Group::Job, count(1, crate::dataset::history::MAX_KEEP as u64), KEEPS, "a dataset's publishes kept: the current one and those a rollback can go to"),
+    spec("retain", Group::Job, Kind::Seconds { zero: true }, KEEPS, "the least time a replaced generation of a dataset stays, for readers that opened it, in seconds"),
     spec("note", Group::Job, Kind::Text, PUBLISHES, "why or from what a dataset is published (or rolled back), kept in its history"),
-    spec("max_entry_change", Group::Job, Kind::Number, BUILDS, "refuse to publish a dataset whose entry count differs from the current one's by more than this fraction (0.1: 10%)"),
-    spec("max_type_change", Group::Job, Kind::Number, BUILDS, "refuse to publish a dataset in which more than this fraction of the current keys changed value type"),
-    spec("refuse_empty", Group::Job, Kind::Bool, BUILDS, "refuse to publish a dataset of no entries"),
-    spec("force", Group::Job, Kind::Bool, BUILDS, "publish a dataset even if a gate refuses it; its history records what was overridden"),
+    spec("max_entry_change", Group::Job, Kind::Number, BUILDS_AND_PATCH, "refuse to publish a dataset whose entry count differs from the current one's by more than this fraction (0.1: 10%)"),
+    spec("max_type_change", Group::Job, Kind::Number, BUILDS_AND_PATCH, "refuse to publish a dataset in which more than this fraction of the current keys changed value type"),
+    spec("refuse_empty", Group::Job, Kind::Bool, BUILDS_AND_PATCH, "refuse to publish a dataset of no entries"),
+    spec("force", Group::Job, Kind::Bool, BUILDS_AND_PATCH, "publish a dataset even if a gate refuses it; its history records what was overridden"),
+    // patch
+    spec("on_missing", Group::Job, Kind::Name, PATCH, "what a delete of a key the dataset does not hold does: error or ignore"),
+    spec("compact_overlays", Group::Job, count(1, crate::dataset::manifest::MAX_OVERLAYS as u64), PATCH, "compact a shard instead of giving it more overlays than this"),
+    spec("compact_fraction", Group::Job, Kind::Number, PATCH, "compact a shard whose overlays would hold more records than this fraction of its base's"),
     // build_from
     spec("format", Group::Import, Kind::Name, BUILD_FROM, "the input format (else from each file's extension)"),
     spec("key_column", Group::Import, Kind::Column, BUILD_FROM, "CSV/TSV: the key's column (a header name, or a 0-based index)"),
@@ -333,6 +359,9 @@ fn default_of(name: &str) -> Arg {
         "keys_per_part" => Arg::Int(build.keys_per_part as i128),
         "keep" => Arg::Int(crate::dataset::history::DEFAULT_KEEP as i128),
         "values" => Arg::Bool(true),
+        "on_missing" => Arg::Text("error".into()),
+        "compact_overlays" => Arg::Int(crate::dataset::patch::DEFAULT_COMPACT_OVERLAYS as i128),
+        "compact_fraction" => Arg::Float(crate::dataset::patch::DEFAULT_COMPACT_FRACTION),
         "refuse_empty" | "force" => Arg::Bool(false),
         "retain" => Arg::Float(crate::dataset::history::DEFAULT_RETAIN.as_secs_f64()),
         "key_column" => column(&import.key_column),
@@ -355,6 +384,7 @@ fn default_of(name: &str) -> Arg {
 pub fn choices(name: &str) -> Vec<String> {
     match name {
         "on_change" => vec!["raise".into(), "reopen".into()],
+        "on_missing" => vec!["error".into(), "ignore".into()],
         "on_duplicate" => OnDuplicate::NAMES
             .iter()
             .map(|(n, _)| n.to_string())

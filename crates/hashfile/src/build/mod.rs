@@ -438,24 +438,12 @@ impl Builder {
         key_utf8: bool,
         value: &crate::value::Value,
     ) -> Result<()> {
-        use crate::value::Value;
-        let encoded;
-        let (value, kind): (&[u8], ValueKind) = match value {
-            Value::Str(bytes, None) => (bytes, ValueKind::Utf8),
-            Value::Str(bytes, Some(name)) if name == "UTF-8" => (bytes, ValueKind::Utf8),
-            Value::Str(bytes, Some(name)) if name == "ASCII-8BIT" => (bytes, ValueKind::Binary),
-            Value::Str(bytes, Some(name)) if name == "US-ASCII" => (bytes, ValueKind::Ascii),
-            other => {
-                let mut bytes = Vec::new();
-                other.encode(&mut bytes)?;
-                encoded = bytes;
-                (&encoded, ValueKind::Typed)
-            }
-        };
+        let mut stored = Vec::new();
+        let kind = value.stored(&mut stored)?;
         self.insert_record(Record {
             key,
             key_utf8,
-            value,
+            value: &stored,
             kind,
         });
         Ok(())

@@ -868,6 +868,30 @@ impl Value {
         })
     }
 
+    /// The value as a record stores it, appended to `out`, and its kind:
+    /// a string in UTF-8, US-ASCII or binary as a plain string record (so
+    /// a store of strings only needs no typed-values support to read),
+    /// anything else encoded as one typed value.
+    pub fn stored(&self, out: &mut Vec<u8>) -> Result<ValueKind> {
+        let plain = match self {
+            Value::Str(bytes, None) => Some((bytes, ValueKind::Utf8)),
+            Value::Str(bytes, Some(name)) if name == "UTF-8" => Some((bytes, ValueKind::Utf8)),
+            Value::Str(bytes, Some(name)) if name == BINARY_NAME => Some((bytes, ValueKind::Binary)),
+            Value::Str(bytes, Some(name)) if name == ASCII_NAME => Some((bytes, ValueKind::Ascii)),
+            _ => None,
+        };
+        match plain {
+            Some((bytes, kind)) => {
+                out.extend_from_slice(bytes);
+                Ok(kind)
+            }
+            None => {
+                self.encode(out)?;
+                Ok(ValueKind::Typed)
+            }
+        }
+    }
+
     /// Decodes exactly one value from `bytes`.
     pub fn decode(bytes: &[u8]) -> Result<Value> {
         walk::value(&mut Tree, bytes)

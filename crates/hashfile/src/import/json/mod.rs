@@ -183,3 +183,26 @@ impl<R: Read> Read for CountingLines<'_, R> {
         Ok(n)
     }
 }
+
+/// One JSON value, `text`, as a record's value for `key` (named in
+/// errors): a string stays a UTF-8 string, anything else is encoded into
+/// the value codec as a build from JSON encodes it (numbers as written,
+/// big integers kept). What a patch's line holds (`hashfile patch`).
+pub fn json_value(key: &str, text: &str) -> Result<(crate::format::ValueKind, Vec<u8>)> {
+    use serde::de::DeserializeSeed;
+    let mut typed = Vec::new();
+    let mut reader = serde_json::Deserializer::from_str(text);
+    let top = value::TopValue {
+        key,
+        out: &mut typed,
+    }
+    .deserialize(&mut reader)
+    .and_then(|top| reader.end().map(|()| top))
+    .map_err(|e| Error::InvalidArgument {
+        message: format!("the value of key {}: {e}", crate::error::DisplayBytes(key.as_bytes())),
+    })?;
+    Ok(match top {
+        value::Top::Text(text) => (crate::format::ValueKind::Utf8, text.into_owned().into_bytes()),
+        value::Top::Typed => (crate::format::ValueKind::Typed, typed),
+    })
+}
