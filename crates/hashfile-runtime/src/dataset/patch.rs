@@ -370,7 +370,15 @@ fn publish_delta(
     }
     let dataset = Dataset::open(&location, &Default::default())?;
     let plans = plan(&dataset)?;
+    clean_up_after_killed_patches(dir);
     let generation = new_generation();
+    // Held until the patch is published or has failed: if this process is
+    // killed meanwhile, the next patch removes what it wrote.
+    let _claim = hashfile::build::Claim::take(dir, &format!("{CLAIM_PREFIX}{generation}"))
+        .map_err(|source| hashfile::Error::Io {
+            path: Some(dir.to_path_buf()),
+            source,
+        })?;
     let mut publish = options.publish.clone();
     let result = write_delta(dir, &dataset, plans, &generation, options).and_then(
         |(manifest, mut summary)| {
@@ -408,6 +416,30 @@ fn publish_delta(
         remove_generations(dir, |g| g == generation);
     }
     result
+}
+
+/// The name a patch's claim starts with (`hashfile::build::Claim`),
+/// followed by the generation it writes.
+const CLAIM_PREFIX: &str = "hashfile-delta-";
+
+/// Removes the files of generations that patches killed mid-way were
+/// writing (their claims are left, and no process holds them): unless
+/// the generation was published, which a patch killed after its manifest
+/// went in did.
+fn clean_up_after_killed_patches(dir: &Path) {
+    let abandoned = hashfile::build::take_abandoned(dir, CLAIM_PREFIX);
+    if abandoned.is_empty() {
+        return;
+    }
+    let published = Replaced::read_local(dir);
+    for name in abandoned {
+        let Some(generation) = name.strip_prefix(CLAIM_PREFIX) else {
+            continue;
+        };
+        if super::write::is_new_generation(generation) && !published.names_generation(generation) {
+            remove_generations(dir, |g| g == generation);
+        }
+    }
 }
 
 /// Writes the overlays and compacted bases of `plans` as generation

@@ -38,6 +38,7 @@ pub use options::{
 };
 pub use publish::{destination, publish_file, refuse_url};
 pub use spill::SpillStats;
+pub use temp::{take_abandoned, Claim};
 
 use index::{Prepared, RecordsSection};
 use records::{key_at, Offsets, Records, Spill};

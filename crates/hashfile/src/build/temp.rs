@@ -378,6 +378,60 @@ pub(super) fn sweep(dir: &Path) -> usize {
         .count()
 }
 
+/// A claim on work in a directory that a process may be killed in the
+/// middle of (a dataset's patch writing the files of a new generation): a
+/// temporary file `.NAME.hashfile-PID-START-N.tmp`, locked while this
+/// process lives, removed when dropped. The next process to look
+/// ([`take_abandoned`]) finds the claims of processes that died, and
+/// cleans up after them.
+#[derive(Debug)]
+pub struct Claim {
+    // Held for its lock and its removal when dropped.
+    _file: TempFile,
+}
+
+impl Claim {
+    /// Claims `name` in `dir`.
+    pub fn take(dir: &Path, name: &str) -> std::io::Result<Claim> {
+        TempFile::create_beside(&dir.join(name)).map(|file| Claim { _file: file })
+    }
+}
+
+/// The names of the claims in `dir` (`Claim::take`) that start with
+/// `prefix` and whose process is gone, each claim removed as it is found:
+/// what killed processes left undone. A claim of a live process, or one
+/// that cannot be removed, is left.
+pub fn take_abandoned(dir: &Path, prefix: &str) -> Vec<String> {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let this = this_process();
+    let mut found = Vec::new();
+    for entry in entries.flatten() {
+        let file_name = entry.file_name();
+        let bytes = file_name.as_encoded_bytes();
+        let Some(owner) = owner_of(bytes) else {
+            continue;
+        };
+        let Some(name) = std::str::from_utf8(bytes)
+            .ok()
+            .and_then(|n| n.strip_prefix('.'))
+            .and_then(|n| n.rsplit_once(MARKER))
+            .map(|(name, _)| name)
+        else {
+            continue;
+        };
+        if name.starts_with(prefix)
+            && owner != this
+            && is_gone(owner)
+            && remove_if_unused(&entry.path())
+        {
+            found.push(name.to_owned());
+        }
+    }
+    found
+}
+
 /// Removes the file at `path` if it is a regular file of this user that
 /// no process holds locked; true if it did.
 fn remove_if_unused(path: &Path) -> bool {
