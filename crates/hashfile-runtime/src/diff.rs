@@ -151,6 +151,10 @@ pub fn diff(
         shards: vec![ShardChanges::default(); shards],
         ..Summary::default()
     };
+    if let Some(keys) = delta_keys(a, b)? {
+        delta(a, b, &keys, options, pool, sink, &mut summary)?;
+        return Ok(summary);
+    }
     match paired(a, b) {
         // Keys of shard i are in shard i of either side: each pair apart,
         // its two stores mapped only while it is compared.
@@ -192,6 +196,106 @@ fn paired<'t>(
         && plain(da)
         && plain(db))
     .then_some((da, db))
+}
+
+/// The keys that can differ between two datasets one of which is the
+/// other with overlays added (a delta generation and its parent, either
+/// way round): those the added overlays hold, each once. `None` if the two
+/// are not so related (another shard count, another base, overlays that
+/// are not one's followed by more).
+fn delta_keys(a: &Table, b: &Table) -> hashfile::Result<Option<Vec<Vec<u8>>>> {
+    let (Some(da), Some(db)) = (a.as_dataset(), b.as_dataset()) else {
+        return Ok(None);
+    };
+    let (ma, mb) = (da.manifest(), db.manifest());
+    if ma.shards.len() != mb.shards.len() {
+        return Ok(None);
+    }
+    let mut extra: Vec<(&crate::dataset::Dataset, usize, usize)> = Vec::new();
+    for (i, (sa, sb)) in ma.shards.iter().zip(&mb.shards).enumerate() {
+        if sa.file != sb.file || sa.checksum != sb.checksum {
+            return Ok(None);
+        }
+        let (shorter, longer, on) = if sa.overlays.len() <= sb.overlays.len() {
+            (sa, sb, db)
+        } else {
+            (sb, sa, da)
+        };
+        let same = shorter
+            .overlays
+            .iter()
+            .zip(&longer.overlays)
+            .all(|(x, y)| x.file == y.file && x.checksum == y.checksum);
+        if !same {
+            return Ok(None);
+        }
+        if longer.overlays.len() > shorter.overlays.len() {
+            extra.push((on, i, shorter.overlays.len()));
+        }
+    }
+    let mut keys = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for (dataset, shard, from) in extra {
+        for overlay in &dataset.shard(shard)?.overlays()[from..] {
+            for record in overlay.iter() {
+                let key = record?.key().to_vec();
+                if seen.insert(key.clone()) {
+                    keys.push(key);
+                }
+            }
+        }
+    }
+    Ok(Some(keys))
+}
+
+/// The diff of two datasets one of which is the other with overlays
+/// added: only `keys` (those overlays') can differ, so only they are read,
+/// in blocks: a diff in proportion to the change, not the dataset.
+fn delta(
+    a: &Table,
+    b: &Table,
+    keys: &[Vec<u8>],
+    options: DiffOptions,
+    pool: &rayon::ThreadPool,
+    sink: &mut dyn DiffSink,
+    summary: &mut Summary,
+) -> hashfile::Result<()> {
+    let shards = summary.shards.len();
+    for side in [Side::Before, Side::After] {
+        let (read, other) = match side {
+            Side::Before => (a, b),
+            Side::After => (b, a),
+        };
+        for group in keys.chunks(BLOCK * BLOCKS_AT_ONCE) {
+            let blocks: Vec<Vec<RecordBuf<'_>>> = group
+                .chunks(BLOCK)
+                .map(|block| {
+                    read.get_many(block)
+                        .map(|found| found.into_iter().flatten().collect())
+                })
+                .collect::<hashfile::Result<_>>()?;
+            let done: Vec<hashfile::Result<(Summary, String)>> = pool.install(|| {
+                use rayon::prelude::*;
+                blocks
+                    .par_iter()
+                    .map(|records| compare(records, other, side, options, shards))
+                    .collect()
+            });
+            for result in done {
+                let (counts, text) = result?;
+                summary.add(counts);
+                for one in text.lines() {
+                    sink.line(one)?;
+                }
+            }
+            sink.between()?;
+        }
+    }
+    // Every key the overlays did not touch is the same on both sides.
+    summary.unchanged = summary
+        .entries_a
+        .saturating_sub(summary.removed + summary.changed);
+    Ok(())
 }
 
 /// Reads `a` looking each block up in `b` (keys removed or changed), then

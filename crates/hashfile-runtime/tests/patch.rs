@@ -103,6 +103,37 @@ fn check(dir: &Path, model: &Model, gone: &[Vec<u8>], round: usize) {
     table.verify().unwrap();
 }
 
+/// The diff of generation `parent` against the current one (a delta over
+/// it: only the overlays' keys are read) says what the model says changed.
+fn diff_matches(dir: &Path, parent: &str, before: &Model, after: &Model, round: usize) {
+    let at = dir.to_str().unwrap();
+    let a = Table::of_dataset(dataset::open_generation(at, parent, &Default::default()).unwrap());
+    let b = open(dir);
+    let pool = rayon_pool();
+    let mut lines = Vec::new();
+    let mut sink = |l: &str| {
+        lines.push(l.to_owned());
+        Ok(())
+    };
+    let summary = hashfile_runtime::diff::diff(&a, &b, Default::default(), &pool, &mut sink).unwrap();
+    let added = after.keys().filter(|k| !before.contains_key(*k)).count() as u64;
+    let removed = before.keys().filter(|k| !after.contains_key(*k)).count() as u64;
+    let changed = before
+        .iter()
+        .filter(|(k, v)| after.get(*k).is_some_and(|w| w != *v))
+        .count() as u64;
+    assert_eq!(
+        (summary.added, summary.removed, summary.changed, summary.unchanged),
+        (added, removed, changed, before.len() as u64 - removed - changed),
+        "round {round}: diff"
+    );
+    assert_eq!(lines.len() as u64, added + removed + changed, "round {round}: lines");
+}
+
+fn rayon_pool() -> std::sync::Arc<rayon::ThreadPool> {
+    hashfile_runtime::pool::for_build(Some(2)).unwrap()
+}
+
 fn options(compact_overlays: usize) -> PatchOptions {
     PatchOptions {
         compact_overlays,
@@ -124,6 +155,7 @@ fn random_patches_and_compactions_read_as_a_hash_given_the_same_changes() {
     let mut next_new = 3_000u64;
     let (mut overlays, mut compacted) = (0, 0);
     for round in 0..40 {
+        let before = model.clone();
         let mut patch = Patch::new();
         let mut touched = std::collections::HashSet::new();
         for _ in 0..rng.below(60) + 1 {
@@ -162,11 +194,14 @@ fn random_patches_and_compactions_read_as_a_hash_given_the_same_changes() {
                 model.insert(key, value);
             }
         }
+        let parent = manifest(dir.path()).generation;
         let summary = if round % 9 == 8 {
             patch.apply(dir.path(), &options(3)).unwrap();
             dataset::compact(dir.path(), None, &options(3)).unwrap()
         } else {
-            patch.apply(dir.path(), &options(3)).unwrap()
+            let summary = patch.apply(dir.path(), &options(3)).unwrap();
+            diff_matches(dir.path(), &parent, &before, &model, round);
+            summary
         };
         overlays += summary.overlays_written;
         compacted += summary.shards_compacted;
