@@ -445,6 +445,53 @@ fn the_test_vectors_read_as_documented() {
     }
 }
 
+/// The delta generation of docs/FORMAT.md ("Delta generations"): the
+/// version 2 dataset with key-0 changed, key-1 deleted and key-40 added,
+/// as overlays over its unchanged shards. `UPDATE_DATASET_VECTOR=1`
+/// writes it again.
+#[test]
+fn the_delta_vector_reads_as_documented() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/vectors");
+    let vector = root.join("dataset-v3");
+    if std::env::var_os("UPDATE_DATASET_VECTOR").is_some() {
+        let _ = std::fs::remove_dir_all(&vector);
+        std::fs::create_dir(&vector).unwrap();
+        for entry in std::fs::read_dir(root.join("dataset-v2")).unwrap() {
+            let entry = entry.unwrap();
+            std::fs::copy(entry.path(), vector.join(entry.file_name())).unwrap();
+        }
+        let mut patch = hashfile_runtime::dataset::Patch::new();
+        patch
+            .upsert(hashfile::Record::text("key-0", "patched-0"))
+            .unwrap();
+        patch.upsert(hashfile::Record::text("key-40", "value-40")).unwrap();
+        patch.delete(b"key-1", true);
+        patch.apply(&vector, &Default::default()).unwrap();
+        for entry in std::fs::read_dir(&vector).unwrap() {
+            let name = entry.unwrap().file_name().into_string().unwrap();
+            if name != MANIFEST_NAME && !name.ends_with(".hf") {
+                std::fs::remove_file(vector.join(name)).unwrap();
+            }
+        }
+    }
+    let dataset = open(&vector).unwrap();
+    dataset.verify().unwrap();
+    let manifest = dataset.manifest();
+    assert_eq!((manifest.hashfile_dataset, dataset.len()), (3, 40));
+    let text = std::fs::read_to_string(vector.join(MANIFEST_NAME)).unwrap();
+    assert_eq!(text, manifest.to_json(), "written as this release writes");
+    let v2 = open(&root.join("dataset-v2")).unwrap();
+    for (base, with) in v2.manifest().shards.iter().zip(&manifest.shards) {
+        assert_eq!((&base.file, &base.checksum), (&with.file, &with.checksum));
+    }
+    assert_eq!(value(&dataset, "key-0"), Some("patched-0".into()));
+    assert_eq!(value(&dataset, "key-1"), None);
+    assert_eq!(value(&dataset, "key-40"), Some("value-40".into()));
+    for i in 2..40 {
+        assert_eq!(value(&dataset, &format!("key-{i}")), Some(format!("value-{i}")));
+    }
+}
+
 fn check_vector(vector: &Path) {
     if std::env::var_os("UPDATE_DATASET_VECTOR").is_some() && vector.ends_with("dataset-v1") {
         let _ = std::fs::remove_dir_all(vector);
