@@ -109,9 +109,10 @@ say format("patch of %d changes (0.1%%): %.2f s, %.1f MB written, %d overlays (%
 random = Random.new(51)
 inside = (changed + added).sample([LOOKUPS, changed.size + added.size].min, random: random)
 outside = Array.new(LOOKUPS) { key.(random.rand(ENTRIES)) }.reject { |k| k.end_with?("000") }
+probes = File.join(DIR, "probes.json")
+File.write(probes, JSON.generate([inside, outside]))
 lookups = in_child(<<~RUBY)
-  inside = #{inside.inspect}
-  outside = #{outside.inspect}
+  inside, outside = JSON.parse(File.read(#{probes.inspect}))
   before = Hashfile.open(#{ds.inspect}, generation: #{parent.inspect})
   after = Hashfile.open(#{ds.inspect})
   raise "a key in an overlay reads wrong" unless inside.all? { |k| (v = after[k]) && (v.start_with?("patched") || v.start_with?("added")) }

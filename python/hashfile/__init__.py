@@ -242,7 +242,9 @@ def patch(
     if changes is None and delete is None:
         raise TypeError("patch needs changes: a mapping of keys to put, delete=keys, or a changes file")
     pairs = changes.items() if isinstance(changes, Mapping) else changes
-    return _native.patch(os.fspath(dataset), pairs, None if delete is None else list(delete), None, dict(options) or None)
+    # One key, not the characters of one.
+    deletes = None if delete is None else [delete] if isinstance(delete, (str, bytes)) else list(delete)
+    return _native.patch(os.fspath(dataset), pairs, deletes, None, dict(options) or None)
 
 
 def compact(dataset: PathLike, **options: Unpack[CompactOptions]) -> dict[str, Any]:

@@ -65,7 +65,9 @@ fn local_dataset(location: &str, what: &str) -> hashfile::Result<PathBuf> {
     }
     let path = Path::new(location);
     Ok(match path.file_name() {
-        Some(name) if name == MANIFEST_NAME => path.parent().unwrap_or(Path::new(".")).to_path_buf(),
+        Some(name) if name == MANIFEST_NAME => {
+            path.parent().unwrap_or(Path::new(".")).to_path_buf()
+        }
         _ => path.to_path_buf(),
     })
 }
@@ -78,7 +80,7 @@ struct Line<'a> {
     #[serde(borrow, default)]
     value: Option<&'a serde_json::value::RawValue>,
     #[serde(default)]
-    delete: bool,
+    delete: Option<bool>,
 }
 
 /// The changes in a JSON Lines file: each line an object with `"key"` (a
@@ -116,8 +118,19 @@ pub fn read_changes(path: &Path) -> hashfile::Result<Patch> {
                 format!("a line of more than {} bytes", hashfile::import::MAX_LINE),
             ));
         }
+        if number == 1 && text.starts_with('\u{feff}') {
+            // A byte order mark, which some editors write first.
+            text.drain(..'\u{feff}'.len_utf8());
+        }
         if text.trim().is_empty() {
             continue;
+        }
+        if !text.trim_start().starts_with('{') {
+            return Err(hashfile::Error::parse(
+                &input,
+                at(None),
+                "a change is an object: {\"key\": K, \"value\": V} or {\"key\": K, \"delete\": true}".to_string(),
+            ));
         }
         let line: Line<'_> = serde_json::from_str(&text).map_err(|e| {
             let message = e.to_string();
@@ -128,19 +141,32 @@ pub fn read_changes(path: &Path) -> hashfile::Result<Patch> {
                 format!("{message} (a change is {{\"key\": K, \"value\": V}} or {{\"key\": K, \"delete\": true}})"),
             )
         })?;
-        match (line.value, line.delete) {
+        if line.delete == Some(false) {
+            return Err(hashfile::Error::parse(
+                &input,
+                at(None),
+                format!("key {:?} has \"delete\": false: a change that deletes says true, one that puts gives a value", line.key),
+            ));
+        }
+        match (line.value, line.delete == Some(true)) {
             (Some(_), true) => {
                 return Err(hashfile::Error::parse(
                     &input,
                     at(None),
-                    format!("key {:?} has both a value and \"delete\": true: give one", line.key),
+                    format!(
+                        "key {:?} has both a value and \"delete\": true: give one",
+                        line.key
+                    ),
                 ))
             }
             (None, false) => {
                 return Err(hashfile::Error::parse(
                     &input,
                     at(None),
-                    format!("key {:?} has neither a value nor \"delete\": true", line.key),
+                    format!(
+                        "key {:?} has neither a value nor \"delete\": true",
+                        line.key
+                    ),
                 ))
             }
             (None, true) => patch.delete(line.key.as_bytes(), true),
@@ -155,6 +181,10 @@ pub fn read_changes(path: &Path) -> hashfile::Result<Patch> {
                 })?;
             }
         }
+        patch.given_at(hashfile::Location {
+            input: input.clone(),
+            position: at(None),
+        });
     }
     Ok(patch)
 }
@@ -181,5 +211,7 @@ pub fn summary_info(summary: &PatchSummary) -> InfoValue {
     ] {
         info.0.push((name, InfoValue::Int(value)));
     }
+    info.0
+        .push(("published", InfoValue::Bool(summary.published)));
     InfoValue::Map(info)
 }

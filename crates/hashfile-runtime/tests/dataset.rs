@@ -464,7 +464,9 @@ fn the_delta_vector_reads_as_documented() {
         patch
             .upsert(hashfile::Record::text("key-0", "patched-0"))
             .unwrap();
-        patch.upsert(hashfile::Record::text("key-40", "value-40")).unwrap();
+        patch
+            .upsert(hashfile::Record::text("key-40", "value-40"))
+            .unwrap();
         patch.delete(b"key-1", true);
         patch.apply(&vector, &Default::default()).unwrap();
         for entry in std::fs::read_dir(&vector).unwrap() {
@@ -488,7 +490,10 @@ fn the_delta_vector_reads_as_documented() {
     assert_eq!(value(&dataset, "key-1"), None);
     assert_eq!(value(&dataset, "key-40"), Some("value-40".into()));
     for i in 2..40 {
-        assert_eq!(value(&dataset, &format!("key-{i}")), Some(format!("value-{i}")));
+        assert_eq!(
+            value(&dataset, &format!("key-{i}")),
+            Some(format!("value-{i}"))
+        );
     }
 }
 

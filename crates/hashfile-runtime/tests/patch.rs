@@ -115,7 +115,8 @@ fn diff_matches(dir: &Path, parent: &str, before: &Model, after: &Model, round: 
         lines.push(l.to_owned());
         Ok(())
     };
-    let summary = hashfile_runtime::diff::diff(&a, &b, Default::default(), &pool, &mut sink).unwrap();
+    let summary =
+        hashfile_runtime::diff::diff(&a, &b, Default::default(), &pool, &mut sink).unwrap();
     let added = after.keys().filter(|k| !before.contains_key(*k)).count() as u64;
     let removed = before.keys().filter(|k| !after.contains_key(*k)).count() as u64;
     let changed = before
@@ -123,11 +124,25 @@ fn diff_matches(dir: &Path, parent: &str, before: &Model, after: &Model, round: 
         .filter(|(k, v)| after.get(*k).is_some_and(|w| w != *v))
         .count() as u64;
     assert_eq!(
-        (summary.added, summary.removed, summary.changed, summary.unchanged),
-        (added, removed, changed, before.len() as u64 - removed - changed),
+        (
+            summary.added,
+            summary.removed,
+            summary.changed,
+            summary.unchanged
+        ),
+        (
+            added,
+            removed,
+            changed,
+            before.len() as u64 - removed - changed
+        ),
         "round {round}: diff"
     );
-    assert_eq!(lines.len() as u64, added + removed + changed, "round {round}: lines");
+    assert_eq!(
+        lines.len() as u64,
+        added + removed + changed,
+        "round {round}: lines"
+    );
 }
 
 fn rayon_pool() -> std::sync::Arc<rayon::ThreadPool> {
@@ -416,4 +431,106 @@ fn bases_a_delta_generation_reads_outlive_their_own_publish() {
         .collect();
     assert!(left.is_empty(), "{left:?}");
     assert_eq!(open(dir.path()).len(), 200);
+}
+
+#[test]
+fn patches_at_once_never_lose_one_that_succeeded() {
+    let dir = tempfile::tempdir().unwrap();
+    build(dir.path(), 4, 100, PublishOptions::default());
+    let succeeded = std::sync::Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for worker in 0..4 {
+            let (dir, succeeded) = (dir.path(), &succeeded);
+            scope.spawn(move || {
+                for i in 0..10 {
+                    let key = format!("w{worker}-{i}");
+                    let mut patch = Patch::new();
+                    patch.upsert(Record::binary(key.as_bytes(), b"x")).unwrap();
+                    match patch.apply(dir, &options(8)) {
+                        Ok(_) => succeeded.lock().unwrap().push(key),
+                        Err(e) => assert!(
+                            e.to_string()
+                                .contains("was published while the patch was written"),
+                            "{e}"
+                        ),
+                    }
+                }
+            });
+        }
+    });
+    let succeeded = succeeded.into_inner().unwrap();
+    assert!(!succeeded.is_empty());
+    let table = open(dir.path());
+    for key in &succeeded {
+        assert!(
+            table.get(key.as_bytes()).unwrap().is_some(),
+            "{key} was lost"
+        );
+    }
+    assert_eq!(table.len(), 100 + succeeded.len() as u64);
+}
+
+#[test]
+fn a_patch_and_a_build_at_once_never_leave_a_manifest_of_missing_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let keep_one = PublishOptions {
+        keep: 1,
+        retain: Duration::ZERO,
+        ..PublishOptions::default()
+    };
+    build(dir.path(), 2, 50, keep_one.clone());
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        let (path, stop, keep) = (dir.path(), &stop, &keep_one);
+        scope.spawn(move || {
+            for _ in 0..20 {
+                build(path, 2, 50, keep.clone());
+            }
+            stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        });
+        for worker in 0..2 {
+            scope.spawn(move || {
+                let mut i = 0;
+                while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                    let mut patch = Patch::new();
+                    patch
+                        .upsert(Record::binary(format!("w{worker}-{i}").as_bytes(), b"x"))
+                        .unwrap();
+                    let only = PatchOptions {
+                        publish: keep.clone(),
+                        ..PatchOptions::default()
+                    };
+                    if let Err(e) = patch.apply(path, &only) {
+                        let text = e.to_string();
+                        assert!(
+                            text.contains("was published while the patch was written")
+                                || text.contains("missing"),
+                            "{e}"
+                        );
+                    }
+                    i += 1;
+                }
+            });
+        }
+        // Every manifest published lists files that are there: an open
+        // may fail while a publish replaces the generation it read (keep
+        // 1, retain 0), never twice over one manifest that stays.
+        while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+            let before = manifest(path).generation;
+            match Table::open(path.to_str().unwrap(), &Default::default()) {
+                Ok(table) => table.verify().unwrap(),
+                Err(first) => {
+                    if let Err(again) = Table::open(path.to_str().unwrap(), &Default::default()) {
+                        assert_ne!(
+                            manifest(path).generation,
+                            before,
+                            "the current manifest lists files that are gone: {first}; {again}"
+                        );
+                    }
+                }
+            }
+        }
+    });
+    let table = open(dir.path());
+    table.verify().unwrap();
 }

@@ -49,8 +49,13 @@ fn patch(
                 upserts.foreach(|key: Value, value: Value| {
                     let (key, key_utf8) = crate::writer::stored_key(ruby, key)?;
                     scratch.clear();
-                    let kind = crate::value::store_value(ruby, value, ruby.qnil().as_value(), &mut scratch)
-                        .map_err(|e| e.into_ruby(ruby, &key))?;
+                    let kind = crate::value::store_value(
+                        ruby,
+                        value,
+                        ruby.qnil().as_value(),
+                        &mut scratch,
+                    )
+                    .map_err(|e| e.into_ruby(ruby, &key))?;
                     changes
                         .upsert(hashfile::Record {
                             key: &key,

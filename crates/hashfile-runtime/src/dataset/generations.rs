@@ -193,6 +193,9 @@ pub fn rollback(
     manifest_at(location)?;
     let destination = Destination::of(location)?;
     let manifest_at = destination.at(MANIFEST_NAME);
+    // No other publish of the dataset runs until this one's history is
+    // written.
+    let _lock = destination.lock()?;
     let replaced = Replaced::read(&destination, remote);
     if let Some(why) = replaced.unreadable() {
         return Err(dataset_error(

@@ -125,6 +125,8 @@ struct Change {
     key_utf8: bool,
     /// The value and its kind; `None` for a delete.
     value: Option<(Vec<u8>, ValueKind)>,
+    /// Where it was given (a changes file's line), for errors.
+    at: Option<hashfile::Location>,
 }
 
 /// What a patch or a compaction published.
@@ -147,6 +149,10 @@ pub struct PatchSummary {
     pub shards_compacted: u64,
     /// Bytes of the files this publish wrote.
     pub bytes_written: u64,
+    /// Whether a generation was published: not when nothing changed (no
+    /// changes, or only deletes of keys not held, ignored); `manifest`
+    /// is then the current one.
+    pub published: bool,
 }
 
 /// A patch being put together: changes in the order given.
@@ -172,6 +178,7 @@ impl Patch {
             key: record.key.to_vec(),
             key_utf8: record.key_utf8,
             value: Some((record.value.to_vec(), record.kind)),
+            at: None,
         });
         Ok(())
     }
@@ -190,6 +197,7 @@ impl Patch {
             key: key.to_vec(),
             key_utf8,
             value: Some((stored, kind)),
+            at: None,
         });
         Ok(())
     }
@@ -200,7 +208,16 @@ impl Patch {
             key: key.to_vec(),
             key_utf8,
             value: None,
+            at: None,
         });
+    }
+
+    /// Says where the change given last came from (a changes file's
+    /// line), for the error a repeat of its key gives.
+    pub fn given_at(&mut self, at: hashfile::Location) {
+        if let Some(last) = self.changes.last_mut() {
+            last.at = Some(at);
+        }
     }
 
     /// Changes given.
@@ -286,12 +303,17 @@ fn resolve(mut changes: Vec<Change>, on_duplicate: OnDuplicate) -> hashfile::Res
     changes.sort_by(|a, b| a.key.cmp(&b.key));
     let mut out: Vec<Change> = Vec::with_capacity(changes.len());
     let mut repeated = 0u64;
-    let mut first_repeat: Option<Vec<u8>> = None;
+    let mut first_repeat: Option<hashfile::Error> = None;
     for change in changes {
         match out.last_mut() {
             Some(last) if last.key == change.key => {
                 if first_repeat.is_none() {
-                    first_repeat = Some(change.key.clone());
+                    first_repeat = Some(hashfile::Error::DuplicateKey {
+                        key: change.key.clone(),
+                        first: last.at.clone().map(Box::new),
+                        second: change.at.clone().map(Box::new),
+                        others: 0,
+                    });
                 }
                 repeated += 1;
                 match on_duplicate {
@@ -305,13 +327,11 @@ fn resolve(mut changes: Vec<Change>, on_duplicate: OnDuplicate) -> hashfile::Res
         }
     }
     if on_duplicate == OnDuplicate::Error {
-        if let Some(key) = first_repeat {
-            return Err(hashfile::Error::DuplicateKey {
-                key,
-                first: None,
-                second: None,
-                others: repeated.saturating_sub(1),
-            });
+        if let Some(mut error) = first_repeat {
+            if let hashfile::Error::DuplicateKey { others, .. } = &mut error {
+                *others = repeated.saturating_sub(1);
+            }
+            return Err(error);
         }
     }
     Ok(Resolved {
@@ -382,6 +402,17 @@ fn publish_delta(
     let mut publish = options.publish.clone();
     let result = write_delta(dir, &dataset, plans, &generation, options).and_then(
         |(manifest, mut summary)| {
+            if manifest.shards == dataset.manifest().shards {
+                // Nothing to change (no changes, or only deletes of keys
+                // not held, ignored): no generation is published, so none
+                // is pushed out of the history.
+                summary.manifest = Some(dataset.manifest().clone());
+                return Ok(summary);
+            }
+            // No other publish of the dataset (a build, a patch, a
+            // rollback) runs from the check that the generation patched
+            // is still current until what left the history is removed.
+            let _lock = super::tasks::publish_lock(dir)?;
             let replaced = Replaced::read_local(dir);
             if replaced.current().map(|m| &m.generation) != Some(&dataset.manifest().generation) {
                 return Err(dataset_error(
@@ -408,6 +439,7 @@ fn publish_delta(
             hashfile::build::publish_file(&manifest_path, manifest.to_json().as_bytes())?;
             replaced.retire_local(dir, &manifest, &publish, false);
             summary.manifest = Some(manifest);
+            summary.published = true;
             Ok(summary)
         },
     );
@@ -465,6 +497,11 @@ fn write_delta(
         let shard = dataset.shard(i)?;
         let (upserts, live) =
             count_changes(shard, &plan.changes, options.on_missing, &mut summary)?;
+        if upserts.is_empty() && !plan.compact {
+            // Only deletes of keys it does not hold: the shard stays.
+            shards.push(entry.clone());
+            continue;
+        }
         let overlay_records: u64 =
             entry.overlays.iter().map(|o| o.entries).sum::<u64>() + upserts.len() as u64;
         let compact = plan.compact

@@ -77,6 +77,15 @@ impl Destination {
         format!("{}{file}", self.base)
     }
 
+    /// The lock that orders publishes of a local dataset (`DirLock`),
+    /// waited for; none at an `s3://` prefix, which has no locks.
+    pub(super) fn lock(&self) -> hashfile::Result<Option<hashfile::build::DirLock>> {
+        if self.remote {
+            return Ok(None);
+        }
+        publish_lock(self.dir()).map(Some)
+    }
+
     pub(super) fn dir(&self) -> &Path {
         Path::new(if self.base.is_empty() {
             "."
@@ -341,6 +350,9 @@ pub fn publish_shards(
             ));
         }
     }
+    // From what is replaced to what leaves the history, no other publish
+    // of the dataset runs.
+    let _lock = destination.lock()?;
     let replaced = Replaced::read(&destination, remote);
     let manifest = Manifest {
         hashfile_dataset: MANIFEST_VERSION,
@@ -372,6 +384,15 @@ pub fn publish_shards(
         remove_leftovers(destination.dir(), generation);
     }
     Ok(manifest)
+}
+
+/// The lock that orders the publishes of the local dataset in `dir`
+/// (builds, patches, rollbacks: `hashfile::build::DirLock`), waited for.
+pub(super) fn publish_lock(dir: &Path) -> hashfile::Result<hashfile::build::DirLock> {
+    hashfile::build::DirLock::exclusive(dir).map_err(|source| hashfile::Error::Io {
+        path: Some(dir.to_path_buf()),
+        source,
+    })
 }
 
 /// Publishes `manifest` at `destination` over what `replaced` found

@@ -189,7 +189,9 @@ impl DatasetBuilder {
         };
         let result = self.write_generation(dir, &generation, &manifest_path, before_publish);
         match &result {
-            Ok((manifest, replaced)) => replaced.retire_local(dir, manifest, &self.publish, false),
+            Ok((manifest, replaced, _lock)) => {
+                replaced.retire_local(dir, manifest, &self.publish, false)
+            }
             Err(_) => {
                 // The shards this build wrote, by the names it gave them,
                 // and the directory it made for them, if nothing else is
@@ -203,7 +205,7 @@ impl DatasetBuilder {
                 }
             }
         }
-        result.map(|(manifest, _)| manifest)
+        result.map(|(manifest, ..)| manifest)
     }
 
     fn write_generation(
@@ -212,7 +214,7 @@ impl DatasetBuilder {
         generation: &str,
         manifest_path: &Path,
         before_publish: &mut dyn FnMut() -> hashfile::Result<()>,
-    ) -> hashfile::Result<(Manifest, Replaced)> {
+    ) -> hashfile::Result<(Manifest, Replaced, hashfile::build::DirLock)> {
         let n = self.builders.len();
         let write_shard = |(i, builder): (usize, &mut Builder)| {
             let file = shard_file_name(generation, i, n);
@@ -253,9 +255,11 @@ impl DatasetBuilder {
         let shards = first_error(results)?;
         self.cancel.check()?;
         before_publish()?;
-        // What is replaced, read as late as can be: a publish that ran
-        // meanwhile (two builds of one dataset at once, which this does not
-        // order) then counts, and this one's sequence comes after it.
+        // What is replaced, read under the lock that orders the dataset's
+        // publishes (held until what leaves the history is removed), as
+        // late as can be: a publish that ran meanwhile counts, and this
+        // one's sequence comes after it.
+        let lock = super::tasks::publish_lock(dir)?;
         let replaced = Replaced::read_local(dir);
         let manifest = Manifest {
             hashfile_dataset: MANIFEST_VERSION,
@@ -274,7 +278,7 @@ impl DatasetBuilder {
         )?;
         write_record_local(dir, &manifest)?;
         hashfile::build::publish_file(manifest_path, manifest.to_json().as_bytes())?;
-        Ok((manifest, replaced))
+        Ok((manifest, replaced, lock))
     }
 }
 

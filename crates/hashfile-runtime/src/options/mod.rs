@@ -16,8 +16,9 @@ mod text;
 pub use arg::Arg;
 pub use parse::{
     build_request, decode_for_call, diff_request, generations_request, max_threads, open_request,
-    patch_request, publish_task_options, remote_options, shard_count, shard_task_options, BuildRequest,
-    DecodeOptions, DiffRequest, GenerationsRequest, Given, OpenRequest, DECODE_OPTIONS,
+    patch_request, publish_task_options, remote_options, shard_count, shard_task_options,
+    BuildRequest, DecodeOptions, DiffRequest, GenerationsRequest, Given, OpenRequest,
+    DECODE_OPTIONS,
 };
 pub use suggest::closest;
 pub use table::{Call, Group, Kind, Language, Spec, OPTIONS};

@@ -351,21 +351,36 @@ pub fn patch_request(
             "on_duplicate" => {
                 let policy = text(spec, value)?;
                 options.on_duplicate = OnDuplicate::from_name(&policy).ok_or_else(|| {
-                    invalid(spec, format!("must be one of {}, not {policy:?}", table::choices("on_duplicate").join(", ")))
+                    invalid(
+                        spec,
+                        format!(
+                            "must be one of {}, not {policy:?}",
+                            table::choices("on_duplicate").join(", ")
+                        ),
+                    )
                 })?;
             }
             "on_missing" => {
                 let named = text(spec, value)?;
-                options.on_missing = crate::dataset::OnMissing::from_name(&named).ok_or_else(|| {
-                    invalid(spec, format!("must be one of {}, not {named:?}", table::choices("on_missing").join(", ")))
-                })?;
+                options.on_missing =
+                    crate::dataset::OnMissing::from_name(&named).ok_or_else(|| {
+                        invalid(
+                            spec,
+                            format!(
+                                "must be one of {}, not {named:?}",
+                                table::choices("on_missing").join(", ")
+                            ),
+                        )
+                    })?;
             }
             "compact_overlays" => options.compact_overlays = count(spec, value)? as usize,
             "compact_fraction" => options.compact_fraction = number(spec, value)?,
             "keep" => options.publish.keep = count(spec, value)? as u32,
             "retain" => options.publish.retain = seconds(spec, value)?,
             "note" => options.publish.note = Some(text(spec, value)?),
-            "max_entry_change" => options.publish.gates.max_entry_change = Some(number(spec, value)?),
+            "max_entry_change" => {
+                options.publish.gates.max_entry_change = Some(number(spec, value)?)
+            }
             "max_type_change" => options.publish.gates.max_type_change = Some(number(spec, value)?),
             "refuse_empty" => options.publish.gates.refuse_empty = boolean(spec, value)?,
             "force" => options.publish.force = boolean(spec, value)?,

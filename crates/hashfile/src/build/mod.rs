@@ -38,7 +38,7 @@ pub use options::{
 };
 pub use publish::{destination, publish_file, refuse_url};
 pub use spill::SpillStats;
-pub use temp::{take_abandoned, Claim};
+pub use temp::{take_abandoned, Claim, DirLock};
 
 use index::{Prepared, RecordsSection};
 use records::{key_at, Offsets, Records, Spill};

@@ -397,6 +397,47 @@ impl Claim {
     }
 }
 
+/// An exclusive `flock` on a directory, held until dropped: what orders
+/// the publishes of one dataset (builds, patches, rollbacks) from any
+/// process, so that each reads what it replaces, writes its manifest and
+/// removes the files that left the history while no other publish does.
+/// It leaves no file behind; the lock goes with the process however it
+/// ends.
+#[derive(Debug)]
+pub struct DirLock {
+    _dir: fs::File,
+}
+
+impl DirLock {
+    /// Waits for the lock on `dir`. A file system without locks (some
+    /// network mounts) gives the lock at once: publishes there are not
+    /// ordered.
+    pub fn exclusive(dir: &Path) -> std::io::Result<DirLock> {
+        let file = fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_DIRECTORY)
+            .open(dir)?;
+        loop {
+            // SAFETY: a plain system call on a descriptor `file` keeps open
+            // for it; the lock goes with the descriptor.
+            let result = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) };
+            if result == 0 {
+                break;
+            }
+            match std::io::Error::last_os_error() {
+                e if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                e if e.raw_os_error() == Some(libc::ENOLCK)
+                    || e.raw_os_error() == Some(libc::EOPNOTSUPP) =>
+                {
+                    break
+                }
+                e => return Err(e),
+            }
+        }
+        Ok(DirLock { _dir: file })
+    }
+}
+
 /// The names of the claims in `dir` (`Claim::take`) that start with
 /// `prefix` and whose process is gone, each claim removed as it is found:
 /// what killed processes left undone. A claim of a live process, or one

@@ -876,7 +876,9 @@ impl Value {
         let plain = match self {
             Value::Str(bytes, None) => Some((bytes, ValueKind::Utf8)),
             Value::Str(bytes, Some(name)) if name == "UTF-8" => Some((bytes, ValueKind::Utf8)),
-            Value::Str(bytes, Some(name)) if name == BINARY_NAME => Some((bytes, ValueKind::Binary)),
+            Value::Str(bytes, Some(name)) if name == BINARY_NAME => {
+                Some((bytes, ValueKind::Binary))
+            }
             Value::Str(bytes, Some(name)) if name == ASCII_NAME => Some((bytes, ValueKind::Ascii)),
             _ => None,
         };

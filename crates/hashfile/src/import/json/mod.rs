@@ -199,10 +199,16 @@ pub fn json_value(key: &str, text: &str) -> Result<(crate::format::ValueKind, Ve
     .deserialize(&mut reader)
     .and_then(|top| reader.end().map(|()| top))
     .map_err(|e| Error::InvalidArgument {
-        message: format!("the value of key {}: {e}", crate::error::DisplayBytes(key.as_bytes())),
+        message: format!(
+            "the value of key {}: {e}",
+            crate::error::DisplayBytes(key.as_bytes())
+        ),
     })?;
     Ok(match top {
-        value::Top::Text(text) => (crate::format::ValueKind::Utf8, text.into_owned().into_bytes()),
+        value::Top::Text(text) => (
+            crate::format::ValueKind::Utf8,
+            text.into_owned().into_bytes(),
+        ),
         value::Top::Typed => (crate::format::ValueKind::Typed, typed),
     })
 }
