@@ -140,12 +140,12 @@ served = nginx.file("ds")
 FileUtils.rm_rf(served)
 FileUtils.cp_r(ds, served)
 remote = {}
+warm = outside.first(QUICK ? 200 : 2_000)
+probes2 = Array.new(warm.size) { key.(random.rand(ENTRIES)) }.reject { |k| k.end_with?("000") }
 { "before" => parent, "after" => nil }.each do |name, generation|
   options = generation ? { generation: generation } : {}
   db = Hashfile.open(nginx.url("/files/ds/hashfile-dataset.json"), **options)
-  probes = outside.first(QUICK ? 200 : 2_000)
-  probes.each { |k| db[k] } # the shards' headers, seeds and overlays read
-  probes2 = Array.new(probes.size) { key.(random.rand(ENTRIES)) }.reject { |k| k.end_with?("000") }
+  warm.each { |k| db[k] } # the shards' headers, seeds and overlays read
   count = nginx.authorizations.size
   probes2.each { |k| db[k] }
   remote[name] = (nginx.authorizations.size - count).to_f / probes2.size

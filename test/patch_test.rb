@@ -178,6 +178,35 @@ class PatchTest < HashfileTest
     nginx&.stop
   end
 
+  def test_a_remote_reader_that_follows_a_patch_keeps_what_it_read_of_the_bases
+    nginx = Hashfile::TestServers::Nginx.new
+    dir = nginx.file("kept")
+    keys = (0...4000).map { |i| "key-#{i}" }
+    Hashfile.build_sharded(dir, keys.to_h { |k| [k, "base"] }, shards: 4)
+    db = Hashfile.open(nginx.url("/files/kept/hashfile-dataset.json"), reload: 0)
+    probes = keys.first(300)
+    assert_equal ["base"], probes.map { |k| db[k] }.uniq
+    generation = db.info[:generation]
+    Hashfile.patch(dir, { "key-3999" => "patched", "new" => "added" })
+    deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + 5
+    sleep 0.02 until db.info[:generation] != generation || Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
+    refute_equal generation, db.info[:generation], "the reader follows the patch"
+    before = nginx.authorizations.size
+    assert_equal ["base"], probes.map { |k| db[k] }.uniq
+    assert_equal "patched", db["key-3999"]
+    requests = nginx.authorizations.drop(before).map(&:first)
+    # The new overlays (at most one per shard, each read whole in a
+    # request or two) and the manifest's checks; nothing of the bases.
+    overlays = JSON.parse(File.read(File.join(dir, "hashfile-dataset.json")))["shards"].sum { |s| (s["overlays"] || []).size }
+    bases = Dir.children(dir).select { |f| f.end_with?(".hf") && !f.start_with?(db.info[:generation]) }
+    refute_empty bases
+    refute(requests.any? { |request| bases.any? { |f| request.include?(f) } }, "a base file was read again: #{requests.inspect}")
+    assert_operator requests.size, :<=, 2 * overlays + 4, requests.inspect
+  ensure
+    db&.close
+    nginx&.stop
+  end
+
   # The files the dataset's manifest and the records of the generations
   # its history keeps list.
   def listed_files(dir)

@@ -161,8 +161,8 @@ pub fn diff(
         Some((da, db)) => {
             for i in 0..shards {
                 let (sa, sb) = (
-                    Table::Store(da.open_shard(i)?.into_base()),
-                    Table::Store(db.open_shard(i)?.into_base()),
+                    Table::Store(da.open_shard(i)?.into_base().expect("opened anew")),
+                    Table::Store(db.open_shard(i)?.into_base().expect("opened anew")),
                 );
                 let mut pair = Summary {
                     shards: vec![ShardChanges::default(); 1],
@@ -236,7 +236,7 @@ fn delta_keys(a: &Table, b: &Table) -> hashfile::Result<Option<Vec<Vec<u8>>>> {
     let mut keys = Vec::new();
     let mut seen = std::collections::HashSet::new();
     for (dataset, shard, from) in extra {
-        for overlay in &dataset.shard(shard)?.overlays()[from..] {
+        for overlay in dataset.shard(shard)?.overlays().skip(from) {
             for record in overlay.iter() {
                 let key = record?.key().to_vec();
                 if seen.insert(key.clone()) {

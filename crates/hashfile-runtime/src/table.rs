@@ -339,6 +339,17 @@ impl Table {
                 Ok(Some(newer)) => Some(Table::Dataset(newer, None).with_max_value_size(limit)),
                 Err(e) => Some(Err(e)),
             },
+            // A local dataset whose manifest was replaced: the new
+            // generation shares the stores of the files both list (a delta
+            // generation's bases), so only what is new is opened.
+            Table::Dataset(dataset, Some(_)) if self.is_stale(location) => match dataset.newer() {
+                Ok(Some(newer)) => Some(Table::of_dataset(newer).with_max_value_size(limit)),
+                Ok(None) => Some(Table::open(location, remote).and_then(|table| {
+                    self.check_follows(&table)?;
+                    table.with_max_value_size(limit)
+                })),
+                Err(e) => Some(Err(e)),
+            },
             _ if self.is_stale(location) => Some(Table::open(location, remote).and_then(|table| {
                 self.check_follows(&table)?;
                 table.with_max_value_size(limit)

@@ -762,22 +762,7 @@ pub extern "system" fn Java_dev_hashfile_Native_build<'l>(
             // Each entry in a frame of its own: its references go with it.
             env.with_local_frame(32, |env| -> Result<()> {
                 let key = env.get_object_array_element(&entries, i)?;
-                let (key, text) = if key.is_null() {
-                    return Err(Failure::Hashfile(hashfile::Error::InvalidArgument {
-                        message: "a key is a String or a byte[], not null".into(),
-                    }));
-                } else if env.is_instance_of(&key, "java/lang/String")? {
-                    (objects::utf8(env, &key)?, true)
-                } else if env.is_instance_of(&key, "[B")? {
-                    (env.convert_byte_array(JByteArray::from(key))?, false)
-                } else {
-                    return Err(Failure::Hashfile(hashfile::Error::InvalidArgument {
-                        message: format!(
-                            "a key is a String or a byte[], not {}",
-                            objects::class_name(env, &key)?
-                        ),
-                    }));
-                };
+                let (key, text) = stored_key(env, key)?;
                 let value = env.get_object_array_element(&entries, i + 1)?;
                 let value = encode::value(env, &value, &key)?;
                 writer.insert_value(&key, text, &value)?;
@@ -787,6 +772,96 @@ pub extern "system" fn Java_dev_hashfile_Native_build<'l>(
         let pool = hashfile_runtime::pool::for_build(None)?;
         let cancel = hashfile::CancelFlag::new();
         Ok(writer.finish(Path::new(&path), &cancel, &pool)? as jlong)
+    })
+}
+
+/// A key as stored: a String's UTF-8 bytes (text), or a byte[]'s (binary).
+fn stored_key(env: &mut JNIEnv<'_>, key: JObject<'_>) -> Result<(Vec<u8>, bool)> {
+    if key.is_null() {
+        return Err(Failure::Hashfile(hashfile::Error::InvalidArgument {
+            message: "a key is a String or a byte[], not null".into(),
+        }));
+    }
+    if env.is_instance_of(&key, "java/lang/String")? {
+        return Ok((objects::utf8(env, &key)?, true));
+    }
+    if env.is_instance_of(&key, "[B")? {
+        return Ok((env.convert_byte_array(JByteArray::from(key))?, false));
+    }
+    Err(Failure::Hashfile(hashfile::Error::InvalidArgument {
+        message: format!(
+            "a key is a String or a byte[], not {}",
+            objects::class_name(env, &key)?
+        ),
+    }))
+}
+
+/// `Native.patch(location, upserts, deletes, changesPath, options)`: the
+/// runtime's `patch` of `upserts` (key and value pairs) and `deletes`
+/// (keys), or of the changes file `changesPath` when it is not null; a
+/// Map of what was published.
+#[no_mangle]
+pub extern "system" fn Java_dev_hashfile_Native_patch<'l>(
+    mut env: JNIEnv<'l>,
+    _class: JClass<'l>,
+    location: JString<'l>,
+    upserts: JObjectArray<'l>,
+    deletes: JObjectArray<'l>,
+    changes_path: JString<'l>,
+    options: JObjectArray<'l>,
+) -> jobject {
+    run(&mut env, std::ptr::null_mut(), |env| {
+        let location = objects::text(env, &location)?;
+        let given = options::given(env, &options)?;
+        let info = if !changes_path.is_null() {
+            let path = objects::text(env, &changes_path)?;
+            hashfile_runtime::patch_calls::patch_file(&location, &path, &given, Language::Java)?
+        } else {
+            let mut changes = hashfile_runtime::dataset::Patch::new();
+            if !upserts.is_null() {
+                let len = env.get_array_length(&upserts)?;
+                for i in (0..len - 1).step_by(2) {
+                    env.with_local_frame(32, |env| -> Result<()> {
+                        let key = env.get_object_array_element(&upserts, i)?;
+                        let (key, text) = stored_key(env, key)?;
+                        let value = env.get_object_array_element(&upserts, i + 1)?;
+                        let value = encode::value(env, &value, &key)?;
+                        changes.upsert_value(&key, text, &value)?;
+                        Ok(())
+                    })?;
+                }
+            }
+            if !deletes.is_null() {
+                let len = env.get_array_length(&deletes)?;
+                for i in 0..len {
+                    env.with_local_frame(16, |env| -> Result<()> {
+                        let key = env.get_object_array_element(&deletes, i)?;
+                        let (key, text) = stored_key(env, key)?;
+                        changes.delete(&key, text);
+                        Ok(())
+                    })?;
+                }
+            }
+            hashfile_runtime::patch_calls::patch(&location, changes, &given, Language::Java)?
+        };
+        Ok(info_value(env, &info)?.into_raw())
+    })
+}
+
+/// `Native.compact(location, options)`: the runtime's `compact`; a Map of
+/// what was published.
+#[no_mangle]
+pub extern "system" fn Java_dev_hashfile_Native_compact<'l>(
+    mut env: JNIEnv<'l>,
+    _class: JClass<'l>,
+    location: JString<'l>,
+    options: JObjectArray<'l>,
+) -> jobject {
+    run(&mut env, std::ptr::null_mut(), |env| {
+        let location = objects::text(env, &location)?;
+        let given = options::given(env, &options)?;
+        let info = hashfile_runtime::patch_calls::compact(&location, &given, Language::Java)?;
+        Ok(info_value(env, &info)?.into_raw())
     })
 }
 

@@ -4,17 +4,22 @@
 //! there: absent), else in the base. Overlays carry key fingerprints, so a
 //! key an overlay does not hold costs that overlay no record read.
 
+use std::sync::Arc;
+
 use hashfile::format::{ValueKind, REQUIRED_TOMBSTONES};
 use hashfile::read::Source;
 use hashfile::RecordBuf;
 
 use crate::source::Store;
 
-/// A shard's stores: the base, and its overlays oldest first.
+/// A shard's stores: the base, and its overlays oldest first. Each is
+/// shared: a newer generation of the dataset that lists the same file
+/// reads it through the same store, with what its cache holds
+/// (`Dataset::newer`).
 #[derive(Debug)]
 pub struct Shard {
-    base: Store,
-    overlays: Vec<Store>,
+    base: Arc<Store>,
+    overlays: Vec<Arc<Store>>,
     /// Entries a reader finds: the base's, or the manifest's live count.
     live: u64,
 }
@@ -26,7 +31,7 @@ pub const PIN_OVERLAY_UP_TO: u64 = 4 << 20;
 
 impl Shard {
     /// A shard of one store.
-    pub fn of_base(base: Store) -> hashfile::Result<Shard> {
+    pub fn of_base(base: Arc<Store>) -> hashfile::Result<Shard> {
         if base.header().required_flags & REQUIRED_TOMBSTONES != 0 {
             return Err(hashfile::Error::corrupt(
                 "header",
@@ -42,7 +47,7 @@ impl Shard {
     }
 
     /// The shard with `overlay` read over what it has, and `live` entries.
-    pub fn with_overlay(mut self, overlay: Store, live: u64) -> hashfile::Result<Shard> {
+    pub fn with_overlay(mut self, overlay: Arc<Store>, live: u64) -> hashfile::Result<Shard> {
         if !overlay.has_fingerprints() {
             return Err(hashfile::Error::corrupt(
                 "header",
@@ -67,19 +72,33 @@ impl Shard {
         Ok(self)
     }
 
-    /// Sets `max_value_size` on every store.
+    /// Sets `max_value_size` on every store (one this shard alone holds:
+    /// a store shared with another generation keeps the limit it was
+    /// opened with, the same dataset's).
     pub fn set_max_value_size(&mut self, bytes: u64) -> hashfile::Result<()> {
-        self.base.set_max_value_size(bytes)?;
-        for overlay in &mut self.overlays {
-            overlay.set_max_value_size(bytes)?;
+        for store in std::iter::once(&mut self.base).chain(&mut self.overlays) {
+            match Arc::get_mut(store) {
+                Some(store) => store.set_max_value_size(bytes)?,
+                None => hashfile::read::check_max_value_size(bytes).map(|_| ())?,
+            }
         }
         Ok(())
     }
 
+    /// The base store, shared.
+    pub fn shared_base(&self) -> &Arc<Store> {
+        &self.base
+    }
+
+    /// The overlays, shared, oldest first.
+    pub fn shared_overlays(&self) -> &[Arc<Store>] {
+        &self.overlays
+    }
+
     /// The base store, the shard let go (what a shard without overlays
-    /// is).
-    pub fn into_base(self) -> Store {
-        self.base
+    /// is), or `None` if another generation shares it.
+    pub fn into_base(self) -> Option<Store> {
+        Arc::into_inner(self.base)
     }
 
     /// The base store.
@@ -88,13 +107,13 @@ impl Shard {
     }
 
     /// The overlays, oldest first.
-    pub fn overlays(&self) -> &[Store] {
-        &self.overlays
+    pub fn overlays(&self) -> impl ExactSizeIterator<Item = &Store> + DoubleEndedIterator {
+        self.overlays.iter().map(|o| &**o)
     }
 
     /// Every store: the base, then the overlays oldest first.
     pub fn stores(&self) -> impl Iterator<Item = &Store> {
-        std::iter::once(&self.base).chain(&self.overlays)
+        std::iter::once(&*self.base).chain(self.overlays.iter().map(|o| &**o))
     }
 
     /// Entries a reader finds in the shard.
@@ -288,7 +307,7 @@ impl Shard {
 }
 
 /// Whether any of `overlays` holds `key` (an upsert or a tombstone).
-fn held_by_any(overlays: &[Store], key: &[u8]) -> hashfile::Result<bool> {
+fn held_by_any(overlays: &[Arc<Store>], key: &[u8]) -> hashfile::Result<bool> {
     for overlay in overlays {
         if overlay.get(key)?.is_some() {
             return Ok(true);

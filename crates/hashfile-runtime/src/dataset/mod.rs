@@ -105,6 +105,17 @@ impl Dataset {
         bytes: &[u8],
         remote: &RemoteOptions,
     ) -> hashfile::Result<Dataset> {
+        Self::of_manifest_over(manifest_at, bytes, remote, None)
+    }
+
+    /// `of_manifest`, reusing the stores `before` (the generation open
+    /// before, at the same location) has open for the files both list.
+    fn of_manifest_over(
+        manifest_at: String,
+        bytes: &[u8],
+        remote: &RemoteOptions,
+        before: Option<&Dataset>,
+    ) -> hashfile::Result<Dataset> {
         let manifest = Manifest::parse(bytes, &manifest_at)?;
         let places =
             origin::Places::new(&manifest_at, &remote.allow_origins).map_err(|reason| {
@@ -138,6 +149,17 @@ impl Dataset {
         // one it may not is refused whole before anything is read.
         for i in 0..dataset.shards.len() {
             dataset.reach(i)?;
+        }
+        if let Some(before) = before
+            .filter(|b| b.shards.len() == dataset.shards.len() && b.location == dataset.location)
+        {
+            for i in 0..dataset.shards.len() {
+                if let Some(shard) = before.opened_shard(i) {
+                    let shard =
+                        dataset.open_shard_over(i, Some((&before.manifest.shards[i], shard)))?;
+                    let _ = dataset.shards[i].set(Box::new(shard));
+                }
+            }
         }
         for i in 0..dataset.shards.len() {
             let entry = &dataset.manifest.shards[i];
@@ -173,7 +195,7 @@ impl Dataset {
             return Ok(None);
         }
         self.check_follows(&now)?;
-        Dataset::of_manifest(self.location.clone(), &bytes, &self.remote).map(Some)
+        Dataset::of_manifest_over(self.location.clone(), &bytes, &self.remote, Some(self)).map(Some)
     }
 
     /// An error unless `newer`, a manifest read at this dataset's location
@@ -325,23 +347,55 @@ impl Dataset {
     /// the dataset: for work that reads shards one after another and lets
     /// each go when done (a diff), so that their maps do not add up.
     pub fn open_shard(&self, i: usize) -> hashfile::Result<Shard> {
+        self.open_shard_over(i, None)
+    }
+
+    /// Shard `i`, reusing the stores of `before` (the same shard of the
+    /// generation open before this one, and its manifest entry) for the
+    /// files both list: a reader that follows a delta generation keeps
+    /// its base's maps and cached blocks, and opens only the new overlays.
+    fn open_shard_over(
+        &self,
+        i: usize,
+        before: Option<(&manifest::ShardEntry, &Shard)>,
+    ) -> hashfile::Result<Shard> {
         let entry = &self.manifest.shards[i];
-        let mut shard = Shard::of_base(self.open_file(
-            i,
-            &entry.file,
-            entry.entries,
-            entry.bytes,
-            &entry.checksum,
-        )?)
-        .map_err(|e| e.with_path(Path::new(&self.shard_location(i))))?;
-        for overlay in &entry.overlays {
-            let store = self.open_file(
+        let same = |a: (&str, &str), b: (&str, &str)| a == b;
+        let base = match before {
+            Some((old, shard))
+                if same((&old.file, &old.checksum), (&entry.file, &entry.checksum)) =>
+            {
+                std::sync::Arc::clone(shard.shared_base())
+            }
+            _ => std::sync::Arc::new(self.open_file(
                 i,
-                &overlay.file,
-                overlay.entries,
-                overlay.bytes,
-                &overlay.checksum,
-            )?;
+                &entry.file,
+                entry.entries,
+                entry.bytes,
+                &entry.checksum,
+            )?),
+        };
+        let reused = before
+            .filter(|(old, _)| same((&old.file, &old.checksum), (&entry.file, &entry.checksum)));
+        let mut shard =
+            Shard::of_base(base).map_err(|e| e.with_path(Path::new(&self.shard_location(i))))?;
+        for (k, overlay) in entry.overlays.iter().enumerate() {
+            let kept = reused.and_then(|(old, shard)| {
+                let listed = old.overlays.get(k)?;
+                let store = shard.shared_overlays().get(k)?;
+                (listed.file == overlay.file && listed.checksum == overlay.checksum)
+                    .then(|| std::sync::Arc::clone(store))
+            });
+            let store = match kept {
+                Some(store) => store,
+                None => std::sync::Arc::new(self.open_file(
+                    i,
+                    &overlay.file,
+                    overlay.entries,
+                    overlay.bytes,
+                    &overlay.checksum,
+                )?),
+            };
             shard = shard
                 .with_overlay(store, entry.live_entries())
                 .map_err(|e| e.with_path(Path::new(&self.file_location(&overlay.file))))?;

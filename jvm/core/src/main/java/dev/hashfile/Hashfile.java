@@ -145,6 +145,55 @@ public final class Hashfile {
     }
 
     /**
+     * Changes a few keys of a local dataset without rebuilding it: publishes
+     * a delta generation that reuses every shard file and adds, for each
+     * shard the changes touch, a small overlay store read before the shard
+     * (a deleted key is a tombstone there). {@code upserts} maps keys
+     * (String or byte[]) to the values to put (as {@link #build(String,
+     * Map)} takes them); {@code deletes} lists keys to delete. Options:
+     * {@code on_duplicate}, {@code on_missing} ("error", or "ignore": a
+     * delete of a key the dataset does not hold is dropped), {@code
+     * compact_overlays}, {@code compact_fraction}, {@code keep}, {@code
+     * retain}, {@code note} and the publish gates. Returns a map of {@code
+     * generation}, {@code entries}, {@code shards}, {@code sequence}, {@code
+     * added}, {@code changed}, {@code deleted}, {@code ignored}, {@code
+     * overlays_written}, {@code shards_compacted}, {@code bytes_written} and
+     * {@code published}.
+     */
+    @SuppressWarnings("unchecked")
+    public static Map<String, Object> patch(String dataset, Map<?, ?> upserts, java.util.Collection<?> deletes,
+            Map<String, ?> options) {
+        return (Map<String, Object>) Native.patch(Objects.requireNonNull(dataset, "dataset"),
+                Native.pairs(Objects.requireNonNull(upserts, "upserts")),
+                Objects.requireNonNull(deletes, "deletes").toArray(), null,
+                Native.pairs(Objects.requireNonNull(options, "options")));
+    }
+
+    /**
+     * {@link #patch(String, Map, java.util.Collection, Map)} of the changes
+     * in a JSON Lines file: lines {@code {"key": K, "value": V}} and {@code
+     * {"key": K, "delete": true}}.
+     */
+    @SuppressWarnings("unchecked")
+    public static Map<String, Object> patch(String dataset, String changesFile, Map<String, ?> options) {
+        return (Map<String, Object>) Native.patch(Objects.requireNonNull(dataset, "dataset"), null, null,
+                Objects.requireNonNull(changesFile, "changesFile"),
+                Native.pairs(Objects.requireNonNull(options, "options")));
+    }
+
+    /**
+     * Folds every overlay of a local dataset into new shard files, one shard
+     * at a time, and publishes a generation that reads the same. Options
+     * {@code keep}, {@code retain} and {@code note}. Returns what {@link
+     * #patch(String, Map, java.util.Collection, Map)} returns.
+     */
+    @SuppressWarnings("unchecked")
+    public static Map<String, Object> compact(String dataset, Map<String, ?> options) {
+        return (Map<String, Object>) Native.compact(Objects.requireNonNull(dataset, "dataset"),
+                Native.pairs(Objects.requireNonNull(options, "options")));
+    }
+
+    /**
      * What changed from {@code a} to {@code b} (two stores, two datasets, or
      * two generations of one: options {@code generation_a}, {@code
      * generation_b}), reading each side in stored order and looking its keys

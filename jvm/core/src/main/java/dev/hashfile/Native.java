@@ -152,6 +152,11 @@ final class Native {
 
     static native Object rollback(String location, String generation, Object[] options);
 
+    static native Object patch(String location, Object[] upserts, Object[] deletes, String changesPath,
+            Object[] options);
+
+    static native Object compact(String location, Object[] options);
+
     static native Object diff(String a, String b, Object[] options, java.util.function.Consumer<String> each);
 
     static native Object optionFromText(String name, String text);

@@ -35,7 +35,7 @@ class ConformanceTest {
     /** Steps the JVM binding has a form for. */
     private static final Set<String> STEPS = Set.of(
             "build", "build_from", "dig", "open", "get", "get_many", "len", "info_has", "info_keys", "exists", "patch", "shard_of",
-            "same_object", "history", "rollback", "diff");
+            "same_object", "history", "rollback", "diff", "delta", "compact");
     private static final Object MISSING = new Object();
 
     private static JsonNode load() {
@@ -280,6 +280,31 @@ class ConformanceTest {
                     java.util.Collections.sort(expected);
                     java.util.Collections.sort(lines);
                     assertEquals(expected, lines, where);
+                }
+                break;
+            }
+            case "delta": {
+                String dataset = dir.resolve(step.get("delta").asText()).toString();
+                Map<String, Object> done;
+                if (step.has("changes_file")) {
+                    done = Hashfile.patch(dataset, dir.resolve(step.get("changes_file").asText()).toString(), options);
+                } else {
+                    Map<?, ?> put = step.has("put") ? (Map<?, ?>) value(step.get("put")) : Map.of();
+                    List<String> delete = new ArrayList<>();
+                    if (step.has("delete")) {
+                        step.get("delete").forEach(k -> delete.add(k.asText()));
+                    }
+                    done = Hashfile.patch(dataset, put, delete, options);
+                }
+                if (step.has("expect")) {
+                    expectPartial(step.get("expect"), done, where);
+                }
+                break;
+            }
+            case "compact": {
+                Map<String, Object> done = Hashfile.compact(dir.resolve(step.get("compact").asText()).toString(), options);
+                if (step.has("expect")) {
+                    expectPartial(step.get("expect"), done, where);
                 }
                 break;
             }
