@@ -4,6 +4,7 @@ require_relative "test_helper"
 require "msgpack"
 require "stringio"
 require "json"
+require "fileutils"
 
 # The bad-input catalogue (docs/ERRORS.md): every entry is an input a user
 # can get wrong, the exception class it raises (or the CLI's exit status),
@@ -179,6 +180,16 @@ class BadInputCatalogueTest < HashfileTest
       ["a gate for one store", -> { Hashfile.build(path("g1.hf"), { "a" => 1 }, refuse_empty: true) }, ArgumentError, /invalid option refuse_empty: is for publishing a dataset \(its history and gates\), and this builds one store \(give shards for a dataset\)/],
       ["a diff of a generation the dataset does not keep", -> { Hashfile.build_sharded(path("dg"), { "a" => 1 }, shards: 1) && Hashfile.diff(path("dg"), path("dg"), generation_a: "20200101T000000Z-00000000") }, Hashfile::DatasetError, /generation 20200101T000000Z-00000000 is not kept here/],
       ["a rollback to a generation whose shard is gone", -> { rollback_with_a_shard_gone }, Hashfile::DatasetError, /shard 0 of 1 \(.*-00000-of-00001.hf\) of dataset .*hashfile-dataset\..*\.json: missing/],
+      "Patches", # a heading in docs/ERRORS.md
+      ["a patch of a directory without a dataset", -> { FileUtils.mkdir_p(path("empty")) && Hashfile.patch(path("empty"), { "a" => 1 }) }, Hashfile::DatasetError, /no dataset to patch: .*empty has no hashfile-dataset.json \(build the dataset first\)/],
+      ["a patch of a store file", -> { Hashfile.patch(path("good.hf").tap { good_store }, { "a" => 1 }) }, Hashfile::DatasetError, /good.hf: a store, not a dataset: a patch changes a dataset's shards \(build one with shards:\); a store is rebuilt/],
+      ["a patch of a URL", -> { Hashfile.patch("https://cdn.example.com/ds/", { "a" => 1 }) }, ArgumentError, %r{patch writes a local dataset's directory, and https://cdn.example.com/ds/ is a URL}],
+      ["a delete of a key the dataset does not hold", -> { dataset("pd") && Hashfile.patch(path("pd"), nil, delete: ["nope"]) }, ArgumentError, /delete of key "nope", which the dataset does not hold \(on_missing: ignore drops such deletes\)/],
+      ["a change with a value and a delete", -> { dataset("pv") && Hashfile.patch(path("pv"), input("c.jsonl", %({"key": "k1", "value": 1, "delete": true}\n))) }, Hashfile::ParseError, /c.jsonl: line 1: key "k1" has both a value and "delete": true: give one/],
+      ["a key changed twice", -> { dataset("p2") && Hashfile.patch(path("p2"), input("t.jsonl", %({"key": "k1", "value": 1}\n{"key": "k1", "value": 2}\n))) }, Hashfile::DuplicateKeyError, /duplicate key "k1".*t.jsonl: line 1.*t.jsonl: line 2/m],
+      ["a manifest of version 2 listing overlays", -> { patched_dataset("p3") { |m| m.sub('"hashfile_dataset": 3', '"hashfile_dataset": 2') } }, Hashfile::DatasetError, /overlays came with manifest version 3, and this is version 2/],
+      ["a shard's live count larger than its files hold", -> { patched_dataset("p4") { |m| m.sub(/"live": (\d+)/) { %("live": #{::Regexp.last_match(1).to_i + 1000}) }.sub(/"entries": (\d+),\n  "shards"/) { %("entries": #{::Regexp.last_match(1).to_i + 1000},\n  "shards") } } }, Hashfile::DatasetError, /\d+ live entries, more than its base and overlays hold \(\d+\)/],
+      ["compact_overlays: 0", -> { dataset("p5") && Hashfile.patch(path("p5"), { "a" => 1 }, compact_overlays: 0) }, ArgumentError, /invalid option compact_overlays: must be an integer from 1 to 64, not 0/],
       "CLI arguments", # a heading in docs/ERRORS.md
       ["an unknown command", -> { cli("frobnicate") }, 2, /unknown command "frobnicate"\nRun 'hashfile --help' for usage./],
       ["build without -o", -> { cli("build", "x.json") }, 2, /build needs -o OUT \(or --check\)/],
@@ -211,6 +222,17 @@ class BadInputCatalogueTest < HashfileTest
       data = Hashfile.open(shards[rebuild], &:to_h)
       Hashfile.build(shards[rebuild], data.transform_values { |v| v.tr("v", "w") })
     end
+    Hashfile.open(dir)
+  end
+
+  # A dataset patched once (an overlay on each shard it touched), its
+  # manifest then given to the block to edit.
+  def patched_dataset(name)
+    dir = path(name)
+    Hashfile.build_sharded(dir, (0...100).to_h { |i| ["k#{i}", "v#{i}"] }, shards: 2)
+    Hashfile.patch(dir, { "k1" => "changed", "k2" => "changed" })
+    manifest = File.join(dir, "hashfile-dataset.json")
+    File.write(manifest, yield(File.read(manifest)))
     Hashfile.open(dir)
   end
 

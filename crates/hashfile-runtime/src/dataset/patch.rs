@@ -379,6 +379,12 @@ fn publish_delta(
     hashfile::build::refuse_url(dir)?;
     let manifest_path = dir.join(MANIFEST_NAME);
     let location = manifest_path.display().to_string();
+    if dir.is_file() {
+        return Err(dataset_error(
+            &dir.display().to_string(),
+            "a store, not a dataset: a patch changes a dataset's shards (build one with shards:); a store is rebuilt".into(),
+        ));
+    }
     if !manifest_path.is_file() {
         return Err(dataset_error(
             &location,
