@@ -80,11 +80,11 @@ File.open(changes, "w") do |f|
   (0...ENTRIES).step(1000).each_with_index do |i, n|
     case n % 3
     when 0
-      changed << key.(i)
-      f.puts JSON.generate({ key: key.(i), value: "patched-#{i}" })
+      changed << key.call(i)
+      f.puts JSON.generate({ key: key.call(i), value: "patched-#{i}" })
     when 1
-      deleted << key.(i)
-      f.puts JSON.generate({ key: key.(i), delete: true })
+      deleted << key.call(i)
+      f.puts JSON.generate({ key: key.call(i), delete: true })
     else
       added << "new-#{i}"
       f.puts JSON.generate({ key: "new-#{i}", value: "added-#{i}" })
@@ -108,7 +108,7 @@ say format("patch of %d changes (0.1%%): %.2f s, %.1f MB written, %d overlays (%
 # Warm lookups, side by side: keys the overlays hold, keys they do not.
 random = Random.new(51)
 inside = (changed + added).sample([LOOKUPS, changed.size + added.size].min, random: random)
-outside = Array.new(LOOKUPS) { key.(random.rand(ENTRIES)) }.reject { |k| k.end_with?("000") }
+outside = Array.new(LOOKUPS) { key.call(random.rand(ENTRIES)) }.reject { |k| k.end_with?("000") }
 probes = File.join(DIR, "probes.json")
 File.write(probes, JSON.generate([inside, outside]))
 lookups = in_child(<<~RUBY)
@@ -141,7 +141,7 @@ FileUtils.rm_rf(served)
 FileUtils.cp_r(ds, served)
 remote = {}
 warm = outside.first(QUICK ? 200 : 2_000)
-probes2 = Array.new(warm.size) { key.(random.rand(ENTRIES)) }.reject { |k| k.end_with?("000") }
+probes2 = Array.new(warm.size) { key.call(random.rand(ENTRIES)) }.reject { |k| k.end_with?("000") }
 { "before" => parent, "after" => nil }.each do |name, generation|
   options = generation ? { generation: generation } : {}
   db = Hashfile.open(nginx.url("/files/ds/hashfile-dataset.json"), **options)

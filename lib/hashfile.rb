@@ -308,8 +308,9 @@ module Hashfile
     # compacted instead. +keep:+, +retain:+, +note:+ and the gates
     # (+max_entry_change:+, ...) are Hashfile.build's for a dataset.
     # Returns a Hash of +:generation+, +:entries+, +:shards+, +:sequence+,
-    # +:added+, +:changed+, +:deleted+, +:ignored+, +:overlays_written+,
-    # +:shards_compacted+ and +:bytes_written+.
+    # +:added+, +:changed+, +:unchanged+, +:deleted+, +:ignored+, +:overlays_written+,
+    # +:shards_compacted+, +:bytes_written+ and +:published+ (false: nothing
+    # changed, and the current generation stays).
     def patch(dataset, changes = nil, delete: nil, **options)
       options = keywords(options)
       case changes

@@ -1,7 +1,9 @@
 //! Builds from arbitrary pairs: the store opens, verifies, and finds every
 //! key with its last value; a repeated key is a DuplicateKey error under
 //! the default policy and the last value under `OnDuplicate::Last`; with
-//! or without compressed values.
+//! or without compressed values. An empty value is a tombstone in every
+//! other input (a dataset's overlay: fingerprints, no value), found as
+//! one; a key it does not hold is absent.
 #![no_main]
 
 use std::collections::HashMap;
@@ -33,21 +35,39 @@ fuzz_target!(|data: &[u8]| {
         } else {
             hashfile::Compression::None
         },
+        // Bit 6: an overlay's store, with fingerprints and tombstones.
+        fingerprints: choice & 0x40 != 0,
         ..Default::default()
     };
+    let overlay = options.fingerprints;
     let mut builder = Builder::new(options.clone()).unwrap();
-    let mut expected: HashMap<&[u8], &[u8]> = HashMap::new();
+    let mut expected: HashMap<&[u8], Option<&[u8]>> = HashMap::new();
     for (k, v) in &pairs {
-        builder.insert(k, v);
-        expected.insert(k, v);
+        if overlay && v.is_empty() {
+            builder.insert_tombstone(k, false);
+            expected.insert(k, None);
+        } else {
+            builder.insert(k, v);
+            expected.insert(k, Some(v));
+        }
     }
     match builder.to_bytes() {
         Ok(bytes) => {
             let store = Reader::new(bytes.as_slice()).unwrap();
             store.verify().unwrap();
             assert_eq!(store.len(), expected.len() as u64);
+            assert_eq!(store.has_fingerprints(), overlay);
             for (k, v) in &expected {
-                assert_eq!(store.get(k).unwrap().unwrap().value(), *v);
+                let found = store.get(k).unwrap().unwrap();
+                match v {
+                    Some(v) => assert_eq!(found.value(), *v),
+                    None => assert_eq!(found.kind(), hashfile::ValueKind::Tombstone),
+                }
+            }
+            for absent in [&b"\xFE-absent"[..], rest] {
+                if !expected.contains_key(absent) {
+                    assert!(store.get(absent).unwrap().is_none());
+                }
             }
         }
         Err(Error::DuplicateKey { .. }) => {

@@ -200,6 +200,7 @@ module Hashfile
     rescue ArgumentError => e
       raise if @debug
 
+      e = ArgumentError.new(patch_hints_as_flags(e.message)) if %w[patch compact].include?(@command)
       # An option given on the command line that the library refused is a
       # usage error: exit 2, naming the options as they are spelled here
       # (--key-field, not key_field). A bad file is not (exit 1).
@@ -215,9 +216,14 @@ module Hashfile
       message = e.message.lines.first&.chomp.to_s
       message = parse_hints_as_flags(message) if e.is_a?(Hashfile::ParseError)
       message = message.sub("(force publishes it anyway)", "(--force publishes it anyway)") if e.is_a?(Hashfile::PublishRefusedError)
+      message = patch_hints_as_flags(message) if %w[patch compact].include?(@command)
       print_message "hashfile: #{message}"
       if e.is_a?(Hashfile::DuplicateKeyError)
-        print_message "To keep one of them, give --on-duplicate first or last; --merge deep merges nested keys as I18n merges locale files."
+        print_message(if @command == "patch"
+                        "To keep one of the changes, give --on-duplicate first or last (merge: maps merged deeply)."
+                      else
+                        "To keep one of them, give --on-duplicate first or last; --merge deep merges nested keys as I18n merges locale files."
+                      end)
       end
       1
     end
@@ -342,6 +348,19 @@ module Hashfile
       "records_at \"" => "--records-at \"",
       "separator (col_sep)" => "separator (--col-sep)"
     }.freeze
+
+    # What the library's patch messages say of options, as flags.
+    PATCH_HINTS = {
+      "(on_missing \"ignore\" drops such deletes)" => "(--on-missing ignore drops such deletes)",
+      "(build one with shards:)" => "(build one with --shards)",
+      "the gate max_entry_change" => "the gate --max-entry-change",
+      "the gate max_type_change" => "the gate --max-type-change",
+      "the gate refuse_empty" => "the gate --refuse-empty"
+    }.freeze
+
+    def patch_hints_as_flags(message)
+      PATCH_HINTS.reduce(message) { |text, (library, flag)| text.sub(library, flag) }
+    end
 
     def parse_hints_as_flags(message)
       PARSE_HINTS.reduce(message) { |text, (library, flag)| text.sub(library, flag) }
@@ -754,15 +773,20 @@ module Hashfile
           o.on("--force", "publish even if a gate refuses (the history records what was overridden)") { options[:force] = true }
           o.on("-q", "--quiet", "no summary") { quiet = true }
         end.parse!(argv)
-        raise UsageError, "patch needs DATASET and one CHANGES file" unless argv.size == 2
+        raise UsageError, "patch needs DATASET and one CHANGES file (- for standard input)" unless argv.size == 2
 
+        @given = options.keys
         started = clock
-        done = Hashfile.patch(argv[0], argv[1], **options)
-        unless quiet
+        done = with_changes_file(argv[1]) { |changes| Hashfile.patch(argv[0], changes, **options) }
+        if !done[:published] && !quiet
+          print_report format("%s: nothing to change%s: generation %s stays, nothing was published", argv[0],
+                              done[:ignored].positive? ? format(" (%d deletes of absent keys ignored)", done[:ignored]) : "",
+                              done[:generation])
+        elsif !quiet
           print_report format("%s: generation %s, %d added, %d changed, %d deleted%s; %d overlays, %d shards compacted, %s written in %.2f s",
-                               argv[0], done[:generation], done[:added], done[:changed], done[:deleted],
-                               done[:ignored].positive? ? format(" (%d deletes of absent keys ignored)", done[:ignored]) : "",
-                               done[:overlays_written], done[:shards_compacted], human_bytes(done[:bytes_written]), clock - started)
+                              argv[0], done[:generation], done[:added], done[:changed], done[:deleted],
+                              done[:ignored].positive? ? format(" (%d deletes of absent keys ignored)", done[:ignored]) : "",
+                              done[:overlays_written], done[:shards_compacted], human_bytes(done[:bytes_written]), clock - started)
         end
         0
       end
@@ -771,19 +795,39 @@ module Hashfile
     def cmd_compact(argv)
       catch(:done) do
         options = {}
+        quiet = false
         parser("compact") do |o|
           o.separator ""
           o.separator "Rebuilds each shard that has overlays, one at a time; readers keep the generation"
           o.separator "they have until the new manifest goes in."
           publish_options(o, options)
+          o.on("-q", "--quiet", "no summary") { quiet = true }
         end.parse!(argv)
         raise UsageError, "compact needs exactly one DATASET" unless argv.size == 1
 
+        @given = options.keys
         started = clock
         done = Hashfile.compact(argv[0], **options)
-        print_report format("%s: generation %s, %d shards compacted, %s written in %.2f s",
-                             argv[0], done[:generation], done[:shards_compacted], human_bytes(done[:bytes_written]), clock - started)
+        if !done[:published] && !quiet
+          print_report format("%s: no shard has overlays: generation %s stays, nothing was published", argv[0], done[:generation])
+        elsif !quiet
+          print_report format("%s: generation %s, %d shards compacted, %s written in %.2f s",
+                              argv[0], done[:generation], done[:shards_compacted], human_bytes(done[:bytes_written]), clock - started)
+        end
         0
+      end
+    end
+
+    # Yields the path of a changes file: +name+, or for - a temporary copy
+    # of standard input (read whole: a patch is small).
+    def with_changes_file(name, &block)
+      return yield(name) unless name == "-"
+
+      require "tempfile"
+      Tempfile.create(["hashfile-changes", ".jsonl"]) do |file|
+        IO.copy_stream($stdin, file)
+        file.flush
+        block.call(file.path)
       end
     end
 

@@ -207,7 +207,7 @@ def diff(
 
 def patch(
     dataset: PathLike,
-    changes: Mapping[str, Any] | Mapping[bytes, Any] | Iterable[tuple[Key, Any]] | PathLike | None = None,
+    changes: Mapping[str, Any] | Mapping[bytes, Any] | Mapping[Key, Any] | Iterable[tuple[Key, Any]] | PathLike | None = None,
     *,
     delete: Iterable[Key] | None = None,
     **options: Unpack[PatchOptions],
@@ -232,8 +232,9 @@ def patch(
     base's entries, is compacted instead. ``keep``, ``retain``, ``note`` and
     the gates are ``build``'s for a dataset. Returns a dict of
     ``generation``, ``entries``, ``shards``, ``sequence``, ``added``,
-    ``changed``, ``deleted``, ``ignored``, ``overlays_written``,
-    ``shards_compacted`` and ``bytes_written``.
+    ``changed``, ``unchanged``, ``deleted``, ``ignored``, ``overlays_written``,
+    ``shards_compacted``, ``bytes_written`` and ``published`` (False: nothing
+    changed, and the current generation stays).
     """
     if isinstance(changes, (str, os.PathLike)):
         if delete is not None:
@@ -243,7 +244,7 @@ def patch(
         raise TypeError("patch needs changes: a mapping of keys to put, delete=keys, or a changes file")
     pairs = changes.items() if isinstance(changes, Mapping) else changes
     # One key, not the characters of one.
-    deletes = None if delete is None else [delete] if isinstance(delete, (str, bytes)) else list(delete)
+    deletes: list[Key] | None = None if delete is None else [delete] if isinstance(delete, (str, bytes)) else list(delete)
     return _native.patch(os.fspath(dataset), pairs, deletes, None, dict(options) or None)
 
 

@@ -144,16 +144,16 @@ def run_step(step: dict[str, Any], tmp_path: Any, state: dict[str, Any], where: 
             assert sorted(json.dumps(x) for x in lines) == sorted(json.dumps(x) for x in step["lines"]), where
     elif op == "delta":
         if "changes_file" in step:
-            done = hashfile.patch(path(step["delta"]), path(step["changes_file"]), **options)
+            changed = hashfile.patch(path(step["delta"]), path(step["changes_file"]), **options)
         else:
             put = value(step["put"]) if "put" in step else None
-            done = hashfile.patch(path(step["delta"]), put, delete=step.get("delete"), **options)
+            changed = hashfile.patch(path(step["delta"]), put, delete=step.get("delete"), **options)
         if "expect" in step:
-            expect_partial(step["expect"], done, where)
+            expect_partial(step["expect"], changed, where)
     elif op == "compact":
-        done = hashfile.compact(path(step["compact"]), **options)
+        changed = hashfile.compact(path(step["compact"]), **options)
         if "expect" in step:
-            expect_partial(step["expect"], done, where)
+            expect_partial(step["expect"], changed, where)
     elif op == "rollback":
         to = hashfile.history(path(step["rollback"]))[step["to"]]["generation"] if "to" in step else None
         published = hashfile.rollback(path(step["rollback"]), to, **options)

@@ -13,7 +13,8 @@ def test_a_patch_puts_and_deletes_over_the_same_shards(tmp_path):
     ds = tmp_path / "stock"
     hashfile.build(ds, {f"sku-{i}": i for i in range(100)}, shards=4)
     before = json.loads((ds / "hashfile-dataset.json").read_text())
-    done = hashfile.patch(ds, {"sku-1": "one", b"raw": {"n": [1]}}, delete="sku-2")
+    changes: dict[str | bytes, object] = {"sku-1": "one", b"raw": {"n": [1]}}
+    done = hashfile.patch(ds, changes, delete="sku-2")
     assert (done["added"], done["changed"], done["deleted"], done["published"]) == (1, 1, 1, True)
     after = json.loads((ds / "hashfile-dataset.json").read_text())
     assert after["hashfile_dataset"] == 3

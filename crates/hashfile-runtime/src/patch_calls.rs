@@ -77,10 +77,19 @@ fn local_dataset(location: &str, what: &str) -> hashfile::Result<PathBuf> {
 #[serde(deny_unknown_fields)]
 struct Line<'a> {
     key: String,
-    #[serde(borrow, default)]
+    // Present (even `null`, a value like any other) or absent.
+    #[serde(borrow, default, deserialize_with = "present")]
     value: Option<&'a serde_json::value::RawValue>,
     #[serde(default)]
     delete: Option<bool>,
+}
+
+/// A field that is there, whatever it holds: serde reads a `null` for an
+/// `Option` as `None`, and a `null` value is a value to put.
+fn present<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<&'de serde_json::value::RawValue>, D::Error> {
+    <&serde_json::value::RawValue as Deserialize>::deserialize(d).map(Some)
 }
 
 /// The changes in a JSON Lines file: each line an object with `"key"` (a
@@ -190,8 +199,8 @@ pub fn read_changes(path: &Path) -> hashfile::Result<Patch> {
 }
 
 /// What a patch or a compaction published: generation, entries, shards,
-/// sequence, added, changed, deleted, ignored, overlays_written,
-/// shards_compacted, bytes_written.
+/// sequence, added, changed, unchanged, deleted, ignored,
+/// overlays_written, shards_compacted, bytes_written, published.
 pub fn summary_info(summary: &PatchSummary) -> InfoValue {
     let mut info = match summary.manifest.as_ref() {
         Some(manifest) => match crate::history_calls::published_info(manifest) {
@@ -203,6 +212,7 @@ pub fn summary_info(summary: &PatchSummary) -> InfoValue {
     for (name, value) in [
         ("added", summary.added),
         ("changed", summary.changed),
+        ("unchanged", summary.unchanged),
         ("deleted", summary.deleted),
         ("ignored", summary.ignored),
         ("overlays_written", summary.overlays_written),

@@ -59,9 +59,13 @@ impl Shard {
             // overlay does not hold then costs no request.
             let size = overlay.source().size();
             if size <= PIN_OVERLAY_UP_TO {
+                let whole = std::ops::Range {
+                    start: 0,
+                    end: size,
+                };
                 overlay
                     .source()
-                    .pin(&[0..size])
+                    .pin(std::slice::from_ref(&whole))
                     .map_err(|source| hashfile::Error::Io { path: None, source })?;
             } else {
                 overlay.prefetch_index()?;

@@ -138,6 +138,8 @@ pub struct PatchSummary {
     pub added: u64,
     /// Keys whose value it replaced.
     pub changed: u64,
+    /// Keys it put with the value they had already: left as they are.
+    pub unchanged: u64,
     /// Keys it deleted.
     pub deleted: u64,
     /// Deletes of keys the dataset did not hold, dropped (`on_missing`
@@ -389,7 +391,7 @@ fn publish_delta(
         return Err(dataset_error(
             &location,
             format!(
-                "no dataset to patch: {} has no {MANIFEST_NAME} (build the dataset first)",
+                "no dataset here: {} has no {MANIFEST_NAME} (build the dataset first)",
                 dir.display()
             ),
         ));
@@ -582,6 +584,13 @@ fn count_changes<'c>(
     let keys: Vec<&[u8]> = changes.iter().map(|c| c.key.as_slice()).collect();
     let found = shard.get_many(&keys)?;
     for (change, found) in changes.iter().zip(found) {
+        if let (Some((value, kind)), Some(now)) = (&change.value, &found) {
+            if now.kind() == *kind && now.value() == value.as_slice() {
+                // The value it has already: nothing to write.
+                summary.unchanged += 1;
+                continue;
+            }
+        }
         match (&change.value, found.is_some()) {
             (Some(_), true) => summary.changed += 1,
             (Some(_), false) => {
@@ -596,7 +605,7 @@ fn count_changes<'c>(
                 OnMissing::Error => {
                     return Err(hashfile::Error::InvalidArgument {
                         message: format!(
-                            "delete of key {}, which the dataset does not hold (on_missing: ignore drops such deletes)",
+                            "delete of key {}, which the dataset does not hold (on_missing \"ignore\" drops such deletes)",
                             hashfile::DisplayBytes(&change.key)
                         ),
                     })

@@ -387,6 +387,11 @@ pub fn patch_request(
             _ => unreachable!("every patch option is matched: {name}"),
         }
     }
+    // The history says what published it.
+    options.publish.tool.push_str(match call {
+        Call::Compact => ", compact",
+        _ => ", patch",
+    });
     options.check()?;
     Ok(options)
 }

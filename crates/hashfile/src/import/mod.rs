@@ -24,8 +24,8 @@ use std::path::Path;
 use crate::error::{Error, Position, Result};
 use crate::format::{Record, ValueKind};
 
-#[cfg(feature = "parallel")]
 pub use json::json_value;
+#[cfg(feature = "parallel")]
 pub use json_lines::import_json_lines_parallel;
 pub use json_lines::JSON_LINES_CHUNK;
 pub use lines::MAX_LINE;

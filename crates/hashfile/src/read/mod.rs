@@ -416,7 +416,7 @@ impl<S: Source> Reader<S> {
     /// not, the store does not hold the key, and no record is read.
     #[inline(always)]
     pub(super) fn fingerprint_matches(&self, slot: u64, hash: u64) -> Result<bool> {
-        let at = slot.checked_mul(2).unwrap_or(u64::MAX);
+        let at = slot.saturating_mul(2);
         self.with_bytes(
             &self.fingerprints,
             SectionId::Fingerprints,

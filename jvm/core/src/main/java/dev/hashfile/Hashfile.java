@@ -156,7 +156,7 @@ public final class Hashfile {
      * compact_overlays}, {@code compact_fraction}, {@code keep}, {@code
      * retain}, {@code note} and the publish gates. Returns a map of {@code
      * generation}, {@code entries}, {@code shards}, {@code sequence}, {@code
-     * added}, {@code changed}, {@code deleted}, {@code ignored}, {@code
+     * added}, {@code changed}, {@code unchanged}, {@code deleted}, {@code ignored}, {@code
      * overlays_written}, {@code shards_compacted}, {@code bytes_written} and
      * {@code published}.
      */
