@@ -260,7 +260,6 @@ fn delta(
     sink: &mut dyn DiffSink,
     summary: &mut Summary,
 ) -> hashfile::Result<()> {
-    let shards = summary.shards.len();
     for side in [Side::Before, Side::After] {
         let (read, other) = match side {
             Side::Before => (a, b),
@@ -274,21 +273,7 @@ fn delta(
                         .map(|found| found.into_iter().flatten().collect())
                 })
                 .collect::<hashfile::Result<_>>()?;
-            let done: Vec<hashfile::Result<(Summary, String)>> = pool.install(|| {
-                use rayon::prelude::*;
-                blocks
-                    .par_iter()
-                    .map(|records| compare(records, other, side, options, shards))
-                    .collect()
-            });
-            for result in done {
-                let (counts, text) = result?;
-                summary.add(counts);
-                for one in text.lines() {
-                    sink.line(one)?;
-                }
-            }
-            sink.between()?;
+            compare_blocks(&blocks, other, side, options, pool, sink, summary)?;
         }
     }
     // Every key the overlays did not touch is the same on both sides.
@@ -308,7 +293,6 @@ fn both_sides(
     sink: &mut dyn DiffSink,
     summary: &mut Summary,
 ) -> hashfile::Result<()> {
-    let shards = summary.shards.len();
     for side in [Side::Before, Side::After] {
         let (read, other) = match side {
             Side::Before => (a, b),
@@ -330,24 +314,40 @@ fn both_sides(
                     blocks.push(records);
                 }
             }
-            let done: Vec<hashfile::Result<(Summary, String)>> = pool.install(|| {
-                use rayon::prelude::*;
-                blocks
-                    .par_iter()
-                    .map(|records| compare(records, other, side, options, shards))
-                    .collect()
-            });
-            for result in done {
-                let (counts, text) = result?;
-                summary.add(counts);
-                for one in text.lines() {
-                    sink.line(one)?;
-                }
-            }
-            sink.between()?;
+            compare_blocks(&blocks, other, side, options, pool, sink, summary)?;
         }
     }
     Ok(())
+}
+
+/// Each of `blocks` (read from one side) looked up in `other` on `pool`,
+/// the counts added to `summary` and the lines given to `sink` in the
+/// blocks' order; then `sink.between`.
+fn compare_blocks(
+    blocks: &[Vec<RecordBuf<'_>>],
+    other: &Table,
+    side: Side,
+    options: DiffOptions,
+    pool: &rayon::ThreadPool,
+    sink: &mut dyn DiffSink,
+    summary: &mut Summary,
+) -> hashfile::Result<()> {
+    let shards = summary.shards.len();
+    let done: Vec<hashfile::Result<(Summary, String)>> = pool.install(|| {
+        use rayon::prelude::*;
+        blocks
+            .par_iter()
+            .map(|records| compare(records, other, side, options, shards))
+            .collect()
+    });
+    for result in done {
+        let (counts, text) = result?;
+        summary.add(counts);
+        for one in text.lines() {
+            sink.line(one)?;
+        }
+    }
+    sink.between()
 }
 
 /// Which side a block was read from.

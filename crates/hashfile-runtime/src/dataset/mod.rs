@@ -548,6 +548,21 @@ impl Dataset {
     }
 }
 
+impl manifest::ShardEntry {
+    /// The entry of a shard of one store, `file`, of `bytes`, opened as
+    /// `store` once written.
+    pub fn of_store(file: String, bytes: u64, store: &Store) -> hashfile::Result<Self> {
+        Ok(manifest::ShardEntry {
+            file,
+            entries: store.len(),
+            bytes,
+            checksum: manifest::format_checksum(header_checksum(store)?),
+            overlays: Vec::new(),
+            live: None,
+        })
+    }
+}
+
 /// The last 8 bytes of a store's header: its checksum, which covers every
 /// section's checksum.
 pub fn header_checksum(store: &Store) -> hashfile::Result<u64> {

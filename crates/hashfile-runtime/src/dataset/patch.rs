@@ -495,64 +495,59 @@ fn write_delta(
     let current = dataset.manifest();
     let n = current.shards.len();
     let mut summary = PatchSummary::default();
-    let mut shards = Vec::with_capacity(n);
-    for (i, plan) in plans.into_iter().enumerate() {
+    // What each shard gets, found by lookups one shard after another;
+    // then the files written, shards side by side.
+    let mut jobs = Vec::new();
+    for (i, plan) in plans.iter().enumerate() {
         let entry = &current.shards[i];
         if plan.changes.is_empty() && !plan.compact {
-            shards.push(entry.clone());
             continue;
         }
-        let shard = dataset.shard(i)?;
-        let (upserts, live) =
-            count_changes(shard, &plan.changes, options.on_missing, &mut summary)?;
+        let (upserts, live) = count_changes(
+            dataset.shard(i)?,
+            &plan.changes,
+            options.on_missing,
+            &mut summary,
+        )?;
         if upserts.is_empty() && !plan.compact {
-            // Only deletes of keys it does not hold: the shard stays.
-            shards.push(entry.clone());
-            continue;
+            continue; // only deletes of keys it does not hold: the shard stays
         }
         let overlay_records: u64 =
             entry.overlays.iter().map(|o| o.entries).sum::<u64>() + upserts.len() as u64;
         let compact = plan.compact
             || entry.overlays.len() + 1 > options.compact_overlays
             || overlay_records as f64 > options.compact_fraction * entry.entries.max(1) as f64;
-        let file = shard_file_name(generation, i, n);
-        let path = dir.join(&file);
-        if compact {
-            let bytes = compact_shard(shard, &upserts, &path)?;
-            let store = open_local(&path)?;
-            if store.len() != live {
-                return Err(dataset_error(
-                    &path.display().to_string(),
-                    format!(
-                        "the compacted shard holds {} entries, and its base and overlays {live}",
-                        store.len()
-                    ),
-                ));
-            }
-            shards.push(ShardEntry {
-                file,
-                entries: store.len(),
-                bytes,
-                checksum: format_checksum(header_checksum(&store)?),
-                overlays: Vec::new(),
-                live: None,
-            });
+        jobs.push(Job {
+            shard: i,
+            upserts,
+            live,
+            compact,
+        });
+    }
+    let write = |job: &Job<'_>| {
+        write_job(
+            dir,
+            dataset,
+            job,
+            &shard_file_name(generation, job.shard, n),
+        )
+    };
+    #[cfg(feature = "parallel")]
+    let written: Vec<hashfile::Result<(ShardEntry, u64)>> = {
+        use rayon::prelude::*;
+        jobs.par_iter().map(write).collect()
+    };
+    #[cfg(not(feature = "parallel"))]
+    let written: Vec<hashfile::Result<(ShardEntry, u64)>> = jobs.iter().map(write).collect();
+    let mut shards = current.shards.clone();
+    for (job, result) in jobs.iter().zip(written) {
+        let (entry, bytes) = result?;
+        shards[job.shard] = entry;
+        summary.bytes_written += bytes;
+        if job.compact {
             summary.shards_compacted += 1;
-            summary.bytes_written += bytes;
         } else {
-            let bytes = write_overlay(&upserts, &path)?;
-            let store = open_local(&path)?;
-            let mut next = entry.clone();
-            next.overlays.push(OverlayEntry {
-                file,
-                entries: store.len(),
-                bytes,
-                checksum: format_checksum(header_checksum(&store)?),
-            });
-            next.live = Some(live);
-            shards.push(next);
             summary.overlays_written += 1;
-            summary.bytes_written += bytes;
         }
     }
     let delta = shards.iter().any(|s| !s.overlays.is_empty());
@@ -569,6 +564,57 @@ fn write_delta(
         shards,
     };
     Ok((manifest, summary))
+}
+
+/// What one shard gets: an overlay of `upserts`, or (`compact`) a new base
+/// of its live records with them applied.
+struct Job<'c> {
+    shard: usize,
+    upserts: Vec<&'c Change>,
+    /// The shard's live entries after the changes.
+    live: u64,
+    compact: bool,
+}
+
+/// Writes `job`'s file, `file` beside the manifest, and returns the
+/// shard's manifest entry with it and the bytes written.
+fn write_job(
+    dir: &Path,
+    dataset: &Dataset,
+    job: &Job<'_>,
+    file: &str,
+) -> hashfile::Result<(ShardEntry, u64)> {
+    let path = dir.join(file);
+    let entry = &dataset.manifest().shards[job.shard];
+    if job.compact {
+        // The shard opened again, for this pass alone: its pages leave
+        // with it, so compacting shards holds their pages one at a time,
+        // not the dataset's.
+        let bytes = compact_shard(&dataset.open_shard(job.shard)?, &job.upserts, &path)?;
+        let store = open_local(&path)?;
+        if store.len() != job.live {
+            return Err(dataset_error(
+                &path.display().to_string(),
+                format!(
+                    "the compacted shard holds {} entries, and its base and overlays {}",
+                    store.len(),
+                    job.live
+                ),
+            ));
+        }
+        return Ok((ShardEntry::of_store(file.to_owned(), bytes, &store)?, bytes));
+    }
+    let bytes = write_overlay(&job.upserts, &path)?;
+    let store = open_local(&path)?;
+    let mut next = entry.clone();
+    next.overlays.push(OverlayEntry {
+        file: file.to_owned(),
+        entries: store.len(),
+        bytes,
+        checksum: format_checksum(header_checksum(&store)?),
+    });
+    next.live = Some(job.live);
+    Ok((next, bytes))
 }
 
 /// What an overlay of `shard` holds for `changes` (a tombstone for each

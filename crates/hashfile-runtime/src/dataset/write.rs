@@ -11,11 +11,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use hashfile::dataset::{shard_of, MAX_SHARDS};
 use hashfile::{BuildOptions, Builder, CancelFlag, Record};
 
-use super::header_checksum;
 use super::history::PublishOptions;
 use super::manifest::{
-    format_checksum, next_sequence, routing_name, Manifest, ShardEntry, MANIFEST_NAME,
-    MANIFEST_VERSION,
+    next_sequence, routing_name, Manifest, ShardEntry, MANIFEST_NAME, MANIFEST_VERSION,
 };
 use super::retire::{write_record_local, Replaced};
 use crate::source::{open_store, LocalOpen};
@@ -225,14 +223,7 @@ impl DatasetBuilder {
                 &Default::default(),
                 LocalOpen::Mapped,
             )?;
-            Ok(ShardEntry {
-                file,
-                entries: store.len(),
-                bytes,
-                checksum: format_checksum(header_checksum(&store)?),
-                overlays: Vec::new(),
-                live: None,
-            })
+            ShardEntry::of_store(file, bytes, &store)
         };
         // Every shard is built, even after one fails, so that a duplicate
         // key error counts the keys that repeat in all of them.
