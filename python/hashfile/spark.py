@@ -40,7 +40,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from pyspark import TaskContext
     from pyspark.sql import Column, DataFrame
 
-__all__ = ["write_dataset"]
+__all__ = ["write_dataset", "patch_dataset"]
 
 # The fields of the JSON Lines record each row becomes.
 _KEY_FIELD = "k"
@@ -145,6 +145,64 @@ def write_dataset(
     except BaseException:
         _native.discard_generation(location, generation, remote)
         raise
+
+
+def patch_dataset(
+    df: DataFrame,
+    path: str | os.PathLike[str],
+    key: str,
+    value: str | Sequence[str] | None = None,
+    *,
+    delete: str | None = None,
+    max_changes: int = 1_000_000,
+    **options: Any,
+) -> dict[str, Any]:
+    """Publishes the rows of ``df`` as a patch of the local dataset at
+    ``path`` (``hashfile.patch``): a delta generation that reuses every
+    shard file and adds an overlay to each shard the rows touch. Each row
+    puts ``value`` (a column, a list of them, or None for the row's other
+    columns) under ``key`` as ``write_dataset`` stores it; with ``delete``
+    (a boolean column), a row where it is true deletes its key instead.
+
+    A patch is a few keys of a large table: the rows are read on the driver
+    (Spark's ``to_json`` makes each a line of a changes file there), and
+    more than ``max_changes`` of them is a ``ValueError`` (rebuild with
+    ``write_dataset``). A null key is a ``ValueError``. Options are
+    ``hashfile.patch``'s (``on_duplicate``, ``on_missing``,
+    ``compact_overlays``, ``keep``, ``note``, the gates, ...). Returns what
+    ``hashfile.patch`` returns."""
+    from pyspark.sql import functions as F
+
+    key_column = _key_column(df, key)
+    text_key = key_column.cast("string")
+    deleting = F.lit(False)
+    if delete is not None:
+        field = _field(df, delete, "delete")
+        if field.dataType.simpleString() != "boolean":
+            raise TypeError(f"delete column {delete!r} is {field.dataType.simpleString()}; it is a boolean column (true deletes the row's key)")
+        deleting = F.coalesce(F.col(delete), F.lit(False))
+        if value is None:
+            value = [c for c in df.columns if c != delete]
+    put = F.to_json(
+        F.struct(text_key.alias("key"), _value_column(df, value).alias("value")),
+        {"ignoreNullFields": "false"},
+    )
+    gone = F.to_json(F.struct(text_key.alias("key"), F.lit(True).alias("delete")))
+    lines = df.select(text_key.isNull().alias("_null_key"), F.when(deleting, gone).otherwise(put).alias("_line"))
+    with tempfile.NamedTemporaryFile("w", suffix=".jsonl", encoding="utf-8") as changes:
+        count = 0
+        for row in lines.limit(max_changes + 1).toLocalIterator():
+            count += 1
+            if count > max_changes:
+                raise ValueError(
+                    f"more than max_changes ({max_changes}) rows: a patch changes a few keys of a dataset; rebuild it with write_dataset"
+                )
+            if row["_null_key"]:
+                raise ValueError(f"a row's key column {key!r} is null")
+            changes.write(row["_line"])
+            changes.write("\n")
+        changes.flush()
+        return _native.patch(os.fspath(path), None, None, changes.name, options or None)
 
 
 def _key_column(df: DataFrame, key: str) -> Column:

@@ -26,7 +26,7 @@ from pyspark.sql import functions as F  # noqa: E402
 import hashfile  # noqa: E402
 import hashfile.errors  # noqa: E402
 from conftest import ruby  # noqa: E402
-from hashfile.spark import write_dataset  # noqa: E402
+from hashfile.spark import patch_dataset, write_dataset  # noqa: E402
 
 # Rows in the big test: CI's size; bench/spark_build.py runs 10M and more.
 ROWS = int(os.environ.get("HASHFILE_SPARK_ROWS", "1000000"))
@@ -265,3 +265,29 @@ def test_a_dataset_written_to_s3_reads_from_python_and_ruby(spark, tmp_path, min
     # A bucket that is not there fails the job, naming it.
     with pytest.raises(Exception, match="no-such-bucket"):
         write_dataset(rows, "s3://no-such-bucket/x", key="k", value="v", shards=1, remote=remote)
+
+
+def test_a_patch_from_spark_puts_and_deletes_over_the_dataset(spark, tmp_path):
+    path = tmp_path / "prices"
+    rows = [(f"sku-{i}", i, f"item {i}") for i in range(2000)]
+    write_dataset(spark.createDataFrame(rows, "sku string, cents long, name string"), path, key="sku", shards=4)
+    changes = spark.createDataFrame(
+        [("sku-1", 5, "cheaper", False), ("sku-2", 0, "", True), ("sku-new", 7, None, False)],
+        "sku string, cents long, name string, gone boolean",
+    )
+    done = patch_dataset(changes, path, key="sku", delete="gone", note="from spark")
+    assert (done["added"], done["changed"], done["deleted"], done["published"]) == (1, 1, 1, True)
+    with hashfile.open(path) as db:
+        # The whole row, as write_dataset stores it, but the delete column.
+        assert db["sku-1"] == {"sku": "sku-1", "cents": 5, "name": "cheaper"}
+        assert db["sku-new"] == {"sku": "sku-new", "cents": 7, "name": None}
+        assert db["sku-3"] == {"sku": "sku-3", "cents": 3, "name": "item 3"}
+        assert "sku-2" not in db
+        assert len(db) == 2000
+    assert hashfile.history(path)[0]["note"] == "from spark"
+    by_id = spark.createDataFrame([(3, "x")], "id long, v string")
+    with pytest.raises(ValueError, match="more than max_changes"):
+        patch_dataset(spark.createDataFrame([("a", 1), ("b", 2)], "k string, v long"), path, key="k", value="v", max_changes=1)
+    with pytest.raises(TypeError, match="is a boolean column"):
+        patch_dataset(by_id, path, key="id", delete="v")
+
