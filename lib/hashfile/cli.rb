@@ -827,7 +827,12 @@ module Hashfile
       Tempfile.create(["hashfile-changes", ".jsonl"]) do |file|
         IO.copy_stream($stdin, file)
         file.flush
-        block.call(file.path)
+        begin
+          block.call(file.path)
+        rescue StandardError => e
+          # Named as given: standard input, not the copy.
+          raise e.exception(e.message.gsub(file.path, "-"))
+        end
       end
     end
 

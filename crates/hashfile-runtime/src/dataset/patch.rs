@@ -239,7 +239,7 @@ impl Patch {
     /// it, leaves the dataset as it was and removes what it wrote.
     pub fn apply(self, dir: &Path, options: &PatchOptions) -> hashfile::Result<PatchSummary> {
         options.check()?;
-        publish_delta(dir, options, |dataset| {
+        publish_delta(dir, options, "patch", |dataset| {
             let n = dataset.shard_count();
             let mut by_shard: Vec<Vec<Change>> = (0..n).map(|_| Vec::new()).collect();
             for change in self.changes {
@@ -266,7 +266,7 @@ pub fn compact(
 ) -> hashfile::Result<PatchSummary> {
     options.check()?;
     let chosen: Option<HashSet<usize>> = shards.map(|s| s.iter().copied().collect());
-    publish_delta(dir, options, |dataset| {
+    publish_delta(dir, options, "compaction", |dataset| {
         if let Some(chosen) = &chosen {
             if let Some(&past) = chosen.iter().find(|&&i| i >= dataset.shard_count()) {
                 return Err(hashfile::Error::InvalidArgument {
@@ -376,6 +376,7 @@ fn merge_into(earlier: &mut Change, later: Change) -> hashfile::Result<()> {
 fn publish_delta(
     dir: &Path,
     options: &PatchOptions,
+    what: &str,
     plan: impl FnOnce(&Dataset) -> hashfile::Result<Vec<Resolved>>,
 ) -> hashfile::Result<PatchSummary> {
     hashfile::build::refuse_url(dir)?;
@@ -426,9 +427,10 @@ fn publish_delta(
                 return Err(dataset_error(
                     &location,
                     format!(
-                        "generation {} was published while the patch was written over generation {}: patch again over the new one",
+                        "generation {} was published while the {what} was written over generation {}: {} again over the new one",
                         replaced.current().map_or("(none)", |m| &m.generation),
-                        dataset.manifest().generation
+                        dataset.manifest().generation,
+                        if what == "patch" { "patch" } else { "compact" },
                     ),
                 ));
             }

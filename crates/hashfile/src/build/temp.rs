@@ -408,33 +408,42 @@ pub struct DirLock {
     _dir: fs::File,
 }
 
+/// How long a publish waits for another one's lock on the dataset's
+/// directory: far longer than a publish holds it (milliseconds to write a
+/// manifest and a history, and remove files), short enough that a lock
+/// held by mistake (a process that locked the directory itself) ends in an
+/// error rather than a hang.
+pub const DIR_LOCK_WAIT: Duration = Duration::from_secs(60);
+
 impl DirLock {
-    /// Waits for the lock on `dir`. A file system without locks (some
-    /// network mounts) gives the lock at once: publishes there are not
-    /// ordered.
+    /// Waits for the lock on `dir`, at most `DIR_LOCK_WAIT` (then an error
+    /// of kind `WouldBlock` saying so), trying every few milliseconds so
+    /// that the wait is never stuck in the kernel. A file system without
+    /// locks (some network mounts) gives the lock at once: publishes
+    /// there are not ordered.
     pub fn exclusive(dir: &Path) -> std::io::Result<DirLock> {
         let file = fs::OpenOptions::new()
             .read(true)
             .custom_flags(libc::O_DIRECTORY)
             .open(dir)?;
+        let started = Instant::now();
         loop {
-            // SAFETY: a plain system call on a descriptor `file` keeps open
-            // for it; the lock goes with the descriptor.
-            let result = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) };
-            if result == 0 {
-                break;
-            }
-            match std::io::Error::last_os_error() {
-                e if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                e if e.raw_os_error() == Some(libc::ENOLCK)
-                    || e.raw_os_error() == Some(libc::EOPNOTSUPP) =>
-                {
-                    break
+            match try_lock(&file) {
+                Lock::Taken | Lock::Unsupported => return Ok(DirLock { _dir: file }),
+                Lock::Held if started.elapsed() < DIR_LOCK_WAIT => {
+                    std::thread::sleep(Duration::from_millis(5))
                 }
-                e => return Err(e),
+                Lock::Held => {
+                    return Err(std::io::Error::new(
+                        std::io::ErrorKind::WouldBlock,
+                        format!(
+                            "another publish of the dataset (a build, patch, compaction or rollback) has held its directory's lock for {} s: waited for it, and gave up",
+                            DIR_LOCK_WAIT.as_secs()
+                        ),
+                    ))
+                }
             }
         }
-        Ok(DirLock { _dir: file })
     }
 }
 
