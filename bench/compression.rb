@@ -29,6 +29,7 @@
 #   by a Zipf law as words in text are.
 require_relative "support"
 require "msgpack"
+require "yaml"
 require "open3"
 require "hashfile/i18n"
 $LOAD_PATH.unshift File.expand_path("../test", __dir__)
@@ -69,6 +70,28 @@ def locales
   # In tree order, as a page's keys often come; ORDER=random shuffles them.
   probes.shuffle!(random: Random.new(26)) if ENV["ORDER"] == "random"
   { build: build, probes: probes, dig: true }
+end
+
+# ruby-faker's locales merged as I18n merges them, then flattened to one
+# key a leaf ("en.faker.name.first_name" => the list of names): many
+# small values and a few long lists, the way configs and translations
+# are often keyed (issue 52's data set).
+def faker_flat
+  files = Dir["#{GEMS}/faker-*/lib/locales/**/*.yml"].sort
+  return nil if files.size < 100
+
+  input = File.join(DIR, "faker-flat.json")
+  unless File.exist?(input)
+    tree = {}
+    merge = ->(a, b) { a.merge(b) { |_, x, y| x.is_a?(Hash) && y.is_a?(Hash) ? merge.call(x, y) : y } }
+    files.each { |f| tree = merge.call(tree, YAML.safe_load_file(f, aliases: true) || {}) }
+    flat = {}
+    walk = ->(prefix, v) { v.is_a?(Hash) ? v.each { |k, w| walk.call("#{prefix}.#{k}", w) } : flat[prefix.delete_prefix(".")] = v }
+    walk.call("", tree)
+    File.write(input, JSON.generate(flat))
+  end
+  build = ->(out, **o) { Hashfile.build_from(input, out, **o) }
+  { build: build }
 end
 
 def iso
@@ -161,8 +184,9 @@ end
 
 nginx = Hashfile::TestServers::Nginx.new
 at_exit { nginx.stop }
-wanted = ENV.fetch("SETS", "locales,iso-639-3,unicode,catalogue").split(",")
-sets = { "locales" => -> { locales }, "iso-639-3" => -> { iso }, "unicode" => -> { unicode }, "catalogue" => -> { catalogue } }
+wanted = ENV.fetch("SETS", "locales,faker-flat,iso-639-3,unicode,catalogue").split(",")
+sets = { "locales" => -> { locales }, "faker-flat" => -> { faker_flat }, "iso-639-3" => -> { iso }, "unicode" => -> { unicode },
+         "catalogue" => -> { catalogue } }
 rows = wanted.filter_map do |name|
   set = sets.fetch(name).call
   next warn("#{name}: its input is not installed (bin/setup --all); skipped") unless set

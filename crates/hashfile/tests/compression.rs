@@ -535,6 +535,49 @@ fn typed_values_over_64_kib_are_compressed_item_by_item_and_a_dig_walks_only_its
 }
 
 #[test]
+fn a_long_list_of_short_strings_is_compressed_whole() {
+    // A list of names past 64 KiB, as a flattened locale holds: its items
+    // are too short to compress one by one, and a lookup reads it whole.
+    let names = Value::Array(
+        (0..12_000)
+            .map(|i: u64| Value::Str(format!("Name{}", (i * 7919) % 100_003).into_bytes(), None))
+            .collect(),
+    );
+    let mut raw = Vec::new();
+    names.encode(&mut raw).unwrap();
+    assert!(raw.len() > 64 << 10);
+    assert!(hashfile::value::frames::compressed_whole(&raw).unwrap());
+    let mut entries = entries(50);
+    entries.push((b"names".to_vec(), names.clone()));
+    let bytes = build(zstd(), &entries);
+    let (start, end) = records_of(&bytes);
+    let mut at = start;
+    let mut found = None;
+    while at < end {
+        let layout = format::record::parse(&bytes[at..end]).unwrap().unwrap();
+        if &bytes[at + layout.key_start..at + layout.value_start] == b"names" {
+            found = Some(layout);
+        }
+        at += layout.len;
+    }
+    let layout = found.expect("the record");
+    assert!(
+        layout.compressed && !layout.items,
+        "compressed whole: {layout:?}"
+    );
+    assert!(
+        layout.len - layout.value_start < raw.len() / 2,
+        "{} bytes stored for {}",
+        layout.len - layout.value_start,
+        raw.len()
+    );
+    assert_reads_back(&bytes, &entries);
+    let store = Reader::new(bytes).unwrap();
+    let found = store.get(b"names").unwrap().unwrap();
+    assert_eq!(found.decode().unwrap(), names);
+}
+
+#[test]
 fn compressed_items_in_a_store_without_their_flag_are_damage() {
     let mut entries = entries(20);
     entries.push((b"tree".to_vec(), locale_like()));

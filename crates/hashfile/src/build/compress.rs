@@ -127,7 +127,8 @@ pub(super) fn train(
                 if compress::worth_compressing(typed, r.value.len()) {
                     samples.push(cut.to_vec());
                 } else if typed && r.value.len() > compress::MAX_TYPED_COMPRESS_LEN {
-                    // Compressed item by item: pieces the size of items.
+                    // Compressed item by item, or (an array of scalars)
+                    // whole: pieces the size of items either way.
                     samples.extend(cut.chunks(compress::ITEM_FRAME_LEN).map(<[u8]>::to_vec));
                 }
             }
@@ -208,10 +209,15 @@ pub(super) fn rewrite(
                     starts.push(out.len() as u64);
                     frame.clear();
                     let typed = original.kind == ValueKind::Typed;
+                    let big_typed =
+                        typed && original.value.len() > compress::MAX_TYPED_COMPRESS_LEN;
                     let (compressed, split) =
-                        if compress::worth_compressing(typed, original.value.len()) {
+                        if compress::worth_compressing(typed, original.value.len())
+                            || (big_typed
+                                && crate::value::frames::compressed_whole(original.value)?)
+                        {
                             (encoder.compress(original.value, &mut frame)?, false)
-                        } else if typed && original.value.len() > compress::MAX_TYPED_COMPRESS_LEN {
+                        } else if big_typed {
                             // A tree too big to decode whole for every
                             // path: its subtrees, each alone.
                             let frames = crate::value::frames::split(

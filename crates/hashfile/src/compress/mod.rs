@@ -41,7 +41,9 @@ pub const MIN_COMPRESS_LEN: usize = 32;
 /// backend); compressed whole, every lookup would decode all of it, about
 /// 1.5 ms for a 1 MB locale (`bench/compression.rb`), where 64 KiB take
 /// some tens of microseconds. A longer one keeps its upper levels raw and
-/// its subtrees compressed (`value::frames`). Strings are read whole
+/// its subtrees compressed (`value::frames`), but for an array of scalars
+/// (`value::frames::compressed_whole`: a list a lookup reads whole, whose
+/// items are too short to compress one by one). Strings are read whole
 /// anyway, and compress whole at any length.
 pub const MAX_TYPED_COMPRESS_LEN: usize = 64 << 10;
 

@@ -114,6 +114,18 @@ fn split_item(
     }
 }
 
+/// Whether a typed value longer than [`MAX_TYPED_COMPRESS_LEN`] is
+/// compressed whole rather than item by item: an array of scalars (a list
+/// of names a path ends on, read whole anyway; its items are too short to
+/// compress one by one), as an element of such a value would be
+/// ([`split`]'s rule).
+pub fn compressed_whole(value: &[u8]) -> Result<bool> {
+    match container_of(value)? {
+        Some((c, false)) => holds_scalars_only(c, false),
+        _ => Ok(false),
+    }
+}
+
 /// The array or map `raw` encodes and whether it is a map; `None` for
 /// any other item.
 fn container_of(raw: &[u8]) -> Result<Option<(Container<'_>, bool)>> {
