@@ -413,7 +413,7 @@ pub struct DirLock {
 /// manifest and a history, and remove files), short enough that a lock
 /// held by mistake (a process that locked the directory itself) ends in an
 /// error rather than a hang.
-pub const DIR_LOCK_WAIT: Duration = Duration::from_secs(60);
+pub(super) const DIR_LOCK_WAIT: Duration = Duration::from_secs(60);
 
 impl DirLock {
     /// Waits for the lock on `dir`, at most `DIR_LOCK_WAIT` (then an error
