@@ -3,12 +3,14 @@
 require "test_helper"
 require "json"
 require "support/servers"
+require "support/readers_under_load"
 
 # Delta generations: patches of upserts and deletes published as overlays
 # over a dataset's shards, and compaction, against a Ruby Hash given the
 # same changes; readers under load while patches and compactions publish;
 # and a patch killed at any point.
 class PatchTest < HashfileTest
+  include ReadersUnderLoad
   ISO_3166_2 = "/usr/share/iso-codes/json/iso_3166-2.json"
 
   def setup
@@ -79,19 +81,6 @@ class PatchTest < HashfileTest
 
   KEYS = (0...400).map { |i| "key-#{i}" }.freeze
 
-  # Looks up every key in one batch until +stop+ says so; returns the
-  # versions seen, each batch checked to be of one.
-  def read_until(db, stop)
-    seen = []
-    until stop.call
-      tags = db.values_at(*KEYS).uniq
-      raise "a batch mixed generations: #{tags.inspect}" unless tags.size == 1
-
-      seen << tags.first if seen.last != tags.first
-    end
-    seen
-  end
-
   # Patches every key to "v1", "v2", ...: an overlay on each of the 8
   # shards, every third patch a compaction of each, every fifth a
   # compaction alone. +retention+: the history's options.
@@ -108,40 +97,8 @@ class PatchTest < HashfileTest
     skip_or_fail("HASHFILE_REQUIRE_LINUX", "no fork here") unless Process.respond_to?(:fork)
     dir = path("ds")
     Hashfile.build_sharded(dir, KEYS.to_h { |k| [k, "v0"] }, shards: 8)
-    db = Hashfile.open(dir, reload: 0)
-    done = false
-    threads = 3.times.map { Thread.new { read_until(db, -> { done }) } }
-    children = 2.times.map do
-      reader, writer = IO.pipe
-      pid = fork do
-        reader.close
-        child = Hashfile.open(dir, reload: 0)
-        seen = read_until(child, -> { File.exist?("#{dir}.done") })
-        writer.write(Marshal.dump(seen))
-        exit!(0)
-      rescue StandardError => e
-        writer.write(Marshal.dump(e.message))
-        exit!(1)
-      end
-      writer.close
-      [pid, reader]
-    end
-    last = nil
-    begin
-      # Local readers map every file at open: generations may go at once.
-      last = publish_versions(dir, 30, keep: 2, retain: 0)
-      sleep 0.3
-    ensure
-      File.write("#{dir}.done", "")
-      done = true
-    end
-    seen = threads.map(&:value)
-    children.each do |pid, reader|
-      result = Marshal.load(reader.read)
-      _, status = Process.wait2(pid)
-      assert status.success?, "a child: #{result}"
-      seen << result
-    end
+    # Local readers map every file at open: generations may go at once.
+    last, seen, db = readers_during(dir, KEYS) { |d| publish_versions(d, 30, keep: 2, retain: 0) }
     seen.each do |versions|
       assert_operator versions.size, :>, 1, "each reader saw the versions change"
       assert_equal last, versions.last, "each reader ends on the last patch"
@@ -158,7 +115,7 @@ class PatchTest < HashfileTest
     Hashfile.build_sharded(dir, KEYS.to_h { |k| [k, "v0"] }, shards: 8)
     db = Hashfile.open(nginx.url("/files/ds/hashfile-dataset.json"), reload: 0)
     done = false
-    reader = Thread.new { read_until(db, -> { done }) }
+    reader = Thread.new { read_until(db, KEYS, -> { done }) }
     last = begin
       # A remote reader opens a shard's files when it first reads them:
       # generations stay the default 15 minutes for it.
