@@ -260,11 +260,7 @@ fn delta(
     sink: &mut dyn DiffSink,
     summary: &mut Summary,
 ) -> hashfile::Result<()> {
-    for side in [Side::Before, Side::After] {
-        let (read, other) = match side {
-            Side::Before => (a, b),
-            Side::After => (b, a),
-        };
+    for (side, read, other) in sides(a, b) {
         for group in keys.chunks(BLOCK * BLOCKS_AT_ONCE) {
             let blocks: Vec<Vec<RecordBuf<'_>>> = group
                 .chunks(BLOCK)
@@ -293,11 +289,7 @@ fn both_sides(
     sink: &mut dyn DiffSink,
     summary: &mut Summary,
 ) -> hashfile::Result<()> {
-    for side in [Side::Before, Side::After] {
-        let (read, other) = match side {
-            Side::Before => (a, b),
-            Side::After => (b, a),
-        };
+    for (side, read, other) in sides(a, b) {
         let mut cursor = Some(Cursor::default());
         while cursor.is_some() {
             let mut blocks = Vec::with_capacity(BLOCKS_AT_ONCE);
@@ -348,6 +340,12 @@ fn compare_blocks(
         }
     }
     sink.between()
+}
+
+/// The two passes of a diff: `a` read and looked up in `b` (keys removed
+/// or changed), then `b` in `a` (keys added).
+fn sides<'t>(a: &'t Table, b: &'t Table) -> [(Side, &'t Table, &'t Table); 2] {
+    [(Side::Before, a, b), (Side::After, b, a)]
 }
 
 /// Which side a block was read from.

@@ -24,10 +24,15 @@ pub struct Shard {
     live: u64,
 }
 
-/// Overlays of at most this many bytes are read whole into a remote
-/// source's cache when the shard is first used: a key they do not hold is
-/// then decided without a request, and one they hold without another.
+/// Overlays of at most this many bytes (and [`PIN_OVERLAY_SHARE`] of the
+/// cache) are read whole into a remote source's cache when the shard is
+/// first used: a key they do not hold is then decided without a request,
+/// and one they hold without another.
 pub const PIN_OVERLAY_UP_TO: u64 = 4 << 20;
+
+/// An overlay read whole takes at most this share of its cache's
+/// capacity (a sixteenth: 2 MiB of the default 32 MiB).
+pub const PIN_OVERLAY_SHARE: u64 = 16;
 
 impl Shard {
     /// A shard of one store.
@@ -55,10 +60,20 @@ impl Shard {
             ));
         }
         if overlay.source().is_remote() {
-            // Small overlays whole, larger ones their index: a key an
-            // overlay does not hold then costs no request.
+            // A small overlay whole, so that a key it does not hold costs
+            // no request. Small by the size the manifest and the server
+            // agreed on, and by the cache: a manifest that lists many
+            // large overlays makes a first lookup fetch no more than a
+            // share of what the caller let the cache hold; a larger
+            // overlay is read a block at a time, as a store is.
             let size = overlay.source().size();
-            if size <= PIN_OVERLAY_UP_TO {
+            let budget = overlay
+                .source()
+                .capacity_hint()
+                .map_or(PIN_OVERLAY_UP_TO, |cache| {
+                    (cache as u64 / PIN_OVERLAY_SHARE).min(PIN_OVERLAY_UP_TO)
+                });
+            if size <= budget {
                 let whole = std::ops::Range {
                     start: 0,
                     end: size,
@@ -67,8 +82,6 @@ impl Shard {
                     .source()
                     .pin(std::slice::from_ref(&whole))
                     .map_err(|source| hashfile::Error::Io { path: None, source })?;
-            } else {
-                overlay.prefetch_index()?;
             }
         }
         self.overlays.push(overlay);
