@@ -9,8 +9,14 @@
 #
 #   ruby bench/compression.rb                       # every data set
 #   SETS=catalogue ROWS=1000000 ruby bench/compression.rb
-#   LEVEL=19 ruby bench/compression.rb              # another zstd level
+#   LEVEL=19 ruby bench/compression.rb              # zstd:19 (default: zstd, levels 3 and 9)
+#   COMPRESSION=auto ruby bench/compression.rb      # any compression name
 #   ORDER=random SETS=locales ruby bench/compression.rb  # digs out of order
+#
+# Each data set's records are also laid out as Sparkey lays out a
+# compressed log (zstd blocks of 4 KiB and of 16 KiB), by
+# crates/hashfile/examples/block_baseline.rs, which times one random
+# lookup in Rust in each layout side by side.
 #
 # Each store (but the locales) is also served by nginx on loopback and read
 # remotely: the bytes fetched for REMOTE_LOOKUPS random lookups with 4 KiB
@@ -36,7 +42,9 @@ $LOAD_PATH.unshift File.expand_path("../test", __dir__)
 require "support/servers"
 
 QUICK = BenchData::QUICK
-LEVEL = Integer(ENV.fetch("LEVEL", 3))
+COMPRESSION = ENV.fetch("COMPRESSION") { ENV["LEVEL"] ? "zstd:#{Integer(ENV["LEVEL"])}" : "zstd" }
+# The blocks' level: the one given, else zstd's default.
+BLOCK_LEVEL = Integer(ENV.fetch("LEVEL", 3))
 ROUNDS = Integer(ENV.fetch("ROUNDS", QUICK ? 1 : 3))
 ROWS = Integer(ENV.fetch("ROWS", QUICK ? 20_000 : 1_000_000))
 PROBES = Integer(ENV.fetch("PROBES", QUICK ? 2_000 : 200_000))
@@ -143,6 +151,7 @@ end
 def time_lookups(db, probes, dig)
   best = Float::INFINITY
   (ROUNDS + 1).times do |round|
+    GC.start # each round from the same heap: lists of thousands of strings make garbage
     t = BenchData.clock
     if dig
       probes.each { |p| db.dig(*p) }
@@ -177,6 +186,17 @@ def remote_bytes(nginx, path, keys)
   [lookups.fdiv(keys.size), scan]
 end
 
+# The Sparkey-style baseline (crates/hashfile/examples/block_baseline.rs):
+# bytes and ns per random lookup, in Rust, of the plain store, ours
+# compressed, and 4 KiB and 16 KiB zstd blocks.
+def block_baseline(raw, packed)
+  lookups = QUICK ? 20_000 : 200_000
+  out, err, status = Open3.capture3(*BenchData.cargo_example("block_baseline"), raw, packed, BLOCK_LEVEL.to_s, lookups.to_s)
+  raise "block_baseline failed: #{err}" unless status.success?
+
+  JSON.parse(out, symbolize_names: true)
+end
+
 def size_of_command(command, path)
   out, status = Open3.capture2(*command, "-c", path, binmode: true)
   status.success? ? out.bytesize : nil
@@ -197,7 +217,7 @@ rows = wanted.filter_map do |name|
   set[:build].call(raw)
   raw_s = BenchData.clock - built
   built = BenchData.clock
-  set[:build].call(packed, compression: "zstd:#{LEVEL}")
+  set[:build].call(packed, compression: COMPRESSION)
   packed_s = BenchData.clock - built
   # The Hash only for MessagePack's size and the keys: it goes before timing.
   msgpack, keys = Hashfile.open(raw, &:to_h).then { |hash| [MessagePack.pack(hash).bytesize, hash.keys] }
@@ -223,7 +243,8 @@ rows = wanted.filter_map do |name|
         name: name, entries: r.size, raw: File.size(raw), zstd: File.size(packed), msgpack: msgpack,
         gzip: size_of_command(%w[gzip -6], raw), zstd_file: size_of_command(%w[zstd -3 -q], raw),
         values_ratio: info[:ratio], dictionary: info[:dictionary_bytes], compressed: info[:values],
-        raw_ns: times[:raw], zstd_ns: times[:zstd], raw_build: raw_s, zstd_build: packed_s, dig: set[:dig], remote: remote
+        raw_ns: times[:raw], zstd_ns: times[:zstd], raw_build: raw_s, zstd_build: packed_s, dig: set[:dig], remote: remote,
+        blocks: block_baseline(raw, packed)
       }
     end
   end
@@ -233,7 +254,7 @@ def mb(bytes)
   bytes ? format("%.2f MB", bytes / 1e6) : "n/a"
 end
 
-puts "zstd level #{LEVEL}; lookups: the fastest of #{ROUNDS} rounds (#{QUICK ? "QUICK" : "full"} run)"
+puts "compression #{COMPRESSION}; lookups: the fastest of #{ROUNDS} rounds (#{QUICK ? "QUICK" : "full"} run)"
 puts
 puts "| data | entries | store | compressed | ratio | MessagePack | gzip -6 of the store | zstd -3 of the store | values decoded/stored | dictionary |"
 puts "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
@@ -248,6 +269,18 @@ puts "| --- | --- | --- | --- | --- | --- | --- |"
 rows.each do |r|
   puts format("| %s | %s | %.0f ns | %.0f ns | **%.2fx** | %.2f s | %.2f s |", r[:name], r[:dig] ? "dig(locale, *path)" : "db[key]",
               r[:raw_ns], r[:zstd_ns], r[:zstd_ns] / r[:raw_ns], r[:raw_build], r[:zstd_build])
+end
+puts
+puts "Against Sparkey-style blocks (zstd level #{BLOCK_LEVEL}, no dictionary; the plain store's index counted for them): bytes, " \
+     "and one random lookup in Rust (value bytes out), side by side in one run"
+puts
+puts "| data | plain store | ours compressed | 4 KiB blocks | 16 KiB blocks |"
+puts "| --- | --- | --- | --- | --- |"
+rows.each do |r|
+  b = r[:blocks]
+  cell = ->(x) { format("%s (%.2fx), %.0f ns (%.2fx)", mb(x[:bytes]), b[:plain][:bytes].fdiv(x[:bytes]), x[:ns], x[:ns] / b[:plain][:ns]) }
+  puts format("| %s | %s, %.0f ns | %s | %s | %s |", r[:name], mb(b[:plain][:bytes]), b[:plain][:ns], cell.call(b[:per_value]),
+              cell.call(b[:blocks_4k]), cell.call(b[:blocks_16k]))
 end
 puts
 puts "Over HTTP (nginx on loopback): bytes fetched"

@@ -49,6 +49,21 @@ module BenchData
     Process.clock_gettime(Process::CLOCK_MONOTONIC)
   end
 
+  # The command running crates/hashfile/examples/NAME.rs, built first in
+  # the profile the extension is built in (the Rakefile's CARGO_PROFILE).
+  def cargo_example(name)
+    (@examples ||= {})[name] ||= build_example(name)
+  end
+
+  def build_example(name)
+    root = File.expand_path("..", __dir__)
+    profile = ENV.fetch("HASHFILE_CARGO_PROFILE", "release")
+    ok = system("cargo", "build", "--profile", profile, "--locked", "--quiet", "--example", name, "-p", "hashfile", chdir: root)
+    raise "cargo could not build the example #{name}" unless ok
+
+    [File.join(root, "target", profile == "dev" ? "debug" : profile, "examples", name)]
+  end
+
   # Median seconds of `runs` calls of the block.
   def median(runs)
     times = Array.new(runs) do

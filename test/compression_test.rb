@@ -114,6 +114,36 @@ class CompressionTest < HashfileTest
     Hashfile.build(path("none.hf"), data, compression: :none)
     Hashfile.open(path("none.hf")) { |db| assert_nil db.info[:compression] }
     assert_equal :none, Hashfile::BUILD_DEFAULTS[:compression]
+    # zstd alone: level 3, and 9 for values of 512 bytes or more.
+    Hashfile.build(path("default.hf"), data, compression: :zstd)
+    Hashfile.open(path("default.hf")) do |db|
+      assert_equal({ codec: :zstd, auto: false, level: 3, long_level: 9, long_value_bytes: 512 },
+                   db.info[:compression].slice(:codec, :auto, :level, :long_level, :long_value_bytes))
+    end
+    Hashfile.build(path("1,19.hf"), data, compression: "zstd:1,19")
+    Hashfile.open(path("1,19.hf")) { |db| assert_equal [1, 19], db.info[:compression].values_at(:level, :long_level) }
+  end
+
+  # auto: compression kept where a sample says it pays, and what it chose
+  # in info; random bytes left as they are.
+  def test_auto_compresses_what_pays
+    data = catalogue(scale(500))
+    Hashfile.build(path("auto.hf"), data, compression: :auto)
+    Hashfile.open(path("auto.hf")) do |db|
+      info = db.info[:compression]
+      assert_equal [:zstd, true, 3], info.values_at(:codec, :auto, :level)
+      assert_operator info[:values], :>, 0
+      assert_equal data["product:1"], db["product:1"]
+    end
+    rng = Random.new(5)
+    blobs = Array.new(scale(2000)) { |i| ["blob:#{i}", rng.bytes(100)] }.to_h
+    Hashfile.build(path("blobs.hf"), blobs, compression: :auto)
+    Hashfile.open(path("blobs.hf")) do |db|
+      info = db.info[:compression]
+      assert_equal [:none, true, 0, 0], info.values_at(:codec, :auto, :level, :values)
+      assert_equal blobs["blob:7"], db["blob:7"]
+      assert db.verify
+    end
   end
 
   def test_a_bad_compression_is_an_error_naming_it
@@ -166,6 +196,10 @@ class CompressionTest < HashfileTest
     out, status = Open3.capture2(RbConfig.ruby, exe, "info", path("cli.hf"))
     assert status.success?
     assert_match(/compression\s+zstd level 5: [\d,]+ values, .* \(\d+\.\d\dx\); dictionary/, out)
+    assert Open3.capture2(RbConfig.ruby, exe, "build", input, "-o", path("auto.hf"), "--compression", "auto", "-q").last.success?
+    out, status = Open3.capture2(RbConfig.ruby, exe, "info", path("auto.hf"))
+    assert status.success?
+    assert_match(/compression\s+zstd levels 3 and 9 \(from 512 bytes\) \(chosen by auto\): [\d,]+ values/, out)
     out, status = Open3.capture2(RbConfig.ruby, exe, "get", path("cli.hf"), "product:1")
     assert status.success?
     assert_equal catalogue(2)["product:1"], out.chomp

@@ -474,7 +474,8 @@ module Hashfile
           o.on("--hash-seed N", Integer, "first hash seed tried (default #{BUILD_DEFAULTS[:hash_seed]})") { |v| options[:hash_seed] = v }
           o.on("--keys-per-part N", Integer, "most keys per part of the index, on average (default #{BUILD_DEFAULTS[:keys_per_part]})") { |v| options[:keys_per_part] = v }
           o.on("--index LAYOUT", %w[classic compact], "the index layout: classic, or compact (2.2 bits a key, slower to build; default #{BUILD_DEFAULTS[:index]})") { |v| options[:index] = v.to_sym }
-          o.on("--compression C", "none, zstd or zstd:LEVEL (1-22, default 3): each value of 32 bytes or more", "compressed alone, with a dictionary trained on the values (default #{BUILD_DEFAULTS[:compression]})") { |v| options[:compression] = v }
+          o.on("--compression C", "none, zstd, zstd:LEVEL, zstd:LEVEL,LONG_LEVEL (1-22; zstd: 3, and 9 for values of 512 bytes or more)", "or auto (compress only where a sample says it pays): each value of 32 bytes or more",
+                 "compressed alone, with a dictionary trained on the values (default #{BUILD_DEFAULTS[:compression]})") { |v| options[:compression] = v }
           o.on("--memory SIZE", "most memory for the index data (64M, 4G; default #{BUILD_DEFAULTS[:memory]}: an eighth of RAM);", "past it the index is built from temporary files beside OUT (16 bytes a key), same bytes") { |v| options[:memory] = v }
           o.on("-q", "--quiet", "no progress bar and no summary") { quiet = true }
         end.parse!(argv)
@@ -1001,8 +1002,14 @@ module Hashfile
         rows << ["value types", types.sort_by { |name, n| [-n, name] }.map { |name, n| "#{name} #{commas(n)}" }.join(", ")]
       end
       if (c = info[:compression])
-        rows << ["compression", format("%s level %d: %s values, %s decoded in %s (%.2fx); dictionary %s", c[:codec], c[:level], commas(c[:values]),
-                                       human_bytes(c[:decoded_bytes]), human_bytes(c[:stored_bytes]), c[:ratio], human_bytes(c[:dictionary_bytes]))]
+        levels = c[:long_level] == c[:level] ? "level #{c[:level]}" : "levels #{c[:level]} and #{c[:long_level]} (from #{c[:long_value_bytes]} bytes)"
+        chosen = c[:auto] ? " (chosen by auto)" : ""
+        rows << if c[:codec] == :none
+                  ["compression", "none#{chosen}: a sample did not compress enough to pay for decoding"]
+                else
+                  ["compression", format("%s %s%s: %s values, %s decoded in %s (%.2fx); dictionary %s", c[:codec], levels, chosen, commas(c[:values]),
+                                         human_bytes(c[:decoded_bytes]), human_bytes(c[:stored_bytes]), c[:ratio], human_bytes(c[:dictionary_bytes]))]
+                end
       end
       info[:sections].each { |name, bytes| rows << ["section #{name}", human_bytes(bytes)] }
       info[:parameters].each { |name, value| rows << ["build #{name}", value.to_s] }

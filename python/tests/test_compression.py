@@ -5,6 +5,7 @@ binding; a store built here read by Ruby; bad options refused."""
 from __future__ import annotations
 
 import json
+import random
 
 import pytest
 
@@ -32,6 +33,33 @@ def test_the_compressed_vector_reads_here():
         info = db.info()["compression"]
         assert info["codec"] == "zstd" and info["level"] == 3 and info["values"] == 270
         assert db.verify()
+
+
+def test_the_two_level_vector_reads_here():
+    long = [" ".join(vector_value(i * 12 + k) for k in range(12)) for i in range(20)]
+    with hashfile.open(ROOT / "crates/hashfile/tests/vectors/compressed-levels.hf") as db:
+        assert len(db) == 120
+        assert all(db[f"long-{i}"] == long[i] for i in range(20))
+        assert all(db[f"item-{i}"] == vector_value(i) for i in range(100))
+        info = db.info()["compression"]
+        assert (info["level"], info["long_level"], info["auto"], info["values"]) == (3, 9, False, 110)
+        assert db.verify()
+
+
+def test_auto_compresses_what_pays(tmp_path):
+    data = catalogue(2000)
+    hashfile.build(tmp_path / "auto.hf", data, compression="auto")
+    with hashfile.open(tmp_path / "auto.hf") as db:
+        info = db.info()["compression"]
+        assert (info["codec"], info["auto"], info["level"], info["long_level"]) == ("zstd", True, 3, 9)
+        assert dict(db.items()) == data
+    rng = random.Random(5)
+    blobs = {f"blob:{i}": rng.randbytes(100) for i in range(2000)}
+    hashfile.build(tmp_path / "blobs.hf", blobs, compression="auto")
+    with hashfile.open(tmp_path / "blobs.hf") as db:
+        info = db.info()["compression"]
+        assert (info["codec"], info["auto"], info["values"]) == ("none", True, 0)
+        assert db["blob:7"] == blobs["blob:7"]
 
 
 def catalogue(n: int) -> dict[str, object]:

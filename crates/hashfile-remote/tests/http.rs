@@ -168,7 +168,7 @@ fn a_store_with_compressed_values_reads_and_batches_over_http() {
     let nginx = Nginx::start();
     let (n, value_len) = (100_000, 200);
     let options = hashfile::BuildOptions {
-        compression: hashfile::Compression::Zstd { level: 3 },
+        compression: hashfile::Compression::zstd(3),
         ..hashfile::BuildOptions::default()
     };
     let bytes = support::store_with(n, value_len, options);

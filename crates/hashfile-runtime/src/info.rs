@@ -207,9 +207,14 @@ fn store_info(store: &Store) -> hashfile::Result<Info> {
     if let Some(summary) = store.compression_stats()? {
         let stats = summary.stats;
         let mut compression = Info::default();
+        // `auto` records level 0 where it chose to compress nothing.
+        let codec = if stats.level == 0 { "none" } else { "zstd" };
         compression
-            .put("codec", InfoValue::Name("zstd"))
+            .put("codec", InfoValue::Name(codec))
+            .put("auto", stats.auto)
             .put("level", InfoValue::Int(stats.level as u64))
+            .put("long_level", InfoValue::Int(stats.long_level as u64))
+            .put("long_value_bytes", hashfile::compress::LONG_VALUE_LEN)
             .put("values", stats.values)
             .put("decoded_bytes", stats.decoded_bytes)
             .put("stored_bytes", stats.stored_bytes)

@@ -317,7 +317,7 @@ fn a_shard_writer_refuses_what_would_make_attempts_differ() {
 #[test]
 fn shards_with_compressed_values_publish_and_match_a_single_build() {
     let options = BuildOptions {
-        compression: hashfile::Compression::Zstd { level: 3 },
+        compression: hashfile::Compression::zstd(3),
         ..BuildOptions::default()
     };
     let value = |key: &str| {

@@ -212,7 +212,7 @@ fn compressed(c: &mut Criterion) {
         group.throughput(Throughput::Elements(probes.len() as u64));
         for (name, compression) in [
             ("raw", hashfile::Compression::None),
-            ("zstd", hashfile::Compression::Zstd { level: 3 }),
+            ("zstd", hashfile::Compression::zstd(3)),
         ] {
             let mut builder = Builder::new(BuildOptions {
                 compression,

@@ -9,7 +9,7 @@ mod support;
 
 fn zstd() -> BuildOptions {
     BuildOptions {
-        compression: Compression::Zstd { level: 3 },
+        compression: Compression::zstd(3),
         ..BuildOptions::default()
     }
 }
@@ -149,6 +149,43 @@ fn a_streaming_build_writes_the_bytes_a_build_in_memory_does() {
         .build()
         .unwrap();
     assert_eq!(one.install(|| build(zstd(), &entries)), in_memory);
+    // As do the default levels and `auto`, whichever it chooses.
+    let mut x = 7u64;
+    let random: Vec<(Vec<u8>, Value)> = (0..500)
+        .map(|i| {
+            let bytes = (0..64).map(|_| {
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                (x >> 56) as u8
+            });
+            (
+                format!("blob:{i}").into_bytes(),
+                Value::Str(bytes.collect(), Some("ASCII-8BIT".into())),
+            )
+        })
+        .collect();
+    for (compression, entries) in [
+        (Compression::DEFAULT_ZSTD, long_and_short(1_000)),
+        (Compression::Auto, long_and_short(1_000)),
+        (Compression::Auto, random),
+    ] {
+        let options = || BuildOptions {
+            compression,
+            ..BuildOptions::default()
+        };
+        let path = dir.path().join("streamed.hf");
+        let mut streaming = Builder::streaming(options(), &path).unwrap();
+        for (key, value) in &entries {
+            streaming.insert_value(key, true, value).unwrap();
+        }
+        streaming.write_file(&path).unwrap();
+        assert_eq!(
+            std::fs::read(&path).unwrap(),
+            build(options(), &entries),
+            "{compression:?}"
+        );
+    }
 }
 
 #[test]
@@ -312,33 +349,194 @@ fn the_compression_option_is_checked() {
     ));
     assert_eq!(
         Compression::parse("zstd:19").unwrap(),
-        Compression::Zstd { level: 19 }
+        Compression::zstd(19)
     );
 }
 
-#[test]
-fn verify_checks_the_stats_against_the_records() {
+/// `store` with its dictionary section's stats changed by `change`, and
+/// every checksum made to match, as a faulty writer would leave it.
+fn with_stats(store: &[u8], change: impl Fn(&mut [u8])) -> Vec<u8> {
     use hashfile::format::Header;
-    let good = build(zstd(), &entries(400));
-    let header = Header::decode(&good, good.len() as u64).unwrap();
+    let header = Header::decode(store, store.len() as u64).unwrap();
     let dictionary = header.section(SectionId::Dictionary);
-    // One compressed value more than there are, with every checksum
-    // made to match, as a faulty writer would leave it.
-    let mut bad = good.clone();
+    let mut bad = store.to_vec();
     let at = dictionary.offset as usize;
-    let values = u64::from_le_bytes(bad[at..at + 8].try_into().unwrap());
-    bad[at..at + 8].copy_from_slice(&(values + 1).to_le_bytes());
+    change(&mut bad[at..at + hashfile::compress::STATS_LEN]);
     let mut header = header;
     header.sections[SectionId::Dictionary.index()].checksum =
         hashfile::chd::hash_key(&bad[at..dictionary.end() as usize], 0);
     let encoded = header.encode();
     bad[..encoded.len()].copy_from_slice(&encoded);
+    bad
+}
+
+#[test]
+fn verify_checks_the_stats_against_the_records() {
+    let good = build(zstd(), &entries(400));
+    // One compressed value more than there are.
+    let bad = with_stats(&good, |stats| {
+        let values = u64::from_le_bytes(stats[..8].try_into().unwrap());
+        stats[..8].copy_from_slice(&(values + 1).to_le_bytes());
+    });
     let e = Reader::new(bad).unwrap().verify().unwrap_err();
     assert!(
         matches!(&e, Error::Corrupt { section: "dictionary", what, .. } if what.contains("stats say")),
         "{e}"
     );
+    // Levels out of range, level 0 with compressed values, and bytes no
+    // writer writes: each an error naming the section. The values still
+    // read: the stats are informational.
+    let changes: [(&str, fn(&mut [u8])); 5] = [
+        ("outside 1..=22", |s| {
+            s[24..28].copy_from_slice(&40i32.to_le_bytes())
+        }),
+        ("outside 1..=22", |s| s[28] = 23),
+        ("level 0", |s| {
+            s[24..28].copy_from_slice(&0i32.to_le_bytes())
+        }),
+        ("no writer writes", |s| s[29] = 2),
+        ("no writer writes", |s| s[31] = 1),
+    ];
+    for (said, change) in changes {
+        let bad = with_stats(&good, change);
+        let store = Reader::new(bad).unwrap();
+        let e = store.verify().unwrap_err();
+        assert!(
+            matches!(&e, Error::Corrupt { section: "dictionary", what, .. } if what.contains(said)),
+            "{said}: {e}"
+        );
+        assert!(store.get(b"product:2").unwrap().is_some());
+    }
     Reader::new(good).unwrap().verify().unwrap();
+}
+
+/// Values of a few lines of text, some over `LONG_VALUE_LEN`.
+fn long_and_short(n: u64) -> Vec<(Vec<u8>, Value)> {
+    (0..n)
+        .map(|i| {
+            let repeat = if i % 3 == 0 { 6 } else { 1 };
+            let text: String = (0..repeat).map(|k| product(i * 11 + k)).collect();
+            (
+                format!("product:{i}").into_bytes(),
+                Value::Str(text.into_bytes(), None),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn the_default_compresses_long_values_at_a_stronger_level() {
+    let entries = long_and_short(2_000);
+    let default = build(
+        BuildOptions {
+            compression: Compression::parse("zstd").unwrap(),
+            ..BuildOptions::default()
+        },
+        &entries,
+    );
+    let one_level = build(zstd(), &entries);
+    assert_reads_back(&default, &entries);
+    let stats = Reader::new(default.clone())
+        .unwrap()
+        .compression_stats()
+        .unwrap()
+        .unwrap()
+        .stats;
+    assert_eq!((stats.level, stats.long_level, stats.auto), (3, 9, false));
+    assert!(
+        default.len() < one_level.len(),
+        "levels 3 and 9: {} bytes, level 3: {}",
+        default.len(),
+        one_level.len()
+    );
+    // A store written before the long level was recorded (that byte 0)
+    // reads as one level.
+    let old = with_stats(&one_level, |s| s[28] = 0);
+    let stats = Reader::new(old)
+        .unwrap()
+        .compression_stats()
+        .unwrap()
+        .unwrap()
+        .stats;
+    assert_eq!((stats.level, stats.long_level), (3, 3));
+}
+
+#[test]
+fn auto_compresses_what_pays_and_leaves_random_bytes_alone() {
+    let auto = BuildOptions {
+        compression: Compression::Auto,
+        ..BuildOptions::default()
+    };
+    // Text: compressed as the default would, with the choice recorded.
+    let text = long_and_short(2_000);
+    let chosen = build(auto.clone(), &text);
+    assert_reads_back(&chosen, &text);
+    let summary = Reader::new(chosen.clone())
+        .unwrap()
+        .compression_stats()
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (
+            summary.stats.level,
+            summary.stats.long_level,
+            summary.stats.auto
+        ),
+        (3, 9, true)
+    );
+    assert!(
+        summary.dictionary_bytes > 0 && summary.ratio() > 3.0,
+        "{summary:?}"
+    );
+    assert_eq!(
+        chosen,
+        build(auto.clone(), &text),
+        "the choice is deterministic"
+    );
+    // Random bytes: nothing compressed, no flag required, level 0, and
+    // the store only the stats' bytes larger than a plain one.
+    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    let random: Vec<(Vec<u8>, Value)> = (0..3_000)
+        .map(|i| {
+            let bytes: Vec<u8> = (0..120)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    x as u8
+                })
+                .collect();
+            (
+                format!("blob:{i}").into_bytes(),
+                Value::Str(bytes, Some("ASCII-8BIT".into())),
+            )
+        })
+        .collect();
+    let left = build(auto, &random);
+    assert_reads_back_keys(&left, &random);
+    let store = Reader::new(left.clone()).unwrap();
+    assert!(!store.header().has_compressed_values());
+    let stats = store.compression_stats().unwrap().unwrap().stats;
+    assert_eq!((stats.level, stats.values, stats.auto), (0, 0, true));
+    let plain = build(BuildOptions::default(), &random);
+    assert!(
+        left.len() <= plain.len() + 64,
+        "{} against {}",
+        left.len(),
+        plain.len()
+    );
+}
+
+/// Every entry of `entries` reads back by `get` and verify passes, over
+/// every kind of source.
+fn assert_reads_back_keys(bytes: &[u8], entries: &[(Vec<u8>, Value)]) {
+    for (source, store) in support::every_source(bytes) {
+        store.verify().unwrap_or_else(|e| panic!("{source}: {e}"));
+        for (key, value) in entries {
+            let found = store.get(key).unwrap().expect("present");
+            assert_eq!(&found.decode().unwrap(), value, "{source}");
+        }
+    }
 }
 
 /// A tree like a merged locale: sections of entries, each entry a map

@@ -14,7 +14,7 @@ use support::hostile::{huge_record_prefix, KEY};
 
 fn zstd() -> BuildOptions {
     BuildOptions {
-        compression: Compression::Zstd { level: 3 },
+        compression: Compression::zstd(3),
         ..BuildOptions::default()
     }
 }

@@ -384,7 +384,7 @@ pub fn compressed_vector_value(i: u64) -> String {
 #[test]
 fn rebuilds_the_compressed_vector_byte_for_byte() {
     let mut builder = Builder::new(BuildOptions {
-        compression: hashfile::Compression::Zstd { level: 3 },
+        compression: hashfile::Compression::zstd(3),
         ..vector_options()
     })
     .unwrap();
@@ -406,6 +406,48 @@ fn rebuilds_the_compressed_vector_byte_for_byte() {
         let found = store.get(format!("item-{i}").as_bytes()).unwrap().unwrap();
         assert_eq!(found.value(), compressed_vector_value(i).as_bytes());
         assert_eq!(found.kind(), ValueKind::Utf8);
+    }
+}
+
+const COMPRESSED_LEVELS_PATH: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/vectors/compressed-levels.hf"
+);
+
+/// `item-0` .. `item-99` as in the compressed vector, and `long-0` ..
+/// `long-19` (each twelve vector values joined by spaces, over 512 bytes), with `zstd`'s
+/// default levels: 3, and 9 for the long values (docs/FORMAT.md, "Test
+/// vector").
+#[test]
+fn rebuilds_the_two_level_vector_byte_for_byte() {
+    let mut builder = Builder::new(BuildOptions {
+        compression: hashfile::Compression::parse("zstd").unwrap(),
+        ..vector_options()
+    })
+    .unwrap();
+    let long = |i: u64| {
+        (0..12)
+            .map(|k| compressed_vector_value(i * 12 + k))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    for i in 0..100 {
+        builder.insert_record(hashfile::Record::text(
+            &format!("item-{i}"),
+            &compressed_vector_value(i),
+        ));
+    }
+    for i in 0..20 {
+        builder.insert_record(hashfile::Record::text(&format!("long-{i}"), &long(i)));
+    }
+    let store = check_vector(builder, COMPRESSED_LEVELS_PATH);
+    let stats = store.compression_stats().unwrap().unwrap().stats;
+    assert_eq!((stats.level, stats.long_level, stats.auto), (3, 9, false));
+    assert_eq!(stats.values, 110, "every value but the short ones");
+    for i in 0..20 {
+        let found = store.get(format!("long-{i}").as_bytes()).unwrap().unwrap();
+        assert!(found.value().len() >= hashfile::compress::LONG_VALUE_LEN);
+        assert_eq!(found.value(), long(i).as_bytes());
     }
 }
 
@@ -441,7 +483,7 @@ pub fn compressed_items_tree() -> Value {
 #[test]
 fn rebuilds_the_compressed_items_vector_byte_for_byte() {
     let mut builder = Builder::new(BuildOptions {
-        compression: hashfile::Compression::Zstd { level: 3 },
+        compression: hashfile::Compression::zstd(3),
         ..vector_options()
     })
     .unwrap();

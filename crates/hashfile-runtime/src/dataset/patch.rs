@@ -726,8 +726,16 @@ fn options_of(store: &crate::source::Store) -> BuildOptions {
         options.seed_block_len = header.seed_block_len;
     }
     if let Ok(Some(summary)) = store.compression_stats() {
-        options.compression = Compression::Zstd {
-            level: summary.stats.level,
+        let stats = summary.stats;
+        // A base `auto` left uncompressed (level 0) gives its overlays
+        // `auto` too.
+        options.compression = if stats.level == 0 {
+            Compression::Auto
+        } else {
+            Compression::Zstd {
+                level: stats.level,
+                long_level: stats.long_level,
+            }
         };
     }
     options

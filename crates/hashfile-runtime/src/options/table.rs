@@ -256,7 +256,7 @@ pub static OPTIONS: [Spec; 58] = [
     // build
     spec("on_duplicate", Group::Build, Kind::Name, BUILDS_AND_PATCH, "what a key given twice does: error, first, last, merge"),
     spec("index", Group::Build, Kind::Name, BUILDS, "the index layout: classic or compact"),
-    spec("compression", Group::Build, Kind::Name, BUILDS, "none, zstd or zstd:LEVEL"),
+    spec("compression", Group::Build, Kind::Name, BUILDS, "none, zstd, zstd:LEVEL, zstd:LEVEL,LONG_LEVEL or auto"),
     spec("memory", Group::Build, Kind::Size, BUILDS, "the most the index data may take (bytes, \"64M\", \"auto\"); past it a build spills to temporary files"),
     spec("keys_per_bucket", Group::Build, Kind::Number, BUILDS, "average keys per bucket of the perfect hash"),
     spec("load_factor", Group::Build, Kind::Number, BUILDS, "keys per slot"),
@@ -393,7 +393,13 @@ pub fn choices(name: &str) -> Vec<String> {
             .iter()
             .map(|(n, _)| n.to_string())
             .collect(),
-        "compression" => vec!["none".into(), "zstd".into(), "zstd:LEVEL".into()],
+        "compression" => vec![
+            "none".into(),
+            "zstd".into(),
+            "zstd:LEVEL".into(),
+            "zstd:LEVEL,LONG_LEVEL".into(),
+            "auto".into(),
+        ],
         "format" => InputFormat::NAMES
             .iter()
             .map(|(n, _)| n.to_string())

@@ -1,7 +1,8 @@
-//! The compression pass of a build with `Compression::Zstd`: once every
-//! record is in and repeated keys are resolved, a dictionary is trained on
-//! an even sample of the values, and every record is written again with
-//! its value compressed where that makes it smaller
+//! The compression pass of a build with `Compression::Zstd` or `Auto`:
+//! once every record is in and repeated keys are resolved, a dictionary is
+//! trained on an even sample of the values (and, for `auto`, the sample
+//! compressed to choose what pays: `choose`), and every record is written
+//! again with its value compressed where that makes it smaller
 //! (`crate::compress`). A record never grows, so a streaming build
 //! rewrites its own file in place, a wave at a time: each wave is read
 //! whole before any of it is written back, at or before where it was.
@@ -12,7 +13,7 @@ use std::borrow::Cow;
 
 use super::records::Offsets;
 use crate::cancel::CancelFlag;
-use crate::compress::{self, Encoder, Stats};
+use crate::compress::{self, Compression, Encoder, Levels, Stats};
 use crate::error::Result;
 use crate::format::record::{self, Stored};
 use crate::format::ValueKind;
@@ -107,11 +108,7 @@ fn read_whole<'a>(
 /// `compress::SAMPLE_BYTES`: the same records whatever the thread count,
 /// so the same dictionary and bytes. One pass over the records in order,
 /// through `io`: a spilled build's file is read, not mapped.
-pub(super) fn train(
-    io: &mut dyn Rewrite,
-    records_len: u64,
-    cancel: &CancelFlag,
-) -> Result<Vec<u8>> {
+fn train(io: &mut dyn Rewrite, records_len: u64, cancel: &CancelFlag) -> Result<Sample> {
     let stride = records_len.div_ceil(compress::SAMPLE_BYTES as u64).max(1);
     let mut samples: Vec<Vec<u8>> = Vec::new();
     let (mut at, mut index) = (0u64, 0u64);
@@ -137,42 +134,150 @@ pub(super) fn train(
         }
         at += from as u64;
     }
-    let samples: Vec<&[u8]> = samples.iter().map(Vec::as_slice).collect();
-    Ok(compress::train(
-        &samples,
-        compress::dictionary_capacity(records_len),
-    ))
+    let pieces: Vec<&[u8]> = samples.iter().map(Vec::as_slice).collect();
+    let dictionary = compress::train(&pieces, compress::dictionary_capacity(records_len));
+    Ok(Sample {
+        pieces: samples,
+        stride,
+        dictionary,
+    })
 }
 
-/// The whole pass over the records `io` reads and writes: the dictionary
-/// (`train`), then every record rewritten with it (`rewrite`).
+/// What the sampling pass read and trained.
+struct Sample {
+    /// The sampled values (and pieces of long typed ones).
+    pieces: Vec<Vec<u8>>,
+    /// One record in this many was sampled.
+    stride: u64,
+    /// The dictionary trained on them (empty: none).
+    dictionary: Vec<u8>,
+}
+
+/// What the rewrite does to values.
+struct Plan {
+    /// The levels, or `None` to compress nothing (`auto` chose so).
+    levels: Option<Levels>,
+    dictionary: Vec<u8>,
+    /// Whether `auto` chose this.
+    auto: bool,
+}
+
+/// `auto` compresses a store only if that makes its values at least this
+/// fraction smaller, estimated on the sample (with the dictionary's own
+/// bytes counted): below it every lookup would pay a decode for little.
+const AUTO_MIN_SAVING: f64 = 0.10;
+
+/// `auto` tries at most this many bytes of the sample: enough to tell
+/// whether compression pays, in a small part of a build's time.
+const AUTO_TRIAL_BYTES: usize = 4 << 20;
+
+/// `auto`'s choice, from `sample`, for a store: zstd at the default
+/// levels with the trained dictionary, or without it where it would not
+/// save its own bytes over the store's values, or nothing where neither
+/// saves [`AUTO_MIN_SAVING`]. Every estimate is a count of bytes zstd
+/// wrote, so the choice, like the build, is the same on every run.
+fn choose(sample: Sample) -> Result<Plan> {
+    let levels = Levels {
+        short: compress::DEFAULT_LEVEL,
+        long: compress::DEFAULT_LONG_LEVEL,
+    };
+    let sampled: usize = sample.pieces.iter().map(Vec::len).sum();
+    let every = sampled.div_ceil(AUTO_TRIAL_BYTES).max(1);
+    let trial: Vec<&[u8]> = sample
+        .pieces
+        .iter()
+        .step_by(every)
+        .map(Vec::as_slice)
+        .collect();
+    let raw: usize = trial.iter().map(|t| t.len()).sum();
+    let stored = |dictionary: &[u8]| -> Result<usize> {
+        let prepared = compress::prepare_dictionary(dictionary, levels);
+        let mut encoder = Encoder::new(&prepared)?;
+        let mut frame = Vec::new();
+        let mut total = 0;
+        for value in &trial {
+            frame.clear();
+            total += if encoder.compress(value, &mut frame)? {
+                frame.len()
+            } else {
+                value.len()
+            };
+        }
+        Ok(total)
+    };
+    // The trial stands for the store's values: `scale` times its bytes.
+    let scale = (sampled as f64 * sample.stride as f64) / (raw.max(1) as f64);
+    let without = stored(&[])? as f64 * scale;
+    let with = if sample.dictionary.is_empty() {
+        f64::INFINITY
+    } else {
+        stored(&sample.dictionary)? as f64 * scale + sample.dictionary.len() as f64
+    };
+    let raw = raw as f64 * scale;
+    let (best, dictionary) = if with < without {
+        (with, sample.dictionary)
+    } else {
+        (without, Vec::new())
+    };
+    Ok(if raw == 0.0 || best > raw * (1.0 - AUTO_MIN_SAVING) {
+        Plan {
+            levels: None,
+            dictionary: Vec::new(),
+            auto: true,
+        }
+    } else {
+        Plan {
+            levels: Some(levels),
+            dictionary,
+            auto: true,
+        }
+    })
+}
+
+/// The whole pass over the records `io` reads and writes with
+/// `compression` (`Zstd` or `Auto`): the dictionary (`train`), `auto`'s
+/// choice (`choose`), then every record rewritten (`rewrite`).
 pub(super) fn pass(
     io: &mut dyn Rewrite,
     records_len: u64,
-    level: i32,
+    compression: Compression,
     keep_offsets: bool,
     cancel: &CancelFlag,
 ) -> Result<Compressed> {
-    let dictionary = train(io, records_len, cancel)?;
-    rewrite(io, records_len, level, &dictionary, keep_offsets, cancel)
+    let sample = train(io, records_len, cancel)?;
+    let plan = match compression {
+        Compression::Zstd { level, long_level } => Plan {
+            levels: Some(Levels {
+                short: level,
+                long: long_level,
+            }),
+            dictionary: sample.dictionary,
+            auto: false,
+        },
+        Compression::Auto => choose(sample)?,
+        Compression::None => unreachable!("a build without compression has no pass"),
+    };
+    rewrite(io, records_len, &plan, keep_offsets, cancel)
 }
 
 /// Rewrites the records of `records_len` bytes with their values
-/// compressed at `level` with `dictionary`, a wave of whole records at a
-/// time, found by parsing them; the new offsets too if `keep_offsets`.
-pub(super) fn rewrite(
+/// compressed as `plan` says, a wave of whole records at a time, found by
+/// parsing them; the new offsets too if `keep_offsets`.
+fn rewrite(
     io: &mut dyn Rewrite,
     records_len: u64,
-    level: i32,
-    dictionary: &[u8],
+    plan: &Plan,
     keep_offsets: bool,
     cancel: &CancelFlag,
 ) -> Result<Compressed> {
-    let prepared = compress::prepare_dictionary(dictionary, level);
+    let levels = plan.levels.unwrap_or(Levels { short: 0, long: 0 });
+    let prepared = compress::prepare_dictionary(&plan.dictionary, levels);
     let mut new_offsets = keep_offsets.then(|| Offsets::Narrow(Vec::new()));
     let mut checksum = xxhash_rust::xxh3::Xxh3::new();
     let mut stats = Stats {
-        level,
+        level: levels.short,
+        long_level: levels.long,
+        auto: plan.auto,
         ..Stats::default()
     };
     let mut written = 0u64;
@@ -195,7 +300,10 @@ pub(super) fn rewrite(
         let done: Vec<(Vec<u8>, Vec<u64>, Stats, bool)> = tasks
             .par_iter()
             .map(|task| {
-                let mut encoder = Encoder::new(level, prepared.as_ref())?;
+                let mut encoder = match plan.levels {
+                    Some(_) => Some(Encoder::new(&prepared)?),
+                    None => None,
+                };
                 let mut out = Vec::new();
                 let mut starts = Vec::new();
                 let mut stats = Stats::default();
@@ -211,7 +319,7 @@ pub(super) fn rewrite(
                     let typed = original.kind == ValueKind::Typed;
                     let big_typed =
                         typed && original.value.len() > compress::MAX_TYPED_COMPRESS_LEN;
-                    let (compressed, split) =
+                    let (compressed, split) = if let Some(encoder) = &mut encoder {
                         if compress::worth_compressing(typed, original.value.len())
                             || (big_typed
                                 && crate::value::frames::compressed_whole(original.value)?)
@@ -228,7 +336,10 @@ pub(super) fn rewrite(
                             (false, frames > 0)
                         } else {
                             (false, false)
-                        };
+                        }
+                    } else {
+                        (false, false)
+                    };
                     if compressed || split {
                         stats.values += 1;
                         stats.decoded_bytes += original.value.len() as u64;
@@ -270,7 +381,7 @@ pub(super) fn rewrite(
         start += consumed as u64;
     }
     let mut section = stats.encode().to_vec();
-    section.extend_from_slice(dictionary);
+    section.extend_from_slice(&plan.dictionary);
     Ok(Compressed {
         section,
         required_flags: if stats.values == 0 {

@@ -27,7 +27,6 @@ use std::path::Path;
 
 use crate::cancel::CancelFlag;
 use crate::chd;
-use crate::compress::Compression;
 use crate::error::{Error, Result};
 use crate::format::{Header, Record, SectionId, ValueKind};
 
@@ -145,7 +144,7 @@ impl Builder {
             .write_all(&vec![
                 0u8;
                 Header::encoded_len(
-                    options.compression != Compression::None,
+                    options.compression.has_section(),
                     options.fingerprints
                 )
             ])
@@ -207,7 +206,7 @@ impl Builder {
     /// Whether the store gets a dictionary section (a build with
     /// compression): its header is one section longer.
     fn with_dictionary(&self) -> bool {
-        self.options.compression != Compression::None
+        self.options.compression.has_section()
     }
 
     /// The length of the store's header, which the records follow.
@@ -219,9 +218,10 @@ impl Builder {
     /// rewrites the records with their values compressed; replaces the
     /// offsets, unless the index will spill (`keep_offsets` false: it
     /// reads the records back).
-    fn compress_values(&mut self, level: i32, keep_offsets: bool) -> Result<CompressedValues> {
+    fn compress_values(&mut self, keep_offsets: bool) -> Result<CompressedValues> {
         let records_len = self.records_len();
         let header_len = self.header_len();
+        let compression = self.options.compression;
         let cancel = &self.cancel;
         let done = match &mut self.records {
             Records::Memory(records) => {
@@ -229,7 +229,7 @@ impl Builder {
                     records,
                     out: Vec::with_capacity(records.len()),
                 };
-                let done = compress::pass(&mut io, records_len, level, keep_offsets, cancel)?;
+                let done = compress::pass(&mut io, records_len, compression, keep_offsets, cancel)?;
                 *records = io.out;
                 done
             }
@@ -246,7 +246,7 @@ impl Builder {
                     start,
                     written: 0,
                 };
-                let done = compress::pass(&mut io, records_len, level, keep_offsets, cancel)?;
+                let done = compress::pass(&mut io, records_len, compression, keep_offsets, cancel)?;
                 // What lay past the shorter records goes: the index is
                 // written after them, and the gaps must be zero.
                 spill
@@ -652,8 +652,8 @@ impl Builder {
         self.seal()?;
         self.resolve_duplicates()?;
         self.cancel.check()?;
-        if let (Compression::Zstd { level }, None) = (self.options.compression, &self.compressed) {
-            self.compressed = Some(self.compress_values(level, true)?);
+        if self.options.compression.has_section() && self.compressed.is_none() {
+            self.compressed = Some(self.compress_values(true)?);
         }
         self.cancel.check()?;
         let record_flags = self.record_flags();
@@ -844,8 +844,8 @@ impl Builder {
             self.resolve_in_file(policy, &mut stats)?;
         }
         self.cancel.check()?;
-        if let (Compression::Zstd { level }, None) = (self.options.compression, &self.compressed) {
-            self.compressed = Some(self.compress_values(level, false)?);
+        if self.options.compression.has_section() && self.compressed.is_none() {
+            self.compressed = Some(self.compress_values(false)?);
         }
         self.cancel.check()?;
         let record_flags = self.record_flags();

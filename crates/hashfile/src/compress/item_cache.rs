@@ -111,7 +111,9 @@ impl ItemCache {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compress::{prepare_dictionary, train, Decoder, Encoder, SMALL_DICTIONARY_CAPACITY};
+    use crate::compress::{
+        prepare_dictionary, train, Decoder, Encoder, Levels, SMALL_DICTIONARY_CAPACITY,
+    };
 
     #[test]
     fn kept_items_come_back_only_to_their_own_decoder_and_stay_within_the_limit() {
@@ -123,8 +125,8 @@ mod tests {
         let samples: Vec<&[u8]> = values.iter().map(Vec::as_slice).collect();
         let dictionary = train(&samples, SMALL_DICTIONARY_CAPACITY);
         assert!(!dictionary.is_empty());
-        let prepared = prepare_dictionary(&dictionary, 3);
-        let mut encoder = Encoder::new(3, prepared.as_ref()).unwrap();
+        let prepared = prepare_dictionary(&dictionary, Levels { short: 3, long: 9 });
+        let mut encoder = Encoder::new(&prepared).unwrap();
         let mut frame = vec![];
         assert!(encoder.compress(&values[7], &mut frame).unwrap());
         let decoder = Decoder::new(&dictionary).unwrap();

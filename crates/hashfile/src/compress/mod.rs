@@ -19,9 +19,9 @@ mod stats;
 mod train;
 
 pub use decode::{DecodeError, Decoder};
-pub use encode::{prepare_dictionary, Encoder};
+pub use encode::{prepare_dictionary, Encoder, Levels, Prepared};
 pub use item_cache::{ItemCacheStats, ITEM_CACHE_LEN, KEPT_ITEM_LEN};
-pub use names::{Compression, DEFAULT_LEVEL, LEVEL_RANGE};
+pub use names::{Compression, DEFAULT_LEVEL, DEFAULT_LONG_LEVEL, LEVEL_RANGE, LONG_VALUE_LEN};
 pub use stats::{Stats, Summary, MAX_DICTIONARY_LEN, STATS_LEN};
 pub use train::{
     dictionary_capacity, train, DICTIONARY_CAPACITY, SAMPLE_BYTES, SAMPLE_VALUE_LEN,
@@ -80,8 +80,8 @@ mod tests {
             .collect();
         let samples: Vec<&[u8]> = values.iter().map(Vec::as_slice).collect();
         for dictionary in [train(&samples, SMALL_DICTIONARY_CAPACITY), Vec::new()] {
-            let prepared = prepare_dictionary(&dictionary, 3);
-            let mut encoder = Encoder::new(3, prepared.as_ref()).unwrap();
+            let prepared = prepare_dictionary(&dictionary, Levels { short: 3, long: 9 });
+            let mut encoder = Encoder::new(&prepared).unwrap();
             let decoder = Decoder::new(&dictionary).unwrap();
             let mut compressed = 0;
             for value in &values {
@@ -107,7 +107,8 @@ mod tests {
         assert!(worth_compressing(false, 10 << 20));
         assert!(worth_compressing(true, MAX_TYPED_COMPRESS_LEN));
         assert!(!worth_compressing(true, MAX_TYPED_COMPRESS_LEN + 1));
-        let mut encoder = Encoder::new(3, None).unwrap();
+        let prepared = prepare_dictionary(&[], Levels { short: 3, long: 3 });
+        let mut encoder = Encoder::new(&prepared).unwrap();
         let mut out = vec![];
         let value = vec![b'a'; 500];
         assert!(encoder.compress(&value, &mut out).unwrap());

@@ -2,10 +2,12 @@
 //! the stats before the dictionary, and the longest dictionary a reader
 //! accepts.
 
-/// Bytes before the dictionary in the dictionary section: four
-/// little-endian fields, informational (`info`): compressed values (u64),
-/// their decoded bytes (u64), their stored bytes (u64), the level (i32),
-/// and 4 zero bytes.
+/// Bytes before the dictionary in the dictionary section, informational
+/// (`info`), little-endian: compressed values (u64), their decoded bytes
+/// (u64), their stored bytes (u64), the level (i32; 0 where `auto` chose
+/// to compress nothing), the level of values of `LONG_VALUE_LEN` bytes or
+/// more (u8; 0 in stores written before it was recorded: the same level),
+/// 1 if `auto` chose the compression (u8; else 0), and 2 zero bytes.
 pub const STATS_LEN: usize = 32;
 
 /// The longest dictionary a reader accepts: what opening a compressed
@@ -21,8 +23,17 @@ pub struct Stats {
     pub decoded_bytes: u64,
     /// Their values' stored (compressed) bytes.
     pub stored_bytes: u64,
-    /// The zstd level they were compressed at.
+    /// The zstd level values shorter than `LONG_VALUE_LEN` were
+    /// compressed at (0: `auto` chose to compress nothing).
     pub level: i32,
+    /// The level of longer ones.
+    pub long_level: i32,
+    /// Whether `auto` chose the compression.
+    pub auto: bool,
+    /// Whether the bytes after the level hold what no writer writes (a
+    /// choice byte over 1, or the last two bytes not zero): `verify`
+    /// reports it.
+    pub unknown: bool,
 }
 
 impl Stats {
@@ -33,6 +44,12 @@ impl Stats {
         out[8..16].copy_from_slice(&self.decoded_bytes.to_le_bytes());
         out[16..24].copy_from_slice(&self.stored_bytes.to_le_bytes());
         out[24..28].copy_from_slice(&self.level.to_le_bytes());
+        // 0 where both levels are one: such a store's bytes are what
+        // they were before the long level was recorded.
+        if self.long_level != self.level {
+            out[28] = self.long_level.clamp(0, u8::MAX as i32) as u8;
+        }
+        out[29] = u8::from(self.auto);
         out
     }
 
@@ -40,12 +57,46 @@ impl Stats {
     /// `STATS_LEN` bytes.
     pub fn decode(bytes: &[u8]) -> Stats {
         let u64_at = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
+        let level = i32::from_le_bytes(bytes[24..28].try_into().expect("4 bytes"));
         Stats {
             values: u64_at(0),
             decoded_bytes: u64_at(8),
             stored_bytes: u64_at(16),
-            level: i32::from_le_bytes(bytes[24..28].try_into().expect("4 bytes")),
+            level,
+            long_level: match bytes[28] {
+                0 => level,
+                long => i32::from(long),
+            },
+            auto: bytes[29] == 1,
+            unknown: bytes[29] > 1 || bytes[30..32] != [0, 0],
         }
+    }
+
+    /// What is wrong with these stats, as `verify` reports it: a level
+    /// out of zstd's range, level 0 (nothing compressed) with compressed
+    /// values or not chosen by `auto`, or bytes no writer writes.
+    pub fn check(&self) -> std::result::Result<(), String> {
+        let (lo, hi) = super::LEVEL_RANGE;
+        let level_ok = |level: i32| (lo..=hi).contains(&level);
+        if self.unknown {
+            return Err("stats hold bytes no writer writes after the level".into());
+        }
+        if self.level == 0 {
+            if self.values != 0 || !self.auto || self.long_level != 0 {
+                return Err(format!(
+                    "stats say level 0 (auto chose no compression) with {} compressed values",
+                    self.values
+                ));
+            }
+            return Ok(());
+        }
+        if !level_ok(self.level) || !level_ok(self.long_level) {
+            return Err(format!(
+                "stats say levels {} and {}, outside {lo}..={hi}",
+                self.level, self.long_level
+            ));
+        }
+        Ok(())
     }
 }
 

@@ -253,6 +253,9 @@ impl<S: Source> Reader<S> {
             offset = next;
         }
         if let Some(stats) = stats {
+            stats
+                .check()
+                .map_err(|what| Error::corrupt("dictionary", what))?;
             let said = (stats.values, stats.decoded_bytes, stats.stored_bytes);
             let held = (seen.values, seen.decoded_bytes, seen.stored_bytes);
             if said != held {
