@@ -59,11 +59,13 @@ module Hashfile
     #   index"); its keys_per_bucket default is 4.0
     # @param keys_per_part [Integer] most keys per part, on average: larger
     #   stores split into parts built in parallel (docs/FORMAT.md, "Parts")
-    # @param compression [:none, :zstd, String] :zstd (or "zstd:LEVEL", 1 to
-    #   22; level 3 by default) stores each value of 32 bytes or more as a zstd
-    #   frame of its own, with a dictionary trained on the store's values:
-    #   text values take several times less room, and a lookup still decodes
-    #   only its own value (docs/RUBY.md, "Compressed values")
+    # @param compression [:none, :zstd, :auto, String] :zstd (levels 3, and 9
+    #   for values of 512 bytes or more; "zstd:LEVEL" one level from 1 to 22,
+    #   "zstd:LEVEL,LONG_LEVEL" two) stores each value of 32 bytes or more as a
+    #   zstd frame of its own, with a dictionary trained on the store's
+    #   values: text values take several times less room, and a lookup still
+    #   decodes only its own value. :auto compresses only where a sample of
+    #   the values says it pays (docs/RUBY.md, "Compressed values")
     # @param memory [:auto, Integer, String] the most the index data of the
     #   build may take, in bytes or as "64M", "4G": a build past it builds
     #   its index part by part from temporary files beside +path+ (16 bytes

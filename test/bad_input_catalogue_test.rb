@@ -42,14 +42,15 @@ class BadInputCatalogueTest < HashfileTest
 
   # A store of one compressed value whose frame has a byte flipped: the
   # header and the index are intact, so only the lookup's decode sees it.
-  def damaged_compressed_value
-    text = (1..40).map { |i| "word#{i % 7} " }.join
-    Hashfile.build(path("z.hf"), { "text" => text }, compression: :zstd)
-    bytes = File.binread(path("z.hf"))
+  # With `words` of 400, a value over 512 bytes: compressed at level 9.
+  def damaged_compressed_value(words: 40)
+    text = (1..words).map { |i| "word#{i % 7} " }.join
+    Hashfile.build(path("z#{words}.hf"), { "text" => text }, compression: :zstd)
+    bytes = File.binread(path("z#{words}.hf"))
     at = bytes.index("text") + 4 # the frame follows the key
     bytes.setbyte(at + 6, bytes.getbyte(at + 6) ^ 0xff)
-    File.binwrite(path("zbad.hf"), bytes)
-    path("zbad.hf")
+    File.binwrite(path("zbad#{words}.hf"), bytes)
+    path("zbad#{words}.hf")
   end
 
   # A store whose typed value {"name" => "ann", "role" => "admin"} has its
@@ -89,6 +90,7 @@ class BadInputCatalogueTest < HashfileTest
       ["a store truncated while open", -> { truncated_while_open }, Hashfile::StaleError, /the store file changed while open .*; reopen it/],
       ["a FIFO as a store", -> { File.mkfifo(path("pipe.hf")) unless File.exist?(path("pipe.hf")); Hashfile.open(path("pipe.hf")) }, Hashfile::FormatError, /pipe.hf: a FIFO \(named pipe\), not a regular file; a store is read from a regular file/],
       ["a damaged compressed value", -> { Hashfile.open(damaged_compressed_value)["text"] }, Hashfile::FormatError, /corrupt store \(records\): compressed value/],
+      ["a damaged long compressed value (zstd level 9)", -> { Hashfile.open(damaged_compressed_value(words: 400))["text"] }, Hashfile::FormatError, /corrupt store \(records\): compressed value/],
       ["a map whose count hides a pair", -> { Hashfile.open(hidden_pair_store)["user"] }, Hashfile::FormatError, /hidden.hf: corrupt store \(records\): value for key "user": malformed value: container body longer than its items at byte 9/],
       ["a value larger than max_value_size", -> { Hashfile.open(big_value_store, max_value_size: 100)["big"] }, Hashfile::LimitError, /the value of key "big" is 1000 bytes, over max_value_size \(100 bytes\); open the store with a larger max_value_size to read it/],
       ["a compressed value decoding past max_value_size", -> { Hashfile.open(big_value_store, max_value_size: 10_000)["text"] }, Hashfile::LimitError, /the value of key "text" decodes to 40000 bytes, over max_value_size \(10000 bytes\)/],
@@ -150,6 +152,8 @@ class BadInputCatalogueTest < HashfileTest
       ["an output that is a FIFO", -> { File.mkfifo(path("fifo")) unless File.exist?(path("fifo")); Hashfile.build(path("fifo"), { "a" => 1 }) }, ArgumentError, /fifo is a FIFO; a store replaces only a regular file: give a file path/],
       ["an unknown compression", -> { Hashfile.build(path, { "a" => "b" }, compression: :lz4) }, ArgumentError, /invalid option compression: "lz4" is not a compression; one of none, zstd, zstd:LEVEL, zstd:LEVEL,LONG_LEVEL \(LEVEL 1..=22\), auto/],
       ["a zstd level out of range", -> { Hashfile.build(path, { "a" => "b" }, compression: "zstd:30") }, ArgumentError, /invalid option compression: "zstd:30": the zstd level must be an integer from 1 to 22/],
+      ["a long values' zstd level out of range", -> { Hashfile.build(path, { "a" => "b" }, compression: "zstd:3,23") }, ArgumentError, /invalid option compression: "zstd:3,23": the zstd level must be an integer from 1 to 22/],
+      ["auto with a level", -> { Hashfile.build(path, { "a" => "b" }, compression: "auto:3") }, ArgumentError, /invalid option compression: "auto:3" is not a compression/],
       ["a memory limit that is not a size", -> { Hashfile.build(path, { "a" => "b" }, memory: "lots") }, ArgumentError, /invalid option memory: "lots" is not a size: give bytes, a number with K, M, G or T \(64M\), or auto/],
       ["a memory limit below the least", -> { Hashfile.build(path, { "a" => "b" }, memory: 1000) }, ArgumentError, /invalid option memory: 1000 bytes is below the least a build can work in, 16 MiB/],
       ["a col_sep that is a quote", -> { Hashfile.build_from(input("c2.csv", "k,v\n"), path, col_sep: "\"") }, ArgumentError, /invalid option col_sep: must be one ASCII character other than a quote or a line break/],

@@ -29,11 +29,20 @@ fuzz_target!(|data: &[u8]| {
             OnDuplicate::Last
         },
         keys_per_part: u64::from((choice >> 1) & 0x3f).max(1) * 4,
-        // The top bit: values compressed (and decoded by every lookup).
-        compression: if choice & 0x80 != 0 {
-            hashfile::Compression::Zstd { level: 1 }
-        } else {
+        // The top bit: values compressed (and decoded by every lookup):
+        // at one level, at two (long values at the second), or as `auto`
+        // chooses, by the count of pairs.
+        compression: if choice & 0x80 == 0 {
             hashfile::Compression::None
+        } else {
+            match pairs.len() % 3 {
+                0 => hashfile::Compression::zstd(1),
+                1 => hashfile::Compression::Zstd {
+                    level: 1,
+                    long_level: 3,
+                },
+                _ => hashfile::Compression::Auto,
+            }
         },
         // Bit 6: an overlay's store, with fingerprints and tombstones.
         fingerprints: choice & 0x40 != 0,

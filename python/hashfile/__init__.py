@@ -103,9 +103,11 @@ def build(
     ``path``. Options: ``on_duplicate`` (``"error"``, ``"first"``,
     ``"last"``, ...), ``keys_per_bucket``, ``load_factor``, ``hash_seed``,
     ``keys_per_part``, ``index`` (``"classic"``, ``"compact"``),
-    ``compression`` (``"none"``, ``"zstd"``, ``"zstd:LEVEL"``: each value of
-    32 bytes or more stored as a zstd frame of its own, with a dictionary
-    trained on the values), ``memory`` (bytes, or ``"64M"``, ``"4G"``,
+    ``compression`` (``"none"``, ``"zstd"``, ``"zstd:LEVEL"``,
+    ``"zstd:LEVEL,LONG_LEVEL"``, ``"auto"``: each value of 32 bytes or more
+    stored as a zstd frame of its own, with a dictionary trained on the
+    values; ``"zstd"`` is level 3, and 9 for values of 512 bytes or more;
+    ``"auto"`` compresses only where a sample says it pays), ``memory`` (bytes, or ``"64M"``, ``"4G"``,
     ``"auto"``: the most the index data may take; a build past it spills
     to temporary files beside the output, into the same bytes). Returns the
     bytes written.

@@ -806,3 +806,57 @@ fn dig_every<S: hashfile::read::Source>(
         })
         .collect()
 }
+
+#[test]
+fn a_value_of_a_kilobyte_or_more_is_decoded_once_and_kept() {
+    // Values of 1-4 KiB (kept), and short ones (decoded each time).
+    let entries = long_and_short(600)
+        .into_iter()
+        .map(|(key, value)| match value {
+            Value::Str(text, e) if text.len() >= 512 => (key, Value::Str(text.repeat(3), e)),
+            other => (key, other),
+        })
+        .collect::<Vec<_>>();
+    let bytes = build(zstd(), &entries);
+    for (source, store) in support::every_source(&bytes) {
+        let stats = || {
+            store
+                .item_cache_stats()
+                .expect("a store with compressed values")
+        };
+        assert_eq!(stats().entries, 0, "{source}");
+        let long: Vec<&(Vec<u8>, Value)> = entries
+            .iter()
+            .filter(|(_, v)| matches!(v, Value::Str(t, _) if t.len() >= 1024))
+            .collect();
+        assert!(long.len() >= 100);
+        for round in 0..3 {
+            for (key, value) in &entries {
+                let found = store.get(key).unwrap().expect("present");
+                assert_eq!(&found.decode().unwrap(), value, "{source} round {round}");
+                assert_eq!(found.key(), key.as_slice(), "{source}");
+            }
+            // Each kept value was decoded once: the later rounds hit.
+            let s = stats();
+            assert_eq!(s.entries, long.len() as u64, "{source}");
+            assert_eq!(s.misses, long.len() as u64, "{source}");
+            assert_eq!(s.hits, round * long.len() as u64, "{source}");
+        }
+        // A batch and a walk give the same values from it.
+        let keys: Vec<&[u8]> = entries.iter().map(|(k, _)| k.as_slice()).collect();
+        for ((_, value), found) in entries.iter().zip(store.get_many(&keys).unwrap()) {
+            assert_eq!(&found.unwrap().decode().unwrap(), value, "{source}");
+        }
+    }
+    // A max_value_size lowered after a value was kept still refuses it.
+    let mut store = Reader::new(bytes).unwrap();
+    let (key, _) = entries
+        .iter()
+        .find(|(_, v)| matches!(v, Value::Str(t, _) if t.len() >= 1024))
+        .unwrap();
+    assert!(store.get(key).unwrap().is_some());
+    assert_eq!(store.item_cache_stats().unwrap().entries, 1);
+    store.set_max_value_size(100).unwrap();
+    let e = store.get(key).map(|r| r.is_some()).unwrap_err();
+    assert!(matches!(e, Error::ValueTooLarge { .. }), "{e}");
+}

@@ -71,6 +71,40 @@ impl Decoder {
         Ok(item)
     }
 
+    /// The value a compressed record's `frame` holds, followed by its
+    /// `key`, where `frame` lies at byte `at` of the store's file, as
+    /// [`decode`](Decoder::decode) gives it within `max` bytes. A value
+    /// that decodes to [`KEPT_VALUE_LEN`] bytes or more (and at most
+    /// [`KEPT_ITEM_LEN`](super::KEPT_ITEM_LEN)) is kept in the cache the
+    /// items of [`decode_item`](Decoder::decode_item) are, and answered
+    /// from it when the frame at `at` is asked for again: a lookup of a
+    /// hot value of some kilobytes skips a decode of some microseconds.
+    /// The caller compared the stored key before, so the key kept with a
+    /// value is the one asked for.
+    pub fn decode_value(
+        &self,
+        at: u64,
+        frame: &[u8],
+        key: &[u8],
+        max: u64,
+    ) -> std::result::Result<DecodedValue, DecodeError> {
+        let size = content_size(frame).map_err(DecodeError::Damaged)?;
+        if !(KEPT_VALUE_LEN..=super::KEPT_ITEM_LEN as u64).contains(&size) {
+            return self.decode(frame, key, max).map(DecodedValue::Owned);
+        }
+        let place = (at, frame.len());
+        if let Some(kept) = self.item_cache().get(place) {
+            let value_len = kept.len().saturating_sub(key.len()) as u64;
+            if value_len > max {
+                return Err(DecodeError::TooLarge(value_len));
+            }
+            return Ok(DecodedValue::Kept(kept));
+        }
+        let bytes: Arc<[u8]> = self.decode(frame, key, max)?.into();
+        self.item_cache().insert(place, bytes.clone());
+        Ok(DecodedValue::Kept(bytes))
+    }
+
     /// What the cache of decoded items holds and has done.
     pub fn item_cache_stats(&self) -> ItemCacheStats {
         self.item_cache().stats()
@@ -142,6 +176,20 @@ impl Decoder {
         out.extend_from_slice(prefix);
         Ok(out)
     }
+}
+
+/// Values decoding to at least this many bytes are kept for the next
+/// lookup ([`Decoder::decode_item`]'s cache): below it a decode (under a
+/// microsecond) costs about what the cache's lock and lookup would.
+pub const KEPT_VALUE_LEN: u64 = 1 << 10;
+
+/// A value [`Decoder::decode_value`] decoded: the value followed by the
+/// key, in a buffer of its own or one the store's cache shares.
+pub enum DecodedValue {
+    /// Decoded for this lookup alone.
+    Owned(Vec<u8>),
+    /// Kept in the store's cache of decoded items and values.
+    Kept(Arc<[u8]>),
 }
 
 /// Why a frame was not decoded.

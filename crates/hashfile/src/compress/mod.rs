@@ -18,7 +18,7 @@ mod names;
 mod stats;
 mod train;
 
-pub use decode::{DecodeError, Decoder};
+pub use decode::{DecodeError, DecodedValue, Decoder, KEPT_VALUE_LEN};
 pub use encode::{prepare_dictionary, Encoder, Levels, Prepared};
 pub use item_cache::{ItemCacheStats, ITEM_CACHE_LEN, KEPT_ITEM_LEN};
 pub use names::{Compression, DEFAULT_LEVEL, DEFAULT_LONG_LEVEL, LEVEL_RANGE, LONG_VALUE_LEN};

@@ -54,7 +54,7 @@ impl<S: Source> Reader<S> {
             }
             let (layout, key, value) = self.record_in_place(bytes, offset)?;
             return Ok(Some((
-                self.found(key, value, layout)?,
+                self.found(key, value, layout, offset)?,
                 offset + layout.len as u64,
             )));
         }
@@ -66,7 +66,7 @@ impl<S: Source> Reader<S> {
             .split(&piece)
             .expect("the piece holds the record, checked by stored_record_at");
         if layout.compressed || layout.items {
-            return Ok(Some((self.decoded(key, value, layout)?, next)));
+            return Ok(Some((self.decoded(key, value, layout, offset)?, next)));
         }
         self.check_stored_len(key, value.len())?;
         Ok(Some((RecordBuf::new(piece, layout), next)))
@@ -141,24 +141,27 @@ impl<S: Source> Reader<S> {
         Ok(Some((piece, layout)))
     }
 
-    /// The record found in memory: borrowed as it is, or decoded if its
-    /// value is compressed.
+    /// The record found in memory at records offset `offset`: borrowed as
+    /// it is, or decoded if its value is compressed.
     #[inline(always)]
     pub(super) fn found<'b>(
         &'b self,
         key: &'b [u8],
         value: &'b [u8],
         layout: Layout,
+        offset: u64,
     ) -> Result<RecordBuf<'b>> {
         if layout.compressed || layout.items {
-            return self.decoded(key, value, layout);
+            return self.decoded(key, value, layout, offset);
         }
         self.check_stored_len(key, value.len())?;
         Ok(RecordBuf::borrowed(key, value, layout))
     }
 
-    /// The record of a compressed value, or of a typed value holding
-    /// compressed items, decoded into a buffer of its own. Damage is an
+    /// The record at records offset `offset` of a compressed value, or of
+    /// a typed value holding compressed items, decoded into a buffer of
+    /// its own or one the store's cache keeps (a value of 1 to 64 KiB,
+    /// `compress::Decoder::decode_value`). Damage is an
     /// error: a frame that does not decode, decodes to another length than
     /// it says, claims more than `compress::MAX_EXPANSION` times its
     /// length, or is in a store whose header has no compressed values (or
@@ -176,6 +179,7 @@ impl<S: Source> Reader<S> {
         key: &[u8],
         value: &[u8],
         layout: Layout,
+        offset: u64,
     ) -> Result<RecordBuf<'b>> {
         let decoder = self.decoder_for(layout)?;
         let max = self.max_value_size;
@@ -202,9 +206,16 @@ impl<S: Source> Reader<S> {
             bytes.extend_from_slice(key);
             bytes
         } else {
-            decoder
-                .decode(value, key, max)
+            let value_at = self.records.offset + offset + layout.value_start as u64;
+            match decoder
+                .decode_value(value_at, value, key, max)
                 .map_err(|e| self.decode_error(key, e))?
+            {
+                crate::compress::DecodedValue::Owned(bytes) => bytes,
+                crate::compress::DecodedValue::Kept(kept) => {
+                    return Ok(RecordBuf::from_kept(kept, key.len(), layout))
+                }
+            }
         };
         Ok(RecordBuf::from_decoded(bytes, key.len(), layout))
     }
@@ -260,11 +271,12 @@ impl<S: Source> Reader<S> {
         Ok(self.decoder.get_or_init(|| decoder))
     }
 
-    /// What the cache of decoded items holds and has done
-    /// (`compress::Decoder::decode_item`): `None` for a store without
-    /// compressed items, zeros before the first dig into one.
+    /// What the cache of decoded items and values holds and has done
+    /// (`compress::Decoder::decode_item`, `decode_value`): `None` for a
+    /// store without compressed values, zeros before the first lookup
+    /// of one.
     pub fn item_cache_stats(&self) -> Option<crate::compress::ItemCacheStats> {
-        if !self.header.has_compressed_items() {
+        if !self.header.has_compressed_values() {
             return None;
         }
         Some(

@@ -46,7 +46,7 @@ impl<S: Source> Reader<S> {
             return Ok(None);
         }
         if !layout.items {
-            let found = self.found(found, value, layout)?;
+            let found = self.found(found, value, layout, offset)?;
             return dig_record(&found.record(), path, symbolize_names, answer).map(Some);
         }
         // A value holding compressed items: `value::frames` walks its raw

@@ -389,7 +389,7 @@ impl<S: Source> Reader<S> {
             if found != key {
                 return Ok(None);
             }
-            return self.found(found, value, layout).map(Some);
+            return self.found(found, value, layout, offset).map(Some);
         }
         match self.record_at(offset)? {
             Some((record, _)) if record.key() == key => Ok(Some(record)),

@@ -6,6 +6,7 @@ use crate::error::Result;
 use crate::format::record::Layout;
 use crate::format::{Record, ValueKind};
 use std::ops::Range;
+use std::sync::Arc;
 
 /// A record a lookup or an iteration found, holding the piece of the store
 /// it was read from (borrowed from a memory source, owned or shared
@@ -81,6 +82,25 @@ impl<'a> RecordBuf<'a> {
         let split = bytes.len() - key_len;
         let (key, value) = (split..bytes.len(), 0..split);
         RecordBuf::owning(bytes, key, value, layout.key_utf8, layout.kind)
+    }
+
+    /// A record whose value was decoded and is kept in the store's cache
+    /// (`compress::Decoder::decode_value`): `bytes` is the value followed
+    /// by the key's last `key_len` bytes, shared with the cache.
+    pub(super) fn from_kept(bytes: Arc<[u8]>, key_len: usize, layout: Layout) -> RecordBuf<'a> {
+        let len = bytes.len();
+        let split = len - key_len;
+        // SAFETY: as in `new`: the slices point into the shared buffer kept
+        // beside them in `_held`, which neither moves nor goes while the
+        // record lives, and are handed out only borrowed from `&self`.
+        let (all, held) = unsafe { Piece::<'a>::shared(bytes, 0..len).into_parts() };
+        RecordBuf {
+            key: &all[split..],
+            value: &all[..split],
+            key_utf8: layout.key_utf8,
+            kind: layout.kind,
+            _held: held,
+        }
     }
 
     /// A record whose key and value are the ranges `key` and `value` of
