@@ -475,7 +475,7 @@ module Hashfile
           o.on("--keys-per-part N", Integer, "most keys per part of the index, on average (default #{BUILD_DEFAULTS[:keys_per_part]})") { |v| options[:keys_per_part] = v }
           o.on("--index LAYOUT", %w[classic compact], "the index layout: classic, or compact (2.2 bits a key, slower to build; default #{BUILD_DEFAULTS[:index]})") { |v| options[:index] = v.to_sym }
           o.on("--compression C", "none, zstd, zstd:LEVEL, zstd:LEVEL,LONG_LEVEL (1-22; zstd: 3, and 9 for values of 512 bytes or more)", "or auto (compress only where a sample says it pays): each value of 32 bytes or more",
-                 "compressed alone, with a dictionary trained on the values (default #{BUILD_DEFAULTS[:compression]})") { |v| options[:compression] = v }
+               "compressed alone, with a dictionary trained on the values (default #{BUILD_DEFAULTS[:compression]})") { |v| options[:compression] = v }
           o.on("--memory SIZE", "most memory for the index data (64M, 4G; default #{BUILD_DEFAULTS[:memory]}: an eighth of RAM);", "past it the index is built from temporary files beside OUT (16 bytes a key), same bytes") { |v| options[:memory] = v }
           o.on("-q", "--quiet", "no progress bar and no summary") { quiet = true }
         end.parse!(argv)

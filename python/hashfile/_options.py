@@ -70,7 +70,7 @@ class BuildOptions(TypedDict, total=False):
     index: str | None
     """the index layout: classic or compact (default: 'classic')"""
     compression: str | None
-    """none, zstd or zstd:LEVEL (default: 'none')"""
+    """none, zstd, zstd:LEVEL, zstd:LEVEL,LONG_LEVEL or auto (default: 'none')"""
     memory: int | str | None
     """the most the index data may take (bytes, "64M", "auto"); past it a build spills to temporary files (default: 'auto')"""
     keys_per_bucket: float | None

@@ -386,7 +386,8 @@ fn verify_checks_the_stats_against_the_records() {
     // Levels out of range, level 0 with compressed values, and bytes no
     // writer writes: each an error naming the section. The values still
     // read: the stats are informational.
-    let changes: [(&str, fn(&mut [u8])); 5] = [
+    type Change = fn(&mut [u8]);
+    let changes: [(&str, Change); 5] = [
         ("outside 1..=22", |s| {
             s[24..28].copy_from_slice(&40i32.to_le_bytes())
         }),
