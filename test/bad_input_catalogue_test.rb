@@ -153,7 +153,7 @@ class BadInputCatalogueTest < HashfileTest
       ["an unknown compression", -> { Hashfile.build(path, { "a" => "b" }, compression: :lz4) }, ArgumentError, /invalid option compression: "lz4" is not a compression; one of none, zstd, zstd:LEVEL, zstd:LEVEL,LONG_LEVEL \(LEVEL 1..=22\), auto/],
       ["a zstd level out of range", -> { Hashfile.build(path, { "a" => "b" }, compression: "zstd:30") }, ArgumentError, /invalid option compression: "zstd:30": the zstd level must be an integer from 1 to 22/],
       ["a long values' zstd level out of range", -> { Hashfile.build(path, { "a" => "b" }, compression: "zstd:3,23") }, ArgumentError, /invalid option compression: "zstd:3,23": the zstd level must be an integer from 1 to 22/],
-      ["auto with a level", -> { Hashfile.build(path, { "a" => "b" }, compression: "auto:3") }, ArgumentError, /invalid option compression: "auto:3" is not a compression/],
+      ["auto with a level", -> { Hashfile.build(path, { "a" => "b" }, compression: "auto:3") }, ArgumentError, /invalid option compression: "auto:3": auto takes no level/],
       ["a memory limit that is not a size", -> { Hashfile.build(path, { "a" => "b" }, memory: "lots") }, ArgumentError, /invalid option memory: "lots" is not a size: give bytes, a number with K, M, G or T \(64M\), or auto/],
       ["a memory limit below the least", -> { Hashfile.build(path, { "a" => "b" }, memory: 1000) }, ArgumentError, /invalid option memory: 1000 bytes is below the least a build can work in, 16 MiB/],
       ["a col_sep that is a quote", -> { Hashfile.build_from(input("c2.csv", "k,v\n"), path, col_sep: "\"") }, ArgumentError, /invalid option col_sep: must be one ASCII character other than a quote or a line break/],

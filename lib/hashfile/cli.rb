@@ -504,6 +504,9 @@ module Hashfile
         unless quiet
           in_shards = options[:shards] ? format(" in %d shards", options[:shards]) : ""
           print_message format("wrote %s: %d entries, %d bytes%s in %.2f s", output, result[:entries], result[:file_bytes], in_shards, clock - started)
+          if options[:compression] && !options[:shards]
+            Hashfile.open(output) { |db| (c = db.info[:compression]) && print_message("compression: #{compression_summary(c)}") }
+          end
           if (spilled = result[:spilled])
             print_message format("the index went over --memory %s: built in %d groups of parts from %s of temporary files, since removed",
                                  options.fetch(:memory, BUILD_DEFAULTS[:memory]), spilled[:groups], human_bytes(spilled[:temporary_bytes]))
@@ -638,7 +641,7 @@ module Hashfile
         remote = {}
         parser("dump") do |o|
           o.separator ""
-          o.separator "The output builds back into an identical store (hashfile build --format F)."
+          o.separator "The output builds back into an identical store (hashfile build --format F, with the store's options: --compression again)."
           o.on("--format F", DUMP_FORMATS, "jsonl (default): [key, value] per line; json: one object; tsv: key and value columns") { |v| format = v }
           raw_option(o)
           remote_options(o, remote)
@@ -1002,14 +1005,7 @@ module Hashfile
         rows << ["value types", types.sort_by { |name, n| [-n, name] }.map { |name, n| "#{name} #{commas(n)}" }.join(", ")]
       end
       if (c = info[:compression])
-        levels = c[:long_level] == c[:level] ? "level #{c[:level]}" : "levels #{c[:level]} and #{c[:long_level]} (from #{c[:long_value_bytes]} bytes)"
-        chosen = c[:auto] ? " (chosen by auto)" : ""
-        rows << if c[:codec] == :none
-                  ["compression", "none#{chosen}: a sample did not compress enough to pay for decoding"]
-                else
-                  ["compression", format("%s %s%s: %s values, %s decoded in %s (%.2fx); dictionary %s", c[:codec], levels, chosen, commas(c[:values]),
-                                         human_bytes(c[:decoded_bytes]), human_bytes(c[:stored_bytes]), c[:ratio], human_bytes(c[:dictionary_bytes]))]
-                end
+        rows << ["compression", compression_summary(c)]
       end
       info[:sections].each { |name, bytes| rows << ["section #{name}", human_bytes(bytes)] }
       info[:parameters].each { |name, value| rows << ["build #{name}", value.to_s] }
@@ -1053,6 +1049,21 @@ module Hashfile
     end
 
     # Bytes in binary units, as ls -h and du -h print them: "1.5 MiB".
+    # One line for info[:compression]: the levels, what auto chose, and
+    # the values' sizes (ratio: of the compressed values alone, the
+    # dictionary not counted; file_bytes says the whole).
+    def compression_summary(c)
+      levels = c[:long_level] == c[:level] ? "level #{c[:level]}" : "levels #{c[:level]} and #{c[:long_level]} (from #{c[:long_value_bytes]} bytes)"
+      chosen = c[:auto] ? " (chosen by auto)" : ""
+      damaged = c[:damaged] ? "; damaged stats: #{c[:damaged]} (hashfile verify)" : ""
+      if c[:codec] == :none
+        "none#{chosen}: compressing would not have saved 10% of the values' bytes (or no value was 32 bytes or more)#{damaged}"
+      else
+        format("%s %s%s: %s values, %s decoded in %s (%.2fx, the values alone); dictionary %s%s", c[:codec], levels, chosen, commas(c[:values]),
+               human_bytes(c[:decoded_bytes]), human_bytes(c[:stored_bytes]), c[:ratio], human_bytes(c[:dictionary_bytes]), damaged)
+      end
+    end
+
     def human_bytes(bytes)
       return "#{bytes} B" if bytes < 1024
 

@@ -208,18 +208,27 @@ fn store_info(store: &Store) -> hashfile::Result<Info> {
         let stats = summary.stats;
         let mut compression = Info::default();
         // `auto` records level 0 where it chose to compress nothing.
-        let codec = if stats.level == 0 { "none" } else { "zstd" };
+        let codec = if stats.level == 0 && stats.values == 0 {
+            "none"
+        } else {
+            "zstd"
+        };
         compression
             .put("codec", InfoValue::Name(codec))
             .put("auto", stats.auto)
-            .put("level", InfoValue::Int(stats.level as u64))
-            .put("long_level", InfoValue::Int(stats.long_level as u64))
+            .put("level", InfoValue::Int(stats.level.max(0) as u64))
+            .put("long_level", InfoValue::Int(stats.long_level.max(0) as u64))
             .put("long_value_bytes", hashfile::compress::LONG_VALUE_LEN)
             .put("values", stats.values)
             .put("decoded_bytes", stats.decoded_bytes)
             .put("stored_bytes", stats.stored_bytes)
             .put("dictionary_bytes", summary.dictionary_bytes)
             .put("ratio", summary.ratio());
+        // The stats are informational (no read depends on them); stats no
+        // writer writes are said here, as `verify` reports them.
+        if let Err(what) = stats.check() {
+            compression.put("damaged", what);
+        }
         if let Some(items) = store.item_cache_stats() {
             let mut cache = Info::default();
             cache

@@ -861,3 +861,41 @@ fn a_value_of_a_kilobyte_or_more_is_decoded_once_and_kept() {
     let e = store.get(key).map(|r| r.is_some()).unwrap_err();
     assert!(matches!(e, Error::ValueTooLarge { .. }), "{e}");
 }
+
+#[test]
+fn auto_on_a_store_sampled_in_part_tries_values_the_dictionary_did_not_learn() {
+    // Over 25 MiB of records: one record in two or more is sampled, and
+    // `auto` tries others. Random values: nothing compressed; text: zstd.
+    let auto = BuildOptions {
+        compression: Compression::Auto,
+        ..BuildOptions::default()
+    };
+    let mut x = 0x2545_F491_4F6C_DD1Du64;
+    let mut random = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let build_of = |value: &mut dyn FnMut(u64) -> Vec<u8>| {
+        let mut builder = Builder::new(auto.clone()).unwrap();
+        for i in 0..140_000u64 {
+            builder.insert(format!("k{i}").as_bytes(), &value(i));
+        }
+        Reader::new(builder.to_bytes().unwrap()).unwrap()
+    };
+    let blobs = build_of(&mut |_| (0..25).flat_map(|_| random().to_le_bytes()).collect());
+    let stats = blobs.compression_stats().unwrap().unwrap().stats;
+    assert_eq!((stats.level, stats.values, stats.auto), (0, 0, true));
+    let text = build_of(&mut |i| {
+        let mut t = String::new();
+        while t.len() < 200 {
+            t.push_str(&product(i * 3 + t.len() as u64));
+        }
+        t.into_bytes()
+    });
+    let summary = text.compression_stats().unwrap().unwrap();
+    assert_eq!((summary.stats.level, summary.stats.auto), (3, true));
+    assert!(summary.ratio() > 2.0, "{summary:?}");
+    text.verify().unwrap();
+}

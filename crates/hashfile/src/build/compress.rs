@@ -107,10 +107,23 @@ fn read_whole<'a>(
 /// `compress::SAMPLE_VALUE_LEN`), where the stride keeps the sample near
 /// `compress::SAMPLE_BYTES`: the same records whatever the thread count,
 /// so the same dictionary and bytes. One pass over the records in order,
-/// through `io`: a spilled build's file is read, not mapped.
-fn train(io: &mut dyn Rewrite, records_len: u64, cancel: &CancelFlag) -> Result<Sample> {
+/// through `io`: a spilled build's file is read, not mapped. With
+/// `held_out` (`auto`), also the values `choose` tries, from other records
+/// than the dictionary learnt (see `Sample::trial`).
+fn train(
+    io: &mut dyn Rewrite,
+    records_len: u64,
+    held_out: bool,
+    cancel: &CancelFlag,
+) -> Result<Sample> {
     let stride = records_len.div_ceil(compress::SAMPLE_BYTES as u64).max(1);
+    // The held-out records: one in `trial_stride`, none of them sampled
+    // (their index is `stride / 2` past a multiple of the stride), about
+    // AUTO_TRIAL_BYTES of them.
+    let trial_stride = stride * (compress::SAMPLE_BYTES.div_ceil(AUTO_TRIAL_BYTES) as u64);
+    let held_out = held_out && stride >= 2;
     let mut samples: Vec<Vec<u8>> = Vec::new();
+    let mut trial: Vec<Vec<u8>> = Vec::new();
     let (mut at, mut index) = (0u64, 0u64);
     while at < records_len {
         cancel.check()?;
@@ -118,16 +131,9 @@ fn train(io: &mut dyn Rewrite, records_len: u64, cancel: &CancelFlag) -> Result<
         let mut from = 0;
         for &end in &ends {
             if index % stride == 0 {
-                let r = record::read(&chunk[from..end]).expect("whole records parse");
-                let typed = r.kind == ValueKind::Typed;
-                let cut = &r.value[..r.value.len().min(compress::SAMPLE_VALUE_LEN)];
-                if compress::worth_compressing(typed, r.value.len()) {
-                    samples.push(cut.to_vec());
-                } else if typed && r.value.len() > compress::MAX_TYPED_COMPRESS_LEN {
-                    // Compressed item by item, or (an array of scalars)
-                    // whole: pieces the size of items either way.
-                    samples.extend(cut.chunks(compress::ITEM_FRAME_LEN).map(<[u8]>::to_vec));
-                }
+                pieces_of(&chunk[from..end], &mut samples);
+            } else if held_out && index % trial_stride == stride / 2 {
+                pieces_of(&chunk[from..end], &mut trial);
             }
             index += 1;
             from = end;
@@ -139,8 +145,26 @@ fn train(io: &mut dyn Rewrite, records_len: u64, cancel: &CancelFlag) -> Result<
     Ok(Sample {
         pieces: samples,
         stride,
+        trial,
+        trial_stride,
         dictionary,
     })
+}
+
+/// What a build would compress of the whole record `bytes`, as pieces for
+/// the dictionary's training: the value (cut to `SAMPLE_VALUE_LEN`) if it
+/// is compressed whole, else the first 128 KiB of a long typed value in
+/// pieces the size of items (compressed item by item, or, an array of
+/// scalars, whole: pieces the size of items either way).
+fn pieces_of(bytes: &[u8], out: &mut Vec<Vec<u8>>) {
+    let r = record::read(bytes).expect("whole records parse");
+    let typed = r.kind == ValueKind::Typed;
+    let cut = &r.value[..r.value.len().min(compress::SAMPLE_VALUE_LEN)];
+    if compress::worth_compressing(typed, r.value.len()) {
+        out.push(cut.to_vec());
+    } else if typed && r.value.len() > compress::MAX_TYPED_COMPRESS_LEN {
+        out.extend(cut.chunks(compress::ITEM_FRAME_LEN).map(<[u8]>::to_vec));
+    }
 }
 
 /// What the sampling pass read and trained.
@@ -149,6 +173,12 @@ struct Sample {
     pieces: Vec<Vec<u8>>,
     /// One record in this many was sampled.
     stride: u64,
+    /// For `auto`, where not every record was sampled: values of records
+    /// the dictionary did not learn, one in `trial_stride`. A dictionary
+    /// holds pieces of what it was trained on, so those compress better
+    /// with it than the store's other values would.
+    trial: Vec<Vec<u8>>,
+    trial_stride: u64,
     /// The dictionary trained on them (empty: none).
     dictionary: Vec<u8>,
 }
@@ -181,14 +211,24 @@ fn choose(sample: Sample) -> Result<Plan> {
         short: compress::DEFAULT_LEVEL,
         long: compress::DEFAULT_LONG_LEVEL,
     };
-    let sampled: usize = sample.pieces.iter().map(Vec::len).sum();
-    let every = sampled.div_ceil(AUTO_TRIAL_BYTES).max(1);
-    let trial: Vec<&[u8]> = sample
-        .pieces
-        .iter()
-        .step_by(every)
-        .map(Vec::as_slice)
-        .collect();
+    // The values tried, and how many of the store's bytes each of theirs
+    // stands for: the held-out values where there are some, else (a store
+    // small enough to be sampled whole, whose values the dictionary holds
+    // pieces of indeed) every j-th sampled one.
+    let (trial, scale): (Vec<&[u8]>, Option<f64>) = if sample.trial.is_empty() {
+        let sampled: usize = sample.pieces.iter().map(Vec::len).sum();
+        let every = sampled.div_ceil(AUTO_TRIAL_BYTES).max(1);
+        let trial = sample
+            .pieces
+            .iter()
+            .step_by(every)
+            .map(Vec::as_slice)
+            .collect();
+        (trial, None)
+    } else {
+        let trial = sample.trial.iter().map(Vec::as_slice).collect();
+        (trial, Some(sample.trial_stride as f64))
+    };
     let raw: usize = trial.iter().map(|t| t.len()).sum();
     let stored = |dictionary: &[u8]| -> Result<usize> {
         let prepared = compress::prepare_dictionary(dictionary, levels);
@@ -206,7 +246,10 @@ fn choose(sample: Sample) -> Result<Plan> {
         Ok(total)
     };
     // The trial stands for the store's values: `scale` times its bytes.
-    let scale = (sampled as f64 * sample.stride as f64) / (raw.max(1) as f64);
+    let scale = scale.unwrap_or_else(|| {
+        let sampled: usize = sample.pieces.iter().map(Vec::len).sum();
+        (sampled as f64 * sample.stride as f64) / (raw.max(1) as f64)
+    });
     let without = stored(&[])? as f64 * scale;
     let with = if sample.dictionary.is_empty() {
         f64::INFINITY
@@ -244,7 +287,7 @@ pub(super) fn pass(
     keep_offsets: bool,
     cancel: &CancelFlag,
 ) -> Result<Compressed> {
-    let sample = train(io, records_len, cancel)?;
+    let sample = train(io, records_len, compression == Compression::Auto, cancel)?;
     let plan = match compression {
         Compression::Zstd { level, long_level } => Plan {
             levels: Some(Levels {

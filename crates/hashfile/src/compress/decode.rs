@@ -61,13 +61,13 @@ impl Decoder {
         max: u64,
     ) -> std::result::Result<Arc<[u8]>, DecodeError> {
         let place = (at, frame.len());
-        if let Some(item) = self.item_cache().get(place) {
+        if let Some(item) = self.item_cache().get(place, frame) {
             return Ok(item);
         }
         // Decoded outside the lock: another thread may decode the same
         // frame meanwhile, and the first kept is the one kept.
         let item: Arc<[u8]> = self.decode(frame, b"", max)?.into();
-        self.item_cache().insert(place, item.clone());
+        self.item_cache().insert(place, frame, item.clone());
         Ok(item)
     }
 
@@ -79,8 +79,10 @@ impl Decoder {
     /// items of [`decode_item`](Decoder::decode_item) are, and answered
     /// from it when the frame at `at` is asked for again: a lookup of a
     /// hot value of some kilobytes skips a decode of some microseconds.
-    /// The caller compared the stored key before, so the key kept with a
-    /// value is the one asked for.
+    /// A kept value is given back only for the same frame bytes and the
+    /// same key (the caller compared the stored key with the one asked
+    /// for): never another key's value, nor the value of bytes a file
+    /// rewritten in place no longer holds.
     pub fn decode_value(
         &self,
         at: u64,
@@ -93,16 +95,29 @@ impl Decoder {
             return self.decode(frame, key, max).map(DecodedValue::Owned);
         }
         let place = (at, frame.len());
-        if let Some(kept) = self.item_cache().get(place) {
-            let value_len = kept.len().saturating_sub(key.len()) as u64;
-            if value_len > max {
-                return Err(DecodeError::TooLarge(value_len));
+        let kept = self.item_cache().get(place, frame);
+        match kept {
+            // The same frame bytes, kept with this key (the whole of it:
+            // the value is the frame's `size` bytes): the value. (Another
+            // key ending at the same frame is a damaged store's records
+            // overlapping: decoded for it alone.)
+            Some(kept)
+                if kept.len() as u64 == size.saturating_add(key.len() as u64)
+                    && kept[kept.len() - key.len()..] == *key =>
+            {
+                let value_len = (kept.len() - key.len()) as u64;
+                if value_len > max {
+                    return Err(DecodeError::TooLarge(value_len));
+                }
+                Ok(DecodedValue::Kept(kept))
             }
-            return Ok(DecodedValue::Kept(kept));
+            Some(_) => self.decode(frame, key, max).map(DecodedValue::Owned),
+            None => {
+                let bytes: Arc<[u8]> = self.decode(frame, key, max)?.into();
+                self.item_cache().insert(place, frame, bytes.clone());
+                Ok(DecodedValue::Kept(bytes))
+            }
         }
-        let bytes: Arc<[u8]> = self.decode(frame, key, max)?.into();
-        self.item_cache().insert(place, bytes.clone());
-        Ok(DecodedValue::Kept(bytes))
     }
 
     /// What the cache of decoded items holds and has done.

@@ -1,5 +1,6 @@
-//! The decoded items a store's `Decoder` keeps for the next `dig`: by the
-//! frame's place in the store's file, evicted by CLOCK.
+//! The decoded items (and values) a store's `Decoder` keeps for the next
+//! `dig` (or lookup): by the frame's place in the store's file, each with
+//! a copy of its frame, evicted by CLOCK.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
@@ -30,7 +31,10 @@ pub struct ItemCacheStats {
 
 /// Decoded items by their frame's offset in the store's file and length:
 /// each decoder has its own, so a frame of another store (or of the same
-/// path opened again) is never answered from it. Evicts by CLOCK (second
+/// path opened again) is never answered from it. Each keeps a copy of its
+/// frame, and is given back only for the same frame bytes: a file
+/// rewritten in place under a reader (its map shows the new bytes) never
+/// gets the items of the frames it replaced. Evicts by CLOCK (second
 /// chance): an item asked for since the hand last passed it stays another
 /// round.
 #[derive(Default)]
@@ -48,7 +52,16 @@ type ItemPlace = (u64, usize);
 
 struct KeptItem {
     bytes: Arc<[u8]>,
+    /// The frame it was decoded from.
+    frame: Box<[u8]>,
     entered: bool,
+}
+
+impl KeptItem {
+    /// What it counts against [`ITEM_CACHE_LEN`]: the item and its frame.
+    fn len(&self) -> usize {
+        self.bytes.len() + self.frame.len()
+    }
 }
 
 impl ItemCache {
@@ -62,25 +75,43 @@ impl ItemCache {
         }
     }
 
-    pub(super) fn get(&mut self, place: ItemPlace) -> Option<Arc<[u8]>> {
+    /// The item kept for `frame` at `place`, if the frame there was the
+    /// same bytes when it was kept.
+    pub(super) fn get(&mut self, place: ItemPlace, frame: &[u8]) -> Option<Arc<[u8]>> {
         match self.items.get_mut(&place) {
-            Some(kept) => {
+            Some(kept) if *kept.frame == *frame => {
                 kept.entered = true;
                 self.hits += 1;
                 Some(kept.bytes.clone())
             }
-            None => {
+            _ => {
                 self.misses += 1;
                 None
             }
         }
     }
 
-    pub(super) fn insert(&mut self, place: ItemPlace, item: Arc<[u8]>) {
-        if item.len() > KEPT_ITEM_LEN || self.items.contains_key(&place) {
+    /// Keeps `item`, decoded from `frame` at `place` (in place of what
+    /// was kept there for other frame bytes).
+    pub(super) fn insert(&mut self, place: ItemPlace, frame: &[u8], item: Arc<[u8]>) {
+        if item.len() > KEPT_ITEM_LEN {
             return;
         }
-        while self.bytes + item.len() > ITEM_CACHE_LEN {
+        match self.items.get(&place) {
+            Some(kept) if *kept.frame == *frame => return,
+            Some(_) => {
+                let stale = self.items.remove(&place).expect("just found");
+                self.bytes -= stale.len();
+                self.hand.retain(|p| *p != place);
+            }
+            None => {}
+        }
+        let kept = KeptItem {
+            bytes: item,
+            frame: frame.into(),
+            entered: false,
+        };
+        while self.bytes + kept.len() > ITEM_CACHE_LEN {
             let Some(oldest) = self.hand.pop_front() else {
                 break;
             };
@@ -92,19 +123,13 @@ impl ItemCache {
                 kept.entered = false;
                 self.hand.push_back(oldest);
             } else {
-                self.bytes -= kept.bytes.len();
+                self.bytes -= kept.len();
                 self.items.remove(&oldest);
             }
         }
-        self.bytes += item.len();
+        self.bytes += kept.len();
         self.hand.push_back(place);
-        self.items.insert(
-            place,
-            KeptItem {
-                bytes: item,
-                entered: false,
-            },
-        );
+        self.items.insert(place, kept);
     }
 }
 
@@ -138,8 +163,19 @@ mod tests {
         let stats = decoder.item_cache_stats();
         assert_eq!(
             (stats.entries, stats.bytes, stats.hits, stats.misses),
-            (1, values[7].len() as u64, 1, 1)
+            (1, (values[7].len() + frame.len()) as u64, 1, 1)
         );
+        // Other bytes at the same place (a file rewritten in place): not
+        // answered from the cache, and kept in place of the old.
+        let mut other_frame = vec![];
+        assert!(encoder.compress(&values[8], &mut other_frame).unwrap());
+        other_frame.resize(frame.len(), 0); // the same length, other bytes
+        assert!(decoder
+            .decode_item(100, &other_frame, u64::MAX)
+            .map(|b| *b != *values[7])
+            .unwrap_or(true));
+        let again = decoder.decode_item(100, &frame, u64::MAX).unwrap();
+        assert_eq!(&*again, &values[7][..]);
         // Another store's decoder at the same frame decodes it itself:
         // without the dictionary it gets an error or other bytes.
         let other = Decoder::new(&[]).unwrap();
@@ -155,21 +191,21 @@ mod tests {
         let item = |n: usize| -> Arc<[u8]> { vec![n as u8; KEPT_ITEM_LEN].into() };
         let per_cache = ITEM_CACHE_LEN / KEPT_ITEM_LEN;
         for n in 0..per_cache {
-            cache.insert((n as u64, 1), item(n));
+            cache.insert((n as u64, 1), &[], item(n));
         }
         assert_eq!(cache.bytes, ITEM_CACHE_LEN);
-        assert!(cache.get((0, 1)).is_some());
-        cache.insert((per_cache as u64, 1), item(per_cache));
+        assert!(cache.get((0, 1), &[]).is_some());
+        cache.insert((per_cache as u64, 1), &[], item(per_cache));
         assert_eq!(cache.bytes, ITEM_CACHE_LEN);
-        assert!(cache.get((0, 1)).is_some(), "entered since: kept");
+        assert!(cache.get((0, 1), &[]).is_some(), "entered since: kept");
         assert!(
-            cache.get((1, 1)).is_none(),
+            cache.get((1, 1), &[]).is_none(),
             "the oldest not entered: evicted"
         );
         assert_eq!(cache.items.len(), cache.hand.len());
         let long: Arc<[u8]> = vec![0; KEPT_ITEM_LEN + 1].into();
-        cache.insert((u64::MAX, 1), long);
-        assert!(cache.get((u64::MAX, 1)).is_none());
+        cache.insert((u64::MAX, 1), &[], long);
+        assert!(cache.get((u64::MAX, 1), &[]).is_none());
         assert!(cache.bytes <= ITEM_CACHE_LEN);
     }
 }

@@ -102,6 +102,37 @@ mod tests {
     }
 
     #[test]
+    fn a_kept_value_comes_back_only_for_its_own_frame_bytes_and_key() {
+        let value = b"a value long enough to be kept once decoded, ".repeat(40);
+        let prepared = prepare_dictionary(&[], Levels { short: 3, long: 9 });
+        let mut frame = vec![];
+        assert!(Encoder::new(&prepared)
+            .unwrap()
+            .compress(&value, &mut frame)
+            .unwrap());
+        let decoder = Decoder::new(&[]).unwrap();
+        let get = |key: &[u8]| match decoder.decode_value(7, &frame, key, u64::MAX).unwrap() {
+            DecodedValue::Owned(bytes) => (bytes, false),
+            DecodedValue::Kept(bytes) => (bytes.to_vec(), true),
+        };
+        let with_key = |key: &[u8]| [&value[..], key].concat();
+        // The first lookup keeps it; the same key gets it back.
+        assert_eq!(
+            get(b"long key ending in a"),
+            (with_key(b"long key ending in a"), true)
+        );
+        assert_eq!(
+            get(b"long key ending in a"),
+            (with_key(b"long key ending in a"), true)
+        );
+        // Another key whose bytes end the kept one's (records of a damaged
+        // store overlapping at one frame): decoded for it, never the kept.
+        assert_eq!(get(b"a"), (with_key(b"a"), false));
+        assert_eq!(get(b"ending in a"), (with_key(b"ending in a"), false));
+        assert_eq!(decoder.item_cache_stats().entries, 1);
+    }
+
+    #[test]
     fn short_values_stay_raw_and_damage_is_an_error() {
         assert!(!worth_compressing(false, MIN_COMPRESS_LEN - 1));
         assert!(worth_compressing(false, 10 << 20));

@@ -79,8 +79,15 @@ impl Compression {
             reason,
         };
         let (lo, hi) = LEVEL_RANGE;
+        // Digits only, as written ("+3", "03" and " 3" are not levels).
         let level = |text: &str| match text.parse::<i32>() {
-            Ok(level) if (lo..=hi).contains(&level) => Ok(level),
+            Ok(level)
+                if (lo..=hi).contains(&level)
+                    && text.bytes().all(|b| b.is_ascii_digit())
+                    && !text.starts_with('0') =>
+            {
+                Ok(level)
+            }
             _ => Err(bad(format!(
                 "{name:?}: the zstd level must be an integer from {lo} to {hi}"
             ))),
@@ -100,9 +107,21 @@ impl Compression {
                     long_level: level(long)?,
                 }),
             },
-            _ => Err(bad(format!(
-                "{name:?} is not a compression; one of none, zstd, zstd:LEVEL, zstd:LEVEL,LONG_LEVEL (LEVEL {lo}..={hi}), auto"
+            ("auto", Some(_)) => Err(bad(format!(
+                "{name:?}: auto takes no level (it compresses at zstd's default levels where a sample says it pays)"
             ))),
+            _ => {
+                // "zstd9", "zstd-19": a level without its colon.
+                let hint = codec
+                    .strip_prefix("zstd")
+                    .map(|rest| rest.trim_start_matches(['-', '_', '=']))
+                    .filter(|rest| !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_digit()))
+                    .map(|level| format!("; did you mean \"zstd:{level}\"?"))
+                    .unwrap_or_default();
+                Err(bad(format!(
+                    "{name:?} is not a compression; one of none, zstd, zstd:LEVEL, zstd:LEVEL,LONG_LEVEL (LEVEL {lo}..={hi}), auto{hint}"
+                )))
+            }
         }
     }
 
@@ -144,6 +163,10 @@ mod tests {
             Compression::parse("zstd:3,9").unwrap(),
             Compression::DEFAULT_ZSTD
         );
+        let hint = Compression::parse("zstd9").unwrap_err().to_string();
+        assert!(hint.ends_with("did you mean \"zstd:9\"?"), "{hint}");
+        let auto = Compression::parse("auto:3").unwrap_err().to_string();
+        assert!(auto.contains("auto takes no level"), "{auto}");
         for bad in [
             "lz4",
             "zstd:0",
@@ -154,6 +177,11 @@ mod tests {
             "zstd:3,",
             "zstd:3,9,9",
             "auto:3",
+            "zstd:+3",
+            "zstd:03",
+            "zstd: 3",
+            "zstd:3, 9",
+            "zstd9",
         ] {
             let e = Compression::parse(bad).unwrap_err().to_string();
             assert!(e.contains("compression"), "{bad}: {e}");

@@ -90,6 +90,12 @@ impl Stats {
             }
             return Ok(());
         }
+        if self.values > 0 && (self.stored_bytes == 0 || self.decoded_bytes == 0) {
+            return Err(format!(
+                "stats say {} compressed values of {} bytes in {}",
+                self.values, self.decoded_bytes, self.stored_bytes
+            ));
+        }
         if !level_ok(self.level) || !level_ok(self.long_level) {
             return Err(format!(
                 "stats say levels {} and {}, outside {lo}..={hi}",

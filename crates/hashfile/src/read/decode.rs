@@ -234,6 +234,17 @@ impl<S: Source> Reader<S> {
     /// The decoder of a record compressed as `layout` says, once the
     /// header is found to allow it.
     pub(super) fn decoder_for(&self, layout: Layout) -> Result<&crate::compress::Decoder> {
+        // A store rewritten in place under a map (not replaced by rename)
+        // shows its new frames, which the dictionary parsed from the old
+        // one would decode to other values, with no error: such frames
+        // are refused as the SIGBUS of a truncated map is. The header
+        // ends with its checksum, so 8 bytes tell.
+        if let Some(bytes) = self.source.as_slice() {
+            let end = self.header.header_len as usize;
+            if bytes.get(end - 8..end) != Some(&self.header_checksum[..]) {
+                return Err(Error::Changed { path: None });
+            }
+        }
         if !self.header.has_compressed_values() {
             return Err(corrupt(
                 SectionId::Records,

@@ -104,6 +104,9 @@ pub struct Reader<S> {
     decoder: std::sync::OnceLock<crate::compress::Decoder>,
     /// The largest value read, stored or decoded (`max_value_size`).
     max_value_size: u64,
+    /// The header's own checksum as opened: a compressed lookup over a
+    /// source in memory checks it is still there (`decoder_for`).
+    header_checksum: [u8; 8],
 }
 
 /// The bytes of `section` in a store held in memory. Open checked that it
@@ -173,6 +176,9 @@ impl<S: Source> Reader<S> {
             head
         };
         let header = Header::decode(&head, file_len)?;
+        let header_checksum: [u8; 8] = head[header_len - 8..header_len]
+            .try_into()
+            .expect("a decoded header ends with its 8-byte checksum");
         drop(head);
         // The compact index has no seed blocks; its layout field is unused.
         let layout = BlockLayout::from_block_len(header.seed_block_len)
@@ -201,6 +207,7 @@ impl<S: Source> Reader<S> {
             source,
             decoder: std::sync::OnceLock::new(),
             max_value_size: DEFAULT_MAX_VALUE_SIZE,
+            header_checksum,
         };
         if compact {
             return Ok(reader);
