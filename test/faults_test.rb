@@ -117,6 +117,14 @@ class FaultsTest < HashfileTest
     assert_raises(Hashfile::StaleError) { db.each { nil } }
     db.close
     Hashfile.open(path("live.hf")) { |fresh| values.call("j", "NEW").each { |k, v| assert_equal v, fresh[k], k } }
+    # The same before the store is mapped (its first lookups are positioned
+    # reads), and when it is mapped: the map must show the store opened.
+    FileUtils.cp(path("a.hf"), path("live.hf"))
+    db = Hashfile.open(path("live.hf"))
+    assert_equal values.call("k", "OLD")["k001"], db["k001"]
+    File.open(path("live.hf"), "r+b") { |f| f.write(File.binread(path("b.hf"))) }
+    values.call("j", "NEW").each_key { |k| assert_raises(Hashfile::StaleError, k) { db[k] } }
+    db.close
   end
 
   def test_deleting_an_open_store_changes_nothing_for_its_readers

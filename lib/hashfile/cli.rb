@@ -1057,7 +1057,8 @@ module Hashfile
       chosen = c[:auto] ? " (chosen by auto)" : ""
       damaged = c[:damaged] ? "; damaged stats: #{c[:damaged]} (hashfile verify)" : ""
       if c[:codec] == :none
-        "none#{chosen}: compressing would not have saved 10% of the values' bytes (or no value was 32 bytes or more)#{damaged}"
+        "none#{chosen}: compressing would not have saved 10% of the values' bytes (values under 32 bytes, " \
+          "and any that would shrink over 1,024 times, stay raw)#{damaged}"
       else
         format("%s %s%s: %s values, %s decoded in %s (%.2fx, the values alone); dictionary %s%s", c[:codec], levels, chosen, commas(c[:values]),
                human_bytes(c[:decoded_bytes]), human_bytes(c[:stored_bytes]), c[:ratio], human_bytes(c[:dictionary_bytes]), damaged)

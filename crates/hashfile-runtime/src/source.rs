@@ -123,9 +123,20 @@ pub fn map_store(store: &Store) -> Option<hashfile::Result<Store>> {
         Err(e) => return Some(Err(io(e))),
     };
     match mapped_source(file, *id, source.size()) {
-        Ok(mapped @ StoreSource::Local(_)) => {
-            Some(Reader::new(mapped).and_then(|r| r.with_max_value_size(store.max_value_size())))
-        }
+        // The map must show the store that was opened: a file rewritten
+        // in place since (not replaced by rename) is the StaleError of a
+        // truncated one, never quietly the new store.
+        Ok(mapped @ StoreSource::Local(_)) => Some(
+            Reader::new(mapped)
+                .and_then(|r| r.with_max_value_size(store.max_value_size()))
+                .and_then(|r| {
+                    if r.header() == store.header() {
+                        Ok(r)
+                    } else {
+                        Err(changed())
+                    }
+                }),
+        ),
         Ok(_) => None,
         Err(e) => Some(Err(io(e))),
     }
@@ -228,6 +239,14 @@ impl Source for StoreSource {
             StoreSource::Local(map) => map.read_exact_at(offset, len),
             StoreSource::File(file, _) => file.read_exact_at(offset, len),
             StoreSource::Remote(cache) => cache.read_exact_at(offset, len),
+        }
+    }
+
+    fn rereads_cheaply(&self) -> bool {
+        match self {
+            StoreSource::Local(map) => map.rereads_cheaply(),
+            StoreSource::File(file, _) => file.rereads_cheaply(),
+            StoreSource::Remote(cache) => cache.rereads_cheaply(),
         }
     }
 

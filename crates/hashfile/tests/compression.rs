@@ -514,7 +514,7 @@ fn auto_compresses_what_pays_and_leaves_random_bytes_alone() {
         })
         .collect();
     let left = build(auto, &random);
-    assert_reads_back_keys(&left, &random);
+    assert_reads_back(&left, &random);
     let store = Reader::new(left.clone()).unwrap();
     assert!(!store.header().has_compressed_values());
     let stats = store.compression_stats().unwrap().unwrap().stats;
@@ -526,18 +526,6 @@ fn auto_compresses_what_pays_and_leaves_random_bytes_alone() {
         left.len(),
         plain.len()
     );
-}
-
-/// Every entry of `entries` reads back by `get` and verify passes, over
-/// every kind of source.
-fn assert_reads_back_keys(bytes: &[u8], entries: &[(Vec<u8>, Value)]) {
-    for (source, store) in support::every_source(bytes) {
-        store.verify().unwrap_or_else(|e| panic!("{source}: {e}"));
-        for (key, value) in entries {
-            let found = store.get(key).unwrap().expect("present");
-            assert_eq!(&found.decode().unwrap(), value, "{source}");
-        }
-    }
 }
 
 /// A tree like a merged locale: sections of entries, each entry a map
@@ -898,4 +886,80 @@ fn auto_on_a_store_sampled_in_part_tries_values_the_dictionary_did_not_learn() {
     assert_eq!((summary.stats.level, summary.stats.auto), (3, true));
     assert!(summary.ratio() > 2.0, "{summary:?}");
     text.verify().unwrap();
+}
+
+#[test]
+fn a_damaged_dictionary_is_an_error_naming_it_never_other_values() {
+    use hashfile::format::Header;
+    let entries = entries(300);
+    let good = build(zstd(), &entries);
+    let header = Header::decode(&good, good.len() as u64).unwrap();
+    let dictionary = header.section(SectionId::Dictionary);
+    // Bytes of the dictionary flipped (its checksum left as it was): zstd
+    // would decode frames with it to other text, with no error.
+    for at in [
+        dictionary.offset as usize + hashfile::compress::STATS_LEN,
+        dictionary.end() as usize - 40,
+    ] {
+        let mut bad = good.clone();
+        bad[at] ^= 0x01;
+        for (source, store) in support::every_source(&bad) {
+            let e = store.get(b"product:2").map(|r| r.is_some()).unwrap_err();
+            assert!(
+                matches!(
+                    &e,
+                    Error::Checksum {
+                        section: "dictionary",
+                        ..
+                    }
+                ),
+                "{source}: {e}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_store_rewritten_in_place_under_a_reader_of_its_file_is_stale() {
+    use std::io::Write;
+    let old: Vec<(Vec<u8>, Value)> = long_and_short(300);
+    let new: Vec<(Vec<u8>, Value)> = old
+        .iter()
+        .map(|(k, v)| match v {
+            Value::Str(t, e) => (k.clone(), Value::Str(t.to_ascii_uppercase(), e.clone())),
+            other => (k.clone(), other.clone()),
+        })
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("live.hf");
+    std::fs::write(&path, build(zstd(), &old)).unwrap();
+    let file = std::fs::File::open(&path).unwrap();
+    let store = Reader::new(hashfile::read::FileSource::new(file).unwrap()).unwrap();
+    let (key, value) = &old[3];
+    assert_eq!(&store.get(key).unwrap().unwrap().decode().unwrap(), value);
+    // Written over in place, as `cp` does without truncating first.
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .write_all(&build(zstd(), &new))
+        .unwrap();
+    // The index still sends keys to the old store's offsets: a lookup
+    // finds another key's record there (absent), bytes that are no record
+    // (damage), or its own: a compressed one is refused. Never a value
+    // that is neither the key's old nor its new one.
+    let mut changed = 0;
+    for ((key, was), (_, now)) in old.iter().zip(&new) {
+        match store.get(key) {
+            Ok(Some(found)) => {
+                let value = found.decode().unwrap();
+                assert!(value == *was || value == *now, "{key:?}");
+            }
+            Ok(None) => {}
+            Err(Error::Changed { .. }) => changed += 1,
+            Err(Error::Corrupt { .. }) => {}
+            Err(other) => panic!("{other}"),
+        }
+    }
+    assert!(changed > 0);
 }

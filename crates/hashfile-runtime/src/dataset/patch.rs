@@ -727,9 +727,8 @@ fn options_of(store: &crate::source::Store) -> BuildOptions {
     }
     if let Ok(Some(summary)) = store.compression_stats() {
         let stats = summary.stats;
-        // A base `auto` left uncompressed (level 0) gives its overlays
-        // `auto` too.
-        options.compression = if stats.level == 0 {
+        // A base `auto` built chooses again, whatever it chose.
+        options.compression = if stats.auto || stats.level == 0 {
             Compression::Auto
         } else {
             Compression::Zstd {

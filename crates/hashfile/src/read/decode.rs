@@ -239,11 +239,20 @@ impl<S: Source> Reader<S> {
         // one would decode to other values, with no error: such frames
         // are refused as the SIGBUS of a truncated map is. The header
         // ends with its checksum, so 8 bytes tell.
-        if let Some(bytes) = self.source.as_slice() {
-            let end = self.header.header_len as usize;
-            if bytes.get(end - 8..end) != Some(&self.header_checksum[..]) {
-                return Err(Error::Changed { path: None });
-            }
+        let end = self.header.header_len as usize;
+        let same = if let Some(bytes) = self.source.as_slice() {
+            bytes.get(end - 8..end) == Some(&self.header_checksum[..])
+        } else if self.source.rereads_cheaply() {
+            let now = self
+                .source
+                .read_exact_at(end as u64 - 8, 8)
+                .map_err(io_error)?;
+            *now == self.header_checksum[..]
+        } else {
+            true // a remote store: its ETag tells (`hashfile-remote`)
+        };
+        if !same {
+            return Err(Error::Changed { path: None });
         }
         if !self.header.has_compressed_values() {
             return Err(corrupt(
@@ -269,15 +278,25 @@ impl<S: Source> Reader<S> {
         if let Some(decoder) = self.decoder.get() {
             return Ok(decoder);
         }
+        // The whole section, checked against its checksum (at most 32
+        // bytes and 1 MiB, once an open): frames decoded with a damaged
+        // dictionary decode to other bytes with no error from zstd.
         let section = self.header.section(SectionId::Dictionary);
         let bytes = self
             .source
-            .read_exact_at(
-                section.offset + STATS_LEN as u64,
-                (section.length - STATS_LEN as u64) as usize,
-            )
+            .read_exact_at(section.offset, section.length as usize)
             .map_err(io_error)?;
-        let decoder = Decoder::new(&bytes).map_err(|what| corrupt(SectionId::Dictionary, &what))?;
+        let actual = xxhash_rust::xxh3::xxh3_64(&bytes);
+        if actual != section.checksum {
+            return Err(Error::Checksum {
+                path: None,
+                section: SectionId::Dictionary.name(),
+                expected: section.checksum,
+                actual,
+            });
+        }
+        let decoder = Decoder::new(&bytes[STATS_LEN..])
+            .map_err(|what| corrupt(SectionId::Dictionary, &what))?;
         // Two threads may both make one; the first kept is the one used.
         Ok(self.decoder.get_or_init(|| decoder))
     }

@@ -211,6 +211,16 @@ pub trait Source {
         Ok(Piece::owned(bytes))
     }
 
+    /// Whether rereading a few bytes costs a system call at most (a local
+    /// file read with positioned reads): a compressed lookup then rereads
+    /// the header's checksum, to find a store rewritten in place before
+    /// its frames are decoded with the dictionary of the store it
+    /// replaced. A map is checked through `as_slice`; a remote store by
+    /// its ETag. The default is false.
+    fn rereads_cheaply(&self) -> bool {
+        false
+    }
+
     /// The whole store as one slice, for a source that holds every byte in
     /// memory (a map, a `Vec`). A reader reads such a source in place: each
     /// lookup step is a bounds check and a slice, with no piece handed out,
@@ -418,6 +428,10 @@ impl Source for FileSource {
 
     fn read_at(&self, offset: u64, len: usize) -> io::Result<Piece<'_>> {
         self.read_exact_at(offset, len.min(self.block_len))
+    }
+
+    fn rereads_cheaply(&self) -> bool {
+        true
     }
 
     fn read_exact_at(&self, offset: u64, len: usize) -> io::Result<Piece<'_>> {
