@@ -591,6 +591,64 @@ fn missing_file_is_an_io_error_naming_the_path() {
     );
 }
 
+/// 31 keys on which the default options ran out of the work a small part
+/// may take with the first hash seed (found by `random_maps_round_trip` in
+/// CI): a part that small gives up on its seed, not on its options, and
+/// the build goes on with the next seed.
+#[test]
+fn a_small_store_unlucky_with_its_hash_seed_builds_with_the_next() {
+    let keys: Vec<Vec<u8>> = [
+        "e2f9ee5026e11e666f92792f41480b64464752",
+        "802b113e0b54570b22abd45fe7f68c64143b",
+        "69e400ffa221f30f611396de51fc2b19c210b68ee2",
+        "4a28220b06fe",
+        "c7fcf5757120796e915eaab6f3516fc3259ffe17",
+        "22cc41eb76ee9d2a00a90f20e68f1b90357352e5df",
+        "fef80c2063eca2c0717dabe61b634d54",
+        "1a9fb9fca5791701984ab379d1178a7f996b",
+        "18a378ce8e6ce02e25dbb7a860bfe5a2ebc73b0e0d",
+        "33d790c31495b032ed0f",
+        "0917b642165b265f44bfffb8bbd5",
+        "44582e",
+        "1e",
+        "0ee03f74de13e7c4049e6042",
+        "759ad53cf90134",
+        "1674",
+        "32712b7117",
+        "f35e",
+        "855ee499fd4aa9f74ee3fc3759e124a54ddb442ef0a16d",
+        "4b0034673c804fad2f79cf73abed3d8e464e29c37205",
+        "6e6e8bb621",
+        "9524af5951945f",
+        "95b006a10b863ab4586c8234ad1b43cefc",
+        "854671aa680d899d0e7fff20b1a340aec032253c6052",
+        "9fc537",
+        "ffc7f9a819",
+        "a5e909df9e359168f7c9e091b838e242a534653cbaf2",
+        "dc46c01aaba6d761ad70",
+        "dbe40724e03c1ed6c9a31f",
+        "92fc5f1d67701c8ce0302b0cc5a7c3",
+        "",
+    ]
+    .iter()
+    .map(|h| {
+        (0..h.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&h[i..i + 2], 16).unwrap())
+            .collect()
+    })
+    .collect();
+    let mut b = Builder::new(BuildOptions::default()).unwrap();
+    for k in &keys {
+        b.insert(k, k);
+    }
+    let store = Reader::new(b.to_bytes().unwrap()).unwrap();
+    store.verify().unwrap();
+    for k in &keys {
+        assert_eq!(store.get(k).unwrap().unwrap().value(), k.as_slice());
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
     #[test]

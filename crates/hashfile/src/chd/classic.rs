@@ -181,6 +181,16 @@ impl Layout for Classic<'_> {
         let mut budget = (members.len() as u64)
             .saturating_mul(MAX_WORK_PER_KEY)
             .max(MIN_WORK_PER_PART);
+        // A part small enough to get the floor's budget runs out of it by
+        // the chance of its hash seed more than by its options (31 random
+        // keys at the defaults did): it asks for the next seed, and only
+        // `MAX_SEED_ATTEMPTS` of them failing fails the build.
+        let out_of_budget =
+            if (members.len() as u64).saturating_mul(MAX_WORK_PER_KEY) < MIN_WORK_PER_PART {
+                Placement::Retry
+            } else {
+                Placement::TooHard
+            };
         let m = self.slots_per_part;
         let max_size = buckets.max_size;
         let mut taken = vec![0u64; (m as usize).div_ceil(64)];
@@ -206,7 +216,7 @@ impl Layout for Classic<'_> {
                     Search::Found(pilot) => pilot,
                     Search::Stopped => return Placement::Stopped,
                     Search::Exhausted if until == MAX_PILOT => return Placement::Retry,
-                    Search::Exhausted => return Placement::TooHard,
+                    Search::Exhausted => return out_of_budget,
                 };
                 budget -= (pilot - from + 1) * groups;
                 // Its keys are on free slots; are they on different ones?
