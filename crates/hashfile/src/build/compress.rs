@@ -215,21 +215,18 @@ fn choose(sample: Sample) -> Result<Plan> {
     // stands for: the held-out values where there are some, else (a store
     // small enough to be sampled whole, whose values the dictionary holds
     // pieces of indeed) every j-th sampled one.
-    let (trial, scale): (Vec<&[u8]>, Option<f64>) = if sample.trial.is_empty() {
-        let sampled: usize = sample.pieces.iter().map(Vec::len).sum();
-        let every = sampled.div_ceil(AUTO_TRIAL_BYTES).max(1);
-        let trial = sample
-            .pieces
-            .iter()
-            .step_by(every)
-            .map(Vec::as_slice)
-            .collect();
-        (trial, None)
+    let bytes = |values: &[&[u8]]| values.iter().map(|v| v.len()).sum::<usize>();
+    let (trial, scale): (Vec<&[u8]>, f64) = if sample.trial.is_empty() {
+        let sampled: Vec<&[u8]> = sample.pieces.iter().map(Vec::as_slice).collect();
+        let every = bytes(&sampled).div_ceil(AUTO_TRIAL_BYTES).max(1);
+        let trial: Vec<&[u8]> = sampled.iter().step_by(every).copied().collect();
+        let scale = (bytes(&sampled) as f64 * sample.stride as f64) / (bytes(&trial).max(1) as f64);
+        (trial, scale)
     } else {
         let trial = sample.trial.iter().map(Vec::as_slice).collect();
-        (trial, Some(sample.trial_stride as f64))
+        (trial, sample.trial_stride as f64)
     };
-    let raw: usize = trial.iter().map(|t| t.len()).sum();
+    let raw = bytes(&trial);
     let stored = |dictionary: &[u8]| -> Result<usize> {
         let prepared = compress::prepare_dictionary(dictionary, levels);
         let mut encoder = Encoder::new(&prepared)?;
@@ -245,11 +242,6 @@ fn choose(sample: Sample) -> Result<Plan> {
         }
         Ok(total)
     };
-    // The trial stands for the store's values: `scale` times its bytes.
-    let scale = scale.unwrap_or_else(|| {
-        let sampled: usize = sample.pieces.iter().map(Vec::len).sum();
-        (sampled as f64 * sample.stride as f64) / (raw.max(1) as f64)
-    });
     let without = stored(&[])? as f64 * scale;
     let with = if sample.dictionary.is_empty() {
         f64::INFINITY
@@ -343,10 +335,7 @@ fn rewrite(
         let done: Vec<(Vec<u8>, Vec<u64>, Stats, bool)> = tasks
             .par_iter()
             .map(|task| {
-                let mut encoder = match plan.levels {
-                    Some(_) => Some(Encoder::new(&prepared)?),
-                    None => None,
-                };
+                let mut encoder = plan.levels.map(|_| Encoder::new(&prepared)).transpose()?;
                 let mut out = Vec::new();
                 let mut starts = Vec::new();
                 let mut stats = Stats::default();

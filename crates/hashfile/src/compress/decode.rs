@@ -92,7 +92,9 @@ impl Decoder {
     ) -> std::result::Result<DecodedValue, DecodeError> {
         let size = content_size(frame).map_err(DecodeError::Damaged)?;
         if !(KEPT_VALUE_LEN..=super::KEPT_ITEM_LEN as u64).contains(&size) {
-            return self.decode(frame, key, max).map(DecodedValue::Owned);
+            return self
+                .decode_sized(frame, size, key, max)
+                .map(DecodedValue::Owned);
         }
         let place = (at, frame.len());
         let kept = self.item_cache().get(place, frame);
@@ -111,9 +113,11 @@ impl Decoder {
                 }
                 Ok(DecodedValue::Kept(kept))
             }
-            Some(_) => self.decode(frame, key, max).map(DecodedValue::Owned),
+            Some(_) => self
+                .decode_sized(frame, size, key, max)
+                .map(DecodedValue::Owned),
             None => {
-                let bytes: Arc<[u8]> = self.decode(frame, key, max)?.into();
+                let bytes: Arc<[u8]> = self.decode_sized(frame, size, key, max)?.into();
                 self.item_cache().insert(place, frame, bytes.clone());
                 Ok(DecodedValue::Kept(bytes))
             }
@@ -149,6 +153,18 @@ impl Decoder {
         max: u64,
     ) -> std::result::Result<Vec<u8>, DecodeError> {
         let size = content_size(frame).map_err(DecodeError::Damaged)?;
+        self.decode_sized(frame, size, prefix, max)
+    }
+
+    /// [`decode`](Decoder::decode) of a frame whose header says `size`
+    /// bytes (`content_size`, read once by the caller).
+    fn decode_sized(
+        &self,
+        frame: &[u8],
+        size: u64,
+        prefix: &[u8],
+        max: u64,
+    ) -> std::result::Result<Vec<u8>, DecodeError> {
         if size > (frame.len() as u64).saturating_mul(MAX_EXPANSION) {
             return Err(DecodeError::Damaged(format!(
                 "compressed value of {} bytes claims {size} bytes decoded, more than {MAX_EXPANSION} times its length",

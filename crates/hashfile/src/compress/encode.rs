@@ -14,17 +14,6 @@ pub struct Levels {
     pub long: i32,
 }
 
-impl Levels {
-    /// The level a value of `len` bytes is compressed at.
-    pub fn of(self, len: usize) -> i32 {
-        if len >= LONG_VALUE_LEN {
-            self.long
-        } else {
-            self.short
-        }
-    }
-}
-
 /// A build's dictionary prepared once for each of its levels (zstd takes
 /// a prepared dictionary's level over the context's).
 pub struct Prepared {
